@@ -1,0 +1,113 @@
+"""The ``orchestrator`` command line.
+
+A thin layer: the click group declares options; each command lives in
+``orchestrator/commands/<name>.py`` and calls into the library. Errors are mapped to
+exit codes in exactly one place, :func:`main`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
+
+
+@dataclass(frozen=True)
+class Config:
+    """Options common to every command."""
+
+    repo: Path
+    remote: str
+    state_branch: str
+
+    @property
+    def schedules_dir(self) -> Path:
+        return self.repo / "schedules"
+
+
+pass_config = click.make_pass_decorator(Config)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="orchestrator")
+@click.option(
+    "--repo",
+    envvar="ORCHESTRATOR_REPO",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The repository checkout holding schedules/ and templates/.",
+)
+@click.option(
+    "--remote",
+    envvar="ORCHESTRATOR_REMOTE",
+    default="origin",
+    show_default=True,
+    help="Git remote (name, path or URL) holding the state branch.",
+)
+@click.option(
+    "--state-branch",
+    envvar="ORCHESTRATOR_STATE_BRANCH",
+    default="orchestrator-state",
+    show_default=True,
+    help="Branch the orchestrator writes state to; 'main' gives single-branch mode.",
+)
+@click.pass_context
+def cli(ctx: click.Context, repo: Path, remote: str, state_branch: str) -> None:
+    """Scheduled, multi-track work on CI runners, with a git repository as the database."""
+    ctx.obj = Config(repo=repo.resolve(), remote=remote, state_branch=state_branch)
+
+
+def _register() -> None:
+    # Imported here so that each command module can import `cli.Config` freely.
+    from .commands import load
+
+    for command in load():
+        cli.add_command(command)
+
+
+_register_done = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI and map every error to one line and one exit code."""
+    global _register_done
+    if not _register_done:
+        _register()
+        _register_done = True
+    try:
+        rv = cli.main(args=argv, prog_name="orchestrator", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("orchestrator: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except OrchestratorError as exc:
+        click.echo(f"orchestrator: {exc.message}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if os.environ.get("ORCHESTRATOR_DEBUG"):
+            traceback.print_exc()
+        click.echo(
+            f"orchestrator: unexpected error: {type(exc).__name__}: {exc} "
+            "(set ORCHESTRATOR_DEBUG=1 for a traceback)",
+            err=True,
+        )
+        return EXIT_UNEXPECTED
+    return rv if isinstance(rv, int) else 0
+
+
+def run() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""One error root, one exit code per family.
+
+Every error a user can provoke is an :class:`OrchestratorError`. The CLI maps it
+to an exit code and prints a single line (``orchestrator: <message>``); anything
+else is a bug and exits 4 with a traceback hint. Subclasses carry their default
+message in the docstring, so ``raise RemoteUnreachable()`` still says something.
+"""
+
+from __future__ import annotations
+
+# Exit codes, as documented in the README.
+EXIT_OK = 0
+EXIT_USER = 1
+EXIT_USAGE = 2
+EXIT_REMOTE = 3
+EXIT_UNEXPECTED = 4
+
+
+class OrchestratorError(Exception):
+    """Orchestrator failed."""
+
+    exit_code = EXIT_UNEXPECTED
+
+    def __init__(self, message: str | None = None) -> None:
+        doc = (type(self).__doc__ or "").strip().splitlines()
+        super().__init__(message or (doc[0] if doc else type(self).__name__))
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class UserError(OrchestratorError):
+    """Invalid input."""
+
+    exit_code = EXIT_USER
+
+
+class ScheduleError(UserError):
+    """A schedule file is invalid."""
+
+    def __init__(self, file: str, field: str, problem: str) -> None:
+        self.file = file
+        self.field = field
+        self.problem = problem
+        where = f"{file}: {field}: " if field else f"{file}: "
+        super().__init__(f"{where}{problem}")
+
+
+class NotFound(UserError):
+    """No such object."""
+
+
+class InvalidId(UserError):
+    """Invalid identifier."""
+
+
+class IllegalTransition(UserError):
+    """That state transition is not allowed."""
+
+
+class RemoteError(OrchestratorError):
+    """The remote could not be reached or refused the change."""
+
+    exit_code = EXIT_REMOTE
+
+
+class PushRejected(RemoteError):
+    """The remote permanently rejected the push (hook, protected branch or permission)."""
+
+
+class CASExhausted(RemoteError):
+    """Gave up after too many lost compare-and-swap races or transient failures."""
+
+
+class ExecutorError(OrchestratorError):
+    """An executor backend failed."""
+
+    exit_code = EXIT_REMOTE
+
+
+class CircuitOpen(ExecutorError):
+    """The executor backend's circuit breaker is open; no call was made."""

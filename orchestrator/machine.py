@@ -1,0 +1,101 @@
+"""The track and run state machines, as tables.
+
+Track::
+
+    pending ──> dispatched ──> running ──> complete
+       ^  │          │  │         │  └───> failed ──(attempts left: retry)──> pending
+       │  │          │  └─────────┼──────> failed / tapped_out / cancelled
+       │  └──────────┴────────────┴──────> tapped_out | cancelled
+       └── failed | tapped_out (operator requeue from the dead letter queue)
+
+Run::
+
+    scheduled ──> running ──> consolidating ──> completed | failed
+        └────────────────────────^        failed ──(operator requeue)──> running
+
+``complete``, ``cancelled``, ``completed`` have no outgoing transitions.
+``failed`` and ``tapped_out`` tracks leave only through a retry or an operator's
+requeue, and a ``failed`` run only through a requeue of one of its tracks. Every
+transition appends ``{from, to, at, reason}`` to the object's ``state_history``;
+an illegal one raises :class:`~orchestrator.errors.IllegalTransition`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+
+from .errors import IllegalTransition
+from .models import Run, RunStatus, Track, TrackPhase, Transition
+
+P = TrackPhase
+R = RunStatus
+
+TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
+    P.PENDING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
+    # A track may report `complete`/`failed` before the tick ever saw it running.
+    P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
+                             P.CANCELLED}),
+    P.RUNNING: frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED}),
+    P.FAILED: frozenset({P.PENDING}),
+    P.TAPPED_OUT: frozenset({P.PENDING}),
+    P.COMPLETE: frozenset(),
+    P.CANCELLED: frozenset(),
+}
+"""Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
+dispatch was lost; ``failed -> pending`` a retry or requeue; ``tapped_out -> pending``
+a requeue."""
+
+TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING})
+"""Phases in which a track still needs the tick's attention."""
+
+TRACK_TERMINAL = frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED})
+"""Phases that count as finished for the run's fan-in (``failed`` only once no retry
+is left: the planner turns a retryable failure back into ``pending`` in the same tick)."""
+
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    R.SCHEDULED: frozenset({R.RUNNING, R.CONSOLIDATING}),
+    R.RUNNING: frozenset({R.CONSOLIDATING}),
+    R.CONSOLIDATING: frozenset({R.COMPLETED, R.FAILED}),
+    R.COMPLETED: frozenset(),
+    R.FAILED: frozenset({R.RUNNING}),
+}
+"""Allowed run transitions. ``scheduled -> consolidating`` happens when every track was
+cancelled or tapped out before any dispatch; ``failed -> running`` is a requeue."""
+
+RUN_OPEN = frozenset({R.SCHEDULED, R.RUNNING, R.CONSOLIDATING})
+RUN_TERMINAL = frozenset({R.COMPLETED, R.FAILED})
+
+M = TypeVar("M", Track, Run)
+
+
+def can_move_track(src: TrackPhase, dst: TrackPhase) -> bool:
+    return dst in TRACK_TRANSITIONS[src]
+
+
+def can_move_run(src: RunStatus, dst: RunStatus) -> bool:
+    return dst in RUN_TRANSITIONS[src]
+
+
+def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
+               **changes: Any) -> Track:
+    """Return ``track`` in phase ``to`` with the transition recorded, or raise."""
+    if not can_move_track(track.phase, to):
+        raise IllegalTransition(
+            f"track {track.run_id}/{track.name}: illegal transition "
+            f"{track.phase.value} -> {to.value}"
+        )
+    history = [*track.state_history, Transition(from_=track.phase.value, to=to.value, at=at,
+                                                reason=reason)]
+    return track.model_copy(update={**changes, "phase": to, "state_history": history})
+
+
+def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes: Any) -> Run:
+    """Return ``run`` in status ``to`` with the transition recorded, or raise."""
+    if not can_move_run(run.status, to):
+        raise IllegalTransition(
+            f"run {run.run_id}: illegal transition {run.status.value} -> {to.value}"
+        )
+    history = [*run.state_history, Transition(from_=run.status.value, to=to.value, at=at,
+                                              reason=reason)]
+    return run.model_copy(update={**changes, "status": to, "state_history": history})

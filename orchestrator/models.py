@@ -1,0 +1,447 @@
+"""Schedule specifications (what users write) and state records (what the tick writes).
+
+All models are strict, frozen and reject unknown fields: a typo in a schedule
+file is an error that names the field, never a silently ignored setting. Change a
+model with ``model_copy(update=...)``. Datetimes in state are always aware UTC.
+
+The docstrings of the schedule fields become the descriptions in
+``schedules/schedule.schema.json``, so editors can show them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from .errors import InvalidId
+
+ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+"""Schedule ids and track names: safe as a file name, a path segment and a git ref part."""
+
+WORKFLOW_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.ya?ml")
+
+RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}--\d{8}T\d{4}Z")
+"""``<schedule-id>--<slot in UTC>``; the idempotency key of one firing."""
+
+
+def check_id(value: str, what: str = "id") -> str:
+    """Return ``value`` if it is a valid id, else raise :class:`InvalidId`.
+
+    Ids end up in file paths (``state/runs/<run_id>/tracks/<track>.json``), so this
+    is also the guard against path traversal: no ``/``, no ``..``, no upper case.
+    """
+    if not isinstance(value, str) or not ID_RE.fullmatch(value):
+        raise InvalidId(
+            f"invalid {what} {value!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def check_run_id(value: str) -> str:
+    if not isinstance(value, str) or not RUN_ID_RE.fullmatch(value):
+        raise InvalidId(
+            f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>, "
+            "e.g. nightly--20261201T0700Z"
+        )
+    return value
+
+
+def _id(value: str) -> str:
+    if not ID_RE.fullmatch(value):
+        raise ValueError(
+            "must be 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit"
+        )
+    return value
+
+
+def _zone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as "
+                         "'America/New_York' or 'UTC')") from exc
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("must include a UTC offset (e.g. 2026-12-01T07:00:00Z)")
+    return value.astimezone(UTC)
+
+
+Id = Annotated[str, AfterValidator(_id)]
+ZoneName = Annotated[str, AfterValidator(_zone)]
+UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False)
+
+
+# --------------------------------------------------------------------------- policies
+
+
+class OverlapPolicy(StrEnum):
+    """What to do when a slot comes due while an earlier run of the schedule is open."""
+
+    SKIP = "skip"
+    """Do not start the new run; record the slot as skipped. (Kubernetes ``Forbid``.)"""
+    BUFFER_ONE = "buffer_one"
+    """Start the new run once the open one finishes; at most one run waits."""
+    ALLOW = "allow"
+    """Start the new run at once; runs may overlap."""
+    CANCEL_PREVIOUS = "cancel_previous"
+    """Cancel the open run's unfinished tracks, then start the new run. (``Replace``.)"""
+
+
+class CatchupPolicy(StrEnum):
+    """Which slots to fire when the tick arrives late or after an outage.
+
+    Only slots inside ``catchup_window_minutes`` before the tick are eligible; older
+    ones are recorded as missed and never fired.
+    """
+
+    LATEST = "latest"
+    """Fire only the newest eligible slot; earlier eligible slots are recorded as skipped."""
+    ALL = "all"
+    """Fire every eligible slot, oldest first."""
+    NONE = "none"
+    """Never fire a slot from before the schedule was first seen or re-enabled; otherwise
+    like ``latest``."""
+
+
+class DstGap(StrEnum):
+    """A fixed local time that does not exist on a spring-forward day."""
+
+    SHIFT = "shift"
+    """Run once, at the first valid instant after the gap (Vixie/Debian cron)."""
+    SKIP = "skip"
+    """Do not run that day."""
+
+
+class DstFold(StrEnum):
+    """A fixed local time that occurs twice on a fall-back day."""
+
+    FIRST = "first"
+    """Run once, at the first occurrence (Vixie/Debian cron)."""
+    BOTH = "both"
+    """Run at both occurrences."""
+
+
+class DstPolicy(Frozen):
+    """How fixed-time schedules behave on daylight-saving changes.
+
+    Schedules whose minute or hour field starts with ``*`` run in real elapsed time
+    and are not affected.
+    """
+
+    gap: DstGap = Field(DstGap.SHIFT, description="Local time skipped by spring-forward.")
+    fold: DstFold = Field(DstFold.FIRST, description="Local time repeated by fall-back.")
+
+
+# --------------------------------------------------------------------------- schedules
+
+
+class TrackSpec(Frozen):
+    """One unit of parallel work in a run."""
+
+    name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
+    run: str | None = Field(
+        None,
+        min_length=1,
+        description="Shell command run by the local executor (and by the default track "
+        "workflow on GitHub Actions).",
+    )
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="String inputs passed to the track workflow as part of the matrix leg.",
+    )
+    timeout_minutes: float = Field(
+        30, gt=0, le=7 * 24 * 60,
+        description="Minutes a track may run before it is tapped out (fractions allowed).",
+    )
+    max_attempts: int = Field(
+        1, ge=1, le=20, description="Attempts before a failing track is dead-lettered."
+    )
+    retry_backoff_seconds: int = Field(
+        60, ge=0, le=24 * 3600,
+        description="Seconds before the first retry; doubles on each further attempt.",
+    )
+
+    @model_validator(mode="after")
+    def _has_work(self) -> TrackSpec:
+        if self.run is None and not self.inputs:
+            raise ValueError("a track needs 'run' or 'inputs' (or both)")
+        return self
+
+
+class ScheduleSpec(Frozen):
+    """A schedule file: when to fire and which tracks to run in parallel."""
+
+    schema_ref: str | None = Field(
+        None, alias="$schema", description="Path or URL of the JSON Schema, for editors."
+    )
+    description: str = Field("", description="What this schedule is for, shown in briefs.")
+    cron: str | None = Field(
+        None,
+        description="Five-field cron expression (minute hour day-of-month month day-of-week) "
+        "or @hourly, @daily, @weekly, @monthly, @yearly; evaluated in `timezone`. "
+        "Exactly one of `cron` and `at`.",
+    )
+    at: datetime | None = Field(
+        None,
+        description="One-shot ISO datetime; without an offset it is read in `timezone`. "
+        "Exactly one of `cron` and `at`.",
+    )
+    timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
+    enabled: bool = Field(True, description="A disabled schedule never fires.")
+    tracks: list[TrackSpec] = Field(
+        min_length=1, max_length=1024, description="Tracks run in parallel by each run."
+    )
+    workflow: str = Field(
+        "track.yml",
+        pattern=WORKFLOW_RE.pattern,
+        description="File name of the GitHub Actions workflow that runs the tracks.",
+    )
+    overlap: OverlapPolicy = Field(
+        OverlapPolicy.SKIP, description="What to do when an earlier run is still open."
+    )
+    catchup: CatchupPolicy = Field(
+        CatchupPolicy.LATEST, description="Which missed slots to fire when the tick is late."
+    )
+    catchup_window_minutes: int = Field(
+        60, ge=0, le=7 * 24 * 60,
+        description="How late a slot may still fire; older slots are recorded as missed.",
+    )
+    deadline_minutes: float = Field(
+        240, gt=0, le=7 * 24 * 60,
+        description="Hard ceiling for a whole run: open tracks are tapped out after it.",
+    )
+    max_runs_per_day: int | None = Field(
+        None, ge=1, description="At most this many runs per local calendar day."
+    )
+    jitter_seconds: int = Field(
+        0, ge=0, le=3600,
+        description="Delay each run by a deterministic 0..N seconds (hash of the run id).",
+    )
+    dst: DstPolicy = Field(default_factory=DstPolicy, description="Daylight-saving behaviour.")
+
+    model_config = ConfigDict(
+        strict=True,
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={"additionalProperties": False},
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ScheduleSpec:
+        if (self.cron is None) == (self.at is None):
+            raise ValueError("give exactly one of 'cron' and 'at'")
+        names = [t.name for t in self.tracks]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate track names: {', '.join(dupes)}")
+        if self.cron is not None:
+            from .cron import validate_cron  # cron imports models; avoid a cycle
+
+            validate_cron(self.cron)
+        return self
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def at_utc(self) -> datetime | None:
+        """The one-shot instant in UTC (a naive ``at`` is read in ``timezone``)."""
+        if self.at is None:
+            return None
+        at = self.at if self.at.tzinfo is not None else self.at.replace(tzinfo=self.zone)
+        return at.astimezone(UTC)
+
+    def track(self, name: str) -> TrackSpec:
+        for t in self.tracks:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+class Schedule(Frozen):
+    """A loaded schedule: its id (the file stem) and its spec."""
+
+    id: Id
+    spec: ScheduleSpec
+    path: str = ""
+
+
+# --------------------------------------------------------------------------- state
+
+
+class TrackPhase(StrEnum):
+    """Phase of one track of a run. See :mod:`orchestrator.machine` for the transitions."""
+
+    PENDING = "pending"
+    """Waiting to be dispatched (first attempt, a retry after backoff, or jitter)."""
+    DISPATCHED = "dispatched"
+    """The mark commit chose to dispatch it; the executor may not have started it yet."""
+    RUNNING = "running"
+    """The executor reports it started."""
+    COMPLETE = "complete"
+    """Finished successfully. Terminal."""
+    FAILED = "failed"
+    """Finished unsuccessfully. Retried while attempts remain, else dead-lettered."""
+    TAPPED_OUT = "tapped_out"
+    """Stopped for exceeding its timeout or the run's deadline. Terminal; dead-lettered."""
+    CANCELLED = "cancelled"
+    """Cancelled by an overlap policy or an operator. Terminal."""
+
+
+class RunStatus(StrEnum):
+    """Status of one firing of a schedule."""
+
+    SCHEDULED = "scheduled"
+    """Created by the mark commit; no track dispatched yet (jitter, buffered overlap)."""
+    RUNNING = "running"
+    """At least one track was dispatched and some track is still open."""
+    CONSOLIDATING = "consolidating"
+    """Every track is terminal; the brief is being rendered."""
+    COMPLETED = "completed"
+    """Every track completed. Terminal."""
+    FAILED = "failed"
+    """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
+
+
+class Transition(Frozen):
+    """One entry of a ``state_history``."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    at: UTCDateTime
+    reason: str = ""
+
+
+class Track(Frozen):
+    """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
+
+    run_id: str
+    name: Id
+    phase: TrackPhase = TrackPhase.PENDING
+    attempt: int = Field(1, ge=1)
+    max_attempts: int = Field(1, ge=1)
+    spec: TrackSpec
+    not_before: UTCDateTime | None = None
+    """Earliest dispatch time (jitter, retry backoff)."""
+    dispatch_key: str | None = None
+    """``<run_id>--<track>--<attempt>``: idempotency key of the current dispatch."""
+    handle: dict[str, Any] | None = None
+    """Executor-specific handle of the current attempt (CI run id, process id, ...)."""
+    executor: str | None = None
+    dispatched_at: UTCDateTime | None = None
+    started_at: UTCDateTime | None = None
+    finished_at: UTCDateTime | None = None
+    url: str | None = None
+    """Link to the CI run or the local log of the current attempt."""
+    result: dict[str, Any] | None = None
+    """What the track reported (a JSON object; ``summary`` is shown in the brief)."""
+    error_log: list[str] = Field(default_factory=list)
+    state_history: list[Transition] = Field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}--{self.name}--{self.attempt}"
+
+
+class Run(Frozen):
+    """``state/runs/<run_id>/run.json``: one firing of a schedule."""
+
+    run_id: str
+    schedule_id: Id
+    slot: UTCDateTime
+    """The cron slot (or ``at`` instant) this run is for."""
+    fire_at: UTCDateTime
+    """Slot plus deterministic jitter: tracks are not dispatched before it."""
+    created_at: UTCDateTime
+    deadline: UTCDateTime
+    status: RunStatus = RunStatus.SCHEDULED
+    tracks: list[Id]
+    description: str = ""
+    cron: str | None = None
+    timezone: str = "UTC"
+    finished_at: UTCDateTime | None = None
+    state_history: list[Transition] = Field(default_factory=list)
+
+
+class SlotNote(Frozen):
+    """A slot that did not fire, and why (kept short: the newest few per schedule)."""
+
+    slot: UTCDateTime
+    reason: Literal["missed", "skipped", "overlap", "daily_cap", "dst_skip"]
+    at: UTCDateTime
+
+
+class Cursor(Frozen):
+    """``state/schedules/<id>.json``: where a schedule stands."""
+
+    schedule_id: Id
+    since: UTCDateTime
+    """Slots at or before this instant are settled (fired, skipped or missed)."""
+    last_slot: UTCDateTime | None = None
+    last_run_id: str | None = None
+    next_run_at: UTCDateTime | None = None
+    last_error: str | None = None
+    done: bool = False
+    """A one-shot (``at``) schedule that has fired."""
+    enabled: bool = True
+    fires_per_day: dict[str, int] = Field(default_factory=dict)
+    """Runs started per local calendar day (ISO date), for ``max_runs_per_day``."""
+    notes: list[SlotNote] = Field(default_factory=list)
+
+
+class DeadLetter(Frozen):
+    """``state/dlq/<run_id>--<track>.json``: a track that needs a human."""
+
+    key: str
+    run_id: str
+    track: Id
+    reason: str
+    parked_at: UTCDateTime
+    attempts: int
+    payload: TrackSpec
+    error_log: list[str] = Field(default_factory=list)
+    state_history: list[Transition] = Field(default_factory=list)
+    discarded: bool = False
+    discarded_by: str | None = None
+    discarded_reason: str | None = None
+
+
+class Breaker(Frozen):
+    """Circuit breaker of one executor backend, in ``state/health.json``."""
+
+    state: Literal["closed", "open", "half_open"] = "closed"
+    failures: int = 0
+    opened_at: UTCDateTime | None = None
+    last_error: str | None = None
+
+
+def utc_date_key(moment: datetime, zone: ZoneInfo) -> str:
+    """The local calendar day of ``moment`` in ``zone`` as an ISO date."""
+    return date.isoformat(moment.astimezone(zone).date())
+
+
+def run_id_for(schedule_id: str, slot: datetime) -> str:
+    """Deterministic run id: ``<schedule-id>--<slot UTC as YYYYMMDDTHHMMZ>``."""
+    return f"{schedule_id}--{slot.astimezone(UTC):%Y%m%dT%H%MZ}"

@@ -1,0 +1,163 @@
+"""The state tree: where each record lives and how it is (de)serialised.
+
+``State`` is the whole of ``state/`` that the planner needs, parsed. ``dump`` turns
+it back into files; :func:`changes` diffs two file maps so a commit only carries
+what really changed (a tick with nothing to do produces no change at all).
+
+JSON is written with sorted keys, two-space indent and a trailing newline, so the
+history of the state branch stays small and readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import OrchestratorError
+from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
+
+ROOT = "state"
+TICKS = f"{ROOT}/ticks.jsonl"
+HEALTH = f"{ROOT}/health.json"
+INDEX = f"{ROOT}/index.html"
+TICKS_KEEP = 500
+"""Lines kept in ``ticks.jsonl``; older ones are dropped when a tick appends."""
+
+
+class CorruptState(OrchestratorError):
+    """A state file could not be parsed."""
+
+
+def cursor_path(schedule_id: str) -> str:
+    return f"{ROOT}/schedules/{check_id(schedule_id, 'schedule id')}.json"
+
+
+def run_dir(run_id: str) -> str:
+    return f"{ROOT}/runs/{check_run_id(run_id)}"
+
+
+def run_path(run_id: str) -> str:
+    return f"{run_dir(run_id)}/run.json"
+
+
+def track_path(run_id: str, track: str) -> str:
+    return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
+
+
+def polls_path(run_id: str) -> str:
+    return f"{run_dir(run_id)}/polls.jsonl"
+
+
+def brief_path(run_id: str) -> str:
+    return f"{run_dir(run_id)}/brief.html"
+
+
+def dlq_key(run_id: str, track: str) -> str:
+    return f"{check_run_id(run_id)}--{check_id(track, 'track name')}"
+
+
+def dlq_path(key: str) -> str:
+    run_id, sep, track = key.rpartition("--")
+    if not sep:
+        check_run_id(key)  # raises with a clear message
+    return f"{ROOT}/dlq/{dlq_key(run_id, track)}.json"
+
+
+def to_json(model: BaseModel | Mapping[str, Any]) -> bytes:
+    """Stable JSON: sorted keys, 2-space indent, trailing newline."""
+    data = model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def json_line(data: Mapping[str, Any]) -> bytes:
+    return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            + "\n").encode()
+
+
+@dataclass
+class State:
+    """Everything under ``state/`` the planner reads, parsed."""
+
+    cursors: dict[str, Cursor] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)
+    tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
+    dlq: dict[str, DeadLetter] = field(default_factory=dict)
+    health: dict[str, Breaker] = field(default_factory=dict)
+
+    def copy(self) -> State:
+        return State(
+            cursors=dict(self.cursors),
+            runs=dict(self.runs),
+            tracks={k: dict(v) for k, v in self.tracks.items()},
+            dlq=dict(self.dlq),
+            health=dict(self.health),
+        )
+
+    def dump(self) -> dict[str, bytes]:
+        """The JSON records of this state as files (not the logs, briefs or index)."""
+        files: dict[str, bytes] = {}
+        for sid, cursor in self.cursors.items():
+            files[cursor_path(sid)] = to_json(cursor)
+        for rid, run in self.runs.items():
+            files[run_path(rid)] = to_json(run)
+        for rid, tracks in self.tracks.items():
+            for name, track in tracks.items():
+                files[track_path(rid, name)] = to_json(track)
+        for key, letter in self.dlq.items():
+            files[dlq_path(key)] = to_json(letter)
+        if self.health:
+            files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
+        return files
+
+
+def _parse(model: type[BaseModel], path: str, data: bytes) -> Any:
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
+
+
+def load(files: Mapping[str, bytes]) -> State:
+    """Parse the state records out of a file map (paths relative to the repository root)."""
+    state = State()
+    for path in sorted(files):
+        if not path.startswith(ROOT + "/") or not path.endswith(".json"):
+            continue
+        parts = path.split("/")
+        if parts[1] == "schedules" and len(parts) == 3:
+            cursor = _parse(Cursor, path, files[path])
+            state.cursors[cursor.schedule_id] = cursor
+        elif parts[1] == "runs" and len(parts) == 4 and parts[3] == "run.json":
+            run = _parse(Run, path, files[path])
+            state.runs[run.run_id] = run
+        elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
+            track = _parse(Track, path, files[path])
+            state.tracks.setdefault(track.run_id, {})[track.name] = track
+        elif parts[1] == "dlq" and len(parts) == 3:
+            letter = _parse(DeadLetter, path, files[path])
+            state.dlq[letter.key] = letter
+        elif path == HEALTH:
+            try:
+                raw = json.loads(files[path])
+                state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
+            except (ValueError, ValidationError, AttributeError) as exc:
+                raise CorruptState(f"{path}: {exc}") from exc
+    return state
+
+
+def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+    """The entries of ``new`` that differ from ``old`` (``None`` deletes a file)."""
+    out: dict[str, bytes | None] = {}
+    for path, data in new.items():
+        if data is None:
+            if path in old:
+                out[path] = None
+        elif old.get(path) != data:
+            out[path] = data
+    return out

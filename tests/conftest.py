@@ -1,0 +1,35 @@
+"""Shared fixtures: a pinned git identity and a guard against touching real remotes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                  ) -> Iterator[None]:
+    """Pin git's identity and config so tests never read or write the user's."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    for var in ("GITHUB_TOKEN", "GH_TOKEN", "ORCHESTRATOR_REPO", "ORCHESTRATOR_REMOTE",
+                "ORCHESTRATOR_STATE_BRANCH", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    real_state = REPO_ROOT / "state"
+    before = sorted(p.name for p in real_state.iterdir()) if real_state.exists() else []
+    yield
+    after = sorted(p.name for p in real_state.iterdir()) if real_state.exists() else []
+    assert before == after, "a test wrote into the project's own state/ folder"
+    assert os.environ.get("GITHUB_TOKEN") is None

@@ -1,0 +1,52 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from orchestrator import machine
+from orchestrator.errors import IllegalTransition
+from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+
+
+def _track(phase: TrackPhase = TrackPhase.PENDING) -> Track:
+    return Track(run_id="a--20261201T0700Z", name="t", phase=phase,
+                 spec=TrackSpec(name="t", run="true"))
+
+
+def _run(status: RunStatus = RunStatus.SCHEDULED) -> Run:
+    return Run(run_id="a--20261201T0700Z", schedule_id="a", slot=T0, fire_at=T0,
+               created_at=T0, deadline=T0, status=status, tracks=["t"])
+
+
+@pytest.mark.parametrize("src", list(TrackPhase))
+@pytest.mark.parametrize("dst", list(TrackPhase))
+def test_every_track_pair_is_allowed_exactly_when_the_table_says(src: TrackPhase,
+                                                                 dst: TrackPhase) -> None:
+    allowed = dst in machine.TRACK_TRANSITIONS[src]
+    if allowed:
+        moved = machine.move_track(_track(src), dst, T0, "because")
+        assert moved.phase is dst
+        assert moved.state_history[-1].model_dump(by_alias=True) == {
+            "from": src.value, "to": dst.value, "at": T0, "reason": "because"}
+    else:
+        with pytest.raises(IllegalTransition, match=f"{src.value} -> {dst.value}"):
+            machine.move_track(_track(src), dst, T0)
+
+
+@pytest.mark.parametrize("src", list(RunStatus))
+@pytest.mark.parametrize("dst", list(RunStatus))
+def test_every_run_pair_is_allowed_exactly_when_the_table_says(src: RunStatus,
+                                                               dst: RunStatus) -> None:
+    if dst in machine.RUN_TRANSITIONS[src]:
+        assert machine.move_run(_run(src), dst, T0).status is dst
+    else:
+        with pytest.raises(IllegalTransition):
+            machine.move_run(_run(src), dst, T0)
+
+
+def test_terminal_states_have_no_automatic_exit() -> None:
+    assert machine.TRACK_TRANSITIONS[TrackPhase.COMPLETE] == frozenset()
+    assert machine.TRACK_TRANSITIONS[TrackPhase.CANCELLED] == frozenset()
+    assert machine.RUN_TRANSITIONS[RunStatus.COMPLETED] == frozenset()
+    assert machine.TRACK_OPEN.isdisjoint(machine.TRACK_TERMINAL)
