@@ -1,0 +1,106 @@
+"""The executor contract shared by the local and the GitHub Actions backends.
+
+The tick calls executors only outside the compare-and-swap "lock":
+
+1. ``observe`` before planning, for every track that is ``dispatched`` or ``running``
+   and has a handle;
+2. ``lookup`` before planning, for every ``dispatched`` track *without* a handle (its
+   dispatch may have happened in a tick that died before recording it): a found
+   dispatch is adopted, never repeated;
+3. ``dispatch`` after the mark commit landed, for the tracks it moved to
+   ``dispatched``; results are recorded in a second commit;
+4. ``cancel`` after the mark commit, for tracks it tapped out or cancelled.
+
+Every request carries a dispatch key ``<run_id>--<track>--<attempt>``. ``dispatch``
+must be idempotent per key where the backend allows it (the local executor is; on
+GitHub the ``run-name`` correlation in ``lookup`` provides it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..models import Breaker, TrackPhase, TrackSpec
+
+
+@dataclass(frozen=True)
+class DispatchRequest:
+    """One track attempt to start."""
+
+    run_id: str
+    track: str
+    attempt: int
+    spec: TrackSpec
+    workflow: str = "track.yml"
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}--{self.track}--{self.attempt}"
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What became of one :class:`DispatchRequest`: a handle, or an error."""
+
+    key: str
+    handle: dict[str, Any] | None = None
+    url: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the backend knows about one dispatched attempt.
+
+    ``phase`` is ``None`` when the backend has nothing new to say (e.g. still queued
+    on a runner is reported as ``RUNNING`` only once a job exists). Only the phases
+    ``RUNNING``, ``COMPLETE``, ``FAILED``, ``TAPPED_OUT`` and ``CANCELLED`` are used.
+    """
+
+    key: str
+    phase: TrackPhase | None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    url: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Handle:
+    """A dispatched attempt as the executor needs it for ``observe`` and ``cancel``."""
+
+    key: str
+    handle: dict[str, Any]
+    timeout_minutes: float
+
+
+class Executor(Protocol):
+    """A place that runs tracks."""
+
+    name: str
+
+    def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
+        """Start every request; one result per request, in order. Never raises for a
+        single failed request: its result carries ``error`` instead."""
+        ...
+
+    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult]:
+        """Find attempts that were dispatched but never recorded, by dispatch key.
+        Keys not found are absent from the answer."""
+        ...
+
+    def observe(self, handles: list[Handle]) -> dict[str, Observation]:
+        """Current knowledge about dispatched attempts, keyed by dispatch key."""
+        ...
+
+    def cancel(self, handle: Handle) -> None:
+        """Stop an attempt (best effort; a finished attempt is left alone)."""
+        ...
+
+    def health(self) -> Breaker | None:
+        """The backend's circuit breaker after this tick's calls (``None``: no breaker)."""
+        ...
