@@ -1,0 +1,277 @@
+"""The detached supervisor of one local track attempt.
+
+:class:`~orchestrator.executors.local.LocalExecutor` starts it as
+``python -I .../_supervise.py <attempt folder>`` in a new session. It forks once and
+the parent exits at once, so the dispatcher can reap it and the tick can exit while
+the attempt goes on; the child does the work:
+
+1. **Claim.** Take an exclusive ``flock`` on ``supervisor.lock`` (held until it exits)
+   and, only if ``status.json`` does not exist yet, write it (``queued``). Whoever
+   writes the first ``status.json`` under that lock owns the attempt, so extra
+   supervisors started for the same folder (a repair after a crashed dispatcher, a
+   race) exit without launching anything. The kernel drops the lock when the process
+   dies, which is how observers tell a live supervisor from a vanished one.
+2. **Wait for a slot** when the executor has a task cap: a slot is an ``flock`` on one
+   of ``<work dir>/slots/<i>.lock``.
+3. **Launch** ``sh -c <run>`` in its own process group (never the supervisor's, so a
+   group kill cannot hit the supervisor), append one line to ``<work dir>/launches.log``
+   and record ``running``.
+4. **Watch** for exit, the timeout, a ``cancel`` marker or SIGTERM; on the last three
+   it kills the group: SIGTERM, then SIGKILL after a grace period.
+5. **Record** the outcome in ``status.json`` (``exited``, ``timed_out``, ``cancelled``
+   or ``error``) and kill whatever the track left behind in its group, as CI runners
+   do with orphan processes at the end of a job.
+
+Standard library only and no package imports: it starts once per attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+LAUNCH = "launch.json"
+STATUS = "status.json"
+RESULT = "result.json"
+STDOUT = "stdout.log"
+STDERR = "stderr.log"
+CANCEL = "cancel"
+LOCK = "supervisor.lock"
+SUPERVISOR_LOG = "supervisor.log"
+LAUNCHES = "launches.log"
+SLOTS = "slots"
+
+POLL_SECONDS = 0.1
+"""How often the supervisor looks at its track, the clock and the cancel marker."""
+
+# States written to status.json. Only the supervisor writes the first three and
+# `exited`/`timed_out`; `cancelled` and `lost` may also be written by an observer
+# that holds the supervisor lock (i.e. after the supervisor died).
+QUEUED = "queued"
+RUNNING = "running"
+EXITED = "exited"
+TIMED_OUT = "timed_out"
+CANCELLED = "cancelled"
+ERROR = "error"
+LOST = "lost"
+FINAL_STATES = frozenset({EXITED, TIMED_OUT, CANCELLED, ERROR, LOST})
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``,
+    so a reader sees the old or the new content, never half of it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, sort_keys=True, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    """The parsed content of ``path``, or ``None`` when it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return json.loads(text)
+
+
+def append_line(path: Path, data: dict[str, Any]) -> None:
+    """Append one JSON line with a single ``write`` on an ``O_APPEND`` descriptor, so
+    lines from concurrent writers never interleave."""
+    line = (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def kill_group(pgid: int | None, sig: signal.Signals) -> None:
+    """Signal a whole process group; a group that is already gone is fine."""
+    if not pgid or pgid <= 1:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def try_lock(path: Path, shared: bool = False) -> int | None:
+    """Open ``path`` and take a non-blocking ``flock``; the descriptor, or ``None`` when
+    someone else holds it. Closing the descriptor releases the lock."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd
+
+
+class Supervisor:
+    def __init__(self, attempt_dir: Path) -> None:
+        self.dir = attempt_dir
+        self.work_dir = attempt_dir.parent
+        self.status: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+
+    # -- status
+
+    def record(self, **changes: Any) -> None:
+        self.status.update(changes)
+        write_json_atomic(self.dir / STATUS, self.status)
+
+    def finish(self, state: str, **changes: Any) -> int:
+        self.record(state=state, finished_at=utc_now(), **changes)
+        return 0
+
+    def cancel_requested(self) -> bool:
+        if self.stop_reason is None and (self.dir / CANCEL).exists():
+            self.stop_reason = "cancelled"
+        return self.stop_reason is not None
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        self.stop_reason = "supervisor terminated"
+
+    # -- the attempt
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        lock = try_lock(self.dir / LOCK)
+        if lock is None:
+            return 0  # another supervisor is alive and owns this attempt
+        if (self.dir / STATUS).exists():
+            return 0  # claimed before: by a supervisor (maybe dead) or a cancel
+        self.status = {
+            "state": QUEUED, "supervisor_pid": os.getpid(), "queued_at": utc_now(),
+            "pid": None, "pgid": None, "started_at": None, "finished_at": None,
+            "exit_code": None, "signal": None,
+        }
+        try:
+            launch = read_json(self.dir / LAUNCH)
+            run = launch["run"]
+            timeout = float(launch["timeout_minutes"]) * 60
+            grace = float(launch.get("kill_grace_seconds", 5.0))
+            cap = launch.get("max_concurrent")
+            env = dict(os.environ)
+            env.update({
+                "ORCHESTRATOR_RUN_ID": str(launch["run_id"]),
+                "ORCHESTRATOR_TRACK": str(launch["track"]),
+                "ORCHESTRATOR_ATTEMPT": str(launch["attempt"]),
+                "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
+                "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
+            })
+            cwd = launch.get("cwd") or str(self.dir)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            return self.finish(ERROR, error=f"launch.json unreadable: {exc}")
+        self.record()  # the claim
+
+        slot = None
+        if cap:
+            slot = self.take_slot(int(cap))
+            if slot is None:
+                return self.finish(CANCELLED, error=self.stop_reason)
+        if self.cancel_requested():
+            return self.finish(CANCELLED, error=self.stop_reason)
+
+        with open(self.dir / STDOUT, "ab") as out, open(self.dir / STDERR, "ab") as err:
+            try:
+                proc = subprocess.Popen(
+                    ["sh", "-c", run], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                    stdout=out, stderr=err, process_group=0,
+                )
+            except OSError as exc:
+                return self.finish(ERROR, error=f"could not start the track: {exc}")
+        self.record(state=RUNNING, pid=proc.pid, pgid=proc.pid, started_at=utc_now())
+        append_line(self.work_dir / LAUNCHES, {
+            "at": self.status["started_at"], "key": self.dir.name, "pid": proc.pid,
+            "supervisor_pid": os.getpid(),
+        })
+
+        deadline = time.monotonic() + timeout
+        outcome = EXITED
+        while True:
+            try:
+                proc.wait(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if self.cancel_requested():
+                outcome = CANCELLED
+            elif time.monotonic() >= deadline:
+                outcome = TIMED_OUT
+            else:
+                continue
+            self.stop(proc, grace)
+            break
+        # Whatever the track left running in its group goes with it.
+        kill_group(proc.pid, signal.SIGKILL)
+        rc = proc.returncode
+        changes: dict[str, Any] = {
+            "exit_code": rc if rc >= 0 else None,
+            "signal": -rc if rc < 0 else None,
+        }
+        if outcome == CANCELLED:
+            changes["error"] = self.stop_reason
+        elif outcome == TIMED_OUT:
+            changes["error"] = f"timed out after {timeout / 60:g} minutes"
+        if slot is not None:
+            os.close(slot)
+        return self.finish(outcome, **changes)
+
+    def stop(self, proc: subprocess.Popen[bytes], grace: float) -> None:
+        kill_group(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def take_slot(self, cap: int) -> int | None:
+        """Block until one of ``cap`` slot locks is free (``None``: cancelled first).
+        Not FIFO: whichever waiting supervisor looks first after a slot frees wins."""
+        slots = self.work_dir / SLOTS
+        slots.mkdir(exist_ok=True)
+        while not self.cancel_requested():
+            for i in range(cap):
+                fd = try_lock(slots / f"{i}.lock")
+                if fd is not None:
+                    return fd
+            time.sleep(POLL_SECONDS)
+        return None
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 and not (len(argv) == 2 and argv[1] == "--foreground"):
+        print("usage: _supervise.py ATTEMPT_DIR [--foreground]", file=sys.stderr)
+        return 2
+    attempt_dir = Path(argv[0]).resolve()
+    if "--foreground" not in argv and os.fork() > 0:
+        # The dispatcher waits for this parent only; the child is adopted by init
+        # (or a subreaper) and outlives the tick.
+        os._exit(0)
+    return Supervisor(attempt_dir).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,422 @@
+"""The local executor: each track attempt is a detached process group on this machine.
+
+Layout of the work folder (default ``<repo>/.orchestrator/work``)::
+
+    launches.log                 one JSON line per real launch of a track command
+    slots/<i>.lock               task-cap slots (``max_concurrent``), held with flock
+    <run_id>--<track>--<attempt>/
+        launch.json              what to run; its creation *is* the dispatch
+        status.json              written by the supervisor: queued, running, exited, ...
+        stdout.log, stderr.log   the track's output
+        result.json              $ORCHESTRATOR_RESULT: the track's own JSON result
+        supervisor.lock          held by the live supervisor for its whole life
+        supervisor.log           the supervisor's own stderr (normally empty)
+        cancel                   marker asking the supervisor to stop the track
+
+Concurrency and crash safety, per dispatch key:
+
+* ``launch.json`` is created exclusively (a fully written temp file hard-linked into
+  place: ``O_EXCL`` semantics, and never seen half-written). Of any number of
+  dispatchers racing on one key, in one process or many, exactly one creates it and
+  starts a supervisor; the others get the same handle and start nothing.
+* The supervisor (:mod:`._supervise`) launches the command only after claiming the
+  attempt (first ``status.json``, written under ``supervisor.lock``), so a second
+  supervisor for the same folder exits without launching. That makes repair safe: if
+  ``launch.json`` exists but nothing claimed it for ``adopt_after_seconds`` (the
+  dispatcher died between the two steps), ``dispatch``, ``lookup`` and ``observe``
+  start a supervisor again.
+* A supervisor that dies leaves a non-final ``status.json`` and a free lock; the next
+  ``observe`` takes the lock, kills the orphaned group and records ``lost``, which is
+  reported as ``failed``.
+
+``launches.log`` is an operational log: one line per command actually started, with
+the key, the pid and the time. It answers "did this run, and how often?" and is what
+the exactly-once tests count.
+
+What the track sees: the executor's environment (``env``, else this process's) plus
+``ORCHESTRATOR_RUN_ID``, ``ORCHESTRATOR_TRACK``, ``ORCHESTRATOR_ATTEMPT``,
+``ORCHESTRATOR_INPUTS`` (the track's ``inputs`` as a JSON object) and
+``ORCHESTRATOR_RESULT``, a path where it may write a JSON object with a ``summary``.
+It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folder).
+The environment is never written to disk.
+
+Outcomes: exit 0 is ``complete`` (a ``result.json`` that is not a JSON object, or is
+larger than :data:`MAX_RESULT_BYTES`, is dropped and noted in ``error``; the track's
+work is done, only its report is broken); a non-zero exit or a signal is ``failed``
+with the tail of stderr; the timeout (``timeout_minutes``, counted from the launch, not
+from the dispatch) is ``tapped_out``; a cancel is ``cancelled``. While an attempt waits
+for a task-cap slot it is reported with no phase (still ``dispatched``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidId, OrchestratorError, UserError
+from ..models import TrackPhase, check_id, check_run_id
+from . import _supervise as sv
+from .base import DispatchRequest, DispatchResult, Handle, Observation
+
+KEY_RE = re.compile(
+    r"(?P<run_id>[a-z0-9][a-z0-9_-]{0,63}--\d{8}T\d{4}Z)"
+    r"--(?P<track>[a-z0-9][a-z0-9_-]{0,63})--(?P<attempt>[1-9]\d{0,5})"
+)
+"""A dispatch key, ``<run_id>--<track>--<attempt>``: also a safe single path segment."""
+
+MAX_RESULT_BYTES = 64 * 1024
+"""Largest ``result.json`` taken into the state (it ends up in a git commit)."""
+
+STDERR_TAIL_LINES = 20
+
+SUPERVISOR = Path(sv.__file__)
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it is a valid dispatch key, else raise :class:`InvalidId`."""
+    if not isinstance(key, str) or not KEY_RE.fullmatch(key):
+        raise InvalidId(
+            f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
+        )
+    return key
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(UTC)
+
+
+def _tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class LocalExecutor:
+    """Runs tracks as detached local processes; see the module docstring.
+
+    ``max_concurrent`` caps how many attempts run at once across every executor
+    sharing ``work_dir``; dispatch never blocks on it, extra attempts wait in their
+    supervisor. ``kill_grace_seconds`` is the time between SIGTERM and SIGKILL when a
+    track is timed out or cancelled.
+    """
+
+    name = "local"
+    adopt_after_seconds = 2.0
+    """Age of an unclaimed ``launch.json`` after which a supervisor is started again."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        repo: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        max_concurrent: int | None = None,
+        kill_grace_seconds: float = 5.0,
+    ) -> None:
+        if max_concurrent is not None and max_concurrent < 1:
+            raise UserError(f"max_concurrent must be at least 1, not {max_concurrent}")
+        if kill_grace_seconds < 0:
+            raise UserError("kill_grace_seconds must not be negative")
+        # Absolute: supervisors run with another working directory.
+        self.work_dir = Path(work_dir).resolve()
+        self.repo = Path(repo).resolve() if repo is not None else None
+        self.env = dict(env) if env is not None else None
+        self.max_concurrent = max_concurrent
+        self.kill_grace_seconds = kill_grace_seconds
+
+    # ------------------------------------------------------------------ paths
+
+    def attempt_dir(self, key: str) -> Path:
+        return self.work_dir / check_key(key)
+
+    def _handle(self, key: str) -> dict[str, Any]:
+        return {"executor": self.name, "key": key}
+
+    def _url(self, folder: Path) -> str:
+        return folder.as_uri()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
+        results: list[DispatchResult] = []
+        launchers: list[subprocess.Popen[bytes]] = []
+        for request in requests:
+            try:
+                results.append(self._dispatch_one(request, launchers))
+            except (OrchestratorError, OSError) as exc:
+                results.append(DispatchResult(key=request.key, error=f"local dispatch: {exc}"))
+        # Each launcher forks the real supervisor and exits at once; reap them so no
+        # zombie is left in a long-lived caller (`orchestrator serve`).
+        for proc in launchers:
+            proc.wait()
+        return results
+
+    def _dispatch_one(
+        self, request: DispatchRequest, launchers: list[subprocess.Popen[bytes]]
+    ) -> DispatchResult:
+        check_run_id(request.run_id)
+        check_id(request.track, "track name")
+        key = check_key(request.key)
+        if request.spec.run is None:
+            raise UserError(f"track {request.track!r} has no 'run' command to run locally")
+        folder = self.attempt_dir(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        launch = {
+            "key": key,
+            "run_id": request.run_id,
+            "track": request.track,
+            "attempt": request.attempt,
+            "run": request.spec.run,
+            "inputs": dict(request.spec.inputs),
+            "timeout_minutes": request.spec.timeout_minutes,
+            "kill_grace_seconds": self.kill_grace_seconds,
+            "max_concurrent": self.max_concurrent,
+            "cwd": str(self.repo) if self.repo is not None else None,
+            "dispatched_at": sv.utc_now(),
+            "dispatcher_pid": os.getpid(),
+        }
+        if self._create_exclusive(folder / sv.LAUNCH, launch):
+            launchers.append(self._start_supervisor(folder))
+        else:
+            self._adopt(folder)  # dispatched before, by us or a racing tick
+        return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
+
+    @staticmethod
+    def _create_exclusive(path: Path, data: dict[str, Any]) -> bool:
+        """Create ``path`` with ``data`` unless it exists; ``True`` if this call made it.
+
+        ``os.link`` fails with ``EEXIST`` exactly like ``O_CREAT|O_EXCL``, but the file
+        appears with its whole content, so a racing reader never sees it empty.
+        """
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, sort_keys=True, indent=2)
+                f.write("\n")
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
+        env = dict(self.env) if self.env is not None else dict(os.environ)
+        with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
+            # -I: the supervisor needs only the standard library; ignore PYTHON* and
+            # the user site. A new session: it survives the tick and its terminal.
+            return subprocess.Popen(
+                [sys.executable, "-I", str(SUPERVISOR), str(folder)],
+                cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=log, start_new_session=True,
+            )
+
+    def _adopt(self, folder: Path) -> None:
+        """Start a supervisor for a dispatch nobody claimed in time (its dispatcher died
+        between creating ``launch.json`` and starting the supervisor). Harmless when a
+        supervisor does exist: only the one that claims the attempt launches."""
+        if (folder / sv.STATUS).exists():
+            return
+        try:
+            age = time.time() - (folder / sv.LAUNCH).stat().st_mtime
+        except FileNotFoundError:
+            return
+        if age < self.adopt_after_seconds:
+            return
+        self._start_supervisor(folder).wait()
+
+    # ------------------------------------------------------------------ lookup
+
+    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult]:
+        found: dict[str, DispatchResult] = {}
+        for request in requests:
+            try:
+                folder = self.attempt_dir(request.key)
+            except InvalidId:
+                continue
+            if not (folder / sv.LAUNCH).exists():
+                continue
+            self._adopt(folder)
+            found[request.key] = DispatchResult(
+                key=request.key, handle=self._handle(request.key), url=self._url(folder)
+            )
+        return found
+
+    # ------------------------------------------------------------------ observe
+
+    def observe(self, handles: list[Handle]) -> dict[str, Observation]:
+        out: dict[str, Observation] = {}
+        for handle in handles:
+            try:
+                out[handle.key] = self._observe_one(handle.key)
+            except InvalidId as exc:
+                out[handle.key] = Observation(key=handle.key, phase=TrackPhase.FAILED,
+                                              error=exc.message)
+        return out
+
+    def _observe_one(self, key: str) -> Observation:
+        folder = self.attempt_dir(key)
+        url = self._url(folder)
+        if not (folder / sv.LAUNCH).exists():
+            return Observation(key=key, phase=TrackPhase.FAILED, url=url,
+                               error=f"no local attempt {key} in {self.work_dir}")
+        try:
+            status = sv.read_json(folder / sv.STATUS)
+        except ValueError as exc:  # written atomically, so only if tampered with
+            return Observation(key=key, phase=None, url=url,
+                               error=f"status.json unreadable: {exc}")
+        if status is None:
+            self._adopt(folder)
+            return Observation(key=key, phase=None, url=url, details={"state": "launching"})
+        if status.get("state") not in sv.FINAL_STATES:
+            status = self._check_supervisor(folder, status)
+        return self._to_observation(key, folder, status)
+
+    def _check_supervisor(self, folder: Path, status: dict[str, Any]) -> dict[str, Any]:
+        """If the supervisor of an unfinished attempt is dead (its lock is free), kill
+        the orphaned group and record the attempt as ``lost``."""
+        fd = sv.try_lock(folder / sv.LOCK)
+        if fd is None:
+            return status  # alive
+        try:
+            fresh = sv.read_json(folder / sv.STATUS) or status
+            if fresh.get("state") in sv.FINAL_STATES:
+                return dict(fresh)  # it finished just before dying
+            sv.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            fresh.update(state=sv.LOST, finished_at=sv.utc_now(),
+                         error="supervisor vanished")
+            sv.write_json_atomic(folder / sv.STATUS, fresh)
+            return dict(fresh)
+        finally:
+            os.close(fd)
+
+    def _to_observation(self, key: str, folder: Path, status: dict[str, Any]) -> Observation:
+        state = status.get("state")
+        details = {
+            "state": state,
+            "pid": status.get("pid"),
+            "exit_code": status.get("exit_code"),
+            "signal": status.get("signal"),
+            "stdout": str(folder / sv.STDOUT),
+            "stderr": str(folder / sv.STDERR),
+        }
+        common: dict[str, Any] = {
+            "key": key,
+            "url": self._url(folder),
+            "started_at": _parse_time(status.get("started_at")),
+            "details": details,
+        }
+        if state == sv.QUEUED:
+            return Observation(phase=None, **common)
+        if state == sv.RUNNING:
+            return Observation(phase=TrackPhase.RUNNING, **common)
+        common["finished_at"] = _parse_time(status.get("finished_at"))
+        result, result_error = self._read_result(folder)
+        if state == sv.EXITED and status.get("exit_code") == 0:
+            return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
+                               **common)
+        if state == sv.CANCELLED:
+            return Observation(phase=TrackPhase.CANCELLED, result=result,
+                               error=status.get("error") or "cancelled", **common)
+        if state == sv.TIMED_OUT:
+            phase = TrackPhase.TAPPED_OUT
+            error = str(status.get("error") or "timed out")
+        elif state == sv.EXITED:
+            phase = TrackPhase.FAILED
+            code, sig = status.get("exit_code"), status.get("signal")
+            error = f"exit code {code}" if code is not None else (
+                f"killed by {_signal_name(int(sig))}" if sig is not None else "exited")
+        else:  # error, lost, or something this version does not know
+            phase = TrackPhase.FAILED
+            error = str(status.get("error") or f"unknown state {state!r}")
+        tail = _tail(folder / sv.STDERR)
+        if tail:
+            error = f"{error}; stderr ends with:\n{tail}"
+        return Observation(phase=phase, result=result, error=error, **common)
+
+    @staticmethod
+    def _read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
+        path = folder / sv.RESULT
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None, None
+        if size > MAX_RESULT_BYTES:
+            return None, f"result.json ignored: {size} bytes, more than {MAX_RESULT_BYTES}"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return None, f"result.json ignored: not valid JSON ({exc})"
+        if not isinstance(data, dict):
+            kind = type(data).__name__
+            return None, f"result.json ignored: a JSON object is expected, not {kind}"
+        return data, None
+
+    # ------------------------------------------------------------------ cancel
+
+    def cancel(self, handle: Handle) -> None:
+        folder = self.attempt_dir(handle.key)
+        try:
+            status = sv.read_json(folder / sv.STATUS)
+        except ValueError:
+            status = None
+        if status is not None and status.get("state") in sv.FINAL_STATES:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        # The marker first: a live supervisor polls for it and stops the group itself
+        # (SIGTERM, grace, SIGKILL); one that claims the attempt later never launches.
+        (folder / sv.CANCEL).touch()
+        fd = sv.try_lock(folder / sv.LOCK)
+        if fd is None:
+            return  # a live supervisor will act on the marker
+        try:
+            fresh = sv.read_json(folder / sv.STATUS) or {}
+            if fresh.get("state") in sv.FINAL_STATES:
+                return
+            # No supervisor: none claimed the attempt yet, or it died. Claim or close it
+            # here so that nothing launches or keeps running.
+            sv.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            fresh.update(state=sv.CANCELLED, finished_at=sv.utc_now(), error="cancelled")
+            sv.write_json_atomic(folder / sv.STATUS, fresh)
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ health
+
+    def health(self) -> None:
+        return None
