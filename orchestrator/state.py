@@ -123,20 +123,35 @@ def _parse(model: type[BaseModel], path: str, data: bytes) -> Any:
         raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
 
 
-def load(files: Mapping[str, bytes]) -> State:
-    """Parse the state records out of a file map (paths relative to the repository root)."""
+def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
+    """Parse the state records out of a file map (paths relative to the repository root).
+
+    Track records of finished runs are skipped unless ``all_tracks``: the planner
+    never needs them, and a state branch with thousands of finished runs would
+    otherwise cost a blob read per track on every tick.
+    """
+    from .machine import RUN_TERMINAL
+
     state = State()
-    for path in sorted(files):
+    paths = sorted(files)
+    finished = set()
+    for path in paths:
+        parts = path.split("/")
+        if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
+            run = _parse(Run, path, files[path])
+            state.runs[run.run_id] = run
+            if run.status in RUN_TERMINAL and not all_tracks:
+                finished.add(parts[2])
+    for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue
         parts = path.split("/")
         if parts[1] == "schedules" and len(parts) == 3:
             cursor = _parse(Cursor, path, files[path])
             state.cursors[cursor.schedule_id] = cursor
-        elif parts[1] == "runs" and len(parts) == 4 and parts[3] == "run.json":
-            run = _parse(Run, path, files[path])
-            state.runs[run.run_id] = run
         elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
+            if parts[2] in finished:
+                continue
             track = _parse(Track, path, files[path])
             state.tracks.setdefault(track.run_id, {})[track.name] = track
         elif parts[1] == "dlq" and len(parts) == 3:

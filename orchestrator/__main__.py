@@ -1,0 +1,5 @@
+"""``python -m orchestrator``: the same as the ``orchestrator`` command."""
+
+from .cli import run
+
+run()
