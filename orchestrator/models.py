@@ -10,11 +10,13 @@ The docstrings of the schedule fields become the descriptions in
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import (
     AfterValidator,
@@ -23,6 +25,7 @@ from pydantic import (
     Field,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from .errors import InvalidId
 
@@ -66,13 +69,30 @@ def _id(value: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    # The system's zones plus the tzdata package's, minus aliases of the host's own
+    # zone: a schedule must mean the same on every machine.
+    return frozenset(available_timezones() - {"localtime", "posixrules"})
+
+
 def _zone(value: str) -> str:
+    if value not in _zone_names():
+        close = difflib.get_close_matches(value, sorted(_zone_names()), n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]!r}?" if close else (
+            "use an IANA name such as 'America/New_York' or 'UTC'")
+        raise ValueError(f"unknown time zone {value!r} ({hint})")
     try:
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as "
-                         "'America/New_York' or 'UTC')") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise ValueError(f"time zone {value!r} cannot be loaded: {exc}") from exc
     return value
+
+
+def _cron(value: str) -> str:
+    from .cron import validate_cron  # cron imports this module
+
+    return validate_cron(value)
 
 
 def _utc(value: datetime) -> datetime:
@@ -83,6 +103,7 @@ def _utc(value: datetime) -> datetime:
 
 Id = Annotated[str, AfterValidator(_id)]
 ZoneName = Annotated[str, AfterValidator(_zone)]
+CronText = Annotated[str, AfterValidator(_cron)]
 UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
 
 
@@ -147,8 +168,16 @@ class DstPolicy(Frozen):
     and are not affected.
     """
 
-    gap: DstGap = Field(DstGap.SHIFT, description="Local time skipped by spring-forward.")
-    fold: DstFold = Field(DstFold.FIRST, description="Local time repeated by fall-back.")
+    gap: DstGap = Field(
+        DstGap.SHIFT,
+        description="A local time skipped by spring-forward: 'shift' runs once at the first "
+        "valid instant after the gap (Vixie/Debian cron); 'skip' does not run that day.",
+    )
+    fold: DstFold = Field(
+        DstFold.FIRST,
+        description="A local time repeated by fall-back: 'first' runs once, at the first "
+        "occurrence (Vixie/Debian cron); 'both' runs at both occurrences.",
+    )
 
 
 # --------------------------------------------------------------------------- schedules
@@ -194,7 +223,7 @@ class ScheduleSpec(Frozen):
         None, alias="$schema", description="Path or URL of the JSON Schema, for editors."
     )
     description: str = Field("", description="What this schedule is for, shown in briefs.")
-    cron: str | None = Field(
+    cron: CronText | None = Field(
         None,
         description="Five-field cron expression (minute hour day-of-month month day-of-week) "
         "or @hourly, @daily, @weekly, @monthly, @yearly; evaluated in `timezone`. "
@@ -216,10 +245,18 @@ class ScheduleSpec(Frozen):
         description="File name of the GitHub Actions workflow that runs the tracks.",
     )
     overlap: OverlapPolicy = Field(
-        OverlapPolicy.SKIP, description="What to do when an earlier run is still open."
+        OverlapPolicy.SKIP,
+        description="What to do when a slot comes due while an earlier run is still open: "
+        "'skip' the new slot, 'buffer_one' (start it when the open run ends; at most one "
+        "waits), 'allow' overlapping runs, or 'cancel_previous' (cancel the open run's "
+        "unfinished tracks, then start).",
     )
     catchup: CatchupPolicy = Field(
-        CatchupPolicy.LATEST, description="Which missed slots to fire when the tick is late."
+        CatchupPolicy.LATEST,
+        description="Which slots to fire when the tick arrives late: 'latest' (only the "
+        "newest slot inside the catch-up window), 'all' (every slot inside the window, "
+        "oldest first) or 'none' (like 'latest', but never a slot from before the schedule "
+        "was first seen or re-enabled).",
     )
     catchup_window_minutes: int = Field(
         60, ge=0, le=7 * 24 * 60,
@@ -236,7 +273,12 @@ class ScheduleSpec(Frozen):
         0, ge=0, le=3600,
         description="Delay each run by a deterministic 0..N seconds (hash of the run id).",
     )
-    dst: DstPolicy = Field(default_factory=DstPolicy, description="Daylight-saving behaviour.")
+    dst: DstPolicy = Field(
+        default_factory=DstPolicy,
+        description="Daylight-saving behaviour of fixed-time schedules (minute and hour "
+        "fields not starting with '*'); the others run in elapsed time: both passes of a "
+        "repeated hour, nothing for local times that do not exist.",
+    )
 
     model_config = ConfigDict(
         strict=True,
@@ -248,16 +290,19 @@ class ScheduleSpec(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> ScheduleSpec:
-        if (self.cron is None) == (self.at is None):
-            raise ValueError("give exactly one of 'cron' and 'at'")
-        names = [t.name for t in self.tracks]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate track names: {', '.join(dupes)}")
-        if self.cron is not None:
-            from .cron import validate_cron  # cron imports models; avoid a cycle
-
-            validate_cron(self.cron)
+        # A model-level error has no location; ctx["field"] names the field for messages.
+        if self.cron is None and self.at is None:
+            raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at'",
+                                      {"field": "cron"})
+        if self.cron is not None and self.at is not None:
+            raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at', "
+                                      "not both", {"field": "at"})
+        seen: set[str] = set()
+        for i, track in enumerate(self.tracks):
+            if track.name in seen:
+                raise PydanticCustomError("duplicate_track", "duplicate track name {name!r}",
+                                          {"field": f"tracks.{i}.name", "name": track.name})
+            seen.add(track.name)
         return self
 
     @property
@@ -268,8 +313,13 @@ class ScheduleSpec(Frozen):
         """The one-shot instant in UTC (a naive ``at`` is read in ``timezone``)."""
         if self.at is None:
             return None
-        at = self.at if self.at.tzinfo is not None else self.at.replace(tzinfo=self.zone)
-        return at.astimezone(UTC)
+        if self.at.tzinfo is not None:
+            return self.at.astimezone(UTC)
+        from .cron import local_to_utc  # cron imports this module
+
+        # A repeated local time means its first occurrence; one skipped by
+        # spring-forward means the first instant after the gap (as cron shifts).
+        return local_to_utc(self.at, self.zone)[0]
 
     def track(self, name: str) -> TrackSpec:
         for t in self.tracks:
