@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidId, OrchestratorError, UserError
-from ..models import TrackPhase, check_id, check_run_id
+from ..models import Breaker, TrackPhase, check_id, check_run_id
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
@@ -418,5 +418,5 @@ class LocalExecutor:
 
     # ------------------------------------------------------------------ health
 
-    def health(self) -> None:
-        return None
+    def health(self) -> Breaker | None:
+        return None  # local processes: nothing to trip a breaker on
