@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,7 +226,8 @@ class PushOutcome:
 _LOST_RACE = ("stale info", "fetch first", "non-fast-forward", "cannot lock ref",
               "reference already exists", "but expected", "incorrect old value")
 _TRANSIENT = ("internal server error", "bad gateway", "service unavailable", "timeout",
-              "timed out", "try again", "temporarily", "remote failure")
+              "timed out", "try again", "temporarily", "remote failure",
+              "failed to update ref")
 _PERMANENT_STDERR = ("permission denied", "permission to", "authentication failed",
                      "could not read username", "could not read password",
                      "terminal prompts disabled", "error: 401", "error: 403", "error: 404",
@@ -280,7 +282,8 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
             low = summary.lower()
             if "atomic push failed" in low or "atomic transaction failed" in low:
                 continue
-            if any(p in low for p in _LOST_RACE):
+            # receive-pack says why it failed to update a ref only on stderr.
+            if any(p in low or p in remote.lower() for p in _LOST_RACE):
                 outcome = PushOutcome(PushStatus.LOST_RACE, summary)
             elif low.strip() in ("[remote rejected] (failed)", "[remote failure] (failed)") \
                     or any(p in low for p in _TRANSIENT):
@@ -798,5 +801,9 @@ class GitStateStore:
                          input="".join(f"{line}\0" for line in info).encode(), env=env)
             tree = self.git.out("write-tree", env=env)
         parents = ["-p", tip] if tip is not None and not root else []
+        # Two writers applying the same change to the same tip within one second would
+        # otherwise build byte-identical commits, and the second push would report
+        # "up to date": two increments, one landed. A nonce makes every commit unique.
+        body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
-                            input=message.encode())
+                            input=body.encode())

@@ -1,0 +1,114 @@
+"""Classifying push results, redaction and back-off of the git store (no remote needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.store import (
+    InMemoryStateStore,
+    PushStatus,
+    Redactor,
+    Snapshot,
+    check_path,
+    classify_push,
+    display_url,
+)
+
+REF = "refs/heads/orchestrator-state"
+SHA = "90a5ceb0eb04a0f61279e28e10689c27c5314bda"
+
+
+def _porcelain(flag: str, summary: str, ref: str = REF) -> str:
+    return f"To ../origin.git\n{flag}\t{SHA}:{ref}\t{summary}\nDone\n"
+
+
+@pytest.mark.parametrize(("stdout", "stderr", "rc", "status"), [
+    (_porcelain(" ", "62851b5..90a5ceb"), "", 0, PushStatus.OK),
+    (_porcelain("*", "[new branch]"), "", 0, PushStatus.OK),
+    (_porcelain("+", "62851b5...90a5ceb (forced update)"), "", 0, PushStatus.OK),
+    # Accepted, then the connection broke (post-receive killed): the line still says ok.
+    (_porcelain(" ", "62851b5..90a5ceb").replace("Done\n", ""),
+     "error: error in sideband demultiplexer", 1, PushStatus.OK),
+    (_porcelain("!", "[rejected] (stale info)"), "", 1, PushStatus.LOST_RACE),
+    (_porcelain("!", "[rejected] (fetch first)"), "", 1, PushStatus.LOST_RACE),
+    (_porcelain("!", "[rejected] (non-fast-forward)"), "", 1, PushStatus.LOST_RACE),
+    (_porcelain("!", "[remote rejected] (failed to update ref)"),
+     "remote: error: cannot lock ref 'refs/heads/orchestrator-state': reference already "
+     "exists", 1, PushStatus.LOST_RACE),
+    (_porcelain("!", "[remote rejected] (cannot lock ref 'refs/heads/x': is at 1234 but "
+                "expected 5678)"), "", 1, PushStatus.LOST_RACE),
+    (_porcelain("!", "[remote rejected] (pre-receive hook declined)"),
+     "remote: GH006: Protected branch update failed", 1, PushStatus.PERMANENT),
+    (_porcelain("!", "[remote rejected] (protected branch hook declined)"), "", 1,
+     PushStatus.PERMANENT),
+    (_porcelain("!", "[remote rejected] (failed)"), "", 1, PushStatus.TRANSIENT),
+    (_porcelain("!", "[remote rejected] (Internal Server Error)"), "", 1,
+     PushStatus.TRANSIENT),
+    (_porcelain("!", "[remote failure] (remote failed to report status)"), "", 1,
+     PushStatus.TRANSIENT),
+    ("", "send-pack: unexpected disconnect while reading sideband packet\n"
+         "fatal: the remote end hung up unexpectedly", 128, PushStatus.TRANSIENT),
+    ("", "error: RPC failed; HTTP 502 curl 22 The requested URL returned error: 502\n"
+         "fatal: the remote end hung up unexpectedly", 128, PushStatus.TRANSIENT),
+    ("", "fatal: unable to access 'https://github.com/o/r/': Could not resolve host: "
+         "github.com", 128, PushStatus.TRANSIENT),
+    ("", "remote: Permission to o/r.git denied to github-actions[bot].\nfatal: unable to "
+         "access 'https://github.com/o/r/': The requested URL returned error: 403", 128,
+     PushStatus.PERMANENT),
+    ("", "fatal: '/nope.git' does not appear to be a git repository", 128,
+     PushStatus.PERMANENT),
+])
+def test_push_results_are_classified_per_ref(stdout: str, stderr: str, rc: int,
+                                             status: PushStatus) -> None:
+    assert classify_push(rc, stdout, stderr, [REF]).status is status
+
+
+def test_a_declined_push_names_the_remotes_reason() -> None:
+    outcome = classify_push(1, _porcelain("!", "[remote rejected] (pre-receive hook declined)"),
+                            "remote: GH006: Protected branch update failed        \n"
+                            "error: failed to push some refs", [REF])
+    assert outcome.reason == ("[remote rejected] (pre-receive hook declined); remote says: "
+                              "GH006: Protected branch update failed")
+
+
+def test_an_atomic_push_is_judged_by_the_ref_that_failed() -> None:
+    tag = "refs/tags/orchestrator-archive/20261201T070000Z"
+    stdout = (f"To x\n!\t{SHA}:{REF}\t[rejected] (atomic push failed)\n"
+              f"!\t{SHA}:{tag}\t[rejected] (stale info)\nDone\n")
+    assert classify_push(1, stdout, "", [REF, tag]).status is PushStatus.LOST_RACE
+    ok = f"To x\n+\t{SHA}:{REF}\tforced\n*\t{SHA}:{tag}\t[new tag]\nDone\n"
+    assert classify_push(0, ok, "", [REF, tag]).status is PushStatus.OK
+
+
+def test_redactor_removes_token_basic_form_and_url_passwords() -> None:
+    redact = Redactor(["s3cr3t"])
+    redact.add("czNjcjN0")
+    text = "https://x-access-token:s3cr3t@github.com/o/r fatal s3cr3t czNjcjN0 " \
+           "https://user:other@host/p"
+    out = redact(text)
+    assert "s3cr3t" not in out and "czNjcjN0" not in out and "other" not in out
+    assert "https://***@github.com/o/r" in out
+
+
+def test_display_url_drops_user_info() -> None:
+    assert display_url("https://u:p@github.com/o/r.git") == "https://github.com/o/r.git"
+    assert display_url("/srv/origin.git") == "/srv/origin.git"
+
+
+def test_check_path_accepts_nested_state_paths() -> None:
+    assert check_path("state/runs/a--20261201T0700Z/tracks/t.json")
+
+
+def test_in_memory_contention_forces_retries_then_lands() -> None:
+    rivals = iter([{"state/r1": b"1"}, {"state/r2": b"2"}])
+    store = InMemoryStateStore(contention=lambda attempt: next(rivals, None))
+    seen: list[set[str]] = []
+
+    def change(snap: Snapshot) -> dict[str, bytes | None]:
+        seen.append(set(snap.files))
+        return {"state/mine": b"m"}
+
+    result = store.transact(change, "mine")
+    assert result.landed and result.attempts == 3
+    assert seen == [set(), {"state/r1"}, {"state/r1", "state/r2"}]
+    assert [m for _, m, _ in store.log] == ["rival", "rival", "mine"]
