@@ -158,10 +158,11 @@ def context_from_files(
         raise NotFound(f"no run {run_id!r} on the state branch")
     prefix = run_dir(run_id) + "/"
     dlq_prefix = f"{ROOT}/dlq/{run_id}--"
-    mine = {p: d for p, d in files.items()
+    # Filter on paths first: a git snapshot loads contents lazily, on access.
+    mine = {p: files[p] for p in files
             if p == run_path(run_id) or p.startswith(prefix + "tracks/")
             or p.startswith(dlq_prefix)}
-    state = load(mine)
+    state = load(mine, all_tracks=True)
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
     order = {name: i for i, name in enumerate(run.tracks)}

@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-MODULES: tuple[str, ...] = ()
+MODULES: tuple[str, ...] = ("render",)
 
 
 def load() -> list[click.Command]:

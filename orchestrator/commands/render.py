@@ -1,0 +1,82 @@
+"""``orchestrator render RUN``: the brief of one run, from the state branch.
+
+Renders any run, finished or not (an open run's brief says so and draws "now" on its
+timeline), as HTML or as the Markdown twin that the tick writes to the job summary.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from .. import brief
+from ..cli import Config, pass_config
+from ..errors import ScheduleError, UserError
+from ..models import ScheduleSpec, check_run_id
+from ..schedules import load_schedule
+from ..store import GitStateStore
+
+
+def repo_template(cfg: Config, name: str) -> Path | None:
+    """``templates/<name>`` of the checkout when the user has one, else the built-in one."""
+    path = cfg.repo / "templates" / name
+    return path if path.is_file() else None
+
+
+def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
+    path = cfg.schedules_dir / f"{schedule_id}.json"
+    if not path.is_file():
+        return None  # deleted since: the run record carries what the brief needs
+    try:
+        return load_schedule(path, cfg.repo).spec
+    except ScheduleError:
+        return None  # an invalid schedule must not hide the brief of a past run
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@click.command("render")
+@click.argument("run_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file instead of standard output.")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default="html",
+              show_default=True, help="HTML page, or Markdown for a CI job summary.")
+@click.option("--template", type=click.Path(dir_okay=False, path_type=Path),
+              help="HTML template (default: templates/brief.html.j2, else the built-in one).")
+@pass_config
+def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
+            template: Path | None) -> None:
+    """Render the brief of RUN (e.g. nightly--20261201T0700Z)."""
+    check_run_id(run_id)
+    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    schedule = _schedule(cfg, run_id.rpartition("--")[0])  # run ids are <schedule>--<slot>
+    ctx = brief.context_from_files(snap.files, run_id, now=datetime.now(UTC),
+                                   schedule=schedule)
+    if fmt == "markdown":
+        text = brief.render_markdown(ctx)
+    else:
+        text = brief.render_html(ctx, template or repo_template(cfg, brief.BRIEF_TEMPLATE))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(output, text)
+        click.echo(f"wrote {output}", err=True)
