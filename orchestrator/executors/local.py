@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -64,7 +65,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidId, OrchestratorError, UserError
+from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
 from ..models import Breaker, TrackPhase, check_id, check_run_id
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
@@ -79,6 +80,8 @@ MAX_RESULT_BYTES = 64 * 1024
 """Largest ``result.json`` taken into the state (it ends up in a git commit)."""
 
 STDERR_TAIL_LINES = 20
+
+log = logging.getLogger(__name__)
 
 SUPERVISOR = Path(sv.__file__)
 
@@ -172,21 +175,45 @@ class LocalExecutor:
 
     def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
         results: list[DispatchResult] = []
-        launchers: list[subprocess.Popen[bytes]] = []
+        launchers: list[tuple[int, Path, subprocess.Popen[bytes]]] = []
         for request in requests:
             try:
-                results.append(self._dispatch_one(request, launchers))
+                result, launcher = self._dispatch_one(request)
             except (OrchestratorError, OSError) as exc:
-                results.append(DispatchResult(key=request.key, error=f"local dispatch: {exc}"))
+                result, launcher = DispatchResult(key=request.key,
+                                                  error=f"local dispatch: {exc}"), None
+            if launcher is not None:
+                launchers.append((len(results), self.attempt_dir(result.key), launcher))
+            results.append(result)
         # Each launcher forks the real supervisor and exits at once; reap them so no
         # zombie is left in a long-lived caller (`orchestrator serve`).
-        for proc in launchers:
-            proc.wait()
+        for index, folder, proc in launchers:
+            if proc.wait() != 0:
+                results[index] = self._launch_failed(results[index].key, folder, proc.returncode)
         return results
 
+    def _launch_failed(self, key: str, folder: Path, code: int) -> DispatchResult:
+        """The supervisor's interpreter failed before forking: nothing was started.
+        Close the attempt (so no later look-up adopts it) and report the error."""
+        error = f"local dispatch: the supervisor failed to start (exit code {code})"
+        tail = _tail(folder / sv.SUPERVISOR_LOG, lines=5)
+        if tail:
+            error = f"{error}: {tail}"
+        fd = sv.try_lock(folder / sv.LOCK)
+        if fd is None:
+            return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
+        try:
+            if sv.read_json(folder / sv.STATUS) is None:
+                sv.write_json_atomic(folder / sv.STATUS, {
+                    "state": sv.ERROR, "finished_at": sv.utc_now(), "error": error})
+        finally:
+            os.close(fd)
+        return DispatchResult(key=key, error=error)
+
     def _dispatch_one(
-        self, request: DispatchRequest, launchers: list[subprocess.Popen[bytes]]
-    ) -> DispatchResult:
+        self, request: DispatchRequest
+    ) -> tuple[DispatchResult, subprocess.Popen[bytes] | None]:
+        """Create the attempt; the supervisor's launcher if this call started one."""
         check_run_id(request.run_id)
         check_id(request.track, "track name")
         key = check_key(request.key)
@@ -208,11 +235,12 @@ class LocalExecutor:
             "dispatched_at": sv.utc_now(),
             "dispatcher_pid": os.getpid(),
         }
+        launcher = None
         if self._create_exclusive(folder / sv.LAUNCH, launch):
-            launchers.append(self._start_supervisor(folder))
+            launcher = self._start_supervisor(folder)
         else:
             self._adopt(folder)  # dispatched before, by us or a racing tick
-        return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
+        return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder)), launcher
 
     @staticmethod
     def _create_exclusive(path: Path, data: dict[str, Any]) -> bool:
@@ -258,7 +286,10 @@ class LocalExecutor:
             return
         if age < self.adopt_after_seconds:
             return
-        self._start_supervisor(folder).wait()
+        try:
+            self._start_supervisor(folder).wait()
+        except OSError as exc:  # best effort: the next look or the timeout tries again
+            log.warning("could not start a supervisor for %s: %s", folder.name, exc)
 
     # ------------------------------------------------------------------ lookup
 
@@ -269,7 +300,12 @@ class LocalExecutor:
                 folder = self.attempt_dir(request.key)
             except InvalidId:
                 continue
-            if not (folder / sv.LAUNCH).exists():
+            try:
+                exists = (folder / sv.LAUNCH).exists()
+            except OSError as exc:
+                # "Not found" would make the tick dispatch again: fail instead.
+                raise ExecutorError(f"local lookup of {request.key}: {exc}") from exc
+            if not exists:
                 continue
             self._adopt(folder)
             found[request.key] = DispatchResult(
@@ -287,6 +323,9 @@ class LocalExecutor:
             except InvalidId as exc:
                 out[handle.key] = Observation(key=handle.key, phase=TrackPhase.FAILED,
                                               error=exc.message)
+            except OSError as exc:  # nothing new to say; the tick's timeout still applies
+                out[handle.key] = Observation(key=handle.key, phase=None,
+                                              error=f"local observe: {exc}")
         return out
 
     def _observe_one(self, key: str) -> Observation:
@@ -390,7 +429,12 @@ class LocalExecutor:
     # ------------------------------------------------------------------ cancel
 
     def cancel(self, handle: Handle) -> None:
-        folder = self.attempt_dir(handle.key)
+        try:
+            self._cancel(self.attempt_dir(handle.key))
+        except (OSError, ValueError) as exc:
+            raise ExecutorError(f"local cancel of {handle.key}: {exc}") from exc
+
+    def _cancel(self, folder: Path) -> None:
         try:
             status = sv.read_json(folder / sv.STATUS)
         except ValueError:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import pytest
 
 from orchestrator.errors import InvalidId
+from orchestrator.executors import local
 from orchestrator.executors.base import DispatchRequest, Executor, Handle, Observation
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.models import TrackPhase, TrackSpec
@@ -485,6 +486,26 @@ def test_invalid_requests_are_errors_and_touch_nothing(ex: LocalExecutor) -> Non
     bogus = Handle(key="../../etc", handle={}, timeout_minutes=1)
     assert ex.observe([bogus])["../../etc"].phase == TrackPhase.FAILED
     assert ex.lookup([bad_run]) == {}
+
+
+def test_a_supervisor_that_cannot_start_is_a_dispatch_error(
+    ex: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "SUPERVISOR", tmp_path / "missing.py")  # a broken install
+    req = request("broken", "true")
+
+    [res] = ex.dispatch([req])
+
+    assert res.handle is None
+    assert res.error is not None and "supervisor failed to start (exit code 2)" in res.error
+    assert "missing.py" in res.error  # the interpreter's own complaint
+    # Closed, so that a later look-up or re-dispatch cannot start it behind the back
+    # of the tick that recorded the failure.
+    monkeypatch.undo()
+    ex.adopt_after_seconds = 0
+    ex.dispatch([req])
+    assert observe(ex, req).phase == TrackPhase.FAILED
+    assert launches(ex) == []
 
 
 def test_observing_an_attempt_that_is_not_there_fails_it(ex: LocalExecutor) -> None:
