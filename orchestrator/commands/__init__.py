@@ -9,7 +9,16 @@ import importlib
 
 import click
 
-MODULES: tuple[str, ...] = ("render",)
+MODULES: tuple[str, ...] = (
+    "render",
+    "validate",
+    "schema",
+    "schedules",
+    "tick",
+    "runs",
+    "dlq",
+    "demo",
+)
 
 
 def load() -> list[click.Command]:

@@ -1,0 +1,435 @@
+"""``orchestrator schedules``: list, inspect and edit schedule files in the working tree.
+
+Edits touch only ``schedules/<id>.json`` in the checkout; the user commits them and
+opens a pull request, where ``validate`` previews the change. Writes are atomic and
+stably formatted, so ``enable``/``disable`` change exactly one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from .. import cron
+from ..cli import Config, pass_config
+from ..errors import NotFound, ScheduleError, UserError
+from ..models import CatchupPolicy, DstFold, DstGap, OverlapPolicy, Schedule, ScheduleSpec, check_id
+from ..schedules import (
+    SCHEMA_FILE,
+    SCHEMA_REF,
+    describe_error,
+    display_path,
+    dumps,
+    load_all,
+    load_schedule,
+    schema_text,
+    write_schedule,
+)
+
+# --------------------------------------------------------------------------- helpers
+
+
+class InstantType(click.ParamType):
+    """An ISO datetime with a UTC offset (``Z`` allowed), as an aware UTC datetime."""
+
+    name = "ISO"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            self.fail(f"not an ISO datetime: {value!r}", param, ctx)
+        if moment.tzinfo is None:
+            self.fail(f"give a UTC offset, e.g. {value}Z", param, ctx)
+        return moment.astimezone(UTC)
+
+
+INSTANT = InstantType()
+
+
+def fmt_utc(moment: datetime) -> str:
+    """``2026-11-01T05:30:00Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fmt_local(moment: datetime) -> str:
+    """``Sun 2026-11-01 01:30 EDT`` (the zone abbreviation tells the two 01:30s apart)."""
+    return moment.strftime("%a %Y-%m-%d %H:%M %Z")
+
+
+def slot_dict(slot: cron.SlotInfo) -> dict[str, str]:
+    return {"utc": fmt_utc(slot.at), "local": slot.local.isoformat(), "kind": slot.kind.value}
+
+
+def schedule_path(cfg: Config, schedule_id: str) -> Path:
+    """``schedules/<id>.json``; the id check is also the guard against path traversal."""
+    return cfg.schedules_dir / f"{check_id(schedule_id, 'schedule id')}.json"
+
+
+def _existing(cfg: Config, schedule_id: str) -> Path:
+    path = schedule_path(cfg, schedule_id)
+    if not path.is_file():
+        raise NotFound(f"no schedule {schedule_id!r} ({display_path(path, cfg.repo)} "
+                       "does not exist)")
+    return path
+
+
+def _load(cfg: Config, schedule_id: str) -> Schedule:
+    return load_schedule(_existing(cfg, schedule_id), cfg.repo)
+
+
+def upcoming(schedule: Schedule, start: datetime, n: int) -> list[cron.SlotInfo]:
+    """The next ``n`` firing slots after ``start``, with their local times."""
+    spec = schedule.spec
+    found = cron.next_slots(spec, start, n)
+    if not found:
+        return []
+    return [s for s in cron.explain(spec, start, found[-1]) if s.fires][:n]
+
+
+def _now(start: datetime | None) -> datetime:
+    return start or datetime.now(UTC)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+from_option = click.option(
+    "--from", "start", type=INSTANT, default=None, metavar="ISO",
+    help="Compute from this instant (with offset, e.g. 2026-11-01T00:00:00Z) instead of now.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.group("schedules")
+def command() -> None:
+    """List, inspect and edit schedules/*.json in the working tree.
+
+    Edits change files only: commit them and open a pull request.
+    """
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@command.command("list")
+@json_option
+@from_option
+@pass_config
+def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
+    """Every schedule with its next run. Invalid files are reported on stderr."""
+    now = _now(start)
+    loaded = load_all(cfg.schedules_dir)
+    for error in loaded.errors:
+        click.echo(f"orchestrator: {error.message}", err=True)
+    rows: list[dict[str, Any]] = []
+    lines: list[str] = []
+    width = max((len(s.id) for s in loaded.schedules), default=0)
+    for schedule in loaded.schedules:
+        spec = schedule.spec
+        nxt = upcoming(schedule, now, 1)
+        when = cron.describe(spec)
+        rows.append({
+            "id": schedule.id,
+            "file": schedule.path,
+            "enabled": spec.enabled,
+            "when": when,
+            "next": slot_dict(nxt[0]) if nxt else None,
+            "tracks": [t.name for t in spec.tracks],
+        })
+        state = "enabled " if spec.enabled else "disabled"
+        first = fmt_local(nxt[0].local) if nxt else "no upcoming run"
+        count = len(spec.tracks)
+        lines.append(f"{schedule.id:<{width}}  {state}  next {first:<26}  {when} "
+                     f"[{count} track{'s' if count != 1 else ''}]")
+    if as_json:
+        _echo_json({"schedules": rows, "errors": [
+            {"file": e.file, "field": e.field, "problem": e.problem} for e in loaded.errors]})
+    elif not rows:
+        click.echo(f"no schedules in {display_path(cfg.schedules_dir, cfg.repo)}/")
+    else:
+        click.echo("\n".join(lines))
+    return 0
+
+
+@command.command("show")
+@click.argument("schedule_id", metavar="ID")
+@click.option("-n", "n", type=click.IntRange(0, 1000), default=5, show_default=True,
+              help="Upcoming runs to show.")
+@json_option
+@from_option
+@pass_config
+def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime | None) -> int:
+    """One schedule: its settings, in words, and its next runs."""
+    schedule = _load(cfg, schedule_id)
+    spec = schedule.spec
+    nxt = upcoming(schedule, _now(start), n)
+    if as_json:
+        _echo_json({
+            "id": schedule.id,
+            "file": schedule.path,
+            "when": cron.describe(spec),
+            "spec": spec.model_dump(mode="json", by_alias=True),
+            "next": [slot_dict(s) for s in nxt],
+        })
+        return 0
+    click.echo(f"{schedule.id}  ({schedule.path})")
+    if spec.description:
+        click.echo(f"  {spec.description}")
+    click.echo(f"  when:      {cron.describe(spec)}"
+               + (f"   [{spec.cron}]" if spec.cron else ""))
+    click.echo(f"  enabled:   {'yes' if spec.enabled else 'no (never fires)'}")
+    click.echo(f"  overlap:   {spec.overlap.value};  catchup: {spec.catchup.value} "
+               f"(window {spec.catchup_window_minutes} min);  deadline: "
+               f"{spec.deadline_minutes:g} min")
+    click.echo(f"  dst:       gap {spec.dst.gap.value}, fold {spec.dst.fold.value};  "
+               f"jitter: {spec.jitter_seconds} s;  max runs/day: "
+               f"{spec.max_runs_per_day or 'no limit'};  workflow: {spec.workflow}")
+    click.echo(f"  tracks:    {len(spec.tracks)}")
+    for track in spec.tracks:
+        work = track.run if track.run is not None else json.dumps(track.inputs)
+        click.echo(f"    {track.name}: {work}  (timeout {track.timeout_minutes:g} min, "
+                   f"{track.max_attempts} attempt{'s' if track.max_attempts != 1 else ''})")
+    for i, slot in enumerate(nxt):
+        label = "next:" if i == 0 else ""
+        click.echo(f"  {label:<11}{fmt_local(slot.local):<26}  {fmt_utc(slot.at)}")
+    return 0
+
+
+@command.command("next")
+@click.argument("schedule_id", metavar="ID")
+@click.option("-n", "n", type=click.IntRange(1, 10000), default=5, show_default=True,
+              help="How many runs.")
+@from_option
+@json_option
+@pass_config
+def next_(cfg: Config, schedule_id: str, n: int, start: datetime | None, as_json: bool) -> int:
+    """The next N runs, in UTC and in the schedule's time zone."""
+    schedule = _load(cfg, schedule_id)
+    nxt = upcoming(schedule, _now(start), n)
+    if not schedule.spec.enabled:
+        click.echo(f"orchestrator: note: {schedule.id} is disabled; these runs happen only "
+                   "once it is enabled", err=True)
+    if as_json:
+        _echo_json([slot_dict(s) for s in nxt])
+        return 0
+    if not nxt:
+        click.echo("no upcoming run")
+    for slot in nxt:
+        note = cron.dst_note(slot, schedule.spec.timezone)
+        click.echo(f"{fmt_utc(slot.at)}  {fmt_local(slot.local)}" + (f"  ({note})" if note else ""))
+    return 0
+
+
+# --------------------------------------------------------------------------- editing
+
+
+EVERY = ("minute", "hour", "day", "weekday")
+_TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def build_cron(every: str | None, weekly: bool, time: str | None, minute: int,
+               on_days: tuple[int, ...]) -> str:
+    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+    if on_days and not weekly:
+        raise click.UsageError("--on-day goes with --weekly")
+    if every == "minute":
+        return "* * * * *"
+    if every == "hour":
+        return f"{minute} * * * *"
+    if time is None:
+        raise click.UsageError("give the local time of day with --time HH:MM")
+    match = _TIME_RE.fullmatch(time)
+    if match is None:
+        raise click.UsageError(f"--time: expected HH:MM, got {time!r}")
+    hh, mm = int(match[1]), int(match[2])
+    if every == "day":
+        return f"{mm} {hh} * * *"
+    if every == "weekday":
+        return f"{mm} {hh} * * 1-5"
+    if not on_days:
+        raise click.UsageError("--weekly needs --on-day 0-6 (0 = Sunday)")
+    return f"{mm} {hh} * * {','.join(str(d) for d in sorted(set(on_days)))}"
+
+
+def _track(text: str) -> tuple[str, str]:
+    name, sep, run = text.partition("=")
+    if not sep or not run.strip():
+        raise click.UsageError(f"--track: expected NAME=COMMAND, got {text!r}")
+    return check_id(name.strip(), "track name"), run
+
+
+@command.command("add")
+@click.argument("schedule_id", metavar="ID")
+@click.option("--cron", "cron_expr", metavar="EXPR", help="Five-field cron expression.")
+@click.option("--at", "at", metavar="ISO",
+              help="One-shot local date and time, e.g. 2026-12-24T18:00.")
+@click.option("--every", type=click.Choice(EVERY), help="A common interval.")
+@click.option("--weekly", is_flag=True, help="Once a week, on --on-day at --time.")
+@click.option("--on-day", "on_days", type=click.IntRange(0, 6), multiple=True,
+              help="Day of week for --weekly, 0 = Sunday (repeatable).")
+@click.option("--time", "time", metavar="HH:MM",
+              help="Local time of day for --every day|weekday and --weekly.")
+@click.option("--minute", type=click.IntRange(0, 59), default=0, show_default=True,
+              help="Minute of the hour for --every hour.")
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone.")
+@click.option("--track", "tracks", multiple=True, metavar="NAME=COMMAND",
+              help="A track and its shell command (repeatable; at least one).")
+@click.option("--description", default=None)
+@click.option("--disabled", is_flag=True, help="Write it disabled.")
+@click.option("--workflow", default=None, help="Track workflow file name (default track.yml).")
+@click.option("--overlap", type=click.Choice([p.value for p in OverlapPolicy]))
+@click.option("--catchup", type=click.Choice([p.value for p in CatchupPolicy]))
+@click.option("--catchup-window-minutes", type=int)
+@click.option("--deadline-minutes", type=float)
+@click.option("--max-runs-per-day", type=int)
+@click.option("--jitter-seconds", type=int)
+@click.option("--dst-gap", type=click.Choice([p.value for p in DstGap]))
+@click.option("--dst-fold", type=click.Choice([p.value for p in DstFold]))
+@click.option("--timeout-minutes", type=float, help="Per track.")
+@click.option("--max-attempts", type=int, help="Per track.")
+@click.option("--retry-backoff-seconds", type=int, help="Per track.")
+@pass_config
+def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
+        every: str | None, weekly: bool, on_days: tuple[int, ...], time: str | None,
+        minute: int, timezone: str, tracks: tuple[str, ...], description: str | None,
+        disabled: bool, workflow: str | None, overlap: str | None, catchup: str | None,
+        catchup_window_minutes: int | None, deadline_minutes: float | None,
+        max_runs_per_day: int | None, jitter_seconds: int | None, dst_gap: str | None,
+        dst_fold: str | None, timeout_minutes: float | None, max_attempts: int | None,
+        retry_backoff_seconds: int | None) -> int:
+    """Write a new schedules/ID.json (validated before it is written)."""
+    path = schedule_path(cfg, schedule_id)
+    shown = display_path(path, cfg.repo)
+    if path.exists():
+        raise UserError(f"{shown} already exists; edit it, or remove it first")
+    given = [cron_expr is not None, at is not None, every is not None, weekly]
+    if sum(given) != 1:
+        raise click.UsageError("give exactly one of --cron, --at, --every and --weekly")
+    if not tracks:
+        raise click.UsageError("give at least one --track NAME=COMMAND")
+
+    data: dict[str, Any] = {"$schema": SCHEMA_REF}
+    if description is not None:
+        data["description"] = description
+    if at is not None:
+        data["at"] = at
+    else:
+        data["cron"] = cron_expr if cron_expr is not None else build_cron(
+            every, weekly, time, minute, on_days)
+    data["timezone"] = timezone
+    data["enabled"] = not disabled
+    per_track = {"timeout_minutes": timeout_minutes, "max_attempts": max_attempts,
+                 "retry_backoff_seconds": retry_backoff_seconds}
+    data["tracks"] = [{"name": name, "run": run,
+                       **{k: v for k, v in per_track.items() if v is not None}}
+                      for name, run in map(_track, tracks)]
+    policies = {"workflow": workflow, "overlap": overlap, "catchup": catchup,
+                "catchup_window_minutes": catchup_window_minutes,
+                "deadline_minutes": deadline_minutes, "max_runs_per_day": max_runs_per_day,
+                "jitter_seconds": jitter_seconds}
+    data.update({k: v for k, v in policies.items() if v is not None})
+    dst = {k: v for k, v in (("gap", dst_gap), ("fold", dst_fold)) if v is not None}
+    if dst:
+        data["dst"] = dst
+
+    text = dumps(data)
+    try:
+        spec = ScheduleSpec.model_validate_json(text)
+    except ValidationError as exc:
+        raise ScheduleError(shown, *describe_error(exc.errors()[0])) from None
+    write_schedule(path, text)
+    schema = cfg.schedules_dir / SCHEMA_FILE
+    if not schema.exists():
+        write_schedule(schema, schema_text())
+    click.echo(f"wrote {shown}: {cron.describe(spec)}"
+               + ("" if spec.enabled else " (disabled)"))
+    click.echo("commit it and open a pull request; `orchestrator validate --preview 5` "
+               "shows what will happen")
+    return 0
+
+
+_ENABLED_RE = re.compile(r'(?<!\\)"enabled"(\s*:\s*)(true|false)\b')
+
+
+def set_enabled(path: Path, enabled: bool) -> bool:
+    """Set ``enabled`` in a schedule file, changing one line; False if already so.
+
+    The value is edited in place in the text, so a hand-formatted file keeps its
+    layout; only when that is not possible (no ``enabled`` key yet) is the file
+    rewritten in the standard format, with ``enabled`` after the timing fields.
+    """
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    if data.get("enabled", True) is enabled and "enabled" in data:
+        return False
+    if "enabled" not in data and enabled:
+        return False  # the default
+    wanted = {**data, "enabled": enabled}
+    hits = list(_ENABLED_RE.finditer(text))
+    if len(hits) == 1:
+        hit = hits[0]
+        new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
+              f"{text[hit.end():]}"
+        if json.loads(new) == wanted:
+            write_schedule(path, new)
+            return True
+    ordered: dict[str, Any] = {}
+    anchor = next((k for k in ("timezone", "at", "cron") if k in data), None)
+    for key, value in data.items():
+        if key == "enabled":
+            continue
+        ordered[key] = value
+        if key == anchor:
+            ordered["enabled"] = enabled
+    if "enabled" not in ordered:
+        ordered["enabled"] = enabled
+    write_schedule(path, ordered)
+    return True
+
+
+def _toggle(cfg: Config, schedule_id: str, enabled: bool) -> int:
+    schedule = _load(cfg, schedule_id)  # refuses to edit an invalid file
+    path = _existing(cfg, schedule_id)
+    verb = "enabled" if enabled else "disabled"
+    if set_enabled(path, enabled):
+        click.echo(f"{verb} {schedule.path}; commit it and open a pull request")
+    else:
+        click.echo(f"{schedule.path} is already {verb}")
+    return 0
+
+
+@command.command("enable")
+@click.argument("schedule_id", metavar="ID")
+@pass_config
+def enable(cfg: Config, schedule_id: str) -> int:
+    """Set "enabled": true in schedules/ID.json."""
+    return _toggle(cfg, schedule_id, True)
+
+
+@command.command("disable")
+@click.argument("schedule_id", metavar="ID")
+@pass_config
+def disable(cfg: Config, schedule_id: str) -> int:
+    """Set "enabled": false in schedules/ID.json (it stops firing once merged)."""
+    return _toggle(cfg, schedule_id, False)
+
+
+@command.command("remove")
+@click.argument("schedule_id", metavar="ID")
+@pass_config
+def remove(cfg: Config, schedule_id: str) -> int:
+    """Delete schedules/ID.json (its state and past runs stay on the state branch)."""
+    path = _existing(cfg, schedule_id)
+    path.unlink()
+    click.echo(f"removed {display_path(path, cfg.repo)}; commit it and open a pull request")
+    return 0

@@ -1,0 +1,256 @@
+"""Schedule files: loading (with errors that name file and field), schema, atomic writes.
+
+A schedule is ``schedules/<id>.json``; its id is the file stem. Loading never stops
+at the first bad file: :func:`load_all` returns the valid schedules and one
+:class:`~orchestrator.errors.ScheduleError` per problem, so an invalid file never
+blocks the others (the tick fires the valid ones, ``validate`` reports the rest).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import ScheduleError
+from .models import ID_RE, Schedule, ScheduleSpec
+
+SCHEMA_FILE = "schedule.schema.json"
+"""Lives beside the schedules for editors; not a schedule itself."""
+
+SCHEMA_REF = f"./{SCHEMA_FILE}"
+"""What new schedule files put in ``$schema``."""
+
+MAX_BYTES = 1024 * 1024
+"""A schedule file larger than this is refused rather than parsed."""
+
+
+@dataclass
+class LoadResult:
+    """The outcome of :func:`load_all`."""
+
+    schedules: list[Schedule] = field(default_factory=list)
+    """The valid schedules, sorted by id."""
+    errors: list[ScheduleError] = field(default_factory=list)
+    """Every problem found, sorted by file; a file may have several."""
+
+    @property
+    def invalid_files(self) -> list[str]:
+        return sorted({e.file for e in self.errors})
+
+
+def display_path(path: Path, root: Path | None) -> str:
+    """``path`` relative to ``root`` (the repository), else ``<folder>/<name>``."""
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+def load_schedule(path: Path, root: Path | None = None) -> Schedule:
+    """Load one schedule file; raise :class:`ScheduleError` for the first problem.
+
+    ``root`` is the repository root, used to show the file as ``schedules/<id>.json``.
+    """
+    loaded = _load(path, display_path(path, root or path.parent.parent))
+    if isinstance(loaded, Schedule):
+        return loaded
+    raise loaded[0]
+
+
+def load_all(directory: Path) -> LoadResult:
+    """Load every ``*.json`` in ``directory`` except the schema.
+
+    Files are matched case-insensitively on the ``.json`` suffix, so ``x.JSON`` beside
+    ``x.json`` is reported as a duplicate id instead of being silently ignored.
+    """
+    result = LoadResult()
+    if not directory.is_dir():
+        return result
+    root = directory.parent
+    files = sorted(p for p in directory.iterdir()
+                   if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE and not p.is_dir())
+    by_id: dict[str, list[Path]] = {}
+    for path in files:
+        by_id.setdefault(path.stem, []).append(path)
+    for stem, paths in sorted(by_id.items()):
+        if len(paths) > 1:
+            shown = [display_path(p, root) for p in paths]
+            for here in shown:
+                others = ", ".join(s for s in shown if s != here)
+                result.errors.append(ScheduleError(
+                    here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
+            continue
+        loaded = _load(paths[0], display_path(paths[0], root))
+        if isinstance(loaded, Schedule):
+            result.schedules.append(loaded)
+        else:
+            result.errors.extend(loaded)
+    result.errors.sort(key=lambda e: e.file)
+    return result
+
+
+def _load(path: Path, shown: str) -> Schedule | list[ScheduleError]:
+    """A schedule, or every problem with it (at least one)."""
+    stem = path.stem
+    if not ID_RE.fullmatch(stem):
+        return [ScheduleError(shown, "id", f"file name {path.name!r} gives the invalid id "
+                              f"{stem!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
+                              "starting with a letter or digit")]
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return [ScheduleError(shown, "", f"file is {size} bytes; the limit is {MAX_BYTES}")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [ScheduleError(shown, "", f"cannot read: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return [ScheduleError(shown, "", f"not UTF-8 text (byte {exc.start})")]
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        return [ScheduleError(shown, f"line {exc.lineno} column {exc.colno}",
+                              f"invalid JSON: {exc.msg}")]
+    except _DuplicateKey as exc:
+        return [ScheduleError(shown, exc.key, "key appears twice in the same object")]
+    if not isinstance(data, dict):
+        return [ScheduleError(shown, "(top level)",
+                              f"expected a JSON object, got {_json_type(data)}")]
+    try:
+        spec = ScheduleSpec.model_validate_json(text)
+    except ValidationError as exc:
+        return [ScheduleError(shown, *describe_error(err)) for err in exc.errors()]
+    return Schedule(id=stem, spec=spec, path=shown)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _allowed(loc: tuple[int | str, ...]) -> list[str]:
+    """The field names allowed in the object at ``loc`` (for 'did you mean')."""
+    from pydantic import BaseModel
+
+    model: type[BaseModel] = ScheduleSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(part)
+        if info is None:
+            return []
+        inner = getattr(info.annotation, "__args__", (info.annotation,))
+        nested = [a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    names = []
+    for name, info in model.model_fields.items():
+        names.append(info.alias or name)
+    return names
+
+
+def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
+    """(field path, problem) for one pydantic error, in words a schedule author knows."""
+    loc = tuple(err.get("loc", ()))
+    ctx = err.get("ctx") or {}
+    path = ".".join(str(p) for p in loc) or str(ctx.get("field", "")) or "(top level)"
+    kind = err.get("type", "")
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else (
+            f"; allowed: {', '.join(allowed)}" if allowed else "")
+        return path, f"unknown field{hint}"
+    if kind == "missing":
+        return path, "required field is missing"
+    message = str(err.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind.endswith("_type") or kind in {"enum", "literal_error"}:
+        message += f", got {_json_type(given)}" if kind.endswith("_type") else (
+            f", got {given!r}" if isinstance(given, str) else f", got {_json_type(given)}")
+    return path, message[:300]
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def schedule_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a schedule file (committed as ``schedules/schedule.schema.json``)."""
+    schema = ScheduleSpec.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://orchestrator.invalid/schedule.schema.json",
+        "title": "Orchestrator schedule",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(schedule_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """The stable text of a schedule file: 2-space indent, keys as given, final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schedule(path: Path, data: Mapping[str, Any] | str) -> None:
+    """Write a schedule file atomically: a temp file in the same folder, then ``os.replace``.
+
+    Readers see the old file or the new one, never a half-written one. ``data`` is a
+    mapping (written with :func:`dumps`) or the exact text to write.
+    """
+    text = data if isinstance(data, str) else dumps(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
