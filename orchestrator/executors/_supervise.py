@@ -1,7 +1,7 @@
 """The detached supervisor of one local track attempt.
 
 :class:`~orchestrator.executors.local.LocalExecutor` starts it as
-``python -I .../_supervise.py <attempt folder>`` in a new session. It forks once and
+``python -I .../_supervise.py <attempt folder>``, detached with setsid. It forks once and
 the parent exits at once, so the dispatcher can reap it and the tick can exit while
 the attempt goes on; the child does the work:
 

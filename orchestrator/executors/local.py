@@ -267,7 +267,7 @@ class LocalExecutor:
         env = dict(self.env) if self.env is not None else dict(os.environ)
         with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
-            # the user site. A new session: it survives the tick and its terminal.
+            # the user site. setsid: it outlives the tick and ignores its terminal.
             return subprocess.Popen(
                 [sys.executable, "-I", str(SUPERVISOR), str(folder)],
                 cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
