@@ -189,25 +189,29 @@ class LocalExecutor:
         # zombie is left in a long-lived caller (`orchestrator serve`).
         for index, folder, proc in launchers:
             if proc.wait() != 0:
-                results[index] = self._launch_failed(results[index].key, folder, proc.returncode)
+                results[index] = self._launch_failed(results[index].key, folder,
+                                                     f"exit code {proc.returncode}")
         return results
 
-    def _launch_failed(self, key: str, folder: Path, code: int) -> DispatchResult:
-        """The supervisor's interpreter failed before forking: nothing was started.
-        Close the attempt (so no later look-up adopts it) and report the error."""
-        error = f"local dispatch: the supervisor failed to start (exit code {code})"
+    def _launch_failed(self, key: str, folder: Path, reason: str) -> DispatchResult:
+        """The supervisor could not start, so nothing was started. Close the attempt
+        (so no later look-up or racing dispatch adopts it) and report the error."""
+        error = f"local dispatch: the supervisor failed to start ({reason})"
         tail = _tail(folder / sv.SUPERVISOR_LOG, lines=5)
         if tail:
             error = f"{error}: {tail}"
-        fd = sv.try_lock(folder / sv.LOCK)
-        if fd is None:
-            return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
         try:
-            if sv.read_json(folder / sv.STATUS) is None:
-                sv.write_json_atomic(folder / sv.STATUS, {
-                    "state": sv.ERROR, "finished_at": sv.utc_now(), "error": error})
-        finally:
-            os.close(fd)
+            fd = sv.try_lock(folder / sv.LOCK)
+            if fd is None:  # a supervisor started after all (an adoption): it owns it
+                return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
+            try:
+                if sv.read_json(folder / sv.STATUS) is None:
+                    sv.write_json_atomic(folder / sv.STATUS, {
+                        "state": sv.ERROR, "finished_at": sv.utc_now(), "error": error})
+            finally:
+                os.close(fd)
+        except (OSError, ValueError) as exc:
+            error = f"{error}; closing the attempt failed too: {exc}"
         return DispatchResult(key=key, error=error)
 
     def _dispatch_one(
@@ -237,7 +241,10 @@ class LocalExecutor:
         }
         launcher = None
         if self._create_exclusive(folder / sv.LAUNCH, launch):
-            launcher = self._start_supervisor(folder)
+            try:
+                launcher = self._start_supervisor(folder)
+            except OSError as exc:
+                return self._launch_failed(key, folder, str(exc)), None
         else:
             self._adopt(folder)  # dispatched before, by us or a racing tick
         return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder)), launcher

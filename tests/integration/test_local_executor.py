@@ -488,17 +488,26 @@ def test_invalid_requests_are_errors_and_touch_nothing(ex: LocalExecutor) -> Non
     assert ex.lookup([bad_run]) == {}
 
 
+@pytest.mark.parametrize(
+    ("broken", "complaint"),
+    [("script", "(exit code 2): "), ("interpreter", "No such file or directory")],
+)
 def test_a_supervisor_that_cannot_start_is_a_dispatch_error(
-    ex: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ex: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str,
+    complaint: str,
 ) -> None:
-    monkeypatch.setattr(local, "SUPERVISOR", tmp_path / "missing.py")  # a broken install
+    # A broken installation: the supervisor's script or the interpreter is gone.
+    if broken == "script":
+        monkeypatch.setattr(local, "SUPERVISOR", tmp_path / "missing.py")
+    else:
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     req = request("broken", "true")
 
     [res] = ex.dispatch([req])
 
     assert res.handle is None
-    assert res.error is not None and "supervisor failed to start (exit code 2)" in res.error
-    assert "missing.py" in res.error  # the interpreter's own complaint
+    assert res.error is not None and "the supervisor failed to start" in res.error
+    assert complaint in res.error
     # Closed, so that a later look-up or re-dispatch cannot start it behind the back
     # of the tick that recorded the failure.
     monkeypatch.undo()
