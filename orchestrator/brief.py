@@ -22,6 +22,7 @@ Template context (documented in the README; both templates may be replaced):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -671,7 +672,8 @@ def build_view(ctx: BriefContext) -> BriefView:
     description = run.description or (schedule.description if schedule else "")
     cron = run.cron or (schedule.cron if schedule else None)
     timezone = run.timezone or (schedule.timezone if schedule else "UTC")
-    slot_local = f"{run.slot.astimezone(_zone(timezone)):%Y-%m-%d %H:%M %Z}"
+    slot_local = ("" if timezone == "UTC" else
+                  f"{run.slot.astimezone(_zone(timezone)):%Y-%m-%d %H:%M %Z}")
     cron_words = describe_cron(cron)
     notes = []
     if cron and cron_words is None:
@@ -710,10 +712,13 @@ def build_view(ctx: BriefContext) -> BriefView:
 # --------------------------------------------------------------------------- HTML
 
 
-def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+@functools.lru_cache(maxsize=8)
+def _environment(folder: str) -> jinja2.Environment:
+    """One environment per template folder, so each template is compiled once per process
+    (the loader still notices when a file changes)."""
     # autoescape=True for every name: select_autoescape() would not cover ".j2" files.
     env = jinja2.Environment(
-        loader=loader,
+        loader=jinja2.FileSystemLoader(folder),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -733,7 +738,7 @@ def _render(name: str, template: Path | None, context: dict[str, Any]) -> str:
         path = Path(template)
         if not path.is_file():
             raise NotFound(f"template not found: {path}")
-    env = _environment(jinja2.FileSystemLoader(str(path.parent)))
+    env = _environment(str(path.parent.resolve()))
     try:
         return env.get_template(path.name).render(context)
     except jinja2.TemplateSyntaxError as exc:
@@ -813,6 +818,8 @@ class _Budget:
     limit: int
     used: int = 0
     left_out: dict[str, int] = field(default_factory=dict)
+    """What was left out, by kind: by policy (the level) or because it did not fit."""
+    overflowed: bool = False
 
     def fits(self, text: str) -> bool:
         return self.used + len(text.encode()) <= self.limit
@@ -841,14 +848,15 @@ def render_markdown(ctx: BriefContext, limit_bytes: int = MARKDOWN_LIMIT) -> str
     """
     view = build_view(ctx)
     for level in (0, 1):
-        text, left_out = _markdown(ctx, view, limit_bytes, level)
-        if not left_out:
+        text, overflowed = _markdown(ctx, view, limit_bytes, level)
+        if not overflowed:
             return text
     return _markdown(ctx, view, limit_bytes, 2)[0]
 
 
 def _markdown(ctx: BriefContext, view: BriefView, limit: int, level: int
-              ) -> tuple[str, dict[str, int]]:
+              ) -> tuple[str, bool]:
+    """The summary at one level of detail, and whether rows had to be cut to fit."""
     cell = (500, 160, 80)[level]
     err_lines = (5, 2, 1)[level]
     run = ctx.run
@@ -879,7 +887,8 @@ def _markdown(ctx: BriefContext, view: BriefView, limit: int, level: int
     late = f" ({md(fmt_duration(view.late_by))} late)" if view.late_by else ""
     took = "running for" if view.duration_is_partial else "took"
     head.append(f"{sched}  \n"
-                f"**Slot** {md(fmt_when(run.slot))} ({md(view.slot_local)}) · "
+                f"**Slot** {md(fmt_when(run.slot))}"
+                + (f" ({md(view.slot_local)})" if view.slot_local else "") + " · "
                 f"**started** {md(fmt_when(view.started))}{late} · "
                 f"**{took}** {md(fmt_duration(view.duration))} · "
                 f"**deadline** {md(fmt_when(run.deadline))}  \n")
@@ -903,12 +912,14 @@ def _markdown(ctx: BriefContext, view: BriefView, limit: int, level: int
         opening = f"\n### {title}\n\n{header}"
         if not budget.fits(opening):
             budget.left_out[what] = budget.left_out.get(what, 0) + len(rows)
+            budget.overflowed = True
             return
         budget.take(opening)
         out.append(opening)
         for i, row in enumerate(rows):
             if not budget.fits(row):
                 budget.left_out[what] = budget.left_out.get(what, 0) + len(rows) - i
+                budget.overflowed = True
                 return
             budget.take(row)
             out.append(row)
@@ -961,7 +972,7 @@ def _markdown(ctx: BriefContext, view: BriefView, limit: int, level: int
                  f"\\({md(run_dir(run.run_id))}/brief\\.html\\) has everything\\.\n")
         footer = "\n" + said + footer
     out.append(footer)
-    return "".join(out), dict(budget.left_out)
+    return "".join(out), budget.overflowed
 
 
 def _md_link(row: TrackRow) -> str:

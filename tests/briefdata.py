@@ -146,8 +146,10 @@ def four_track_run(*, summaries: dict[str, str] | None = None,
 
 
 def many_track_run(n: int, *, summary_chars: int = 120, errors_per_track: int = 1,
-                   polls: int = 24) -> BriefContext:
-    """``n`` tracks: most complete, every 10th failed after retries, every 25th tapped out."""
+                   error_chars: int = 0, polls: int = 24) -> BriefContext:
+    """``n`` tracks: most complete, every 10th failed after retries, every 25th tapped out.
+
+    ``error_chars`` pads each error message (a stack trace, say) to that length."""
     run_id = f"fanout--{SLOT:%Y%m%dT%H%MZ}"
     tracks: list[Track] = []
     letters: list[DeadLetter] = []
@@ -156,7 +158,8 @@ def many_track_run(n: int, *, summary_chars: int = 120, errors_per_track: int = 
         track = _track(spec, run_id)
         start = 1 + (i % 16) * 0.2
         summary = (f"shard {i}: " + "processed 1,024 objects; " * summary_chars)[:summary_chars]
-        errs = [f"shard {i} error {k}: connection reset by peer" for k in range(errors_per_track)]
+        errs = [f"shard {i} error {k}: connection reset by peer".ljust(error_chars, ".")
+                for k in range(errors_per_track)]
         if i % 10 == 9:
             track = _attempt(track, start, start + 0.3, P.FAILED, start + 5, "job failed",
                              error_log=errs[:1])
