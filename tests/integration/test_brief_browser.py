@@ -1,0 +1,160 @@
+"""The brief in a real browser: Debian's chromium, headless, driven by playwright.
+
+Nothing may leave the page (every request but the page itself is refused and counted),
+the console stays clean, the timeline and the table are visible, and the layout never
+scrolls sideways on a laptop (1280 px) or a phone (390 px). Screenshots land in the
+test's temporary folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from briefdata import XSS, at, four_track_run
+from playwright.sync_api import Browser, Page, Route, sync_playwright
+
+from orchestrator import brief
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+WIDTHS = (1280, 390)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), "Debian's chromium is missing: .ci/run installs it"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Visit:
+    """One page load with every request, console message and dialog recorded."""
+
+    def __init__(self, browser: Browser, path: Path, width: int, *, dark: bool = False):
+        self.url = path.as_uri()
+        self.context = browser.new_context(viewport={"width": width, "height": 900},
+                                           color_scheme="dark" if dark else "light")
+        self.page: Page = self.context.new_page()
+        self.requests: list[str] = []
+        self.refused: list[str] = []
+        self.console: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}")
+                     if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.on("dialog", self._dialog)
+        self.page.goto(self.url, wait_until="load")
+
+    def _route(self, route: Route) -> None:
+        url = route.request.url
+        self.requests.append(url)
+        if url == self.url:
+            route.continue_()
+        else:
+            self.refused.append(url)
+            route.abort()
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def js(self, expression: str) -> Any:
+        return self.page.evaluate(expression)
+
+    def overflow(self) -> tuple[int, int]:
+        return self.js("[document.documentElement.scrollWidth, window.innerWidth]")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _write(tmp_path: Path, name: str, html: str) -> Path:
+    path = tmp_path / name
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_brief_of_a_four_track_run(browser: Browser, tmp_path: Path, width: int) -> None:
+    path = _write(tmp_path, "brief.html", brief.render_html(four_track_run()))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.requests == [visit.url]
+        assert visit.refused == []
+        assert visit.console == []
+        scroll_width, inner_width = visit.overflow()
+        assert scroll_width <= inner_width, f"page scrolls sideways at {width}px"
+
+        page = visit.page
+        assert page.locator("#timeline svg").is_visible()
+        assert page.locator("#timeline .tl-label").count() == 4
+        # Five attempts (publish ran twice), each a queued and a running bar.
+        assert page.locator("#timeline svg rect[class^='b-']").count() == 10
+        assert page.locator("#timeline svg line.deadline").count() == 1
+        assert page.locator("table.tracks").is_visible()
+        assert page.locator("table.tracks tbody tr").count() == 4
+        assert page.locator(".headline").inner_text().startswith("2 of 4 tracks need attention")
+        counts = page.locator(".counts .count .n").all_inner_texts()
+        assert counts[:3] == ["1", "1", "2"]  # failed, tapped out, dead letters come first
+        # Wide content scrolls inside its own box, never the page.
+        box = page.locator("#tracks .scroll").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width
+        page.screenshot(path=str(tmp_path / f"brief-{width}.png"), full_page=True)
+    finally:
+        visit.close()
+    assert (tmp_path / f"brief-{width}.png").stat().st_size > 10_000
+
+
+def test_dark_mode_at_phone_width(browser: Browser, tmp_path: Path) -> None:
+    path = _write(tmp_path, "brief.html", brief.render_html(four_track_run()))
+    visit = Visit(browser, path, 390, dark=True)
+    try:
+        background = visit.js("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(13, 17, 23)"
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= 390
+        visit.page.screenshot(path=str(tmp_path / "brief-390-dark.png"), full_page=True)
+    finally:
+        visit.close()
+
+
+def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path) -> None:
+    ctx = four_track_run(summaries={"ingest": XSS[0], "transform": XSS[1],
+                                    "publish": XSS[2]}, errors=XSS)
+    path = _write(tmp_path, "hostile.html", brief.render_html(ctx))
+    visit = Visit(browser, path, 390)
+    try:
+        assert visit.dialogs == []
+        assert visit.refused == []  # the <img src=x> never became a request
+        assert visit.console == []
+        assert visit.js("document.querySelectorAll('script, img, iframe').length") == 0
+        cells = visit.page.locator("table.tracks .summary").all_inner_texts()
+        assert set(XSS) <= set(cells)
+        assert visit.overflow()[0] <= 390
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_index_of_runs(browser: Browser, tmp_path: Path, width: int) -> None:
+    runs = [four_track_run().run]
+    path = _write(tmp_path, "index.html", brief.render_index(runs, generated_at=at(60)))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= width
+        assert visit.page.locator("table a").all_inner_texts() == [runs[0].run_id]
+        visit.page.screenshot(path=str(tmp_path / f"index-{width}.png"), full_page=True)
+    finally:
+        visit.close()
