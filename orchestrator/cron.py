@@ -131,11 +131,23 @@ class CronExpr:
 
     def matches(self, start: datetime, stop: datetime) -> Iterator[datetime]:
         """Naive wall-clock minutes ``m`` with ``start <= m < stop`` that match, ascending."""
+        for base, offsets in self.hour_matches(start, stop):
+            for offset in offsets:
+                yield base + offset
+
+    def hour_matches(self, start: datetime, stop: datetime
+                     ) -> Iterator[tuple[datetime, tuple[timedelta, ...]]]:
+        """Like :meth:`matches`, grouped by hour: ``(start of hour, minute offsets)``.
+
+        Grouping lets callers map an hour to UTC once, not every minute: the tick
+        evaluates every schedule on every run.
+        """
         if start >= stop:
             return
         first = start.replace(second=0, microsecond=0)
         if first < start:
             first += MINUTE
+        every = tuple(_MINUTES[m] for m in self.minutes)
         day = first.date()
         last_day = (stop - _TICK).date()
         while day <= last_day:
@@ -143,19 +155,25 @@ class CronExpr:
                 day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
                 continue
             if self.day_matches(day):
+                midnight = datetime(day.year, day.month, day.day)
                 for hour in self.hours:
-                    base = datetime(day.year, day.month, day.day, hour)
+                    base = midnight + _HOURS[hour]
                     if base >= stop:
                         break
-                    if base + timedelta(hours=1) <= first:
+                    end = base + _HOURS[1]
+                    if end <= first:
                         continue
-                    for minute in self.minutes:
-                        moment = base.replace(minute=minute)
-                        if moment >= stop:
-                            break
-                        if moment >= first:
-                            yield moment
+                    if base >= first and end <= stop:
+                        yield base, every
+                    else:
+                        part = tuple(o for o in every if first <= base + o < stop)
+                        if part:
+                            yield base, part
             day += _DAY
+
+
+_MINUTES = tuple(timedelta(minutes=m) for m in range(60))
+_HOURS = tuple(timedelta(hours=h) for h in range(25))
 
 
 def _value(token: str, low: int, high: int, names: tuple[str, ...] | None, field: str) -> int:
@@ -357,12 +375,23 @@ def explain(spec: ScheduleSpec, after: datetime, until: datetime) -> list[SlotIn
     Includes times that do not fire (skipped by a gap, not repeated in a fold) so
     that a preview can say why. :func:`slots` is the firing subset.
     """
+    zone = spec.zone
+    return [SlotInfo(at, wall, kind, fires, at.astimezone(zone))
+            for at, _, wall, kind, fires in _resolve(spec, after, until)]
+
+
+_Found = tuple[datetime, bool, datetime, SlotKind, bool]
+"""(UTC instant, not-normal, wall time, kind, fires): sorts by instant, normal first."""
+
+
+def _resolve(spec: ScheduleSpec, after: datetime, until: datetime) -> list[_Found]:
     after, until = _utc(after, "after"), _utc(until, "until")
     if until <= after:
         return []
     zone = spec.zone
     if spec.at is not None:
-        return _explain_at(spec, zone, after, until)
+        return [(s.at, False, s.wall, s.kind, s.fires)
+                for s in _explain_at(spec, zone, after, until)]
     assert spec.cron is not None
     expr = parse_cron(spec.cron)
     changes = zone_changes(zone, after - FOLD_LOOKBACK, until)
@@ -370,41 +399,47 @@ def explain(spec: ScheduleSpec, after: datetime, until: datetime) -> list[SlotIn
     folds = [(c.at, c.at + (c.before - c.after)) for c in changes if not c.is_gap]
     repeat_fires = not expr.fixed or spec.dst.fold is DstFold.BOTH
     shift = expr.fixed and spec.dst.gap is DstGap.SHIFT
+    normal, repeated = SlotKind.NORMAL, SlotKind.REPEATED
 
-    found: list[SlotInfo] = []
+    found: list[_Found] = []
     bounds = [after, *(c.at for c in inside), until + _TICK]
     offsets = [_offset(zone, after), *(c.after for c in inside)]
     for i, offset in enumerate(offsets):
         lo, hi = bounds[i], bounds[i + 1]
         # Between two changes the offset is constant, so wall time maps 1:1 to UTC.
-        for wall in expr.matches(_naive(lo + offset), _naive(hi + offset)):
-            at = wall.replace(tzinfo=UTC) - offset
-            if at <= after:
-                continue
-            if any(start <= at < end for start, end in folds):
-                found.append(SlotInfo(at, wall, SlotKind.REPEATED, repeat_fires,
-                                      at.astimezone(zone)))
-            else:
-                found.append(SlotInfo(at, wall, SlotKind.NORMAL, True, at.astimezone(zone)))
+        for base, minutes in expr.hour_matches(_naive(lo + offset), _naive(hi + offset)):
+            at_base = base.replace(tzinfo=UTC) - offset
+            for minute in minutes:
+                at = at_base + minute
+                if at <= after:
+                    continue
+                if folds and any(start <= at < end for start, end in folds):
+                    found.append((at, True, base + minute, repeated, repeat_fires))
+                else:
+                    found.append((at, False, base + minute, normal, True))
+    gaps: list[_Found] = []
     for change in inside:
         if not change.is_gap:
             continue
         missing = expr.matches(_naive(change.at + change.before), _naive(change.at + change.after))
         kind = SlotKind.SHIFTED if shift else SlotKind.SKIPPED
-        found += [SlotInfo(change.at, wall, kind, shift, change.at.astimezone(zone))
-                  for wall in missing]
+        gaps += [(change.at, True, wall, kind, shift) for wall in missing]
+    if not gaps:
+        return found  # ascending already: segments are in order, and so is each one
 
     # A time shifted out of a gap runs once, also when it meets another slot there
     # (Vixie: "0 2,3 * * *" runs once at 03:00 on a spring-forward day).
-    found.sort(key=lambda s: (s.at, s.kind is not SlotKind.NORMAL, s.wall))
+    found += gaps
+    found.sort()
     seen: set[datetime] = set()
-    result: list[SlotInfo] = []
-    for slot in found:
-        if slot.fires and slot.at in seen:
-            slot = SlotInfo(slot.at, slot.wall, slot.kind, False, slot.local)
-        elif slot.fires:
-            seen.add(slot.at)
-        result.append(slot)
+    result: list[_Found] = []
+    for item in found:
+        at, rank, wall, kind, fires = item
+        if fires and at in seen:
+            item = (at, rank, wall, kind, False)
+        elif fires:
+            seen.add(at)
+        result.append(item)
     return result
 
 
@@ -428,7 +463,7 @@ def slots(spec: ScheduleSpec, after: datetime, until: datetime) -> list[datetime
     Cost grows with the number of matches and the days spanned, not with minutes:
     callers still bound the interval (the tick uses the catch-up window).
     """
-    return [s.at for s in explain(spec, after, until) if s.fires]
+    return [at for at, _, _, _, fires in _resolve(spec, after, until) if fires]
 
 
 def next_slots(spec: ScheduleSpec, start: datetime, n: int) -> list[datetime]:
