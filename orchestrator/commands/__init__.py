@@ -18,6 +18,8 @@ MODULES: tuple[str, ...] = (
     "runs",
     "dlq",
     "demo",
+    "report",
+    "compact",
 )
 
 
