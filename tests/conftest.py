@@ -10,6 +10,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The fake GitHub server and its `fake_github` fixture (tests/fakes/github.py).
+pytest_plugins = ["tests.fakes.github"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

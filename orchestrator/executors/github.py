@@ -48,6 +48,7 @@ import math
 import os
 import re
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -78,7 +79,8 @@ SECONDARY_WAIT = 60.0
 """GitHub asks to wait at least a minute after a secondary rate limit without
 ``Retry-After``."""
 
-_REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
+"""``owner/name`` as GitHub allows them; it becomes part of every request path."""
 _RUNNING = frozenset({"queued", "in_progress", "waiting", "pending", "requested"})
 _CONCLUSION: Mapping[str, TrackPhase] = {
     "success": TrackPhase.COMPLETE,
@@ -328,6 +330,10 @@ class GitHubExecutor:
         }
         self._own_client = client is None
         self._client = client or httpx.Client(base_url=self.api_url + "/", timeout=timeout)
+        if self._own_client:
+            # The Executor protocol has no close(): release the connections when the
+            # executor goes away (a tick builds one and drops it).
+            weakref.finalize(self, self._client.close)
         self.calls = 0
         """HTTP requests sent by this executor (for the tick's log and tests)."""
 
@@ -463,9 +469,13 @@ class GitHubExecutor:
             if run is None:
                 return
             ci_run = int(run["id"])
+        job_name = str(handle.handle.get("job_name", handle.key))
         marked = self._cancel_marked.setdefault(ci_run, set())
-        marked.add(str(handle.handle.get("job_name", handle.key)))
+        marked.add(job_name)
         jobs = self._jobs(ci_run)
+        mine = [j for j in jobs if j.get("name") == job_name]
+        if mine and all(j.get("status") == "completed" for j in mine):
+            return  # finished already: nothing to stop
         if any(j.get("status") != "completed" and j.get("name") not in marked for j in jobs):
             log.info("workflow run %s: other legs still running; leaving %s to its timeout",
                      ci_run, handle.key)
@@ -489,7 +499,12 @@ class GitHubExecutor:
                 # run even though its answer never arrived.
                 if not self._backoff(attempt - 1):
                     break
-                run = self._find_run(batch.workflow, batch.run_name, since)
+                try:
+                    run = self._find_run(batch.workflow, batch.run_name, since)
+                except ExecutorError:
+                    if ambiguous:
+                        break  # cannot tell whether it exists: never risk a second run
+                    raise
                 if run is not None:
                     return self._adopt(batch, int(run["id"]), run.get("html_url"))
             attempt += 1
@@ -500,11 +515,17 @@ class GitHubExecutor:
                 response = self._request(
                     "POST", f"{self._repo_path}/actions/workflows/{batch.workflow}/dispatches",
                     body=body, retry=False)
+            except CircuitOpen:
+                if ambiguous:
+                    break
+                raise
             except GitHubError as exc:
-                if exc.rate_limited:
+                if exc.rate_limited and not ambiguous:
                     raise
                 ambiguous = ambiguous or exc.ambiguous
                 last = exc
+                if exc.rate_limited:
+                    break
                 continue
             if response.status_code in (200, 201, 204):
                 return self._accepted(batch, response, since)

@@ -1,0 +1,765 @@
+"""A fake GitHub REST API for tests, served on 127.0.0.1 from a thread.
+
+It speaks the part of the API the GitHub executor uses, with GitHub's validation
+rules, so a test fails where GitHub would:
+
+- ``POST /repos/{o}/{r}/actions/workflows/{wf}/dispatches``: rejects a missing or
+  unknown ``ref``, unknown body keys, more than 25 inputs, non-string input values,
+  inputs the workflow does not declare or a missing required one, and more than
+  65,535 characters of inputs (``422``). Answers ``200`` with ``workflow_run_id``,
+  ``run_url`` and ``html_url`` when ``return_run_details`` is true, else ``204``.
+- ``GET .../actions/workflows/{wf}/runs`` and ``GET .../actions/runs`` (filters
+  ``event``, ``status``, ``created``; paginated with ``Link`` headers, newest first);
+- ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (paginated),
+  ``POST .../actions/runs/{id}/cancel`` (``202``, or ``409`` once completed).
+
+Workflows are read from this project's ``.github/workflows``: a dispatched run gets
+its ``display_title`` from the workflow's ``run-name`` and one job per matrix leg,
+named from the job's ``name`` (``${{ inputs.X }}`` and ``${{ matrix.axis.field }}``
+are substituted). A matrix of more than 256 legs gives a failed run without jobs,
+as on GitHub. Every answer carries ``x-ratelimit-*`` headers.
+
+Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
+
+    def test_it(fake_github):
+        executor = GitHubExecutor(fake_github.repository, fake_github.token,
+                                  api_url=fake_github.url, now=T0)
+        fake_github.now = T0                    # created_at of new runs (default: clock)
+        [result] = executor.dispatch([request])
+        run_id = result.handle["ci_run_id"]
+        fake_github.set_job(run_id, "a", "in_progress")
+        fake_github.complete_all(run_id)        # or conclusion="failure", ...
+        fake_github.dispatches                   # recorded dispatch requests
+        fake_github.requests                     # every request, in order
+
+Faults are scripted per endpoint (``"dispatch"``, ``"runs"``, ``"run"``, ``"jobs"``,
+``"cancel"`` or ``"any"``) and consumed in order, each for ``times`` requests:
+
+- ``fail(endpoint, status=500)``: an error answer;
+- ``rate_limit(endpoint, retry_after=1)``: ``429`` with ``Retry-After``;
+- ``secondary_limit(endpoint, retry_after=None)``: ``403`` secondary rate limit;
+- ``exhaust(reset_in=60)``: the primary limit is spent (``403``, remaining ``0``);
+- ``slow(endpoint, delay)``: the request takes effect, the answer comes ``delay``
+  seconds later;
+- ``lose_response(endpoint="dispatch")``: the request takes effect (the run is
+  created), then the connection is closed without an answer;
+- ``no_details()``: a dispatch answers ``204`` although details were asked for;
+- ``supports_run_details = False``: behave like GitHub Enterprise Server without
+  ``return_run_details`` (``422`` when it is sent);
+- ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
+
+The fake also runs as a process for manual tries: ``python -m tests.fakes.github``
+prints its URL and serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
+API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
+MAX_INPUTS = 25
+MAX_INPUTS_CHARS = 65_535
+MAX_MATRIX = 256
+RATE_LIMIT = 1000
+"""Requests per hour of a GITHUB_TOKEN, per repository."""
+
+_INPUT_EXPR = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
+_MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}")
+_FROM_JSON = re.compile(r"\$\{\{\s*fromJSON\(\s*inputs\.([A-Za-z0-9_-]+)\s*\)\s*\}\}")
+_PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/actions/(?P<rest>.*)")
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------- workflows
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """What the fake needs of a ``workflow_dispatch`` workflow file."""
+
+    file: str
+    name: str
+    run_name: str | None
+    inputs: dict[str, bool]
+    """Declared inputs and whether each is required."""
+    jobs: list[tuple[str, str, str | None, str | None]]
+    """(job id, name template, matrix axis, input holding the matrix JSON)."""
+
+    @classmethod
+    def load(cls, path: Path) -> Workflow | None:
+        doc = yaml.safe_load(path.read_text())
+        if not isinstance(doc, dict):
+            return None
+        on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as true
+        if not isinstance(on, dict) or "workflow_dispatch" not in on:
+            return None
+        declared = (on.get("workflow_dispatch") or {}).get("inputs") or {}
+        inputs = {name: bool((spec or {}).get("required")) for name, spec in declared.items()}
+        jobs = []
+        for job_id, job in (doc.get("jobs") or {}).items():
+            matrix = ((job or {}).get("strategy") or {}).get("matrix")
+            axis = source = None
+            if isinstance(matrix, dict) and len(matrix) == 1:
+                [(axis, value)] = matrix.items()
+                found = _FROM_JSON.fullmatch(str(value).strip())
+                source = found.group(1) if found else None
+            jobs.append((job_id, str(job.get("name") or job_id), axis, source))
+        return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
+                   jobs)
+
+    def title(self, inputs: dict[str, str]) -> str:
+        if not self.run_name:
+            return self.name
+        return _INPUT_EXPR.sub(lambda m: inputs.get(m.group(1), ""), self.run_name)
+
+    def expand(self, inputs: dict[str, str]) -> list[tuple[str, dict[str, Any]]] | None:
+        """Job names and matrix legs; ``None`` when the matrix cannot start."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for _job_id, template, axis, source in self.jobs:
+            if axis is None or source is None:
+                out.append((template, {}))
+                continue
+            try:
+                legs = json.loads(inputs.get(source, ""))
+            except ValueError:
+                return None
+            if not isinstance(legs, list) or not legs or len(legs) > MAX_MATRIX:
+                return None
+            for leg in legs:
+                def sub(m: re.Match[str], leg: Any = leg, axis: str = axis) -> str:
+                    if m.group(1) != axis:
+                        return m.group(0)
+                    value = leg.get(m.group(2)) if m.group(2) and isinstance(leg, dict) else leg
+                    return value if isinstance(value, str) else json.dumps(value)
+                out.append((_MATRIX_EXPR.sub(sub, template), leg))
+        return out
+
+
+def load_workflows(folder: Path = WORKFLOWS) -> dict[str, Workflow]:
+    found = {}
+    for path in sorted(folder.glob("*.y*ml")):
+        workflow = Workflow.load(path)
+        if workflow is not None:
+            found[path.name] = workflow
+    return found
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass
+class FakeJob:
+    id: int
+    run_id: int
+    name: str
+    leg: dict[str, Any]
+    created_at: datetime
+    status: str = "queued"
+    conclusion: str | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+    def to_json(self, base: str, repository: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "run_attempt": 1,
+            "name": self.name,
+            "status": self.status,
+            "conclusion": self.conclusion,
+            "created_at": _iso(self.created_at),
+            "started_at": _iso(self.started_at or self.created_at),
+            "completed_at": _iso(self.completed_at),
+            "html_url": f"{base}/html/{repository}/actions/runs/{self.run_id}/job/{self.id}",
+            "runner_name": "fake-runner" if self.status != "queued" else None,
+            "labels": ["ubuntu-latest"],
+            "steps": [],
+        }
+
+
+@dataclass
+class FakeRun:
+    id: int
+    workflow: str
+    workflow_name: str
+    display_title: str
+    ref: str
+    inputs: dict[str, str]
+    created_at: datetime
+    jobs: list[FakeJob] = field(default_factory=list)
+    startup_failure: bool = False
+    cancelled: bool = False
+    pending_jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    updated_at: datetime | None = None
+
+    @property
+    def status(self) -> str:
+        if self.startup_failure or self.cancelled:
+            return "completed"
+        if not self.jobs:
+            return "queued"
+        if all(j.status == "completed" for j in self.jobs):
+            return "completed"
+        return "in_progress" if any(j.status != "queued" for j in self.jobs) else "queued"
+
+    @property
+    def conclusion(self) -> str | None:
+        if self.startup_failure:
+            return "failure"
+        if self.cancelled:
+            return "cancelled"
+        if self.status != "completed":
+            return None
+        conclusions = {j.conclusion for j in self.jobs}
+        for worst in ("failure", "timed_out", "cancelled"):
+            if worst in conclusions:
+                return worst
+        return "success"
+
+    def to_json(self, base: str, repository: str) -> dict[str, Any]:
+        api = f"{base}/repos/{repository}/actions/runs/{self.id}"
+        return {
+            "id": self.id,
+            "name": self.workflow_name,
+            "display_title": self.display_title,
+            "event": "workflow_dispatch",
+            "status": self.status,
+            "conclusion": self.conclusion,
+            "head_branch": self.ref,
+            "path": f".github/workflows/{self.workflow}",
+            "run_attempt": 1,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at or self.created_at),
+            "url": api,
+            "jobs_url": f"{api}/jobs",
+            "cancel_url": f"{api}/cancel",
+            "html_url": f"{base}/html/{repository}/actions/runs/{self.id}",
+        }
+
+
+@dataclass
+class Recorded:
+    """One request as the fake saw it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    endpoint: str
+    status: int = 0
+    """The status answered; 0 when the connection was dropped without an answer."""
+    api_version: str | None = None
+    authorized: bool = False
+    at: float = 0.0
+    """``time.monotonic()`` when the request arrived."""
+
+
+@dataclass
+class Fault:
+    endpoint: str
+    kind: str
+    times: int
+    status: int = 500
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+    delay: float = 0.0
+
+
+class _Drop(Exception):
+    """Close the connection without an answer."""
+
+
+class FakeGitHub:
+    """The fake's state and controls; the HTTP server calls :meth:`handle`."""
+
+    def __init__(self, repository: str = "octo-org/widgets",
+                 token: str = "ghs_fake-token-0123456789", branches: tuple[str, ...] = ("main",),
+                 workflows: dict[str, Workflow] | None = None) -> None:
+        self.repository = repository
+        self.token = token
+        self.branches = set(branches)
+        self.workflows = load_workflows() if workflows is None else workflows
+        self.now: datetime | None = None
+        """The fake's clock for ``created_at`` and rate-limit resets (default: real time)."""
+        self.supports_run_details = True
+        self.jobs_appear = True
+        self.rate_remaining = RATE_LIMIT
+        self.rate_reset_at: datetime | None = None
+        """When the spent rate limit window resets (by :attr:`now`); then it refills."""
+        self.prefix = ""
+        """Path prefix of the API, e.g. ``/api/v3`` like GitHub Enterprise Server."""
+        self.requests: list[Recorded] = []
+        self.runs: dict[int, FakeRun] = {}
+        self.faults: list[Fault] = []
+        self.url = ""
+        self._lock = threading.RLock()
+        self._ids = iter(range(7_000_000_001, 8_000_000_000))
+        self._job_ids = iter(range(40_000_000_001, 50_000_000_000))
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(_Handler):
+            github = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self.url = f"http://{host!s}:{port}"
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self) -> dict[str, str]:
+        """Environment for a process that should talk to this fake (``from_env``)."""
+        return {"GITHUB_REPOSITORY": self.repository, "GITHUB_TOKEN": self.token,
+                "GITHUB_API_URL": self.url, "GITHUB_REF_NAME": "main"}
+
+    # ------------------------------------------------------------------ faults
+
+    def _add(self, fault: Fault) -> None:
+        with self._lock:
+            self.faults.append(fault)
+
+    def fail(self, endpoint: str = "any", *, status: int = 500, times: int = 1,
+             message: str = "Server Error", headers: dict[str, str] | None = None) -> None:
+        self._add(Fault(endpoint, "status", times, status, dict(headers or {}), message))
+
+    def rate_limit(self, endpoint: str = "any", *, retry_after: float = 1,
+                   times: int = 1) -> None:
+        self._add(Fault(endpoint, "status", times, 429, {"retry-after": f"{retry_after:g}"},
+                        "You have exceeded a secondary rate limit."))
+
+    def secondary_limit(self, endpoint: str = "any", *, retry_after: float | None = None,
+                        times: int = 1) -> None:
+        headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+        self._add(Fault(endpoint, "status", times, 403, headers,
+                        "You have exceeded a secondary rate limit. Please wait a few minutes "
+                        "before you try again."))
+
+    def exhaust(self, *, reset_in: float = 60, remaining: int = 0) -> None:
+        """Leave ``remaining`` requests of the primary rate limit; the window resets
+        ``reset_in`` seconds after :attr:`now` (advance :attr:`now` to get there)."""
+        with self._lock:
+            self.rate_remaining = remaining
+            self.rate_reset_at = self._clock() + timedelta(seconds=reset_in)
+
+    def slow(self, endpoint: str = "any", *, delay: float, times: int = 1) -> None:
+        self._add(Fault(endpoint, "slow", times, delay=delay))
+
+    def lose_response(self, endpoint: str = "dispatch", *, times: int = 1) -> None:
+        self._add(Fault(endpoint, "lost", times))
+
+    def no_details(self, *, times: int = 1) -> None:
+        self._add(Fault("dispatch", "no-details", times))
+
+    def _take_fault(self, endpoint: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.endpoint in (endpoint, "any") and fault.times > 0:
+                if fault.kind == "no-details" and endpoint != "dispatch":
+                    continue
+                fault.times -= 1
+                if fault.times == 0:
+                    self.faults.remove(fault)
+                return fault
+        return None
+
+    # ------------------------------------------------------------------ progress
+
+    def _clock(self) -> datetime:
+        return self.now if self.now is not None else datetime.now(UTC)
+
+    def _job(self, run_id: int, track: str) -> FakeJob:
+        for job in self.runs[run_id].jobs:
+            if job.leg.get("track") == track or job.name == track:
+                return job
+        raise KeyError(f"run {run_id} has no job for track {track!r}")
+
+    def set_job(self, run_id: int, track: str, status: str,
+                conclusion: str | None = None) -> None:
+        """Move the job of ``track`` (its matrix leg's ``track``, or the job name)."""
+        with self._lock:
+            job = self._job(run_id, track)
+            now = self._clock()
+            job.status = status
+            if status in ("in_progress", "completed") and job.started_at is None:
+                job.started_at = now
+            if status == "completed":
+                job.conclusion = conclusion or "success"
+                job.completed_at = now
+            self.runs[run_id].updated_at = now
+
+    def start_all(self, run_id: int | None = None) -> None:
+        with self._lock:
+            for run in self._selected(run_id):
+                for job in run.jobs:
+                    if job.status == "queued":
+                        self.set_job(run.id, job.name, "in_progress")
+
+    def complete_all(self, run_id: int | None = None, conclusion: str = "success") -> None:
+        with self._lock:
+            for run in self._selected(run_id):
+                for job in run.jobs:
+                    if job.status != "completed":
+                        self.set_job(run.id, job.name, "completed", conclusion)
+
+    def materialize(self, run_id: int) -> None:
+        """Create the jobs of a run made while :attr:`jobs_appear` was false."""
+        with self._lock:
+            run = self.runs[run_id]
+            self._make_jobs(run, run.pending_jobs)
+            run.pending_jobs = []
+
+    def _selected(self, run_id: int | None) -> list[FakeRun]:
+        return [self.runs[run_id]] if run_id is not None else list(self.runs.values())
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def dispatches(self) -> list[Recorded]:
+        """Every dispatch request received, accepted or not."""
+        return [r for r in self.requests if r.endpoint == "dispatch"]
+
+    def calls(self, endpoint: str | None = None) -> list[Recorded]:
+        return [r for r in self.requests if endpoint is None or r.endpoint == endpoint]
+
+    def run_titled(self, title: str) -> FakeRun:
+        [run] = [r for r in self.runs.values() if r.display_title == title]
+        return run
+
+    # ------------------------------------------------------------------ HTTP
+
+    def handle(self, method: str, target: str, headers: dict[str, str],
+               raw: bytes) -> tuple[int, dict[str, str], Any, float]:
+        """Answer one request: (status, headers, JSON body or None, delay seconds)."""
+        parts = urlsplit(target)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        path = parts.path
+        if self.prefix:
+            path = path.removeprefix(self.prefix) if path.startswith(self.prefix + "/") else ""
+        endpoint, match = _route(method, path)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = ValueError
+        auth = headers.get("authorization", "")
+        record = Recorded(method=method, path=parts.path, query=query,
+                          body=None if body is ValueError else body, endpoint=endpoint,
+                          api_version=headers.get("x-github-api-version"),
+                          authorized=auth in (f"Bearer {self.token}", f"token {self.token}"),
+                          at=time.monotonic())
+        with self._lock:
+            self.requests.append(record)
+            status, out_headers, payload, delay = self._answer(
+                record, match, body, endpoint)
+            record.status = status
+            return status, out_headers, payload, delay
+
+    def _limits(self) -> dict[str, str]:
+        reset = self.rate_reset_at or self._clock() + timedelta(hours=1)
+        return {
+            "x-ratelimit-limit": str(RATE_LIMIT),
+            "x-ratelimit-remaining": str(max(0, self.rate_remaining)),
+            "x-ratelimit-reset": str(int(reset.timestamp())),
+            "x-ratelimit-used": str(RATE_LIMIT - max(0, self.rate_remaining)),
+            "x-ratelimit-resource": "core",
+        }
+
+    def _answer(self, record: Recorded, match: re.Match[str] | None, body: Any,
+                endpoint: str) -> tuple[int, dict[str, str], Any, float]:
+        if not record.authorized:
+            return 401, {}, {"message": "Bad credentials"}, 0.0
+        if record.api_version is not None and record.api_version not in API_VERSIONS:
+            return 400, {}, {"message": f"API version {record.api_version} is not supported"}, 0.0
+        if self.rate_reset_at is not None and self._clock() >= self.rate_reset_at:
+            self.rate_remaining, self.rate_reset_at = RATE_LIMIT, None
+        if self.rate_remaining <= 0:
+            return 403, self._limits(), {
+                "message": "API rate limit exceeded for installation.",
+                "documentation_url": "https://docs.github.com/rest/rate-limit"}, 0.0
+        fault = self._take_fault(endpoint)
+        if fault is not None and fault.kind == "status":
+            headers = {**self._limits(), **fault.headers}
+            return fault.status, headers, {"message": fault.message}, 0.0
+        self.rate_remaining -= 1
+        if match is None or f"{match['owner']}/{match['repo']}" != self.repository:
+            return 404, self._limits(), {"message": "Not Found"}, 0.0
+        status, payload, link = self._route_call(endpoint, match, record, body, fault)
+        delay = fault.delay if fault is not None and fault.kind == "slow" else 0.0
+        if fault is not None and fault.kind == "lost":
+            raise _Drop
+        headers = self._limits()
+        if link:
+            headers["link"] = link
+        return status, headers, payload, delay
+
+    def _route_call(self, endpoint: str, match: re.Match[str], record: Recorded, body: Any,
+                    fault: Fault | None) -> tuple[int, Any, str | None]:
+        rest = match["rest"]
+        if endpoint == "dispatch":
+            workflow = rest.split("/")[1]
+            status, payload = self._dispatch(workflow, body, no_details=bool(
+                fault is not None and fault.kind == "no-details"))
+            return status, payload, None
+        if endpoint == "runs":
+            parts = rest.split("/")
+            workflow = parts[1] if parts[0] == "workflows" else None
+            return self._list_runs(workflow, record)
+        if endpoint == "other":
+            return 404, {"message": "Not Found"}, None
+        run_id = int(rest.split("/")[1])
+        run = self.runs.get(run_id)
+        if run is None:
+            return 404, {"message": "Not Found"}, None
+        if endpoint == "run":
+            return 200, run.to_json(self.url, self.repository), None
+        if endpoint == "jobs":
+            return self._list_jobs(run, record)
+        if endpoint == "cancel":
+            if run.status == "completed":
+                return 409, {"message": "Cannot cancel a workflow run that is completed."}, None
+            now = self._clock()
+            run.cancelled = True
+            run.pending_jobs = []
+            for job in run.jobs:
+                if job.status != "completed":
+                    job.status, job.conclusion, job.completed_at = "completed", "cancelled", now
+            run.updated_at = now
+            return 202, {}, None
+        return 404, {"message": "Not Found"}, None
+
+    def _dispatch(self, workflow_file: str, body: Any, *, no_details: bool) -> tuple[int, Any]:
+        workflow = self.workflows.get(workflow_file)
+        if workflow is None:
+            return 404, {"message": "Not Found"}
+        if body is ValueError or not isinstance(body, dict):
+            return 400, {"message": "Problems parsing JSON"}
+        allowed = {"ref", "inputs"} | ({"return_run_details"} if self.supports_run_details
+                                       else set())
+        for key in body:
+            if key not in allowed:
+                return 422, {"message": f'Invalid request.\n\n"{key}" is not a permitted key.'}
+        ref = body.get("ref")
+        if not isinstance(ref, str) or not ref:
+            return 422, {"message": "Invalid request.\n\n\"ref\" wasn't supplied."}
+        if ref.removeprefix("refs/heads/") not in self.branches:
+            return 422, {"message": f"No ref found for: {ref}"}
+        details = body.get("return_run_details", False)
+        if not isinstance(details, bool):
+            return 422, {"message": 'For "properties/return_run_details", it is not a boolean.'}
+        inputs = body.get("inputs", {})
+        if not isinstance(inputs, dict):
+            return 422, {"message": 'For "properties/inputs", it is not an object.'}
+        if len(inputs) > MAX_INPUTS:
+            return 422, {"message": f"you may only define up to {MAX_INPUTS} `inputs` for a "
+                                    "`workflow_dispatch` event"}
+        for key, value in inputs.items():
+            if not isinstance(value, str):
+                return 422, {"message": f'For "properties/{key}", {json.dumps(value)} is not '
+                                        "a string."}
+        if len(json.dumps(inputs)) > MAX_INPUTS_CHARS:
+            return 422, {"message": f"inputs are too large: at most {MAX_INPUTS_CHARS} "
+                                    "characters"}
+        unexpected = sorted(set(inputs) - set(workflow.inputs))
+        if unexpected:
+            return 422, {"message": f"Unexpected inputs provided: {json.dumps(unexpected)}"}
+        for name, required in workflow.inputs.items():
+            if required and not inputs.get(name):
+                return 422, {"message": f'Required input "{name}" not provided'}
+        now = self._clock()
+        run = FakeRun(id=next(self._ids), workflow=workflow_file, workflow_name=workflow.name,
+                      display_title=workflow.title(inputs), ref=ref, inputs=dict(inputs),
+                      created_at=now)
+        legs = workflow.expand(inputs)
+        if legs is None:
+            run.startup_failure = True
+        elif self.jobs_appear:
+            self._make_jobs(run, legs)
+        else:
+            run.pending_jobs = legs
+        self.runs[run.id] = run
+        if details and not no_details:
+            return 200, {
+                "workflow_run_id": run.id,
+                "run_url": f"{self.url}/repos/{self.repository}/actions/runs/{run.id}",
+                "html_url": run.to_json(self.url, self.repository)["html_url"],
+            }
+        return 204, None
+
+    def _make_jobs(self, run: FakeRun, legs: list[tuple[str, dict[str, Any]]]) -> None:
+        for name, leg in legs:
+            run.jobs.append(FakeJob(id=next(self._job_ids), run_id=run.id, name=name, leg=leg,
+                                    created_at=self._clock()))
+
+    def _page(self, items: list[Any], record: Recorded) -> tuple[list[Any], str | None]:
+        try:
+            per_page = min(100, max(1, int(record.query.get("per_page", "30"))))
+            page = max(1, int(record.query.get("page", "1")))
+        except ValueError:
+            return [], None
+        chunk = items[(page - 1) * per_page: page * per_page]
+        links = []
+        query = dict(record.query)
+        if page * per_page < len(items):
+            query["page"] = str(page + 1)
+            following = "&".join(f"{k}={v}" for k, v in query.items())
+            links.append(f'<{self.url}{record.path}?{following}>; rel="next"')
+        return chunk, ", ".join(links) or None
+
+    def _list_runs(self, workflow: str | None,
+                   record: Recorded) -> tuple[int, Any, str | None]:
+        runs = [r for r in self.runs.values() if workflow is None or r.workflow == workflow]
+        event = record.query.get("event")
+        if event and event != "workflow_dispatch":
+            runs = []
+        status = record.query.get("status")
+        if status:
+            runs = [r for r in runs if status in (r.status, r.conclusion)]
+        created = record.query.get("created")
+        if created:
+            test = _created_filter(created)
+            if test is None:
+                return 422, {"message": f"Invalid created filter: {created}"}, None
+            runs = [r for r in runs if test(r.created_at)]
+        runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        chunk, link = self._page(runs, record)
+        return 200, {"total_count": len(runs),
+                     "workflow_runs": [r.to_json(self.url, self.repository) for r in chunk]}, link
+
+    def _list_jobs(self, run: FakeRun, record: Recorded) -> tuple[int, Any, str | None]:
+        chunk, link = self._page(run.jobs, record)
+        return 200, {"total_count": len(run.jobs),
+                     "jobs": [j.to_json(self.url, self.repository) for j in chunk]}, link
+
+
+def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
+    match = _PATH.fullmatch(path)
+    if match is None:
+        return "other", None
+    rest = match["rest"].split("/")
+    if method == "POST" and len(rest) == 3 and rest[0] == "workflows" and rest[2] == "dispatches":
+        return "dispatch", match
+    if method == "GET" and (rest == ["runs"] or (len(rest) == 3 and rest[0] == "workflows"
+                                                  and rest[2] == "runs")):
+        return "runs", match
+    if len(rest) >= 2 and rest[0] == "runs" and rest[1].isdigit():
+        if method == "GET" and len(rest) == 2:
+            return "run", match
+        if method == "GET" and rest[2:] == ["jobs"]:
+            return "jobs", match
+        if method == "POST" and rest[2:] == ["cancel"]:
+            return "cancel", match
+    return "other", match
+
+
+def _created_filter(text: str) -> Any:
+    """GitHub's date qualifiers: ``>=T``, ``>T``, ``<=T``, ``<T``, ``A..B`` or a date."""
+
+    def parse(value: str) -> datetime | None:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+    for op, compare in ((">=", operator.ge), ("<=", operator.le), (">", operator.gt),
+                        ("<", operator.lt)):
+        if text.startswith(op):
+            bound = parse(text[len(op):])
+            if bound is None:
+                return None
+            return lambda m, compare=compare, bound=bound: compare(m, bound)
+    if ".." in text:
+        lo, hi = (parse(p) for p in text.split("..", 1))
+        if lo is None or hi is None:
+            return None
+        return lambda m: lo <= m <= hi
+    day = parse(text)
+    if day is None:
+        return None
+    return lambda m: day <= m < day + timedelta(days=1)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: FakeGitHub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: tests read FakeGitHub.requests instead
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            status, out_headers, payload, delay = self.github.handle(
+                self.command, self.path, headers, raw)
+        except _Drop:
+            self.close_connection = True
+            return
+        if delay:
+            time.sleep(delay)
+        data = b"" if payload is None or status == 204 else json.dumps(payload).encode()
+        self.send_response(status)
+        for name, value in out_headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = _serve
+    do_POST = _serve
+
+
+@pytest.fixture
+def fake_github() -> Iterator[FakeGitHub]:
+    """A running :class:`FakeGitHub` on 127.0.0.1, stopped after the test."""
+    with FakeGitHub() as fake:
+        yield fake
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    with FakeGitHub() as server:
+        print(f"{server.url}  repository={server.repository}  token={server.token}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
