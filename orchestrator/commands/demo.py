@@ -1,0 +1,114 @@
+"""``orchestrator demo``: the whole loop on this machine, in a throwaway workspace.
+
+It builds a bare ``origin``, a clone holding one schedule of four short local tracks
+(one fails once and succeeds on its retry, one overruns its timeout and is tapped
+out), then ticks with the local executor until the run is terminal, printing what
+each tick decided, and finally prints the path of the brief.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from .. import state as st
+from ..cli import Config
+from ..errors import OrchestratorError
+from ..machine import RUN_TERMINAL
+from ..store import GitStateStore
+from .tick import make_tick
+
+PY = "python3" if sys.platform != "win32" else "python"
+
+
+def _result(summary: str) -> str:
+    """A shell snippet writing ``{"summary": ...}`` to $ORCHESTRATOR_RESULT."""
+    return f"printf '%s\\n' '{json.dumps({'summary': summary})}' > \"$ORCHESTRATOR_RESULT\""
+
+
+def demo_schedule(at: datetime) -> dict[str, object]:
+    return {
+        "$schema": "./schedule.schema.json",
+        "description": "Demo: four tracks in parallel, one flaky, one too slow",
+        "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "deadline_minutes": 2,
+        "tracks": [
+            {"name": "collect", "run": f"sleep 1 && {_result('collected 1,204 records')}",
+             "timeout_minutes": 1},
+            {"name": "analyze",
+             "run": 'if [ "$ORCHESTRATOR_ATTEMPT" = 1 ]; then '
+                    'echo "upstream not ready (simulated flake)" >&2; exit 3; fi; '
+                    f"sleep 1 && {_result('3 anomalies found on the retry')}",
+             "timeout_minutes": 1, "max_attempts": 2, "retry_backoff_seconds": 1},
+            {"name": "publish", "run": f"sleep 2 && {_result('report published')}",
+             "timeout_minutes": 1},
+            {"name": "crawl", "run": "echo crawling; sleep 120",
+             "timeout_minutes": 0.05},
+        ],
+    }
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+def build_workspace(root: Path, now: datetime) -> Path:
+    """A bare origin and a clone with the demo schedule committed on main."""
+    origin = root / "origin.git"
+    repo = root / "repo"
+    _git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=root)
+    _git("clone", "--quiet", str(origin), str(repo), cwd=root)
+    (repo / "schedules").mkdir()
+    (repo / "schedules" / "demo.json").write_text(
+        json.dumps(demo_schedule(now), indent=2) + "\n", encoding="utf-8")
+    ident = ["-c", "user.name=orchestrator demo", "-c", "user.email=demo@localhost"]
+    _git("add", "schedules", cwd=repo)
+    _git(*ident, "commit", "--quiet", "-m", "Add the demo schedule", cwd=repo)
+    _git("push", "--quiet", "origin", "HEAD:main", cwd=repo)
+    return repo
+
+
+@click.command("demo")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              help="Workspace folder (default: a new temporary folder).")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+              help="Seconds between ticks.")
+@click.option("--max-seconds", type=click.FloatRange(min=5), default=90, show_default=True,
+              help="Give up after this long.")
+def command(directory: Path | None, interval: float, max_seconds: float) -> int:
+    """Run the whole loop locally and print the path of the brief."""
+    root = (directory or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise OrchestratorError(f"demo workspace {root} is not empty") from None
+    started = datetime.now(UTC).replace(microsecond=0)
+    repo = build_workspace(root, started)
+    cfg = Config(repo=repo, remote="origin", state_branch="orchestrator-state")
+    click.echo(f"workspace: {root}")
+    run_id = None
+    deadline = time.monotonic() + max_seconds
+    number = 0
+    while time.monotonic() < deadline:
+        number += 1
+        result = make_tick(cfg, "local", datetime.now(UTC)).run()
+        for line in result.log:
+            click.echo(f"tick {number}: {line}")
+        snap = GitStateStore(repo, "origin", cfg.state_branch).read()
+        runs = st.load(snap.files).runs
+        run_id = next(iter(sorted(runs)), None)
+        if run_id and runs[run_id].status in RUN_TERMINAL:
+            brief = root / "brief.html"
+            brief.write_bytes(snap.files[st.brief_path(run_id)])
+            click.echo(f"run {run_id} {runs[run_id].status.value}")
+            click.echo(f"brief: {brief}")
+            return 0
+        time.sleep(interval)
+    click.echo(f"demo did not finish within {max_seconds:g}s (run {run_id})", err=True)
+    return 4

@@ -1,0 +1,130 @@
+"""``orchestrator tick``: one pass of the decide / mark / dispatch / record loop."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import click
+
+from ..cli import Config, pass_config
+from ..errors import UserError
+from ..executors.base import Executor
+from ..models import Breaker
+from ..store import GitStateStore
+from ..tick import Tick, TickResult
+
+EXECUTORS = ("local", "github")
+
+
+def parse_now(value: str | None) -> datetime:
+    """``--now``: an ISO datetime with an offset (``Z`` allowed); default: the clock."""
+    if value is None:
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"--now: not an ISO datetime: {value!r}") from None
+    if moment.tzinfo is None:
+        raise UserError(f"--now: give a UTC offset, e.g. {value}Z")
+    return moment.astimezone(UTC)
+
+
+def work_dir(cfg: Config) -> Path:
+    return Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
+
+
+def executor_factory(cfg: Config, name: str, now: datetime):  # type: ignore[no-untyped-def]
+    """A function building the chosen executor from the persisted breaker state."""
+
+    def make(breaker: Breaker | None) -> Executor:
+        if name == "local":
+            from ..executors.local import LocalExecutor
+
+            return LocalExecutor(work_dir(cfg), repo=cfg.repo)
+        from ..executors.github import GitHubExecutor
+
+        return GitHubExecutor.from_env(breaker=breaker, now=now)
+
+    return make
+
+
+def grace_for(executor: str) -> timedelta:
+    # GitHub may take a minute or more to create a dispatched run; the local
+    # executor's launch marker is written before `dispatch` returns.
+    return timedelta(minutes=10) if executor == "github" else timedelta(minutes=1)
+
+
+def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
+              template: Path | None = None) -> Tick:
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    if template is None and (cfg.repo / "templates" / "brief.html.j2").is_file():
+        template = cfg.repo / "templates" / "brief.html.j2"
+    return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
+                executor_name=executor, dispatch_grace=grace_for(executor),
+                heartbeat_every=timedelta(minutes=heartbeat_every), template=template)
+
+
+def summary_lines(result: TickResult) -> list[str]:
+    """One line per thing decided, for humans (and the GitHub job summary)."""
+    lines = [f"tick {result.now:%Y-%m-%dT%H:%M:%SZ} ({result.executor})"
+             + (" dry run" if result.dry_run else "")]
+    lines += [f"  {line}" for line in result.log] or ["  nothing to do"]
+    lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]
+    if not result.dry_run:
+        lines.append("  committed" if result.mark_landed else "  no change, nothing pushed")
+    return lines
+
+
+def write_step_summary(result: TickResult) -> None:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    body = "\n".join(["### Orchestrator tick", "", "```", *summary_lines(result), "```", ""])
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(body)
+
+
+def ping(url: str) -> str | None:
+    """Tell an external monitor (e.g. Healthchecks.io) the tick ran; never raises."""
+    import httpx
+
+    try:
+        httpx.get(url, timeout=10).raise_for_status()
+    except httpx.HTTPError as exc:
+        return f"heartbeat ping failed: {type(exc).__name__}"
+    return None
+
+
+@click.command("tick")
+@click.option("--now", "now_text", metavar="ISO", help="Decide as of this instant (default: now).")
+@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
+              default="local", show_default=True, help="Where tracks run.")
+@click.option("--dry-run", is_flag=True, help="Decide and print; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",
+              help="URL to GET after a successful tick (a failed ping never fails the tick).")
+@click.option("--heartbeat-every", type=click.FloatRange(min=1), default=60, show_default=True,
+              help="Minutes after which an idle tick still commits a heartbeat line.")
+@click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Brief template (default: templates/brief.html.j2, else the built-in one).")
+@pass_config
+def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
+            heartbeat_url: str | None, heartbeat_every: float, template: Path | None) -> int:
+    """Read schedules and state, decide what is due, commit, dispatch, record."""
+    now = parse_now(now_text)
+    result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
+                       template=template).run(dry_run=dry_run)
+    if heartbeat_url and not dry_run:
+        problem = ping(heartbeat_url)
+        if problem:
+            result.record_log.append(problem)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        click.echo("\n".join(summary_lines(result)))
+    if not dry_run:
+        write_step_summary(result)
+    return 0

@@ -1,0 +1,351 @@
+"""The imperative shell around :func:`orchestrator.planner.plan`.
+
+One tick, in DESIGN's order:
+
+1. read the state branch (one fetch) and the schedules in the checkout;
+2. ask the executor about open tracks (observe) and about dispatches that were
+   marked but never recorded (lookup);
+3. plan, and commit the decision (the *mark*) with compare-and-swap; a lost race
+   re-plans on the new tip, which is safe because planning is pure;
+4. only once the mark landed: cancel and dispatch, outside the "lock";
+5. record the dispatch results in a second compare-and-swap commit.
+
+Consolidated runs get their brief rendered inside the mark commit, and every
+commit appends to the touched runs' ``polls.jsonl`` and to ``state/ticks.jsonl``.
+A crash between 3 and 5 is repaired by a later tick: a ``dispatched`` track without
+a handle is looked up by its dispatch key (and only re-dispatched, under the same
+key, after a grace period). A tick with nothing to do commits and pushes nothing,
+except a heartbeat line once ``heartbeat_every`` has passed since the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from . import state as st
+from .errors import ExecutorError
+from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
+from .machine import TRACK_OPEN
+from .models import Breaker, RunStatus, Schedule, TrackPhase
+from .planner import Decision, Observations, finish, plan, record_dispatch
+from .schedules import load_all
+from .store import Snapshot, StateStore
+
+log = logging.getLogger(__name__)
+
+ExecutorFactory = Callable[[Breaker | None], Executor]
+
+FAULT_ENV = "ORCHESTRATOR_TEST_FAULT"
+"""Test-only crash points: ``after-mark`` or ``after-dispatch`` kill the process
+with SIGKILL at that point, to prove that a later tick repairs the damage."""
+
+
+@dataclass
+class TickResult:
+    """What one tick did, for the CLI's text and ``--json`` output."""
+
+    now: datetime
+    executor: str
+    dry_run: bool
+    decision: Decision | None = None
+    mark_landed: bool = False
+    record_landed: bool = False
+    tip: str | None = None
+    dispatched: list[str] = field(default_factory=list)
+    dispatch_errors: list[str] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+    record_log: list[str] = field(default_factory=list)
+    schedule_errors: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+
+    @property
+    def log(self) -> list[str]:
+        lines = list(self.decision.log) if self.decision else []
+        return lines + self.record_log
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now": self.now.isoformat().replace("+00:00", "Z"),
+            "executor": self.executor,
+            "dry_run": self.dry_run,
+            "committed": self.mark_landed,
+            "recorded": self.record_landed,
+            "tip": self.tip,
+            "decision": self.decision.to_json() if self.decision else None,
+            "dispatched": self.dispatched,
+            "dispatch_errors": self.dispatch_errors,
+            "rendered": self.rendered,
+            "finished": self.finished,
+            "schedule_errors": self.schedule_errors,
+            "log": self.log,
+        }
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _fault(point: str) -> None:
+    if os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def gather(executor: Executor, state: st.State) -> Observations:
+    """Observe open attempts and look up unrecorded dispatches (read-only calls)."""
+    handles: list[Handle] = []
+    lost: list[DispatchRequest] = []
+    for run_id, tracks in state.tracks.items():
+        run = state.runs.get(run_id)
+        if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
+            continue
+        for track in tracks.values():
+            if track.phase not in TRACK_OPEN or track.dispatch_key is None:
+                continue
+            if track.executor not in (None, executor.name):
+                continue  # dispatched by another backend; that one observes it
+            if track.handle is not None:
+                handles.append(Handle(key=track.dispatch_key, handle=track.handle,
+                                      timeout_minutes=track.spec.timeout_minutes))
+            elif track.phase is TrackPhase.DISPATCHED:
+                lost.append(DispatchRequest(run_id=run_id, track=track.name,
+                                            attempt=track.attempt, spec=track.spec))
+    try:
+        seen = executor.observe(handles) if handles else {}
+        found = executor.lookup(lost) if lost else {}
+    except ExecutorError as exc:
+        log.warning("%s: %s", executor.name, exc)
+        return Observations(executor_available=False)
+    breaker = executor.health()
+    return Observations(seen=seen, found=found,
+                        executor_available=breaker is None or breaker.state != "open")
+
+
+def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
+                  keep: int | None = None) -> bytes:
+    old = files.get(path, b"")
+    joined = old + b"".join(lines)
+    if keep is not None:
+        rows = joined.splitlines(keepends=True)
+        joined = b"".join(rows[-keep:])
+    return joined
+
+
+class _Overlay(Mapping[str, bytes]):
+    """``top`` over ``base``: the files as they will be once ``top`` is committed."""
+
+    def __init__(self, top: Mapping[str, bytes], base: Mapping[str, bytes]) -> None:
+        self.top = top
+        self.base = base
+
+    def __getitem__(self, path: str) -> bytes:
+        return self.top[path] if path in self.top else self.base[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.top or path in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.top
+        yield from (p for p in self.base if p not in self.top)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
+    data = files.get(st.TICKS, b"").strip().splitlines()
+    if not data:
+        return None
+    try:
+        return datetime.fromisoformat(json.loads(data[-1])["at"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class Tick:
+    """One tick against a store, a checkout and an executor."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        repo: Path,
+        make_executor: ExecutorFactory,
+        now: datetime,
+        *,
+        executor_name: str = "local",
+        dispatch_grace: timedelta = timedelta(minutes=10),
+        heartbeat_every: timedelta = timedelta(minutes=60),
+        template: Path | None = None,
+    ) -> None:
+        if now.tzinfo is None:
+            raise ValueError("now must be timezone-aware")
+        self.store = store
+        self.repo = repo
+        self.make_executor = make_executor
+        self.now = now.astimezone(UTC)
+        self.executor_name = executor_name
+        self.grace = dispatch_grace
+        self.heartbeat_every = heartbeat_every
+        self.template = template
+
+    # ---------------------------------------------------------------- planning
+
+    def _plan_files(self, snap: Snapshot, schedules: list[Schedule], invalid: list[str],
+                    obs: Observations, breaker: Breaker | None,
+                    result: TickResult) -> tuple[Decision, dict[str, bytes | None]]:
+        decision = plan(schedules, st.load(snap.files), obs, self.now,
+                        executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
+        if breaker is not None:
+            decision.state.health[self.executor_name] = breaker
+        files: dict[str, bytes | None] = dict(decision.state.dump())
+        result.rendered = self._consolidate(decision, files, snap.files, schedules)
+        self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
+        return decision, st.changes(snap.files, files)
+
+    def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
+                     old: Mapping[str, bytes], schedules: list[Schedule]) -> list[str]:
+        """Render the brief of each consolidated run and mark the run finished.
+
+        A brief that fails to render (say, a broken user template) leaves its run
+        ``consolidating``: the next tick tries again, and nothing else is held up.
+        """
+        created = any(p.endswith("/run.json") and p not in old for p in files)
+        if not decision.render and not created:
+            return []
+        # jinja2 is only imported when there is something to render
+        from .brief import context_from_files, render_html, render_index
+
+        specs = {s.id: s.spec for s in schedules}
+        rendered: list[str] = []
+        for run_id in decision.render:
+            run = decision.state.runs[run_id]
+            finished = finish(run, decision.state.tracks.get(run_id, {}).values(), self.now)
+            path = st.run_path(run_id)
+            files[path] = st.to_json(finished)
+            view = _Overlay({k: v for k, v in files.items() if v is not None}, old)
+            try:
+                ctx = context_from_files(view, run_id, now=self.now,
+                                         schedule=specs.get(run.schedule_id))
+                html = render_html(ctx, self.template)
+            except Exception as exc:  # never let one brief block the tick
+                files[path] = st.to_json(run)
+                decision.note(run_id, f"brief not rendered, will retry: "
+                                      f"{type(exc).__name__}: {exc}")
+                continue
+            decision.state.runs[run_id] = finished
+            files[st.brief_path(run_id)] = html.encode()
+            decision.note(run_id, f"{finished.status.value}; brief rendered")
+            rendered.append(run_id)
+        runs = dict(decision.state.runs)
+        files[st.INDEX] = render_index(
+            sorted(runs.values(), key=lambda r: r.slot, reverse=True),
+            generated_at=self.now).encode()
+        return rendered
+
+    def _append_logs(self, files: dict[str, bytes | None], changed: Mapping[str, object],
+                     old: Mapping[str, bytes], decision: Decision) -> None:
+        for run_id, lines in sorted(decision.touched_runs.items()):
+            if run_id not in decision.state.runs:
+                continue
+            row = st.json_line({"at": _iso(self.now), "executor": self.executor_name,
+                                "changes": lines})
+            files[st.polls_path(run_id)] = _append_lines(old, st.polls_path(run_id), [row])
+        last = _last_tick_at(old)
+        stale = last is None or self.now - last >= self.heartbeat_every
+        if changed or stale:
+            summary = {
+                "at": _iso(self.now),
+                "executor": self.executor_name,
+                "fired": sum(1 for p in changed if p.endswith("/run.json") and p not in old),
+                "dispatched": len(decision.dispatch),
+                "rendered": len(decision.render),
+                "invalid": len(decision.invalid),
+            }
+            files[st.TICKS] = _append_lines(old, st.TICKS, [st.json_line(summary)],
+                                            keep=st.TICKS_KEEP)
+
+    # ---------------------------------------------------------------- the tick
+
+    def run(self, *, dry_run: bool = False) -> TickResult:
+        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run)
+        snap = self.store.read()
+        loaded = load_all(self.repo / "schedules")
+        schedules = loaded.schedules
+        invalid = [e.message for e in loaded.errors]
+        result.schedule_errors = invalid
+        state0 = st.load(snap.files)
+        executor = self.make_executor(state0.health.get(self.executor_name))
+        obs = gather(executor, state0)
+        breaker = executor.health()
+
+        if dry_run:
+            result.decision, _ = self._plan_files(snap, schedules, invalid, obs, breaker, result)
+            result.tip = snap.tip
+            return result
+
+        holder: dict[str, Decision] = {}
+
+        def mark(s: Snapshot) -> dict[str, bytes | None] | None:
+            decision, changed = self._plan_files(s, schedules, invalid, obs, breaker, result)
+            holder["decision"] = decision
+            return changed or None
+
+        outcome = self.store.transact(mark, f"tick {_iso(self.now)}: decide")
+        decision = holder["decision"]
+        result.decision = decision
+        result.mark_landed = outcome.landed
+        result.tip = outcome.tip
+        result.finished = list(result.rendered)
+        if not outcome.landed:
+            return result
+        _fault("after-mark")
+
+        for handle in decision.cancel:
+            try:
+                executor.cancel(handle)
+            except ExecutorError as exc:
+                result.record_log.append(f"cancel {handle.key} failed: {exc}")
+        results: list[DispatchResult] = []
+        if decision.dispatch:
+            results = executor.dispatch(decision.dispatch)
+        _fault("after-dispatch")
+        result.dispatched = [r.key for r in results if r.error is None]
+        result.dispatch_errors = [f"{r.key}: {r.error}" for r in results if r.error]
+        breaker_after = executor.health()
+        if results or (breaker_after is not None and breaker_after != breaker):
+            self._record(results, breaker_after, result)
+        return result
+
+    def _record(self, results: list[DispatchResult], breaker: Breaker | None,
+                result: TickResult) -> None:
+        def record(s: Snapshot) -> dict[str, bytes | None] | None:
+            state = st.load(s.files)
+            lines = record_dispatch(state, results, self.now)
+            if breaker is not None:
+                state.health[self.executor_name] = breaker
+            files: dict[str, bytes | None] = dict(state.dump())
+            touched: dict[str, list[str]] = {}
+            for line in lines:
+                run_id, _, rest = line.partition("/")
+                touched.setdefault(run_id, []).append(rest)
+            changed = st.changes(s.files, files)
+            if changed:
+                for run_id, rows in sorted(touched.items()):
+                    row = st.json_line({"at": _iso(self.now), "executor": self.executor_name,
+                                        "changes": rows})
+                    files[st.polls_path(run_id)] = _append_lines(
+                        s.files, st.polls_path(run_id), [row])
+            result.record_log = lines
+            return st.changes(s.files, files) or None
+
+        outcome = self.store.transact(record, f"tick {_iso(self.now)}: record dispatch")
+        result.record_landed = outcome.landed
+        if outcome.tip:
+            result.tip = outcome.tip

@@ -1,0 +1,264 @@
+"""The tick against real git (a bare origin in a temp folder) and real local processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import state as st
+from orchestrator.commands.tick import make_tick
+from orchestrator.cli import Config
+from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.store import GitStateStore
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+BRANCH = "orchestrator-state"
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_origin(tmp: Path, schedules: dict[str, dict[str, Any]]) -> Path:
+    """A bare origin whose main holds ``schedules/<id>.json``."""
+    origin = tmp / "origin.git"
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp)
+    seed = tmp / "seed"
+    git("clone", "--quiet", str(origin), str(seed), cwd=tmp)
+    (seed / "schedules").mkdir()
+    for sid, spec in schedules.items():
+        (seed / "schedules" / f"{sid}.json").write_text(json.dumps(spec, indent=2) + "\n")
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "schedules", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+    return origin
+
+
+def clone(origin: Path, dest: Path) -> Path:
+    git("clone", "--quiet", str(origin), str(dest), cwd=origin.parent)
+    return dest
+
+
+def tip(origin: Path) -> str | None:
+    out = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{BRANCH}"],
+                         cwd=origin, capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def state_of(repo: Path) -> tuple[st.State, Any]:
+    snap = GitStateStore(repo, "origin", BRANCH).read()
+    return st.load(snap.files, all_tracks=True), snap
+
+
+def tick(repo: Path, now: datetime, work: Path, **kw: Any) -> Any:
+    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
+    try:
+        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
+        return make_tick(cfg, "local", now).run(**kw)
+    finally:
+        del os.environ["ORCHESTRATOR_WORK_DIR"]
+
+
+def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def launches(work: Path) -> list[str]:
+    log = work / "launches.log"
+    if not log.exists():
+        return []
+    return [json.loads(line)["key"] for line in log.read_text().splitlines() if line.strip()]
+
+
+def wait_until(predicate: Any, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def spec(run: str = "true", cron: str = "0 7 * * *", **kw: Any) -> dict[str, Any]:
+    tracks = kw.pop("tracks", [{"name": "a", "run": run}, {"name": "b", "run": run}])
+    return {"cron": cron, "tracks": tracks, **kw}
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_run_goes_from_due_to_brief(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(
+        run='printf \'{"summary": "did %s"}\' "$ORCHESTRATOR_TRACK" > "$ORCHESTRATOR_RESULT"')})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    first = tick(repo, T0 + timedelta(minutes=3), work)
+    assert first.mark_landed and first.record_landed
+    assert sorted(first.dispatched) == ["nightly--20261201T0700Z--a--1",
+                                        "nightly--20261201T0700Z--b--1"]
+    wait_until(lambda: all((work / k / "status.json").exists() and json.loads(
+        (work / k / "status.json").read_text())["state"] == "exited" for k in first.dispatched))
+    second = tick(repo, T0 + timedelta(minutes=4), work)
+    assert second.rendered == ["nightly--20261201T0700Z"]
+    state, snap = state_of(repo)
+    run = state.runs["nightly--20261201T0700Z"]
+    assert run.status is RunStatus.COMPLETED
+    assert state.tracks[run.run_id]["a"].result == {"summary": "did a"}
+    brief = snap.files[st.brief_path(run.run_id)].decode()
+    assert "did a" in brief and "did b" in brief
+    assert b"nightly--20261201T0700Z" in snap.files[st.INDEX]
+    polls = snap.files[st.polls_path(run.run_id)].decode().splitlines()
+    assert len(polls) >= 2
+    assert sorted(launches(work)) == sorted(first.dispatched)
+    ticks = snap.files[st.TICKS].decode().splitlines()
+    assert len(ticks) >= 2 and json.loads(ticks[-1])["at"] == "2026-12-01T07:04:00Z"
+
+
+def test_a_no_op_tick_leaves_the_origin_untouched(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(cron="0 7 * * *")})
+    repo = clone(origin, tmp_path / "repo")
+    tick(repo, T0 - timedelta(hours=3), tmp_path / "work")  # first sight: cursor written
+    before = tip(origin)
+    assert before is not None
+    result = tick(repo, T0 - timedelta(hours=2, minutes=59), tmp_path / "work")
+    assert not result.mark_landed
+    assert tip(origin) == before
+
+
+def test_dry_run_prints_the_decision_and_changes_nothing(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec()})
+    repo = clone(origin, tmp_path / "repo")
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", "--dry-run", "--json",
+               env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+    out = json.loads(proc.stdout)
+    assert out["dry_run"] is True
+    assert sorted(out["decision"]["dispatch"]) == ["nightly--20261201T0700Z--a--1",
+                                                   "nightly--20261201T0700Z--b--1"]
+    assert tip(origin) is None
+    assert launches(tmp_path / "work") == []
+
+
+def test_an_invalid_schedule_is_reported_and_valid_ones_still_fire(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"good": spec(), "bad": {"cron": "61 * * * *",
+                                                              "tracks": []}})
+    repo = clone(origin, tmp_path / "repo")
+    result = tick(repo, T0 + timedelta(minutes=1), tmp_path / "work")
+    assert any("bad.json" in e for e in result.schedule_errors)
+    assert len(result.dispatched) == 2
+
+
+@pytest.mark.parametrize("fault", ["after-mark", "after-dispatch"])
+def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Path,
+                                                                  fault: str) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(run="sleep 0.2")})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    env = {"ORCHESTRATOR_WORK_DIR": str(work), "ORCHESTRATOR_TEST_FAULT": fault}
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=False)
+    assert proc.returncode == -9  # SIGKILL at the fault point
+    state, _ = state_of(repo)
+    tracks = state.tracks["nightly--20261201T0700Z"]
+    assert {t.phase for t in tracks.values()} == {TrackPhase.DISPATCHED}
+    assert all(t.handle is None for t in tracks.values())
+    assert len(launches(work)) == (0 if fault == "after-mark" else 2)
+    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
+    for minute in (2, 3, 4):
+        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env)
+        time.sleep(0.5)
+    wait_until(lambda: len(launches(work)) == 2)
+    for minute in (5, 6):
+        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env)
+    state, _ = state_of(repo)
+    assert state.runs["nightly--20261201T0700Z"].status is RunStatus.COMPLETED
+    assert sorted(launches(work)) == ["nightly--20261201T0700Z--a--1",
+                                      "nightly--20261201T0700Z--b--1"]
+
+
+def test_a_track_that_dies_silently_fails_and_the_run_still_gets_a_brief(tmp_path: Path
+                                                                        ) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(tracks=[
+        {"name": "ok", "run": "true"},
+        {"name": "dies", "run": "kill -9 $$"},
+    ])})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    first = tick(repo, T0 + timedelta(minutes=1), work)
+    wait_until(lambda: all(json.loads((work / k / "status.json").read_text()).get("state")
+                           in ("exited", "lost") for k in first.dispatched
+                           if (work / k / "status.json").exists())
+               and len(first.dispatched) == 2)
+    time.sleep(0.3)
+    tick(repo, T0 + timedelta(minutes=2), work)
+    state, snap = state_of(repo)
+    run = state.runs["nightly--20261201T0700Z"]
+    assert state.tracks[run.run_id]["dies"].phase is TrackPhase.FAILED
+    assert run.status is RunStatus.FAILED
+    assert st.brief_path(run.run_id) in snap.files
+    assert "nightly--20261201T0700Z--dies" in state.dlq
+
+
+def test_a_run_past_its_deadline_is_tapped_out_and_consolidated(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(run="sleep 30", deadline_minutes=5)})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    first = tick(repo, T0 + timedelta(minutes=1), work)
+    assert len(first.dispatched) == 2
+    late = tick(repo, T0 + timedelta(minutes=7), work)
+    assert late.rendered == ["nightly--20261201T0700Z"]
+    state, _ = state_of(repo)
+    assert {t.phase for t in state.tracks["nightly--20261201T0700Z"].values()} == {
+        TrackPhase.TAPPED_OUT}
+    assert state.runs["nightly--20261201T0700Z"].status is RunStatus.FAILED
+    # the processes were killed, not left running
+    wait_until(lambda: all(json.loads((work / k / "status.json").read_text())["state"]
+                           != "running" for k in first.dispatched))
+
+
+@pytest.mark.slow
+def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
+    """8 OS processes tick at the same instant, for 20 instants over 50 schedules."""
+    crons = ["* * * * *", "*/2 * * * *", "*/3 * * * *", "*/5 * * * *", "1-59/4 * * * *"]
+    schedules = {f"s{i:02d}": {"cron": crons[i % len(crons)], "overlap": "allow",
+                               "catchup_window_minutes": 2,
+                               "tracks": [{"name": "t", "run": "true"}]} for i in range(50)}
+    origin = make_origin(tmp_path, schedules)
+    clones = [clone(origin, tmp_path / f"c{i}") for i in range(8)]
+    work = tmp_path / "work"
+    env = {**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)}
+    start = datetime(2026, 12, 1, 6, 59, tzinfo=UTC)
+    for step in range(21):
+        now = (start + timedelta(minutes=step)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        procs = [subprocess.Popen([sys.executable, "-m", "orchestrator", "--repo", str(c),
+                                   "tick", "--now", now], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True) for c in clones]
+        errors = [p.communicate()[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 8, errors
+    state, _ = state_of(clones[0])
+    from orchestrator.cron import slots
+    from orchestrator.schedules import load_all
+
+    expected = set()
+    for s in load_all(clones[0] / "schedules").schedules:
+        # first sight at `start` fires the latest slot of the 2-minute window, then
+        # every tick is on time and fires its own slot
+        first = slots(s.spec, start - timedelta(minutes=2), start)[-1:]
+        for slot in first + slots(s.spec, start, start + timedelta(minutes=20)):
+            expected.add(f"{s.id}--{slot:%Y%m%dT%H%MZ}")
+    assert set(state.runs) == expected
+    wait_until(lambda: len(launches(work)) >= len(expected), timeout=60)
+    keys = launches(work)
+    assert len(keys) == len(set(keys)) == len(expected)
