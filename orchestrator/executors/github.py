@@ -520,11 +520,12 @@ class GitHubExecutor:
                     break
                 raise
             except GitHubError as exc:
-                if exc.rate_limited and not ambiguous:
-                    raise
+                definite = exc.rate_limited or (exc.status is not None and exc.status < 500)
+                if definite and not ambiguous:
+                    raise  # refused before anything was created (rate limit, 401)
                 ambiguous = ambiguous or exc.ambiguous
                 last = exc
-                if exc.rate_limited:
+                if definite:
                     break
                 continue
             if response.status_code in (200, 201, 204):

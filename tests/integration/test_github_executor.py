@@ -424,6 +424,7 @@ def test_bad_token_is_reported(fake_github: FakeGitHub) -> None:
     [result] = ex.dispatch([req("a")])
     assert result.error and "bad credentials" in result.error
     assert "wrong" not in result.error
+    assert len(fake_github.requests) == 1  # a refusal is not retried
 
 
 def test_from_env(fake_github: FakeGitHub) -> None:

@@ -1,0 +1,196 @@
+"""The tick with the GitHub executor, end to end: a real bare origin, real ``orchestrator
+tick`` processes racing each other, and the fake GitHub server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from orchestrator import state as st
+from orchestrator.executors.github import BreakerPolicy, GitHubExecutor
+from orchestrator.models import Breaker, RunStatus, TrackPhase
+from orchestrator.store import GitStateStore
+from orchestrator.tick import Tick, TickResult
+from tests.fakes.github import FakeGitHub
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+RUN = "nightly--20261201T0700Z"
+BRANCH = "orchestrator-state"
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_origin(tmp: Path, schedules: dict[str, dict[str, Any]]) -> Path:
+    origin = tmp / "origin.git"
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp)
+    seed = tmp / "seed"
+    git("clone", "--quiet", str(origin), str(seed), cwd=tmp)
+    (seed / "schedules").mkdir()
+    for sid, spec in schedules.items():
+        (seed / "schedules" / f"{sid}.json").write_text(json.dumps(spec, indent=2) + "\n")
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "schedules", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+    return origin
+
+
+def clone(origin: Path, dest: Path) -> Path:
+    git("clone", "--quiet", str(origin), str(dest), cwd=origin.parent)
+    return dest
+
+
+def read_state(repo: Path) -> tuple[st.State, dict[str, bytes]]:
+    snap = GitStateStore(repo, "origin", BRANCH).read()
+    return st.load(snap.files, all_tracks=True), dict(snap.files)
+
+
+def cli_tick(repo: Path, now: datetime, fake: FakeGitHub,
+             **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+         "--executor", "github", "--now", f"{now:%Y-%m-%dT%H:%M:%SZ}"],
+        env={**os.environ, **fake.env(), **env}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def run_ticks(procs: list[subprocess.Popen[str]]) -> list[str]:
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), [o[1] for o in outs]
+    return [o[0] for o in outs]
+
+
+def tracks_spec(*names: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"name": n, "run": f"make {n}", **extra} for n in names]
+
+
+def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
+                                                         fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0 7 * * *", "tracks": tracks_spec("a", "b", "c")}})
+    clones = [clone(origin, tmp_path / f"c{i}") for i in range(4)]
+    fake_github.now = T0 + timedelta(minutes=1)
+
+    # Four ticks at once (a late scheduled one and manual ones): one wins the mark.
+    run_ticks([cli_tick(c, T0 + timedelta(minutes=1), fake_github) for c in clones])
+
+    [call] = fake_github.dispatches
+    assert call.status == 200 and call.authorized
+    assert call.body["inputs"]["run_id"] == RUN
+    legs = json.loads(call.body["inputs"]["tracks"])
+    assert sorted(leg["key"] for leg in legs) == [f"{RUN}--{t}--1" for t in "abc"]
+    assert sorted(leg["run"] for leg in legs) == ["make a", "make b", "make c"]
+    [ci_run] = fake_github.runs
+    state, _ = read_state(clones[0])
+    for name in "abc":
+        track = state.tracks[RUN][name]
+        assert track.phase is TrackPhase.DISPATCHED
+        assert track.executor == "github"
+        assert track.handle is not None and track.handle["ci_run_id"] == ci_run
+        assert track.handle["job_name"] == f"{RUN}--{name}--1"
+
+    # Legs start: the next tick reads `running` from the jobs API.
+    fake_github.now = T0 + timedelta(minutes=3)
+    fake_github.start_all(ci_run)
+    run_ticks([cli_tick(clones[1], T0 + timedelta(minutes=3), fake_github)])
+    state, _ = read_state(clones[1])
+    assert {t.phase for t in state.tracks[RUN].values()} == {TrackPhase.RUNNING}
+    assert state.tracks[RUN]["a"].started_at == T0 + timedelta(minutes=3)
+
+    # One finishes, then the others; each tick folds in what it sees.
+    fake_github.now = T0 + timedelta(minutes=6)
+    fake_github.set_job(ci_run, "a", "completed", "success")
+    run_ticks([cli_tick(clones[2], T0 + timedelta(minutes=7), fake_github)])
+    state, _ = read_state(clones[2])
+    phases = {n: t.phase for n, t in state.tracks[RUN].items()}
+    assert phases == {"a": TrackPhase.COMPLETE, "b": TrackPhase.RUNNING,
+                      "c": TrackPhase.RUNNING}
+
+    fake_github.now = T0 + timedelta(minutes=9)
+    fake_github.complete_all(ci_run)
+    summary = tmp_path / "summary.md"
+    run_ticks([cli_tick(clones[3], T0 + timedelta(minutes=10), fake_github,
+                        GITHUB_STEP_SUMMARY=str(summary))])
+    state, files = read_state(clones[3])
+    assert {t.phase for t in state.tracks[RUN].values()} == {TrackPhase.COMPLETE}
+    assert state.runs[RUN].status is RunStatus.COMPLETED
+    brief = files[st.brief_path(RUN)].decode()
+    assert RUN in brief and f"/actions/runs/{ci_run}/job/" in brief
+    assert RUN in summary.read_text()
+
+    assert len(fake_github.dispatches) == 1  # never dispatched twice
+    assert all(r.authorized for r in fake_github.requests)
+    assert not any(fake_github.token in p.read_text(errors="ignore")
+                   for p in (origin / "refs").rglob("*") if p.is_file())
+
+
+class Sleeper:
+    def __init__(self, fake: FakeGitHub) -> None:
+        self.fake = fake
+
+    def __call__(self, seconds: float) -> None:
+        self.fake.now = (self.fake.now or T0) + timedelta(seconds=seconds)
+
+
+def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
+    """A tick in this process, whose executor sleeps on the fake's clock."""
+    policy = BreakerPolicy(threshold=5, cooldown=timedelta(minutes=15))
+    fake.now = now
+
+    def make(breaker: Breaker | None) -> GitHubExecutor:
+        return GitHubExecutor(fake.repository, fake.token, api_url=fake.url, now=now,
+                              breaker=breaker, sleep=Sleeper(fake), policy=policy)
+
+    store = GitStateStore(repo, "origin", BRANCH)
+    return Tick(store, repo, make, now, executor_name="github",
+                dispatch_grace=timedelta(minutes=10)).run()
+
+
+def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0 7 * * *",
+        "tracks": tracks_spec("a", max_attempts=5, retry_backoff_seconds=60)}})
+    repo = clone(origin, tmp_path / "repo")
+    fake_github.fail("any", status=500, times=1000)
+
+    # GitHub answers 500 to everything: dispatches fail, tracks are retried, and the
+    # fifth consecutive failure opens the breaker.
+    now = T0 + timedelta(minutes=1)
+    for _ in range(6):
+        result = github_tick(repo, fake_github, now)
+        assert not result.dispatched
+        state, files = read_state(repo)
+        if "github" in state.health and state.health["github"].state == "open":
+            break
+        now += timedelta(minutes=2)
+    breaker = state.health["github"]
+    assert breaker.state == "open" and breaker.failures == 5
+    assert breaker.opened_at is not None
+    assert json.loads(files[st.HEALTH])["github"]["state"] == "open"
+    assert [r.status for r in fake_github.requests] == [500] * 5  # then nothing more
+
+    # GitHub recovers, but the cooldown has not passed: the next ticks make no call.
+    fake_github.faults.clear()
+    for minutes in (2, 4, 14):
+        github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=minutes))
+    assert len(fake_github.requests) == 5
+    state, _ = read_state(repo)
+    assert state.tracks[RUN]["a"].phase is TrackPhase.PENDING
+    assert state.health["github"] == breaker
+
+    # After the cooldown a probe goes through, succeeds and closes the breaker.
+    later = github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=16))
+    [key] = later.dispatched
+    assert key.startswith(f"{RUN}--a--")
+    state, _ = read_state(repo)
+    assert state.health["github"].state == "closed"
+    assert state.tracks[RUN]["a"].phase is TrackPhase.DISPATCHED
+    assert [c.status for c in fake_github.dispatches][-1] == 200
