@@ -241,7 +241,7 @@ class ScheduleSpec(Frozen):
     )
     workflow: str = Field(
         "track.yml",
-        pattern=WORKFLOW_RE.pattern,
+        pattern=f"^{WORKFLOW_RE.pattern}$",  # pydantic searches; anchor it
         description="File name of the GitHub Actions workflow that runs the tracks.",
     )
     overlap: OverlapPolicy = Field(
@@ -300,7 +300,7 @@ class ScheduleSpec(Frozen):
         seen: set[str] = set()
         for i, track in enumerate(self.tracks):
             if track.name in seen:
-                raise PydanticCustomError("duplicate_track", "duplicate track name {name!r}",
+                raise PydanticCustomError("duplicate_track", "duplicate track name '{name}'",
                                           {"field": f"tracks.{i}.name", "name": track.name})
             seen.add(track.name)
         return self

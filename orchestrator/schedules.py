@@ -109,14 +109,14 @@ def _load(path: Path, shown: str) -> Schedule | list[ScheduleError]:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            return [ScheduleError(shown, "", f"file is {size} bytes; the limit is {MAX_BYTES}")]
+            return [ScheduleError(shown, "(file)", f"{size} bytes; the limit is {MAX_BYTES}")]
         raw = path.read_bytes()
     except OSError as exc:
-        return [ScheduleError(shown, "", f"cannot read: {exc.strerror or exc}")]
+        return [ScheduleError(shown, "(file)", f"cannot read: {exc.strerror or exc}")]
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return [ScheduleError(shown, "", f"not UTF-8 text (byte {exc.start})")]
+        return [ScheduleError(shown, "(file)", f"not UTF-8 text (byte {exc.start})")]
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
@@ -200,6 +200,9 @@ def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
         return path, f"unknown field{hint}"
     if kind == "missing":
         return path, "required field is missing"
+    if kind == "string_pattern_mismatch" and path == "workflow":
+        return path, (f"{given!r} is not a workflow file name (e.g. 'track.yml', a file in "
+                      ".github/workflows)")
     message = str(err.get("msg", "invalid value"))
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind.endswith("_type") or kind in {"enum", "literal_error"}:

@@ -1,0 +1,238 @@
+"""``orchestrator validate`` over a corpus of malformed schedule files.
+
+Each bad file sits beside a valid one: the run must exit 1, print exactly one line
+naming the bad file and its field, never a traceback, and still preview the good one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "bad_schedules"
+FROM = ["--from", "2026-11-01T00:00:00Z"]
+
+# file -> the field its one error line must name
+EXPECTED = {
+    "syntax-trailing-comma.json": "line 4 column 1",
+    "syntax-truncated.json": "line 4 column 1",
+    "empty.json": "line 1 column 1",
+    "not-utf8.json": "(file)",
+    "top-level-array.json": "(top level)",
+    "unknown-field.json": "timezon",
+    "unknown-track-field.json": "tracks.0.comand",
+    "both-cron-and-at.json": "at",
+    "neither-cron-nor-at.json": "cron",
+    "cron-six-fields.json": "cron",
+    "cron-out-of-range.json": "cron",
+    "cron-words.json": "cron",
+    "cron-extension.json": "cron",
+    "cron-never-fires.json": "cron",
+    "cron-not-a-string.json": "cron",
+    "unknown-timezone.json": "timezone",
+    "timezone-folder.json": "timezone",
+    "timezone-traversal.json": "timezone",
+    "tracks-empty.json": "tracks",
+    "tracks-missing.json": "tracks",
+    "tracks-duplicate.json": "tracks.1.name",
+    "track-name-upper.json": "tracks.0.name",
+    "track-name-traversal.json": "tracks.0.name",
+    "track-without-work.json": "tracks.0",
+    "timeout-zero.json": "tracks.0.timeout_minutes",
+    "timeout-negative.json": "tracks.1.timeout_minutes",
+    "max-attempts-string.json": "tracks.0.max_attempts",
+    "max-attempts-float.json": "tracks.0.max_attempts",
+    "inputs-not-strings.json": "tracks.0.inputs.days",
+    "enabled-string.json": "enabled",
+    "overlap-unknown.json": "overlap",
+    "catchup-unknown.json": "catchup",
+    "catchup-window-negative.json": "catchup_window_minutes",
+    "deadline-zero.json": "deadline_minutes",
+    "max-runs-zero.json": "max_runs_per_day",
+    "jitter-too-large.json": "jitter_seconds",
+    "dst-gap-unknown.json": "dst.gap",
+    "dst-unknown-key.json": "dst.fall",
+    "at-not-a-date.json": "at",
+    "workflow-path.json": "workflow",
+    "description-number.json": "description",
+    "schema-not-string.json": "$schema",
+    "duplicate-key.json": "cron",
+    "Nightly.json": "id",
+    "a..b.json": "id",
+    "-leading-dash.json": "id",
+    "x" * 65 + ".json": "id",
+    "with space.json": "id",
+}
+
+GOOD = {
+    "$schema": "./schedule.schema.json",
+    "cron": "7 2 * * *",
+    "timezone": "America/New_York",
+    "tracks": [{"name": "a", "run": "true"}],
+}
+
+
+def make_repo(tmp_path: Path, *bad: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "schedules").mkdir(parents=True)
+    (repo / "schedules" / "good.json").write_text(json.dumps(GOOD, indent=2) + "\n")
+    for path in bad:
+        shutil.copyfile(path, repo / "schedules" / path.name)
+    return repo
+
+
+def test_the_corpus_and_the_expectations_match() -> None:
+    names = {p.name for p in CORPUS.iterdir()}
+    assert names == set(EXPECTED)
+    assert len(names) >= 25
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_bad_file_is_one_line_naming_file_and_field(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path, CORPUS / name)
+    rc = main(["--repo", str(repo), "validate", "--preview", "2", *FROM])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    lines = err.splitlines()
+    assert lines == [line for line in lines if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"orchestrator: schedules/{name}: {EXPECTED[name]}: "), lines[0]
+    assert "Traceback" not in out + err
+    # The valid file beside it is still previewed.
+    assert "good  (schedules/good.json)" in out
+    assert "next: Sun 2026-11-01 02:07 EST   2026-11-01T07:07:00Z" in out
+    assert "1 schedule valid, 1 invalid" in out
+
+
+def test_the_whole_corpus_at_once_reports_every_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path, *CORPUS.iterdir())
+    rc = main(["--repo", str(repo), "validate", "--format", "json", *FROM])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    report = json.loads(out)
+    assert report["ok"] is False
+    assert [s["id"] for s in report["schedules"]] == ["good"]
+    assert {e["file"] for e in report["errors"]} == {f"schedules/{n}" for n in EXPECTED}
+    assert len(err.splitlines()) == len(EXPECTED)
+
+
+def test_as_a_real_process(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, CORPUS / "timeout-negative.json", CORPUS / "syntax-truncated.json")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import run; run()",
+         "--repo", str(repo), "validate", "--preview", "1", *FROM],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "orchestrator: schedules/syntax-truncated.json: line 4 column 1: invalid JSON: "
+        "Expecting value",
+        "orchestrator: schedules/timeout-negative.json: tracks.1.timeout_minutes: "
+        "Input should be greater than 0",
+    ]
+    assert "2026-11-01T07:07:00Z" in proc.stdout
+
+
+def test_duplicate_ids_reject_both_files(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.json")
+    shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.JSON")
+    assert main(["--repo", str(repo), "validate", *FROM]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "orchestrator: schedules/twin.JSON: id: duplicate id 'twin' (also "
+        "schedules/twin.json); rename one file",
+        "orchestrator: schedules/twin.json: id: duplicate id 'twin' (also "
+        "schedules/twin.JSON); rename one file",
+    ]
+    assert "good  (schedules/good.json)" in out
+
+
+def test_valid_files_exit_zero_and_the_schema_is_not_a_schedule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    (repo / "schedules" / "schedule.schema.json").write_text('{"type": "object"}\n')
+    (repo / "schedules" / "README.md").write_text("not a schedule\n")
+    assert main(["--repo", str(repo), "validate", *FROM]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines()[-1] == "1 schedule valid, 0 invalid"
+
+
+def test_no_schedules_folder_is_not_an_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--repo", str(tmp_path), "validate"]) == 0
+    assert "0 schedules valid" in capsys.readouterr().out
+
+
+def write(repo: Path, name: str, **fields: object) -> None:
+    data = {"tracks": [{"name": "a", "run": "true"}], **fields}
+    (repo / "schedules" / f"{name}.json").write_text(json.dumps(data) + "\n")
+
+
+def test_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "often", cron="*/2 * * * *")
+    write(repo, "top", cron="0 9 * * *")
+    write(repo, "kolkata", cron="0 9 * * *", timezone="Asia/Kolkata")  # 03:30 UTC
+    write(repo, "either", cron="7 9 1 * 1")
+    write(repo, "fall", cron="30 1 * * *", timezone="America/New_York")
+    write(repo, "spring", cron="*/30 2 * * *", timezone="America/New_York")
+    rc = main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json", *FROM])
+    assert rc == 0
+    warnings = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)["schedules"]}
+    assert any("2 minutes apart" in w for w in warnings["often"])
+    assert any("minute 0" in w for w in warnings["top"])
+    assert warnings["kolkata"] == []
+    assert any("EITHER" in w for w in warnings["either"])
+    assert warnings["fall"] == [
+        "2026-11-01 01:30 occurs twice in America/New_York (clocks go back): runs only at the "
+        "first occurrence"]
+    assert warnings["good"] == []
+
+    main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json",
+          "--from", "2026-03-08T06:00:00Z"])
+    warnings = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)["schedules"]}
+    assert [w for w in warnings["spring"] if "skipped" in w] == [
+        "2026-03-08 02:00 does not exist in America/New_York (clocks go forward): skipped",
+        "2026-03-08 02:30 does not exist in America/New_York (clocks go forward): skipped"]
+    assert [w for w in warnings["good"] if "forward" in w] == [
+        "2026-03-08 02:07 does not exist in America/New_York (clocks go forward): runs at "
+        "03:00 EDT (07:00 UTC) instead"]
+
+
+def test_markdown_for_the_step_summary(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path, CORPUS / "unknown-field.json")
+    write(repo, "pipes", cron="7 9 * * *", description="a | b")
+    rc = main(["--repo", str(repo), "validate", "--preview", "2", "--format", "markdown",
+               *FROM])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert out.startswith("## Schedules\n")
+    assert ("| `schedules/unknown-field.json` | `timezon` | unknown field; did you mean "
+            "'timezone'? |") in out
+    assert "| Sun 2026-11-01 02:07 EST | 2026-11-01T07:07:00Z |" in out
+    assert "a \\| b" in out
+    assert err.count("\n") == 1
+
+
+def test_one_shots_in_the_past_warn_and_preview_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "once", at="2026-10-01T12:00:00", timezone="Europe/London")
+    assert main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json",
+                 *FROM]) == 0
+    once = json.loads(capsys.readouterr().out)["schedules"][1]
+    assert once["next"] == []
+    assert once["warnings"] == ["'at' 2026-10-01T11:00:00Z is in the past: a one-shot that "
+                                "never fired fires at the next tick"]
