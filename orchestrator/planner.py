@@ -169,7 +169,7 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
                 lines.append(f"{run_id}/{name}: dispatch failed: {res.error}")
             elif track.handle != res.handle or track.url != res.url:
                 tracks[name] = track.model_copy(update={"handle": res.handle, "url": res.url})
-                lines.append(f"{run_id}/{name}: dispatched as {res.handle}")
+                lines.append(f"{run_id}/{name}: started" + (f", {res.url}" if res.url else ""))
     return lines
 
 
@@ -256,7 +256,8 @@ class _Planner:
                 changes["result"] = seen.result
         if seen.error:
             changes["error_log"] = _log(track, f"{self.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
-        return self.move(track, seen.phase, f"observed by {self.executor}", **changes)
+        reason = f"{self.executor}: {seen.error}" if seen.error else f"seen by {self.executor}"
+        return self.move(track, seen.phase, reason.splitlines()[0][:200], **changes)
 
     def timeouts(self, run: Run, track: Track) -> Track:
         if track.phase not in machine.TRACK_OPEN:

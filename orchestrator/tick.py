@@ -99,7 +99,12 @@ def _fault(point: str) -> None:
 
 
 def gather(executor: Executor, state: st.State) -> Observations:
-    """Observe open attempts and look up unrecorded dispatches (read-only calls)."""
+    """Observe open attempts and look up unrecorded dispatches.
+
+    These calls change nothing on the state branch; a backend may still repair its
+    own bookkeeping here (the local executor restarts a supervisor whose dispatcher
+    died, and records an attempt whose supervisor vanished).
+    """
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
     for run_id, tracks in state.tracks.items():
