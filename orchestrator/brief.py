@@ -281,8 +281,10 @@ class Attempt:
 
     @property
     def run_time(self) -> timedelta | None:
-        if self.started and self.finished:
-            return self.finished - self.started
+        """Start to finish (from dispatch when no start was observed)."""
+        begin = self.started or self.dispatched
+        if begin and self.finished:
+            return self.finished - begin
         return None
 
 
@@ -317,12 +319,21 @@ def attempts_of(track: Track) -> list[Attempt]:
         out.append(Attempt(number=track.attempt, dispatched=track.dispatched_at,
                            started=track.started_at, finished=track.finished_at,
                            outcome=track.phase.value))
-    # Attempts still open at render time carry the current phase (e.g. running).
-    if out and out[-1].open:
+    if out:
+        # The record's own times belong to the current attempt: a backend may report
+        # a start it never showed as "running" (dispatched -> complete in one tick).
         last = out[-1]
-        out[-1] = Attempt(number=last.number, dispatched=last.dispatched,
-                          started=last.started or track.started_at, finished=None,
-                          outcome=track.phase.value)
+        started = last.started
+        if started is None and track.started_at is not None and (
+                last.dispatched is None or track.started_at >= last.dispatched):
+            started = track.started_at
+        finished = last.finished
+        if finished is None and track.phase not in TRACK_OPEN:
+            finished = track.finished_at
+        # An attempt still open at render time carries the current phase (e.g. running).
+        outcome = track.phase.value if finished is None else last.outcome
+        out[-1] = Attempt(number=last.number, dispatched=last.dispatched, started=started,
+                          finished=finished, outcome=outcome)
     return out
 
 
@@ -633,8 +644,8 @@ def build_view(ctx: BriefContext) -> BriefView:
         al = attempts[track.name]
         last = al[-1] if al else None
         run_time = last.run_time if last else None
-        if last and last.open and last.started:
-            run_time = ctx.generated_at - last.started
+        if last and last.open and (last.started or last.dispatched):
+            run_time = ctx.generated_at - (last.started or last.dispatched or ctx.generated_at)
         total = sum((a.run_time for a in al if a.run_time), timedelta())
         title = (f"{fmt_duration(total)} over {len(al)} attempts" if len(al) > 1
                  else "time from start to finish")

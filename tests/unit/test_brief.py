@@ -404,3 +404,19 @@ def test_polls_jsonl_round_trip_is_plain_json() -> None:
     # The fixture's poll lines are what the tick writes: JSON objects with "at".
     for poll in four_track_run().polls:
         assert json.loads(st.json_line(poll))["at"].endswith("Z")
+
+
+def test_start_reported_without_a_running_phase_is_used() -> None:
+    # The local executor may go dispatched -> complete in one tick, with the start time
+    # in its observation: the attempt still gets its start and the track a duration.
+    spec = TrackSpec(name="quick", run="true")
+    track = move_track(Track(run_id=RUN_ID, name="quick", spec=spec), TrackPhase.DISPATCHED,
+                       at(1), dispatched_at=at(1))
+    track = move_track(track, TrackPhase.COMPLETE, at(3), started_at=at(1.5),
+                       finished_at=at(2.5))
+    [attempt] = brief.attempts_of(track)
+    assert (attempt.started, attempt.finished, attempt.outcome) == (at(1.5), at(3), "complete")
+    ctx = brief.BriefContext(**{**four_track_run().__dict__, "tracks": [track],
+                                "dead_letters": []})
+    [row] = brief.build_view(ctx).rows
+    assert row.duration == "1m 30s"
