@@ -300,13 +300,15 @@ def attempts_of(track: Track) -> list[Attempt]:
                 # Re-dispatch of a lost dispatch: the same attempt starts over.
                 cur["dispatched"] = step.at
                 continue
-            if cur is not None:
-                out.append(Attempt(**cur))
             number += 1
             cur = {"number": number, "dispatched": step.at, "started": None, "finished": None,
                    "outcome": step.to}
+        elif step.to == TrackPhase.PENDING.value:
+            if cur is not None and cur["finished"] is not None:
+                out.append(Attempt(**cur))  # a retry or requeue: that attempt is over
+                cur = None
         elif cur is None:
-            continue  # tapped out or cancelled before any dispatch: nothing ran
+            continue  # tapped out or cancelled while waiting for a dispatch: nothing ran
         elif step.to == TrackPhase.RUNNING.value:
             cur["started"] = step.at
             cur["outcome"] = step.to

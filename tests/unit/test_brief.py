@@ -420,3 +420,29 @@ def test_start_reported_without_a_running_phase_is_used() -> None:
                                 "dead_letters": []})
     [row] = brief.build_view(ctx).rows
     assert row.duration == "1m 30s"
+
+
+def test_tapped_out_while_waiting_for_a_retry_keeps_the_failed_attempt() -> None:
+    spec = TrackSpec(name="flaky", run="false", max_attempts=2)
+    track = move_track(Track(run_id=RUN_ID, name="flaky", spec=spec, max_attempts=2),
+                       TrackPhase.DISPATCHED, at(1), dispatched_at=at(1))
+    track = move_track(track, TrackPhase.FAILED, at(2), finished_at=at(2))
+    track = move_track(track, TrackPhase.PENDING, at(2), attempt=2, not_before=at(60))
+    track = move_track(track, TrackPhase.TAPPED_OUT, at(50), "run deadline")
+    [attempt] = brief.attempts_of(track)
+    assert (attempt.number, attempt.finished, attempt.outcome) == (1, at(2), "failed")
+    row = brief.build_view(brief.BriefContext(**{**four_track_run().__dict__,
+                                                 "tracks": [track]})).timeline.rows[0]
+    assert [b.kind for b in row.bars] == ["failed"]
+
+
+def test_lost_dispatch_redispatched_is_one_attempt() -> None:
+    spec = TrackSpec(name="t", run="true")
+    track = move_track(Track(run_id=RUN_ID, name="t", spec=spec), TrackPhase.DISPATCHED,
+                       at(1), dispatched_at=at(1))
+    track = move_track(track, TrackPhase.PENDING, at(12), "no CI run seen: re-dispatch")
+    track = move_track(track, TrackPhase.DISPATCHED, at(12), dispatched_at=at(12))
+    track = move_track(track, TrackPhase.RUNNING, at(13), started_at=at(13))
+    [attempt] = brief.attempts_of(track)
+    assert (attempt.number, attempt.dispatched, attempt.started, attempt.outcome) == (
+        1, at(12), at(13), "running")
