@@ -152,8 +152,13 @@ def context_from_files(
     now: datetime,
     schedule: ScheduleSpec | None = None,
     stale_after: timedelta = DEFAULT_STALE_AFTER,
+    last_tick: datetime | None = None,
 ) -> BriefContext:
-    """Read one run's brief context out of a state file map (paths from the repo root)."""
+    """Read one run's brief context out of a state file map (paths from the repo root).
+
+    ``last_tick`` overrides the last line of ``state/ticks.jsonl``: a tick rendering a
+    brief passes its own time, since its heartbeat line is written after the brief.
+    """
     check_run_id(run_id)
     if run_path(run_id) not in files:
         raise NotFound(f"no run {run_id!r} on the state branch")
@@ -176,7 +181,7 @@ def context_from_files(
         dead_letters=letters,
         polls=_read_polls(files.get(polls_path(run_id))),
         generated_at=now.astimezone(UTC),
-        last_tick=_last_tick(files.get(TICKS)),
+        last_tick=last_tick if last_tick is not None else _last_tick(files.get(TICKS)),
         schedule=schedule,
         stale_after=stale_after,
     )
@@ -646,8 +651,9 @@ def build_view(ctx: BriefContext) -> BriefView:
         al = attempts[track.name]
         last = al[-1] if al else None
         run_time = last.run_time if last else None
-        if last and last.open and (last.started or last.dispatched):
-            run_time = ctx.generated_at - (last.started or last.dispatched or ctx.generated_at)
+        begin = (last.started or last.dispatched) if last else None
+        if last and last.open and begin:
+            run_time = ctx.generated_at - begin  # so far
         total = sum((a.run_time for a in al if a.run_time), timedelta())
         title = (f"{fmt_duration(total)} over {len(al)} attempts" if len(al) > 1
                  else "time from start to finish")
@@ -694,8 +700,8 @@ def build_view(ctx: BriefContext) -> BriefView:
     errors = [(r.track.name, r.phase_label, r.errors) for r in
               sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], r.track.name))
               if r.errors]
-    view_rows = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase],
-                                            [t.name for t in ctx.tracks].index(r.track.name)))
+    position = {t.name: i for i, t in enumerate(ctx.tracks)}
+    view_rows = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], position[r.track.name]))
     return BriefView(
         status=run.status.value,
         counts=counts,

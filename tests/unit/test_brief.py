@@ -329,6 +329,8 @@ def test_context_from_files_reads_one_run() -> None:
     assert got.polls == ctx.polls
     assert got.last_tick == at(35)
     assert got.generated_at == at(40)
+    assert brief.context_from_files(files, RUN_ID, now=at(40),
+                                    last_tick=at(40)).last_tick == at(40)
     assert brief.render_html(got) == brief.render_html(
         brief.BriefContext(**{**ctx.__dict__, "dead_letters": got.dead_letters,
                               "schedule": None}))
