@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import jinja2
 
 from . import __version__
-from . import cron as cron_mod
+from .cron import describe as cron_in_words
 from .errors import NotFound, UserError
 from .machine import RUN_TERMINAL, TRACK_OPEN
 from .models import DeadLetter, Run, RunStatus, ScheduleSpec, Track, TrackPhase, check_run_id
@@ -253,17 +253,14 @@ def _text(value: Any) -> str:
 
 
 def describe_cron(expr: str | None) -> str | None:
-    """The cron expression in words, when :mod:`orchestrator.cron` can say it."""
+    """The cron expression in words (``None`` when there is none or it does not parse:
+    a run record outlives changes to the cron parser)."""
     if not expr:
         return None
-    describe = getattr(cron_mod, "describe", None)
-    if describe is None:
-        return None
     try:
-        words = describe(expr)
-    except (ValueError, KeyError):
+        return cron_in_words(expr) or None
+    except ValueError:
         return None
-    return str(words) if words else None
 
 
 # --------------------------------------------------------------------------- the view

@@ -259,8 +259,8 @@ def test_cron_in_words_and_local_slot() -> None:
     view = brief.build_view(four_track_run())
     assert view.cron == "0 2 * * 1-5"
     assert view.slot_local == "2026-12-01 02:00 EST"
-    if hasattr(brief.cron_mod, "describe"):
-        assert view.cron_words and "02:00" in view.cron_words
+    assert view.cron_words == "at 02:00 on Monday through Friday"
+    assert brief.describe_cron("not a cron") is None
 
 
 # --------------------------------------------------------------------------- Markdown size
