@@ -101,7 +101,8 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-Id = Annotated[str, AfterValidator(_id)]
+Id = Annotated[str, AfterValidator(_id),
+               Field(json_schema_extra={"pattern": f"^{ID_RE.pattern}$"})]
 ZoneName = Annotated[str, AfterValidator(_zone)]
 CronText = Annotated[str, AfterValidator(_cron)]
 UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
@@ -233,6 +234,13 @@ class ScheduleSpec(Frozen):
         None,
         description="One-shot ISO datetime; without an offset it is read in `timezone`. "
         "Exactly one of `cron` and `at`.",
+        # Not "format: date-time": that is RFC 3339, which needs an offset, and editors
+        # would flag the naive local times this field accepts.
+        json_schema_extra={"anyOf": [
+            {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
+             r"(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$"},
+            {"type": "null"},
+        ]},
     )
     timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
     enabled: bool = Field(True, description="A disabled schedule never fires.")

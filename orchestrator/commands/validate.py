@@ -25,6 +25,8 @@ from .schedules import INSTANT, fmt_local, fmt_utc, slot_dict
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes."""
 
+DST_NOTES_SHOWN = 3
+
 
 @dataclass
 class Preview:
@@ -81,19 +83,20 @@ def preview(schedule: Schedule, start: datetime, n: int) -> Preview:
         until = cron.next_slots(spec, start, n)[-1]
         infos = cron.explain(spec, start, until)
         result.upcoming = [s for s in infos if s.fires]
-        for slot in infos:
-            note = cron.dst_note(slot, spec.timezone)
-            if note:
-                warn(note)
+        notes = [n for n in (cron.dst_note(s, spec.timezone) for s in infos) if n]
+        if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
+            notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more "
+                                       "runs changed by daylight saving in the preview"]
+        result.warnings += notes
     shortest = cron.min_interval(spec, start)
     if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
         minutes = int(shortest.total_seconds() // 60)
         warn(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} apart: "
              "GitHub Actions starts scheduled workflows at most every 5 minutes, so "
              f"the tick sees several slots at once (catchup={spec.catchup.value} decides)")
-    # Only ordinary slots: a DST shift to 03:00 is not the author's choice of minute.
+    # A DST shift to 03:00 is not the author's choice of minute.
     plain = cron.explain(spec, start, sample[-1]) if sample else []
-    if any(s.at.minute == 0 for s in plain if s.kind is cron.SlotKind.NORMAL):
+    if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not cron.SlotKind.SHIFTED):
         warn("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled workflows "
              "are delayed the most; prefer an odd minute such as 7 or 23")
     if expr.both_days_restricted and len(expr.days) < 31 and len(expr.weekdays) < 7:

@@ -187,6 +187,7 @@ def test_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(repo, "either", cron="7 9 1 * 1")
     write(repo, "fall", cron="30 1 * * *", timezone="America/New_York")
     write(repo, "spring", cron="*/30 2 * * *", timezone="America/New_York")
+    write(repo, "busy", cron="* * * * *", timezone="America/New_York")
     rc = main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json", *FROM])
     assert rc == 0
     warnings = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)["schedules"]}
@@ -205,6 +206,16 @@ def test_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert [w for w in warnings["spring"] if "skipped" in w] == [
         "2026-03-08 02:00 does not exist in America/New_York (clocks go forward): skipped",
         "2026-03-08 02:30 does not exist in America/New_York (clocks go forward): skipped"]
+    main(["--repo", str(repo), "validate", "--preview", "200", "--format", "json",
+          "--from", "2026-11-01T05:00:00Z"])
+    busy = next(s for s in json.loads(capsys.readouterr().out)["schedules"] if s["id"] == "busy")
+    assert len(busy["next"]) == 200
+    assert busy["warnings"][3] == "... and 57 more runs changed by daylight saving in the preview"
+    assert len(busy["warnings"]) == 6  # three notes, their summary, interval, minute 0
+
+    main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json",
+          "--from", "2026-03-08T06:00:00Z"])
+    warnings = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)["schedules"]}
     assert [w for w in warnings["good"] if "forward" in w] == [
         "2026-03-08 02:07 does not exist in America/New_York (clocks go forward): runs at "
         "03:00 EDT (07:00 UTC) instead"]

@@ -177,6 +177,21 @@ def test_schema_documents_every_field() -> None:
         assert prop.get("description"), name
 
 
+@pytest.mark.parametrize("name", ["unknown-field.json", "tracks-empty.json",
+                                  "timeout-zero.json", "overlap-unknown.json",
+                                  "track-name-upper.json", "workflow-path.json"])
+def test_editors_using_the_schema_flag_what_the_model_rejects(name: str) -> None:
+    import jsonschema
+
+    schema = json.loads((REPO_ROOT / "schedules" / "schedule.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for example in (REPO_ROOT / "schedules").glob("*.json"):
+        if example.name != "schedule.schema.json":
+            validator.validate(json.loads(example.read_text()))
+    bad = json.loads((REPO_ROOT / "tests" / "data" / "bad_schedules" / name).read_text())
+    assert not validator.is_valid(bad)
+
+
 # --------------------------------------------------------------------------- writing
 
 
