@@ -35,7 +35,22 @@ class Config:
 pass_config = click.make_pass_decorator(Config)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from .commands import MODULES
+
+        return sorted(MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from .commands import load
+
+        return load(cmd_name)
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="orchestrator")
 @click.option(
     "--repo",
@@ -65,23 +80,8 @@ def cli(ctx: click.Context, repo: Path, remote: str, state_branch: str) -> None:
     ctx.obj = Config(repo=repo.resolve(), remote=remote, state_branch=state_branch)
 
 
-def _register() -> None:
-    # Imported here so that each command module can import `cli.Config` freely.
-    from .commands import load
-
-    for command in load():
-        cli.add_command(command)
-
-
-_register_done = False
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map every error to one line and one exit code."""
-    global _register_done
-    if not _register_done:
-        _register()
-        _register_done = True
     try:
         rv = cli.main(args=argv, prog_name="orchestrator", standalone_mode=False)
     except click.exceptions.Abort:

@@ -1,0 +1,114 @@
+"""How much a no-op tick costs, against what any tick must pay anyway.
+
+A no-op tick (nothing due, nothing open) with 10, 100 and 1,000 schedules on a state
+branch holding 1,000 finished runs, run as the real CLI in a subprocess against a
+bare origin on this machine. The baseline, measured in the same run, is the floor
+every tick pays: starting Python and importing the package, plus one ``git fetch`` of
+the state branch. The ratio is what the tick adds on top of that floor.
+
+    python bench/tick.py [--reps 5] [--runs 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from orchestrator import state as st
+from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.store import GitStateStore
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=ENV)
+
+
+def finished_runs(n: int) -> dict[str, bytes | None]:
+    files: dict[str, bytes | None] = {}
+    spec = TrackSpec(name="t", run="true")
+    for i in range(n):
+        slot = NOW - timedelta(days=30) + timedelta(minutes=i)
+        run_id = f"old--{slot:%Y%m%dT%H%MZ}"
+        run = Run(run_id=run_id, schedule_id="old", slot=slot, fire_at=slot, created_at=slot,
+                  deadline=slot + timedelta(hours=1), status=RunStatus.COMPLETED,
+                  tracks=["a", "b"], finished_at=slot + timedelta(minutes=1))
+        files[st.run_path(run_id)] = st.to_json(run)
+        for name in ("a", "b"):
+            track = Track(run_id=run_id, name=name, phase=TrackPhase.COMPLETE,
+                          spec=spec.model_copy(update={"name": name}))
+            files[st.track_path(run_id, name)] = st.to_json(track)
+        files[st.brief_path(run_id)] = b"<!doctype html><p>brief</p>\n" * 40
+    return files
+
+
+def workspace(root: Path, schedules: int, runs: int) -> Path:
+    origin = root / "origin.git"
+    repo = root / "repo"
+    git("init", "-q", "--bare", "--initial-branch=main", str(origin), cwd=root)
+    git("clone", "-q", str(origin), str(repo), cwd=root)
+    (repo / "schedules").mkdir()
+    for i in range(schedules):
+        spec = {"cron": f"{i % 60} 3 * * *", "tracks": [{"name": "t", "run": "true"}]}
+        (repo / "schedules" / f"s{i:04d}.json").write_text(json.dumps(spec) + "\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "schedules", cwd=repo)
+    git("push", "-q", "origin", "HEAD:main", cwd=repo)
+    GitStateStore(repo, "origin", "orchestrator-state").transact(
+        lambda snap: finished_runs(runs), "bench: finished runs")
+    return repo
+
+
+def timed(cmd: list[str], cwd: Path, reps: int, env: dict[str, str] | None = None) -> float:
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env or ENV)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=1000)
+    args = parser.parse_args()
+    rows = []
+    for n in (10, 100, 1000):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = workspace(Path(tmp), n, args.runs)
+            tick = [sys.executable, "-m", "orchestrator", "tick", "--now", NOW.isoformat()]
+            env = {**ENV, "ORCHESTRATOR_WORK_DIR": str(Path(tmp) / "work")}
+            subprocess.run(tick, cwd=repo, check=True, capture_output=True, env=env)  # cursors
+            base_import = timed([sys.executable, "-c", "import orchestrator"], repo, args.reps)
+            base_fetch = timed(["git", "fetch", "-q", "origin", "orchestrator-state"], repo,
+                               args.reps)
+            noop = timed(tick, repo, args.reps, env)
+            tip_before = subprocess.run(["git", "ls-remote", "origin", "orchestrator-state"],
+                                        cwd=repo, capture_output=True, text=True).stdout
+            subprocess.run(tick, cwd=repo, check=True, capture_output=True, env=env)
+            tip_after = subprocess.run(["git", "ls-remote", "origin", "orchestrator-state"],
+                                       cwd=repo, capture_output=True, text=True).stdout
+            assert tip_before == tip_after, "a no-op tick pushed"
+            baseline = base_import + base_fetch
+            rows.append((n, args.runs, noop, baseline, noop / baseline))
+    print(f"no-op tick, median of {args.reps}, {args.runs} finished runs on the state branch")
+    print("| schedules | finished runs | no-op tick (s) | import + fetch (s) | ratio |")
+    print("|---:|---:|---:|---:|---:|")
+    for n, runs, noop, baseline, ratio in rows:
+        print(f"| {n} | {runs} | {noop:.3f} | {baseline:.3f} | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
