@@ -896,7 +896,9 @@ def _markdown(ctx: BriefContext, view: BriefView, limit: int, level: int
     if view.description:
         sched += f": {md(view.description, 300)}"
     if view.cron:
-        sched += f" · cron {md(view.cron)}"
+        # A code span shows the cron as written; one with a backtick cannot be a cron.
+        cron = f"`{view.cron}`" if "`" not in view.cron else md(view.cron)
+        sched += f" · cron {cron}"
         if view.cron_words:
             sched += f" ({md(view.cron_words)})"
     sched += f" · {md(view.timezone)}"
