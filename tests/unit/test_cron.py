@@ -161,6 +161,34 @@ def test_lord_howe_fold_of_thirty_minutes() -> None:
     assert len(local_day(spec("*/15 * * * *", LORD_HOWE), date(2026, 4, 5))) == 96 + 2
 
 
+def test_a_window_starting_inside_the_second_pass_still_knows_it_is_the_second() -> None:
+    s = spec("30 1 * * *", NY)
+    # 06:10 UTC is 01:10 EST, the second pass; the fall-back itself is before the window.
+    assert cron.slots(s, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == []
+    both = spec("30 1 * * *", NY, dst={"fold": "both"})
+    assert cron.slots(both, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == [
+        utc(2026, 11, 1, 6, 30)]
+
+
+@pytest.mark.parametrize("expr", ["30 1 * * *", "30 2 * * *", "0,30 2,3 * * *", "*/15 * * * *",
+                                  "0 * * * *"])
+@pytest.mark.parametrize("dst", [{}, {"gap": "skip", "fold": "both"}])
+def test_consecutive_windows_give_each_slot_exactly_once(expr: str, dst: dict[str, str]) -> None:
+    # The tick asks for (cursor, now] on every run: cutting an interval anywhere must
+    # neither lose nor repeat a slot, also across both transitions.
+    rng = random.Random(expr)
+    for zone_name, day in [(NY, SPRING_FORWARD), (NY, FALL_BACK), (LORD_HOWE, date(2026, 10, 4)),
+                           (LORD_HOWE, date(2026, 4, 5))]:
+        s = spec(expr, zone_name, dst=dst)
+        start = utc(day.year, day.month, day.day) - timedelta(hours=12)
+        end = start + timedelta(hours=48)
+        whole = cron.slots(s, start, end)
+        cuts = sorted({start + timedelta(minutes=rng.randrange(0, 48 * 60)) for _ in range(40)}
+                      | {start, end} | {c.at for c in cron.zone_changes(s.zone, start, end)})
+        pieces = [t for a, b in itertools.pairwise(cuts) for t in cron.slots(s, a, b)]
+        assert pieces == whole, (zone_name, day)
+
+
 # --------------------------------------------------------------------------- brute force
 
 
