@@ -134,6 +134,9 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
 
     state = State()
     paths = sorted(files)
+    prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
+    if prefetch is not None:
+        prefetch(p for p in paths if p.endswith(".json") and "/tracks/" not in p)
     finished = set()
     for path in paths:
         parts = path.split("/")
@@ -142,6 +145,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             state.runs[run.run_id] = run
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
+    if prefetch is not None:
+        prefetch(p for p in paths if "/tracks/" in p and p.split("/")[2] not in finished)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -458,17 +458,20 @@ class GitTransport:
 class _TreeFiles(Mapping[str, bytes]):
     """Files of one commit: the tree is listed once, contents loaded in bulk on demand.
 
-    The first access to a path loads every not yet loaded file under the same
-    top-level directory with one ``git cat-file --batch``: a tick reads all of
-    ``state/`` anyway, while single-branch mode need not load the project's sources.
+    A miss loads the requested file together with its not yet loaded siblings (same
+    folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
+    one call (the state parser asks for every ``run.json`` at once, but never for the
+    briefs or the tracks of finished runs). Contents are cached by blob id in a cache
+    shared by the store's snapshots, so reading the same tip twice (the tick reads,
+    then its compare-and-swap reads again) loads nothing the second time.
     """
 
-    def __init__(self, git: Git, tip: str) -> None:
+    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None) -> None:
         self._git = git
         self._tip = tip
         self._lock = threading.Lock()
         self._index: dict[str, str] | None = None
-        self._blobs: dict[str, bytes] = {}
+        self._cache: dict[str, bytes] = {} if cache is None else cache
 
     def _entries(self) -> dict[str, str]:
         with self._lock:
@@ -489,28 +492,33 @@ class _TreeFiles(Mapping[str, bytes]):
         entries = self._entries()
         if path not in entries:
             raise KeyError(path)
+        sha = entries[path]
         with self._lock:
-            if path not in self._blobs:
-                top = path.split("/", 1)[0] + "/" if "/" in path else None
-                group = [p for p in entries if p not in self._blobs and (
-                    p.startswith(top) if top else "/" not in p)]
-                self._load(group, entries)
-            return self._blobs[path]
+            if sha not in self._cache:
+                folder = path.rpartition("/")[0] + "/"
+                self._load([sha, *(s for p, s in entries.items() if p.startswith(folder)
+                                   and "/" not in p[len(folder):])])
+            return self._cache[sha]
 
-    def _load(self, paths: list[str], entries: dict[str, str]) -> None:
-        shas = sorted({entries[p] for p in paths})
-        out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in shas)
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Load the contents of ``paths`` (those in the tree) with one git call."""
+        entries = self._entries()
+        with self._lock:
+            self._load([entries[p] for p in paths if p in entries])
+
+    def _load(self, shas: Iterable[str]) -> None:
+        wanted = sorted({s for s in shas if s not in self._cache})
+        if not wanted:
+            return
+        out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in wanted)
                             .encode()).stdout
-        contents: dict[str, bytes] = {}
         pos = 0
         while pos < len(out):
             end = out.index(b"\n", pos)
             sha, _kind, size = out[pos:end].decode().split(" ")
             start = end + 1
-            contents[sha] = out[start:start + int(size)]
+            self._cache[sha] = out[start:start + int(size)]
             pos = start + int(size) + 1
-        for p in paths:
-            self._blobs[p] = contents[entries[p]]
 
     def __contains__(self, path: object) -> bool:
         return path in self._entries()
@@ -603,6 +611,7 @@ class GitStateStore:
         self._clock = clock
         self._rand = rand
         self.redact = Redactor()
+        self._blobs: dict[str, bytes] = {}  # blob id -> content, shared by snapshots
         self.git = Git(self.repo, self.redact)
         if self.git.run("rev-parse", "--git-dir", check=False).returncode != 0:
             raise UserError(f"not a git repository: {self.repo}")
@@ -676,7 +685,7 @@ class GitStateStore:
 
     def read(self) -> Snapshot:
         tip = self._fetch_tip()
-        return Snapshot(tip, _TreeFiles(self.git, tip) if tip else _EMPTY)
+        return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs) if tip else _EMPTY)
 
     def _fetch_tip(self) -> str | None:
         for _ in range(5):

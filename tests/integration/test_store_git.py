@@ -180,11 +180,13 @@ def test_a_missing_remote_fails_at_once_with_exit_3(tmp_path: Path) -> None:
     assert info.value.exit_code == EXIT_REMOTE
 
 
-def test_a_snapshot_loads_every_state_file_with_one_cat_file(
+def test_snapshots_load_blobs_in_bulk_and_share_them_by_blob_id(
         tmp_path: Path, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = _store(_clone(tmp_path, "w"), origin)
-    writer.transact(lambda _: {f"state/runs/r{i}/run.json": f"{i}\n".encode()
-                               for i in range(300)}, "many")
+    writer.transact(lambda _: {**{f"state/runs/r{i}/run.json": f"{i}\n".encode()
+                                  for i in range(300)},
+                               **{f"state/runs/r{i}/brief.html": b"<p>big</p>" * 100
+                                  for i in range(300)}}, "many")
     reader = _store(_clone(tmp_path, "r"), origin)
     calls: list[tuple[str, ...]] = []
     real_run = reader.git.run
@@ -195,10 +197,20 @@ def test_a_snapshot_loads_every_state_file_with_one_cat_file(
 
     monkeypatch.setattr(reader.git, "run", counting_run)
     snap = reader.read()
-    contents = {path: snap.files[path] for path in snap.files}
+    runs = [p for p in snap.files if p.endswith("/run.json")]
+    snap.files.prefetch(runs)  # type: ignore[attr-defined]
+    contents = {path: snap.files[path] for path in runs}
     assert len(contents) == 300 and contents["state/runs/r7/run.json"] == b"7\n"
-    assert [c[:2] for c in calls].count(("cat-file", "--batch")) == 1
+    batches = [c for c in calls if c[:2] == ("cat-file", "--batch")]
+    assert len(batches) == 1  # one bulk load, and no brief was read
     assert [c[:1] for c in calls].count(("ls-tree",)) == 1
+    # a miss loads the file with its siblings: one call for a run's folder
+    assert snap.files["state/runs/r3/brief.html"].startswith(b"<p>big")
+    assert len([c for c in calls if c[:2] == ("cat-file", "--batch")]) == 2
+    # the same tip read again costs a tree listing, no blob loads
+    again = reader.read()
+    assert again.files["state/runs/r9/run.json"] == b"9\n"
+    assert len([c for c in calls if c[:2] == ("cat-file", "--batch")]) == 2
 
 
 # --------------------------------------------------------------------------- hooks
