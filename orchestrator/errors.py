@@ -14,6 +14,7 @@ EXIT_USER = 1
 EXIT_USAGE = 2
 EXIT_REMOTE = 3
 EXIT_UNEXPECTED = 4
+EXIT_STALE = 5
 
 
 class OrchestratorError(Exception):
@@ -81,3 +82,11 @@ class ExecutorError(OrchestratorError):
 
 class CircuitOpen(ExecutorError):
     """The executor backend's circuit breaker is open; no call was made."""
+
+
+class Stale(OrchestratorError):
+    """The last tick is older than the allowed staleness."""
+
+    # Its own code, so a monitor can tell "the clock stopped" (5) from "the remote
+    # could not be read" (3) and from a bad argument (1).
+    exit_code = EXIT_STALE

@@ -22,6 +22,9 @@ MODULES: tuple[str, ...] = (
     "demo",
     "report",
     "compact",
+    "status",
+    "serve",
+    "init",
 )
 
 

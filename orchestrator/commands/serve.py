@@ -1,0 +1,150 @@
+"""``orchestrator serve``: the tick (and friends) on a local wake-up loop.
+
+For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
+
+- ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
+  ``orchestrator tick`` does; several ``serve`` processes (or a ``serve`` and the
+  GitHub workflow) may tick the same state branch: compare-and-swap keeps every slot
+  fired once;
+- ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
+  older than ``--max-staleness`` (say, pushes are being rejected);
+- ``compact`` once a day, with ``--compact-keep-days N``.
+
+SIGINT or SIGTERM stops the wake-ups, lets running consumers finish (a tick in the
+middle of its push completes it) and exits 0. A second signal ends the process at
+once. Nothing is kept in memory between wake-ups: all state is on the state branch,
+so a restarted ``serve`` carries on where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from datetime import datetime, timedelta
+from types import FrameType
+
+import click
+
+from ..cli import Config, pass_config
+from ..serve import Loop, Work
+from ..store import Change, GitStateStore, Snapshot
+from . import compact
+from .status import DEFAULT_MAX_STALENESS, last_tick
+from .tick import EXECUTORS, make_tick, ping
+
+HEARTBEAT_CHECK_EVERY = 15 * 60.0
+COMPACT_EVERY = 24 * 3600.0
+PING_EVERY = 60.0
+"""Seconds between heartbeat-URL pings: a 1-second interval must not ping every second."""
+
+
+def tick_work(cfg: Config, executor: str, heartbeat_every: float,
+              heartbeat_url: str | None) -> Work:
+    last_ping: list[float] = []
+
+    def work(now: datetime) -> list[str]:
+        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every).run()
+        lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
+        if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
+            last_ping[:] = [time.monotonic()]
+            problem = ping(heartbeat_url)
+            if problem:
+                lines.append(problem)
+        return lines
+
+    return work
+
+
+def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
+    def work(now: datetime) -> list[str]:
+        files = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+        last = last_tick(files)
+        if last is None:
+            return ["warning: no tick recorded on the state branch yet"]
+        if now - last > timedelta(minutes=max_staleness):
+            return [f"warning: the last tick on the state branch is from "
+                    f"{last:%Y-%m-%dT%H:%M:%SZ}, more than {max_staleness:g} minutes ago"]
+        return []
+
+    return work
+
+
+def compact_work(cfg: Config, keep_days: int) -> Work:
+    def work(now: datetime) -> list[str]:
+        store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+        planned: dict[str, compact.Plan] = {}
+
+        def change(snap: Snapshot) -> Change | None:
+            planned["last"] = compact.plan(snap.files, keep_days, now)
+            return planned["last"].change
+
+        tag = compact.archive_tag(now)
+        result = store.archive(change, f"compact: archive runs finished more than "
+                                       f"{keep_days} days before {now:%Y-%m-%dT%H:%M:%SZ}",
+                               tag)
+        done = planned.get("last")
+        if not result.landed or done is None:
+            return []
+        return [f"archived {len(done.runs)} run(s); previous history kept as tag {tag}"]
+
+    return work
+
+
+def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
+               heartbeat_url: str | None, max_staleness: float,
+               compact_keep_days: int | None) -> Loop:
+    loop = Loop(interval, log=lambda line: click.echo(line, err=True))
+    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url))
+    loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
+             initial_delay=HEARTBEAT_CHECK_EVERY)
+    if compact_keep_days is not None:
+        loop.add("compact", compact_work(cfg, compact_keep_days), every=COMPACT_EVERY)
+    return loop
+
+
+def install_signals(loop: Loop) -> None:
+    def handle(signum: int, frame: FrameType | None) -> None:
+        # Only flag it here: the loop logs it, outside the handler (a handler that
+        # writes could interrupt a write to the same stream).
+        loop.stop(signal.Signals(signum).name)
+        # The second signal takes the default action: end the process now.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+@click.command("serve")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=60, show_default=True,
+              metavar="SECONDS", help="Seconds between wake-ups (aligned to the clock).")
+@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
+              default="local", show_default=True, help="Where tracks run.")
+@click.option("--compact-keep-days", type=click.IntRange(min=0), metavar="N",
+              help="Once a day, archive runs that finished more than N days ago.")
+@click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",
+              help="URL to GET after a successful tick, at most once a minute.")
+@click.option("--heartbeat-every", type=click.FloatRange(min=1), default=60,
+              show_default=True,
+              help="Minutes after which an idle tick still commits a heartbeat line.")
+@click.option("--max-staleness", type=click.FloatRange(min=1), metavar="MINUTES",
+              default=DEFAULT_MAX_STALENESS, show_default=True,
+              help="Warn when the last tick on the state branch is older than this.")
+@pass_config
+def command(cfg: Config, interval: float, executor: str, compact_keep_days: int | None,
+            heartbeat_url: str | None, heartbeat_every: float, max_staleness: float) -> int:
+    """Tick every --interval seconds until SIGINT or SIGTERM (then finish the running
+    tick and exit 0). Logs one line per wake-up to stderr."""
+    GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)  # fail now on a bad repo/remote
+    loop = build_loop(cfg, interval=interval, executor=executor,
+                      heartbeat_every=heartbeat_every, heartbeat_url=heartbeat_url,
+                      max_staleness=max_staleness, compact_keep_days=compact_keep_days)
+    install_signals(loop)
+    names = ", ".join(c.name for c in loop.consumers)
+    loop.say(f"serving {cfg.repo} (state branch {cfg.state_branch!r} of {cfg.remote}, "
+             f"executor {executor}) every {interval:g}s: {names}")
+    sys.stderr.flush()
+    loop.run()
+    loop.say(f"stopped after {loop.wakeups} wake-up(s)")
+    return 0
