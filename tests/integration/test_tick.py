@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from orchestrator import state as st
-from orchestrator.commands.tick import make_tick
 from orchestrator.cli import Config
+from orchestrator.commands.tick import make_tick
 from orchestrator.models import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 
