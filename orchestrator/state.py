@@ -97,19 +97,33 @@ class State:
             health=dict(self.health),
         )
 
-    def dump(self) -> dict[str, bytes]:
-        """The JSON records of this state as files (not the logs, briefs or index)."""
+    def dump(self, base: State | None = None) -> dict[str, bytes]:
+        """The JSON records of this state as files (not the logs, briefs or index).
+
+        With ``base`` (the state this one was derived from), records that are the very
+        same objects as in ``base`` are left out: models are immutable, so an
+        unchanged record is an identical object, and a tick over thousands of
+        finished runs serialises only what it touched.
+        """
+
+        def fresh(old: Mapping[str, Any] | None, key: str, value: Any) -> bool:
+            return old is None or old.get(key) is not value
+
         files: dict[str, bytes] = {}
         for sid, cursor in self.cursors.items():
-            files[cursor_path(sid)] = to_json(cursor)
+            if fresh(base.cursors if base else None, sid, cursor):
+                files[cursor_path(sid)] = to_json(cursor)
         for rid, run in self.runs.items():
-            files[run_path(rid)] = to_json(run)
+            if fresh(base.runs if base else None, rid, run):
+                files[run_path(rid)] = to_json(run)
         for rid, tracks in self.tracks.items():
             for name, track in tracks.items():
-                files[track_path(rid, name)] = to_json(track)
+                if fresh(base.tracks.get(rid) if base else None, name, track):
+                    files[track_path(rid, name)] = to_json(track)
         for key, letter in self.dlq.items():
-            files[dlq_path(key)] = to_json(letter)
-        if self.health:
+            if fresh(base.dlq if base else None, key, letter):
+                files[dlq_path(key)] = to_json(letter)
+        if self.health and (base is None or base.health != self.health):
             files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
         return files
 

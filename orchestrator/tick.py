@@ -202,14 +202,14 @@ class Tick:
 
     # ---------------------------------------------------------------- planning
 
-    def _plan_files(self, snap: Snapshot, schedules: list[Schedule], invalid: list[str],
-                    obs: Observations, breaker: Breaker | None,
+    def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
+                    invalid: list[str], obs: Observations, breaker: Breaker | None,
                     result: TickResult) -> tuple[Decision, dict[str, bytes | None]]:
-        decision = plan(schedules, st.load(snap.files), obs, self.now,
+        decision = plan(schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
         if breaker is not None:
             decision.state.health[self.executor_name] = breaker
-        files: dict[str, bytes | None] = dict(decision.state.dump())
+        files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         result.rendered = self._consolidate(decision, files, snap.files, schedules)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         return decision, st.changes(snap.files, files)
@@ -291,14 +291,19 @@ class Tick:
         breaker = executor.health()
 
         if dry_run:
-            result.decision, _ = self._plan_files(snap, schedules, invalid, obs, breaker, result)
+            result.decision, _ = self._plan_files(snap, state0, schedules, invalid, obs,
+                                                  breaker, result)
             result.tip = snap.tip
             return result
 
         holder: dict[str, Decision] = {}
 
         def mark(s: Snapshot) -> dict[str, bytes | None] | None:
-            decision, changed = self._plan_files(s, schedules, invalid, obs, breaker, result)
+            # plan() never mutates its input, so the state parsed for observation is
+            # reused while the compare-and-swap still sees the same tip
+            state = state0 if s.tip == snap.tip else st.load(s.files)
+            decision, changed = self._plan_files(s, state, schedules, invalid, obs, breaker,
+                                                 result)
             holder["decision"] = decision
             return changed or None
 
@@ -331,11 +336,12 @@ class Tick:
     def _record(self, results: list[DispatchResult], breaker: Breaker | None,
                 result: TickResult) -> None:
         def record(s: Snapshot) -> dict[str, bytes | None] | None:
-            state = st.load(s.files)
+            before = st.load(s.files)
+            state = before.copy()
             lines = record_dispatch(state, results, self.now)
             if breaker is not None:
                 state.health[self.executor_name] = breaker
-            files: dict[str, bytes | None] = dict(state.dump())
+            files: dict[str, bytes | None] = dict(state.dump(base=before))
             touched: dict[str, list[str]] = {}
             for line in lines:
                 run_id, _, rest = line.partition("/")
