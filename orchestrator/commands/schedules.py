@@ -433,3 +433,13 @@ def remove(cfg: Config, schedule_id: str) -> int:
     path.unlink()
     click.echo(f"removed {display_path(path, cfg.repo)}; commit it and open a pull request")
     return 0
+
+
+def _add_runs() -> None:
+    # `schedules runs ID` reads the state branch; its code lives with `runs`.
+    from .runs import schedule_runs
+
+    command.add_command(schedule_runs)
+
+
+_add_runs()
