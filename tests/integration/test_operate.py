@@ -1,0 +1,256 @@
+"""init, status, serve and the heartbeat ping against real git, real processes and a
+real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from orchestrator import state as st
+from orchestrator.commands import init
+from orchestrator.store import GitStateStore
+
+BRANCH = "orchestrator-state"
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def initialised(tmp: Path) -> Path:
+    """``orchestrator init`` in a new folder, with a bare ``origin``."""
+    git("init", "--quiet", "--bare", "--initial-branch=main", "origin.git", cwd=tmp)
+    proc = cli(tmp / "repo", "init")
+    assert proc.returncode == 0, proc.stderr
+    repo = tmp / "repo"
+    git("remote", "add", "origin", str(tmp / "origin.git"), cwd=repo)
+    return repo
+
+
+def every_minute(repo: Path, run: str = "true") -> None:
+    (repo / "schedules" / "nightly.json").unlink()
+    proc = cli(repo, "schedules", "add", "minutely", "--every", "minute", "--track",
+               f"t={run}")
+    assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- init
+
+
+def test_init_into_an_empty_folder_then_validate_and_tick(tmp_path: Path) -> None:
+    repo = initialised(tmp_path)
+    assert git("rev-parse", "--is-inside-work-tree", cwd=repo) == "true"
+    for rel in init.scaffold_files():
+        assert (repo / rel).is_file(), rel
+    assert not (repo / ".github" / "workflows" / "pages.yml").exists()
+    assert "## Scheduled work (orchestrator)" in (repo / "README.md").read_text()
+    assert (repo / ".gitignore").read_text() == ".orchestrator/\n"
+    proc = cli(repo, "validate", "--preview", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 schedule valid, 0 invalid" in proc.stdout
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    # 2026-12-01 is a Tuesday: the example (02:15 New York on weekdays) is due at 07:15Z
+    proc = cli(repo, "tick", "--executor", "local", "--now", "2026-12-01T07:16:00Z", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "nightly--20261201T0715Z: fired slot" in proc.stdout
+    files = GitStateStore(repo, "origin", BRANCH).read().files
+    assert st.run_path("nightly--20261201T0715Z") in files
+
+
+def test_init_refuses_beside_existing_schedules_and_writes_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "schedules").mkdir(parents=True)
+    (repo / "schedules" / "mine.json").write_text("{}\n")
+    proc = cli(repo, "init")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"orchestrator: {repo}/schedules/mine.json already exists")
+    assert "--force" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*")) == [
+        "schedules", "schedules/mine.json"]
+    proc = cli(repo, "init", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "schedules" / "mine.json").read_text() == "{}\n"  # not ours: untouched
+    assert (repo / "schedules" / "nightly.json").is_file()
+
+
+def test_init_refuses_to_overwrite_a_workflow_and_force_overwrites_it(tmp_path: Path
+                                                                      ) -> None:
+    repo = tmp_path / "repo"
+    tick_yml = repo / ".github" / "workflows" / "tick.yml"
+    tick_yml.parent.mkdir(parents=True)
+    tick_yml.write_text("name: mine\n")
+    (repo / "README.md").write_text("# My project\n")
+    proc = cli(tmp_path, "init", str(repo))
+    assert proc.returncode == 1 and "tick.yml already exists" in proc.stderr
+    assert tick_yml.read_text() == "name: mine\n"
+    for _ in range(2):  # twice: the README section and .gitignore line are added once
+        proc = cli(tmp_path, "init", str(repo), "--force", "--pages")
+        assert proc.returncode == 0, proc.stderr
+    assert "overwrote .github/workflows/tick.yml" in proc.stdout
+    assert tick_yml.read_text() == init.scaffold_files()[".github/workflows/tick.yml"]
+    assert (repo / ".github" / "workflows" / "pages.yml").is_file()
+    readme = (repo / "README.md").read_text()
+    assert readme.startswith("# My project\n\n## Scheduled work (orchestrator)\n")
+    assert readme.count("## Scheduled work (orchestrator)") == 1
+    assert (repo / ".gitignore").read_text() == ".orchestrator/\n"
+
+
+# --------------------------------------------------------------------------- status
+
+
+def test_status_is_stale_without_ticks_fresh_after_one_and_stale_again_later(
+        tmp_path: Path) -> None:
+    repo = initialised(tmp_path)
+    proc = cli(repo, "status")
+    assert proc.returncode == 5
+    assert "none recorded" in proc.stdout
+    assert proc.stderr == f"orchestrator: no tick recorded on branch {BRANCH!r} of origin\n"
+
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    assert cli(repo, "tick", "--now", "2026-12-01T07:16:00Z", env=env).returncode == 0
+    proc = cli(repo, "status", "--now", "2026-12-01T07:17:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert "2026-12-01T07:16:00Z  (1m ago; fresh, limit 90m)" in proc.stdout
+    assert "nightly--20261201T0715Z  running:" in proc.stdout
+
+    proc = cli(repo, "status", "--now", "2026-12-01T07:47:00Z", "--max-staleness", "30",
+               "--json")
+    assert proc.returncode == 5
+    report = json.loads(proc.stdout)
+    assert report["stale"] is True and report["age_minutes"] == 31.0
+    assert report["open_runs"][0]["run_id"] == "nightly--20261201T0715Z"
+    assert "is 31m old, more than 30 minutes" in proc.stderr
+
+
+def test_status_cannot_read_the_remote_exits_3(tmp_path: Path) -> None:
+    repo = initialised(tmp_path)
+    proc = cli(repo, "--remote", str(tmp_path / "nowhere.git"), "status")
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith("orchestrator: ") and "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- heartbeat
+
+
+class Monitor:
+    """A stand-in for an external monitor (e.g. Healthchecks.io): counts GETs."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.paths: list[str] = []
+        monitor = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                monitor.paths.append(self.path)
+                self.send_response(monitor.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/ping/abc"
+
+
+@pytest.fixture
+def monitor(request: pytest.FixtureRequest) -> Iterator[Monitor]:
+    m = Monitor(getattr(request, "param", 200))
+    m.thread.start()
+    yield m
+    m.server.shutdown()
+    m.server.server_close()
+
+
+def test_a_successful_tick_pings_the_heartbeat_url(tmp_path: Path, monitor: Monitor) -> None:
+    repo = initialised(tmp_path)
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:00:00Z", "--heartbeat-url", monitor.url,
+               env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert monitor.paths == ["/ping/abc"]
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", "--dry-run",
+               env={**env, "ORCHESTRATOR_HEARTBEAT_URL": monitor.url})
+    assert proc.returncode == 0 and monitor.paths == ["/ping/abc"]  # a dry run does not
+
+
+@pytest.mark.parametrize("monitor", [500], indirect=True)
+def test_a_failed_ping_never_fails_the_tick(tmp_path: Path, monitor: Monitor) -> None:
+    repo = initialised(tmp_path)
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:16:00Z", "--heartbeat-url", monitor.url,
+               env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert monitor.paths == ["/ping/abc"]
+    assert "heartbeat ping failed: HTTPStatusError" in proc.stdout
+    assert "committed" in proc.stdout
+    # nobody listening at all
+    monitor.server.shutdown()
+    monitor.server.server_close()
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:17:00Z", "--heartbeat-url", monitor.url,
+               env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "heartbeat ping failed: ConnectError" in proc.stdout
+
+
+# --------------------------------------------------------------------------- serve
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_ticks_on_the_real_clock_and_a_signal_ends_it_with_0(tmp_path: Path,
+                                                                    sig: int) -> None:
+    repo = initialised(tmp_path)
+    every_minute(repo)
+    work = tmp_path / "work"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "serve", "--interval",
+         "0.2"], env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (work / "launches.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (work / "launches.log").exists(), "serve fired nothing"
+        proc.send_signal(sig)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith(f"serving {repo} (state branch {BRANCH!r} of origin")
+    assert any(" wake-up 2: " in line for line in lines)
+    assert f"{signal.Signals(sig).name}: stopping" in err
+    assert lines[-1].startswith("stopped after ")
+    files = GitStateStore(repo, "origin", BRANCH).read().files
+    runs = st.load(files).runs
+    assert len(runs) in (1, 2) and all(r.startswith("minutely--") for r in runs)
+
+
+def test_serve_refuses_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
+    proc = cli(tmp_path, "serve", "--interval", "1")
+    assert proc.returncode == 1
+    assert proc.stderr == f"orchestrator: not a git repository: {tmp_path}\n"

@@ -1,0 +1,104 @@
+"""The status report as a pure function of state files, schedules and ``now``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from orchestrator import state as st
+from orchestrator.commands.status import build, last_tick, text
+from orchestrator.models import (
+    Breaker,
+    Cursor,
+    DeadLetter,
+    Run,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    Track,
+    TrackPhase,
+    TrackSpec,
+)
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+LIMIT = timedelta(minutes=90)
+
+
+def schedule(sid: str, **spec: object) -> Schedule:
+    data = {"cron": "0 7 * * *", "tracks": [{"name": "a", "run": "true"}], **spec}
+    return Schedule(id=sid, spec=ScheduleSpec.model_validate(data, strict=False))
+
+
+def ticks(*moments: datetime) -> bytes:
+    return b"".join(st.json_line({"at": m.isoformat().replace("+00:00", "Z"),
+                                  "executor": "local"}) for m in moments)
+
+
+def test_last_tick_is_the_newest_readable_line() -> None:
+    assert last_tick({}) is None
+    assert last_tick({st.TICKS: b""}) is None
+    data = ticks(T0, T0 + timedelta(minutes=15)) + b"not json\n" + b'{"no": "at"}\n'
+    assert last_tick({st.TICKS: data}) == T0 + timedelta(minutes=15)
+    assert last_tick({st.TICKS: b'{"at": "2026-12-01T07:00:00"}\n'}) is None  # no offset
+
+
+def test_fresh_until_the_limit_then_stale() -> None:
+    files = {st.TICKS: ticks(T0)}
+    assert build(files, [], [], T0 + LIMIT, LIMIT)["stale"] is False
+    late = build(files, [], [], T0 + LIMIT + timedelta(seconds=1), LIMIT)
+    assert late["stale"] is True
+    assert late["age_minutes"] == 90.0
+    assert late["last_tick"] == "2026-12-01T07:00:00Z"
+
+
+def test_no_tick_at_all_is_stale() -> None:
+    report = build({}, [schedule("nightly")], [], T0, LIMIT)
+    assert report["stale"] is True and report["last_tick"] is None
+    # strictly after now: the 07:00 slot at 07:00 is the tick's business, not "next"
+    assert report["schedules"] == [{"id": "nightly", "enabled": True,
+                                    "next": "2026-12-02T07:00:00Z", "last_run_id": None,
+                                    "last_error": None}]
+    assert text(report)[0].startswith("last tick     none recorded")
+
+
+def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
+    run_id = "nightly--20261201T0700Z"
+    run = Run(run_id=run_id, schedule_id="nightly", slot=T0, fire_at=T0, created_at=T0,
+              deadline=T0 + timedelta(hours=4), status=RunStatus.RUNNING, tracks=["a", "b"])
+    done = run.model_copy(update={"run_id": "nightly--20261130T0700Z",
+                                  "slot": T0 - timedelta(days=1),
+                                  "status": RunStatus.COMPLETED})
+    spec = TrackSpec(name="a", run="true")
+    a = Track(run_id=run_id, name="a", phase=TrackPhase.RUNNING, spec=spec)
+    b = Track(run_id=run_id, name="b", phase=TrackPhase.FAILED,
+              spec=spec.model_copy(update={"name": "b"}))
+    letter = DeadLetter(key=f"{run_id}--b", run_id=run_id, track="b", reason="failed",
+                        parked_at=T0, attempts=1, payload=spec)
+    gone = letter.model_copy(update={"key": f"{run_id}--c", "track": "c", "discarded": True})
+    state = st.State(
+        cursors={"nightly": Cursor(schedule_id="nightly", since=T0, last_run_id=run_id),
+                 "once": Cursor(schedule_id="once", since=T0, done=True)},
+        runs={run.run_id: run, done.run_id: done},
+        tracks={run_id: {"a": a, "b": b}},
+        dlq={letter.key: letter, gone.key: gone},
+        health={"github": Breaker(state="open", failures=5, opened_at=T0)},
+    )
+    files = {**state.dump(), st.TICKS: ticks(T0)}
+    schedules = [schedule("nightly"), schedule("off", enabled=False),
+                 schedule("once", cron=None, at="2026-12-01T06:00:00Z")]
+    report = build(files, schedules, ["schedules/bad.json: cron: nope"],
+                   T0 + timedelta(minutes=5), LIMIT)
+    assert report["stale"] is False and report["age_minutes"] == 5.0
+    assert {s["id"]: s["next"] for s in report["schedules"]} == {
+        "nightly": "2026-12-02T07:00:00Z", "off": None, "once": None}
+    assert report["schedules"][0]["last_run_id"] == run_id
+    assert report["open_runs"] == [{"run_id": run_id, "schedule": "nightly",
+                                    "status": "running", "slot": "2026-12-01T07:00:00Z",
+                                    "tracks": {"a": "running", "b": "failed"}}]
+    assert report["dead_letters"] == 1
+    assert report["breakers"]["github"]["state"] == "open"
+    out = "\n".join(text(report))
+    assert "nightly--20261201T0700Z  running: a running, b failed" in out
+    assert "off      disabled" in out
+    assert "invalid: schedules/bad.json: cron: nope" in out
+    assert "breakers      github open (5 failures)" in out
+    assert "(5m ago; fresh, limit 90m)" in out
