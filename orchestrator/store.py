@@ -722,6 +722,7 @@ class GitStateStore:
         while True:
             attempt += 1
             commit = ""
+            began = self._clock()
             try:
                 snap = self.read()
                 mine = self._which_landed(unsure, snap.tip)
@@ -761,10 +762,14 @@ class GitStateStore:
                                  last)
                         return TransactResult(True, mine, attempt, unsure[mine])
             log.info("%s: attempt %d: %s", self.where(), attempt, last)
-            self._backoff(attempt, start, last)
+            self._backoff(attempt, start, last, slot=self._clock() - began)
 
-    def _backoff(self, attempt: int, start: float, last: str) -> None:
-        delay = self._rand() * min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+    def _backoff(self, attempt: int, start: float, last: str, slot: float = 0.0) -> None:
+        # The "slot time" of the exponential back-off is what one attempt costs here
+        # (about 0.2 s against a local origin, a second or more against GitHub), but
+        # never less than base_delay: the waits then scale with the remote by themselves.
+        slot = max(self.base_delay, slot)
+        delay = self._rand() * min(self.max_delay, slot * 2 ** (attempt - 1))
         elapsed = self._clock() - start
         if attempt >= self.max_attempts or elapsed + delay > self.max_seconds:
             raise CASExhausted(

@@ -330,7 +330,8 @@ def test_retries_are_bounded_by_attempts_and_by_seconds(tmp_path: Path, origin: 
     repo = _clone(tmp_path, "repo")
     delays: list[float] = []
     store = GitStateStore(repo, str(origin), max_attempts=4, base_delay=1.0, max_delay=3.0,
-                          max_seconds=1000, sleep=delays.append, rand=lambda: 1.0)
+                          max_seconds=1000, sleep=delays.append, rand=lambda: 1.0,
+                          clock=lambda: 0.0)
     store.transport = FlakyTransport(GitTransport(store.git, store.url), accept_first=False)
     store.transport.pushes = -100  # every push "breaks the connection"
     with pytest.raises(CASExhausted, match="after 4 attempts"):
