@@ -394,3 +394,19 @@ def test_a_token_is_sent_but_never_stored_or_shown(
     assert token not in message and basic not in message
     assert str(status) in message
     assert token not in (repo / ".git" / "config").read_text()
+
+
+def test_a_runner_without_a_git_identity_commits_as_orchestrator(
+        tmp_path: Path, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    repo = _clone(tmp_path, "repo")
+    _store(repo, origin).transact(lambda _: _put("state/a", b"1"), "one")
+    assert git("log", "-1", "--format=%an <%ae>|%cn <%ce>", BRANCH, cwd=origin) == (
+        "orchestrator <orchestrator@localhost>|orchestrator <orchestrator@localhost>")
+    git("config", "user.name", "Release Bot", cwd=repo)
+    git("config", "user.email", "bot@example.invalid", cwd=repo)
+    _store(repo, origin).transact(lambda _: _put("state/a", b"2"), "two")
+    assert git("log", "-1", "--format=%an <%ae>", BRANCH, cwd=origin) == (
+        "Release Bot <bot@example.invalid>")
