@@ -1,0 +1,104 @@
+"""A new user at a shell: the installed ``orchestrator`` console script, run as a
+subprocess in the user's checkout, plus the git commands such a user types.
+
+Every test in this folder drives the CLI through :meth:`User.run` or
+:meth:`User.start` with the command words first (``user.run("dlq", "list")``):
+``test_command_coverage.py`` reads those calls to check every command is exercised.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+STATE_BRANCH = "orchestrator-state"
+
+
+def orchestrator() -> str:
+    """The console script installed beside this interpreter (``pip install -e .``)."""
+    beside = Path(sys.executable).with_name("orchestrator")
+    found = str(beside) if beside.exists() else shutil.which("orchestrator")
+    assert found, "the orchestrator console script is not installed (pip install -e .)"
+    return found
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, timeout=60).stdout.strip()
+
+
+class User:
+    """Runs ``orchestrator`` in ``cwd`` (the checkout), as someone at a terminal would."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def run(self, *args: str, expect: int | None = 0, cwd: Path | None = None,
+            timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([orchestrator(), *args], cwd=cwd or self.cwd,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if expect is not None and proc.returncode != expect:
+            raise AssertionError(f"orchestrator {' '.join(args)}: exit {proc.returncode}, "
+                                 f"expected {expect}\nstdout:\n{proc.stdout}\n"
+                                 f"stderr:\n{proc.stderr}")
+        return proc
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args).stdout)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([orchestrator(), *args], cwd=self.cwd, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    # ---------------------------------------------------------------- conveniences
+
+    def tick(self, now: str) -> dict[str, Any]:
+        """One tick at ``now`` (local executor); waits until the tracks it started exit,
+        as a user would before the next tick, by the work folder's ``status.json``."""
+        result: dict[str, Any] = self.json("tick", "--now", now, "--json")
+        work = self.cwd / ".orchestrator" / "work"
+        wait(lambda: all(_exited(work / key) for key in result["dispatched"]),
+             f"tracks {result['dispatched']} did not finish")
+        return result
+
+    def state_file(self, path: str) -> str:
+        """A file of the state branch, read as a user would: fetch, then ``git show``."""
+        git("fetch", "--quiet", "origin", STATE_BRANCH, cwd=self.cwd)
+        return git("show", f"FETCH_HEAD:{path}", cwd=self.cwd)
+
+
+def _exited(folder: Path) -> bool:
+    try:
+        status = json.loads((folder / "status.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    return status.get("state") not in ("queued", "running")
+
+
+def wait(predicate: Callable[[], bool], message: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(message)
+
+
+def new_repository(tmp: Path) -> tuple[User, Path]:
+    """``orchestrator init`` into a new folder, a bare ``origin``, first commit pushed."""
+    origin = tmp / "origin.git"
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp)
+    user = User(tmp / "repo")
+    out = user.run("init", str(tmp / "repo"), cwd=tmp).stdout
+    assert "created schedules/nightly.json" in out
+    git("remote", "add", "origin", str(origin), cwd=user.cwd)
+    git("add", ".", cwd=user.cwd)
+    git("commit", "--quiet", "-m", "Scaffold from orchestrator init", cwd=user.cwd)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=user.cwd)
+    return user, origin
