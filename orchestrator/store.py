@@ -714,6 +714,15 @@ class GitStateStore:
             raise UserError(f"invalid tag name {tag!r}")
         return self._run(change_fn, message, tag=tag)
 
+    def _check_tag_free(self, tag: str) -> None:
+        try:
+            taken = self.transport.ls_remote([f"refs/tags/{tag}"])
+        except TransportError as exc:
+            raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
+        if taken:
+            raise UserError(f"tag {tag!r} already exists on {self.remote_name}; "
+                            "archive under another name (another --now)")
+
     def _run(self, change_fn: ChangeFn, message: str, tag: str | None) -> TransactResult:
         start = self._clock()
         # Commits whose push ended in a transient failure: they may have landed.
@@ -731,6 +740,8 @@ class GitStateStore:
                 change = effective(snap.files, change_fn(snap))
                 if not change:
                     return TransactResult(False, snap.tip, attempt)
+                if tag is not None and attempt == 1:
+                    self._check_tag_free(tag)
                 root = tag is not None and snap.tip is not None and all(
                     p.startswith(STATE_PREFIX) for p in snap.files)
                 commit = self._commit(snap.tip, change, message, root=root)
@@ -750,6 +761,8 @@ class GitStateStore:
                 raise PushRejected(
                     f"push to {self.where()} was rejected: {self.redact(outcome.reason)}")
             last = f"{outcome.status.value}: {self.redact(outcome.reason)}"
+            if tag is not None and outcome.status is PushStatus.LOST_RACE:
+                self._check_tag_free(tag)  # lost to another compaction: no use retrying
             if outcome.status is PushStatus.TRANSIENT and commit:
                 # The remote may have accepted the push before the connection broke:
                 # ask it, so a landed change is never applied twice.

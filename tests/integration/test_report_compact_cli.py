@@ -319,3 +319,13 @@ def test_a_report_racing_the_compaction_is_not_lost(tmp_path: Path) -> None:
     # The tag holds the tip the winning attempt replaced, which includes the report.
     tagged = git("rev-parse", "orchestrator-archive/x", cwd=o.path)
     assert git("log", "-1", "--format=%s", tagged, cwd=o.path).startswith("report ")
+
+
+def test_compact_refuses_a_tag_that_already_exists(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    o = _history(tmp_path)
+    git("tag", "orchestrator-archive/20261231T120000Z", BRANCH, cwd=o.path)
+    tip = o.tip()
+    assert o.cli("compact", "--keep-days", "7", "--now", NOW) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert o.tip() == tip
