@@ -1,0 +1,113 @@
+"""``orchestrator serve --interval 1`` on the real clock, for one to two minutes.
+
+The origin gets a pre-receive hook that takes a second per push and logs when each
+push starts and ends: it makes every firing tick slow enough that later wake-ups
+find it still running (they must skip it, not overlap it), and it shows the test
+when a push is in flight, so SIGTERM can be sent in the middle of a tick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.cliuser import git, new_repository, wait
+
+HOOK = """#!/bin/sh
+cat > /dev/null
+printf 'start\\n' >> "{log}"
+sleep 1
+printf 'end\\n' >> "{log}"
+"""
+
+
+def minute(moment: datetime) -> str:
+    return f"minutely--{moment:%Y%m%dT%H%MZ}"
+
+
+@pytest.mark.slow
+def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Path) -> None:
+    user, origin = new_repository(tmp_path)
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true")
+    pushes = tmp_path / "pushes.log"
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text(HOOK.format(log=pushes))
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+
+    started = datetime.now(UTC)
+    first_boundary = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    last_boundary = first_boundary + timedelta(minutes=1)
+    proc = user.start("serve", "--interval", "1")
+    try:
+        # Wait for the second minute boundary, then for a push to be in flight: the
+        # tick of that minute is between its start and its end.
+        wait(lambda: datetime.now(UTC) >= last_boundary, "clock", timeout=150)
+        wait(lambda: pushes.exists() and pushes.read_text().splitlines()[-1] == "start",
+             "no push after the second minute boundary", timeout=50)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "SIGTERM: stopping; waiting for tick to finish" in err, err
+    # The push in flight at the signal completed: every push that started, ended.
+    log = pushes.read_text().splitlines()
+    assert log.count("start") == log.count("end") and log[-1] == "end"
+
+    # One line per wake-up, numbered without gaps; a busy tick was skipped, not doubled.
+    numbers = [int(line.split(" wake-up ")[1].split(":")[0]) for line in err.splitlines()
+               if " wake-up " in line]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 55
+    assert "skipped tick (still running)" in err
+
+    # Catch up on what the interrupted serve left (a record commit, a consolidation).
+    finished = datetime.now(UTC)
+    user.run("tick")
+    runs = {r["run_id"] for r in user.json("runs", "list", "--json")}
+    required = {minute(first_boundary), minute(last_boundary)}
+    allowed = required | {minute(started), minute(finished)}
+    assert required <= runs <= allowed, (sorted(runs), err)
+    # Exactly once: one launch per run, never two.
+    work = user.cwd / ".orchestrator" / "work"
+    launches = [json.loads(line)["key"] for line in
+                (work / "launches.log").read_text().splitlines()]
+    assert sorted(launches) == sorted(f"{run}--t--1" for run in runs)
+
+
+def test_serve_survives_a_restart_without_firing_again(tmp_path: Path) -> None:
+    """State is in git: a second serve right after the first fires nothing twice, and
+    serving leaves the checkout clean."""
+    user, _ = new_repository(tmp_path)
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true")
+    git("add", "-A", "schedules", cwd=user.cwd)
+    git("commit", "--quiet", "-m", "Every minute", cwd=user.cwd)
+    work = user.cwd / ".orchestrator" / "work"
+    for _ in range(2):
+        proc = user.start("serve", "--interval", "1")
+        try:
+            wait(lambda: (work / "launches.log").exists(), "nothing fired", timeout=60)
+            time.sleep(2)
+            os.kill(proc.pid, signal.SIGINT)
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0
+    runs = {r["run_id"] for r in user.json("runs", "list", "--json")}
+    launches = [json.loads(line)["key"] for line in
+                (work / "launches.log").read_text().splitlines()]
+    assert sorted(launches) == sorted(f"{run}--t--1" for run in runs)
+    assert 1 <= len(runs) <= 2
+    assert git("status", "--porcelain", cwd=user.cwd) == ""
