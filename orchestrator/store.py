@@ -572,10 +572,12 @@ class GitStateStore:
       it, the transaction is done and is not pushed again; otherwise back off and
       retry like a lost race.
 
-    **Bounds.** Back-off is "full jitter" exponential (a random delay up to
-    ``base_delay * 2**(attempt-1)``, capped at ``max_delay``), bounded by
-    ``max_attempts`` and ``max_seconds``; running out raises :class:`CASExhausted`
-    (exit 3).
+    **Bounds.** Back-off is "full jitter" exponential: a random delay up to
+    ``slot * 2**(attempt-1)``, capped at ``max_delay``, where the slot is the time the
+    failed attempt took (at least ``base_delay``), so waits scale with the remote's
+    latency. Retries are bounded by ``max_attempts`` and ``max_seconds``; running out
+    raises :class:`CASExhausted` (exit 3). An archive whose tag is already taken on
+    the remote fails at once instead.
 
     **Remote and secrets.** ``remote`` is a remote name of ``repo``, a local path, a
     ``file://`` or an ``https://`` URL. With https, ``token`` (default: the
