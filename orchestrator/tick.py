@@ -65,6 +65,8 @@ class TickResult:
     record_log: list[str] = field(default_factory=list)
     schedule_errors: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
+    summaries: dict[str, str] = field(default_factory=dict)
+    """Run id -> Markdown brief of each run this tick finished (for the job summary)."""
 
     @property
     def log(self) -> list[str]:
@@ -188,6 +190,7 @@ class Tick:
         dispatch_grace: timedelta = timedelta(minutes=10),
         heartbeat_every: timedelta = timedelta(minutes=60),
         template: Path | None = None,
+        index_template: Path | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -199,6 +202,7 @@ class Tick:
         self.grace = dispatch_grace
         self.heartbeat_every = heartbeat_every
         self.template = template
+        self.index_template = index_template
 
     # ---------------------------------------------------------------- planning
 
@@ -210,12 +214,15 @@ class Tick:
         if breaker is not None:
             decision.state.health[self.executor_name] = breaker
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
-        result.rendered = self._consolidate(decision, files, snap.files, schedules)
+        result.summaries = {}
+        result.rendered = self._consolidate(decision, files, snap.files, schedules,
+                                            result.summaries)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         return decision, st.changes(snap.files, files)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
-                     old: Mapping[str, bytes], schedules: list[Schedule]) -> list[str]:
+                     old: Mapping[str, bytes], schedules: list[Schedule],
+                     summaries: dict[str, str]) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
@@ -225,7 +232,7 @@ class Tick:
         if not decision.render and not created:
             return []
         # jinja2 is only imported when there is something to render
-        from .brief import context_from_files, render_html, render_index
+        from .brief import context_from_files, render_html, render_index, render_markdown
 
         specs = {s.id: s.spec for s in schedules}
         rendered: list[str] = []
@@ -236,9 +243,10 @@ class Tick:
             files[path] = st.to_json(finished)
             view = _Overlay({k: v for k, v in files.items() if v is not None}, old)
             try:
-                ctx = context_from_files(view, run_id, now=self.now,
+                ctx = context_from_files(view, run_id, now=self.now, last_tick=self.now,
                                          schedule=specs.get(run.schedule_id))
                 html = render_html(ctx, self.template)
+                markdown = render_markdown(ctx)
             except Exception as exc:  # never let one brief block the tick
                 files[path] = st.to_json(run)
                 decision.note(run_id, f"brief not rendered, will retry: "
@@ -248,10 +256,10 @@ class Tick:
             files[st.brief_path(run_id)] = html.encode()
             decision.note(run_id, f"{finished.status.value}; brief rendered")
             rendered.append(run_id)
-        runs = dict(decision.state.runs)
-        files[st.INDEX] = render_index(
-            sorted(runs.values(), key=lambda r: r.slot, reverse=True),
-            generated_at=self.now).encode()
+            summaries[run_id] = markdown
+        files[st.INDEX] = render_index(list(decision.state.runs.values()),
+                                       generated_at=self.now,
+                                       template=self.index_template).encode()
         return rendered
 
     def _append_logs(self, files: dict[str, bytes | None], changed: Mapping[str, object],

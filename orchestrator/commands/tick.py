@@ -62,9 +62,11 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     if template is None and (cfg.repo / "templates" / "brief.html.j2").is_file():
         template = cfg.repo / "templates" / "brief.html.j2"
+    index = cfg.repo / "templates" / "index.html.j2"
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
                 executor_name=executor, dispatch_grace=grace_for(executor),
-                heartbeat_every=timedelta(minutes=heartbeat_every), template=template)
+                heartbeat_every=timedelta(minutes=heartbeat_every), template=template,
+                index_template=index if index.is_file() else None)
 
 
 def summary_lines(result: TickResult) -> list[str]:
@@ -78,13 +80,34 @@ def summary_lines(result: TickResult) -> list[str]:
     return lines
 
 
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""GitHub rejects a job summary over 1 MiB (per step)."""
+
+
+def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """The tick's lines, then the Markdown brief of each run it finished, under ``limit``."""
+    parts = ["### Orchestrator tick\n\n```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
+    used = len(parts[0].encode())
+    left_out = []
+    for run_id, markdown in result.summaries.items():
+        size = len(markdown.encode()) + 1
+        if used + size > limit - 200:
+            left_out.append(run_id)
+            continue
+        parts.append(markdown)
+        used += size
+    if left_out:
+        parts.append(f"_{len(left_out)} brief(s) left out to stay under GitHub's 1 MiB "
+                     f"summary limit: {', '.join(left_out)}; see `orchestrator render`._\n")
+    return "\n".join(parts)
+
+
 def write_step_summary(result: TickResult) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
-    body = "\n".join(["### Orchestrator tick", "", "```", *summary_lines(result), "```", ""])
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(body)
+        fh.write(step_summary(result))
 
 
 def ping(url: str) -> str | None:

@@ -262,3 +262,33 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
     wait_until(lambda: len(launches(work)) >= len(expected), timeout=60)
     keys = launches(work)
     assert len(keys) == len(set(keys)) == len(expected)
+
+
+def test_the_job_summary_gets_the_tick_lines_and_the_finished_run_brief(tmp_path: Path
+                                                                       ) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec()})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    summary = tmp_path / "summary.md"
+    env = {"ORCHESTRATOR_WORK_DIR": str(work), "GITHUB_STEP_SUMMARY": str(summary)}
+    cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env)
+    assert "nightly--20261201T0700Z: fired slot" in summary.read_text()
+    wait_until(lambda: len(launches(work)) == 2)
+    time.sleep(0.5)
+    cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env)
+    text = summary.read_text()
+    assert text.count("### Orchestrator tick") == 2
+    assert "completed; brief rendered" in text
+    assert "| a |" in text or "`a`" in text  # the run's Markdown brief lists its tracks
+
+
+def test_the_job_summary_leaves_out_briefs_past_the_limit_and_says_so() -> None:
+    from orchestrator.commands.tick import step_summary
+    from orchestrator.tick import TickResult
+
+    result = TickResult(now=T0, executor="github", dry_run=False)
+    result.summaries = {"a--20261201T0700Z": "A" * 600, "b--20261201T0700Z": "B" * 600}
+    text = step_summary(result, limit=1200)
+    assert len(text.encode()) <= 1200
+    assert "A" * 600 in text and "B" * 600 not in text
+    assert "1 brief(s) left out" in text and "b--20261201T0700Z" in text
