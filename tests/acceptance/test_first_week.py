@@ -84,6 +84,9 @@ def test_a_week_across_the_dst_change(tmp_path: Path) -> None:
                 (user.cwd / ".orchestrator" / "work" / "launches.log").read_text().splitlines()]
     assert len(launches) == len(set(launches)) == 2 * len(DAILY) + len(TWICE)
 
+    twice = user.json("schedules", "runs", "twice", "--json")
+    assert [r["run_id"] for r in twice] == [f"twice--{s}" for s in reversed(TWICE)]
+
     shown = user.run("runs", "show", "daily--20261101T0530Z").stdout
     assert shown.startswith("daily--20261101T0530Z  completed")
     assert "track fetch: complete (attempt 1/1)  fetch daily--20261101T0530Z" in shown
