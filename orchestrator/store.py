@@ -653,11 +653,14 @@ class GitStateStore:
             self.redact.add(basic)
             # Through GIT_CONFIG_* (git >= 2.31): not in argv (visible in ps), not in
             # .git/config. The empty value first resets headers configured elsewhere
-            # (actions/checkout persists its own), so only one Authorization is sent.
+            # (actions/checkout persists its own under http.https://github.com/), so
+            # only one Authorization is sent. Keyed by the full URL: git ignores a
+            # less specific http.<url>.* entry once it has seen a more specific one.
             n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-            env[f"GIT_CONFIG_KEY_{n}"] = "http.extraHeader"
+            key = f"http.{display_url(self.url)}.extraHeader"
+            env[f"GIT_CONFIG_KEY_{n}"] = key
             env[f"GIT_CONFIG_VALUE_{n}"] = ""
-            env[f"GIT_CONFIG_KEY_{n + 1}"] = "http.extraHeader"
+            env[f"GIT_CONFIG_KEY_{n + 1}"] = key
             env[f"GIT_CONFIG_VALUE_{n + 1}"] = f"Authorization: Basic {basic}"
             env["GIT_CONFIG_COUNT"] = str(n + 2)
         # A bare CI runner has no identity; commit-tree would refuse to run.
