@@ -629,14 +629,15 @@ class GitStateStore:
     def _resolve(self, remote: str) -> tuple[str, str]:
         """``(url, name for messages)`` of ``remote``."""
         looks_like_url = "://" in remote or remote.startswith(("/", ".", "~")) or (
-            ":" in remote and "/" in remote) or Path(remote).exists()
+            ":" in remote and "/" in remote)
         if not looks_like_url:
+            # A configured remote name wins over a folder of the same name.
             proc = self.git.run("remote", "get-url", "--push", remote, check=False)
-            if proc.returncode != 0:
+            if proc.returncode == 0:
+                return proc.stdout.decode().strip(), remote
+            if not Path(remote).exists():
                 raise UserError(f"no remote named {remote!r} in {self.repo}; pass a remote "
                                 "name, a path or a URL with --remote")
-            url = proc.stdout.decode().strip()
-            return url, remote
         if "://" not in remote and ":" not in remote.split("/", 1)[0]:
             url = str(Path(remote).expanduser().resolve())  # local path, relative to cwd
             return url, url
