@@ -439,6 +439,8 @@ class Run(Frozen):
     description: str = ""
     cron: str | None = None
     timezone: str = "UTC"
+    workflow: str = "track.yml"
+    """The track workflow the run was created with (GitHub executor)."""
     finished_at: UTCDateTime | None = None
     state_history: list[Transition] = Field(default_factory=list)
 

@@ -241,6 +241,11 @@ class _Planner:
             self.set_track(track)
             self.d.note(track.run_id, f"{track.name}: adopted unrecorded dispatch {key}")
         seen = self.obs.seen.get(key)
+        if seen is not None and seen.handle is not None and seen.handle != track.handle:
+            track = track.model_copy(update={"handle": seen.handle,
+                                             "url": seen.url or track.url})
+            self.set_track(track)
+            self.d.note(track.run_id, f"{track.name}: CI run found for {key}")
         if seen is None or seen.phase is None or seen.phase is track.phase:
             return track
         if not machine.can_move_track(track.phase, seen.phase):
@@ -435,7 +440,7 @@ class _Planner:
             created_at=self.now,
             deadline=max(fire_at, self.now) + timedelta(minutes=spec.deadline_minutes),
             tracks=[t.name for t in spec.tracks], description=spec.description,
-            cron=spec.cron, timezone=spec.timezone,
+            cron=spec.cron, timezone=spec.timezone, workflow=spec.workflow,
         )
         self.st.runs[run_id] = run
         self.st.tracks[run_id] = {
@@ -458,8 +463,6 @@ class _Planner:
         for run in self.open_runs():
             if run.status is R.CONSOLIDATING or self.buffered(run):
                 continue
-            schedule = self.schedules.get(run.schedule_id)
-            workflow = schedule.spec.workflow if schedule else "track.yml"
             tracks = self.st.tracks.get(run.run_id, {})
             for name in sorted(tracks):
                 track = tracks[name]
@@ -468,7 +471,7 @@ class _Planner:
                 if track.not_before is not None and track.not_before > self.now:
                     continue
                 request = DispatchRequest(run_id=run.run_id, track=name, attempt=track.attempt,
-                                          spec=track.spec, workflow=workflow)
+                                          spec=track.spec, workflow=run.workflow)
                 self.move(track, P.DISPATCHED, f"attempt {track.attempt} to {self.executor}",
                           dispatch_key=request.key, dispatched_at=self.now,
                           executor=self.executor, handle=None, not_before=None)

@@ -67,6 +67,9 @@ class Observation:
     error: str | None = None
     url: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    handle: dict[str, Any] | None = None
+    """A more precise handle learned while observing (e.g. the CI run id of a dispatch
+    that was only correlated by name); the tick stores it on the track."""
 
 
 @dataclass(frozen=True)

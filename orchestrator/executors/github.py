@@ -40,6 +40,7 @@ message, a log line or ``repr``.
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import hashlib
 import json
@@ -443,7 +444,12 @@ class GitHubExecutor:
                     urls[int(run["id"])] = run.get("html_url")
             for ci_run, group in sorted(by_run.items()):
                 try:
-                    out.update(self._observe_run(ci_run, group, urls.get(ci_run)))
+                    seen = self._observe_run(ci_run, group, urls.get(ci_run))
+                    for h in group:  # correlated by title: hand the run id back
+                        if h.key in seen and h.handle.get("ci_run_id") != ci_run:
+                            seen[h.key] = dataclasses.replace(
+                                seen[h.key], handle={**h.handle, "ci_run_id": ci_run})
+                    out.update(seen)
                 except CircuitOpen:
                     raise
                 except ExecutorError as exc:

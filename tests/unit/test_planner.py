@@ -402,3 +402,18 @@ def test_the_decision_is_a_pure_function_of_its_inputs() -> None:
     two = tick(s, State(), T0 + timedelta(minutes=7))
     assert one.state.dump() == two.state.dump()
     assert one.to_json() == two.to_json()
+
+
+def test_a_handle_learned_while_observing_is_stored_and_the_run_keeps_its_workflow() -> None:
+    s = sched(tracks=1, workflow="heavy.yml")
+    d = tick([s], State(), T0)
+    assert d.dispatch[0].workflow == "heavy.yml"
+    key = d.dispatch[0].key
+    record_dispatch(d.state, [DispatchResult(key=key, handle={"run_name": "x"})], T0)
+    seen = Observations(seen={key: Observation(key=key, phase=P.RUNNING,
+                                               handle={"run_name": "x", "ci_run_id": 42},
+                                               url="https://ci/42")})
+    later = tick([s], d.state, T0 + timedelta(minutes=1), seen)
+    track = later.state.tracks["job--20261201T0700Z"]["t0"]
+    assert track.handle == {"run_name": "x", "ci_run_id": 42}
+    assert track.phase is P.RUNNING and track.url == "https://ci/42"
