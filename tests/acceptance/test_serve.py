@@ -1,6 +1,6 @@
 """``orchestrator serve --interval 1`` on the real clock, for one to two minutes.
 
-The origin gets a pre-receive hook that takes a second per push and logs when each
+The origin gets a pre-receive hook that takes two seconds per push and logs when each
 push starts and ends: it makes every firing tick slow enough that later wake-ups
 find it still running (they must skip it, not overlap it), and it shows the test
 when a push is in flight, so SIGTERM can be sent in the middle of a tick.
@@ -23,7 +23,7 @@ from tests.acceptance.cliuser import git, new_repository, wait
 HOOK = """#!/bin/sh
 cat > /dev/null
 printf 'start\\n' >> "{log}"
-sleep 1
+sleep 2
 printf 'end\\n' >> "{log}"
 """
 
@@ -50,8 +50,8 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
         # Wait for the second minute boundary, then for a push to be in flight: the
         # tick of that minute is between its start and its end.
         wait(lambda: datetime.now(UTC) >= last_boundary, "clock", timeout=150)
-        wait(lambda: pushes.exists() and pushes.read_text().splitlines()[-1] == "start",
-             "no push after the second minute boundary", timeout=50)
+        wait(lambda: pushes.exists() and (pushes.read_text().splitlines() or [""])[-1]
+             == "start", "no push after the second minute boundary", timeout=50)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -67,7 +67,7 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
     # One line per wake-up, numbered without gaps; a busy tick was skipped, not doubled.
     numbers = [int(line.split(" wake-up ")[1].split(":")[0]) for line in err.splitlines()
                if " wake-up " in line]
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 55
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 40
     assert "skipped tick (still running)" in err
 
     # Catch up on what the interrupted serve left (a record commit, a consolidation).
