@@ -254,3 +254,43 @@ def test_serve_refuses_a_folder_that_is_not_a_repository(tmp_path: Path) -> None
     proc = cli(tmp_path, "serve", "--interval", "1")
     assert proc.returncode == 1
     assert proc.stderr == f"orchestrator: not a git repository: {tmp_path}\n"
+
+
+def test_serve_compacts_once_at_start_with_compact_keep_days(tmp_path: Path) -> None:
+    repo = initialised(tmp_path)
+    work = tmp_path / "work"
+    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
+    # A run that finished long ago (Tuesday 2020-01-07, 02:15 New York = 07:15Z).
+    fired = cli(repo, "tick", "--now", "2020-01-07T07:16:00Z", "--json", env=env)
+    keys = json.loads(fired.stdout)["dispatched"]
+    assert len(keys) == 4
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(
+            (work / k / "status.json").exists()
+            and json.loads((work / k / "status.json").read_text())["state"] == "exited"
+            for k in keys):
+        time.sleep(0.1)
+    done = cli(repo, "tick", "--now", "2020-01-07T07:20:00Z", "--json", env=env)
+    assert json.loads(done.stdout)["rendered"] == ["nightly--20200107T0715Z"]
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "serve", "--interval",
+         "0.5", "--compact-keep-days", "0"], env={**os.environ, **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "orchestrator-archive/" not in git(
+                "ls-remote", "--tags", "origin", cwd=repo):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "wake-up 1: started tick, compact" in err
+    assert "  compact: archived 1 run(s); previous history kept as tag " \
+           "orchestrator-archive/" in err
+    assert err.count("compact: archived") == 1  # once a day, not every wake-up
+    files = GitStateStore(repo, "origin", BRANCH).read().files
+    assert st.run_path("nightly--20200107T0715Z") not in files
