@@ -95,11 +95,16 @@ class StateStore(Protocol):
     there commits nothing. An exception raised by ``change_fn`` propagates and nothing
     is written. Retries are bounded; running out raises
     :class:`~orchestrator.errors.CASExhausted`.
+
+    ``snapshot``, when given, is used for the first attempt instead of reading again (a
+    caller that has just read saves a round trip); if it is stale the push loses the
+    race and the next attempt reads afresh, so correctness never depends on it.
     """
 
     def read(self) -> Snapshot: ...
 
-    def transact(self, change_fn: ChangeFn, message: str) -> TransactResult: ...
+    def transact(self, change_fn: ChangeFn, message: str, *,
+                 snapshot: Snapshot | None = None) -> TransactResult: ...
 
 
 def check_path(path: str) -> str:
@@ -160,9 +165,10 @@ class InMemoryStateStore:
         with self._lock:
             return Snapshot(self._tip, self._files)
 
-    def transact(self, change_fn: ChangeFn, message: str) -> TransactResult:
+    def transact(self, change_fn: ChangeFn, message: str, *,
+                 snapshot: Snapshot | None = None) -> TransactResult:
         for attempt in range(1, self.max_attempts + 1):
-            snap = self.read()
+            snap = snapshot if attempt == 1 and snapshot is not None else self.read()
             change = effective(snap.files, change_fn(snap))
             if not change:
                 return TransactResult(False, snap.tip, attempt)
@@ -706,9 +712,10 @@ class GitStateStore:
 
     # ---------------------------------------------------------------- writing
 
-    def transact(self, change_fn: ChangeFn, message: str) -> TransactResult:
+    def transact(self, change_fn: ChangeFn, message: str, *,
+                 snapshot: Snapshot | None = None) -> TransactResult:
         """Apply ``change_fn`` to the branch exactly once; see the class docstring."""
-        return self._run(change_fn, message, tag=None)
+        return self._run(change_fn, message, tag=None, first=snapshot)
 
     def archive(self, change_fn: ChangeFn, message: str, tag: str) -> TransactResult:
         """Like :meth:`transact`, but keep the old tip as ``refs/tags/<tag>`` and, when
@@ -729,7 +736,8 @@ class GitStateStore:
             raise UserError(f"tag {tag!r} already exists on {self.remote_name}; "
                             "archive under another name (another --now)")
 
-    def _run(self, change_fn: ChangeFn, message: str, tag: str | None) -> TransactResult:
+    def _run(self, change_fn: ChangeFn, message: str, tag: str | None,
+             first: Snapshot | None = None) -> TransactResult:
         start = self._clock()
         # Commits whose push ended in a transient failure: they may have landed.
         unsure: dict[str, tuple[str, ...]] = {}
@@ -739,7 +747,7 @@ class GitStateStore:
             commit = ""
             began = self._clock()
             try:
-                snap = self.read()
+                snap = first if attempt == 1 and first is not None else self.read()
                 mine = self._which_landed(unsure, snap.tip)
                 if mine:
                     return TransactResult(True, mine, attempt - 1, unsure[mine])

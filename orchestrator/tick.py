@@ -316,7 +316,7 @@ class Tick:
             holder["decision"] = decision
             return changed or None
 
-        outcome = self.store.transact(mark, f"tick {_iso(self.now)}: decide")
+        outcome = self.store.transact(mark, f"tick {_iso(self.now)}: decide", snapshot=snap)
         decision = holder["decision"]
         result.decision = decision
         result.mark_landed = outcome.landed

@@ -124,6 +124,21 @@ def test_change_fn_sees_the_latest_tip(backend: Backend) -> None:
     assert backend.store.read().files["state/counter"] == b"3"
 
 
+def test_a_stale_snapshot_passed_in_only_costs_a_retry(backend: Backend) -> None:
+    stale = backend.store.read()
+    backend.store.transact(_put("state/a", b"1"), "first")
+
+    def increment(snap: Snapshot) -> Change:
+        return {"state/a": str(int(snap.files.get("state/a", b"0")) + 1).encode()}
+
+    result = backend.store.transact(increment, "inc", snapshot=stale)
+    assert result.landed and result.attempts == 2
+    assert backend.store.read().files["state/a"] == b"2"
+    fresh = backend.store.read()
+    assert backend.store.transact(increment, "inc", snapshot=fresh).attempts == 1
+    assert backend.store.read().files["state/a"] == b"3"
+
+
 def test_an_exception_in_change_fn_propagates_and_writes_nothing(backend: Backend) -> None:
     def boom(_: Snapshot) -> Change:
         raise RuntimeError("boom")
