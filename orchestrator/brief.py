@@ -40,7 +40,8 @@ from .cron import describe as cron_in_words
 from .errors import NotFound, UserError
 from .machine import RUN_TERMINAL, TRACK_OPEN
 from .models import DeadLetter, Run, RunStatus, ScheduleSpec, Track, TrackPhase, check_run_id
-from .state import ROOT, TICKS, load, polls_path, run_dir, run_path
+from .state import ROOT, last_tick_at, load, polls_path, run_dir, run_path
+from .times import parse_utc
 
 DATA = Path(__file__).resolve().parent / "data"
 BRIEF_TEMPLATE = "brief.html.j2"
@@ -98,18 +99,6 @@ class BriefContext:
 # --------------------------------------------------------------------------- reading
 
 
-def _parse_at(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(UTC)
-
-
 def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
     polls: list[dict[str, Any]] = []
     if not data:
@@ -126,23 +115,6 @@ def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
             entry = {"at": "", "notes": [f"line {number} of polls.jsonl is not a JSON object"]}
         polls.append(entry)
     return polls
-
-
-def _last_tick(data: bytes | None) -> datetime | None:
-    if not data:
-        return None
-    for line in reversed(data.decode("utf-8", "replace").splitlines()):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            moment = _parse_at(entry.get("at"))
-            if moment is not None:
-                return moment
-    return None
 
 
 def context_from_files(
@@ -181,7 +153,7 @@ def context_from_files(
         dead_letters=letters,
         polls=_read_polls(files.get(polls_path(run_id))),
         generated_at=now.astimezone(UTC),
-        last_tick=last_tick if last_tick is not None else _last_tick(files.get(TICKS)),
+        last_tick=last_tick if last_tick is not None else last_tick_at(files),
         schedule=schedule,
         stale_after=stale_after,
     )
@@ -630,7 +602,7 @@ def _poll_view(poll: Mapping[str, Any]) -> dict[str, Any]:
     shown = {"at", "tick", "observed", "notes", "changes"}
     extra = {k: v for k, v in poll.items() if k not in shown}
     return {
-        "at": _parse_at(at_raw),
+        "at": parse_utc(at_raw),
         "at_raw": _text(at_raw),
         "tick": _text(poll.get("tick")),
         "observed": observed_text,

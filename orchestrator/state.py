@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -135,6 +136,24 @@ def _parse(model: type[BaseModel], path: str, data: bytes) -> Any:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
+
+
+def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
+    """The ``at`` of the newest readable line of ``state/ticks.jsonl``, if any."""
+    from .times import parse_utc
+
+    data = files.get(TICKS)
+    if not data:
+        return None
+    for line in reversed(data.decode("utf-8", "replace").splitlines()):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # one bad line must not hide the heartbeat before it
+        moment = parse_utc(entry.get("at")) if isinstance(entry, dict) else None
+        if moment is not None:
+            return moment
+    return None
 
 
 def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:

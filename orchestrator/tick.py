@@ -20,7 +20,6 @@ except a heartbeat line once ``heartbeat_every`` has passed since the last one.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -38,6 +37,7 @@ from .models import Breaker, RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
+from .times import iso
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class TickResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "now": self.now.isoformat().replace("+00:00", "Z"),
+            "now": iso(self.now),
             "executor": self.executor,
             "dry_run": self.dry_run,
             "committed": self.mark_landed,
@@ -89,10 +89,6 @@ class TickResult:
             "schedule_errors": self.schedule_errors,
             "log": self.log,
         }
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _fault(point: str) -> None:
@@ -165,16 +161,6 @@ class _Overlay(Mapping[str, bytes]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-def _last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
-    data = files.get(st.TICKS, b"").strip().splitlines()
-    if not data:
-        return None
-    try:
-        return datetime.fromisoformat(json.loads(data[-1])["at"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 class Tick:
@@ -268,14 +254,14 @@ class Tick:
         for run_id, lines in sorted(decision.touched_runs.items()):
             if run_id not in decision.state.runs:
                 continue
-            row = st.json_line({"at": _iso(self.now), "executor": self.executor_name,
+            row = st.json_line({"at": iso(self.now), "executor": self.executor_name,
                                 "changes": lines})
             files[st.polls_path(run_id)] = _append_lines(old, st.polls_path(run_id), [row])
-        last = _last_tick_at(old)
+        last = st.last_tick_at(old)
         stale = last is None or self.now - last >= self.heartbeat_every
         if changed or stale:
             summary = {
-                "at": _iso(self.now),
+                "at": iso(self.now),
                 "executor": self.executor_name,
                 "fired": sum(1 for p in changed if p.endswith("/run.json") and p not in old),
                 "dispatched": len(decision.dispatch),
@@ -316,7 +302,7 @@ class Tick:
             holder["decision"] = decision
             return changed or None
 
-        outcome = self.store.transact(mark, f"tick {_iso(self.now)}: decide", snapshot=snap)
+        outcome = self.store.transact(mark, f"tick {iso(self.now)}: decide", snapshot=snap)
         decision = holder["decision"]
         result.decision = decision
         result.mark_landed = outcome.landed
@@ -358,14 +344,14 @@ class Tick:
             changed = st.changes(s.files, files)
             if changed:
                 for run_id, rows in sorted(touched.items()):
-                    row = st.json_line({"at": _iso(self.now), "executor": self.executor_name,
+                    row = st.json_line({"at": iso(self.now), "executor": self.executor_name,
                                         "changes": rows})
                     files[st.polls_path(run_id)] = _append_lines(
                         s.files, st.polls_path(run_id), [row])
             result.record_log = lines
             return st.changes(s.files, files) or None
 
-        outcome = self.store.transact(record, f"tick {_iso(self.now)}: record dispatch")
+        outcome = self.store.transact(record, f"tick {iso(self.now)}: record dispatch")
         result.record_landed = outcome.landed
         if outcome.tip:
             result.tip = outcome.tip

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from ..machine import move_track
 from ..models import Track, TrackPhase, check_id, check_run_id
 from ..state import CorruptState, run_path, to_json, track_path
 from ..store import Change, GitStateStore, Snapshot, StateStore
+from ..times import parse_now
 
 PHASES = {"running": TrackPhase.RUNNING, "complete": TrackPhase.COMPLETE,
           "failed": TrackPhase.FAILED}
@@ -53,19 +54,6 @@ class Outcome:
     track: Track
     """The track as it stands after the report (or as it was, if nothing changed)."""
     landed: bool = False
-
-
-def parse_now(value: str | None) -> datetime:
-    """``--now``: an ISO datetime with an offset (``Z`` allowed); default: the clock."""
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise UserError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.tzinfo is None:
-        raise UserError(f"--now: give a UTC offset, e.g. {value}Z")
-    return moment.astimezone(UTC)
 
 
 def load_result(path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from ..cli import Config, pass_config
 from ..errors import NotFound
 from ..models import Run, Track, check_id, check_run_id
 from ..store import GitStateStore
+from ..times import iso
 
 
 def read_state(cfg: Config) -> st.State:
@@ -32,9 +33,8 @@ def run_row(run: Run, tracks: dict[str, Track]) -> dict[str, Any]:
         "run_id": run.run_id,
         "schedule": run.schedule_id,
         "status": run.status.value,
-        "slot": run.slot.isoformat().replace("+00:00", "Z"),
-        "finished_at": run.finished_at.isoformat().replace("+00:00", "Z")
-        if run.finished_at else None,
+        "slot": iso(run.slot),
+        "finished_at": iso(run.finished_at) if run.finished_at else None,
         "tracks": dict(sorted(counts.items())),
     }
 

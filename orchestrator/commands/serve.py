@@ -28,9 +28,10 @@ import click
 
 from ..cli import Config, pass_config
 from ..serve import Loop, Work
+from ..state import last_tick_at
 from ..store import Change, GitStateStore, Snapshot
 from . import compact
-from .status import DEFAULT_MAX_STALENESS, last_tick
+from .status import DEFAULT_MAX_STALENESS
 from .tick import EXECUTORS, make_tick, ping
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
@@ -59,7 +60,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
 def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
     def work(now: datetime) -> list[str]:
         files = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
-        last = last_tick(files)
+        last = last_tick_at(files)
         if last is None:
             return ["warning: no tick recorded on the state branch yet"]
         if now - last > timedelta(minutes=max_staleness):

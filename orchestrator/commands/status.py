@@ -40,22 +40,6 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def last_tick(files: Mapping[str, bytes]) -> datetime | None:
-    """The ``at`` of the newest readable line of ``state/ticks.jsonl``, if any."""
-    data = files.get(st.TICKS)
-    if not data:
-        return None
-    for line in reversed(data.decode("utf-8", "replace").splitlines()):
-        try:
-            entry = json.loads(line)
-            moment = datetime.fromisoformat(str(entry["at"]).replace("Z", "+00:00"))
-        except (ValueError, KeyError, TypeError):
-            continue  # one bad line must not hide the heartbeat before it
-        if moment.tzinfo is not None:
-            return moment.astimezone(UTC)
-    return None
-
-
 def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime | None:
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and cursor.done):
@@ -68,7 +52,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
           now: datetime, max_staleness: timedelta) -> dict[str, Any]:
     """The status report (pure): everything ``status`` prints, as a JSON-able dict."""
     state = st.load(files)
-    last = last_tick(files)
+    last = st.last_tick_at(files)
     age = now - last if last is not None else None
     rows = []
     for schedule in schedules:

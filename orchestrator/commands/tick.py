@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import click
 
 from ..cli import Config, pass_config
-from ..errors import UserError
 from ..executors.base import Executor
 from ..models import Breaker
 from ..store import GitStateStore
 from ..tick import Tick, TickResult
+from ..times import parse_now
 
 EXECUTORS = ("local", "github")
-
-
-def parse_now(value: str | None) -> datetime:
-    """``--now``: an ISO datetime with an offset (``Z`` allowed); default: the clock."""
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise UserError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.tzinfo is None:
-        raise UserError(f"--now: give a UTC offset, e.g. {value}Z")
-    return moment.astimezone(UTC)
 
 
 def work_dir(cfg: Config) -> Path:

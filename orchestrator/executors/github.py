@@ -60,6 +60,7 @@ import httpx
 from .. import __version__
 from ..errors import CircuitOpen, ExecutorError, UserError
 from ..models import WORKFLOW_RE, Breaker, TrackPhase, check_id, check_run_id
+from ..times import parse_utc
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
 log = logging.getLogger(__name__)
@@ -246,16 +247,6 @@ def plan_batches(requests: Iterable[DispatchRequest], *, max_legs: int = MAX_LEG
 
 
 # --------------------------------------------------------------------------- executor
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _slot_of(run_id: str) -> datetime:
@@ -836,15 +827,15 @@ def _job_observation(key: str, ci_run: int, job: Mapping[str, Any]) -> Observati
                "conclusion": conclusion, "runner_name": job.get("runner_name")}
     url = job.get("html_url") if isinstance(job.get("html_url"), str) else None
     if status in _RUNNING:
-        started = _parse_time(job.get("started_at")) if status == "in_progress" else None
+        started = parse_utc(job.get("started_at")) if status == "in_progress" else None
         return Observation(key=key, phase=TrackPhase.RUNNING, started_at=started, url=url,
                            details=details)
     if status != "completed":
         return Observation(key=key, phase=None, url=url, details=details)
     phase = _CONCLUSION.get(str(conclusion), TrackPhase.FAILED)
     error = None if phase is TrackPhase.COMPLETE else f"job {key} concluded {conclusion}"
-    return Observation(key=key, phase=phase, started_at=_parse_time(job.get("started_at")),
-                       finished_at=_parse_time(job.get("completed_at")), error=error,
+    return Observation(key=key, phase=phase, started_at=parse_utc(job.get("started_at")),
+                       finished_at=parse_utc(job.get("completed_at")), error=error,
                        url=url, details=details)
 
 
@@ -864,6 +855,6 @@ def _missing_job(handle: Handle, ci_run: int, status: int, run: Any,
     phase = TrackPhase.CANCELLED if conclusion == "cancelled" else TrackPhase.FAILED
     return Observation(
         key=handle.key, phase=phase, url=url,
-        finished_at=_parse_time(run.get("updated_at")),
+        finished_at=parse_utc(run.get("updated_at")),
         error=f"workflow run {ci_run} ended ({conclusion}) without a job named {handle.key}",
         details={"ci_run_id": ci_run, "conclusion": conclusion})

@@ -61,12 +61,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
 from ..models import Breaker, TrackPhase, check_id, check_run_id
+from ..times import parse_utc
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
@@ -93,18 +93,6 @@ def check_key(key: str) -> str:
             f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
         )
     return key
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(UTC)
 
 
 def _tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
@@ -384,14 +372,14 @@ class LocalExecutor:
         common: dict[str, Any] = {
             "key": key,
             "url": self._url(folder),
-            "started_at": _parse_time(status.get("started_at")),
+            "started_at": parse_utc(status.get("started_at")),
             "details": details,
         }
         if state == sv.QUEUED:
             return Observation(phase=None, **common)
         if state == sv.RUNNING:
             return Observation(phase=TrackPhase.RUNNING, **common)
-        common["finished_at"] = _parse_time(status.get("finished_at"))
+        common["finished_at"] = parse_utc(status.get("finished_at"))
         result, result_error = self._read_result(folder)
         if state == sv.EXITED and status.get("exit_code") == 0:
             return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
