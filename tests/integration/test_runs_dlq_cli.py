@@ -10,9 +10,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_tick import clone, launches, make_origin, state_of, tick, wait_until
+from test_tick import launches, state_of, tick, wait_until
 
 from orchestrator.models import RunStatus, TrackPhase
+from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
