@@ -162,7 +162,12 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
             res = by_key.get(track.dispatch_key or "")
             if res is None or track.phase is not P.DISPATCHED:
                 continue
-            if res.error:
+            if res.error and res.not_sent:
+                tracks[name] = machine.move_track(
+                    track, P.PENDING, now, f"not dispatched: {res.error}", dispatch_key=None,
+                    dispatched_at=None, handle=None)
+                lines.append(f"{run_id}/{name}: not dispatched, will retry: {res.error}")
+            elif res.error:
                 log = _log(track, f"{now:%Y-%m-%dT%H:%M:%SZ} dispatch failed: {res.error}")
                 tracks[name] = machine.move_track(track, P.FAILED, now, "dispatch failed",
                                                   error_log=log, finished_at=now)
@@ -478,7 +483,11 @@ class _Planner:
                 self.d.dispatch.append(request)
                 run = self.st.runs[run.run_id]
                 if run.status is R.SCHEDULED:
-                    run = machine.move_run(run, R.RUNNING, self.now, "first dispatch")
+                    # The deadline counts from the start: a run that waited behind
+                    # another (buffer_one) gets its whole allowance once it starts.
+                    allowance = run.deadline - max(run.fire_at, run.created_at)
+                    run = machine.move_run(run, R.RUNNING, self.now, "first dispatch",
+                                           deadline=max(run.deadline, self.now + allowance))
                     self.st.runs[run.run_id] = run
 
     def buffered(self, run: Run) -> bool:

@@ -319,7 +319,11 @@ class Tick:
                 result.record_log.append(f"cancel {handle.key} failed: {exc}")
         results: list[DispatchResult] = []
         if decision.dispatch:
-            results = executor.dispatch(decision.dispatch)
+            try:
+                results = executor.dispatch(decision.dispatch)
+            except ExecutorError as exc:  # nothing was started: put the tracks back
+                results = [DispatchResult(key=r.key, error=exc.message, not_sent=True)
+                           for r in decision.dispatch]
         _fault("after-dispatch")
         result.dispatched = [r.key for r in results if r.error is None]
         result.dispatch_errors = [f"{r.key}: {r.error}" for r in results if r.error]

@@ -48,6 +48,9 @@ class DispatchResult:
     handle: dict[str, Any] | None = None
     url: str | None = None
     error: str | None = None
+    not_sent: bool = False
+    """The request never reached the backend (e.g. its circuit breaker is open): the
+    attempt is not spent, the track is dispatched again later."""
 
 
 @dataclass(frozen=True)

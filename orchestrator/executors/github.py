@@ -389,6 +389,9 @@ class GitHubExecutor:
         for batch in batches:
             try:
                 outcome = self._dispatch_batch(batch)
+            except CircuitOpen as exc:
+                outcome = [DispatchResult(key=key, error=exc.message, not_sent=True)
+                           for key in batch.keys]
             except ExecutorError as exc:
                 outcome = [DispatchResult(key=key, error=exc.message) for key in batch.keys]
             results.update((r.key, r) for r in outcome)

@@ -417,3 +417,29 @@ def test_a_handle_learned_while_observing_is_stored_and_the_run_keeps_its_workfl
     track = later.state.tracks["job--20261201T0700Z"]["t0"]
     assert track.handle == {"run_name": "x", "ci_run_id": 42}
     assert track.phase is P.RUNNING and track.url == "https://ci/42"
+
+
+def test_a_dispatch_that_was_never_sent_does_not_spend_the_attempt() -> None:
+    d = tick([sched(tracks=1)], State(), T0)
+    key = d.dispatch[0].key
+    lines = record_dispatch(d.state, [DispatchResult(key=key, error="circuit open",
+                                                     not_sent=True)], T0)
+    track = d.state.tracks["job--20261201T0700Z"]["t0"]
+    assert track.phase is P.PENDING and track.attempt == 1 and track.error_log == []
+    assert lines == ["job--20261201T0700Z/t0: not dispatched, will retry: circuit open"]
+    again = tick([sched(tracks=1)], d.state, T0 + timedelta(minutes=1))
+    assert [r.key for r in again.dispatch] == [key]
+
+
+def test_a_buffered_run_gets_its_whole_deadline_from_when_it_starts() -> None:
+    s = sched(overlap="buffer_one", tracks=1, deadline_minutes=30)
+    first = tick([s], State(), T0)
+    second = tick([s], first.state, T0 + timedelta(minutes=5))
+    waiting = second.state.runs["job--20261201T0705Z"]
+    assert waiting.deadline == T0 + timedelta(minutes=35)
+    key = "job--20261201T0700Z--t0--1"
+    done = Observations(seen={key: Observation(key=key, phase=P.COMPLETE)})
+    third = tick([s], second.state, T0 + timedelta(minutes=25), done)
+    started = third.state.runs["job--20261201T0705Z"]
+    assert started.status is R.RUNNING
+    assert started.deadline == T0 + timedelta(minutes=55)
