@@ -31,6 +31,7 @@ from ..schedules import (
     schema_text,
     write_schedule,
 )
+from ..times import iso
 
 # --------------------------------------------------------------------------- helpers
 
@@ -56,9 +57,8 @@ class InstantType(click.ParamType):
 INSTANT = InstantType()
 
 
-def fmt_utc(moment: datetime) -> str:
-    """``2026-11-01T05:30:00Z``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+fmt_utc = iso
+"""``2026-11-01T05:30:00Z``."""
 
 
 def fmt_local(moment: datetime) -> str:

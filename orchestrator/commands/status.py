@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
@@ -27,7 +27,7 @@ from ..machine import RUN_OPEN
 from ..models import Schedule
 from ..schedules import load_all
 from ..store import GitStateStore
-from .tick import parse_now
+from ..times import iso, parse_now
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -35,9 +35,7 @@ interval (15), so an idle but healthy repository stays fresh."""
 
 
 def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso(moment) if moment is not None else None
 
 
 def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime | None:
