@@ -101,12 +101,17 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
         for line in result.log:
             click.echo(f"tick {number}: {line}")
         snap = GitStateStore(repo, "origin", cfg.state_branch).read()
-        runs = st.load(snap.files).runs
-        run_id = next(iter(sorted(runs)), None)
-        if run_id and runs[run_id].status in RUN_TERMINAL:
+        state = st.load(snap.files, all_tracks=True)
+        run_id = next(iter(sorted(state.runs)), None)
+        if run_id and state.runs[run_id].status in RUN_TERMINAL:
             brief = root / "brief.html"
             brief.write_bytes(snap.files[st.brief_path(run_id)])
-            click.echo(f"run {run_id} {runs[run_id].status.value}")
+            phases = sorted(f"{t.name} {t.phase.value} (attempt {t.attempt})"
+                            for t in state.tracks[run_id].values())
+            click.echo(f"run {run_id} {state.runs[run_id].status.value}: {', '.join(phases)}")
+            click.echo("as intended: 'analyze' fails once and passes on its retry; 'crawl' "
+                       "overruns its timeout and is parked in the dead letter queue:")
+            click.echo(f"  orchestrator --repo {repo} dlq list")
             click.echo(f"brief: {brief}")
             return 0
         time.sleep(interval)

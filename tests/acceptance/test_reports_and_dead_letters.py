@@ -103,3 +103,9 @@ def test_demo_runs_the_whole_loop_and_prints_the_brief(tmp_path: Path) -> None:
     assert lines[-1] == f"brief: {tmp_path / 'demo' / 'brief.html'}"
     brief = (tmp_path / "demo" / "brief.html").read_text()
     assert "3 anomalies found on the retry" in brief
+    assert "analyze complete (attempt 2)" in out and "crawl tapped_out (attempt 1)" in out
+    # the command the demo suggests works as printed
+    suggested = lines[-2].split()
+    assert suggested[:2] == ["orchestrator", "--repo"]
+    letters = user.run(*suggested[1:]).stdout
+    assert "--crawl" in letters
