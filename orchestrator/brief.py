@@ -47,9 +47,10 @@ DATA = Path(__file__).resolve().parent / "data"
 BRIEF_TEMPLATE = "brief.html.j2"
 INDEX_TEMPLATE = "index.html.j2"
 
-DEFAULT_STALE_AFTER = timedelta(minutes=30)
-"""Twice the tick workflow's 15-minute cron: one late or dropped tick is normal on
-GitHub Actions, two in a row mean the clock has stopped."""
+DEFAULT_STALE_AFTER = timedelta(minutes=90)
+"""As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
+(``--heartbeat-every``), and GitHub's cron runs late; older than this, the clock has
+probably stopped."""
 
 MARKDOWN_LIMIT = 1024 * 1024
 """GitHub rejects a step summary larger than 1 MiB."""

@@ -29,12 +29,17 @@ from pydantic_core import PydanticCustomError
 
 from .errors import InvalidId
 
-ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-"""Schedule ids and track names: safe as a file name, a path segment and a git ref part."""
+ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
+"""Schedule ids and track names: safe as a file name, a path segment and a git ref part.
+No ``--`` and no trailing ``-``: ``--`` separates the parts of run ids, dispatch keys and
+dead-letter keys, which must split back unambiguously."""
+
+ID_RULE = ("1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit, "
+           "without '--' or a trailing '-'")
 
 WORKFLOW_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.ya?ml")
 
-RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}--\d{8}T\d{4}Z")
+RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z")
 """``<schedule-id>--<slot in UTC>``; the idempotency key of one firing."""
 
 
@@ -46,8 +51,7 @@ def check_id(value: str, what: str = "id") -> str:
     """
     if not isinstance(value, str) or not ID_RE.fullmatch(value):
         raise InvalidId(
-            f"invalid {what} {value!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
-            "starting with a letter or digit"
+            f"invalid {what} {value!r}: use {ID_RULE}"
         )
     return value
 
@@ -64,7 +68,7 @@ def check_run_id(value: str) -> str:
 def _id(value: str) -> str:
     if not ID_RE.fullmatch(value):
         raise ValueError(
-            "must be 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit"
+            f"must be {ID_RULE}"
         )
     return value
 
@@ -233,7 +237,8 @@ class ScheduleSpec(Frozen):
     at: datetime | None = Field(
         None,
         description="One-shot ISO datetime; without an offset it is read in `timezone`. "
-        "Exactly one of `cron` and `at`.",
+        "It fires once, however late it is seen (the catch-up settings apply to `cron` "
+        "only); changing it arms the schedule again. Exactly one of `cron` and `at`.",
         # Not "format: date-time": that is RFC 3339, which needs an offset, and editors
         # would flag the naive local times this field accepts.
         json_schema_extra={"anyOf": [

@@ -67,8 +67,11 @@ class Observations:
 
     seen: Mapping[str, Observation] = field(default_factory=dict)
     """By dispatch key: news about dispatched or running attempts."""
-    found: Mapping[str, DispatchResult] = field(default_factory=dict)
-    """By dispatch key: dispatches that happened but were never recorded."""
+    found: Mapping[str, DispatchResult | None] = field(default_factory=dict)
+    """By dispatch key, for ``dispatched`` tracks without a handle: the dispatch that
+    happened but was never recorded, or ``None`` when the backend was asked and has
+    none. A key the backend could not be asked about is absent: such a track is never
+    re-dispatched, however old (the run's deadline ends it)."""
     executor_available: bool = True
     """False when the backend's circuit breaker is open: nothing is dispatched."""
 
@@ -251,7 +254,14 @@ class _Planner:
                                              "url": seen.url or track.url})
             self.set_track(track)
             self.d.note(track.run_id, f"{track.name}: CI run found for {key}")
-        if seen is None or seen.phase is None or seen.phase is track.phase:
+        if seen is None or seen.phase is None:
+            return track
+        if seen.phase is track.phase:
+            news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
+                    if v is not None and getattr(track, k) is None}
+            if news:  # e.g. a queued job that started: its timeout counts from now on
+                track = track.model_copy(update=news)
+                self.set_track(track)
             return track
         if not machine.can_move_track(track.phase, seen.phase):
             return track  # stale or backward news: the state already knows better
@@ -272,16 +282,20 @@ class _Planner:
     def timeouts(self, run: Run, track: Track) -> Track:
         if track.phase not in machine.TRACK_OPEN:
             return track
-        if self.now >= run.deadline:
+        # The deadline counts from the run's start: a run still waiting (jitter, a
+        # buffered overlap, an open circuit breaker) has not started its clock.
+        if run.status is not R.SCHEDULED and self.now >= run.deadline:
             self.tap_out(track, f"run deadline {run.deadline:%Y-%m-%dT%H:%M:%SZ} passed")
             return self.st.tracks[run.run_id][track.name]
-        if track.phase in (P.DISPATCHED, P.RUNNING):
-            began = track.started_at or track.dispatched_at
-            limit = timedelta(minutes=track.spec.timeout_minutes)
-            if began is not None and self.now >= began + limit:
-                self.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
-                return self.st.tracks[run.run_id][track.name]
+        # A track's timeout counts from its start, as the backends do (time queued for
+        # a runner or a task slot is not the track's).
+        limit = timedelta(minutes=track.spec.timeout_minutes)
+        if track.started_at is not None and self.now >= track.started_at + limit:
+            self.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
+            return self.st.tracks[run.run_id][track.name]
+        key = track.dispatch_key or ""
         if (track.phase is P.DISPATCHED and track.handle is None
+                and key in self.obs.found and self.obs.found[key] is None
                 and track.dispatched_at is not None
                 and self.now >= track.dispatched_at + self.grace):
             # Nobody recorded a dispatch and the look-up found none: the tick that
@@ -344,14 +358,14 @@ class _Planner:
             since = now if spec.catchup is CatchupPolicy.NONE else cursor.since
             cursor = cursor.model_copy(update={"enabled": True, "since": since})
             self.d.log.append(f"{sid}: enabled again")
-        if cursor.done:
+        at = spec.at_utc()
+        if cursor.done and (at is None or cursor.last_slot == at):
             self.st.cursors[sid] = cursor
-            return
+            return  # a one-shot that fired; a new `at` arms it again
 
         notes: list[SlotNote] = []
         due: list[datetime]
         fire: list[datetime]
-        at = spec.at_utc()
         if at is not None:
             due = fire = [at] if at <= now else []  # a one-shot fires once, however late
         else:
@@ -399,10 +413,12 @@ class _Planner:
         settled = max([cursor.since, *due, *(n.slot for n in notes)])
         self.st.cursors[sid] = cursor.model_copy(update={
             "since": settled,
-            "last_slot": last_slot,
             "last_run_id": last_run_id,
             "next_run_at": upcoming[0] if upcoming else None,
-            "done": spec.at is not None and bool(fire),
+            # A one-shot has had its chance once its instant came (fired, or skipped by
+            # policy and noted, like any cron slot); `last_slot` remembers which instant.
+            "done": at is not None and bool(fire),
+            "last_slot": at if at is not None and fire else last_slot,
             "fires_per_day": {k: v for k, v in sorted(fires.items()) if k >= keep_from},
             "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
             "last_error": None,

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import ScheduleError
-from .models import ID_RE, Schedule, ScheduleSpec
+from .models import ID_RE, ID_RULE, Schedule, ScheduleSpec
 
 SCHEMA_FILE = "schedule.schema.json"
 """Lives beside the schedules for editors; not a schedule itself."""
@@ -104,8 +104,7 @@ def _load(path: Path, shown: str) -> Schedule | list[ScheduleError]:
     stem = path.stem
     if not ID_RE.fullmatch(stem):
         return [ScheduleError(shown, "id", f"file name {path.name!r} gives the invalid id "
-                              f"{stem!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
-                              "starting with a letter or digit")]
+                              f"{stem!r}: use {ID_RULE}")]
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:

@@ -169,7 +169,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     paths = sorted(files)
     prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
     if prefetch is not None:
-        prefetch(p for p in paths if p.endswith(".json") and "/tracks/" not in p)
+        prefetch(p for p in paths
+                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
     finished = set()
     for path in paths:
         parts = path.split("/")
@@ -179,7 +180,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
     if prefetch is not None:
-        prefetch(p for p in paths if "/tracks/" in p and p.split("/")[2] not in finished)
+        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/") and "/tracks/" in p
+                 and p.split("/")[2] not in finished)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue

@@ -332,16 +332,24 @@ def display_url(url: str) -> str:
 
 
 def _token_allowed(url: str) -> bool:
-    # A token goes only over TLS, or to the loopback interface (tests, local mirrors).
+    # A GitHub token goes only to GitHub over TLS (github.com, or the server of
+    # $GITHUB_SERVER_URL for Enterprise Server), or to the loopback interface (tests,
+    # local mirrors): never to another forge the remote happens to point at.
     parts = urlsplit(url)
     if parts.scheme == "https":
-        return True
+        server = urlsplit(os.environ.get("GITHUB_SERVER_URL") or "https://github.com")
+        return parts.hostname in {"github.com", server.hostname}
     if parts.scheme == "http" and parts.hostname:
         if parts.hostname == "localhost":
             return True
         with contextlib.suppress(ValueError):
             return ipaddress.ip_address(parts.hostname).is_loopback
     return False
+
+
+GIT_TIMEOUT = 300.0
+"""Seconds one git command may take (a fetch of a large state branch over a slow link
+included); past that it counts as a transient failure."""
 
 
 class Git:
@@ -370,8 +378,14 @@ class Git:
         cmd = ["git", "-C", str(self.repo), "-c", "gc.auto=0", "-c", "maintenance.auto=0",
                *args]
         full_env = {**self.env, **env} if env else self.env
-        proc = subprocess.run(cmd, input=input, capture_output=True, env=full_env,
-                              check=False)
+        try:
+            proc = subprocess.run(cmd, input=input, capture_output=True, env=full_env,
+                                  check=False, timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # A stalled remote must not hang the tick: treated like a dropped
+            # connection (the compare-and-swap then asks whether the push landed).
+            raise TransportError(f"git {args[0]} timed out after {GIT_TIMEOUT:g}s",
+                                 transient=True) from None
         if check and proc.returncode != 0:
             raise OrchestratorError(
                 f"git {args[0]} failed in {self.repo}: "

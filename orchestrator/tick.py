@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import state as st
-from .errors import ExecutorError
+from .errors import ExecutorError, OrchestratorError
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
 from .models import Breaker, RunStatus, Schedule, TrackPhase
@@ -236,17 +236,22 @@ class Tick:
                 markdown = render_markdown(ctx)
             except Exception as exc:  # never let one brief block the tick
                 files[path] = st.to_json(run)
-                decision.note(run_id, f"brief not rendered, will retry: "
-                                      f"{type(exc).__name__}: {exc}")
+                # logged, not written to the run's poll log: a template that stays
+                # broken must not make every tick commit
+                decision.log.append(f"{run_id}: brief not rendered, will retry: "
+                                    f"{type(exc).__name__}: {exc}")
                 continue
             decision.state.runs[run_id] = finished
             files[st.brief_path(run_id)] = html.encode()
             decision.note(run_id, f"{finished.status.value}; brief rendered")
             rendered.append(run_id)
             summaries[run_id] = markdown
-        files[st.INDEX] = render_index(list(decision.state.runs.values()),
-                                       generated_at=self.now,
-                                       template=self.index_template).encode()
+        try:
+            files[st.INDEX] = render_index(list(decision.state.runs.values()),
+                                           generated_at=self.now,
+                                           template=self.index_template).encode()
+        except Exception as exc:  # a broken index template keeps the old index
+            decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered
 
     def _append_logs(self, files: dict[str, bytes | None], changed: Mapping[str, object],
@@ -321,12 +326,14 @@ class Tick:
         if decision.dispatch:
             try:
                 results = executor.dispatch(decision.dispatch)
-            except ExecutorError as exc:  # nothing was started: put the tracks back
-                results = [DispatchResult(key=r.key, error=exc.message, not_sent=True)
-                           for r in decision.dispatch]
+            except OrchestratorError as exc:
+                # Some of it may have been sent: record nothing. The tracks stay
+                # `dispatched` without a handle, and a later tick's look-up adopts what
+                # was started and re-dispatches only what the backend says it never saw.
+                result.dispatch_errors.append(f"dispatch failed: {exc.message}")
         _fault("after-dispatch")
         result.dispatched = [r.key for r in results if r.error is None]
-        result.dispatch_errors = [f"{r.key}: {r.error}" for r in results if r.error]
+        result.dispatch_errors += [f"{r.key}: {r.error}" for r in results if r.error]
         breaker_after = executor.health()
         if results or (breaker_after is not None and breaker_after != breaker):
             self._record(results, breaker_after, result)

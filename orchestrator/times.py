@@ -36,6 +36,8 @@ def parse_now(value: str | None, option: str = "--now") -> datetime:
         raise UserError(f"{option}: not an ISO datetime: {value!r}") from None
     if moment.tzinfo is None:
         raise UserError(f"{option}: give a UTC offset, e.g. {value}Z")
+    if not 1970 <= moment.year <= 9000:
+        raise UserError(f"{option}: {value!r} is out of range (years 1970-9000)")
     return moment.astimezone(UTC)
 
 

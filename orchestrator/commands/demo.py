@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -20,12 +19,10 @@ import click
 
 from .. import state as st
 from ..cli import Config
-from ..errors import OrchestratorError
+from ..errors import UserError
 from ..machine import RUN_TERMINAL
 from ..store import GitStateStore
 from .tick import make_tick
-
-PY = "python3" if sys.platform != "win32" else "python"
 
 
 def _result(summary: str) -> str:
@@ -87,7 +84,7 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
     root = (directory or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))).resolve()
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
-        raise OrchestratorError(f"demo workspace {root} is not empty") from None
+        raise UserError(f"demo workspace {root} is not empty")
     started = datetime.now(UTC).replace(microsecond=0)
     repo = build_workspace(root, started)
     cfg = Config(repo=repo, remote="origin", state_branch="orchestrator-state")

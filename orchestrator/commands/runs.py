@@ -10,7 +10,7 @@ import click
 from .. import state as st
 from ..cli import Config, pass_config
 from ..errors import NotFound
-from ..models import Run, Track, check_id, check_run_id
+from ..models import Run, RunStatus, Track, check_id, check_run_id
 from ..store import GitStateStore
 from ..times import iso
 
@@ -61,7 +61,8 @@ def command() -> None:
 
 @command.command("list")
 @click.option("--schedule", "schedule_id", help="Only runs of this schedule.")
-@click.option("--status", help="Only runs with this status.")
+@click.option("--status", type=click.Choice([s.value for s in RunStatus]),
+              help="Only runs with this status.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_config
 def list_runs(cfg: Config, schedule_id: str | None, status: str | None, as_json: bool) -> None:

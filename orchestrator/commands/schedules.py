@@ -31,7 +31,7 @@ from ..schedules import (
     schema_text,
     write_schedule,
 )
-from ..times import iso
+from ..times import iso, parse_now
 
 # --------------------------------------------------------------------------- helpers
 
@@ -46,12 +46,9 @@ class InstantType(click.ParamType):
         if isinstance(value, datetime):
             return value
         try:
-            moment = datetime.fromisoformat(str(value))
-        except ValueError:
-            self.fail(f"not an ISO datetime: {value!r}", param, ctx)
-        if moment.tzinfo is None:
-            self.fail(f"give a UTC offset, e.g. {value}Z", param, ctx)
-        return moment.astimezone(UTC)
+            return parse_now(str(value), param.opts[0] if param else "--from")
+        except UserError as exc:  # a bad option value is a usage error (exit 2)
+            self.fail(exc.message.split(": ", 1)[-1], param, ctx)
 
 
 INSTANT = InstantType()

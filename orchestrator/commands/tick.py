@@ -103,7 +103,7 @@ def ping(url: str) -> str | None:
 
     try:
         httpx.get(url, timeout=10).raise_for_status()
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         return f"heartbeat ping failed: {type(exc).__name__}"
     return None
 

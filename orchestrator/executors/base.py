@@ -94,9 +94,13 @@ class Executor(Protocol):
         single failed request: its result carries ``error`` instead."""
         ...
 
-    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult]:
+    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
         """Find attempts that were dispatched but never recorded, by dispatch key.
-        Keys not found are absent from the answer."""
+
+        A found attempt maps to its result; a key the backend was asked about and has
+        no trace of maps to ``None``; a key the backend could not be asked about (an
+        error, a rate limit) is absent. Only ``None`` lets the tick dispatch again, so
+        an unreachable backend never causes a second start."""
         ...
 
     def observe(self, handles: list[Handle]) -> dict[str, Observation]:

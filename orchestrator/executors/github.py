@@ -60,7 +60,7 @@ import httpx
 from .. import __version__
 from ..errors import CircuitOpen, ExecutorError, UserError
 from ..models import WORKFLOW_RE, Breaker, TrackPhase, check_id, check_run_id
-from ..times import parse_utc
+from ..times import iso, parse_utc
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,10 @@ MAX_LEGS = 256
 """GitHub runs at most 256 jobs from one matrix."""
 MAX_INPUTS_CHARS = 65_535
 """GitHub rejects ``workflow_dispatch`` inputs longer than this, all inputs together."""
+LOST_AFTER = timedelta(minutes=10)
+"""A dispatch whose answer was lost and whose run-name no run carries after this long
+created nothing (GitHub lists a new run within seconds): its attempt is failed, and
+the tick's retry policy takes over, under a new dispatch key."""
 CLOCK_SKEW = timedelta(minutes=5)
 """Margin for the ``created`` filter: runner and GitHub clocks differ slightly."""
 RUN_PAGES = 10
@@ -397,15 +401,17 @@ class GitHubExecutor:
             results.update((r.key, r) for r in outcome)
         return [results[r.key] for r in requests]
 
-    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult]:
-        found: dict[str, DispatchResult] = {}
+    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
+        found: dict[str, DispatchResult | None] = {}
         groups: dict[tuple[str, str], list[DispatchRequest]] = {}
         for request in requests:
             groups.setdefault((request.run_id, self._workflow(request.workflow)),
                               []).append(request)
         for (run_id, workflow), group in sorted(groups.items()):
             try:
-                found.update(self._lookup_group(run_id, workflow, group))
+                hits = self._lookup_group(run_id, workflow, group)
+                # asked and answered: what is not among the hits does not exist
+                found.update({r.key: hits.get(r.key) for r in group})
             except CircuitOpen:
                 break
             except ExecutorError as exc:
@@ -436,6 +442,14 @@ class GitHubExecutor:
                 if run is not None:
                     by_run.setdefault(int(run["id"]), []).extend(group)
                     urls[int(run["id"])] = run.get("html_url")
+                    continue
+                for h in group:
+                    sent = parse_utc(h.handle.get("dispatched_at"))
+                    if sent is not None and self._now() - sent >= LOST_AFTER:
+                        out[h.key] = Observation(
+                            key=h.key, phase=TrackPhase.FAILED, error=(
+                                f"no workflow run named {run_name!r} appeared within "
+                                f"{LOST_AFTER} of the dispatch: it created nothing"))
             for ci_run, group in sorted(by_run.items()):
                 try:
                     seen = self._observe_run(ci_run, group, urls.get(ci_run))
@@ -489,25 +503,9 @@ class GitHubExecutor:
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
-        ambiguous = False
-        last: GitHubError | None = None
-        attempt = 0
+        """POST the batch once; never a second time once GitHub may have created it."""
         since = self._now() - CLOCK_SKEW
-        while attempt < self.max_attempts:
-            if attempt:
-                # Before any re-dispatch: the previous request may have created the
-                # run even though its answer never arrived.
-                if not self._backoff(attempt - 1):
-                    break
-                try:
-                    run = self._find_run(batch.workflow, batch.run_name, since)
-                except ExecutorError:
-                    if ambiguous:
-                        break  # cannot tell whether it exists: never risk a second run
-                    raise
-                if run is not None:
-                    return self._adopt(batch, int(run["id"]), run.get("html_url"))
-            attempt += 1
+        while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
             if self._details:
                 body["return_run_details"] = True
@@ -515,38 +513,29 @@ class GitHubExecutor:
                 response = self._request(
                     "POST", f"{self._repo_path}/actions/workflows/{batch.workflow}/dispatches",
                     body=body, retry=False)
-            except CircuitOpen:
-                if ambiguous:
-                    break
-                raise
             except GitHubError as exc:
-                definite = exc.rate_limited or (exc.status is not None and exc.status < 500)
-                if definite and not ambiguous:
+                if exc.rate_limited or (exc.status is not None and exc.status < 500):
                     raise  # refused before anything was created (rate limit, 401)
-                ambiguous = ambiguous or exc.ambiguous
-                last = exc
-                if definite:
-                    break
-                continue
+                # No answer, or a 5xx (GitHub may create the run and then answer 502):
+                # the run may exist. Sending again could start the tracks twice, so
+                # the batch is looked up by run-name instead, now or by later ticks.
+                log.warning("%s: %s; looking the run up by run-name", batch.run_name,
+                            exc.message)
+                try:
+                    return self._correlate(batch, since)
+                except ExecutorError:
+                    return self._pending(batch)
             if response.status_code in (200, 201, 204):
                 return self._accepted(batch, response, since)
             if (response.status_code in (400, 422) and self._details
                     and "return_run_details" in response.text):
                 # GitHub Enterprise Server without run details: dispatch plainly and
-                # correlate by run-name. Not a new attempt: nothing was created.
+                # correlate by run-name. Nothing was created by the refused request.
                 self._details = False
-                attempt -= 1
                 continue
             raise GitHubError(
                 f"dispatching {batch.run_name} to {batch.workflow} on {self.ref} was refused: "
                 f"{response.status_code} {_message(response)}", status=response.status_code)
-        if ambiguous:
-            # The run may exist; dispatching again could run the tracks twice. Keep a
-            # handle that observe() resolves by run-name once the run shows up.
-            log.warning("%s: no answer to the dispatch; correlating by run-name later",
-                        batch.run_name)
-            return self._pending(batch)
-        raise last or GitHubError(f"dispatching {batch.run_name} failed")
 
     def _accepted(self, batch: Batch, response: httpx.Response,
                   since: datetime) -> list[DispatchResult]:
@@ -557,6 +546,11 @@ class GitHubExecutor:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("workflow_run_id"), int):
                 return self._adopt(batch, data["workflow_run_id"], data.get("html_url"))
+        return self._correlate(batch, since)
+
+    def _correlate(self, batch: Batch, since: datetime) -> list[DispatchResult]:
+        """Find the batch's run by its run-name, polling a little; else a handle that
+        ``observe`` resolves once the run shows up."""
         for poll in range(self.correlate_polls):
             if poll and not self._sleep_for(float(2 ** (poll - 1))):
                 break
@@ -575,9 +569,11 @@ class GitHubExecutor:
         ]
 
     def _pending(self, batch: Batch) -> list[DispatchResult]:
+        sent = iso(self._now())
         return [
             DispatchResult(key=key, handle={"job_name": key, "run_name": batch.run_name,
-                                            "workflow": batch.workflow})
+                                            "workflow": batch.workflow,
+                                            "dispatched_at": sent})
             for key in batch.keys
         ]
 
@@ -663,7 +659,10 @@ class GitHubExecutor:
                 out[handle.key] = _job_observation(handle.key, ci_run, leg)
         if missing:
             response = self._request("GET", f"{self._repo_path}/actions/runs/{ci_run}")
-            run = response.json() if response.status_code == 200 else None
+            try:
+                run = response.json() if response.status_code == 200 else None
+            except ValueError:
+                run = None
             for handle in missing:
                 out[handle.key] = _missing_job(handle, ci_run, response.status_code, run,
                                                run_url)
@@ -813,12 +812,20 @@ class GitHubExecutor:
             if response.status_code != 200:
                 raise GitHubError(f"GET {path}: {response.status_code} {_message(response)}",
                                   status=response.status_code)
-            data = response.json()
+            try:
+                data = response.json()
+            except ValueError:  # e.g. an HTML error page from a proxy
+                raise GitHubError(f"GET {path}: the answer is not JSON") from None
             page = data.get(key) if isinstance(data, dict) else None
             if not isinstance(page, list):
                 raise GitHubError(f"GET {path}: unexpected answer (no {key!r} list)")
-            items.extend(item for item in page if isinstance(item, dict))
+            # every caller needs an integer id; anything else is not a run or a job
+            items.extend(item for item in page
+                         if isinstance(item, dict) and isinstance(item.get("id"), int))
             following = response.links.get("next", {}).get("url")
+            if following and not str(following).startswith(self.api_url + "/"):
+                # the token goes with every request: never follow a link off the API
+                raise GitHubError(f"GET {path}: pagination link leaves {self.api_url}")
             url, query = (following, None) if following else (None, None)
         return items
 

@@ -56,6 +56,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,14 +66,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
-from ..models import Breaker, TrackPhase, check_id, check_run_id
+from ..models import ID_RE, RUN_ID_RE, Breaker, TrackPhase, check_id, check_run_id
 from ..times import parse_utc
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
 KEY_RE = re.compile(
-    r"(?P<run_id>[a-z0-9][a-z0-9_-]{0,63}--\d{8}T\d{4}Z)"
-    r"--(?P<track>[a-z0-9][a-z0-9_-]{0,63})--(?P<attempt>[1-9]\d{0,5})"
+    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})--(?P<attempt>[1-9]\d{{0,5}})"
 )
 """A dispatch key, ``<run_id>--<track>--<attempt>``: also a safe single path segment."""
 
@@ -154,7 +154,19 @@ class LocalExecutor:
         return self.work_dir / check_key(key)
 
     def _handle(self, key: str) -> dict[str, Any]:
-        return {"executor": self.name, "key": key}
+        return {"executor": self.name, "key": key, "host": socket.gethostname(),
+                "work_dir": str(self.work_dir)}
+
+    def owns(self, handle: Handle) -> bool:
+        """Whether ``handle`` is an attempt of this machine's work folder.
+
+        Several local ticks may share a state branch (``serve`` on two machines, or in
+        two work folders); each observes and cancels only its own attempts, and leaves
+        the others to their owner (or to the run's deadline)."""
+        host = handle.handle.get("host")
+        work = handle.handle.get("work_dir")
+        return (host is None or host == socket.gethostname()) and (
+            work is None or Path(str(work)) == self.work_dir)
 
     def _url(self, folder: Path) -> str:
         return folder.as_uri()
@@ -288,12 +300,13 @@ class LocalExecutor:
 
     # ------------------------------------------------------------------ lookup
 
-    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult]:
-        found: dict[str, DispatchResult] = {}
+    def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
+        found: dict[str, DispatchResult | None] = {}
         for request in requests:
             try:
                 folder = self.attempt_dir(request.key)
             except InvalidId:
+                found[request.key] = None  # no such folder can exist
                 continue
             try:
                 exists = (folder / sv.LAUNCH).exists()
@@ -301,6 +314,7 @@ class LocalExecutor:
                 # "Not found" would make the tick dispatch again: fail instead.
                 raise ExecutorError(f"local lookup of {request.key}: {exc}") from exc
             if not exists:
+                found[request.key] = None
                 continue
             self._adopt(folder)
             found[request.key] = DispatchResult(
@@ -313,6 +327,8 @@ class LocalExecutor:
     def observe(self, handles: list[Handle]) -> dict[str, Observation]:
         out: dict[str, Observation] = {}
         for handle in handles:
+            if not self.owns(handle):
+                continue
             try:
                 out[handle.key] = self._observe_one(handle.key)
             except InvalidId as exc:
@@ -424,6 +440,10 @@ class LocalExecutor:
     # ------------------------------------------------------------------ cancel
 
     def cancel(self, handle: Handle) -> None:
+        if not self.owns(handle):
+            log.warning("not cancelling %s: it runs in another work folder (%s on %s)",
+                        handle.key, handle.handle.get("work_dir"), handle.handle.get("host"))
+            return
         try:
             self._cancel(self.attempt_dir(handle.key))
         except (OSError, ValueError) as exc:

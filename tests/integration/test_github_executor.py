@@ -183,6 +183,22 @@ def test_lost_response_is_adopted_not_repeated(fake_github: FakeGitHub) -> None:
     assert all(r.error is None for r in results)
 
 
+def test_a_502_dispatch_is_never_resent_and_is_failed_once_it_surely_created_nothing(
+        fake_github: FakeGitHub) -> None:
+    fake_github.fail("dispatch", status=502, times=1)  # refused: no run is created
+    [pending] = executor(fake_github).dispatch([req("a")])
+    assert len(fake_github.dispatches) == 1 and not fake_github.runs
+    assert pending.error is None and pending.handle is not None
+    assert "ci_run_id" not in pending.handle
+    handle = Handle(pending.key, pending.handle, 30)
+    soon = executor(fake_github, now=T0 + timedelta(minutes=5)).observe([handle])
+    assert soon == {}  # GitHub may still be listing it: nothing to say yet
+    late = executor(fake_github, now=T0 + timedelta(minutes=11)).observe([handle])
+    assert late[pending.key].phase is TrackPhase.FAILED
+    assert "created nothing" in (late[pending.key].error or "")
+    assert len(fake_github.dispatches) == 1
+
+
 def test_slow_answer_past_the_timeout_is_adopted_not_repeated(fake_github: FakeGitHub) -> None:
     fake_github.slow("dispatch", delay=0.6)
     results = executor(fake_github, timeout=0.2).dispatch([req("a")])
@@ -219,10 +235,12 @@ def test_lookup_finds_an_unrecorded_dispatch(fake_github: FakeGitHub) -> None:
     # The next tick: same batch (run-name match) and a subset (jobs listing).
     later = executor(fake_github, now=T0 + timedelta(minutes=12))
     found = later.lookup(requests)
-    assert {k: r.handle["ci_run_id"] for k, r in found.items()} == {
+    assert {k: r.handle["ci_run_id"] for k, r in found.items() if r} == {
         r.key: r.handle["ci_run_id"] for r in dispatched}
     subset = later.lookup([requests[1], req("a", attempt=2)])
-    assert list(subset) == [requests[1].key]
+    # found, and asked-but-absent (None): only the latter may be dispatched again
+    assert {k: v is not None for k, v in subset.items()} == {
+        requests[1].key: True, req("a", attempt=2).key: False}
     assert len(fake_github.dispatches) == posts
 
 
@@ -353,7 +371,11 @@ def test_five_consecutive_500s_open_the_persisted_breaker(fake_github: FakeGitHu
     ex.observe([Handle("k", {"ci_run_id": 1, "job_name": "k"}, 30)])
 
     assert len(fake_github.requests) == 5
-    assert all(r.error for r in results)
+    # A 500 to a dispatch may still have created the run: never sent again, the
+    # batches wait for their run-name to show up (or for LOST_AFTER to pass).
+    assert all(r.error is None and r.handle and "ci_run_id" not in r.handle
+               for r in results)
+    assert len(fake_github.dispatches) == 2  # one POST per batch, none repeated
     breaker = ex.health()
     assert breaker.state == "open" and breaker.failures == 5
     assert breaker.opened_at is not None and breaker.opened_at >= T0
@@ -371,7 +393,7 @@ def test_five_consecutive_500s_open_the_persisted_breaker(fake_github: FakeGitHu
     assert not soon.available
     [blocked] = soon.dispatch([req("a")])
     assert blocked.error and "circuit breaker is open" in blocked.error
-    assert soon.lookup([req("a")]) == {}
+    assert soon.lookup([req("a")]) == {}  # not asked: absent, never "not found"
     assert soon.observe([Handle("k", {"ci_run_id": 1, "job_name": "k"}, 30)]) == {}
     assert len(fake_github.requests) == before  # no HTTP call at all
     assert soon.health() == loaded
@@ -390,7 +412,7 @@ def test_half_open_breaker_reopens_on_the_first_failure(fake_github: FakeGitHub)
     ex = executor(fake_github, now=now, breaker=opened)
     [result] = ex.dispatch([req("a")])
 
-    assert result.error
+    assert result.handle and "ci_run_id" not in result.handle  # ambiguous: never re-sent
     assert len(fake_github.requests) == 1
     assert ex.health().state == "open" and ex.health().opened_at == now
 

@@ -138,12 +138,12 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     repo = clone(origin, tmp_path / "repo")
     fake_github.fail("any", status=500, times=1000)
 
-    # GitHub answers 500 to everything: dispatches fail, tracks are retried, and the
-    # fifth consecutive failure opens the breaker.
+    # GitHub answers 500 to everything. A 500 to the dispatch may still have created
+    # the run, so it is never sent again; looking the run up by its run-name keeps
+    # failing, and the fifth consecutive failure opens the breaker.
     now = T0 + timedelta(minutes=1)
     for _ in range(6):
-        result = github_tick(repo, fake_github, now)
-        assert not result.dispatched
+        github_tick(repo, fake_github, now)
         state, files = read_state(repo)
         if "github" in state.health and state.health["github"].state == "open":
             break
@@ -153,6 +153,8 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     assert breaker.opened_at is not None
     assert json.loads(files[st.HEALTH])["github"]["state"] == "open"
     assert [r.status for r in fake_github.requests] == [500] * 5  # then nothing more
+    assert len(fake_github.dispatches) == 1
+    assert state.tracks[RUN]["a"].phase is TrackPhase.DISPATCHED
 
     # GitHub recovers, but the cooldown has not passed: the next ticks make no call.
     fake_github.faults.clear()
@@ -160,14 +162,18 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
         github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=minutes))
     assert len(fake_github.requests) == 5
     state, _ = read_state(repo)
-    assert state.tracks[RUN]["a"].phase is TrackPhase.PENDING
     assert state.health["github"] == breaker
 
-    # After the cooldown a probe goes through, succeeds and closes the breaker.
-    later = github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=16))
-    [key] = later.dispatched
-    assert key.startswith(f"{RUN}--a--")
+    # After the cooldown a probe goes through and closes the breaker. No run carries
+    # the dispatch's run-name, long after it was sent: it created nothing, so the
+    # attempt fails and is retried, once, under a new dispatch key.
+    github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=16))
     state, _ = read_state(repo)
     assert state.health["github"].state == "closed"
-    assert state.tracks[RUN]["a"].phase is TrackPhase.DISPATCHED
-    assert [c.status for c in fake_github.dispatches][-1] == 200
+    track = state.tracks[RUN]["a"]
+    assert track.phase is TrackPhase.PENDING and track.attempt == 2
+    assert any("created nothing" in line for line in track.error_log)
+    later = github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=18))
+    assert later.dispatched == [f"{RUN}--a--2"]
+    assert len(fake_github.dispatches) == 2
+    assert [c.status for c in fake_github.dispatches][-1] in (200, 204)

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -154,7 +155,8 @@ def test_complete_with_result_environment_and_logs(work_dir: Path, tmp_path: Pat
 
     [res] = ex.dispatch([req])
     assert res.error is None and res.key == f"{RUN_ID}--alpha--2"
-    assert res.handle == {"executor": "local", "key": req.key}
+    assert res.handle == {"executor": "local", "key": req.key,
+                          "host": socket.gethostname(), "work_dir": str(ex.work_dir)}
     obs = final(ex, req)
 
     assert obs.phase == TrackPhase.COMPLETE, obs
@@ -397,7 +399,7 @@ def test_one_key_dispatched_by_eight_processes_at_once_launches_once(
 
     req = request("race", "unused")
     assert {json.dumps(o, sort_keys=True) for o in outputs} == {json.dumps(
-        {"key": req.key, "handle": {"executor": "local", "key": req.key}, "error": None},
+        {"key": req.key, "handle": ex._handle(req.key), "error": None},
         sort_keys=True)}
     assert final(ex, req).phase == TrackPhase.COMPLETE
     assert [entry["key"] for entry in launches(ex)] == [req.key]
@@ -428,8 +430,9 @@ def test_lookup_finds_a_dispatch_made_by_another_process(
 
     found = ex.lookup([req, other])
 
-    assert list(found) == [req.key]
-    assert found[req.key].handle == {"executor": "local", "key": req.key}
+    assert found[other.key] is None  # asked, and never dispatched
+    hit = found[req.key]
+    assert hit is not None and hit.handle["key"] == req.key
     assert final(ex, req).phase == TrackPhase.COMPLETE
     assert len(launches(ex)) == 1
 
@@ -485,7 +488,7 @@ def test_invalid_requests_are_errors_and_touch_nothing(ex: LocalExecutor) -> Non
         ex.attempt_dir("../../etc")
     bogus = Handle(key="../../etc", handle={}, timeout_minutes=1)
     assert ex.observe([bogus])["../../etc"].phase == TrackPhase.FAILED
-    assert ex.lookup([bad_run]) == {}
+    assert ex.lookup([bad_run]) == {bad_run.key: None}
 
 
 @pytest.mark.parametrize(
@@ -545,3 +548,21 @@ def test_satisfies_the_executor_protocol(ex: LocalExecutor) -> None:
     executor: Executor = ex  # checked by mypy
     assert executor.name == "local"
     assert executor.health() is None
+
+
+def test_attempts_of_another_work_folder_are_left_to_their_owner(work_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """Two local ticks on one state branch (two machines, or two work folders) must
+    not fail each other's tracks: each observes and cancels only its own."""
+    mine = LocalExecutor(work_dir)
+    theirs = LocalExecutor(tmp_path / "elsewhere")
+    req = request("away", "sleep 5")
+    [res] = theirs.dispatch([req])
+    assert res.handle is not None
+    handle = Handle(req.key, res.handle, 1)
+    assert not mine.owns(handle) and theirs.owns(handle)
+    assert mine.observe([handle]) == {}
+    mine.cancel(handle)  # not ours: left alone
+    assert theirs.observe([handle])[req.key].phase in (None, TrackPhase.RUNNING)
+    theirs.cancel(handle)
+    assert final(theirs, req).phase is TrackPhase.CANCELLED

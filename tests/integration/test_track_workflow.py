@@ -76,7 +76,9 @@ def play_leg(job: dict[str, Any], ctx: dict[str, Any], checkout: Path) -> dict[s
         condition = str(step.get("if", ""))
         if condition.startswith("vars."):
             continue  # repository variables are unset here
-        if failed and condition != "always()":
+        # `always() && (...outcome == 'success' || ... 'failure')`: here the command
+        # always finishes (nothing is cancelled), so the report step always runs
+        if failed and not condition.startswith("always()"):
             continue
         env = {**os.environ, **job_env, "PATH": path,
                **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}

@@ -261,9 +261,18 @@ def test_observations_move_tracks_and_stale_news_is_ignored() -> None:
     assert phases(d2.state, "job--20261201T0700Z")["t1"] == "complete"
 
 
-def test_timeout_taps_out_and_cancels() -> None:
+def test_timeout_counts_from_the_start_then_taps_out_and_cancels() -> None:
     s, state = _dispatched(tracks=1, overlap="allow")
-    d = tick([s], state, T0 + timedelta(minutes=30))
+    key = "job--20261201T0700Z--t0--1"
+    queued = tick([s], state, T0 + timedelta(minutes=40))  # never started: no timeout
+    assert queued.state.tracks["job--20261201T0700Z"]["t0"].phase is P.DISPATCHED
+    started = tick([s], queued.state, T0 + timedelta(minutes=41), Observations(seen={
+        key: Observation(key=key, phase=P.RUNNING, started_at=T0 + timedelta(minutes=40))}))
+    assert started.state.tracks["job--20261201T0700Z"]["t0"].started_at == \
+        T0 + timedelta(minutes=40)
+    early = tick([s], started.state, T0 + timedelta(minutes=69))
+    assert early.state.tracks["job--20261201T0700Z"]["t0"].phase is P.RUNNING
+    d = tick([s], started.state, T0 + timedelta(minutes=70))
     track = d.state.tracks["job--20261201T0700Z"]["t0"]
     assert track.phase is P.TAPPED_OUT
     assert "timeout of 30 minutes" in track.error_log[-1]
@@ -338,9 +347,16 @@ def test_unrecorded_dispatch_is_adopted_by_lookup_else_redispatched_after_grace(
     adopted = tick([s], d.state, T0 + timedelta(minutes=1), found)
     assert adopted.state.tracks["job--20261201T0700Z"]["t0"].handle == {"pid": 7}
     assert adopted.dispatch == []
-    early = tick([s], d.state, T0 + timedelta(minutes=1), dispatch_grace=timedelta(minutes=2))
+    absent = Observations(found={key: None})
+    early = tick([s], d.state, T0 + timedelta(minutes=1), absent,
+                 dispatch_grace=timedelta(minutes=2))
     assert early.dispatch == []
-    again = tick([s], d.state, T0 + timedelta(minutes=2), dispatch_grace=timedelta(minutes=2))
+    unknown = tick([s], d.state, T0 + timedelta(hours=1), dispatch_grace=timedelta(minutes=2))
+    # the backend could not be asked: never risk a second start
+    assert key not in [r.key for r in unknown.dispatch]
+    assert unknown.state.tracks["job--20261201T0700Z"]["t0"].phase is P.DISPATCHED
+    again = tick([s], d.state, T0 + timedelta(minutes=2), absent,
+                 dispatch_grace=timedelta(minutes=2))
     assert [r.key for r in again.dispatch] == [key]  # same key: idempotent backends dedupe
     history = again.state.tracks["job--20261201T0700Z"]["t0"].state_history
     assert [(h.from_, h.to) for h in history][-2:] == [("dispatched", "pending"),
