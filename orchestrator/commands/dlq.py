@@ -11,7 +11,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-from datetime import UTC, datetime
 
 import click
 
@@ -21,6 +20,7 @@ from ..cli import Config, pass_config
 from ..errors import NotFound, UserError
 from ..models import DeadLetter, RunStatus, TrackPhase
 from ..store import GitStateStore, Snapshot
+from ..times import parse_now
 from .runs import read_state
 
 
@@ -97,10 +97,11 @@ def _transact(cfg: Config, key: str, change, message: str) -> None:  # type: ign
 @click.argument("key")
 @click.option("--reason", default="", help="Why, recorded in the track's history.")
 @click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
+@click.option("--now", "now_text", metavar="ISO", help="Time of the requeue (default: now).")
 @pass_config
-def requeue(cfg: Config, key: str, reason: str, by: str | None) -> None:
+def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | None) -> None:
     """Put a parked track back to pending with a fresh attempt budget."""
-    now = datetime.now(UTC)
+    now = parse_now(now_text)
     who = _who(by)
 
     def change(snap: Snapshot) -> dict[str, bytes | None]:
@@ -129,7 +130,10 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None) -> None:
             st.dlq_path(key): None,
         }
         if run.status is RunStatus.FAILED:
-            run = machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None)
+            # a reopened run gets its whole allowance again, from now
+            allowance = run.deadline - max(run.fire_at, run.created_at)
+            run = machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
+                                   deadline=max(run.deadline, now + allowance))
             out[st.run_path(run.run_id)] = st.to_json(run)
         return out
 

@@ -108,3 +108,24 @@ def test_discard_records_who_and_why_and_blocks_a_requeue(parked: tuple[Path, Pa
     assert again.returncode == 0  # idempotent: nothing changes
     state, _ = state_of(repo)
     assert state.dlq[KEY].discarded_reason == "obsolete"
+
+
+def test_a_requeue_after_the_deadline_gives_the_run_a_new_allowance(
+        parked: tuple[Path, Path]) -> None:
+    repo, work = parked
+    late = T0 + timedelta(days=2)  # long past the run's 240-minute deadline
+    assert cli(repo, "dlq", "requeue", KEY, "--now", late.isoformat()).returncode == 0
+    state, _ = state_of(repo)
+    assert state.runs[RUN].deadline == late + timedelta(minutes=240)
+    tick(repo, late + timedelta(minutes=1), work)
+    wait_until(lambda: f"{KEY}--2" in launches(work))
+    time.sleep(0.5)
+    tick(repo, late + timedelta(minutes=2), work)
+    state, _ = state_of(repo)
+    assert state.tracks[RUN]["bad"].phase is TrackPhase.COMPLETE
+
+
+def test_an_unknown_status_filter_is_a_usage_error(parked: tuple[Path, Path]) -> None:
+    repo, _ = parked
+    proc = cli(repo, "runs", "list", "--status", "complete")  # the run status is "completed"
+    assert proc.returncode == 2 and "'complete' is not one of" in proc.stderr

@@ -268,3 +268,39 @@ def test_the_job_summary_leaves_out_briefs_past_the_limit_and_says_so() -> None:
     assert len(text.encode()) <= 1200
     assert "A" * 600 in text and "B" * 600 not in text
     assert "1 brief(s) left out" in text and "b--20261201T0700Z" in text
+
+
+def test_a_broken_index_or_brief_template_never_blocks_firing(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec(run="true")})
+    repo = clone(origin, tmp_path / "repo")
+    (repo / "templates").mkdir()
+    (repo / "templates" / "index.html.j2").write_text("{{ no_such_name }}\n")
+    (repo / "templates" / "brief.html.j2").write_text("{% broken\n")
+    work = tmp_path / "work"
+    first = tick(repo, T0 + timedelta(minutes=1), work)
+    assert len(first.dispatched) == 2  # the slot fired and its tracks started
+    assert any("index not rendered" in line for line in first.log)
+    wait_until(lambda: len(launches(work)) == 2)
+    time.sleep(0.5)
+    second = tick(repo, T0 + timedelta(minutes=2), work)
+    assert any("brief not rendered, will retry" in line for line in second.log)
+    state, _ = state_of(repo)
+    assert state.runs["nightly--20261201T0700Z"].status is RunStatus.CONSOLIDATING
+    before = tip(origin)
+    third = tick(repo, T0 + timedelta(minutes=3), work)  # still broken: nothing to commit
+    assert not third.mark_landed and tip(origin) == before
+    (repo / "templates" / "brief.html.j2").unlink()
+    (repo / "templates" / "index.html.j2").unlink()
+    fixed = tick(repo, T0 + timedelta(minutes=4), work)
+    assert fixed.rendered == ["nightly--20261201T0700Z"]
+    state, snap = state_of(repo)
+    assert state.runs["nightly--20261201T0700Z"].status is RunStatus.COMPLETED
+    assert st.INDEX in snap.files
+
+
+def test_a_malformed_heartbeat_url_never_fails_the_tick(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": spec()})
+    repo = clone(origin, tmp_path / "repo")
+    proc = cli(repo, "tick", "--now", "2026-12-01T06:00:00Z", "--heartbeat-url",
+               "http://[::1/", env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+    assert "heartbeat ping failed: InvalidURL" in proc.stdout

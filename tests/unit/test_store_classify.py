@@ -112,3 +112,16 @@ def test_in_memory_contention_forces_retries_then_lands() -> None:
     assert result.landed and result.attempts == 3
     assert seen == [set(), {"state/r1"}, {"state/r1", "state/r2"}]
     assert [m for _, m, _ in store.log] == ["rival", "rival", "mine"]
+
+
+def test_a_github_token_goes_only_to_github_or_loopback(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    from orchestrator.store import _token_allowed
+
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    assert _token_allowed("https://github.com/o/r.git")
+    assert not _token_allowed("https://gitlab.com/o/r.git")
+    assert not _token_allowed("http://github.com/o/r.git")  # never in clear text
+    assert _token_allowed("http://127.0.0.1:8080/o/r.git")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://ghe.example.com")
+    assert _token_allowed("https://ghe.example.com/o/r.git")

@@ -32,3 +32,8 @@ def test_parse_now_needs_an_offset_and_names_the_option() -> None:
 
 def test_iso_is_utc_with_a_z() -> None:
     assert iso(T.astimezone(timezone(timedelta(hours=-5)))) == "2026-12-01T07:00:00Z"
+
+
+def test_instants_out_of_range_are_user_errors_not_crashes() -> None:
+    with pytest.raises(UserError, match="out of range"):
+        parse_now("9999-12-31T23:00:00-05:00")
