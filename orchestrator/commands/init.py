@@ -57,10 +57,13 @@ def conflicts(root: Path, files: dict[str, str]) -> list[str]:
 
 
 def _git_init(root: Path) -> bool:
-    """``git init`` unless ``root`` is inside a work tree already; True if it ran."""
-    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root,
-                            capture_output=True, text=True, check=False)
-    if inside.returncode == 0 and inside.stdout.strip() == "true":
+    """``git init`` unless ``root`` is the top of a work tree already; True if it ran.
+
+    A folder inside another repository gets a repository of its own: GitHub reads
+    workflows only from ``.github/workflows`` at a repository's root."""
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root,
+                         capture_output=True, text=True, check=False)
+    if top.returncode == 0 and Path(top.stdout.strip()).resolve() == root.resolve():
         return False
     proc = subprocess.run(["git", "init", "--quiet", "--initial-branch=main", str(root)],
                           capture_output=True, text=True, check=False)

@@ -8,6 +8,7 @@ test's temporary folder.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,12 @@ WIDTHS = (1280, 390)
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert CHROMIUM.exists(), "Debian's chromium is missing: .ci/run installs it"
+    if not CHROMIUM.exists():
+        # CI installs it (.ci/run), and there its absence is a failure; on a machine
+        # without Debian's chromium the rest of the suite still runs.
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is missing: .ci/run installs it")
+        pytest.skip("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:

@@ -300,3 +300,17 @@ def test_serve_compacts_once_at_start_with_compact_keep_days(tmp_path: Path) -> 
     assert err.count("compact: archived") == 1  # once a day, not every wake-up
     files = GitStateStore(repo, "origin", BRANCH).read().files
     assert st.run_path("nightly--20200107T0715Z") not in files
+
+
+def test_init_inside_another_repository_makes_a_repository_of_its_own(tmp_path: Path
+                                                                      ) -> None:
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(outer)], check=True)
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "init", "mine"], cwd=outer,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=outer / "mine",
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(top) == (outer / "mine").resolve()  # its workflows sit at a repo root
+    assert (outer / "mine" / ".github" / "workflows" / "tick.yml").is_file()
