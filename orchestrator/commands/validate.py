@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import click
@@ -54,11 +55,24 @@ class Preview:
         }
 
 
-def preview(schedule: Schedule, start: datetime, n: int) -> Preview:
-    """The next ``n`` runs after ``start`` and every warning worth a reviewer's eye."""
+def preview(schedule: Schedule, start: datetime, n: int,
+            workflows: Path | None = None) -> Preview:
+    """The next ``n`` runs after ``start`` and every warning worth a reviewer's eye.
+
+    ``workflows`` is the repository's ``.github/workflows`` folder, when it has one:
+    a schedule naming a workflow that is not there would fail every dispatch."""
     spec = schedule.spec
     result = Preview(schedule, cron.describe(spec))
     warn = result.warnings.append
+    if workflows is not None and workflows.is_dir():
+        if not (workflows / spec.workflow).is_file():
+            warn(f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
+                 "on GitHub Actions would fail")
+        elif spec.workflow == "track.yml":
+            for track in spec.tracks:
+                if track.run is None:
+                    warn(f"track {track.name!r} has no 'run': the default track.yml fails "
+                         "it on GitHub; name a 'workflow' that handles its inputs")
     if spec.at is not None:
         at = spec.at_utc()
         assert at is not None
@@ -129,7 +143,8 @@ class Report:
 
 def build_report(cfg: Config, start: datetime, n: int) -> Report:
     loaded = load_all(cfg.schedules_dir)
-    return Report(start, loaded, [preview(s, start, n) for s in loaded.schedules])
+    workflows = cfg.repo / ".github" / "workflows"
+    return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])
 
 
 def _summary(report: Report) -> str:

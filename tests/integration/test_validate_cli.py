@@ -249,3 +249,25 @@ def test_one_shots_in_the_past_warn_and_preview_nothing(
     assert once["next"] == []
     assert once["warnings"] == ["'at' 2026-10-01T11:00:00Z is in the past: a one-shot that "
                                 "never fired fires at the next tick"]
+
+
+def test_a_missing_workflow_or_a_run_less_track_on_the_default_workflow_warns(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "typo", cron="7 9 * * *", workflow="trak.yml")
+    write(repo, "inputs", cron="7 9 * * *",
+          tracks=[{"name": "a", "inputs": {"k": "v"}}, {"name": "b", "run": "true"}])
+    write(repo, "fine", cron="7 9 * * *")
+    rc = main(["--repo", str(repo), "validate", "--format", "json", *FROM])
+    assert rc == 0
+    no_folder = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)[
+        "schedules"]}
+    assert no_folder["typo"] == [] and no_folder["inputs"] == []  # local use: no check
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github" / "workflows" / "track.yml").write_text("name: track\n")
+    assert main(["--repo", str(repo), "validate", "--format", "json", *FROM]) == 0
+    warnings = {s["id"]: s["warnings"] for s in json.loads(capsys.readouterr().out)[
+        "schedules"]}
+    assert any("'trak.yml' is not in .github/workflows" in w for w in warnings["typo"])
+    assert any("track 'a' has no 'run'" in w for w in warnings["inputs"])
+    assert warnings["fine"] == []
