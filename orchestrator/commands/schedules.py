@@ -365,7 +365,9 @@ def set_enabled(path: Path, enabled: bool) -> bool:
     layout; only when that is not possible (no ``enabled`` key yet) is the file
     rewritten in the standard format, with ``enabled`` after the timing fields.
     """
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_text(encoding="utf-8")
+    bom = "\ufeff" if raw.startswith("\ufeff") else ""  # the loader accepts one: keep it
+    text = raw[len(bom):]
     data = json.loads(text)
     if data.get("enabled", True) is enabled and "enabled" in data:
         return False
@@ -378,7 +380,7 @@ def set_enabled(path: Path, enabled: bool) -> bool:
         new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
               f"{text[hit.end():]}"
         if json.loads(new) == wanted:
-            write_schedule(path, new)
+            write_schedule(path, bom + new)
             return True
     ordered: dict[str, Any] = {}
     anchor = next((k for k in ("timezone", "at", "cron") if k in data), None)

@@ -265,3 +265,16 @@ def test_show_and_remove(repo: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert rc == 0 and "removed schedules/health.json" in out
     assert not (repo / "schedules" / "health.json").exists()
     assert run(repo, capsys, "schedules", "remove", "health")[0] == 1
+
+
+def test_a_file_with_a_byte_order_mark_toggles_and_keeps_it(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = repo / "schedules" / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{\n  "cron": "7 2 * * *",\n  "enabled": true,\n'
+                     b'  "tracks": [{"name": "a", "run": "true"}]\n}\n')
+    original = path.read_bytes()
+    assert run(repo, capsys, "schedules", "disable", "bom")[0] == 0
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert b'"enabled": false' in path.read_bytes()
+    assert run(repo, capsys, "schedules", "enable", "bom")[0] == 0
+    assert path.read_bytes() == original
