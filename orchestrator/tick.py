@@ -142,6 +142,20 @@ def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
     return joined
 
 
+_CAUTION = {"closed": 0, "half_open": 1, "open": 2}
+
+
+def merge_breaker(base: Breaker | None, theirs: Breaker | None, ours: Breaker) -> Breaker:
+    """The breaker to commit: this tick's (``ours``), unless another tick changed the
+    committed one (``theirs``) since this tick read it (``base``); then the more
+    cautious of the two, so a lost race never closes a breaker another tick opened."""
+    if theirs is None or theirs == base:
+        return ours
+    floor = datetime.min.replace(tzinfo=UTC)
+    return max((ours, theirs),
+               key=lambda b: (_CAUTION[b.state], b.opened_at or floor, b.failures))
+
+
 class _Overlay(Mapping[str, bytes]):
     """``top`` over ``base``: the files as they will be once ``top`` is committed."""
 
@@ -190,6 +204,7 @@ class Tick:
         self.heartbeat_every = heartbeat_every
         self.template = template
         self.index_template = index_template
+        self._breaker_base: Breaker | None = None
 
     # ---------------------------------------------------------------- planning
 
@@ -199,7 +214,8 @@ class Tick:
         decision = plan(schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
         if breaker is not None:
-            decision.state.health[self.executor_name] = breaker
+            decision.state.health[self.executor_name] = merge_breaker(
+                self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         result.summaries = {}
         result.rendered = self._consolidate(decision, files, snap.files, schedules,
@@ -286,7 +302,8 @@ class Tick:
         invalid = [e.message for e in loaded.errors]
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
-        executor = self.make_executor(state0.health.get(self.executor_name))
+        self._breaker_base = state0.health.get(self.executor_name)
+        executor = self.make_executor(self._breaker_base)
         obs = gather(executor, state0)
         breaker = executor.health()
 
@@ -346,7 +363,8 @@ class Tick:
             state = before.copy()
             lines = record_dispatch(state, results, self.now)
             if breaker is not None:
-                state.health[self.executor_name] = breaker
+                state.health[self.executor_name] = merge_breaker(
+                    self._breaker_base, before.health.get(self.executor_name), breaker)
             files: dict[str, bytes | None] = dict(state.dump(base=before))
             touched: dict[str, list[str]] = {}
             for line in lines:
