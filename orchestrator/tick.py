@@ -20,6 +20,7 @@ except a heartbeat line once ``heartbeat_every`` has passed since the last one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -65,8 +66,9 @@ class TickResult:
     record_log: list[str] = field(default_factory=list)
     schedule_errors: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
-    summaries: dict[str, str] = field(default_factory=dict)
-    """Run id -> Markdown brief of each run this tick finished (for the job summary)."""
+    summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
+    """Run id -> the Markdown brief of each run this tick finished, rendered within a
+    byte limit (for the job summary, whose limit the briefs share)."""
 
     @property
     def log(self) -> list[str]:
@@ -225,7 +227,7 @@ class Tick:
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
-                     summaries: dict[str, str]) -> list[str]:
+                     summaries: dict[str, Callable[[int], str]]) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
@@ -249,7 +251,6 @@ class Tick:
                 ctx = context_from_files(view, run_id, now=self.now, last_tick=self.now,
                                          schedule=specs.get(run.schedule_id))
                 html = render_html(ctx, self.template)
-                markdown = render_markdown(ctx)
             except Exception as exc:  # never let one brief block the tick
                 files[path] = st.to_json(run)
                 # logged, not written to the run's poll log: a template that stays
@@ -261,7 +262,7 @@ class Tick:
             files[st.brief_path(run_id)] = html.encode()
             decision.note(run_id, f"{finished.status.value}; brief rendered")
             rendered.append(run_id)
-            summaries[run_id] = markdown
+            summaries[run_id] = functools.partial(render_markdown, ctx)
         try:
             files[st.INDEX] = render_index(list(decision.state.runs.values()),
                                            generated_at=self.now,

@@ -71,18 +71,30 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub rejects a job summary over 1 MiB (per step)."""
 
 
+BRIEF_MIN_BYTES = 4096
+"""Below this much room a brief is left out (and named) rather than cut to nothing."""
+
+
 def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
-    """The tick's lines, then the Markdown brief of each run it finished, under ``limit``."""
+    """The tick's lines, then the Markdown brief of each run it finished, under ``limit``:
+    each brief is rendered within the room the ones before it left (it then summarises
+    itself and says what it cut); one with too little room left is named instead."""
     parts = ["### Orchestrator tick\n\n```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
     used = len(parts[0].encode())
     left_out = []
-    for run_id, markdown in result.summaries.items():
-        size = len(markdown.encode()) + 1
-        if used + size > limit - 200:
+    reserve = 200 + 80 * len(result.summaries)  # the closing note naming left-out runs
+    for run_id, render in result.summaries.items():
+        room = limit - used - reserve
+        if room < BRIEF_MIN_BYTES:
+            left_out.append(run_id)
+            continue
+        try:
+            markdown = render(room)
+        except Exception:  # the job summary is a courtesy: it never fails the tick
             left_out.append(run_id)
             continue
         parts.append(markdown)
-        used += size
+        used += len(markdown.encode()) + 1
     if left_out:
         parts.append(f"_{len(left_out)} brief(s) left out to stay under GitHub's 1 MiB "
                      f"summary limit: {', '.join(left_out)}; see `orchestrator render`._\n")

@@ -258,16 +258,29 @@ def test_the_job_summary_gets_the_tick_lines_and_the_finished_run_brief(tmp_path
     assert "| a |" in text or "`a`" in text  # the run's Markdown brief lists its tracks
 
 
-def test_the_job_summary_leaves_out_briefs_past_the_limit_and_says_so() -> None:
-    from orchestrator.commands.tick import step_summary
+def test_the_job_summary_shares_its_limit_between_briefs_and_says_what_it_left_out(
+        ) -> None:
+    from orchestrator.commands.tick import BRIEF_MIN_BYTES, step_summary
     from orchestrator.tick import TickResult
 
+    asked: list[int] = []
+
+    def brief(letter: str) -> Any:
+        def render(limit: int) -> str:
+            asked.append(limit)
+            return letter * min(limit, 6000)  # a brief fits itself into its room
+        return render
+
     result = TickResult(now=T0, executor="github", dry_run=False)
-    result.summaries = {"a--20261201T0700Z": "A" * 600, "b--20261201T0700Z": "B" * 600}
-    text = step_summary(result, limit=1200)
-    assert len(text.encode()) <= 1200
-    assert "A" * 600 in text and "B" * 600 not in text
-    assert "1 brief(s) left out" in text and "b--20261201T0700Z" in text
+    result.summaries = {"a--20261201T0700Z": brief("A"), "b--20261201T0700Z": brief("B"),
+                        "c--20261201T0700Z": brief("C")}
+    limit = 6000 + BRIEF_MIN_BYTES + 1500
+    text = step_summary(result, limit=limit)
+    assert len(text.encode()) <= limit
+    assert "A" * 6000 in text  # the first brief whole
+    assert asked[1] < 6000 and "B" * asked[1] in text  # the second cut to the room left
+    assert "C" not in text.replace("c--20261201T0700Z", "")
+    assert "1 brief(s) left out" in text and "c--20261201T0700Z" in text
 
 
 def test_a_broken_index_or_brief_template_never_blocks_firing(tmp_path: Path) -> None:
