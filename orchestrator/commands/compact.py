@@ -25,7 +25,7 @@ from ..machine import RUN_TERMINAL
 from ..models import DeadLetter, Run
 from ..state import ROOT, CorruptState, run_dir
 from ..store import Change, GitStateStore, Snapshot
-from .report import parse_now
+from ..times import parse_now
 
 M = TypeVar("M", Run, DeadLetter)
 
