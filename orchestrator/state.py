@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import OrchestratorError
 from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
+from .store import changes as changes  # re-exported: the tick diffs its files with it
 
 ROOT = "state"
 TICKS = f"{ROOT}/ticks.jsonl"
@@ -204,15 +205,3 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             except (ValueError, ValidationError, AttributeError) as exc:
                 raise CorruptState(f"{path}: {exc}") from exc
     return state
-
-
-def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
-    """The entries of ``new`` that differ from ``old`` (``None`` deletes a file)."""
-    out: dict[str, bytes | None] = {}
-    for path, data in new.items():
-        if data is None:
-            if path in old:
-                out[path] = None
-        elif old.get(path) != data:
-            out[path] = data
-    return out

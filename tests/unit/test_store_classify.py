@@ -9,9 +9,11 @@ from orchestrator.store import (
     PushStatus,
     Redactor,
     Snapshot,
+    auth_env,
     check_path,
     classify_push,
     display_url,
+    token_allowed,
 )
 
 REF = "refs/heads/orchestrator-state"
@@ -116,12 +118,31 @@ def test_in_memory_contention_forces_retries_then_lands() -> None:
 
 def test_a_github_token_goes_only_to_github_or_loopback(monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
-    from orchestrator.store import _token_allowed
-
     monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
-    assert _token_allowed("https://github.com/o/r.git")
-    assert not _token_allowed("https://gitlab.com/o/r.git")
-    assert not _token_allowed("http://github.com/o/r.git")  # never in clear text
-    assert _token_allowed("http://127.0.0.1:8080/o/r.git")
+    assert token_allowed("https://github.com/o/r.git")
+    assert not token_allowed("https://gitlab.com/o/r.git")
+    assert not token_allowed("http://github.com/o/r.git")  # never in clear text
+    assert token_allowed("http://127.0.0.1:8080/o/r.git")
     monkeypatch.setenv("GITHUB_SERVER_URL", "https://ghe.example.com")
-    assert _token_allowed("https://ghe.example.com/o/r.git")
+    assert token_allowed("https://ghe.example.com/o/r.git")
+
+
+def test_the_token_header_goes_after_configuration_set_elsewhere(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A wrapper may already pass two GIT_CONFIG_* entries: ours are numbered after them,
+    # an empty header first so that only one Authorization is sent.
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "2")
+    redact = Redactor()
+    env = auth_env("https://github.com/o/r.git", "s3cr3t", redact)
+    key = "http.https://github.com/o/r.git.extraHeader"
+    basic = "eC1hY2Nlc3MtdG9rZW46czNjcjN0"  # base64 of x-access-token:s3cr3t
+    assert env == {"GIT_CONFIG_KEY_2": key, "GIT_CONFIG_VALUE_2": "",
+                   "GIT_CONFIG_KEY_3": key, "GIT_CONFIG_VALUE_3": f"Authorization: Basic {basic}",
+                   "GIT_CONFIG_COUNT": "4"}
+    assert redact(f"s3cr3t {basic}") == "*** ***"
+
+
+def test_no_token_header_for_another_forge_but_its_url_password_is_redacted() -> None:
+    redact = Redactor()
+    assert auth_env("https://u:pw0rd@gitlab.com/o/r.git", "s3cr3t", redact) == {}
+    assert redact("pw0rd s3cr3t") == "*** s3cr3t"

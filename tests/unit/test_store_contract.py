@@ -1,221 +1,23 @@
-"""One contract, two stores: the in-memory fake and the git store against a bare origin."""
+"""The store contract against the in-memory store (the git store's half is in
+tests/integration/test_git_store_contract.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from orchestrator.errors import CASExhausted
-from orchestrator.store import (
-    Change,
-    GitStateStore,
-    InMemoryStateStore,
-    Snapshot,
-    StateStore,
-)
+from orchestrator.store import InMemoryStateStore
+from tests.store_contract import Backend, BackendFactory, StoreContract
 
 
-def _git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-@dataclass
-class Backend:
-    """A store under test, and a way to get another writer on the same state."""
-
-    store: StateStore
-    rival: Callable[[], StateStore]
-    commits: Callable[[], int]
-
-
-def _memory(_: Path, **kwargs: Any) -> Backend:
+def memory_backend(**kwargs: Any) -> Backend:
+    # One store shared by both writers: its lock is the only place a race is decided.
     store = InMemoryStateStore(**kwargs)
     return Backend(store, lambda: store, lambda: len(store.log))
 
 
-def _git_backend(tmp_path: Path, **kwargs: Any) -> Backend:
-    origin = tmp_path / "origin.git"
-    _git("init", "--quiet", "--bare", str(origin))
-    clones = []
-    for name in ("mine", "rival"):
-        _git("init", "--quiet", str(tmp_path / name))
-        clones.append(tmp_path / name)
-
-    def make(clone: Path, **kw: Any) -> GitStateStore:
-        return GitStateStore(clone, str(origin), sleep=lambda _: None, **kw)
-
-    def commits() -> int:
-        if not _git("ls-remote", str(origin), "refs/heads/orchestrator-state"):
-            return 0
-        return int(_git("rev-list", "--count", "orchestrator-state", cwd=origin))
-
-    return Backend(make(clones[0], **kwargs), lambda: make(clones[1]), commits)
-
-
-@pytest.fixture(params=["memory", "git"])
-def backend_factory(request: pytest.FixtureRequest, tmp_path: Path
-                    ) -> Iterator[Callable[..., Backend]]:
-    make = _memory if request.param == "memory" else _git_backend
-    yield lambda **kwargs: make(tmp_path, **kwargs)
-
-
-@pytest.fixture
-def backend(backend_factory: Callable[..., Backend]) -> Backend:
-    return backend_factory()
-
-
-def _put(path: str, data: bytes) -> Callable[[Snapshot], Change]:
-    return lambda _snap: {path: data}
-
-
-def test_a_new_store_is_empty(backend: Backend) -> None:
-    snap = backend.store.read()
-    assert snap.tip is None
-    assert dict(snap.files) == {}
-
-
-def test_transact_writes_files_and_read_returns_them(backend: Backend) -> None:
-    result = backend.store.transact(
-        lambda _: {"state/runs/a--20261201T0700Z/run.json": b"{}\n", "state/health.json": b"1"},
-        "first")
-    assert result.landed and result.attempts == 1 and result.tip is not None
-    assert result.changed == ("state/health.json", "state/runs/a--20261201T0700Z/run.json")
-    snap = backend.store.read()
-    assert snap.tip == result.tip
-    assert dict(snap.files) == {"state/runs/a--20261201T0700Z/run.json": b"{}\n",
-                                "state/health.json": b"1"}
-    assert "state/health.json" in snap.files and "state/nope" not in snap.files
-    assert backend.commits() == 1
-
-
-@pytest.mark.parametrize("change", [None, {}, {"state/a": b"same"}, {"state/missing": None}],
-                         ids=["none", "empty", "same-content", "delete-missing"])
-def test_a_change_that_changes_nothing_commits_nothing(backend: Backend,
-                                                       change: Change | None) -> None:
-    first = backend.store.transact(_put("state/a", b"same"), "seed")
-    result = backend.store.transact(lambda _: change, "nothing")
-    assert not result.landed and result.changed == ()
-    assert result.tip == first.tip == backend.store.read().tip
-    assert backend.commits() == 1
-
-
-def test_none_deletes_a_file(backend: Backend) -> None:
-    backend.store.transact(lambda _: {"state/a": b"1", "state/b/c": b"2"}, "seed")
-    result = backend.store.transact(lambda _: {"state/b/c": None}, "delete")
-    assert result.landed and result.changed == ("state/b/c",)
-    assert dict(backend.store.read().files) == {"state/a": b"1"}
-
-
-def test_change_fn_sees_the_latest_tip(backend: Backend) -> None:
-    def increment(snap: Snapshot) -> Change:
-        n = int(snap.files.get("state/counter", b"0"))
-        return {"state/counter": str(n + 1).encode()}
-
-    tips = [backend.store.transact(increment, "inc").tip for _ in range(3)]
-    assert len(set(tips)) == 3
-    assert backend.store.read().files["state/counter"] == b"3"
-
-
-def test_a_stale_snapshot_passed_in_only_costs_a_retry(backend: Backend) -> None:
-    stale = backend.store.read()
-    backend.store.transact(_put("state/a", b"1"), "first")
-
-    def increment(snap: Snapshot) -> Change:
-        return {"state/a": str(int(snap.files.get("state/a", b"0")) + 1).encode()}
-
-    result = backend.store.transact(increment, "inc", snapshot=stale)
-    assert result.landed and result.attempts == 2
-    assert backend.store.read().files["state/a"] == b"2"
-    fresh = backend.store.read()
-    assert backend.store.transact(increment, "inc", snapshot=fresh).attempts == 1
-    assert backend.store.read().files["state/a"] == b"3"
-
-
-def test_an_exception_in_change_fn_propagates_and_writes_nothing(backend: Backend) -> None:
-    def boom(_: Snapshot) -> Change:
-        raise RuntimeError("boom")
-
-    with pytest.raises(RuntimeError, match="boom"):
-        backend.store.transact(boom, "boom")
-    assert backend.store.read().tip is None and backend.commits() == 0
-
-
-@pytest.mark.parametrize("path", ["README.md", "state", "state/", "/state/a", "state/../a",
-                                  "state//a", "state/./a", "state/a\\b", "state/.git/x"])
-def test_paths_outside_state_or_not_normalised_are_refused(backend: Backend, path: str) -> None:
-    with pytest.raises(ValueError, match="invalid state path"):
-        backend.store.transact(_put(path, b"x"), "bad")
-    assert backend.commits() == 0
-
-
-def test_content_must_be_bytes(backend: Backend) -> None:
-    with pytest.raises(TypeError, match="must be bytes"):
-        backend.store.transact(lambda _: {"state/a": "text"}, "bad")  # type: ignore[dict-item]
-
-
-def test_a_lost_race_re_reads_and_re_applies(backend: Backend) -> None:
-    backend.store.transact(_put("state/counter", b"10"), "seed")
-    rival = backend.rival()
-    seen: list[dict[str, bytes]] = []
-
-    def change(snap: Snapshot) -> Change:
-        seen.append(dict(snap.files))
-        if len(seen) == 1:  # another writer lands between our read and our push
-            rival.transact(lambda s: {"state/counter": b"20", "state/rival": b"r"}, "rival")
-        return {"state/counter": str(int(snap.files["state/counter"]) + 1).encode()}
-
-    result = backend.store.transact(change, "mine")
-    assert result.landed and result.attempts == 2
-    assert seen[0]["state/counter"] == b"10" and seen[1]["state/counter"] == b"20"
-    files = backend.store.read().files
-    assert files["state/counter"] == b"21" and files["state/rival"] == b"r"
-    assert backend.commits() == 3
-
-
-def test_losing_every_race_gives_up_with_cas_exhausted(
-        backend_factory: Callable[..., Backend]) -> None:
-    backend = backend_factory(max_attempts=3)
-    rival = backend.rival()
-    calls = 0
-
-    def change(snap: Snapshot) -> Change:
-        nonlocal calls
-        calls += 1
-        rival.transact(_put("state/rival", str(calls).encode()), "rival")
-        return {"state/mine": b"x"}
-
-    with pytest.raises(CASExhausted):
-        backend.store.transact(change, "mine")
-    assert calls == 3
-    assert "state/mine" not in backend.store.read().files
-
-
-def test_a_snapshot_does_not_change_after_later_writes(backend: Backend) -> None:
-    backend.store.transact(_put("state/a", b"old"), "one")
-    before = backend.store.read()
-    backend.store.transact(lambda _: {"state/a": b"new", "state/b": b"b"}, "two")
-    assert dict(before.files) == {"state/a": b"old"}
-    assert backend.store.read().files["state/a"] == b"new"
-
-
-def test_threads_sharing_one_store_lose_no_update(backend: Backend) -> None:
-    def increment(snap: Snapshot) -> Change:
-        data = json.loads(snap.files.get("state/counter.json", b'{"n": 0}'))
-        return {"state/counter.json": json.dumps({"n": data["n"] + 1}).encode()}
-
-    threads = [threading.Thread(target=backend.store.transact, args=(increment, "inc"))
-               for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert json.loads(backend.store.read().files["state/counter.json"]) == {"n": 6}
-    assert backend.commits() == 6
+class TestInMemoryStore(StoreContract):
+    @pytest.fixture
+    def backend_factory(self) -> BackendFactory:
+        return memory_backend

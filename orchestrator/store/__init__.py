@@ -1,0 +1,67 @@
+"""The state store: the repository as the database, written by compare-and-swap.
+
+- :mod:`.base`: the :class:`StateStore` contract (what is compared, what a lost race
+  does, when a retry is allowed), :class:`Snapshot`, :class:`TransactResult`, the
+  :data:`Change` type and the path rules;
+- :mod:`.memory`: :class:`InMemoryStateStore`, the fake with a contention hook;
+- :mod:`.push`: how a push ended, read from git's output;
+- :mod:`.plumbing`: the git command wrapper, the transport, redaction, the token header;
+- :mod:`.git`: :class:`GitStateStore`, the compare-and-swap loop over a git remote.
+
+The store knows nothing of the domain: it writes files under ``state/``, whatever
+they mean.
+"""
+
+from .base import (
+    STATE_PREFIX,
+    Change,
+    ChangeFn,
+    Snapshot,
+    StateStore,
+    TransactResult,
+    changes,
+    check_path,
+    effective,
+)
+from .git import FALLBACK_EMAIL, FALLBACK_NAME, GitStateStore
+from .memory import InMemoryStateStore
+from .plumbing import (
+    GIT_TIMEOUT,
+    Git,
+    GitTransport,
+    Redactor,
+    Transport,
+    TransportError,
+    auth_env,
+    display_url,
+    token_allowed,
+)
+from .push import PushOutcome, PushStatus, classify_push
+
+__all__ = [
+    "FALLBACK_EMAIL",
+    "FALLBACK_NAME",
+    "GIT_TIMEOUT",
+    "STATE_PREFIX",
+    "Change",
+    "ChangeFn",
+    "Git",
+    "GitStateStore",
+    "GitTransport",
+    "InMemoryStateStore",
+    "PushOutcome",
+    "PushStatus",
+    "Redactor",
+    "Snapshot",
+    "StateStore",
+    "TransactResult",
+    "Transport",
+    "TransportError",
+    "auth_env",
+    "changes",
+    "check_path",
+    "classify_push",
+    "display_url",
+    "effective",
+    "token_allowed",
+]

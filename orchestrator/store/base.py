@@ -1,0 +1,135 @@
+"""The store's contract: :class:`StateStore`, its small types and its path rules.
+
+Both stores (:mod:`.memory` and :mod:`.git`) implement this contract and one contract
+test suite runs against both. Nothing here knows what the files mean: the domain
+(``orchestrator.state``) decides which files to write, the store only guarantees how
+they land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+STATE_PREFIX = "state/"
+"""Every path a store writes starts with this; in single-branch mode everything else in
+the tip is carried over untouched."""
+
+Change = dict[str, bytes | None]
+"""Files to write (bytes) or delete (``None``), by path relative to the repository root."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state branch as one writer saw it.
+
+    ``tip`` is the commit sha (``None`` while the branch does not exist yet); ``files``
+    maps every file of the tip's tree (paths relative to the repository root, e.g.
+    ``state/runs/x--20261201T0700Z/run.json``) to its content. For the git store the
+    mapping lists the tree once and loads contents lazily, in bulk, cached per snapshot.
+    """
+
+    tip: str | None
+    files: Mapping[str, bytes]
+
+
+ChangeFn = Callable[[Snapshot], Change | None]
+"""Computes a writer's change from one snapshot, and from nothing else."""
+
+
+@dataclass(frozen=True)
+class TransactResult:
+    """What :meth:`StateStore.transact` did.
+
+    ``landed`` is false when the change function asked for nothing (or for what was
+    already there): then ``tip`` is the tip it saw and nothing was committed. When it
+    landed, ``tip`` is the new commit and ``changed`` the paths it wrote or deleted.
+    """
+
+    landed: bool
+    tip: str | None
+    attempts: int
+    changed: tuple[str, ...] = ()
+
+
+class StateStore(Protocol):
+    """Where the state lives: one branch, written by optimistic compare-and-swap.
+
+    ``read()`` returns a consistent snapshot of the branch: its tip and the files of
+    exactly that tip. A snapshot never changes afterwards, whatever is written later.
+
+    ``transact(change_fn, message)`` reads, calls ``change_fn(snapshot)`` and commits
+    the files it returns on top of exactly that snapshot's tip.
+
+    **What is compared.** The tip, and only the tip: the commit lands only if the
+    branch still points at the tip ``change_fn`` saw. Two writers touching different
+    files still conflict; there is no per-file merge, so a change is always computed
+    from a complete, current view of the state.
+
+    **A lost race.** When another writer moved the branch first, nothing of ours is
+    written. The store reads again and calls ``change_fn`` again with the newer
+    snapshot, so ``change_fn`` must compute its change from the snapshot alone (it may
+    be called several times; never accumulate outside state in it). A change that is
+    empty, ``None`` or equal to what is already there commits nothing and ends the
+    transaction (``landed`` false).
+
+    **When a retry is allowed.** After a lost race, always, until the bounds run out
+    (then :class:`~orchestrator.errors.CASExhausted`). After a failure that may or may
+    not have written (a connection lost during the push), only once the store has
+    made sure its commit did not land; if it did land, the transaction is done and the
+    change is never applied twice. Never after a refusal that retrying cannot fix (a
+    permission, a protected branch: :class:`~orchestrator.errors.PushRejected`), and
+    never after an exception raised by ``change_fn``: it propagates and nothing is
+    written.
+
+    ``snapshot``, when given, is used for the first attempt instead of reading again (a
+    caller that has just read saves a round trip); if it is stale the commit loses the
+    race and the next attempt reads afresh, so correctness never depends on it.
+
+    One store may be shared by threads; writers in other processes (or on other
+    machines) are just other racers.
+    """
+
+    def read(self) -> Snapshot: ...
+
+    def transact(self, change_fn: ChangeFn, message: str, *,
+                 snapshot: Snapshot | None = None) -> TransactResult: ...
+
+
+def check_path(path: str) -> str:
+    """Return ``path`` if a store may write it: under ``state/``, relative, normalised."""
+    if (
+        not isinstance(path, str)
+        or not path.startswith(STATE_PREFIX)
+        or "\\" in path
+        or "\0" in path
+        or "\n" in path
+        or any(part in ("", ".", "..", ".git") for part in path.split("/"))
+    ):
+        raise ValueError(f"invalid state path {path!r}: must be a normalised path under "
+                         f"{STATE_PREFIX!r}")
+    return path
+
+
+def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+    """The entries of ``new`` that differ from ``old`` (``None`` deletes a file)."""
+    out: dict[str, bytes | None] = {}
+    for path, data in new.items():
+        if data is None:
+            if path in old:
+                out[path] = None
+        elif old.get(path) != data:
+            out[path] = data
+    return out
+
+
+def effective(files: Mapping[str, bytes], change: Change | None) -> Change:
+    """The part of ``change`` that really changes ``files`` (paths validated)."""
+    if not change:
+        return {}
+    for path, data in change.items():
+        check_path(path)
+        if data is not None and not isinstance(data, bytes):
+            raise TypeError(f"content of {path} must be bytes, not {type(data).__name__}")
+    return changes(files, change)

@@ -1,0 +1,406 @@
+"""State on git: compare-and-swap commits, with push rejection as the lock.
+
+The repository is the database. Every writer (a tick, a track reporting its phase,
+``compact``) reads the state branch, computes its change from what it read, builds a
+commit on top of exactly that tip and pushes it with a lease on that tip. The remote
+updates the branch only if it still points where the writer saw it; otherwise the
+writer re-reads and re-applies its change. No lock server, no textual merge.
+
+:class:`GitStateStore` is the loop; how a push ended is read by :mod:`.push`, the git
+commands and the remote are behind :mod:`.plumbing`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import CASExhausted, PushRejected, RemoteError, UserError
+from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, TransactResult, effective
+from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
+from .push import PushOutcome, PushStatus
+
+log = logging.getLogger(__name__)
+
+# The identity of the state commits on a runner that has none configured.
+FALLBACK_NAME = "orchestrator"
+FALLBACK_EMAIL = "orchestrator@localhost"
+
+
+class _TreeFiles(Mapping[str, bytes]):
+    """Files of one commit: the tree is listed once, contents loaded in bulk on demand.
+
+    A miss loads the requested file together with its not yet loaded siblings (same
+    folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
+    one call (the state parser asks for every ``run.json`` at once, but never for the
+    briefs or the tracks of finished runs). Contents are cached by blob id in a cache
+    shared by the store's snapshots, so reading the same tip twice (the tick reads,
+    then its compare-and-swap reads again) loads nothing the second time.
+    """
+
+    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None) -> None:
+        self._git = git
+        self._tip = tip
+        self._lock = threading.Lock()
+        self._index: dict[str, str] | None = None
+        self._cache: dict[str, bytes] = {} if cache is None else cache
+
+    def _entries(self) -> dict[str, str]:
+        with self._lock:
+            if self._index is None:
+                raw = self._git.run("ls-tree", "-r", "-z", "--full-tree", self._tip).stdout
+                index: dict[str, str] = {}
+                for record in raw.split(b"\0"):
+                    if not record:
+                        continue
+                    meta, _, path = record.partition(b"\t")
+                    _mode, kind, sha = meta.split(b" ")
+                    if kind == b"blob":  # submodules (commit entries) carry no content
+                        index[path.decode("utf-8", "surrogateescape")] = sha.decode()
+                self._index = index
+            return self._index
+
+    def __getitem__(self, path: str) -> bytes:
+        entries = self._entries()
+        if path not in entries:
+            raise KeyError(path)
+        sha = entries[path]
+        with self._lock:
+            if sha not in self._cache:
+                folder = path.rpartition("/")[0] + "/"
+                self._load([sha, *(s for p, s in entries.items() if p.startswith(folder)
+                                   and "/" not in p[len(folder):])])
+            return self._cache[sha]
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Load the contents of ``paths`` (those in the tree) with one git call."""
+        entries = self._entries()
+        with self._lock:
+            self._load([entries[p] for p in paths if p in entries])
+
+    def _load(self, shas: Iterable[str]) -> None:
+        wanted = sorted({s for s in shas if s not in self._cache})
+        if not wanted:
+            return
+        out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in wanted)
+                            .encode()).stdout
+        pos = 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            sha, _kind, size = out[pos:end].decode().split(" ")
+            start = end + 1
+            self._cache[sha] = out[start:start + int(size)]
+            pos = start + int(size) + 1
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._entries()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"<files of {self._tip[:12]}: {len(self)} paths>"
+
+
+_EMPTY: Mapping[str, bytes] = MappingProxyType({})
+
+
+class GitStateStore:
+    """The state branch of a git remote, written by compare-and-swap pushes.
+
+    **Reading.** ``read()`` asks the remote for the branch's tip (``ls-remote``) and
+    fetches that commit only if it is not already in the local object store (processes
+    sharing one clone see each other's pushed commits without a fetch). The fetch is
+    shallow (depth 1) unless the branch is also a local branch of a full clone
+    (single-branch mode on a developer's machine: marking its tip shallow would cut
+    the local history). Fetches write no ref and no ``FETCH_HEAD``, so any number of
+    processes may share one clone.
+
+    **Writing.** ``transact(change_fn, message)`` builds the commit without touching
+    the work tree: the tip's tree is read into a private temporary index, the changed
+    files are written as blobs and applied, the tree is written and committed with the
+    tip as its only parent. In single-branch mode (e.g. ``branch="main"``) every path
+    outside ``state/`` is therefore kept as it is. The commit is pushed as
+    ``<commit>:refs/heads/<branch>`` with
+    ``--force-with-lease=refs/heads/<branch>:<tip>`` (an empty lease when the branch
+    does not exist yet: of two creators of the orphan branch one wins, the other
+    retries onto it). The lease is what is compared: the remote moves the branch only
+    if it still points at the tip we built on, so history stays linear and no update
+    is lost.
+
+    **Outcomes,** classified per ref from ``--porcelain``:
+
+    - *lost race* (``stale info``, ``fetch first``, ``non-fast-forward``,
+      ``cannot lock ref ... expected``): nothing landed; back off, re-read and call
+      ``change_fn`` again on the new snapshot;
+    - *permanent* (hook declined, protected branch / GH006, permission,
+      authentication, no such repository): raise :class:`PushRejected` at once,
+      naming the branch, the remote and the remote's reason; no retry;
+    - *transient* (network, 5xx, bare ``(failed)``, remote hung up): our commit may
+      have landed. ``ls-remote`` tells: if the tip is our commit, or a descendant of
+      it, the transaction is done and is not pushed again; otherwise back off and
+      retry like a lost race.
+
+    **Bounds.** Back-off is "full jitter" exponential: a random delay up to
+    ``slot * 2**(attempt-1)``, capped at ``max_delay``, where the slot is the time the
+    failed attempt took (at least ``base_delay``), so waits scale with the remote's
+    latency. Retries are bounded by ``max_attempts`` and ``max_seconds``; running out
+    raises :class:`CASExhausted` (exit 3). An archive whose tag is already taken on
+    the remote fails at once instead.
+
+    **Remote and secrets.** ``remote`` is a remote name of ``repo``, a local path, a
+    ``file://`` or an ``https://`` URL. With https, ``token`` (default: the
+    ``GITHUB_TOKEN`` environment variable) is sent as an ``Authorization`` header set
+    through ``GIT_CONFIG_*`` environment variables: never on a command line, never in
+    ``.git/config``, and redacted from every message and log line.
+    """
+
+    def __init__(
+        self,
+        repo: Path,
+        remote: str = "origin",
+        branch: str = "orchestrator-state",
+        *,
+        token: str | None = None,
+        max_attempts: int = 30,
+        max_seconds: float = 180.0,
+        base_delay: float = 0.05,
+        max_delay: float = 4.0,
+        transport: Transport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.repo = Path(repo)
+        self.branch = branch
+        self.ref = f"refs/heads/{branch}"
+        self.max_attempts = max_attempts
+        self.max_seconds = max_seconds
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._sleep = sleep
+        self._clock = clock
+        self._rand = rand
+        self.redact = Redactor()
+        self._blobs: dict[str, bytes] = {}  # blob id -> content, shared by snapshots
+        self.git = Git(self.repo, self.redact)
+        if self.git.run("rev-parse", "--git-dir", check=False).returncode != 0:
+            raise UserError(f"not a git repository: {self.repo}")
+        if self.git.run("check-ref-format", self.ref, check=False).returncode != 0:
+            raise UserError(f"invalid state branch name {branch!r}")
+        self.url, self.remote_name = self._resolve(remote)
+        self._setup_env(token if token is not None else os.environ.get("GITHUB_TOKEN"))
+        self.transport: Transport = transport or GitTransport(self.git, self.url)
+        self._depth: int | None = self._fetch_depth()
+
+    # ---------------------------------------------------------------- setup
+
+    def _resolve(self, remote: str) -> tuple[str, str]:
+        """``(url, name for messages)`` of ``remote``."""
+        looks_like_url = "://" in remote or remote.startswith(("/", ".", "~")) or (
+            ":" in remote and "/" in remote)
+        if not looks_like_url:
+            # A configured remote name wins over a folder of the same name.
+            proc = self.git.run("remote", "get-url", "--push", remote, check=False)
+            if proc.returncode == 0:
+                return proc.stdout.decode().strip(), remote
+            if not Path(remote).exists():
+                raise UserError(f"no remote named {remote!r} in {self.repo}; pass a remote "
+                                "name, a path or a URL with --remote")
+        if "://" not in remote and ":" not in remote.split("/", 1)[0]:
+            url = str(Path(remote).expanduser().resolve())  # local path, relative to cwd
+            return url, url
+        return remote, display_url(remote)
+
+    def _setup_env(self, token: str | None) -> None:
+        env = auth_env(self.url, token, self.redact)
+        # A bare CI runner has no identity; commit-tree would refuse to run.
+        configured = self.git.run("config", "--get-regexp",
+                                  r"^(user|author|committer)\.(name|email)$",
+                                  check=False).stdout.decode()
+        keys = {line.split(" ", 1)[0] for line in configured.splitlines()}
+        for role in ("AUTHOR", "COMMITTER"):
+            if not os.environ.get(f"GIT_{role}_NAME") and not keys & {
+                    "user.name", f"{role.lower()}.name"}:
+                env[f"GIT_{role}_NAME"] = FALLBACK_NAME
+            if not os.environ.get(f"GIT_{role}_EMAIL") and not keys & {
+                    "user.email", f"{role.lower()}.email"}:
+                env[f"GIT_{role}_EMAIL"] = FALLBACK_EMAIL
+        self.git.env.update(env)
+
+    def _fetch_depth(self) -> int | None:
+        shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
+        local = self.git.run("show-ref", "--verify", "--quiet", self.ref,
+                             check=False).returncode == 0
+        return 1 if shallow or not local else None
+
+    def where(self) -> str:
+        return f"branch {self.branch!r} of {self.remote_name}"
+
+    # ---------------------------------------------------------------- reading
+
+    def read(self) -> Snapshot:
+        tip = self._fetch_tip()
+        return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs) if tip else _EMPTY)
+
+    def _fetch_tip(self) -> str | None:
+        for _ in range(5):
+            tip = self.transport.ls_remote([self.ref]).get(self.ref)
+            if tip is None or self.git.has_commit(tip):
+                return tip
+            self.transport.fetch(tip, self.ref, self._depth)
+            if self.git.has_commit(tip):
+                return tip
+            # The ref moved (or was rewritten) between ls-remote and fetch; ask again.
+        raise TransportError(f"{self.where()} kept moving while fetching it", transient=True)
+
+    # ---------------------------------------------------------------- writing
+
+    def transact(self, change_fn: ChangeFn, message: str, *,
+                 snapshot: Snapshot | None = None) -> TransactResult:
+        """Apply ``change_fn`` to the branch exactly once; see the class docstring."""
+        return self._run(change_fn, message, tag=None, first=snapshot)
+
+    def archive(self, change_fn: ChangeFn, message: str, tag: str) -> TransactResult:
+        """Like :meth:`transact`, but keep the old tip as ``refs/tags/<tag>`` and, when
+        the branch holds nothing but ``state/`` (a dedicated state branch), replace its
+        history with one root commit. The tag and the branch are pushed atomically, the
+        branch with the same lease; in single-branch mode the commit is an ordinary
+        child of the tip (the project's history is never rewritten)."""
+        if self.git.run("check-ref-format", f"refs/tags/{tag}", check=False).returncode:
+            raise UserError(f"invalid tag name {tag!r}")
+        return self._run(change_fn, message, tag=tag)
+
+    def _check_tag_free(self, tag: str) -> None:
+        try:
+            taken = self.transport.ls_remote([f"refs/tags/{tag}"])
+        except TransportError as exc:
+            raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
+        if taken:
+            raise UserError(f"tag {tag!r} already exists on {self.remote_name}; "
+                            "archive under another name (another --now)")
+
+    def _run(self, change_fn: ChangeFn, message: str, tag: str | None,
+             first: Snapshot | None = None) -> TransactResult:
+        start = self._clock()
+        # Commits whose push ended in a transient failure: they may have landed.
+        unsure: dict[str, tuple[str, ...]] = {}
+        attempt = 0
+        while True:
+            attempt += 1
+            commit = ""
+            began = self._clock()
+            try:
+                snap = first if attempt == 1 and first is not None else self.read()
+                mine = self._which_landed(unsure, snap.tip)
+                if mine:
+                    return TransactResult(True, mine, attempt - 1, unsure[mine])
+                change = effective(snap.files, change_fn(snap))
+                if not change:
+                    return TransactResult(False, snap.tip, attempt)
+                if tag is not None and attempt == 1:
+                    self._check_tag_free(tag)
+                root = tag is not None and snap.tip is not None and all(
+                    p.startswith(STATE_PREFIX) for p in snap.files)
+                commit = self._commit(snap.tip, change, message, root=root)
+                updates = [(commit, self.ref)]
+                leases: list[tuple[str, str | None]] = [(self.ref, snap.tip)]
+                if tag is not None and snap.tip is not None:
+                    updates.append((snap.tip, f"refs/tags/{tag}"))
+                    leases.append((f"refs/tags/{tag}", None))
+                outcome = self.transport.push(updates, leases, atomic=tag is not None)
+            except TransportError as exc:
+                if not exc.transient:
+                    raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
+                outcome = PushOutcome(PushStatus.TRANSIENT, exc.message)
+            if outcome.status is PushStatus.OK:
+                return TransactResult(True, commit, attempt, tuple(sorted(change)))
+            if outcome.status is PushStatus.PERMANENT:
+                raise PushRejected(
+                    f"push to {self.where()} was rejected: {self.redact(outcome.reason)}")
+            last = f"{outcome.status.value}: {self.redact(outcome.reason)}"
+            if tag is not None and outcome.status is PushStatus.LOST_RACE:
+                self._check_tag_free(tag)  # lost to another compaction: no use retrying
+            if outcome.status is PushStatus.TRANSIENT and commit:
+                # The remote may have accepted the push before the connection broke:
+                # ask it, so a landed change is never applied twice.
+                unsure[commit] = tuple(sorted(change))
+                with contextlib.suppress(TransportError):
+                    tip = self.transport.ls_remote([self.ref]).get(self.ref)
+                    mine = self._which_landed(unsure, tip)
+                    if mine:
+                        log.info("%s: push reported %r, but it had landed", self.where(),
+                                 last)
+                        return TransactResult(True, mine, attempt, unsure[mine])
+            log.info("%s: attempt %d: %s", self.where(), attempt, last)
+            self._backoff(attempt, start, last, slot=self._clock() - began)
+
+    def _backoff(self, attempt: int, start: float, last: str, slot: float = 0.0) -> None:
+        # The "slot time" of the exponential back-off is what one attempt costs here
+        # (about 0.2 s against a local origin, a second or more against GitHub), but
+        # never less than base_delay: the waits then scale with the remote by themselves.
+        slot = max(self.base_delay, slot)
+        delay = self._rand() * min(self.max_delay, slot * 2 ** (attempt - 1))
+        elapsed = self._clock() - start
+        if attempt >= self.max_attempts or elapsed + delay > self.max_seconds:
+            raise CASExhausted(
+                f"gave up writing {self.where()} after {attempt} attempts in "
+                f"{elapsed:.1f}s; last failure: {last}")
+        self._sleep(delay)
+
+    def _which_landed(self, commits: Mapping[str, object], tip: str | None) -> str | None:
+        """The one of ``commits`` that is the remote's ``tip`` or an ancestor of it."""
+        if not commits or tip is None:
+            return None
+        if tip in commits:
+            return tip
+        if not self.git.has_commit(tip):
+            self.transport.fetch(tip, self.ref, self._depth)
+        if self._depth is not None:
+            # A shallow tip hides its ancestors: deepen enough to see a recent one of ours.
+            self.transport.fetch(tip, self.ref, 64)
+        for commit in commits:
+            if self.git.run("merge-base", "--is-ancestor", commit, tip,
+                            check=False).returncode == 0:
+                return commit
+        return None
+
+    def _commit(self, tip: str | None, change: Change, message: str, *, root: bool) -> str:
+        with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if tip is not None:
+                self.git.run("read-tree", tip, env=env)
+            writes = [(p, d) for p, d in change.items() if d is not None]
+            shas: list[str] = []
+            if writes:
+                paths = []
+                for i, (_, data) in enumerate(writes):
+                    blob = Path(tmp) / f"blob{i}"
+                    blob.write_bytes(data)
+                    paths.append(str(blob))
+                shas = self.git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
+                                    input=("\n".join(paths) + "\n").encode()).split()
+            info = [f"100644 {sha}\t{path}" for (path, _), sha in zip(writes, shas, strict=True)]
+            info += [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
+            self.git.run("update-index", "-z", "--index-info",
+                         input="".join(f"{line}\0" for line in info).encode(), env=env)
+            tree = self.git.out("write-tree", env=env)
+        parents = ["-p", tip] if tip is not None and not root else []
+        # Two writers applying the same change to the same tip within one second would
+        # otherwise build byte-identical commits, and the second push would report
+        # "up to date": two increments, one landed. A nonce makes every commit unique.
+        body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
+        return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
+                            input=body.encode())

@@ -1,0 +1,229 @@
+"""Talking to git and to the remote: the command wrapper, the transport, secrets.
+
+:class:`Git` runs one git command in a pinned, prompt-free environment;
+:class:`Transport` is the three conversations with the remote (``ls-remote``,
+``fetch``, ``push``), :class:`GitTransport` its implementation over the command line
+(tests inject flaky ones). :class:`Redactor` and :func:`auth_env` keep the token out of
+argv, ``.git/config``, messages and logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ipaddress
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import OrchestratorError, RemoteError
+from .push import PushOutcome, classify_push, last_error, refused
+
+
+class TransportError(RemoteError):
+    """Talking to the remote failed."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Redactor:
+    """Removes secrets (the token, its Basic-auth form, URL passwords) from text."""
+
+    def __init__(self, secrets: list[str] | None = None) -> None:
+        self._secrets = sorted({s for s in (secrets or []) if s}, key=len, reverse=True)
+
+    def add(self, secret: str) -> None:
+        if secret:
+            self._secrets = sorted({*self._secrets, secret}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        # user:password@ in any URL that slipped through
+        return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1***@", text)
+
+
+def display_url(url: str) -> str:
+    """``url`` without its user info, for messages."""
+    parts = urlsplit(url)
+    if parts.scheme and "@" in parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return url
+
+
+def token_allowed(url: str) -> bool:
+    """Whether a GitHub token may be sent to ``url``."""
+    # A GitHub token goes only to GitHub over TLS (github.com, or the server of
+    # $GITHUB_SERVER_URL for Enterprise Server), or to the loopback interface (tests,
+    # local mirrors): never to another forge the remote happens to point at.
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        server = urlsplit(os.environ.get("GITHUB_SERVER_URL") or "https://github.com")
+        return parts.hostname in {"github.com", server.hostname}
+    if parts.scheme == "http" and parts.hostname:
+        if parts.hostname == "localhost":
+            return True
+        with contextlib.suppress(ValueError):
+            return ipaddress.ip_address(parts.hostname).is_loopback
+    return False
+
+
+def auth_env(url: str, token: str | None, redact: Redactor) -> dict[str, str]:
+    """The environment that sends ``token`` to ``url`` as an ``Authorization`` header.
+
+    Registers the URL's password, the token and its Basic-auth form with ``redact``.
+    Empty when there is no token or ``url`` may not receive it (:func:`token_allowed`).
+    """
+    env: dict[str, str] = {}
+    parts = urlsplit(url)
+    if parts.password:
+        redact.add(parts.password)
+    if token and token_allowed(url):
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        redact.add(token)
+        redact.add(basic)
+        # Through GIT_CONFIG_* (git >= 2.31): not in argv (visible in ps), not in
+        # .git/config. The empty value first resets headers configured elsewhere
+        # (actions/checkout persists its own under http.https://github.com/), so
+        # only one Authorization is sent. Keyed by the full URL: git ignores a
+        # less specific http.<url>.* entry once it has seen a more specific one.
+        n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
+        key = f"http.{display_url(url)}.extraHeader"
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = ""
+        env[f"GIT_CONFIG_KEY_{n + 1}"] = key
+        env[f"GIT_CONFIG_VALUE_{n + 1}"] = f"Authorization: Basic {basic}"
+        env["GIT_CONFIG_COUNT"] = str(n + 2)
+    return env
+
+
+GIT_TIMEOUT = 300.0
+"""Seconds one git command may take (a fetch of a large state branch over a slow link
+included); past that it counts as a transient failure."""
+
+
+class Git:
+    """Runs ``git`` in one repository with a pinned, prompt-free environment."""
+
+    def __init__(self, repo: Path, redact: Redactor, extra_env: Mapping[str, str] | None = None
+                 ) -> None:
+        self.repo = repo
+        self.redact = redact
+        env = dict(os.environ)
+        for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+            env.pop(var, None)  # inherited from a hook or a wrapper; we name the repo
+        env.update({
+            # Never wait for a password on a CI runner; parse messages in English.
+            "GIT_TERMINAL_PROMPT": "0",
+            "GCM_INTERACTIVE": "never",
+            "LC_ALL": "C",
+            "LANGUAGE": "C",
+        })
+        env.update(extra_env or {})
+        self.env = env
+
+    def run(self, *args: str, input: bytes | None = None, check: bool = True,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        # Automatic gc would race other processes sharing this clone.
+        cmd = ["git", "-C", str(self.repo), "-c", "gc.auto=0", "-c", "maintenance.auto=0",
+               *args]
+        full_env = {**self.env, **env} if env else self.env
+        try:
+            proc = subprocess.run(cmd, input=input, capture_output=True, env=full_env,
+                                  check=False, timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # A stalled remote must not hang the tick: treated like a dropped
+            # connection (the compare-and-swap then asks whether the push landed).
+            raise TransportError(f"git {args[0]} timed out after {GIT_TIMEOUT:g}s",
+                                 transient=True) from None
+        if check and proc.returncode != 0:
+            raise OrchestratorError(
+                f"git {args[0]} failed in {self.repo}: "
+                f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"
+            )
+        return proc
+
+    def out(self, *args: str, input: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> str:
+        return self.run(*args, input=input, env=env).stdout.decode().strip()
+
+    def has_commit(self, sha: str) -> bool:
+        return self.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+
+class Transport(Protocol):
+    """The three conversations with the remote. Injectable for tests."""
+
+    def ls_remote(self, refs: list[str]) -> dict[str, str]:
+        """Current sha of each of ``refs`` that exists. Raises :class:`TransportError`."""
+        ...
+
+    def fetch(self, sha: str, ref: str, depth: int | None) -> None:
+        """Bring ``sha`` (the tip of ``ref``) and its tree into the local object store,
+        writing no ref and no ``FETCH_HEAD``. Raises :class:`TransportError`."""
+        ...
+
+    def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
+             atomic: bool = False) -> PushOutcome:
+        """Push ``(sha, ref)`` pairs, each lease ``(ref, expected sha or None = absent)``."""
+        ...
+
+
+class GitTransport:
+    """:class:`Transport` over the ``git`` command line, talking to one URL."""
+
+    def __init__(self, git: Git, url: str) -> None:
+        self.git = git
+        self.url = url
+
+    def _fail(self, what: str, proc: subprocess.CompletedProcess[bytes]) -> TransportError:
+        stderr = proc.stderr.decode(errors="replace")
+        return TransportError(self.git.redact(f"{what} failed: {last_error(stderr)}"),
+                              transient=not refused(stderr))
+
+    def ls_remote(self, refs: list[str]) -> dict[str, str]:
+        proc = self.git.run("ls-remote", self.url, *refs, check=False)
+        if proc.returncode != 0:
+            raise self._fail("ls-remote", proc)
+        found: dict[str, str] = {}
+        for line in proc.stdout.decode().splitlines():
+            sha, _, name = line.partition("\t")
+            if name in refs:  # ls-remote matches patterns by tail; keep exact names
+                found[name] = sha
+        return found
+
+    def fetch(self, sha: str, ref: str, depth: int | None) -> None:
+        # --refmap= stops the opportunistic update of refs/remotes/*, which processes
+        # sharing this clone would otherwise race on; --no-write-fetch-head likewise.
+        base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=",
+                "--no-recurse-submodules"]
+        if depth is not None:
+            base.append(f"--depth={depth}")
+        proc = self.git.run(*base, self.url, sha, check=False)
+        if proc.returncode != 0:
+            # Servers that do not allow fetching by sha: fetch the ref itself.
+            proc = self.git.run(*base, self.url, ref, check=False)
+            if proc.returncode != 0:
+                raise self._fail("fetch", proc)
+
+    def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
+             atomic: bool = False) -> PushOutcome:
+        # --no-verify: a pre-push hook of the user's checkout has no business with
+        # machine-written state (and may not even be installed on the runner).
+        args = ["push", "--porcelain", "--no-verify"]
+        if atomic:
+            args.append("--atomic")
+        args += [f"--force-with-lease={ref}:{sha or ''}" for ref, sha in leases]
+        args.append(self.url)
+        args += [f"{sha}:{ref}" for sha, ref in updates]
+        proc = self.git.run(*args, check=False)
+        outcome = classify_push(proc.returncode, proc.stdout.decode(errors="replace"),
+                                proc.stderr.decode(errors="replace"),
+                                [ref for _, ref in updates])
+        return PushOutcome(outcome.status, self.git.redact(outcome.reason))
