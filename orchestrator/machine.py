@@ -25,6 +25,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from .errors import IllegalTransition
 from .models import Run, RunStatus, Track, TrackPhase, Transition
 
@@ -66,7 +68,24 @@ cancelled or tapped out before any dispatch; ``failed -> running`` is a requeue.
 RUN_OPEN = frozenset({R.SCHEDULED, R.RUNNING, R.CONSOLIDATING})
 RUN_TERMINAL = frozenset({R.COMPLETED, R.FAILED})
 
-M = TypeVar("M", Track, Run)
+M = TypeVar("M", bound=BaseModel)
+
+
+def revise(model: M, **changes: Any) -> M:
+    """``model`` with ``changes``, validated like a freshly built one.
+
+    ``model_copy(update=...)`` skips validation: a ``done="yes"`` would be stored and
+    serialised as ``"yes"``. Here the fields are merged shallowly and validated again
+    by field name, so a wrong type or an unknown field raises
+    :class:`pydantic.ValidationError`; nested models are reused as they are.
+    """
+    cls = type(model)
+    data: dict[str, Any] = {}
+    for name, value in {**dict(model), **changes}.items():
+        # keyed by alias where there is one: accepted with or without populate_by_name
+        info = cls.model_fields.get(name)
+        data[info.alias if info is not None and info.alias else name] = value
+    return cls.model_validate(data)
 
 
 def can_move_track(src: TrackPhase, dst: TrackPhase) -> bool:
@@ -87,7 +106,7 @@ def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
         )
     history = [*track.state_history, Transition(from_=track.phase.value, to=to.value, at=at,
                                                 reason=reason)]
-    return track.model_copy(update={**changes, "phase": to, "state_history": history})
+    return revise(track, **changes, phase=to, state_history=history)
 
 
 def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes: Any) -> Run:
@@ -98,4 +117,4 @@ def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes:
         )
     history = [*run.state_history, Transition(from_=run.status.value, to=to.value, at=at,
                                               reason=reason)]
-    return run.model_copy(update={**changes, "status": to, "state_history": history})
+    return revise(run, **changes, status=to, state_history=history)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .atomic import write_text
 from .errors import ScheduleError
 from .models import ID_RE, ID_RULE, Schedule, ScheduleSpec
 
@@ -237,22 +236,9 @@ def dumps(data: Mapping[str, Any]) -> str:
 
 
 def write_schedule(path: Path, data: Mapping[str, Any] | str) -> None:
-    """Write a schedule file atomically: a temp file in the same folder, then ``os.replace``.
+    """Write a schedule file atomically (:func:`orchestrator.atomic.write_text`).
 
     Readers see the old file or the new one, never a half-written one. ``data`` is a
     mapping (written with :func:`dumps`) or the exact text to write.
     """
-    text = data if isinstance(data, str) else dumps(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, data if isinstance(data, str) else dumps(data))

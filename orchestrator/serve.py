@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .errors import OrchestratorError
+from .times import iso
 
 Work = Callable[[datetime], list[str] | None]
 """A consumer's work: gets the wake-up's instant, returns lines worth logging."""
@@ -136,7 +137,7 @@ class Loop:
                 name=f"orchestrator-{consumer.name}", daemon=True)
             consumer._thread.start()
             started.append(consumer.name)
-        line = f"{now:%Y-%m-%dT%H:%M:%SZ} wake-up {self.wakeups}: " + (
+        line = f"{iso(now)} wake-up {self.wakeups}: " + (
             f"started {', '.join(started)}" if started else "nothing due")
         if skipped:
             line += f"; skipped {', '.join(skipped)} (still running)"

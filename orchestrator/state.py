@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -130,7 +130,12 @@ class State:
         return files
 
 
-def _parse(model: type[BaseModel], path: str, data: bytes) -> Any:
+R = TypeVar("R", bound=BaseModel)
+
+
+def parse_record(model: type[R], path: str, data: bytes) -> R:
+    """The record of type ``model`` in the file ``path``, or :class:`CorruptState` naming
+    the file and the first field at fault (invalid JSON is reported at the root)."""
     try:
         return model.model_validate_json(data)
     except ValidationError as exc:
@@ -176,7 +181,7 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     for path in paths:
         parts = path.split("/")
         if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
-            run = _parse(Run, path, files[path])
+            run = parse_record(Run, path, files[path])
             state.runs[run.run_id] = run
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
@@ -188,15 +193,15 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             continue
         parts = path.split("/")
         if parts[1] == "schedules" and len(parts) == 3:
-            cursor = _parse(Cursor, path, files[path])
+            cursor = parse_record(Cursor, path, files[path])
             state.cursors[cursor.schedule_id] = cursor
         elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
             if parts[2] in finished:
                 continue
-            track = _parse(Track, path, files[path])
+            track = parse_record(Track, path, files[path])
             state.tracks.setdefault(track.run_id, {})[track.name] = track
         elif parts[1] == "dlq" and len(parts) == 3:
-            letter = _parse(DeadLetter, path, files[path])
+            letter = parse_record(DeadLetter, path, files[path])
             state.dlq[letter.key] = letter
         elif path == HEALTH:
             try:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,9 +42,14 @@ log = logging.getLogger(__name__)
 
 ExecutorFactory = Callable[[Breaker | None], Executor]
 
-FAULT_ENV = "ORCHESTRATOR_TEST_FAULT"
-"""Test-only crash points: ``after-mark`` or ``after-dispatch`` kill the process
-with SIGKILL at that point, to prove that a later tick repairs the damage."""
+Checkpoint = Callable[[str], None]
+"""A hook called with the name of each point of no return a tick passes:
+``after-mark`` (the mark landed, nothing dispatched yet) and ``after-dispatch``
+(dispatched, nothing recorded yet)."""
+
+CHECKPOINTS: list[Checkpoint] = []
+"""Installed checkpoint hooks; the product installs none. Crash tests install one
+that kills the process at a point, to prove that a later tick repairs the damage."""
 
 
 @dataclass
@@ -93,9 +96,21 @@ class TickResult:
         }
 
 
-def _fault(point: str) -> None:
-    if os.environ.get(FAULT_ENV) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
+def _checkpoint(point: str) -> None:
+    for hook in CHECKPOINTS:
+        hook(point)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One planning pass over one snapshot: the decision and the files it changes."""
+
+    decision: Decision
+    changes: dict[str, bytes | None]
+    rendered: list[str]
+    """Runs whose brief was rendered (and which are finished by this change)."""
+    summaries: dict[str, Callable[[int], str]]
+    """Run id -> its Markdown brief, rendered within a byte limit."""
 
 
 def gather(executor: Executor, state: st.State) -> Observations:
@@ -211,19 +226,17 @@ class Tick:
     # ---------------------------------------------------------------- planning
 
     def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
-                    invalid: list[str], obs: Observations, breaker: Breaker | None,
-                    result: TickResult) -> tuple[Decision, dict[str, bytes | None]]:
+                    invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
         decision = plan(schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
-        result.summaries = {}
-        result.rendered = self._consolidate(decision, files, snap.files, schedules,
-                                            result.summaries)
+        summaries: dict[str, Callable[[int], str]] = {}
+        rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
-        return decision, st.changes(snap.files, files)
+        return Planned(decision, st.changes(snap.files, files), rendered, summaries)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
@@ -309,31 +322,34 @@ class Tick:
         breaker = executor.health()
 
         if dry_run:
-            result.decision, _ = self._plan_files(snap, state0, schedules, invalid, obs,
-                                                  breaker, result)
+            planned = self._plan_files(snap, state0, schedules, invalid, obs, breaker)
+            result.decision = planned.decision
+            result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
             return result
 
-        holder: dict[str, Decision] = {}
+        marked: Planned | None = None
 
         def mark(s: Snapshot) -> dict[str, bytes | None] | None:
+            nonlocal marked
             # plan() never mutates its input, so the state parsed for observation is
             # reused while the compare-and-swap still sees the same tip
             state = state0 if s.tip == snap.tip else st.load(s.files)
-            decision, changed = self._plan_files(s, state, schedules, invalid, obs, breaker,
-                                                 result)
-            holder["decision"] = decision
-            return changed or None
+            marked = self._plan_files(s, state, schedules, invalid, obs, breaker)
+            return marked.changes or None
 
         outcome = self.store.transact(mark, f"tick {iso(self.now)}: decide", snapshot=snap)
-        decision = holder["decision"]
+        # the plan made on the tip the compare-and-swap ended on (re-planned per race)
+        assert marked is not None, "transact calls the change function or raises"
+        decision = marked.decision
         result.decision = decision
+        result.rendered, result.summaries = marked.rendered, marked.summaries
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.finished = list(result.rendered)
         if not outcome.landed:
             return result
-        _fault("after-mark")
+        _checkpoint("after-mark")
 
         for handle in decision.cancel:
             try:
@@ -349,7 +365,7 @@ class Tick:
                 # `dispatched` without a handle, and a later tick's look-up adopts what
                 # was started and re-dispatches only what the backend says it never saw.
                 result.dispatch_errors.append(f"dispatch failed: {exc.message}")
-        _fault("after-dispatch")
+        _checkpoint("after-dispatch")
         result.dispatched = [r.key for r in results if r.error is None]
         result.dispatch_errors += [f"{r.key}: {r.error}" for r in results if r.error]
         breaker_after = executor.health()

@@ -22,6 +22,7 @@ from ..cli import Config
 from ..errors import UserError
 from ..machine import RUN_TERMINAL
 from ..store import GitStateStore
+from ..times import iso
 from .tick import make_tick
 
 
@@ -34,7 +35,7 @@ def demo_schedule(at: datetime) -> dict[str, object]:
     return {
         "$schema": "./schedule.schema.json",
         "description": "Demo: four tracks in parallel, one flaky, one too slow",
-        "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "at": iso(at),
         "deadline_minutes": 2,
         "tracks": [
             {"name": "collect", "run": f"sleep 1 && {_result('collected 1,204 records')}",

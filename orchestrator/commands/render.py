@@ -6,14 +6,13 @@ timeline), as HTML or as the Markdown twin that the tick writes to the job summa
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from .. import brief
+from ..atomic import write_text
 from ..cli import Config, pass_config
 from ..errors import ScheduleError, UserError
 from ..models import ScheduleSpec, check_run_id
@@ -35,23 +34,6 @@ def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
         return load_schedule(path, cfg.repo).spec
     except ScheduleError:
         return None  # an invalid schedule must not hide the brief of a past run
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @click.command("render")
@@ -78,5 +60,8 @@ def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_atomic(output, text)
+        try:
+            write_text(output, text)
+        except OSError as exc:
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}", err=True)

@@ -1,134 +1,17 @@
-"""``orchestrator report``: a track reports its phase by committing its own status file.
-
-The change touches exactly one file, ``state/runs/<run>/tracks/<track>.json``, so
-reporters of one run never conflict: a lost push race is resolved by re-reading and
-re-applying the same small change (see :class:`~orchestrator.store.GitStateStore`).
-"""
+"""``orchestrator report``: a track reports its phase by committing its own status file
+(see :mod:`orchestrator.reporting`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
 
 import click
-from pydantic import ValidationError
 
 from ..cli import Config, pass_config
-from ..errors import NotFound, UserError
-from ..machine import move_track
-from ..models import Track, TrackPhase, check_id, check_run_id
-from ..state import CorruptState, run_path, to_json, track_path
-from ..store import Change, GitStateStore, Snapshot, StateStore
+from ..models import check_id, check_run_id
+from ..reporting import PHASES, Report, load_result, report
+from ..store import GitStateStore
 from ..times import parse_now
-
-PHASES = {"running": TrackPhase.RUNNING, "complete": TrackPhase.COMPLETE,
-          "failed": TrackPhase.FAILED}
-MAX_RESULT_BYTES = 1 << 20
-"""A result is committed to the state branch: keep it a summary, not a log."""
-
-
-@dataclass(frozen=True)
-class Report:
-    """What a track says about itself."""
-
-    run_id: str
-    track: str
-    phase: TrackPhase
-    at: datetime
-    result: dict[str, Any] | None = None
-    message: str | None = None
-    attempt: int | None = None
-    """The attempt the reporter belongs to; ``None``: whatever the current one is."""
-
-
-Verdict = Literal["recorded", "unchanged", "stale_attempt"]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    verdict: Verdict
-    track: Track
-    """The track as it stands after the report (or as it was, if nothing changed)."""
-    landed: bool = False
-
-
-def load_result(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``, or a :class:`UserError` naming the file."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_RESULT_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"cannot read result file {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_RESULT_BYTES:
-        raise UserError(f"result file {path} is larger than {MAX_RESULT_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"result file {path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"result file {path} must hold a JSON object, "
-                        f"not {type(data).__name__}")
-    return data
-
-
-def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, Change | None]:
-    """The change ``report`` makes to the state in ``files`` (pure).
-
-    Raises :class:`NotFound` for an unknown run or track and
-    :class:`~orchestrator.errors.IllegalTransition` for a move the track state machine
-    forbids. A report for another attempt than the track's current one, or for the
-    phase the track is already in, changes nothing.
-    """
-    path = track_path(report.run_id, report.track)
-    if run_path(report.run_id) not in files:
-        raise NotFound(f"unknown run {report.run_id!r}: it is not on the state branch")
-    if path not in files:
-        raise NotFound(f"run {report.run_id} has no track {report.track!r}")
-    try:
-        track = Track.model_validate_json(files[path])
-    except ValidationError as exc:
-        raise CorruptState(f"{path}: {exc.errors()[0]['msg']}") from None
-    if report.attempt is not None and report.attempt != track.attempt:
-        return "stale_attempt", track, None
-    if track.phase is report.phase:
-        return "unchanged", track, None
-    changes: dict[str, Any] = {}
-    if report.phase is TrackPhase.RUNNING:
-        changes["started_at"] = report.at
-    else:
-        changes["finished_at"] = report.at
-    if report.result is not None:
-        changes["result"] = report.result
-    if report.message:
-        if report.phase is TrackPhase.FAILED:
-            changes["error_log"] = [*track.error_log, f"attempt {track.attempt}: "
-                                    f"{report.message}"]
-        elif report.phase is TrackPhase.COMPLETE and report.result is None:
-            changes["result"] = {"summary": report.message}
-    moved = move_track(track, report.phase, report.at, "reported by the track", **changes)
-    return "recorded", moved, {path: to_json(moved)}
-
-
-def report(store: StateStore, rep: Report) -> Outcome:
-    """Commit ``rep`` through ``store`` (re-applied on the new tip after a lost race)."""
-    check_run_id(rep.run_id)
-    check_id(rep.track, "track name")
-    seen: dict[str, tuple[Verdict, Track]] = {}
-
-    def change(snap: Snapshot) -> Change | None:
-        verdict, track, files = apply(snap.files, rep)
-        seen["last"] = (verdict, track)
-        return files
-
-    attempt = f" attempt {rep.attempt}" if rep.attempt else ""
-    result = store.transact(change, f"report {rep.run_id}/{rep.track}{attempt}: "
-                                    f"{rep.phase.value}")
-    verdict, track = seen["last"]
-    return Outcome(verdict, track, result.landed)
 
 
 @click.command("report")

@@ -1,4 +1,5 @@
-"""``orchestrator runs list | show RUN`` (and ``schedules runs ID``): read-only views."""
+"""``orchestrator runs list | show RUN`` (and ``schedules runs ID``): read-only views
+(see :mod:`orchestrator.runs`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import click
 from .. import state as st
 from ..cli import Config, pass_config
 from ..errors import NotFound
-from ..models import Run, RunStatus, Track, check_id, check_run_id
+from ..models import Run, RunStatus, check_id, check_run_id
+from ..runs import rows_text, run_detail, run_rows, run_text
 from ..store import GitStateStore
-from ..times import iso
 
 
 def read_state(cfg: Config) -> st.State:
@@ -21,37 +22,16 @@ def read_state(cfg: Config) -> st.State:
     return st.load(snap.files, all_tracks=True)
 
 
-def _iso(value: Any) -> str:
-    return value.strftime("%Y-%m-%dT%H:%MZ") if value is not None else "-"
-
-
-def run_row(run: Run, tracks: dict[str, Track]) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for t in tracks.values():
-        counts[t.phase.value] = counts.get(t.phase.value, 0) + 1
-    return {
-        "run_id": run.run_id,
-        "schedule": run.schedule_id,
-        "status": run.status.value,
-        "slot": iso(run.slot),
-        "finished_at": iso(run.finished_at) if run.finished_at else None,
-        "tracks": dict(sorted(counts.items())),
-    }
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
 def print_runs(state: st.State, runs: list[Run], as_json: bool) -> None:
-    rows = [run_row(r, state.tracks.get(r.run_id, {}))
-            for r in sorted(runs, key=lambda r: (r.slot, r.run_id), reverse=True)]
+    rows = run_rows(state, runs)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, sort_keys=True))
-        return
-    if not rows:
-        click.echo("no runs")
-        return
-    width = max(len(r["run_id"]) for r in rows)
-    for row in rows:
-        tracks = ", ".join(f"{n} {p}" for p, n in row["tracks"].items())
-        click.echo(f"{row['run_id']:<{width}}  {row['status']:<13}  {tracks}")
+        _echo_json(rows)
+    else:
+        click.echo("\n".join(rows_text(rows)))
 
 
 @click.group("runs")
@@ -87,24 +67,9 @@ def show_run(cfg: Config, run_id: str, as_json: bool) -> None:
         raise NotFound(f"no run {run_id!r} on branch {cfg.state_branch!r}")
     tracks = state.tracks.get(run_id, {})
     if as_json:
-        click.echo(json.dumps({
-            "run": run.model_dump(mode="json", by_alias=True),
-            "tracks": {n: t.model_dump(mode="json", by_alias=True)
-                       for n, t in sorted(tracks.items())},
-        }, indent=2, sort_keys=True))
-        return
-    click.echo(f"{run.run_id}  {run.status.value}")
-    click.echo(f"  schedule  {run.schedule_id}  {run.cron or ''} {run.timezone}".rstrip())
-    click.echo(f"  slot      {_iso(run.slot)}   fire at {_iso(run.fire_at)}   "
-               f"deadline {_iso(run.deadline)}")
-    for h in run.state_history:
-        click.echo(f"  {_iso(h.at)}  {h.from_} -> {h.to}  {h.reason}")
-    for name, t in sorted(tracks.items()):
-        summary = (t.result or {}).get("summary", "")
-        click.echo(f"  track {name}: {t.phase.value} (attempt {t.attempt}/{t.max_attempts})"
-                   + (f"  {summary}" if summary else "") + (f"  {t.url}" if t.url else ""))
-        for line in t.error_log[-3:]:
-            click.echo(f"    ! {line}")
+        _echo_json(run_detail(run, tracks))
+    else:
+        click.echo("\n".join(run_text(run, tracks)))
 
 
 @click.command("runs")

@@ -27,10 +27,11 @@ from types import FrameType
 import click
 
 from ..cli import Config, pass_config
+from ..compaction import archive_tag, compact
 from ..serve import Loop, Work
 from ..state import last_tick_at
-from ..store import Change, GitStateStore, Snapshot
-from . import compact
+from ..store import GitStateStore
+from ..times import iso
 from .status import DEFAULT_MAX_STALENESS
 from .tick import EXECUTORS, make_tick, ping
 
@@ -65,7 +66,7 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
             return ["warning: no tick recorded on the state branch yet"]
         if now - last > timedelta(minutes=max_staleness):
             return [f"warning: the last tick on the state branch is from "
-                    f"{last:%Y-%m-%dT%H:%M:%SZ}, more than {max_staleness:g} minutes ago"]
+                    f"{iso(last)}, more than {max_staleness:g} minutes ago"]
         return []
 
     return work
@@ -73,21 +74,11 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
 
 def compact_work(cfg: Config, keep_days: int) -> Work:
     def work(now: datetime) -> list[str]:
-        store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
-        planned: dict[str, compact.Plan] = {}
-
-        def change(snap: Snapshot) -> Change | None:
-            planned["last"] = compact.plan(snap.files, keep_days, now)
-            return planned["last"].change
-
-        tag = compact.archive_tag(now)
-        result = store.archive(change, f"compact: archive runs finished more than "
-                                       f"{keep_days} days before {now:%Y-%m-%dT%H:%M:%SZ}",
-                               tag)
-        done = planned.get("last")
-        if not result.landed or done is None:
+        done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, now)
+        if done is None:
             return []
-        return [f"archived {len(done.runs)} run(s); previous history kept as tag {tag}"]
+        return [f"archived {len(done.runs)} run(s); previous history kept as tag "
+                f"{archive_tag(now)}"]
 
     return work
 

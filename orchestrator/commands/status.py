@@ -13,121 +13,16 @@ be read. The report is printed in every case, so a watchdog's log shows what it 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 import click
 
-from .. import cron
-from .. import state as st
 from ..cli import Config, pass_config
 from ..errors import Stale
-from ..machine import RUN_OPEN
-from ..models import Schedule
 from ..schedules import load_all
+from ..status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..store import GitStateStore
-from ..times import iso, parse_now
-
-DEFAULT_MAX_STALENESS = 90
-"""Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
-interval (15), so an idle but healthy repository stays fresh."""
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return iso(moment) if moment is not None else None
-
-
-def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime | None:
-    cursor = state.cursors.get(schedule.id)
-    if not schedule.spec.enabled or (cursor is not None and cursor.done):
-        return None
-    found = cron.next_slots(schedule.spec, now, 1)
-    return found[0] if found else None
-
-
-def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
-          now: datetime, max_staleness: timedelta) -> dict[str, Any]:
-    """The status report (pure): everything ``status`` prints, as a JSON-able dict."""
-    state = st.load(files)
-    last = st.last_tick_at(files)
-    age = now - last if last is not None else None
-    rows = []
-    for schedule in schedules:
-        cursor = state.cursors.get(schedule.id)
-        rows.append({
-            "id": schedule.id,
-            "enabled": schedule.spec.enabled,
-            "next": _iso(_next_slot(schedule, state, now)),
-            "last_run_id": cursor.last_run_id if cursor else None,
-            "last_error": cursor.last_error if cursor else None,
-        })
-    runs = []
-    for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
-        if run.status not in RUN_OPEN:
-            continue
-        tracks = state.tracks.get(run.run_id, {})
-        runs.append({
-            "run_id": run.run_id,
-            "schedule": run.schedule_id,
-            "status": run.status.value,
-            "slot": _iso(run.slot),
-            "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
-        })
-    return {
-        "now": _iso(now),
-        "last_tick": _iso(last),
-        "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
-        "max_staleness_minutes": max_staleness.total_seconds() / 60,
-        "stale": age is None or age > max_staleness,
-        "schedules": rows,
-        "invalid_schedules": invalid,
-        "open_runs": runs,
-        "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
-        "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
-    }
-
-
-def _age(minutes: float) -> str:
-    whole = int(minutes)
-    return f"{whole // 60}h {whole % 60}m" if whole >= 60 else f"{minutes:g}m"
-
-
-def text(report: dict[str, Any]) -> list[str]:
-    limit = f"{report['max_staleness_minutes']:g}m"
-    if report["last_tick"] is None:
-        lines = [f"last tick     none recorded (stale; limit {limit})"]
-    else:
-        verdict = "STALE" if report["stale"] else "fresh"
-        lines = [f"last tick     {report['last_tick']}  ({_age(report['age_minutes'])} ago; "
-                 f"{verdict}, limit {limit})"]
-    lines.append(f"now           {report['now']}")
-    if not report["schedules"]:
-        lines.append("schedules     none")
-    else:
-        lines.append("schedules")
-        width = max(len(s["id"]) for s in report["schedules"])
-        for s in report["schedules"]:
-            nxt = "disabled" if not s["enabled"] else (
-                f"next {s['next']}" if s["next"] else "no upcoming run")
-            last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
-            error = f"  error: {s['last_error']}" if s["last_error"] else ""
-            lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
-    for problem in report["invalid_schedules"]:
-        lines.append(f"  invalid: {problem}")
-    if not report["open_runs"]:
-        lines.append("open runs     none")
-    else:
-        lines.append("open runs")
-        for run in report["open_runs"]:
-            phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
-            lines.append(f"  {run['run_id']}  {run['status']}: {phases}")
-    lines.append(f"dead letters  {report['dead_letters']}")
-    breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
-                                                   if b["failures"] else "")
-                         for name, b in report["breakers"].items())
-    lines.append(f"breakers      {breakers or 'none recorded'}")
-    return lines
+from ..times import parse_now
 
 
 @click.command("status")
@@ -159,5 +54,5 @@ def command(cfg: Config, max_staleness: float, as_json: bool, now_text: str | No
         if report["last_tick"] is None:
             raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
         raise Stale(f"the last tick ({report['last_tick']}) is "
-                    f"{_age(report['age_minutes'])} old, more than {limit}")
+                    f"{age_text(report['age_minutes'])} old, more than {limit}")
     return 0

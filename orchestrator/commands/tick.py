@@ -14,7 +14,7 @@ from ..executors.base import Executor
 from ..models import Breaker
 from ..store import GitStateStore
 from ..tick import Tick, TickResult
-from ..times import parse_now
+from ..times import iso, parse_now
 
 EXECUTORS = ("local", "github")
 
@@ -58,7 +58,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
 
 def summary_lines(result: TickResult) -> list[str]:
     """One line per thing decided, for humans (and the GitHub job summary)."""
-    lines = [f"tick {result.now:%Y-%m-%dT%H:%M:%SZ} ({result.executor})"
+    lines = [f"tick {iso(result.now)} ({result.executor})"
              + (" dry run" if result.dry_run else "")]
     lines += [f"  {line}" for line in result.log] or ["  nothing to do"]
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.commands.compact import plan
+from orchestrator.compaction import plan
 from orchestrator.models import (
     DeadLetter,
     Run,

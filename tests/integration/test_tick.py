@@ -44,9 +44,15 @@ def tick(repo: Path, now: datetime, work: Path, **kw: Any) -> Any:
         del os.environ["ORCHESTRATOR_WORK_DIR"]
 
 
-def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
+CRASHPOINT = Path(__file__).resolve().parent.parent / "crashpoint.py"
+
+
+def cli(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,
+        crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``orchestrator --repo REPO ARGS`` in a subprocess; with ``crash_at``, killed with
+    SIGKILL when a tick reaches that checkpoint (see tests/crashpoint.py)."""
+    entry = ["-m", "orchestrator"] if crash_at is None else [str(CRASHPOINT), crash_at]
+    proc = subprocess.run([sys.executable, *entry, "--repo", str(repo), *args],
                           capture_output=True, text=True, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
@@ -143,15 +149,15 @@ def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Pat
     origin = make_origin(tmp_path, {"nightly": spec(run="sleep 0.2")})
     repo = clone(origin, tmp_path / "repo")
     work = tmp_path / "work"
-    env = {"ORCHESTRATOR_WORK_DIR": str(work), "ORCHESTRATOR_TEST_FAULT": fault}
-    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=False)
-    assert proc.returncode == -9  # SIGKILL at the fault point
+    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=False,
+               crash_at=fault)
+    assert proc.returncode == -9, proc.stderr  # SIGKILL at the checkpoint
     state, _ = state_of(repo)
     tracks = state.tracks["nightly--20261201T0700Z"]
     assert {t.phase for t in tracks.values()} == {TrackPhase.DISPATCHED}
     assert all(t.handle is None for t in tracks.values())
     assert len(launches(work)) == (0 if fault == "after-mark" else 2)
-    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
     for minute in (2, 3, 4):
         cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env)
         time.sleep(0.5)

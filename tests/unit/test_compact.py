@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.commands.compact import archive_tag, plan
+from orchestrator.compaction import archive_tag, plan
 from orchestrator.models import DeadLetter, Run, RunStatus, TrackSpec, Transition
 from orchestrator.state import brief_path, dlq_path, run_path, to_json, track_path
 

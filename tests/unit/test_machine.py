@@ -1,10 +1,19 @@
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from orchestrator import machine
 from orchestrator.errors import IllegalTransition
-from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.models import (
+    Cursor,
+    Run,
+    RunStatus,
+    Track,
+    TrackPhase,
+    TrackSpec,
+    Transition,
+)
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
@@ -50,3 +59,28 @@ def test_terminal_states_have_no_automatic_exit() -> None:
     assert machine.TRACK_TRANSITIONS[TrackPhase.CANCELLED] == frozenset()
     assert machine.RUN_TRANSITIONS[RunStatus.COMPLETED] == frozenset()
     assert machine.TRACK_OPEN.isdisjoint(machine.TRACK_TERMINAL)
+
+
+def test_a_move_validates_what_it_changes() -> None:
+    with pytest.raises(ValidationError):
+        machine.move_track(_track(), TrackPhase.DISPATCHED, T0, "go", attempt="2")
+    with pytest.raises(ValidationError):
+        machine.move_run(_run(), RunStatus.RUNNING, T0, "go", no_such_field=1)
+    with pytest.raises(ValidationError):  # naive datetimes are refused, as on load
+        machine.move_run(_run(), RunStatus.RUNNING, T0, "go", finished_at=datetime(2026, 1, 1))
+
+
+def test_revise_refuses_what_model_copy_would_store() -> None:
+    cursor = Cursor(schedule_id="a", since=T0)
+    assert cursor.model_copy(update={"done": "yes"}).done == "yes"  # the hole revise closes
+    with pytest.raises(ValidationError):
+        machine.revise(cursor, done="yes")
+    done = machine.revise(cursor, done=True, last_run_id="a--20261201T0700Z")
+    assert (done.done, done.last_run_id, done.since) == (True, "a--20261201T0700Z", T0)
+    assert cursor.done is False  # the original is untouched
+
+
+def test_revise_keeps_aliased_fields() -> None:
+    step = Transition(from_="pending", to="dispatched", at=T0)
+    assert machine.revise(step, reason="why").model_dump(by_alias=True) == {
+        "from": "pending", "to": "dispatched", "at": T0, "reason": "why"}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.commands.report import Report, apply, load_result, report
 from orchestrator.errors import IllegalTransition, InvalidId, NotFound, UserError
 from orchestrator.models import Run, Track, TrackPhase, TrackSpec
+from orchestrator.reporting import Report, apply, load_result, report
 from orchestrator.state import run_path, to_json, track_path
 from orchestrator.store import InMemoryStateStore
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from orchestrator import state as st
-from orchestrator.commands.status import build, text
 from orchestrator.models import (
     Breaker,
     Cursor,
@@ -19,6 +18,7 @@ from orchestrator.models import (
     TrackSpec,
 )
 from orchestrator.state import last_tick_at as last_tick
+from orchestrator.status import build, text
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 LIMIT = timedelta(minutes=90)

@@ -1,0 +1,92 @@
+"""The dead letter queue's pure changes and views, and the run views, on plain state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from orchestrator import deadletters as dl
+from orchestrator import state as st
+from orchestrator.errors import NotFound, UserError
+from orchestrator.models import DeadLetter, Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.runs import rows_text, run_rows, run_text
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+RUN = "nightly--20261201T0700Z"
+KEY = f"{RUN}--b"
+
+
+def files(*, run_status: RunStatus = RunStatus.FAILED, phase: TrackPhase = TrackPhase.FAILED,
+          discarded: bool = False) -> dict[str, bytes]:
+    spec = TrackSpec(name="b", run="false", max_attempts=2)
+    run = Run(run_id=RUN, schedule_id="nightly", slot=T0, fire_at=T0, created_at=T0,
+              deadline=T0 + timedelta(hours=1), status=run_status, tracks=["a", "b"],
+              finished_at=T0 + timedelta(minutes=30))
+    a = Track(run_id=RUN, name="a", phase=TrackPhase.COMPLETE,
+              spec=TrackSpec(name="a", run="true"))
+    b = Track(run_id=RUN, name="b", phase=phase, attempt=2, max_attempts=2, spec=spec,
+              handle={"pid": 1}, dispatch_key=f"{RUN}--b--2", error_log=["attempt 2: boom"])
+    letter = DeadLetter(key=KEY, run_id=RUN, track="b", reason="failed",
+                        parked_at=T0 + timedelta(minutes=20), attempts=2, payload=spec,
+                        discarded=discarded)
+    state = st.State(runs={RUN: run}, tracks={RUN: {"a": a, "b": b}}, dlq={KEY: letter})
+    return state.dump()
+
+
+def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> None:
+    now = T0 + timedelta(hours=3)
+    change = dl.requeue(files(), KEY, "ops", "flaky disk", now)
+    assert change[st.dlq_path(KEY)] is None
+    track = Track.model_validate_json(change[st.track_path(RUN, "b")] or b"")
+    assert (track.phase, track.attempt, track.max_attempts) == (TrackPhase.PENDING, 3, 4)
+    assert track.handle is None and track.dispatch_key is None
+    assert track.error_log == ["attempt 2: boom"]  # history stays
+    assert track.state_history[-1].reason == "requeued by ops: flaky disk"
+    run = Run.model_validate_json(change[st.run_path(RUN)] or b"")
+    assert run.status is RunStatus.RUNNING and run.finished_at is None
+    assert run.deadline == now + timedelta(hours=1)  # its whole allowance, from now
+
+
+def test_requeue_refuses_what_it_cannot_do() -> None:
+    with pytest.raises(NotFound):
+        dl.requeue(files(), f"{RUN}--zz", "ops", "", T0)
+    with pytest.raises(UserError, match="discarded"):
+        dl.requeue(files(discarded=True), KEY, "ops", "", T0)
+    with pytest.raises(UserError, match="being consolidated"):
+        dl.requeue(files(run_status=RunStatus.CONSOLIDATING), KEY, "ops", "", T0)
+    with pytest.raises(UserError, match="not failed or tapped out"):
+        dl.requeue(files(phase=TrackPhase.PENDING, run_status=RunStatus.RUNNING), KEY,
+                   "ops", "", T0)
+
+
+def test_discard_marks_who_and_why_once() -> None:
+    change = dl.discard(files(), KEY, "ops", "known bug")
+    assert change is not None
+    letter = DeadLetter.model_validate_json(change[st.dlq_path(KEY)] or b"")
+    assert (letter.discarded, letter.discarded_by, letter.discarded_reason) == (
+        True, "ops", "known bug")
+    assert dl.discard(files(discarded=True), KEY, "ops", "again") is None
+
+
+def test_views_list_show_and_hide_discarded_letters() -> None:
+    state = st.load(files(discarded=True))
+    assert dl.listed(state) == []
+    assert dl.list_text([]) == ["dead letter queue is empty"]
+    shown = dl.listed(state, show_all=True)
+    assert dl.list_text(shown) == [f"{KEY}  2026-12-01T07:20:00Z  failed  (discarded)"]
+    assert dl.letter_text(shown[0])[0] == f"{KEY}: failed after 2 attempt(s)"
+
+
+def test_run_rows_count_phases_newest_first() -> None:
+    state = st.load(files(), all_tracks=True)
+    rows = run_rows(state, state.runs.values())
+    assert rows == [{"run_id": RUN, "schedule": "nightly", "status": "failed",
+                     "slot": "2026-12-01T07:00:00Z", "finished_at": "2026-12-01T07:30:00Z",
+                     "tracks": {"complete": 1, "failed": 1}}]
+    assert rows_text(rows) == [f"{RUN}  failed         1 complete, 1 failed"]
+    assert rows_text([]) == ["no runs"]
+    lines = run_text(state.runs[RUN], state.tracks[RUN])
+    assert lines[2].startswith("  slot      2026-12-01T07:00:00Z   fire at ")
+    assert "  track b: failed (attempt 2/2)" in lines
+    assert "    ! attempt 2: boom" in lines
