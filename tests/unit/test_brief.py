@@ -64,7 +64,7 @@ def payload_run() -> brief.BriefContext:
 # --------------------------------------------------------------------------- templates
 
 
-@pytest.mark.parametrize("name", ["brief.html.j2", "index.html.j2"])
+@pytest.mark.parametrize("name", ["brief.html.j2", "index.html.j2", "brief.md.j2"])
 def test_repository_template_is_the_packaged_one(name: str) -> None:
     assert (REPO / "templates" / name).read_bytes() == (brief.DATA / name).read_bytes()
 
@@ -358,9 +358,34 @@ def test_polls_written_by_the_tick_show_their_changes() -> None:
     ctx = brief.BriefContext(**{**four_track_run().__dict__, "polls": [
         {"at": "2026-12-01T07:10:00Z", "executor": "github",
          "changes": ["publish: failed -> pending (retry in 60s)"]}]})
-    text = Page(brief.render_html(ctx)).text
-    assert "publish: failed -> pending (retry in 60s)" in text
-    assert "executor=github" in text
+    page = Page(brief.render_html(ctx))
+    assert "publish: failed -> pending (retry in 60s)" in page.text
+    assert "Executor" in page.text and "Observed" not in page.text
+    assert "executor=github" not in page.text  # a column of its own, not an extra note
+
+
+def test_markdown_poll_log_has_no_empty_columns_for_lines_the_tick_writes() -> None:
+    # What the tick appends to polls.jsonl: at, executor, changes (no tick, no observed).
+    polls = [{"at": f"2026-12-01T07:{m:02d}:00Z", "executor": "github",
+              "changes": [f"publish: running -> complete (minute {m})"]} for m in (10, 20)]
+    ctx = brief.BriefContext(**{**four_track_run().__dict__, "polls": polls})
+    log = brief.render_markdown(ctx).split("### Poll log (newest first)\n\n")[1]
+    header, rule, *rows = log.split("\n\n")[0].splitlines()
+    assert header == "| At | Executor | Notes |"
+    assert rule == "|---|---|---|"
+    assert rows == [
+        "| 2026-12-01 07:20:00 UTC | github | publish: running -&gt; complete (minute 20) |",
+        "| 2026-12-01 07:10:00 UTC | github | publish: running -&gt; complete (minute 10) |"]
+    for row in rows:
+        assert all(cell.strip() for cell in row.strip("|").split("|"))
+
+
+def test_markdown_poll_log_shows_tick_and_observed_when_lines_have_them() -> None:
+    markdown = brief.render_markdown(four_track_run())
+    assert "| At | Tick | Observed | Notes |" in markdown
+    log = markdown.split("### Poll log (newest first)\n\n")[1].splitlines()[2:]
+    first = log[0].strip("|").split("|")
+    assert first[1].strip() and first[2].strip()  # tick and observed are filled in
 
 
 # --------------------------------------------------------------------------- user templates
