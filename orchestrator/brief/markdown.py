@@ -7,16 +7,21 @@ then the template renders the whole page from what was kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import UserError
 from ..state import run_dir
 from .context import BriefContext
 from .cuts import LEVELS, MARKDOWN_LIMIT, Plan, fit
-from .render import MARKDOWN_TEMPLATE, Template, load
+from .render import MARKDOWN_TEMPLATE, Template, guarded, load
 from .text import md_size
 from .view import BriefView, build_view
+
+MACROS = ("head", "opening", "row")
+"""What the code measures to decide what fits; the page itself is the template's body."""
 
 
 def render_markdown(ctx: BriefContext, limit_bytes: int = MARKDOWN_LIMIT,
@@ -55,11 +60,15 @@ def _plan(page: Template, ctx: BriefContext, view: BriefView, limit: int, level:
         "left_out": "",
     }
     macros = page.module(context)
+    missing = [m for m in MACROS if not callable(getattr(macros, m, None))]
+    if missing:
+        raise UserError(f"{page.path}: a Markdown brief template must define the macros "
+                        f"{', '.join(MACROS)} (missing: {', '.join(missing)})")
 
-    def size(text: Any) -> int:
-        return len(str(text).encode())
+    def size(piece: Callable[[], Any]) -> int:
+        return len(str(guarded(page.path, piece)).encode())
 
-    plan = fit(view, ctx.dead_letters, level, limit, size(macros.head()),
-               lambda name: size(macros.opening(name)),
-               lambda name, item: size(macros.row(name, item)))
+    plan = fit(view, ctx.dead_letters, level, limit, size(macros.head),
+               lambda name: size(lambda: macros.opening(name)),
+               lambda name, item: size(lambda: macros.row(name, item)))
     return plan, context
