@@ -29,8 +29,9 @@ class BriefContext:
     tracks: list[Track]
     dead_letters: list[DeadLetter]
     polls: list[dict[str, Any]]
-    """Lines of ``polls.jsonl``: at least ``at`` (ISO UTC); ``tick``, ``observed``
-    ({track: phase}) and ``notes`` ([str]) are shown when present."""
+    """Lines of ``polls.jsonl``: at least ``at`` (ISO UTC). The tick writes
+    ``executor`` and ``changes`` ([str]); ``tick``, ``observed`` ({track: phase}) and
+    ``notes`` ([str]) are shown when present."""
     generated_at: datetime
     last_tick: datetime | None
     schedule: ScheduleSpec | None = None
