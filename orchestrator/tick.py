@@ -209,6 +209,7 @@ class Tick:
         heartbeat_every: timedelta = timedelta(minutes=60),
         template: Path | None = None,
         index_template: Path | None = None,
+        markdown_template: Path | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -221,6 +222,7 @@ class Tick:
         self.heartbeat_every = heartbeat_every
         self.template = template
         self.index_template = index_template
+        self.markdown_template = markdown_template
         self._breaker_base: Breaker | None = None
 
     # ---------------------------------------------------------------- planning
@@ -275,7 +277,8 @@ class Tick:
             files[st.brief_path(run_id)] = html.encode()
             decision.note(run_id, f"{finished.status.value}; brief rendered")
             rendered.append(run_id)
-            summaries[run_id] = functools.partial(render_markdown, ctx)
+            summaries[run_id] = functools.partial(render_markdown, ctx,
+                                                  template=self.markdown_template)
         try:
             files[st.INDEX] = render_index(list(decision.state.runs.values()),
                                            generated_at=self.now,

@@ -40,6 +40,7 @@ def scaffold_files(*, pages: bool = False) -> dict[str, str]:
         f"schedules/{SCHEMA_FILE}": schema_text(),
         "templates/brief.html.j2": (DATA / "brief.html.j2").read_text(encoding="utf-8"),
         "templates/index.html.j2": (DATA / "index.html.j2").read_text(encoding="utf-8"),
+        "templates/brief.md.j2": (DATA / "brief.md.j2").read_text(encoding="utf-8"),
     }
     for name in WORKFLOWS + (OPTIONAL_WORKFLOWS if pages else ()):
         files[f".github/workflows/{name}"] = (SCAFFOLD / "workflows" / name).read_text(

@@ -20,12 +20,6 @@ from ..schedules import load_schedule
 from ..store import GitStateStore
 
 
-def repo_template(cfg: Config, name: str) -> Path | None:
-    """``templates/<name>`` of the checkout when the user has one, else the built-in one."""
-    path = cfg.repo / "templates" / name
-    return path if path.is_file() else None
-
-
 def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
     path = cfg.schedules_dir / f"{schedule_id}.json"
     if not path.is_file():
@@ -43,7 +37,8 @@ def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default="html",
               show_default=True, help="HTML page, or Markdown for a CI job summary.")
 @click.option("--template", type=click.Path(dir_okay=False, path_type=Path),
-              help="HTML template (default: templates/brief.html.j2, else the built-in one).")
+              help="Template (default: templates/brief.html.j2, or templates/brief.md.j2 "
+                   "with --format markdown, else the built-in one).")
 @pass_config
 def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
             template: Path | None) -> None:
@@ -54,9 +49,11 @@ def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
     ctx = brief.context_from_files(snap.files, run_id, now=datetime.now(UTC),
                                    schedule=schedule)
     if fmt == "markdown":
-        text = brief.render_markdown(ctx)
+        text = brief.render_markdown(
+            ctx, template=brief.repo_template(cfg.repo, brief.MARKDOWN_TEMPLATE, template))
     else:
-        text = brief.render_html(ctx, template or repo_template(cfg, brief.BRIEF_TEMPLATE))
+        text = brief.render_html(
+            ctx, brief.repo_template(cfg.repo, brief.BRIEF_TEMPLATE, template))
     if output is None:
         click.echo(text, nl=False)
     else:

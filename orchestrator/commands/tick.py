@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
 from ..cli import Config, pass_config
 from ..executors.base import Executor
 from ..models import Breaker
@@ -47,13 +48,12 @@ def grace_for(executor: str) -> timedelta:
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
-    if template is None and (cfg.repo / "templates" / "brief.html.j2").is_file():
-        template = cfg.repo / "templates" / "brief.html.j2"
-    index = cfg.repo / "templates" / "index.html.j2"
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
                 executor_name=executor, dispatch_grace=grace_for(executor),
-                heartbeat_every=timedelta(minutes=heartbeat_every), template=template,
-                index_template=index if index.is_file() else None)
+                heartbeat_every=timedelta(minutes=heartbeat_every),
+                template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
+                index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
+                markdown_template=repo_template(cfg.repo, MARKDOWN_TEMPLATE))
 
 
 def summary_lines(result: TickResult) -> list[str]:

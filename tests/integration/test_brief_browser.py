@@ -2,8 +2,8 @@
 
 Nothing may leave the page (every request but the page itself is refused and counted),
 the console stays clean, the timeline and the table are visible, and the layout never
-scrolls sideways on a laptop (1280 px) or a phone (390 px). Screenshots land in the
-test's temporary folder.
+scrolls sideways on a laptop (1280 px) or a phone (390 px); on a phone no table scrolls
+sideways in its box either. Screenshots land in the test's temporary folder.
 """
 
 from __future__ import annotations
@@ -81,6 +81,12 @@ class Visit:
     def overflow(self) -> tuple[int, int]:
         return self.js("[document.documentElement.scrollWidth, window.innerWidth]")
 
+    def sideways(self) -> list[str]:
+        """Boxes whose content is wider than they are (the page scrolls, or they do)."""
+        return self.js("[...document.querySelectorAll('.scroll, table')]"
+                       ".filter(e => e.scrollWidth > e.clientWidth + 1)"
+                       ".map(e => e.tagName + '.' + e.className)")
+
     def close(self) -> None:
         self.context.close()
 
@@ -114,13 +120,14 @@ def test_brief_of_a_four_track_run(browser: Browser, tmp_path: Path, width: int)
         counts = page.locator(".counts .count .n").all_inner_texts()
         assert counts[:3] == ["1", "1", "2"]  # failed, tapped out, dead letters come first
         # Wide tables scroll inside their own box, never the page (on a phone the
-        # tracks table turns into cards; the poll log scrolls in its box).
+        # tracks table and the poll log turn into cards).
         for box_selector in ("#tracks .scroll", "#polls .scroll"):
             box = page.locator(box_selector).bounding_box()
             assert box is not None and box["x"] + box["width"] <= width
-        polls_overflow = visit.js("(e => e.scrollWidth > e.clientWidth)"
-                                  "(document.querySelector('#polls .scroll'))")
-        assert polls_overflow is (width == 390)
+        # At 390 px the poll log stacks like the tracks table: no box scrolls sideways.
+        assert visit.sideways() == []
+        assert page.locator("#polls table.polls tbody tr").count() == 8
+        assert page.locator("#polls td.observed").first.is_visible()
         page.screenshot(path=str(tmp_path / f"brief-{width}.png"), full_page=True)
     finally:
         visit.close()
@@ -158,14 +165,35 @@ def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_polls_the_tick_writes_at_phone_width(browser: Browser, tmp_path: Path,
+                                              width: int) -> None:
+    polls = [{"at": f"2026-12-01T07:{m:02d}:00Z", "executor": "github",
+              "changes": ["publish-the-very-long-track-name-" * 3 + ": running -> complete"]}
+             for m in range(10, 40, 5)]
+    ctx = brief.BriefContext(**{**four_track_run().__dict__, "polls": polls})
+    path = _write(tmp_path, "polls.html", brief.render_html(ctx))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.overflow()[0] <= width and visit.sideways() == []
+        assert visit.page.locator("#polls td.executor").all_inner_texts()[0].endswith("github")
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_index_of_runs(browser: Browser, tmp_path: Path, width: int) -> None:
-    runs = [four_track_run().run]
+    first = four_track_run().run
+    runs = [first, first.model_copy(update={
+        "run_id": "a-schedule-with-a-rather-long-name--20261130T0700Z",
+        "schedule_id": "a-schedule-with-a-rather-long-name", "slot": at(-1440)})]
     path = _write(tmp_path, "index.html", brief.render_index(runs, generated_at=at(60)))
     visit = Visit(browser, path, width)
     try:
         assert visit.console == [] and visit.refused == []
         assert visit.overflow()[0] <= width
-        assert visit.page.locator("table a").all_inner_texts() == [runs[0].run_id]
+        if width == 390:  # one card per run: not even the table's box scrolls sideways
+            assert visit.sideways() == []
+        assert visit.page.locator("table a").all_inner_texts() == [r.run_id for r in runs]
         visit.page.screenshot(path=str(tmp_path / f"index-{width}.png"), full_page=True)
     finally:
         visit.close()

@@ -99,3 +99,34 @@ def test_broken_template_is_one_line(repo: Path, tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("orchestrator: ") and "broken.j2:1: template syntax error" in err
     assert err.count("\n") == 1
+
+
+MD_TEMPLATE = ("{% macro head() %}repo md: {{ run.run_id | md }}\n{% endmacro %}"
+               "{% macro opening(name) %}{% endmacro %}{% macro row(name, x) %}{% endmacro %}"
+               "{{ head() }}")
+
+
+def test_repository_markdown_template_wins_for_markdown_only(
+        repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "templates").mkdir()
+    (repo / "templates" / "brief.md.j2").write_text(MD_TEMPLATE)
+    assert render(repo, RUN_ID, "--format", "markdown") == 0
+    assert capsys.readouterr().out == f"repo md: {RUN_ID}\n"
+    assert render(repo, RUN_ID) == 0  # the HTML brief keeps the packaged template
+    assert capsys.readouterr().out.startswith("<!doctype html>")
+    mine = tmp_path / "mine.md.j2"
+    mine.write_text(MD_TEMPLATE.replace("repo md", "mine"))
+    assert render(repo, RUN_ID, "--format", "markdown", "--template", str(mine)) == 0
+    assert capsys.readouterr().out == f"mine: {RUN_ID}\n"
+
+
+def test_hostile_repository_template_is_refused(repo: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "templates").mkdir()
+    (repo / "templates" / "brief.html.j2").write_text(
+        "{{ lipsum.__globals__['os'].popen('id').read() }}")
+    assert render(repo, RUN_ID) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "templates/brief.html.j2: template " in err
+    assert "access to attribute '__globals__' of 'function' object is unsafe" in err
+    assert "uid=" not in err

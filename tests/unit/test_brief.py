@@ -64,7 +64,7 @@ def payload_run() -> brief.BriefContext:
 # --------------------------------------------------------------------------- templates
 
 
-@pytest.mark.parametrize("name", ["brief.html.j2", "index.html.j2"])
+@pytest.mark.parametrize("name", ["brief.html.j2", "index.html.j2", "brief.md.j2"])
 def test_repository_template_is_the_packaged_one(name: str) -> None:
     assert (REPO / "templates" / name).read_bytes() == (brief.DATA / name).read_bytes()
 
@@ -358,9 +358,34 @@ def test_polls_written_by_the_tick_show_their_changes() -> None:
     ctx = brief.BriefContext(**{**four_track_run().__dict__, "polls": [
         {"at": "2026-12-01T07:10:00Z", "executor": "github",
          "changes": ["publish: failed -> pending (retry in 60s)"]}]})
-    text = Page(brief.render_html(ctx)).text
-    assert "publish: failed -> pending (retry in 60s)" in text
-    assert "executor=github" in text
+    page = Page(brief.render_html(ctx))
+    assert "publish: failed -> pending (retry in 60s)" in page.text
+    assert "Executor" in page.text and "Observed" not in page.text
+    assert "executor=github" not in page.text  # a column of its own, not an extra note
+
+
+def test_markdown_poll_log_has_no_empty_columns_for_lines_the_tick_writes() -> None:
+    # What the tick appends to polls.jsonl: at, executor, changes (no tick, no observed).
+    polls = [{"at": f"2026-12-01T07:{m:02d}:00Z", "executor": "github",
+              "changes": [f"publish: running -> complete (minute {m})"]} for m in (10, 20)]
+    ctx = brief.BriefContext(**{**four_track_run().__dict__, "polls": polls})
+    log = brief.render_markdown(ctx).split("### Poll log (newest first)\n\n")[1]
+    header, rule, *rows = log.split("\n\n")[0].splitlines()
+    assert header == "| At | Executor | Notes |"
+    assert rule == "|---|---|---|"
+    assert rows == [
+        "| 2026-12-01 07:20:00 UTC | github | publish: running -&gt; complete (minute 20) |",
+        "| 2026-12-01 07:10:00 UTC | github | publish: running -&gt; complete (minute 10) |"]
+    for row in rows:
+        assert all(cell.strip() for cell in row.strip("|").split("|"))
+
+
+def test_markdown_poll_log_shows_tick_and_observed_when_lines_have_them() -> None:
+    markdown = brief.render_markdown(four_track_run())
+    assert "| At | Tick | Observed | Notes |" in markdown
+    log = markdown.split("### Poll log (newest first)\n\n")[1].splitlines()[2:]
+    first = log[0].strip("|").split("|")
+    assert first[1].strip() and first[2].strip()  # tick and observed are filled in
 
 
 # --------------------------------------------------------------------------- user templates
@@ -448,3 +473,71 @@ def test_lost_dispatch_redispatched_is_one_attempt() -> None:
     [attempt] = brief.attempts_of(track)
     assert (attempt.number, attempt.dispatched, attempt.started, attempt.outcome) == (
         1, at(12), at(13), "running")
+
+
+# --------------------------------------------------------------------------- sandbox
+
+PAYLOADS = ["{{ lipsum.__globals__['os'].popen('id').read() }}",
+            "{{ lipsum.__globals__['os'].environ }}",
+            "{{ cycler.__init__.__globals__.os.popen('touch MARKER').read() }}",
+            "{{ ''.__class__.__mro__[1].__subclasses__() }}"]
+SECRET = "s3cret-never-rendered"
+
+
+def _render_kind(kind: str, template: Path) -> str:
+    ctx = four_track_run()
+    if kind == "html":
+        return brief.render_html(ctx, template)
+    if kind == "markdown":
+        return brief.render_markdown(ctx, template=template)
+    return brief.render_index([ctx.run], generated_at=at(60), template=template)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("kind", ["html", "markdown", "index"])
+def test_a_template_cannot_run_python(kind: str, payload: str, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_SANDBOX_PROBE", SECRET)
+    monkeypatch.chdir(tmp_path)
+    template = tmp_path / f"hostile.{kind}.j2"
+    # The Markdown template needs its macros, else it fails before the payload runs.
+    macros = ("{% macro head() %}" + payload + "{% endmacro %}"
+              "{% macro opening(name) %}{% endmacro %}{% macro row(name, x) %}{% endmacro %}"
+              if kind == "markdown" else "")
+    template.write_text(macros + "<p>" + payload + "</p>\n")
+    with pytest.raises(UserError, match=rf"hostile\.{kind}\.j2: template (uses an unknown "
+                                        r"name: access to attribute .* is unsafe|refused)"):
+        _render_kind(kind, template)
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_the_packaged_templates_render_in_the_sandbox(tmp_path: Path) -> None:
+    for kind, name in (("html", "brief.html.j2"), ("markdown", "brief.md.j2"),
+                       ("index", "index.html.j2")):
+        assert _render_kind(kind, brief.DATA / name) == _render_kind(kind, REPO / "templates"
+                                                                     / name)
+
+
+def test_markdown_template_is_replaceable(tmp_path: Path) -> None:
+    template = tmp_path / "brief.md.j2"
+    template.write_text(
+        "{% macro head() %}# {{ run.run_id | md }}\n{% endmacro %}"
+        "{% macro opening(name) %}\n## {{ name }}\n{% endmacro %}"
+        "{% macro row(name, x) %}{% if name == 'tracks' %}- {{ x.summary | md(cell) }}\n"
+        "{% endif %}{% endmacro %}"
+        "{{ head() }}{% for s in sections %}{{ opening(s.name) }}"
+        "{% for x in s.rows %}{{ row(s.name, x) }}{% endfor %}{% endfor %}")
+    markdown = brief.render_markdown(payload_run(), template=template)
+    assert markdown.startswith(f"# {RUN_ID}\n## tracks\n- ")
+    assert "<script>" not in markdown and "&lt;script&gt;" in markdown
+    bare = tmp_path / "bare.md.j2"
+    bare.write_text("{{ run.run_id }}")
+    with pytest.raises(UserError, match=r"bare\.md\.j2: a Markdown brief template must "
+                                        r"define the macros .*missing: head, opening, row"):
+        brief.render_markdown(four_track_run(), template=bare)
+
+
+@pytest.mark.parametrize("url", ["/\\evil.com", "\\\\evil.com/x", "\\/evil.com", "//evil.com",
+                                 "javascript:alert(1)", " https://x.invalid/", "c:\\x"])
+def test_unsafe_urls_go(url: str) -> None:
+    assert brief.safe_url(url) is None

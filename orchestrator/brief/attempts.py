@@ -1,0 +1,105 @@
+"""Attempts of a track rebuilt from its history, and a run's start and end (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..machine import RUN_TERMINAL, TRACK_OPEN
+from ..models import Run, RunStatus, Track, TrackPhase
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a track, rebuilt from its ``state_history``."""
+
+    number: int
+    dispatched: datetime | None
+    started: datetime | None
+    finished: datetime | None
+    outcome: str
+    """The phase the attempt ended in, or the current phase while it is open."""
+
+    @property
+    def open(self) -> bool:
+        return self.finished is None
+
+    @property
+    def run_time(self) -> timedelta | None:
+        """Start to finish (from dispatch when no start was observed)."""
+        begin = self.started or self.dispatched
+        if begin and self.finished:
+            return self.finished - begin
+        return None
+
+
+def attempts_of(track: Track) -> list[Attempt]:
+    """The track's attempts, oldest first (from its history, else its current fields)."""
+    out: list[Attempt] = []
+    number = 0
+    cur: dict[str, Any] | None = None
+    terminal = {p.value for p in TrackPhase if p not in TRACK_OPEN}
+    for step in track.state_history:
+        if step.to == TrackPhase.DISPATCHED.value:
+            if cur is not None and cur.get("finished") is None:
+                # Re-dispatch of a lost dispatch: the same attempt starts over.
+                cur["dispatched"] = step.at
+                continue
+            number += 1
+            cur = {"number": number, "dispatched": step.at, "started": None, "finished": None,
+                   "outcome": step.to}
+        elif step.to == TrackPhase.PENDING.value:
+            if cur is not None and cur["finished"] is not None:
+                out.append(Attempt(**cur))  # a retry or requeue: that attempt is over
+                cur = None
+        elif cur is None:
+            continue  # tapped out or cancelled while waiting for a dispatch: nothing ran
+        elif step.to == TrackPhase.RUNNING.value:
+            cur["started"] = step.at
+            cur["outcome"] = step.to
+        elif step.to in terminal:
+            cur["finished"] = step.at
+            cur["outcome"] = step.to
+    if cur is not None:
+        out.append(Attempt(**cur))
+    if not out and (track.dispatched_at or track.started_at):
+        out.append(Attempt(number=track.attempt, dispatched=track.dispatched_at,
+                           started=track.started_at, finished=track.finished_at,
+                           outcome=track.phase.value))
+    if out:
+        # The record's own times belong to the current attempt: a backend may report
+        # a start it never showed as "running" (dispatched -> complete in one tick).
+        last = out[-1]
+        started = last.started
+        if started is None and track.started_at is not None and (
+                last.dispatched is None or track.started_at >= last.dispatched):
+            started = track.started_at
+        finished = last.finished
+        if finished is None and track.phase not in TRACK_OPEN:
+            finished = track.finished_at
+        # An attempt still open at render time carries the current phase (e.g. running).
+        outcome = track.phase.value if finished is None else last.outcome
+        out[-1] = Attempt(number=last.number, dispatched=last.dispatched, started=started,
+                          finished=finished, outcome=outcome)
+    return out
+
+
+
+def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:
+    for step in run.state_history:
+        if step.to == RunStatus.RUNNING.value:
+            return step.at
+    firsts = [a.dispatched or a.started for a in attempts]
+    known = [f for f in firsts if f is not None]
+    return min(known) if known else None
+
+
+def run_finished(run: Run) -> datetime | None:
+    if run.finished_at is not None:
+        return run.finished_at
+    if run.status in RUN_TERMINAL and run.state_history:
+        return run.state_history[-1].at
+    return None
+

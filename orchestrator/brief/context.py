@@ -1,0 +1,103 @@
+"""Reading one run's records (run, tracks, dead letters, poll log) into a plain context.
+
+Nothing here renders: :class:`BriefContext` is what every rendering starts from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import NotFound
+from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
+from ..state import ROOT, last_tick_at, load, polls_path, run_dir, run_path
+
+DEFAULT_STALE_AFTER = timedelta(minutes=90)
+"""As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
+(``--heartbeat-every``), and GitHub's cron runs late; older than this, the clock has
+probably stopped."""
+
+
+@dataclass(frozen=True)
+class BriefContext:
+    """Everything one brief is rendered from (read by :func:`context_from_files`)."""
+
+    run: Run
+    tracks: list[Track]
+    dead_letters: list[DeadLetter]
+    polls: list[dict[str, Any]]
+    """Lines of ``polls.jsonl``: at least ``at`` (ISO UTC). The tick writes
+    ``executor`` and ``changes`` ([str]); ``tick``, ``observed`` ({track: phase}) and
+    ``notes`` ([str]) are shown when present."""
+    generated_at: datetime
+    last_tick: datetime | None
+    schedule: ScheduleSpec | None = None
+    """``None`` when the schedule file is gone; the run record carries its description,
+    cron and time zone."""
+    stale_after: timedelta = DEFAULT_STALE_AFTER
+
+
+
+
+
+def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
+    polls: list[dict[str, Any]] = []
+    if not data:
+        return polls
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if not isinstance(entry, dict):
+            # One bad line must not cost the reader the whole brief; say so instead.
+            entry = {"at": "", "notes": [f"line {number} of polls.jsonl is not a JSON object"]}
+        polls.append(entry)
+    return polls
+
+
+def context_from_files(
+    files: Mapping[str, bytes],
+    run_id: str,
+    *,
+    now: datetime,
+    schedule: ScheduleSpec | None = None,
+    stale_after: timedelta = DEFAULT_STALE_AFTER,
+    last_tick: datetime | None = None,
+) -> BriefContext:
+    """Read one run's brief context out of a state file map (paths from the repo root).
+
+    ``last_tick`` overrides the last line of ``state/ticks.jsonl``: a tick rendering a
+    brief passes its own time, since its heartbeat line is written after the brief.
+    """
+    check_run_id(run_id)
+    if run_path(run_id) not in files:
+        raise NotFound(f"no run {run_id!r} on the state branch")
+    prefix = run_dir(run_id) + "/"
+    dlq_prefix = f"{ROOT}/dlq/{run_id}--"
+    # Filter on paths first: a git snapshot loads contents lazily, on access.
+    mine = {p: files[p] for p in files
+            if p == run_path(run_id) or p.startswith(prefix + "tracks/")
+            or p.startswith(dlq_prefix)}
+    state = load(mine, all_tracks=True)
+    run = state.runs[run_id]
+    by_name = state.tracks.get(run_id, {})
+    order = {name: i for i, name in enumerate(run.tracks)}
+    tracks = sorted(by_name.values(), key=lambda t: (order.get(t.name, len(order)), t.name))
+    letters = sorted((d for d in state.dlq.values() if d.run_id == run_id),
+                     key=lambda d: d.track)
+    return BriefContext(
+        run=run,
+        tracks=tracks,
+        dead_letters=letters,
+        polls=_read_polls(files.get(polls_path(run_id))),
+        generated_at=now.astimezone(UTC),
+        last_tick=last_tick if last_tick is not None else last_tick_at(files),
+        schedule=schedule,
+        stale_after=stale_after,
+    )

@@ -1,0 +1,147 @@
+"""The timeline's geometry: one row per track, one bar per attempt, in viewBox units (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..machine import RUN_TERMINAL
+from .attempts import Attempt, run_finished
+from .context import BriefContext
+from .text import fmt_clock, fmt_duration
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A rectangle of the timeline, in viewBox units (x from 0 to 1000)."""
+
+    x: float
+    width: float
+    kind: str
+    """A phase value, or ``queued`` for the wait between dispatch and start."""
+    title: str
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    name: str
+    phase: str
+    attempts: int
+    y: float
+    bars: list[Bar]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Tick:
+    x_pct: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    start: datetime
+    end: datetime
+    rows: list[TimelineRow]
+    ticks: list[Tick]
+    row_height: int
+    height: int
+    deadline_x: float | None
+    """Position of the deadline line, ``None`` when it lies beyond the right edge."""
+    deadline: datetime
+    slot_x: float | None
+    """Position of the scheduled slot, ``None`` when it lies far before the first bar."""
+    slot: datetime
+    now_x: float | None
+    width: int = 1000
+
+
+
+_NICE_STEPS = [
+    timedelta(seconds=s) for s in (
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+        43200, 86400, 172800, 604800)
+]
+
+
+def _ticks(start: datetime, end: datetime, x: Any) -> list[Tick]:
+    span = end - start
+    step = next((s for s in _NICE_STEPS if span / s <= 6), _NICE_STEPS[-1])
+    epoch = datetime(2000, 1, 1, tzinfo=UTC)
+    steps, rest = divmod(start - epoch, step)
+    first = epoch + step * (steps + (1 if rest else 0))  # the first multiple of step
+    fmt = "%H:%M:%S" if step < timedelta(minutes=1) else "%H:%M"
+    if step >= timedelta(days=1):
+        fmt = "%m-%d"
+    ticks = []
+    moment = first
+    while moment <= end:
+        pct = x(moment) / 10
+        if 4 <= pct <= 96:  # labels are centred; keep them inside the axis
+            ticks.append(Tick(round(pct, 2), f"{moment.astimezone(UTC):{fmt}}"))
+        moment += step
+    return ticks
+
+
+def layout(ctx: BriefContext, attempts: dict[str, list[Attempt]]) -> Timeline:
+    now = ctx.generated_at
+    starts = [a.dispatched or a.started for al in attempts.values() for a in al]
+    ends = [a.finished or now for al in attempts.values() for a in al]
+    t0 = min([s for s in starts if s is not None] or [ctx.run.fire_at])
+    t1 = max([e for e in ends if e is not None] or [t0 + timedelta(minutes=1)])
+    finished = run_finished(ctx.run)
+    if finished and finished > t1:
+        t1 = finished
+    if t1 <= t0:
+        t1 = t0 + timedelta(minutes=1)
+    deadline = ctx.run.deadline
+    # Draw the deadline when it is on (or near) the activity; a 4-hour ceiling over a
+    # 5-minute run would squash every bar into a sliver, so then it is named instead.
+    if deadline > t1 and deadline - t0 <= (t1 - t0) * 1.5:
+        t1 = deadline
+    # Likewise the slot: a few minutes of lateness is worth seeing, hours are not.
+    slot = ctx.run.slot
+    if slot < t0 and t1 - slot <= (t1 - t0) * 1.5:
+        t0 = slot
+    pad = (t1 - t0) * 0.02
+    start, end = t0 - pad, t1 + pad
+    if deadline < start:
+        start = deadline - pad
+    total = (end - start).total_seconds()
+
+    def x(moment: datetime) -> float:
+        return round(max(0.0, min(1000.0, (moment - start).total_seconds() / total * 1000)), 2)
+
+    row_h = 26 if len(ctx.tracks) <= 64 else 14
+    rows: list[TimelineRow] = []
+    for index, track in enumerate(ctx.tracks):
+        bars: list[Bar] = []
+        for a in attempts[track.name]:
+            begin = a.dispatched or a.started
+            if begin is None:
+                continue
+            stop = a.finished or now
+            label = f"{track.name} · attempt {a.number} · {a.outcome.replace('_', ' ')}"
+            if a.dispatched and a.started and a.started > a.dispatched:
+                bars.append(Bar(x(a.dispatched), max(x(a.started) - x(a.dispatched), 1.5),
+                                "queued", f"{label} · queued {fmt_clock(a.dispatched)} to "
+                                f"{fmt_clock(a.started)} "
+                                f"({fmt_duration(a.started - a.dispatched)})"))
+            run_from = a.started or begin
+            bars.append(Bar(x(run_from), max(x(stop) - x(run_from), 3.0), a.outcome,
+                            f"{label} · {fmt_clock(run_from)} to "
+                            f"{fmt_clock(a.finished) if a.finished else 'now'} "
+                            f"({fmt_duration(stop - run_from)})", open=a.open))
+        note = "" if bars else "not dispatched"
+        rows.append(TimelineRow(track.name, track.phase.value, len(attempts[track.name]),
+                                index * row_h, bars, note))
+    in_range = deadline <= end
+    slot_x = x(slot) if start <= slot <= end else None
+    now_x = x(now) if ctx.run.status not in RUN_TERMINAL and now <= end else None
+    return Timeline(start=start, end=end, rows=rows, ticks=_ticks(start, end, x),
+                    row_height=row_h, height=max(row_h * len(rows), row_h),
+                    deadline_x=x(deadline) if in_range else None, deadline=deadline,
+                    slot_x=slot_x, slot=slot, now_x=now_x)
+

@@ -1,0 +1,289 @@
+"""The view model of a brief: counts, headline, attention-first rows, the poll log (pure).
+
+:func:`build_view` derives everything a template shows from a :class:`BriefContext`, so
+a replacement template stays short. Time comes in with the context; nothing here reads
+the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import __version__
+from ..machine import TRACK_OPEN
+from ..models import Track, TrackPhase
+from ..times import parse_utc
+from .attempts import Attempt, attempts_of, run_finished, run_started
+from .context import BriefContext
+from .text import as_text, describe_cron, fmt_duration, safe_url, zone
+from .timeline import Timeline, layout
+
+PHASE_LABELS = {
+    TrackPhase.PENDING: "pending",
+    TrackPhase.DISPATCHED: "dispatched",
+    TrackPhase.RUNNING: "running",
+    TrackPhase.COMPLETE: "complete",
+    TrackPhase.FAILED: "failed",
+    TrackPhase.TAPPED_OUT: "tapped out",
+    TrackPhase.CANCELLED: "cancelled",
+}
+
+# Attention order: what a reader must act on first comes first in every listing.
+PHASE_ORDER = {
+    TrackPhase.FAILED: 0,
+    TrackPhase.TAPPED_OUT: 1,
+    TrackPhase.CANCELLED: 2,
+    TrackPhase.RUNNING: 3,
+    TrackPhase.DISPATCHED: 4,
+    TrackPhase.PENDING: 5,
+    TrackPhase.COMPLETE: 6,
+}
+
+
+POLL_COLUMNS = ("tick", "executor", "observed")
+
+
+@dataclass(frozen=True)
+class TrackRow:
+    track: Track
+    phase: str
+    phase_label: str
+    attempts: list[Attempt]
+    attempts_label: str
+    duration: str
+    duration_title: str
+    summary: str
+    url: str | None
+    link_label: str
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class Counts:
+    total: int
+    complete: int
+    failed: int
+    tapped_out: int
+    cancelled: int
+    open: int
+    dead_letters: int
+    """Dead letters still waiting for a decision (discarded ones are not counted)."""
+
+    @property
+    def attention(self) -> int:
+        return self.failed + self.tapped_out
+
+
+@dataclass(frozen=True)
+class Headline:
+    level: str
+    """``bad``, ``warn``, ``info`` or ``ok``."""
+    title: str
+    detail: str = ""
+    action: str = ""
+    command: str = ""
+    """A command that starts on the action, shown as code."""
+
+
+@dataclass(frozen=True)
+class BriefView:
+    """What the template shows, derived from a :class:`BriefContext`."""
+
+    status: str
+    counts: Counts
+    headline: Headline
+    rows: list[TrackRow]
+    timeline: Timeline
+    schedule_id: str
+    description: str
+    cron: str | None
+    cron_words: str | None
+    timezone: str
+    slot_local: str
+    started: datetime | None
+    finished: datetime | None
+    late_by: timedelta | None
+    duration: timedelta | None
+    duration_is_partial: bool
+    last_tick_age: timedelta | None
+    stale: bool
+    stale_after: timedelta
+    errors: list[tuple[str, str, list[str]]]
+    """(track, phase label, error lines) for every track with errors, attention first."""
+    polls: list[dict[str, Any]]
+    """Poll lines made presentable: ``at`` (datetime or None), ``at_raw``, ``tick``,
+    ``executor``, ``observed`` (str), ``notes`` (list of str), ``extra`` (str)."""
+    poll_columns: list[str]
+    """The optional poll log columns some line fills, of :data:`POLL_COLUMNS`: the tick
+    writes ``at``, ``executor`` and ``changes`` (shown as notes), and a column that every
+    line leaves empty is not shown."""
+    version: str = __version__
+    notes: list[str] = field(default_factory=list)
+
+
+
+def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bool,
+              age: timedelta | None) -> Headline:
+    tick_note = ""
+    if stale:
+        tick_note = (f"The last tick ran {fmt_duration(age)} ago: the scheduler may have "
+                     "stopped." if age is not None else "No tick has been recorded.")
+    if counts.attention or counts.dead_letters:
+        parts = []
+        if counts.failed:
+            retried = sum(1 for r in rows if r.track.phase is TrackPhase.FAILED
+                          and len(r.attempts) > 1)
+            if retried == counts.failed:
+                parts.append(f"{counts.failed} failed after retrying")
+            elif retried:
+                parts.append(f"{counts.failed} failed ({retried} after retrying)")
+            else:
+                parts.append(f"{counts.failed} failed")
+        if counts.tapped_out:
+            parts.append(f"{counts.tapped_out} tapped out")
+        n = counts.attention
+        title = (f"{n} of {counts.total} track{'s' if counts.total != 1 else ''} "
+                 f"need{'s' if n == 1 else ''} attention" if n else "Dead letters need review")
+        detail = ", ".join(parts)
+        action = command = ""
+        if counts.dead_letters:
+            action = (f"{counts.dead_letters} dead letter"
+                      f"{'s' if counts.dead_letters != 1 else ''} waiting for a decision: "
+                      "review, then requeue or discard.")
+            command = "orchestrator dlq list"
+        if tick_note:
+            action = f"{action} {tick_note}".strip()
+        return Headline("bad", title, detail + ("." if detail else ""), action, command)
+    if counts.open:
+        if stale:
+            return Headline("warn", "The run is open but the scheduler looks stopped",
+                            tick_note,
+                            "Check the tick workflow's recent runs.")
+        return Headline("info", "Run in progress",
+                        f"{counts.complete} of {counts.total} tracks complete, "
+                        f"{counts.open} still open.")
+    if counts.cancelled:
+        return Headline("warn", f"{counts.cancelled} of {counts.total} tracks cancelled",
+                        f"{counts.complete} complete.", tick_note)
+    return Headline("warn" if stale else "ok",
+                    f"All {counts.total} track{'s' if counts.total != 1 else ''} complete",
+                    "", tick_note)
+
+
+def _poll_view(poll: Mapping[str, Any]) -> dict[str, Any]:
+    at_raw = poll.get("at", "")
+    observed = poll.get("observed")
+    if isinstance(observed, Mapping):
+        observed_text = ", ".join(f"{k}: {as_text(v)}" for k, v in sorted(observed.items()))
+    else:
+        observed_text = as_text(observed)
+    note_list: list[str] = []
+    for key in ("notes", "changes"):  # the tick writes what it changed as "changes"
+        value = poll.get(key)
+        if isinstance(value, list):
+            note_list += [as_text(n) for n in value]
+        elif value is not None:
+            note_list.append(as_text(value))
+    shown = {"at", "tick", "executor", "observed", "notes", "changes"}
+    extra = {k: v for k, v in poll.items() if k not in shown}
+    return {
+        "at": parse_utc(at_raw),
+        "at_raw": as_text(at_raw),
+        "tick": as_text(poll.get("tick")),
+        "executor": as_text(poll.get("executor")),
+        "observed": observed_text,
+        "notes": note_list,
+        "extra": ", ".join(f"{k}={as_text(v)}" for k, v in sorted(extra.items())),
+    }
+
+
+def build_view(ctx: BriefContext) -> BriefView:
+    """Derive everything the brief shows from ``ctx`` (pure)."""
+    run = ctx.run
+    attempts = {t.name: attempts_of(t) for t in ctx.tracks}
+    rows: list[TrackRow] = []
+    for track in ctx.tracks:
+        al = attempts[track.name]
+        last = al[-1] if al else None
+        run_time = last.run_time if last else None
+        begin = (last.started or last.dispatched) if last else None
+        if last and last.open and begin:
+            run_time = ctx.generated_at - begin  # so far
+        total = sum((a.run_time for a in al if a.run_time), timedelta())
+        title = (f"{fmt_duration(total)} over {len(al)} attempts" if len(al) > 1
+                 else "time from start to finish")
+        summary = as_text((track.result or {}).get("summary"))
+        url = safe_url(track.url)
+        link_label = ""
+        if url:
+            link_label = "CI run" if url.startswith(("http://", "https://")) else "log"
+        used = max(track.attempt, len(al))
+        rows.append(TrackRow(
+            track=track, phase=track.phase.value, phase_label=PHASE_LABELS[track.phase],
+            attempts=al, attempts_label=f"{used}/{max(track.max_attempts, used)}",
+            duration=fmt_duration(run_time) + ("…" if last and last.open else ""),
+            duration_title=title, summary=summary, url=url, link_label=link_label,
+            errors=list(track.error_log)))
+    phases = [t.phase for t in ctx.tracks]
+    counts = Counts(
+        total=len(phases),
+        complete=phases.count(TrackPhase.COMPLETE),
+        failed=phases.count(TrackPhase.FAILED),
+        tapped_out=phases.count(TrackPhase.TAPPED_OUT),
+        cancelled=phases.count(TrackPhase.CANCELLED),
+        open=sum(1 for p in phases if p in TRACK_OPEN),
+        dead_letters=sum(1 for d in ctx.dead_letters if not d.discarded),
+    )
+    age = ctx.generated_at - ctx.last_tick if ctx.last_tick else None
+    stale = age is None or age > ctx.stale_after
+    started = run_started(run, (a for al in attempts.values() for a in al))
+    finished = run_finished(run)
+    duration = None
+    if started:
+        duration = (finished or ctx.generated_at) - started
+    late_by = started - run.slot if started and started > run.slot else None
+    schedule = ctx.schedule
+    description = run.description or (schedule.description if schedule else "")
+    cron = run.cron or (schedule.cron if schedule else None)
+    timezone = run.timezone or (schedule.timezone if schedule else "UTC")
+    slot_local = ("" if timezone == "UTC" else
+                  f"{run.slot.astimezone(zone(timezone)):%Y-%m-%d %H:%M %Z}")
+    cron_words = describe_cron(cron)
+    notes = []
+    if cron and cron_words is None:
+        notes.append("cron shown as written")
+    errors = [(r.track.name, r.phase_label, r.errors) for r in
+              sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], r.track.name))
+              if r.errors]
+    polls = [_poll_view(p) for p in ctx.polls]
+    position = {t.name: i for i, t in enumerate(ctx.tracks)}
+    view_rows = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], position[r.track.name]))
+    return BriefView(
+        status=run.status.value,
+        counts=counts,
+        headline=_headline(ctx, counts, rows, stale, age),
+        rows=view_rows,
+        timeline=layout(ctx, attempts),
+        schedule_id=run.schedule_id,
+        description=description,
+        cron=cron,
+        cron_words=cron_words,
+        timezone=timezone,
+        slot_local=slot_local,
+        started=started,
+        finished=finished,
+        late_by=late_by,
+        duration=duration,
+        duration_is_partial=finished is None,
+        last_tick_age=age,
+        stale=stale,
+        stale_after=ctx.stale_after,
+        errors=errors,
+        polls=polls,
+        poll_columns=[c for c in POLL_COLUMNS if any(p[c] for p in polls)],
+        notes=notes,
+    )
+
