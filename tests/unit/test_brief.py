@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from orchestrator import brief
 from orchestrator import state as st
-from orchestrator.errors import InvalidId, NotFound, UserError
+from orchestrator.errors import InvalidId, NotFound
 from orchestrator.machine import move_run, move_track
 from orchestrator.models import RunStatus, Track, TrackPhase, TrackSpec
 
@@ -361,31 +361,6 @@ def test_polls_written_by_the_tick_show_their_changes() -> None:
     text = Page(brief.render_html(ctx)).text
     assert "publish: failed -> pending (retry in 60s)" in text
     assert "executor=github" in text
-
-
-# --------------------------------------------------------------------------- user templates
-
-
-def test_user_template_is_autoescaped(tmp_path: Path) -> None:
-    template = tmp_path / "mine.html.j2"
-    template.write_text("<p>{{ tracks[0].result.summary }}</p><p>{{ view.counts.total }}</p>")
-    html = brief.render_html(payload_run(), template)
-    assert "<script>" not in html
-    assert "&lt;script&gt;" in html or "&lt;" in html
-    assert html.endswith("<p>4</p>")
-
-
-def test_user_template_errors_name_the_file(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.html.j2"
-    broken.write_text("ok\n{% if %}\n")
-    with pytest.raises(UserError, match=r"broken\.html\.j2:2: template syntax error"):
-        brief.render_html(four_track_run(), broken)
-    unknown = tmp_path / "unknown.html.j2"
-    unknown.write_text("{{ no_such_name }}")
-    with pytest.raises(UserError, match=r"unknown\.html\.j2: template uses an unknown name"):
-        brief.render_html(four_track_run(), unknown)
-    with pytest.raises(NotFound, match="template not found"):
-        brief.render_html(four_track_run(), tmp_path / "missing.j2")
 
 
 def test_datetimes_in_polls_are_shown_in_utc() -> None:
