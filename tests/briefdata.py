@@ -20,6 +20,7 @@ from orchestrator.models import (
     TrackPhase,
     TrackSpec,
 )
+from tests.builders import schedule_spec
 
 P = TrackPhase
 SLOT = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -34,9 +35,8 @@ def at(minutes: float) -> datetime:
 
 
 def schedule(tracks: list[TrackSpec]) -> ScheduleSpec:
-    return ScheduleSpec(description="Nightly warehouse refresh and report publishing",
-                        cron="0 2 * * 1-5", timezone="America/New_York",
-                        deadline_minutes=50, tracks=tracks)
+    return schedule_spec("0 2 * * 1-5", "America/New_York", tracks=tracks, deadline_minutes=50,
+                         description="Nightly warehouse refresh and report publishing")
 
 
 def _track(spec: TrackSpec, run_id: str = RUN_ID) -> Track:

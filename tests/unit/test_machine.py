@@ -1,17 +1,18 @@
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 
 from orchestrator import machine
 from orchestrator.errors import IllegalTransition
-from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.models import Run, RunStatus, TrackPhase
+from tests.builders import track
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
 
-def _track(phase: TrackPhase = TrackPhase.PENDING) -> Track:
-    return Track(run_id="a--20261201T0700Z", name="t", phase=phase,
-                 spec=TrackSpec(name="t", run="true"))
+# _track(phase): track t of run a--20261201T0700Z, pending by default.
+_track = partial(track, "t", run_id="a--20261201T0700Z")
 
 
 def _run(status: RunStatus = RunStatus.SCHEDULED) -> Run:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -22,13 +21,11 @@ from orchestrator.schedules import (
     schedule_json_schema,
     schema_text,
 )
+from tests.builders import schedule_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-TRACK = {"name": "a", "run": "true"}
-
-
-def parse(**fields: Any) -> ScheduleSpec:
-    return ScheduleSpec.model_validate_json(json.dumps({"tracks": [TRACK], **fields}))
+# parse(**fields): a spec with one track, read as a schedule file is read.
+parse = schedule_spec
 
 
 def test_defaults_for_everything_but_timing_and_tracks() -> None:
