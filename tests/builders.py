@@ -1,7 +1,7 @@
 """Builders for the objects most tests start from: schedule files, specs, tracks.
 
-Plain functions, so module-level helpers and ``parametrize`` lists can use them; each
-tier's ``conftest.py`` offers them as fixtures too. A spec is built from the JSON a
+Plain functions rather than fixtures, so module-level helpers, ``partial`` defaults and
+``parametrize`` lists can use them in every tier. A spec is built from the JSON a
 schedule file would hold (``model_validate_json``), so tests see what a tick reads.
 """
 

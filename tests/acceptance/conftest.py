@@ -1,18 +1,15 @@
 """Acceptance tier: the installed ``orchestrator`` command, run as a user would.
 
-Shared builders: a scaffolded repository with a bare ``origin`` (``orchestrator init``
-and a first push) and the JSON of a schedule file (:func:`tests.builders.spec_data`).
+Shared fixture: a scaffolded repository with a bare ``origin`` (``orchestrator init``
+and a first push). Users here write schedules through the CLI or by hand, as JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests import builders
 from tests.acceptance.cliuser import User, new_repository
 
 
@@ -22,8 +19,3 @@ def scaffolded(tmp_path: Path) -> tuple[User, Path]:
     bare origin ``tmp_path/origin.git``; returns the user and the origin."""
     return new_repository(tmp_path)
 
-
-@pytest.fixture
-def spec_data() -> Callable[..., dict[str, Any]]:
-    """:func:`tests.builders.spec_data`: the JSON of a schedule file."""
-    return builders.spec_data

@@ -1,7 +1,9 @@
 """Integration tier: real git in temporary folders, real processes, fake GitHub on loopback.
 
-Shared builders: a bare ``origin``, a checkout of an origin holding schedule files, and
-the schedule/track builders of :mod:`tests.builders`.
+Shared fixtures: a bare ``origin``, and a checkout of an origin holding schedule files.
+The schedule, spec and track builders are plain functions in :mod:`tests.builders` (so
+module-level helpers and ``parametrize`` lists can use them too); the git helpers are
+in :mod:`tests.gitrepo`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from tests import builders
 from tests.gitrepo import bare_origin, clone, make_origin
 
 
@@ -30,8 +31,3 @@ def repo_with_origin(tmp_path: Path) -> Callable[..., Path]:
         return clone(make_origin(tmp_path, schedules), tmp_path / name)
     return make
 
-
-@pytest.fixture
-def spec_data() -> Callable[..., dict[str, Any]]:
-    """:func:`tests.builders.spec_data`: the JSON of a schedule file."""
-    return builders.spec_data

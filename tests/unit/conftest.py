@@ -1,8 +1,8 @@
 """Unit tier: the pure core and the in-memory store, without I/O.
 
 A guard fails any unit test that starts a subprocess, opens or listens on a socket, or
-asks for a temporary folder: such a test belongs in ``tests/integration``. Shared
-builders: the schedule, spec and track builders of :mod:`tests.builders`.
+asks for a temporary folder: such a test belongs in ``tests/integration``. The shared
+schedule, spec and track builders are plain functions in :mod:`tests.builders`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from orchestrator.models import Schedule, ScheduleSpec, Track
-from tests import builders
 
 IO_STILL_IN_UNIT: frozenset[str] = frozenset({
     # The store contract runs against git too; that half is moving to tests/integration.
@@ -43,8 +40,8 @@ def _exempt(request: pytest.FixtureRequest) -> bool:
 def _no_io(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if _exempt(request):
         return
-    # Every way of starting a process in the standard library goes through
-    # Popen._execute_child; every TCP/UDP/Unix client or server through these.
+    # subprocess.run, call, check_output and Popen all start their child in
+    # Popen._execute_child; socket clients connect and servers bind.
     monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse("started a subprocess"))
     monkeypatch.setattr(socket.socket, "connect", _refuse("opened a connection"))
     monkeypatch.setattr(socket.socket, "connect_ex", _refuse("opened a connection"))
@@ -58,20 +55,3 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         _refuse("asked for a temporary folder")()
     return tmp_path_factory.mktemp("unit")
 
-
-@pytest.fixture
-def make_spec() -> Callable[..., ScheduleSpec]:
-    """:func:`tests.builders.schedule_spec`."""
-    return builders.schedule_spec
-
-
-@pytest.fixture
-def make_schedule() -> Callable[..., Schedule]:
-    """:func:`tests.builders.schedule`."""
-    return builders.schedule
-
-
-@pytest.fixture
-def make_track() -> Callable[..., Track]:
-    """:func:`tests.builders.track`."""
-    return builders.track
