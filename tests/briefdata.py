@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from builders import schedule_spec
+
 from orchestrator.brief import BriefContext
 from orchestrator.machine import move_run, move_track
 from orchestrator.models import (
@@ -20,7 +22,6 @@ from orchestrator.models import (
     TrackPhase,
     TrackSpec,
 )
-from tests.builders import schedule_spec
 
 P = TrackPhase
 SLOT = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
