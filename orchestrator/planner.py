@@ -6,7 +6,7 @@ must carry out (dispatch, cancel, render). It performs no I/O and never reads th
 clock, so a lost compare-and-swap race is handled by calling it again on the new
 tip, and tests drive it with plain datetimes.
 
-Order inside one call (DESIGN "The tick, in order"):
+Order inside one call (steps 2 and 3 of README's "How a tick works"):
 
 1. **Observe**: fold executor observations and dispatch look-ups into open tracks.
 2. **Hygiene**: tap out tracks past ``timeout_minutes`` and every open track of a run

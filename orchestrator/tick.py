@@ -1,6 +1,6 @@
 """The imperative shell around :func:`orchestrator.planner.plan`.
 
-One tick, in DESIGN's order:
+One tick, in the order README's "How a tick works" lists:
 
 1. read the state branch (one fetch) and the schedules in the checkout;
 2. ask the executor about open tracks (observe) and about dispatches that were

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from builders import schedule_spec
+
 from orchestrator.brief import BriefContext
 from orchestrator.machine import move_run, move_track
 from orchestrator.models import (
@@ -34,9 +36,8 @@ def at(minutes: float) -> datetime:
 
 
 def schedule(tracks: list[TrackSpec]) -> ScheduleSpec:
-    return ScheduleSpec(description="Nightly warehouse refresh and report publishing",
-                        cron="0 2 * * 1-5", timezone="America/New_York",
-                        deadline_minutes=50, tracks=tracks)
+    return schedule_spec("0 2 * * 1-5", "America/New_York", tracks=tracks, deadline_minutes=50,
+                         description="Nightly warehouse refresh and report publishing")
 
 
 def _track(spec: TrackSpec, run_id: str = RUN_ID) -> Track:
@@ -189,3 +190,14 @@ def many_track_run(n: int, *, summary_chars: int = 120, errors_per_track: int = 
                    "notes": [f"observed {n} tracks"]} for k in range(polls)]
     return BriefContext(run=run, tracks=tracks, dead_letters=letters, polls=poll_lines,
                         generated_at=at(31), last_tick=at(30))
+
+
+MD_INJECTION = ["[click](javascript:alert(1))", "![x](https://evil.invalid/x.png)",
+                "a | b | c", "<https://evil.invalid>", "**bold** `code` $x$"]
+
+
+def payload_run() -> BriefContext:
+    payloads = XSS + MD_INJECTION
+    return four_track_run(summaries={"ingest": "\n".join(payloads), "publish": XSS[0],
+                                     "transform": XSS[1], "backfill-2019": XSS[2]},
+                          errors=payloads)

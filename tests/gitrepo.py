@@ -8,15 +8,30 @@ from pathlib import Path
 from typing import Any
 
 
-def git(*args: str, cwd: Path) -> str:
+def git(*args: str, cwd: Path | None = None, timeout: float = 60) -> str:
+    """``git ARGS`` in ``cwd``; its stdout, stripped. Fails the test on a non-zero exit."""
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
+                          text=True, timeout=timeout).stdout.strip()
+
+
+def bare_origin(tmp: Path, name: str = "origin.git", branch: str | None = "main") -> Path:
+    """An empty bare repository ``tmp/name`` (``branch=None``: git's default branch)."""
+    path = tmp / name
+    initial = [f"--initial-branch={branch}"] if branch else []
+    git("init", "--quiet", "--bare", *initial, str(path), cwd=tmp)
+    return path
+
+
+def empty_clone(path: Path) -> Path:
+    """A new repository at ``path`` with no history, as a runner's checkout of a state
+    branch starts: the store fetches and pushes by URL, so it needs no remote."""
+    git("init", "--quiet", str(path))
+    return path
 
 
 def make_origin(tmp: Path, schedules: dict[str, dict[str, Any]]) -> Path:
     """A bare origin whose main holds ``schedules/<id>.json``."""
-    origin = tmp / "origin.git"
-    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp)
+    origin = bare_origin(tmp)
     seed = tmp / "seed"
     git("clone", "--quiet", str(origin), str(seed), cwd=tmp)
     (seed / "schedules").mkdir()

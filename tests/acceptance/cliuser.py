@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.gitrepo import bare_origin, git
+
 STATE_BRANCH = "orchestrator-state"
 
 
@@ -26,11 +28,6 @@ def orchestrator() -> str:
     found = str(beside) if beside.exists() else shutil.which("orchestrator")
     assert found, "the orchestrator console script is not installed (pip install -e .)"
     return found
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True, timeout=60).stdout.strip()
 
 
 class User:
@@ -92,8 +89,7 @@ def wait(predicate: Callable[[], bool], message: str, timeout: float = 60) -> No
 
 def new_repository(tmp: Path) -> tuple[User, Path]:
     """``orchestrator init`` into a new folder, a bare ``origin``, first commit pushed."""
-    origin = tmp / "origin.git"
-    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp)
+    origin = bare_origin(tmp)
     user = User(tmp / "repo")
     out = user.run("init", str(tmp / "repo"), cwd=tmp).stdout
     assert "created schedules/nightly.json" in out

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.acceptance.cliuser import git, new_repository
+from tests.acceptance.cliuser import User, git
 
 RESULT = 'printf \'{"summary": "%s %s"}\' "$ORCHESTRATOR_TRACK" "$ORCHESTRATOR_RUN_ID" ' \
          '> "$ORCHESTRATOR_RESULT"'
@@ -31,8 +31,8 @@ def slot(stamp: str) -> datetime:
     return datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
 
 
-def test_a_week_across_the_dst_change(tmp_path: Path) -> None:
-    user, origin = new_repository(tmp_path)
+def test_a_week_across_the_dst_change(tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
+    user, origin = scaffolded
 
     # -- schedules: keep the example quiet, add two of our own ---------------------------
     user.run("schedules", "disable", "nightly")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.acceptance.cliuser import User, new_repository
+from tests.acceptance.cliuser import User
 
 RUN = "gate--20261201T0900Z"
 FEED = "feed--20261201T0900Z"
@@ -18,8 +18,9 @@ def write_schedule(user: User, sid: str, spec: dict[str, object]) -> None:
     path.write_text(json.dumps({"$schema": "./schedule.schema.json", **spec}, indent=2) + "\n")
 
 
-def test_hand_reports_and_the_dead_letter_queue(tmp_path: Path) -> None:
-    user, _ = new_repository(tmp_path)
+def test_hand_reports_and_the_dead_letter_queue(tmp_path: Path,
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
     user.run("schedules", "remove", "nightly")
     go = tmp_path / "go"
     # A sign-off step: its process waits for a file; a person reports the verdict.
@@ -88,8 +89,8 @@ def test_hand_reports_and_the_dead_letter_queue(tmp_path: Path) -> None:
     assert "approved by the release manager" in brief and "changes requested" in brief
 
 
-def test_schema_matches_the_scaffolded_copy(tmp_path: Path) -> None:
-    user, _ = new_repository(tmp_path)
+def test_schema_matches_the_scaffolded_copy(scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
     printed = user.run("schema").stdout
     assert printed == (user.cwd / "schedules" / "schedule.schema.json").read_text()
     assert json.loads(printed)["type"] == "object"

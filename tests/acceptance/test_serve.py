@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.cliuser import git, new_repository, wait
+from tests.acceptance.cliuser import User, git, wait
 
 HOOK = """#!/bin/sh
 cat > /dev/null
@@ -33,8 +33,9 @@ def minute(moment: datetime) -> str:
 
 
 @pytest.mark.slow
-def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Path) -> None:
-    user, origin = new_repository(tmp_path)
+def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Path,
+        scaffolded: tuple[User, Path]) -> None:
+    user, origin = scaffolded
     user.run("schedules", "remove", "nightly")
     user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true")
     pushes = tmp_path / "pushes.log"
@@ -84,10 +85,10 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
     assert sorted(launches) == sorted(f"{run}--t--1" for run in runs)
 
 
-def test_serve_survives_a_restart_without_firing_again(tmp_path: Path) -> None:
+def test_serve_survives_a_restart_without_firing_again(scaffolded: tuple[User, Path]) -> None:
     """State is in git: a second serve right after the first fires nothing twice, and
     serving leaves the checkout clean."""
-    user, _ = new_repository(tmp_path)
+    user, _ = scaffolded
     user.run("schedules", "remove", "nightly")
     user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true")
     git("add", "-A", "schedules", cwd=user.cwd)

@@ -19,13 +19,9 @@ import pytest
 from orchestrator import state as st
 from orchestrator.commands import init
 from orchestrator.store import GitStateStore
+from tests.gitrepo import bare_origin, git
 
 BRANCH = "orchestrator-state"
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
@@ -37,7 +33,7 @@ def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
 
 def initialised(tmp: Path) -> Path:
     """``orchestrator init`` in a new folder, with a bare ``origin``."""
-    git("init", "--quiet", "--bare", "--initial-branch=main", "origin.git", cwd=tmp)
+    bare_origin(tmp)
     proc = cli(tmp / "repo", "init")
     assert proc.returncode == 0, proc.stderr
     repo = tmp / "repo"

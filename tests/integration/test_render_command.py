@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,9 @@ from orchestrator import state as st
 from orchestrator.brief import BriefContext
 from orchestrator.cli import main
 from orchestrator.store import GitStateStore
+from tests.gitrepo import git
 
 BRANCH = "orchestrator-state"
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 def state_files(ctx: BriefContext) -> dict[str, bytes | None]:
@@ -31,10 +27,8 @@ def state_files(ctx: BriefContext) -> dict[str, bytes | None]:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path, origin: Path) -> Path:
     """A clone whose origin's state branch holds the four-track run."""
-    origin = tmp_path / "origin.git"
-    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), cwd=tmp_path)
     work = tmp_path / "work"
     git("clone", "--quiet", str(origin), str(work), cwd=tmp_path)
     ctx = four_track_run(summaries={"ingest": XSS[0]})

@@ -23,6 +23,7 @@ from orchestrator.models import (
 )
 from orchestrator.state import dlq_path, run_path, to_json, track_path
 from orchestrator.store import Change, GitStateStore, Snapshot
+from tests.gitrepo import bare_origin, empty_clone, git
 
 BRANCH = "orchestrator-state"
 RUN = "nightly--20261201T0700Z"
@@ -34,11 +35,6 @@ def _no_track_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # A CI leg running this suite may itself carry these.
     for var in ("ORCHESTRATOR_RUN_ID", "ORCHESTRATOR_TRACK", "ORCHESTRATOR_ATTEMPT"):
         monkeypatch.delenv(var, raising=False)
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def run_record(run_id: str, tracks: list[str], status: RunStatus = RunStatus.RUNNING,
@@ -62,15 +58,12 @@ def run_files(run_id: str, tracks: list[str], status: RunStatus = RunStatus.RUNN
 
 class Origin:
     def __init__(self, tmp_path: Path) -> None:
-        self.path = tmp_path / "origin.git"
-        git("init", "--quiet", "--bare", str(self.path))
+        self.path = bare_origin(tmp_path, branch=None)
         self.tmp = tmp_path
         self.repo = self.clone("runner")
 
     def clone(self, name: str) -> Path:
-        path = self.tmp / name
-        git("init", "--quiet", str(path))
-        return path
+        return empty_clone(self.tmp / name)
 
     def seed(self, files: dict[str, bytes | None], branch: str = BRANCH) -> None:
         store = GitStateStore(self.clone(f"seed{time.monotonic_ns()}"), str(self.path), branch)

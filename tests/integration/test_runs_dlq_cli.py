@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from test_tick import launches, state_of, tick, wait_until
 
 from orchestrator.models import RunStatus, TrackPhase
-from tests.gitrepo import clone, make_origin
+from tests.builders import spec_data
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
@@ -26,13 +27,12 @@ def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture()
-def parked(tmp_path: Path) -> tuple[Path, Path]:
+def parked(tmp_path: Path, repo_with_origin: Callable[..., Path]) -> tuple[Path, Path]:
     """A run whose track `bad` failed its only attempt and sits in the dead letter queue."""
-    origin = make_origin(tmp_path, {"nightly": {"cron": "0 7 * * *", "tracks": [
+    repo = repo_with_origin({"nightly": spec_data(tracks=[
         {"name": "good", "run": "true"},
         {"name": "bad", "run": 'test "$ORCHESTRATOR_ATTEMPT" != 1'},
-    ]}})
-    repo = clone(origin, tmp_path / "repo")
+    ])})
     work = tmp_path / "work"
     tick(repo, T0 + timedelta(minutes=1), work)
     wait_until(lambda: len(launches(work)) == 2)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import bare_origin, empty_clone, git
+
 BRANCH = "orchestrator-state"
 WRITERS = 16
 
@@ -41,19 +43,13 @@ print(json.dumps({"landed": result.landed, "attempts": result.attempts}))
 """
 
 
-def git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 def run_writers(tmp_path: Path, mode: str, shared_clone: bool) -> tuple[Path, list[dict[str, int]]]:
-    origin = tmp_path / "origin.git"
-    git("init", "--quiet", "--bare", str(origin))
+    origin = bare_origin(tmp_path, branch=None)
     repos = []
     for i in range(WRITERS):
         repo = tmp_path / ("shared" if shared_clone else f"clone{i}")
         if not repo.exists():
-            git("init", "--quiet", str(repo))
+            empty_clone(repo)
         repos.append(repo)
     go = tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(repo), str(origin), mode,

@@ -20,26 +20,9 @@ from orchestrator.store import (
     PushStatus,
     Snapshot,
 )
+from tests.gitrepo import empty_clone, git
 
 BRANCH = "orchestrator-state"
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-@pytest.fixture
-def origin(tmp_path: Path) -> Path:
-    path = tmp_path / "origin.git"
-    git("init", "--quiet", "--bare", "--initial-branch=main", str(path))
-    return path
-
-
-def _clone(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / name
-    git("init", "--quiet", str(path))
-    return path
 
 
 def _store(repo: Path, origin: Path | str, **kwargs: object) -> GitStateStore:
@@ -92,8 +75,8 @@ def test_the_state_branch_is_an_orphan_built_without_touching_the_checkout(
 
 def test_two_creators_of_the_branch_one_wins_the_other_retries_onto_it(
         tmp_path: Path, origin: Path) -> None:
-    mine = _store(_clone(tmp_path, "a"), origin)
-    rival = _store(_clone(tmp_path, "b"), origin)
+    mine = _store(empty_clone(tmp_path / "a"), origin)
+    rival = _store(empty_clone(tmp_path / "b"), origin)
     calls = 0
 
     def change(snap: Snapshot) -> Change:
@@ -138,10 +121,10 @@ def test_single_branch_mode_keeps_every_other_path_and_the_local_history(
 def test_a_fresh_runner_fetches_only_the_state_branch_and_only_its_tip(
         tmp_path: Path, origin: Path) -> None:
     _seed_main(tmp_path, origin)
-    writer = _store(_clone(tmp_path, "writer"), origin)
+    writer = _store(empty_clone(tmp_path / "writer"), origin)
     for i in range(3):
         writer.transact(lambda _, i=i: _put(f"state/{i}", b"x"), f"write {i}")
-    runner = _clone(tmp_path, "runner")
+    runner = empty_clone(tmp_path / "runner")
 
     snap = _store(runner, origin).read()
 
@@ -158,7 +141,7 @@ def test_a_fresh_runner_fetches_only_the_state_branch_and_only_its_tip(
 @pytest.mark.parametrize("form", ["name", "path", "file-url", "relative-path"])
 def test_the_remote_may_be_a_name_a_path_or_a_file_url(
         tmp_path: Path, origin: Path, form: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = _clone(tmp_path, "repo")
+    repo = empty_clone(tmp_path / "repo")
     remote = {"name": "upstream", "path": str(origin), "file-url": origin.as_uri(),
               "relative-path": "origin.git"}[form]
     if form == "name":
@@ -170,11 +153,11 @@ def test_the_remote_may_be_a_name_a_path_or_a_file_url(
 
 def test_an_unknown_remote_name_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no remote named 'origin'"):
-        GitStateStore(_clone(tmp_path, "repo"), "origin")
+        GitStateStore(empty_clone(tmp_path / "repo"), "origin")
 
 
 def test_a_missing_remote_fails_at_once_with_exit_3(tmp_path: Path) -> None:
-    store = _store(_clone(tmp_path, "repo"), tmp_path / "missing.git")
+    store = _store(empty_clone(tmp_path / "repo"), tmp_path / "missing.git")
     with pytest.raises(RemoteError, match="does not appear to be a git repository") as info:
         store.transact(lambda _: _put("state/a", b"1"), "one")
     assert info.value.exit_code == EXIT_REMOTE
@@ -182,12 +165,12 @@ def test_a_missing_remote_fails_at_once_with_exit_3(tmp_path: Path) -> None:
 
 def test_snapshots_load_blobs_in_bulk_and_share_them_by_blob_id(
         tmp_path: Path, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    writer = _store(_clone(tmp_path, "w"), origin)
+    writer = _store(empty_clone(tmp_path / "w"), origin)
     writer.transact(lambda _: {**{f"state/runs/r{i}/run.json": f"{i}\n".encode()
                                   for i in range(300)},
                                **{f"state/runs/r{i}/brief.html": b"<p>big</p>" * 100
                                   for i in range(300)}}, "many")
-    reader = _store(_clone(tmp_path, "r"), origin)
+    reader = _store(empty_clone(tmp_path / "r"), origin)
     calls: list[tuple[str, ...]] = []
     real_run = reader.git.run
 
@@ -227,7 +210,7 @@ def test_a_declining_hook_fails_the_first_attempt_naming_branch_and_reason(
     count = tmp_path / "count"
     _hook(origin, "pre-receive",
           f'echo x >> "{count}"\necho "GH006: Protected branch update failed" >&2\nexit 1\n')
-    store = _store(_clone(tmp_path, "repo"), origin)
+    store = _store(empty_clone(tmp_path / "repo"), origin)
     with pytest.raises(PushRejected) as info:
         store.transact(lambda _: _put("state/a", b"1"), "one")
     message = info.value.message
@@ -245,7 +228,7 @@ def test_a_remote_that_dies_once_is_retried_and_the_change_lands(
     _hook(origin, "pre-receive",
           f'echo x >> "{count}"\n'
           f'if [ "$(wc -l < "{count}")" -eq 1 ]; then kill -9 $PPID; exit 1; fi\nexit 0\n')
-    store = _store(_clone(tmp_path, "repo"), origin)
+    store = _store(empty_clone(tmp_path / "repo"), origin)
     result = store.transact(lambda _: _put("state/a", b"1"), "one")
     assert result.landed and result.attempts == 2
     assert count.read_text() == "x\nx\n"
@@ -289,7 +272,7 @@ def _counter(snap: Snapshot) -> Change:
 
 def _flaky_store(tmp_path: Path, origin: Path, **kwargs: object
                  ) -> tuple[GitStateStore, FlakyTransport]:
-    store = _store(_clone(tmp_path, "repo"), origin)
+    store = _store(empty_clone(tmp_path / "repo"), origin)
     flaky = FlakyTransport(GitTransport(store.git, store.url), **kwargs)  # type: ignore[arg-type]
     store.transport = flaky
     return store, flaky
@@ -307,7 +290,7 @@ def test_a_transient_failure_after_the_remote_accepted_is_not_pushed_twice(
 
 def test_a_landed_push_is_recognised_even_after_another_writer_built_on_it(
         tmp_path: Path, origin: Path) -> None:
-    rival = _store(_clone(tmp_path, "rival"), origin)
+    rival = _store(empty_clone(tmp_path / "rival"), origin)
     store, flaky = _flaky_store(tmp_path, origin, accept_first=True, after_accept=rival)
     store.transact(_counter, "seed")  # the flaky first push; the rival lands on top of it
     assert flaky.pushes == 1
@@ -327,7 +310,7 @@ def test_a_transient_failure_before_the_remote_accepted_is_retried(
 
 
 def test_retries_are_bounded_by_attempts_and_by_seconds(tmp_path: Path, origin: Path) -> None:
-    repo = _clone(tmp_path, "repo")
+    repo = empty_clone(tmp_path / "repo")
     delays: list[float] = []
     store = GitStateStore(repo, str(origin), max_attempts=4, base_delay=1.0, max_delay=3.0,
                           max_seconds=1000, sleep=delays.append, rand=lambda: 1.0,
@@ -383,7 +366,7 @@ def test_a_token_is_sent_but_never_stored_or_shown(
     url, handler = fake_server
     handler.status = status
     token = "ghs_s3cr3tT0ken"
-    repo = _clone(tmp_path, "repo")
+    repo = empty_clone(tmp_path / "repo")
     # What actions/checkout persists: a header for the whole host. It must be replaced,
     # not sent alongside ours.
     host = url.split("/o/")[0] + "/"
@@ -407,7 +390,7 @@ def test_a_runner_without_a_git_identity_commits_as_orchestrator(
     for role in ("AUTHOR", "COMMITTER"):
         monkeypatch.delenv(f"GIT_{role}_NAME")
         monkeypatch.delenv(f"GIT_{role}_EMAIL")
-    repo = _clone(tmp_path, "repo")
+    repo = empty_clone(tmp_path / "repo")
     _store(repo, origin).transact(lambda _: _put("state/a", b"1"), "one")
     assert git("log", "-1", "--format=%an <%ae>|%cn <%ce>", BRANCH, cwd=origin) == (
         "orchestrator <orchestrator@localhost>|orchestrator <orchestrator@localhost>")

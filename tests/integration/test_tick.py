@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from orchestrator.cli import Config
 from orchestrator.commands.tick import make_tick
 from orchestrator.models import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
+from tests.builders import spec_data
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -75,9 +77,8 @@ def wait_until(predicate: Any, timeout: float = 20.0) -> None:
     raise AssertionError("condition not met in time")
 
 
-def spec(run: str = "true", cron: str = "0 7 * * *", **kw: Any) -> dict[str, Any]:
-    tracks = kw.pop("tracks", [{"name": "a", "run": run}, {"name": "b", "run": run}])
-    return {"cron": cron, "tracks": tracks, **kw}
+# The schedule file of these tests: daily at 07:00, tracks a and b running `run`.
+spec = partial(spec_data, tracks=("a", "b"))
 
 
 # ---------------------------------------------------------------------------------------

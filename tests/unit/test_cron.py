@@ -6,11 +6,9 @@ Every DST expectation is a plain datetime: nothing reads the clock.
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -18,17 +16,15 @@ from croniter import croniter
 
 from orchestrator import cron
 from orchestrator.models import ScheduleSpec
+from tests.builders import schedule_spec
 
 NY = "America/New_York"
 FALL_BACK = date(2026, 11, 1)  # New York: 02:00 EDT -> 01:00 EST
 SPRING_FORWARD = date(2026, 3, 8)  # New York: 02:00 EST -> 03:00 EDT
 
 
-def spec(expr: str | None = None, tz: str = "UTC", **extra: Any) -> ScheduleSpec:
-    fields: dict[str, Any] = {"timezone": tz, "tracks": [{"name": "a", "run": "true"}], **extra}
-    if expr is not None:
-        fields["cron"] = expr
-    return ScheduleSpec.model_validate_json(json.dumps(fields))  # as files are read
+# spec(expression, zone, **fields): a one-track spec, read as a schedule file is read.
+spec = schedule_spec
 
 
 def utc(*args: int) -> datetime:

@@ -1,4 +1,5 @@
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 from pydantic import ValidationError
@@ -9,18 +10,16 @@ from orchestrator.models import (
     Cursor,
     Run,
     RunStatus,
-    Track,
     TrackPhase,
-    TrackSpec,
     Transition,
 )
+from tests.builders import track
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
 
-def _track(phase: TrackPhase = TrackPhase.PENDING) -> Track:
-    return Track(run_id="a--20261201T0700Z", name="t", phase=phase,
-                 spec=TrackSpec(name="t", run="true"))
+# _track(phase): track t of run a--20261201T0700Z, pending by default.
+_track = partial(track, "t", run_id="a--20261201T0700Z")
 
 
 def _run(status: RunStatus = RunStatus.SCHEDULED) -> Run:

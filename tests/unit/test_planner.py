@@ -24,6 +24,7 @@ from orchestrator.planner import (
     record_dispatch,
 )
 from orchestrator.state import State
+from tests.builders import schedule_factory
 
 P = TrackPhase
 R = RunStatus
@@ -31,13 +32,8 @@ T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 NONE = Observations()
 
 
-def sched(sid: str = "job", *, tracks: int = 2, **fields: Any) -> Schedule:
-    data: dict[str, Any] = {"cron": "*/5 * * * *"}
-    data.update(fields)
-    if "at" in fields:
-        data.pop("cron")
-    data.setdefault("tracks", [{"name": f"t{i}", "run": "true"} for i in range(tracks)])
-    return Schedule(id=sid, spec=ScheduleSpec.model_validate_json(json.dumps(data)))
+# Every five minutes, tracks t0 and t1 (``at`` instead of cron makes a one-shot).
+sched = schedule_factory("job", cron="*/5 * * * *", tracks=2)
 
 
 def tick(schedules: list[Schedule], state: State, now: datetime,

@@ -11,22 +11,16 @@ from orchestrator.models import (
     DeadLetter,
     Run,
     RunStatus,
-    Schedule,
-    ScheduleSpec,
     Track,
     TrackPhase,
     TrackSpec,
 )
 from orchestrator.state import last_tick_at as last_tick
 from orchestrator.status import build, text
+from tests.builders import schedule
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 LIMIT = timedelta(minutes=90)
-
-
-def schedule(sid: str, **spec: object) -> Schedule:
-    data = {"cron": "0 7 * * *", "tracks": [{"name": "a", "run": "true"}], **spec}
-    return Schedule(id=sid, spec=ScheduleSpec.model_validate(data, strict=False))
 
 
 def ticks(*moments: datetime) -> bytes:

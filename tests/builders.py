@@ -1,0 +1,79 @@
+"""Builders for the objects most tests start from: schedule files, specs, tracks.
+
+Plain functions rather than fixtures, so module-level helpers, ``partial`` defaults and
+``parametrize`` lists can use them in every tier. A spec is built from the JSON a
+schedule file would hold (``model_validate_json``), so tests see what a tick reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from orchestrator.models import Schedule, ScheduleSpec, Track, TrackPhase, TrackSpec
+
+CRON = "0 7 * * *"
+"""07:00 every day: the default timing of a built schedule."""
+RUN_ID = "nightly--20261201T0700Z"
+
+TrackLike = str | Mapping[str, Any] | TrackSpec
+
+
+def track_specs(tracks: int | Sequence[TrackLike] = ("a",), run: str = "true",
+                **extra: Any) -> list[dict[str, Any]]:
+    """Track entries of a schedule file: ``n`` tracks ``t0..``, or names each running
+    ``run`` (with ``extra`` fields), or ready-made entries kept as they are."""
+    names: Sequence[TrackLike] = [f"t{i}" for i in range(tracks)] if isinstance(
+        tracks, int) else tracks
+    out: list[dict[str, Any]] = []
+    for item in names:
+        if isinstance(item, str):
+            out.append({"name": item, "run": run, **extra})
+        elif isinstance(item, TrackSpec):
+            out.append(item.model_dump(mode="json"))
+        else:
+            out.append(dict(item))
+    return out
+
+
+def spec_data(cron: str | None = CRON, timezone: str | None = None, *,
+              tracks: int | Sequence[TrackLike] = ("a",), run: str = "true",
+              **fields: Any) -> dict[str, Any]:
+    """The JSON of a schedule file. ``cron=None`` (or an ``at`` field) leaves cron out;
+    ``timezone=None`` leaves the default (UTC)."""
+    data: dict[str, Any] = {}
+    if cron is not None and "at" not in fields:
+        data["cron"] = cron
+    if timezone is not None:
+        data["timezone"] = timezone
+    data["tracks"] = track_specs(tracks, run)
+    data.update(fields)
+    return data
+
+
+def schedule_spec(cron: str | None = CRON, timezone: str | None = None, *,
+                  tracks: int | Sequence[TrackLike] = ("a",), run: str = "true",
+                  **fields: Any) -> ScheduleSpec:
+    """A validated spec, read from :func:`spec_data` as a schedule file is read."""
+    data = spec_data(cron, timezone, tracks=tracks, run=run, **fields)
+    return ScheduleSpec.model_validate_json(json.dumps(data))
+
+
+def schedule(sid: str = "nightly", **spec: Any) -> Schedule:
+    """A loaded schedule ``sid`` whose spec is :func:`schedule_spec` of ``spec``."""
+    return Schedule(id=sid, spec=schedule_spec(**spec))
+
+
+def schedule_factory(default_id: str = "nightly", **defaults: Any) -> Callable[..., Schedule]:
+    """:func:`schedule` with other defaults, for a test module whose schedules share them."""
+    def make(sid: str = default_id, **spec: Any) -> Schedule:
+        return schedule(sid, **{**defaults, **spec})
+    return make
+
+
+def track(name: str = "a", phase: TrackPhase = TrackPhase.PENDING, *, run_id: str = RUN_ID,
+          run: str = "true", **fields: Any) -> Track:
+    """A track record of ``run_id`` whose spec runs ``run``; ``fields`` set the rest."""
+    return Track(run_id=run_id, name=name, phase=phase, spec=TrackSpec(name=name, run=run),
+                 **fields)
