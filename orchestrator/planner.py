@@ -48,6 +48,7 @@ from .models import (
     utc_date_key,
 )
 from .state import State, dlq_key
+from .text import one_line
 
 P = TrackPhase
 R = RunStatus
@@ -277,7 +278,7 @@ class _Planner:
         if seen.error:
             changes["error_log"] = _log(track, f"{self.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
         reason = f"{self.executor}: {seen.error}" if seen.error else f"seen by {self.executor}"
-        return self.move(track, seen.phase, reason.splitlines()[0][:200], **changes)
+        return self.move(track, seen.phase, one_line(reason), **changes)
 
     def timeouts(self, run: Run, track: Track) -> Track:
         if track.phase not in machine.TRACK_OPEN:

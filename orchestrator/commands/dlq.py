@@ -77,10 +77,17 @@ def show_letter(cfg: Config, key: str, as_json: bool) -> None:
         click.echo(json.dumps(letter.model_dump(mode="json", by_alias=True), indent=2,
                               sort_keys=True))
         return
-    click.echo(f"{letter.key}: {letter.reason} after {letter.attempts} attempt(s)")
+    # The planner's reason for a failed track already counts its attempts
+    # ("failed after 2 attempt(s)"); a tap-out's reason does not.
+    attempts = "" if "attempt" in letter.reason else f" (attempt {letter.attempts})"
+    click.echo(f"{letter.key}: {letter.reason}{attempts}")
     click.echo(f"  payload: {letter.payload.model_dump_json(exclude_defaults=True)}")
-    for line in letter.error_log:
-        click.echo(f"  ! {line}")
+    for entry in letter.error_log:
+        # an entry may hold a stderr tail on several lines: keep them under their "!"
+        first, *rest = entry.splitlines() or [""]
+        click.echo(f"  ! {first}")
+        for line in rest:
+            click.echo(f"      {line}")
     for h in letter.state_history:
         click.echo(f"  {h.at:%Y-%m-%dT%H:%M:%SZ}  {h.from_} -> {h.to}  {h.reason}")
     if letter.discarded:
