@@ -42,9 +42,16 @@ def list_text(letters: list[DeadLetter]) -> list[str]:
 
 def letter_text(letter: DeadLetter) -> list[str]:
     """One dead letter for a human: payload, error log, history, who discarded it."""
-    lines = [f"{letter.key}: {letter.reason} after {letter.attempts} attempt(s)",
+    # The planner's reason for a failed track already counts its attempts
+    # ("failed after 2 attempt(s)"); a tap-out's reason does not.
+    attempts = "" if "attempt" in letter.reason else f" (attempt {letter.attempts})"
+    lines = [f"{letter.key}: {letter.reason}{attempts}",
              f"  payload: {letter.payload.model_dump_json(exclude_defaults=True)}"]
-    lines += [f"  ! {line}" for line in letter.error_log]
+    for entry in letter.error_log:
+        # an entry may hold a stderr tail on several lines: keep them under their "!"
+        first, *rest = entry.splitlines() or [""]
+        lines.append(f"  ! {first}")
+        lines += [f"      {line}" for line in rest]
     lines += [f"  {iso(h.at)}  {h.from_} -> {h.to}  {h.reason}" for h in letter.state_history]
     if letter.discarded:
         lines.append(f"  discarded by {letter.discarded_by}: {letter.discarded_reason}")

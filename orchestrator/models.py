@@ -142,7 +142,8 @@ class CatchupPolicy(StrEnum):
     LATEST = "latest"
     """Fire only the newest eligible slot; earlier eligible slots are recorded as skipped."""
     ALL = "all"
-    """Fire every eligible slot, oldest first."""
+    """Fire every eligible slot, oldest first; except on a schedule's first tick, which
+    never back-fills (it fires at most the latest slot, as ``latest`` does)."""
     NONE = "none"
     """Never fire a slot from before the schedule was first seen or re-enabled; otherwise
     like ``latest``."""
@@ -269,7 +270,8 @@ class ScheduleSpec(Frozen):
         description="Which slots to fire when the tick arrives late: 'latest' (only the "
         "newest slot inside the catch-up window), 'all' (every slot inside the window, "
         "oldest first) or 'none' (like 'latest', but never a slot from before the schedule "
-        "was first seen or re-enabled).",
+        "was first seen or re-enabled). A new schedule never back-fills: its first tick "
+        "fires at most the latest slot, whatever the policy.",
     )
     catchup_window_minutes: int = Field(
         60, ge=0, le=7 * 24 * 60,

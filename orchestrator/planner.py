@@ -48,6 +48,7 @@ from .models import (
     utc_date_key,
 )
 from .state import State, dlq_key
+from .text import one_line
 
 P = TrackPhase
 R = RunStatus
@@ -277,7 +278,7 @@ class _Planner:
         if seen.error:
             changes["error_log"] = _log(track, f"{self.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
         reason = f"{self.executor}: {seen.error}" if seen.error else f"seen by {self.executor}"
-        return self.move(track, seen.phase, reason.splitlines()[0][:200], **changes)
+        return self.move(track, seen.phase, one_line(reason), **changes)
 
     def timeouts(self, run: Run, track: Track) -> Track:
         if track.phase not in machine.TRACK_OPEN:
@@ -344,10 +345,10 @@ class _Planner:
         now = self.now
         window = timedelta(minutes=spec.catchup_window_minutes)
         cursor = self.st.cursors.get(sid)
+        first_seen = cursor is None
         if cursor is None:
             start = now if spec.catchup is CatchupPolicy.NONE else now - window
             cursor = Cursor(schedule_id=sid, since=start, enabled=spec.enabled)
-            self.d.log.append(f"{sid}: first seen; slots after {start:%Y-%m-%dT%H:%M:%SZ} count")
         if not spec.enabled:
             if cursor.enabled:
                 cursor = cursor.model_copy(update={"enabled": False})
@@ -376,11 +377,17 @@ class _Planner:
                 notes += [SlotNote(slot=s, reason="missed", at=now)
                           for s in cron.slots(spec, floor, lower)[-NOTES_KEEP:]]
             due = cron.slots(spec, lower, now)
-            if spec.catchup is CatchupPolicy.ALL:
+            if first_seen:
+                # Never a back-fill, whatever the policy: slots from before the file
+                # was first seen were nobody's promise, so they are not noted either.
+                fire = due[-1:]
+            elif spec.catchup is CatchupPolicy.ALL:
                 fire = due
             else:
                 fire = due[-1:]
                 notes += [SlotNote(slot=s, reason="skipped", at=now) for s in due[:-1]]
+        if first_seen:
+            self.d.log.append(self.first_slot_line(schedule, fire))
         if not due and not notes:
             self.st.cursors[sid] = cursor  # nothing due: cursor unchanged
             return
@@ -423,6 +430,18 @@ class _Planner:
             "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
             "last_error": None,
         })
+
+    def first_slot_line(self, schedule: Schedule, fire: list[datetime]) -> str:
+        spec = schedule.spec
+        if fire:
+            first: datetime | None = fire[0]
+        elif spec.at is not None:
+            first = spec.at_utc()
+        else:
+            upcoming = cron.next_slots(spec, self.now, 1)
+            first = upcoming[0] if upcoming else None
+        when = f"first slot at {first:%Y-%m-%dT%H:%MZ}" if first else "no slot ahead"
+        return f"{schedule.id}: new schedule: {when}"
 
     def overlap_allows(self, schedule: Schedule, slot: datetime) -> bool:
         spec = schedule.spec

@@ -261,6 +261,12 @@ class Tick:
             finished = finish(run, decision.state.tracks.get(run_id, {}).values(), self.now)
             path = st.run_path(run_id)
             files[path] = st.to_json(finished)
+            # The brief shows the poll log, so this tick's line (with the consolidation
+            # itself) is appended before rendering; _append_logs writes the same line.
+            done = f"{finished.status.value}; brief rendered"
+            lines = [*decision.touched_runs.get(run_id, []), done]
+            polls = st.polls_path(run_id)
+            files[polls] = _append_lines(old, polls, [self._poll_row(lines)])
             view = _Overlay({k: v for k, v in files.items() if v is not None}, old)
             try:
                 ctx = context_from_files(view, run_id, now=self.now, last_tick=self.now,
@@ -268,6 +274,7 @@ class Tick:
                 html = render_html(ctx, self.template)
             except Exception as exc:  # never let one brief block the tick
                 files[path] = st.to_json(run)
+                del files[polls]
                 # logged, not written to the run's poll log: a template that stays
                 # broken must not make every tick commit
                 decision.log.append(f"{run_id}: brief not rendered, will retry: "
@@ -275,7 +282,7 @@ class Tick:
                 continue
             decision.state.runs[run_id] = finished
             files[st.brief_path(run_id)] = html.encode()
-            decision.note(run_id, f"{finished.status.value}; brief rendered")
+            decision.note(run_id, done)
             rendered.append(run_id)
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
@@ -287,14 +294,17 @@ class Tick:
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered
 
+    def _poll_row(self, changes: list[str]) -> bytes:
+        return st.json_line({"at": iso(self.now), "executor": self.executor_name,
+                             "changes": changes})
+
     def _append_logs(self, files: dict[str, bytes | None], changed: Mapping[str, object],
                      old: Mapping[str, bytes], decision: Decision) -> None:
         for run_id, lines in sorted(decision.touched_runs.items()):
             if run_id not in decision.state.runs:
                 continue
-            row = st.json_line({"at": iso(self.now), "executor": self.executor_name,
-                                "changes": lines})
-            files[st.polls_path(run_id)] = _append_lines(old, st.polls_path(run_id), [row])
+            files[st.polls_path(run_id)] = _append_lines(old, st.polls_path(run_id),
+                                                         [self._poll_row(lines)])
         last = st.last_tick_at(old)
         stale = last is None or self.now - last >= self.heartbeat_every
         if changed or stale:

@@ -10,6 +10,12 @@ It never overwrites a file, nor adds the example beside existing schedules, unle
 ``--force``; the check covers every file before anything is written, so a refusal
 leaves the folder as it was. A folder that is not in a git repository gets
 ``git init``. Nothing is committed: review the files, then commit and push.
+
+``--local`` is for a repository that lives on this machine only: it also creates a
+bare repository beside the folder (``<folder>.git``) and registers it as ``origin``,
+where ``tick``, ``status``, ``serve`` and every other command keep the state branch.
+Beside, not inside: inside, it would sit in the work tree where ``git clean -x`` or
+deleting an ignored folder would take the state with it.
 """
 
 from __future__ import annotations
@@ -109,18 +115,63 @@ def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[st
     return done
 
 
+def local_origin(root: Path) -> Path:
+    """Where ``--local`` puts the bare repository: ``<folder>.git`` beside ``root``."""
+    return root.parent / f"{root.name}.git"
+
+
+def check_local_origin(root: Path) -> Path:
+    """The bare repository ``--local`` would create; refuse before anything is written
+    when it exists or ``root`` already has a remote named ``origin``."""
+    bare = local_origin(root)
+    if bare.exists() or bare.is_symlink():
+        raise UserError(f"{bare} already exists: --local creates the bare repository "
+                        "there; remove it, or register it yourself with "
+                        f"`git remote add origin {bare}`")
+    if (root / ".git").exists():
+        proc = subprocess.run(["git", "remote", "get-url", "origin"], cwd=root,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            raise UserError(f"{root} already has a remote named origin "
+                            f"({proc.stdout.strip()}); --local would replace it")
+    return bare
+
+
+def add_local_origin(root: Path, bare: Path) -> list[str]:
+    """Create the bare repository ``bare`` and register it as ``root``'s ``origin``."""
+    for args in (["git", "init", "--quiet", "--bare", "--initial-branch=main", str(bare)],
+                 ["git", "-C", str(root), "remote", "add", "origin", str(bare)]):
+        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise UserError(f"{' '.join(args[:4])} failed: {proc.stderr.strip()}")
+    return [f"created the bare repository {bare} and registered it as origin"]
+
+
 @click.command("init")
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite files the scaffold brings along.")
 @click.option("--pages", is_flag=True,
               help="Also add pages.yml (publishes the briefs; needs GitHub Pages enabled).")
+@click.option("--local", is_flag=True,
+              help="Also create a bare repository beside PATH (PATH.git) and register it "
+                   "as origin, to run on this machine without GitHub.")
 @pass_config
-def command(cfg: Config, path: Path | None, force: bool, pages: bool) -> int:
+def command(cfg: Config, path: Path | None, force: bool, pages: bool, local: bool) -> int:
     """Scaffold schedules/, templates/, the workflows and a README section in PATH
     (default: --repo). Refuses to overwrite existing files unless --force."""
     root = (path or cfg.repo).resolve()
-    for line in scaffold(root, force=force, pages=pages):
+    bare = check_local_origin(root) if local else None
+    lines = scaffold(root, force=force, pages=pages)
+    if bare is not None:
+        lines += add_local_origin(root, bare)
+    for line in lines:
         click.echo(line)
+    if bare is not None:
+        click.echo(f"next: in {root}, `orchestrator validate --preview 5` shows the "
+                   "example's next runs, `orchestrator tick` fires what is due and "
+                   "`orchestrator serve` keeps ticking; the state goes to the branch "
+                   f"{cfg.state_branch} of {bare}")
+        return 0
     click.echo(f"next: review and commit the files in {root}, set the repository variable "
                "ORCHESTRATOR_PACKAGE to a pip requirement for the orchestrator, and push; "
                "`orchestrator validate --preview 5` shows the example's next runs")

@@ -133,7 +133,8 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     width = max((len(s.id) for s in loaded.schedules), default=0)
     for schedule in loaded.schedules:
         spec = schedule.spec
-        nxt = upcoming(schedule, now, 1)
+        # a disabled schedule never fires: a "next run" would be a promise it breaks
+        nxt = upcoming(schedule, now, 1) if spec.enabled else []
         when = cron.describe(spec)
         rows.append({
             "id": schedule.id,
@@ -144,7 +145,8 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
             "tracks": [t.name for t in spec.tracks],
         })
         state = "enabled " if spec.enabled else "disabled"
-        first = fmt_local(nxt[0].local) if nxt else "no upcoming run"
+        first = (fmt_local(nxt[0].local) if nxt else
+                 "no upcoming run" if spec.enabled else "none (disabled)")
         count = len(spec.tracks)
         lines.append(f"{schedule.id:<{width}}  {state}  next {first:<26}  {when} "
                      f"[{count} track{'s' if count != 1 else ''}]")

@@ -71,6 +71,40 @@ def test_init_into_an_empty_folder_then_validate_and_tick(tmp_path: Path) -> Non
     assert st.run_path("nightly--20261201T0715Z") in files
 
 
+def test_init_local_gives_an_origin_so_tick_status_and_runs_work_out_of_the_box(
+        tmp_path: Path) -> None:
+    proc = cli(tmp_path, "init", str(tmp_path / "mine"), "--local")
+    assert proc.returncode == 0, proc.stderr
+    repo, bare = tmp_path / "mine", tmp_path / "mine.git"
+    assert (f"created the bare repository {bare} and registered it as origin"
+            in proc.stdout)
+    assert git("rev-parse", "--is-bare-repository", cwd=bare) == "true"
+    assert git("remote", "get-url", "origin", cwd=repo) == str(bare)
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:16:00Z", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "nightly--20261201T0715Z: fired slot" in proc.stdout
+    assert git("rev-parse", "--verify", "-q", f"refs/heads/{BRANCH}", cwd=bare)
+    proc = cli(repo, "status", "--now", "2026-12-01T07:17:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert "nightly--20261201T0715Z" in cli(repo, "runs", "list").stdout
+
+
+def test_init_local_refuses_an_existing_origin_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "mine.git").mkdir()
+    proc = cli(tmp_path, "init", str(tmp_path / "mine"), "--local")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"orchestrator: {tmp_path / 'mine.git'} already exists")
+    assert not (tmp_path / "mine").exists()
+    repo = initialised(tmp_path)  # origin registered by hand
+    (repo / "schedules" / "nightly.json").unlink()
+    proc = cli(repo, "init", "--local", "--force")
+    assert proc.returncode == 1
+    assert "already has a remote named origin" in proc.stderr
+    assert not (repo / "schedules" / "nightly.json").exists()
+    assert not (tmp_path / "repo.git").exists()
+
+
 def test_init_refuses_beside_existing_schedules_and_writes_nothing(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "schedules").mkdir(parents=True)
@@ -250,6 +284,34 @@ def test_serve_ticks_on_the_real_clock_and_a_signal_ends_it_with_0(tmp_path: Pat
     files = GitStateStore(repo, "origin", BRANCH).read().files
     runs = st.load(files).runs
     assert len(runs) in (1, 2) and all(r.startswith("minutely--") for r in runs)
+
+
+def test_serve_says_when_a_retry_back_off_is_shorter_than_its_interval(tmp_path: Path
+                                                                       ) -> None:
+    repo = initialised(tmp_path)
+    for sid, backoff in (("quick", "10"), ("patient", "120")):
+        proc = cli(repo, "schedules", "add", sid, "--every", "hour", "--minute", "7",
+                   "--track", "t=true", "--max-attempts", "2",
+                   "--retry-backoff-seconds", backoff)
+        assert proc.returncode == 0, proc.stderr
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "serve", "--interval",
+         "60"], env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        second = proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert first.startswith(f"serving {repo} ")
+    assert second == ("warning: schedules/quick.json: track t: retry_backoff_seconds 10 is "
+                      "shorter than --interval 60: its retries wait for the next wake-up\n")
+    # 120 s is longer than the interval, and nightly's tracks are never retried
+    assert "retry_backoff_seconds" not in rest
 
 
 def test_serve_refuses_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:

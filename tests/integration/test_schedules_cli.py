@@ -249,6 +249,21 @@ def test_list_and_show(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0 and "tracks:    4" in out and "next:      Mon 2026-11-02 02:15 EST" in out
 
 
+def test_list_shows_no_next_run_for_a_disabled_schedule(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(repo, capsys, "schedules", "disable", "nightly")[0] == 0
+    rc, out, _ = run(repo, capsys, "schedules", "list", *FROM)
+    line = next(x for x in out.splitlines() if x.startswith("nightly"))
+    assert rc == 0 and "disabled  next none (disabled)" in line and "2026" not in line
+    listed = json.loads(run(repo, capsys, "schedules", "list", "--json", *FROM)[1])
+    nightly = next(s for s in listed["schedules"] if s["id"] == "nightly")
+    assert (nightly["enabled"], nightly["next"]) == (False, None)
+    assert run(repo, capsys, "schedules", "enable", "nightly")[0] == 0
+    listed = json.loads(run(repo, capsys, "schedules", "list", "--json", *FROM)[1])
+    nightly = next(s for s in listed["schedules"] if s["id"] == "nightly")
+    assert nightly["next"]["utc"] == "2026-11-02T07:15:00Z"
+
+
 def test_list_reports_invalid_files_without_failing(
         repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "schedules" / "bad.json").write_text("{")

@@ -106,6 +106,11 @@ def test_a_run_goes_from_due_to_brief(tmp_path: Path) -> None:
     assert b"nightly--20261201T0700Z" in snap.files[st.INDEX]
     polls = snap.files[st.polls_path(run.run_id)].decode().splitlines()
     assert len(polls) >= 2
+    # The brief is rendered after the finishing tick's poll line is appended: it counts
+    # every line of polls.jsonl and shows the consolidation itself.
+    assert f"{len(polls)} ticks looked at this run" in brief
+    assert "completed; brief rendered" in json.loads(polls[-1])["changes"]
+    assert "completed; brief rendered" in brief
     assert sorted(launches(work)) == sorted(first.dispatched)
     ticks = snap.files[st.TICKS].decode().splitlines()
     assert len(ticks) >= 2 and json.loads(ticks[-1])["at"] == "2026-12-01T07:04:00Z"

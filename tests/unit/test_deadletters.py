@@ -75,7 +75,10 @@ def test_views_list_show_and_hide_discarded_letters() -> None:
     assert dl.list_text([]) == ["dead letter queue is empty"]
     shown = dl.listed(state, show_all=True)
     assert dl.list_text(shown) == [f"{KEY}  2026-12-01T07:20:00Z  failed  (discarded)"]
-    assert dl.letter_text(shown[0])[0] == f"{KEY}: failed after 2 attempt(s)"
+    # a reason without a count gets one; the planner's own reasons already have it
+    assert dl.letter_text(shown[0])[0] == f"{KEY}: failed (attempt 2)"
+    counted = shown[0].model_copy(update={"reason": "failed after 2 attempt(s)"})
+    assert dl.letter_text(counted)[0] == f"{KEY}: failed after 2 attempt(s)"
 
 
 def test_run_rows_count_phases_newest_first() -> None:

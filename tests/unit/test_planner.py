@@ -95,6 +95,47 @@ def test_catchup_after_an_outage(policy: str, expected: list[str]) -> None:
                        [T0 + timedelta(minutes=m) for m in (5, 10, 15)])
 
 
+@pytest.mark.parametrize("policy", ["all", "latest"])
+def test_a_new_schedule_never_back_fills_whatever_its_catchup(policy: str) -> None:
+    hourly = sched(cron="0 * * * *", catchup=policy, catchup_window_minutes=24 * 60,
+                   overlap="allow", tracks=1)
+    now = T0 + timedelta(minutes=30)
+    d = tick([hourly], State(), now)
+    assert run_ids(d.state) == ["job--20261201T0700Z"]  # the latest slot, not 24 runs
+    # slots from before the file was first seen are nobody's promise: no notes, and
+    # one line says where the schedule starts
+    assert d.state.cursors["job"].notes == []
+    assert [line for line in d.log if not line.startswith("job--")] == [
+        "job: new schedule: first slot at 2026-12-01T07:00Z"]
+    # from then on the policy holds: `all` catches up every slot after first sight
+    later = tick([hourly], d.state, now + timedelta(hours=3))
+    fired = sorted(set(later.state.runs) - set(d.state.runs))
+    assert fired == (["job--20261201T0800Z", "job--20261201T0900Z", "job--20261201T1000Z"]
+                     if policy == "all" else ["job--20261201T1000Z"])
+    noted = [(n.slot.hour, n.reason) for n in later.state.cursors["job"].notes]
+    assert noted == ([] if policy == "all" else [(8, "skipped"), (9, "skipped")])
+
+
+def test_a_new_every_minute_schedule_says_one_line_and_keeps_no_notes() -> None:
+    minutely = sched(cron="* * * * *", tracks=1)
+    now = T0 + timedelta(seconds=30)
+    d = tick([minutely], State(), now)
+    assert run_ids(d.state) == ["job--20261201T0700Z"]
+    assert d.state.cursors["job"].notes == []
+    assert not any("skipped" in line or "missed" in line for line in d.log)
+    assert "job: new schedule: first slot at 2026-12-01T07:00Z" in d.log
+
+
+def test_a_new_schedule_with_nothing_due_names_its_first_slot_ahead() -> None:
+    d = tick([sched(cron="15 9 * * *", catchup_window_minutes=10)], State(), T0)
+    assert d.state.runs == {}
+    assert d.log == ["job: new schedule: first slot at 2026-12-01T09:15Z"]
+    none = tick([sched(catchup="none")], State(), T0 + timedelta(minutes=3))
+    assert none.log == ["job: new schedule: first slot at 2026-12-01T07:05Z"]
+    again = tick([sched(catchup="none")], none.state, T0 + timedelta(minutes=4))
+    assert not any("new schedule" in line for line in again.log)
+
+
 def test_slots_outside_the_window_are_missed_not_fired() -> None:
     s = sched(catchup="all", catchup_window_minutes=10, overlap="allow", tracks=1)
     base = tick([s], State(), T0).state

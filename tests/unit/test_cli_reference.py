@@ -1,0 +1,47 @@
+"""``docs/cli.md`` is generated from the click tree and must not drift from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrator import clidoc
+from orchestrator.cli import cli
+from orchestrator.commands import MODULES, load
+
+REFERENCE = Path(__file__).resolve().parent.parent.parent / "docs" / "cli.md"
+
+
+def test_the_committed_reference_is_up_to_date() -> None:
+    assert REFERENCE.read_text(encoding="utf-8") == clidoc.render(), (
+        "docs/cli.md is out of date: python3 -m orchestrator.clidoc > docs/cli.md")
+
+
+def _commands() -> list[tuple[str, click.Command]]:
+    found: list[tuple[str, click.Command]] = [("orchestrator", cli)]
+
+    def walk(command: click.Command, path: str) -> None:
+        found.append((path, command))
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}")
+
+    for name in MODULES:
+        command = load(name)
+        assert command is not None
+        walk(command, f"orchestrator {name}")
+    return found
+
+
+def test_every_command_and_every_option_has_a_row_with_a_meaning() -> None:
+    text = clidoc.render()
+    sections = {chunk.split("`", 1)[0]: chunk for chunk in text.split("\n## `")[1:]}
+    for path, command in _commands():
+        assert path in sections, f"{path} missing from the reference"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                row = next((line for line in sections[path].splitlines()
+                            if line.startswith(f"| `{param.opts[0]}`")), None)
+                assert row is not None, f"{path} {param.opts[0]} missing"
+                assert not row.rstrip().endswith("|  |"), f"{path} {param.opts[0]}: no meaning"
