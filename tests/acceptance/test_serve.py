@@ -97,6 +97,9 @@ def test_serve_survives_a_restart_without_firing_again(scaffolded: tuple[User, P
     for _ in range(2):
         proc = user.start("serve", "--interval", "1")
         try:
+            # "serving ..." comes once the signal handlers are in place: a SIGINT
+            # before that (a slow start on a loaded machine) would end it with 130.
+            assert proc.stderr is not None and "serving" in proc.stderr.readline()
             wait(lambda: (work / "launches.log").exists(), "nothing fired", timeout=60)
             time.sleep(2)
             os.kill(proc.pid, signal.SIGINT)
