@@ -19,7 +19,6 @@ from typing import Any
 
 import click
 
-from .. import cron
 from .. import state as st
 from ..cli import Config, pass_config
 from ..errors import Stale
@@ -28,6 +27,7 @@ from ..models import Schedule
 from ..schedules import load_all
 from ..store import GitStateStore
 from ..times import iso, parse_now
+from ..triggers import for_spec
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -42,8 +42,8 @@ def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime |
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and cursor.done):
         return None
-    found = cron.next_slots(schedule.spec, now, 1)
-    return found[0] if found else None
+    found = for_spec(schedule.spec).next(now, 1).found
+    return found[0].at if found else None
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
