@@ -438,3 +438,17 @@ def test_the_search_for_next_slots_says_where_it_stopped() -> None:
     # A one-shot ends; that is not a search giving up.
     once = for_spec(spec(None, at="2027-01-01T00:00:00Z")).next(start, 8)
     assert [s.at for s in once.found] == [utc(2027, 1, 1)] and once.horizon is None
+
+
+def test_the_cron_package_imports_nothing_else_of_orchestrator() -> None:
+    """The evaluator takes (expression, zone, dst); models import it, never the reverse."""
+    import ast
+    from pathlib import Path
+
+    outside = []
+    for path in Path(cron.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level > 1 or (
+                    node.level == 0 and (node.module or "").startswith("orchestrator"))):
+                outside.append(f"{path.name}: {node.module}")
+    assert outside == []
