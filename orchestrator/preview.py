@@ -139,7 +139,8 @@ def preview(schedule: Schedule, start: datetime, n: int,
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
     result.warnings += _timing_warnings(trigger, spec.catchup.value, start)
-    result.warnings += trigger.lints(start)
+    # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
+    result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result
 
 

@@ -127,11 +127,13 @@ class AtTrigger:
         return Search((slot,) if n > 0 and slot.at > _utc(start, "start") else ())
 
     def lints(self, start: datetime) -> list[str]:
-        at = self._slot().at
-        if at > start:
-            return []
-        return [f"'at' {iso(at)} is in the past: a one-shot that never fired "
-                "fires at the next tick"]
+        slot = self._slot()
+        found = [] if slot.at > start else [
+            f"'at' {iso(slot.at)} is in the past: a one-shot that never fired fires at the "
+            "next tick"]
+        # Said whether or not it is previewed: a one-shot has no other day to get right.
+        note = cron.dst_note(slot, self.timezone)
+        return [*found, note] if note else found
 
 
 def _utc(moment: datetime, name: str) -> datetime:

@@ -314,3 +314,17 @@ def test_extensions_of_other_crons_are_named(
     assert err.startswith("orchestrator: schedules/ext.json: cron: ")
     assert extension in err and "an unsupported extension" in err
     assert "not a number" not in err
+
+
+def test_a_one_shot_in_a_spring_forward_gap_is_noted_once_with_or_without_a_preview(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "once", at="2027-03-14T02:30:00", timezone="America/New_York")
+    note = ("2027-03-14 02:30 does not exist in America/New_York (clocks go forward): runs at "
+            "03:00 EDT (07:00 UTC) instead")
+    for preview in ("0", "3"):
+        assert main(["--repo", str(repo), "validate", "--preview", preview, "--format", "json",
+                     *FROM]) == 0
+        once = json.loads(capsys.readouterr().out)["schedules"][1]
+        assert once["warnings"] == [note]
+        assert len(once["next"]) == (1 if preview == "3" else 0)
