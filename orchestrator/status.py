@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import cron
 from . import state as st
 from .machine import RUN_OPEN
 from .models import Schedule
 from .times import iso
+from .triggers import for_spec
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -34,8 +34,8 @@ def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime |
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and cursor.done):
         return None
-    found = cron.next_slots(schedule.spec, now, 1)
-    return found[0] if found else None
+    found = for_spec(schedule.spec).next(now, 1).found
+    return found[0].at if found else None
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],

@@ -391,15 +391,14 @@ class Tick:
         def record(s: Snapshot) -> dict[str, bytes | None] | None:
             before = st.load(s.files)
             state = before.copy()
-            lines = record_dispatch(state, results, self.now)
+            records = record_dispatch(state, results, self.now)
             if breaker is not None:
                 state.health[self.executor_name] = merge_breaker(
                     self._breaker_base, before.health.get(self.executor_name), breaker)
             files: dict[str, bytes | None] = dict(state.dump(base=before))
             touched: dict[str, list[str]] = {}
-            for line in lines:
-                run_id, _, rest = line.partition("/")
-                touched.setdefault(run_id, []).append(rest)
+            for record in records:
+                touched.setdefault(record.run_id, []).append(record.change)
             changed = st.changes(s.files, files)
             if changed:
                 for run_id, rows in sorted(touched.items()):
@@ -407,7 +406,7 @@ class Tick:
                                         "changes": rows})
                     files[st.polls_path(run_id)] = _append_lines(
                         s.files, st.polls_path(run_id), [row])
-            result.record_log = lines
+            result.record_log = [str(r) for r in records]
             return st.changes(s.files, files) or None
 
         outcome = self.store.transact(record, f"tick {iso(self.now)}: record dispatch")
