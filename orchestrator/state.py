@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .breaker import Breaker
 from .errors import OrchestratorError
-from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
+from .models import Cursor, DeadLetter, Run, Track, check_id, check_run_id
 
 ROOT = "state"
 TICKS = f"{ROOT}/ticks.jsonl"

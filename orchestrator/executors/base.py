@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..models import Breaker, TrackPhase, TrackSpec
+from ..breaker import Breaker
+from ..models import TrackPhase, TrackSpec
 
 
 @dataclass(frozen=True)

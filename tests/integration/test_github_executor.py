@@ -15,15 +15,15 @@ import httpx
 import pytest
 
 from orchestrator import state as st
+from orchestrator.breaker import Breaker, BreakerPolicy
 from orchestrator.errors import UserError
 from orchestrator.executors.base import DispatchRequest, Handle
 from orchestrator.executors.github import (
     MAX_INPUTS_CHARS,
-    BreakerPolicy,
     GitHubExecutor,
     plan_batches,
 )
-from orchestrator.models import Breaker, TrackPhase, TrackSpec
+from orchestrator.models import TrackPhase, TrackSpec
 from tests.fakes.github import FakeGitHub
 
 T0 = datetime(2026, 12, 1, 7, 0, 30, tzinfo=UTC)

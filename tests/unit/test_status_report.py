@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from orchestrator import state as st
+from orchestrator.breaker import Breaker
 from orchestrator.commands.status import build, text
 from orchestrator.models import (
-    Breaker,
     Cursor,
     DeadLetter,
     Run,
