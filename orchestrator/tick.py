@@ -123,7 +123,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
             elif track.phase is TrackPhase.DISPATCHED:
                 lost.append(DispatchRequest(run_id=run_id, track=track.name,
                                             attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow))
+                                            workflow=run.workflow,
+                                            marked_at=track.dispatched_at))
     try:
         seen = executor.observe(handles) if handles else {}
         found = executor.lookup(lost) if lost else {}

@@ -31,6 +31,11 @@ MAX_INPUTS_CHARS = 65_535
 """GitHub rejects ``workflow_dispatch`` inputs longer than this, all inputs together."""
 
 
+def leg_timeout_minutes(minutes: float) -> int:
+    """A track's timeout as its leg's ``timeout-minutes``: whole minutes, at least one."""
+    return max(1, math.ceil(minutes))
+
+
 def _leg(request: DispatchRequest) -> dict[str, Any]:
     """One matrix leg: everything ``track.yml`` needs to run the track."""
     return {
@@ -38,7 +43,7 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         "track": request.track,
         "attempt": request.attempt,
         "run": request.spec.run or "",
-        "timeout_minutes": max(1, math.ceil(request.spec.timeout_minutes)),
+        "timeout_minutes": leg_timeout_minutes(request.spec.timeout_minutes),
         "inputs": dict(sorted(request.spec.inputs.items())),
     }
 

@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -35,8 +36,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
-"""Pinned REST API version. ``return_run_details`` is an additive parameter, available in
-every supported version; GitHub Enterprise Server supports this version too."""
+"""Pinned REST API version, the one GitHub Enterprise Server 3.17 to 3.19 supports too."""
+DETAILS_ALWAYS = "2026-03-10"
+"""From this API version on, a dispatch always answers ``200`` with the new run's id and
+``return_run_details`` no longer exists (the description's ``x-github-breaking-changes``).
+Before it, the field asks for that answer; GitHub Enterprise Server (3.17 to 3.19) has
+no such field at all."""
+ENTERPRISE_HEADER = "x-github-enterprise-version"
 SECONDARY_WAIT = 60.0
 """GitHub asks to wait at least a minute after a secondary rate limit without
 ``Retry-After``."""
@@ -90,6 +96,10 @@ class GitHubClient:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
         self.api_url = api_url.rstrip("/")
+        self.api_version = api_version
+        self.enterprise = urlsplit(self.api_url).path.endswith("/api/v3")
+        """Whether this is GitHub Enterprise Server: its API lives under ``/api/v3``, and
+        every answer names its version in ``X-GitHub-Enterprise-Version``."""
         self.policy = policy or BreakerPolicy()
         self.max_attempts = max(1, max_attempts)
         self._start = now.astimezone(UTC)
@@ -223,6 +233,8 @@ class GitHubClient:
                     attempt += 1
                     continue
                 raise GitHubError(error, ambiguous=True) from None
+            if response.headers.get(ENTERPRISE_HEADER):
+                self.enterprise = True
             self._note_limits(response)
             wait = self._rate_wait(response, limited)
             if wait is not None:

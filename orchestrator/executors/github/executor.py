@@ -31,7 +31,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -41,20 +41,19 @@ from ...errors import CircuitOpen, ExecutorError, UserError
 from ...models import WORKFLOW_RE, TrackPhase, check_id, check_run_id
 from ...times import iso, parse_utc
 from ..base import DispatchRequest, DispatchResult, Handle, Observation
-from .batching import Batch, plan_batches, run_id_of, slot_of
-from .client import API_VERSION, DEFAULT_API_URL, GitHubClient, GitHubError, message
+from .batching import Batch, plan_batches
+from .client import (
+    API_VERSION,
+    DEFAULT_API_URL,
+    DETAILS_ALWAYS,
+    GitHubClient,
+    GitHubError,
+    message,
+)
+from .listing import LOST_AFTER, Listing, Window
 from .observation import job_observation, missing_job
 
 log = logging.getLogger(__name__)
-
-LOST_AFTER = timedelta(minutes=10)
-"""A dispatch whose answer was lost and whose run-name no run carries after this long
-created nothing (GitHub lists a new run within seconds): its attempt is failed, and
-the tick's retry policy takes over, under a new dispatch key."""
-CLOCK_SKEW = timedelta(minutes=5)
-"""Margin for the ``created`` filter: runner and GitHub clocks differ slightly."""
-RUN_PAGES = 10
-"""Pages of 100 workflow runs searched when correlating by run-name."""
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
 """``owner/name`` as GitHub allows them; it becomes part of every request path."""
@@ -100,6 +99,7 @@ class GitHubExecutor:
             token, api_url=api_url, now=now, breaker=breaker, policy=policy, sleep=sleep,
             max_wait_seconds=max_wait_seconds, client=client, timeout=timeout,
             max_attempts=max_attempts, api_version=api_version)
+        self.listing = Listing(self.client, repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
 
@@ -215,7 +215,7 @@ class GitHubExecutor:
         try:
             for (workflow, run_name), group in sorted(pending.items()):
                 try:
-                    run = self._find_run(workflow, run_name, self._since_of(run_name))
+                    run = self.listing.find(workflow, run_name, self._window(group[0]))
                 except CircuitOpen:
                     raise
                 except ExecutorError as exc:
@@ -261,14 +261,14 @@ class GitHubExecutor:
             if not run_name:
                 return
             wf = self._workflow(str(handle.handle.get("workflow", "track.yml")))
-            run = self._find_run(wf, str(run_name), self._since_of(str(run_name)))
+            run = self.listing.find(wf, str(run_name), self._window(handle))
             if run is None:
                 return
             ci_run = int(run["id"])
         job_name = str(handle.handle.get("job_name", handle.key))
         marked = self._cancel_marked.setdefault(ci_run, set())
         marked.add(job_name)
-        jobs = self._jobs(ci_run)
+        jobs = self.listing.jobs(ci_run)
         mine = [j for j in jobs if j.get("name") == job_name]
         if mine and all(j.get("status") == "completed" for j in mine):
             return  # finished already: nothing to stop
@@ -286,10 +286,10 @@ class GitHubExecutor:
 
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
         """POST the batch once; never a second time once GitHub may have created it."""
-        since = self.client.now() - CLOCK_SKEW
+        window = Window.sent_at(self.client.now())
         while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
-            if self._details:
+            if self._asks_details:
                 body["return_run_details"] = True
             try:
                 response = self.client.request(
@@ -304,23 +304,32 @@ class GitHubExecutor:
                 log.warning("%s: %s; looking the run up by run-name", batch.run_name,
                             exc.message)
                 try:
-                    return self._correlate(batch, since)
+                    return self._correlate(batch, window)
                 except ExecutorError:
                     return self._pending(batch)
             if response.status_code in (200, 201, 204):
-                return self._accepted(batch, response, since)
-            if (response.status_code in (400, 422) and self._details
+                return self._accepted(batch, response, window)
+            if (response.status_code in (400, 422) and self._asks_details
                     and "return_run_details" in response.text):
-                # GitHub Enterprise Server without run details: dispatch plainly and
-                # correlate by run-name. Nothing was created by the refused request.
+                # A GitHub that does not know the field (an Enterprise Server not
+                # recognised by its URL): dispatch plainly and correlate by run-name.
+                # Nothing was created by the refused request.
                 self._details = False
                 continue
             raise GitHubError(
                 f"dispatching {batch.run_name} to {batch.workflow} on {self.ref} was refused: "
                 f"{response.status_code} {message(response)}", status=response.status_code)
 
+    @property
+    def _asks_details(self) -> bool:
+        """Whether a dispatch sends ``return_run_details``: never to GitHub Enterprise
+        Server, which has no such field, nor from API version 2026-03-10 on, which
+        removed it and always answers with the details."""
+        return (self._details and not self.client.enterprise
+                and self.client.api_version < DETAILS_ALWAYS)
+
     def _accepted(self, batch: Batch, response: httpx.Response,
-                  since: datetime) -> list[DispatchResult]:
+                  window: Window) -> list[DispatchResult]:
         if response.status_code != 204:
             try:
                 data = response.json()
@@ -328,15 +337,15 @@ class GitHubExecutor:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("workflow_run_id"), int):
                 return self._adopt(batch, data["workflow_run_id"], data.get("html_url"))
-        return self._correlate(batch, since)
+        return self._correlate(batch, window)
 
-    def _correlate(self, batch: Batch, since: datetime) -> list[DispatchResult]:
+    def _correlate(self, batch: Batch, window: Window) -> list[DispatchResult]:
         """Find the batch's run by its run-name, polling a little; else a handle that
         ``observe`` resolves once the run shows up."""
         for poll in range(self.correlate_polls):
             if poll and not self.client.sleep_for(float(2 ** (poll - 1))):
                 break
-            run = self._find_run(batch.workflow, batch.run_name, since)
+            run = self.listing.find(batch.workflow, batch.run_name, window)
             if run is not None:
                 return self._adopt(batch, int(run["id"]), run.get("html_url"))
         return self._pending(batch)
@@ -363,7 +372,7 @@ class GitHubExecutor:
 
     def _lookup_group(self, run_id: str, workflow: str,
                       group: list[DispatchRequest]) -> dict[str, DispatchResult]:
-        runs = self._list_runs(workflow, slot_of(run_id) - CLOCK_SKEW)
+        runs = self._lookup_runs(workflow, group)
         candidates = sorted(
             (r for r in runs if str(r.get("display_title", "")) == run_id
              or str(r.get("display_title", "")).startswith(run_id + " ")),
@@ -389,7 +398,7 @@ class GitHubExecutor:
                 continue
             # The batch was dispatched with other companions: its jobs say which keys
             # it carries (one job per leg, named after the dispatch key).
-            for job in self._jobs(int(run["id"])):
+            for job in self.listing.jobs(int(run["id"])):
                 request = wanted.pop(str(job.get("name")), None)
                 if request is not None:
                     found[request.key] = DispatchResult(
@@ -399,35 +408,38 @@ class GitHubExecutor:
                         url=run.get("html_url"))
         return found
 
-    def _list_runs(self, workflow: str, since: datetime) -> list[dict[str, Any]]:
-        params = {
-            "event": "workflow_dispatch",
-            "created": f">={since.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}",
-            "per_page": "100",
-            "exclude_pull_requests": "true",
-        }
-        return self.client.paged(f"{self._repo_path}/actions/workflows/{workflow}/runs", params,
-                           "workflow_runs", RUN_PAGES)
+    def _lookup_runs(self, workflow: str,
+                     group: list[DispatchRequest]) -> list[dict[str, Any]]:
+        """The runs created while the group's dispatches may have been sent: one listing
+        per mark time (usually one: a tick marks a run's tracks together)."""
+        marks = sorted({r.marked_at for r in group if r.marked_at is not None})
+        windows = [Window.marked_at(m) for m in marks]
+        if len(marks) < len(group):
+            windows.append(Window.since_slot(group[0].run_id, self.client.now()))
+        runs: dict[int, dict[str, Any]] = {}
+        for window in windows:
+            runs.update((int(r["id"]), r) for r in self.listing.runs(workflow, window))
+        return list(runs.values())
 
-    def _find_run(self, workflow: str, run_name: str,
-                  since: datetime) -> dict[str, Any] | None:
-        matches = [r for r in self._list_runs(workflow, since)
-                   if r.get("display_title") == run_name]
-        return min(matches, key=lambda r: int(r["id"])) if matches else None
-
-    def _since_of(self, run_name: str) -> datetime:
-        return slot_of(run_id_of(run_name)) - CLOCK_SKEW
+    def _window(self, handle: Handle) -> Window:
+        sent = parse_utc(handle.handle.get("dispatched_at"))
+        if sent is not None:
+            return Window.sent_at(sent)
+        return Window.since_slot(str(handle.handle.get("run_name", "")), self.client.now())
 
     # ------------------------------------------------------------------ observe
 
-    def _jobs(self, ci_run: int) -> list[dict[str, Any]]:
-        return self.client.paged(f"{self._repo_path}/actions/runs/{ci_run}/jobs",
-                           {"filter": "latest", "per_page": "100"}, "jobs", 30)
-
     def _observe_run(self, ci_run: int, handles: list[Handle],
                      run_url: str | None) -> dict[str, Observation]:
+        try:
+            jobs = self.listing.jobs(ci_run)
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+            # The run was deleted: GitHub answers 404 for its jobs as for itself.
+            return {h.key: missing_job(h, ci_run, 404, None, run_url) for h in handles}
         by_name: dict[str, dict[str, Any]] = {}
-        for job in self._jobs(ci_run):
+        for job in jobs:
             name = str(job.get("name"))
             if name not in by_name or int(job.get("id", 0)) > int(by_name[name].get("id", 0)):
                 by_name[name] = job
@@ -438,7 +450,7 @@ class GitHubExecutor:
             if leg is None:
                 missing.append(handle)
             else:
-                out[handle.key] = job_observation(handle.key, ci_run, leg)
+                out[handle.key] = job_observation(handle, ci_run, leg)
         if missing:
             response = self.client.request("GET", f"{self._repo_path}/actions/runs/{ci_run}")
             try:
