@@ -588,6 +588,23 @@ class FakeGitHub:
                 job.status, job.conclusion, job.completed_at = "completed", "cancelled", at
         run.updated_at = at
 
+    def delete_run(self, run_id: int) -> None:
+        """Delete a run, as someone may on GitHub: it and its jobs answer 404."""
+        with self._lock:
+            del self.runs[run_id]
+
+    def add_runs(self, count: int, *, start: datetime, every: timedelta,
+                 workflow: str = "track.yml") -> None:
+        """``count`` finished runs of other dispatches, the first created at ``start``:
+        a busy repository."""
+        with self._lock:
+            for n in range(count):
+                run = FakeRun(id=next(self._ids), workflow=workflow, workflow_name="track",
+                              display_title=f"busy--20261201T0000Z {n:012x}", ref="main",
+                              inputs={}, created_at=start + n * every, cancelled=True,
+                              run_number=len(self.runs) + 1)
+                self.runs[run.id] = run
+
     def rerun(self, run_id: int) -> None:
         """Re-run all jobs of a run: a new attempt with new jobs; ``filter=latest``
         shows only those, ``filter=all`` the earlier attempts' too."""

@@ -30,10 +30,11 @@ T0 = datetime(2026, 12, 1, 7, 0, 30, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
 
 
-def req(track: str, attempt: int = 1, run_id: str = RUN, **spec: Any) -> DispatchRequest:
+def req(track: str, attempt: int = 1, run_id: str = RUN, *, marked_at: datetime | None = None,
+        **spec: Any) -> DispatchRequest:
     spec.setdefault("run", f"echo {track}")
     return DispatchRequest(run_id=run_id, track=track, attempt=attempt,
-                           spec=TrackSpec(name=track, **spec))
+                           spec=TrackSpec(name=track, **spec), marked_at=marked_at)
 
 
 class Sleeper:
@@ -51,7 +52,7 @@ class Sleeper:
 def executor(fake: FakeGitHub, *, now: datetime = T0, breaker: Breaker | None = None,
              sleep: Any = None, **options: Any) -> GitHubExecutor:
     fake.now = fake.now or now
-    return GitHubExecutor(fake.repository, fake.token, api_url=fake.url, now=now,
+    return GitHubExecutor(fake.repository, fake.token, api_url=fake.api_url, now=now,
                           breaker=breaker, sleep=sleep or Sleeper(fake), **options)
 
 
