@@ -19,6 +19,7 @@ import click
 from .. import cron
 from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
+from ..executors.github.batching import hosted_runner_warnings
 from ..models import Schedule
 from ..schedules import LoadResult, load_all
 from .schedules import INSTANT, fmt_local, fmt_utc, slot_dict
@@ -73,6 +74,7 @@ def preview(schedule: Schedule, start: datetime, n: int,
                 if track.run is None:
                     warn(f"track {track.name!r} has no 'run': the default track.yml fails "
                          "it on GitHub; name a 'workflow' that handles its inputs")
+        result.warnings += hosted_runner_warnings(spec.tracks)
     if spec.at is not None:
         at = spec.at_utc()
         assert at is not None

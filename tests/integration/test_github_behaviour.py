@@ -7,11 +7,15 @@ Each test states the GitHub behaviour it relies on; the fake models it, and the
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from orchestrator.cli import main
 from orchestrator.executors.base import Handle
 from orchestrator.models import TrackPhase
 from tests.fakes.github import MAX_RESULTS, FakeGitHub
@@ -167,3 +171,25 @@ def test_ghes_takes_at_most_ten_inputs(fake_ghes: FakeGitHub) -> None:
                         json={"ref": "main", "inputs": inputs})
     assert answer.status_code == 422 and "up to 10" in answer.json()["message"]
     assert answer.headers["x-github-enterprise-version"] == "3.17.4"
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_validate_warns_of_tracks_longer_than_a_hosted_runner_allows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GitHub stops a job on a GitHub-hosted runner after 6 hours, whatever its
+    # timeout-minutes says.
+    (tmp_path / "schedules").mkdir()
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "track.yml").write_text("name: track\n")
+    tracks = [{"name": "long", "run": "true", "timeout_minutes": 480},
+              {"name": "six", "run": "true", "timeout_minutes": 360}]
+    (tmp_path / "schedules" / "nightly.json").write_text(
+        json.dumps({"cron": "7 1 * * *", "tracks": tracks}) + "\n")
+    assert main(["--repo", str(tmp_path), "validate", "--format", "json",
+                 "--from", "2026-11-01T00:00:00Z"]) == 0
+    [schedule] = json.loads(capsys.readouterr().out)["schedules"]
+    [warning] = schedule["warnings"]
+    assert warning.startswith("track 'long' has timeout_minutes 480: GitHub stops a job on "
+                              "a GitHub-hosted runner after 360 minutes")

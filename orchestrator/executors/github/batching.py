@@ -22,18 +22,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import check_run_id
+from ...models import TrackSpec, check_run_id
 from ..base import DispatchRequest, DispatchResult
 
 MAX_LEGS = 256
 """GitHub runs at most 256 jobs from one matrix."""
 MAX_INPUTS_CHARS = 65_535
 """GitHub rejects ``workflow_dispatch`` inputs longer than this, all inputs together."""
+HOSTED_MAX_MINUTES = 360
+"""A job on a GitHub-hosted runner is stopped after 6 hours, whatever its
+``timeout-minutes`` says (self-hosted runners allow more)."""
 
 
 def leg_timeout_minutes(minutes: float) -> int:
     """A track's timeout as its leg's ``timeout-minutes``: whole minutes, at least one."""
     return max(1, math.ceil(minutes))
+
+
+def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
+    """What GitHub-hosted runners would cut short: tracks whose timeout passes 6 hours."""
+    return [f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: GitHub stops a job "
+            f"on a GitHub-hosted runner after {HOSTED_MAX_MINUTES} minutes (6 hours); run "
+            "it on a self-hosted runner (ORCHESTRATOR_RUNNER) or split it"
+            for t in tracks if t.timeout_minutes > HOSTED_MAX_MINUTES]
 
 
 def _leg(request: DispatchRequest) -> dict[str, Any]:
