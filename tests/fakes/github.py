@@ -1,23 +1,38 @@
 """A fake GitHub REST API for tests, served on 127.0.0.1 from a thread.
 
 It speaks the part of the API the GitHub executor uses, with GitHub's validation
-rules, so a test fails where GitHub would:
+rules, so a test fails where GitHub would; the fixtures check every exchange against
+GitHub's API description (:mod:`tests.fakes.openapi`):
 
-- ``POST /repos/{o}/{r}/actions/workflows/{wf}/dispatches``: rejects a missing or
-  unknown ``ref``, unknown body keys, more than 25 inputs, non-string input values,
-  inputs the workflow does not declare or a missing required one, and more than
-  65,535 characters of inputs (``422``). Answers ``200`` with ``workflow_run_id``,
-  ``run_url`` and ``html_url`` when ``return_run_details`` is true, else ``204``.
+- ``POST /repos/{o}/{r}/actions/workflows/{wf}/dispatches``: rejects a ``ref`` that is
+  neither a branch nor a tag, unknown body keys, more than 25 inputs (10 on GHES),
+  non-string input values, inputs the workflow does not declare or a missing required
+  one, and more than 65,535 characters of inputs (``422``). Answers ``200`` with
+  ``workflow_run_id``, ``run_url`` and ``html_url`` when ``return_run_details`` is
+  true, or always with API version 2026-03-10 (which no longer knows the field); else
+  ``204``.
 - ``GET .../actions/workflows/{wf}/runs`` and ``GET .../actions/runs`` (filters
-  ``event``, ``status``, ``created``; paginated with ``Link`` headers, newest first);
-- ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (paginated),
-  ``POST .../actions/runs/{id}/cancel`` (``202``, or ``409`` once completed).
+  ``event``, ``status``, ``created``, which cap the listing at 1,000 runs; paginated
+  with ``Link`` headers, newest first);
+- ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (``filter=latest``,
+  the default, or ``all``; paginated), ``POST .../actions/runs/{id}/cancel`` (``202``
+  and carried out :data:`CANCEL_DELAY` later, or ``409`` once completed); a deleted run
+  answers ``404``.
+
+Runs and jobs carry every field GitHub's description requires. Jobs may be
+``queued``, ``waiting``, ``pending``, ``requested``, ``in_progress`` or ``completed``;
+a job running past its leg's ``timeout-minutes`` is cancelled (conclusion
+``cancelled``, as on GitHub) when :attr:`FakeGitHub.now` passes it; a run that cannot
+start (a matrix of more than 256 legs) concludes ``startup_failure``; ``rerun`` makes
+a new attempt (``run_attempt``) whose jobs replace the old ones in ``filter=latest``.
+``FakeGitHub(ghes="3.17.4")`` (fixture ``fake_ghes``) is GitHub Enterprise Server: the
+API under ``/api/v3``, ``X-GitHub-Enterprise-Version`` on every answer, no
+``return_run_details``, at most 10 inputs, API version 2022-11-28 only.
 
 Workflows are read from this project's ``.github/workflows``: a dispatched run gets
 its ``display_title`` from the workflow's ``run-name`` and one job per matrix leg,
 named from the job's ``name`` (``${{ inputs.X }}`` and ``${{ matrix.axis.field }}``
-are substituted). A matrix of more than 256 legs gives a failed run without jobs,
-as on GitHub. Every answer carries ``x-ratelimit-*`` headers.
+are substituted). Every answer carries ``x-ratelimit-*`` headers.
 
 Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
 
@@ -44,8 +59,8 @@ Faults are scripted per endpoint (``"dispatch"``, ``"runs"``, ``"run"``, ``"jobs
 - ``lose_response(endpoint="dispatch")``: the request takes effect (the run is
   created), then the connection is closed without an answer;
 - ``no_details()``: a dispatch answers ``204`` although details were asked for;
-- ``supports_run_details = False``: behave like GitHub Enterprise Server without
-  ``return_run_details`` (``422`` when it is sent);
+- ``supports_run_details = False``: refuse ``return_run_details`` (``422``) without
+  saying it is GitHub Enterprise Server (``ghes=`` does);
 - ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
 
 The fake also runs as a process for manual tries: ``python -m tests.fakes.github``

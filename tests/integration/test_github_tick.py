@@ -123,7 +123,7 @@ def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
     fake.now = now
 
     def make(breaker: Breaker | None) -> GitHubExecutor:
-        return GitHubExecutor(fake.repository, fake.token, api_url=fake.url, now=now,
+        return GitHubExecutor(fake.repository, fake.token, api_url=fake.api_url, now=now,
                               breaker=breaker, sleep=Sleeper(fake), policy=policy)
 
     store = GitStateStore(repo, "origin", BRANCH)
