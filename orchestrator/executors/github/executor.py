@@ -3,10 +3,11 @@ per track.
 
 Dispatch
     ``POST /repos/{o}/{r}/actions/workflows/{workflow}/dispatches`` with the batch's
-    inputs (:mod:`.batching`) and ``return_run_details: true``, which makes GitHub
-    answer ``200`` with the new run's id. A ``204`` without details (older API
-    behaviour) and GitHub Enterprise Server rejecting the parameter (``422``) are
-    both handled: the run is then found by its ``run-name``.
+    inputs (:mod:`.batching`). With API version 2022-11-28 on api.github.com the body
+    asks ``return_run_details: true`` and GitHub answers ``200`` with the new run's id;
+    from 2026-03-10 on it always does and the field is gone; GitHub Enterprise Server
+    has no such field and answers ``204``. Without an id the run is found by its
+    ``run-name``.
 
 Correlation
     A batch is found again by listing ``workflow_dispatch`` runs created since the
