@@ -65,6 +65,7 @@ def test_the_github_factory_reads_its_settings_and_keeps_the_persisted_breaker(
     assert (built.repository, built.api_url, built.ref) == ("acme/jobs",
                                                              "https://ghe.example/api/v3", "prod")
     assert built.health() == opened
+    assert built.client.enterprise  # /api/v3: GitHub Enterprise Server
     assert "t0ken" not in repr(built)
     with pytest.raises(UserError, match="GITHUB_REPOSITORY is not set"):
         executors.get("github").factory(executors.Setup(tmp_path, T0, {}), None)
