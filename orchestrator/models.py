@@ -454,15 +454,6 @@ class DeadLetter(Frozen):
     discarded_reason: str | None = None
 
 
-class Breaker(Frozen):
-    """Circuit breaker of one executor backend, in ``state/health.json``."""
-
-    state: Literal["closed", "open", "half_open"] = "closed"
-    failures: int = 0
-    opened_at: UTCDateTime | None = None
-    last_error: str | None = None
-
-
 def utc_date_key(moment: datetime, zone: ZoneInfo) -> str:
     """The local calendar day of ``moment`` in ``zone`` as an ISO date."""
     return date.isoformat(moment.astimezone(zone).date())

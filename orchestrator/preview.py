@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .cron import NEXT_HORIZON, SlotInfo, SlotKind, dst_note
+from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
 from .schedules import LoadResult
 from .times import iso
@@ -81,14 +82,15 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     spec = schedule.spec
     if workflows is None or not workflows.is_dir():
         return []  # local use: no workflows to check against
+    runner = hosted_runner_warnings(spec.tracks)
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
-                "on GitHub Actions would fail"]
+                "on GitHub Actions would fail", *runner]
     if spec.workflow != "track.yml":
-        return []
+        return runner
     return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "
             "name a 'workflow' that handles its inputs" for track in spec.tracks
-            if track.run is None]
+            if track.run is None] + runner
 
 
 def _dst_notes(trigger: Trigger, zone_name: str, start: datetime, until: datetime

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from . import state as st
+from .breaker import Breaker, merge_breaker
 from .errors import ExecutorError, OrchestratorError
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
-from .models import Breaker, RunStatus, Schedule, TrackPhase
+from .models import RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
@@ -137,7 +138,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
             elif track.phase is TrackPhase.DISPATCHED:
                 lost.append(DispatchRequest(run_id=run_id, track=track.name,
                                             attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow))
+                                            workflow=run.workflow,
+                                            marked_at=track.dispatched_at))
     try:
         seen = executor.observe(handles) if handles else {}
         found = executor.lookup(lost) if lost else {}
@@ -157,20 +159,6 @@ def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
         rows = joined.splitlines(keepends=True)
         joined = b"".join(rows[-keep:])
     return joined
-
-
-_CAUTION = {"closed": 0, "half_open": 1, "open": 2}
-
-
-def merge_breaker(base: Breaker | None, theirs: Breaker | None, ours: Breaker) -> Breaker:
-    """The breaker to commit: this tick's (``ours``), unless another tick changed the
-    committed one (``theirs``) since this tick read it (``base``); then the more
-    cautious of the two, so a lost race never closes a breaker another tick opened."""
-    if theirs is None or theirs == base:
-        return ours
-    floor = datetime.min.replace(tzinfo=UTC)
-    return max((ours, theirs),
-               key=lambda b: (_CAUTION[b.state], b.opened_at or floor, b.failures))
 
 
 class _Overlay(Mapping[str, bytes]):

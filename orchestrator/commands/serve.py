@@ -26,6 +26,7 @@ from types import FrameType
 
 import click
 
+from .. import executors
 from ..cli import Config, pass_config
 from ..compaction import archive_tag, compact
 from ..models import Schedule
@@ -35,7 +36,7 @@ from ..state import last_tick_at
 from ..store import GitStateStore
 from ..times import iso
 from .status import DEFAULT_MAX_STALENESS
-from .tick import EXECUTORS, make_tick, ping
+from .tick import make_tick, ping
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
 COMPACT_EVERY = 24 * 3600.0
@@ -129,8 +130,8 @@ def install_signals(loop: Loop) -> None:
 @click.command("serve")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=60, show_default=True,
               metavar="SECONDS", help="Seconds between wake-ups (aligned to the clock).")
-@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
-              default="local", show_default=True, help="Where tracks run.")
+@click.option("--executor", type=click.Choice(executors.NAMES), envvar="ORCHESTRATOR_EXECUTOR",
+              default=executors.LOCAL, show_default=True, help=executors.choice_help())
 @click.option("--compact-keep-days", type=click.IntRange(min=0), metavar="N",
               help="Once a day, archive runs that finished more than N days ago.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from datetime import datetime, timedelta
@@ -9,47 +10,26 @@ from pathlib import Path
 
 import click
 
+from .. import executors
 from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
 from ..cli import Config, pass_config
-from ..executors.base import Executor
-from ..models import Breaker
 from ..store import GitStateStore
-from ..tick import Tick, TickResult
+from ..tick import ExecutorFactory, Tick, TickResult
 from ..times import iso, parse_now
 
-EXECUTORS = ("local", "github")
 
-
-def work_dir(cfg: Config) -> Path:
-    return Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
-
-
-def executor_factory(cfg: Config, name: str, now: datetime):  # type: ignore[no-untyped-def]
+def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
     """A function building the chosen executor from the persisted breaker state."""
-
-    def make(breaker: Breaker | None) -> Executor:
-        if name == "local":
-            from ..executors.local import LocalExecutor
-
-            return LocalExecutor(work_dir(cfg), repo=cfg.repo)
-        from ..executors.github import GitHubExecutor
-
-        return GitHubExecutor.from_env(breaker=breaker, now=now)
-
-    return make
-
-
-def grace_for(executor: str) -> timedelta:
-    # GitHub may take a minute or more to create a dispatched run; the local
-    # executor's launch marker is written before `dispatch` returns.
-    return timedelta(minutes=10) if executor == "github" else timedelta(minutes=1)
+    info = executors.get(name)
+    setup = executors.Setup(repo=cfg.repo, now=now)
+    return functools.partial(info.factory, setup)
 
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
-                executor_name=executor, dispatch_grace=grace_for(executor),
+                executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
                 index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
@@ -122,8 +102,8 @@ def ping(url: str) -> str | None:
 
 @click.command("tick")
 @click.option("--now", "now_text", metavar="ISO", help="Decide as of this instant (default: now).")
-@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
-              default="local", show_default=True, help="Where tracks run.")
+@click.option("--executor", type=click.Choice(executors.NAMES), envvar="ORCHESTRATOR_EXECUTOR",
+              default=executors.LOCAL, show_default=True, help=executors.choice_help())
 @click.option("--dry-run", is_flag=True, help="Decide and print; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",

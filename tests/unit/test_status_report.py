@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from orchestrator import state as st
+from orchestrator.breaker import Breaker
 from orchestrator.models import (
-    Breaker,
     Cursor,
     DeadLetter,
     Run,
