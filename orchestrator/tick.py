@@ -39,6 +39,7 @@ from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
+from .wake import Wake, next_wake
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class TickResult:
     summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
     byte limit (for the job summary, whose limit the briefs share)."""
+    wake: Wake | None = None
+    """The next due moment after this tick, from the state it decided."""
 
     @property
     def log(self) -> list[str]:
@@ -90,6 +93,7 @@ class TickResult:
             "finished": self.finished,
             "schedule_errors": self.schedule_errors,
             "log": self.log,
+            "next_wake": self.wake.to_json() if self.wake else None,
         }
 
 
@@ -312,6 +316,8 @@ class Tick:
             result.decision, _ = self._plan_files(snap, state0, schedules, invalid, obs,
                                                   breaker, result)
             result.tip = snap.tip
+            assert result.decision is not None
+            result.wake = next_wake(schedules, result.decision.state, self.now)
             return result
 
         holder: dict[str, Decision] = {}
@@ -328,6 +334,7 @@ class Tick:
         outcome = self.store.transact(mark, f"tick {iso(self.now)}: decide", snapshot=snap)
         decision = holder["decision"]
         result.decision = decision
+        result.wake = next_wake(schedules, decision.state, self.now)
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.finished = list(result.rendered)

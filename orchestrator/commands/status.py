@@ -28,6 +28,7 @@ from ..models import Schedule
 from ..schedules import load_all
 from ..store import GitStateStore
 from ..times import iso, parse_now
+from ..wake import next_wake
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -74,8 +75,10 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "slot": _iso(run.slot),
             "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
         })
+    wake = next_wake(schedules, state, now)
     return {
         "now": _iso(now),
+        "next_wake": wake.to_json() if wake else None,
         "last_tick": _iso(last),
         "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
         "max_staleness_minutes": max_staleness.total_seconds() / 60,
@@ -102,6 +105,9 @@ def text(report: dict[str, Any]) -> list[str]:
         lines = [f"last tick     {report['last_tick']}  ({_age(report['age_minutes'])} ago; "
                  f"{verdict}, limit {limit})"]
     lines.append(f"now           {report['now']}")
+    wake = report["next_wake"]
+    lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
+                 "next wake     nothing will fall due")
     if not report["schedules"]:
         lines.append("schedules     none")
     else:
