@@ -53,12 +53,21 @@ def until_words(delta: timedelta) -> str:
     return f"in {hours} h {minutes % 60} min" if hours < 48 else f"in {hours // 24} days"
 
 
-def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
-    """The first slot of a cron schedule strictly after ``after``.
+def cron_slots(spec: ScheduleSpec, after: datetime,
+               until: datetime | None = None) -> list[datetime]:
+    """The slots of ``spec`` in ``(after, until]``; without ``until``, the first one after
+    ``after`` (or none).
 
-    The one place this module asks the cron evaluator (so a change of its interface
-    is adapted here only)."""
-    found = cron.next_slots(spec, after, 1)
+    The one place the timing modules (this one, :mod:`.cadence`, :mod:`.estimate`) ask
+    the cron evaluator, so a change of its interface is adapted here only."""
+    if until is None:
+        return cron.next_slots(spec, after, 1)
+    return cron.slots(spec, after, until)
+
+
+def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
+    """The first slot of a cron schedule strictly after ``after``."""
+    found = cron_slots(spec, after)
     return found[0] if found else None
 
 
