@@ -121,12 +121,13 @@ def compress(instants: Iterable[datetime]) -> list[str]:
         dows.add((moment.weekday() + 1) % 7)  # cron: 0 is Sunday
     by_rest: dict[tuple[int, str, str, str], set[int]] = defaultdict(set)
     for (hour, minute), (months, doms, dows) in seen.items():
-        # Restrict one day field only: cron ORs day-of-month and day-of-week.
+        # Restrict one day field only: cron ORs day-of-month and day-of-week. A few
+        # days of the month (a monthly or one-shot slot) say more than the weekdays.
         dom, dow = "*", "*"
-        if len(dows) < 7 and len(dows) / 7 <= len(doms) / 31:
-            dow = _field(dows, range(7))
-        elif len(doms) < 31:
+        if len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
             dom = _field(doms, range(1, 32))
+        elif len(dows) < 7:
+            dow = _field(dows, range(7))
         by_rest[(minute, dom, _field(months, range(1, 13)), dow)].add(hour)
     by_hours: dict[tuple[str, str, str, str], set[int]] = defaultdict(set)
     for (minute, dom, month, dow), hours in by_rest.items():
@@ -159,13 +160,12 @@ def watchdog_for(gap: timedelta) -> tuple[str, int]:
     """The watchdog's cron and threshold for ticks at most ``gap`` apart.
 
     The threshold allows an idle tick's hourly heartbeat, or one dropped tick, plus
-    GitHub's delay; the watchdog then checks about twice per threshold (a divisor of
-    the day), not more often: checking twice an hour for a 90-minute limit only
-    spends minutes."""
+    GitHub's delay; the watchdog then checks about once per threshold (every N hours,
+    N dividing the day), so a stopped tick is reported within twice the threshold:
+    checking twice an hour for a 90-minute limit would only spend minutes."""
     minutes = int(gap.total_seconds() // 60)
     staleness = max(HEARTBEAT_EVERY + minutes, 2 * minutes) + 15
-    every = max([h for h in (1, 2, 3, 4, 6, 8, 12, 24) if h * 60 <= staleness / 2],
-                default=1)
+    every = max([h for h in (1, 2, 3, 4, 6, 8, 12, 24) if h * 60 <= staleness], default=1)
     return safety_line(every).replace("17 ", f"{WATCHDOG_MINUTE} ", 1), staleness
 
 
@@ -261,7 +261,7 @@ def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
     if watchdog.is_file():
         old = watchdog.read_text(encoding="utf-8")
         new = with_crons(old, [derived.watchdog_cron], [
-            "Written by `orchestrator cron-sync`: about twice per staleness limit, which",
+            "Written by `orchestrator cron-sync`: about once per staleness limit, which",
             "allows the tick cadence's longest gap (see tick.yml) and one dropped tick."])
         new = _STALENESS.sub(lambda m: f"{m.group(1)}{derived.max_staleness_minutes}"
                              f"{m.group(3)}", new)

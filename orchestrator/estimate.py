@@ -53,10 +53,12 @@ class CronDelay:
     Delays are log-normal: median ``median_minutes``, 95th percentile
     ``p95_minutes``, a long tail as community reports describe. A run is dropped
     with ``drop_rate``. At minute 0 of an hour, GitHub's busiest, delays are
-    ``top_of_hour_factor`` times longer and drops that many times likelier."""
+    ``top_of_hour_factor`` times longer and drops that many times likelier. No delay
+    exceeds ``max_minutes`` (later than that, reports speak of runs that never came)."""
 
     median_minutes: float = 4.0
     p95_minutes: float = 32.0
+    max_minutes: float = 180.0
     drop_rate: float = 0.03
     top_of_hour_factor: float = 2.0
 
@@ -66,7 +68,7 @@ class CronDelay:
             return None
         sigma = math.log(self.p95_minutes / self.median_minutes) / 1.6449
         minutes = self.median_minutes * factor * math.exp(rng.gauss(0.0, sigma))
-        return timedelta(minutes=minutes)
+        return timedelta(minutes=min(minutes, self.max_minutes))
 
 
 @dataclass(frozen=True)
