@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from .cadence import scheduled
 from .models import CatchupPolicy, Schedule
 from .wake import cron_slots
 
@@ -170,8 +171,6 @@ def _all_slots(schedules: Iterable[Schedule], start: datetime,
 
 
 def _utc_ticks(lines: list[str], start: datetime, end: datetime) -> list[datetime]:
-    from .cadence import scheduled  # cadence builds on this module's neighbours
-
     return scheduled(lines, start, end)
 
 
