@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import cadence
 from orchestrator import state as st
 from orchestrator.commands import init
+from orchestrator.repo_config import RepoConfig
 from orchestrator.store import GitStateStore
 
 BRANCH = "orchestrator-state"
@@ -105,7 +107,12 @@ def test_init_refuses_to_overwrite_a_workflow_and_force_overwrites_it(tmp_path: 
         proc = cli(tmp_path, "init", str(repo), "--force", "--pages")
         assert proc.returncode == 0, proc.stderr
     assert "overwrote .github/workflows/tick.yml" in proc.stdout
-    assert tick_yml.read_text() == init.scaffold_files()[".github/workflows/tick.yml"]
+    # the shipped file, with its cron derived from the example schedule (cron-sync)
+    shipped = init.scaffold_files()[".github/workflows/tick.yml"]
+    written = tick_yml.read_text()
+    assert "4,9 6 * 3-11 1-5" in cadence.read_crons(written)
+    assert cadence.with_crons(written, cadence.read_crons(shipped),
+                              cadence.tick_comment(RepoConfig())) == shipped
     assert (repo / ".github" / "workflows" / "pages.yml").is_file()
     readme = (repo / "README.md").read_text()
     assert readme.startswith("# My project\n\n## Scheduled work (orchestrator)\n")
