@@ -17,7 +17,7 @@ otherwise wake the loop again and again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -110,10 +110,22 @@ def _tracks(state: State, now: datetime) -> Iterator[Wake]:
                     yield Wake(end, f"{run_id}: {track.name} timeout")
 
 
+Source = Callable[[Sequence[Schedule], State, datetime], Iterator[Wake]]
+
+SOURCES: tuple[Source, ...] = (
+    _slots,
+    lambda schedules, state, now: _tracks(state, now),
+    # A poll track's next poll joins here as its own source when poll tracks arrive
+    # (until then a track waiting on `not_before` is covered by `_tracks`).
+)
+"""Where due moments come from; each yields its moments after ``now``."""
+
+
 def due_moments(schedules: Iterable[Schedule], state: State, now: datetime) -> list[Wake]:
     """Every source's next due moment after ``now``, earliest first."""
     now = now.astimezone(UTC)
-    return sorted([*_slots(schedules, state, now), *_tracks(state, now)])
+    listed = list(schedules)
+    return sorted(wake for source in SOURCES for wake in source(listed, state, now))
 
 
 def next_wake(schedules: Iterable[Schedule], state: State, now: datetime) -> Wake | None:
