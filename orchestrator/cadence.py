@@ -169,6 +169,14 @@ def watchdog_for(gap: timedelta) -> tuple[str, int]:
     return safety_line(every).replace("17 ", f"{WATCHDOG_MINUTE} ", 1), staleness
 
 
+def staleness_limit(root: Path, start: datetime) -> int | None:
+    """Minutes after which no tick means trouble, for ``root``'s tick.yml (None without
+    one): what cron-sync gives the watchdog, so ``status`` agrees with it."""
+    tick = root / TICK
+    lines = read_crons(tick.read_text(encoding="utf-8")) if tick.is_file() else []
+    return watchdog_for(max_gap(lines, start))[1] if lines else None
+
+
 def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -> Derived:
     cadence = config.cadence
     if cadence.mode == "fixed":
