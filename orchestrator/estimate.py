@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .cadence import scheduled
+from .cadence import schedule_slots, scheduled
 from .models import CatchupPolicy, Schedule
-from .wake import cron_slots
 
 MONTH_DAYS = 30
 FREE_MINUTES = 2000
@@ -163,10 +162,7 @@ def _all_slots(schedules: Iterable[Schedule], start: datetime,
     for schedule in schedules:
         if not schedule.spec.enabled:
             continue
-        at = schedule.spec.at_utc()
-        slots = ([at] if at is not None and start < at <= end else []) if at is not None \
-            else cron_slots(schedule.spec, start, end)
-        found += [(slot, schedule.id) for slot in slots]
+        found += [(slot, schedule.id) for slot in schedule_slots(schedule, start, end)]
     return sorted(found)
 
 

@@ -71,7 +71,7 @@ def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
     return found[0] if found else None
 
 
-def _slots(schedules: Iterable[Schedule], state: State, now: datetime) -> Iterator[Wake]:
+def _slots(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterator[Wake]:
     for schedule in schedules:
         spec = schedule.spec
         cursor = state.cursors.get(schedule.id)
@@ -90,7 +90,7 @@ def _slots(schedules: Iterable[Schedule], state: State, now: datetime) -> Iterat
             yield Wake(slot, f"{schedule.id}: slot {slot:%Y-%m-%dT%H:%MZ}")
 
 
-def _tracks(state: State, now: datetime) -> Iterator[Wake]:
+def _tracks(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterator[Wake]:
     for run_id, tracks in state.tracks.items():
         run = state.runs.get(run_id)
         if run is None or run.status not in machine.RUN_OPEN:
@@ -114,7 +114,7 @@ Source = Callable[[Sequence[Schedule], State, datetime], Iterator[Wake]]
 
 SOURCES: tuple[Source, ...] = (
     _slots,
-    lambda schedules, state, now: _tracks(state, now),
+    _tracks,
     # A poll track's next poll joins here as its own source when poll tracks arrive
     # (until then a track waiting on `not_before` is covered by `_tracks`).
 )
