@@ -38,6 +38,7 @@ from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
+from .wake import Wake, next_wake
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class TickResult:
     summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
     byte limit (for the job summary, whose limit the briefs share)."""
+    wake: Wake | None = None
+    """The next due moment after this tick, from the state it decided."""
 
     @property
     def log(self) -> list[str]:
@@ -94,6 +97,7 @@ class TickResult:
             "finished": self.finished,
             "schedule_errors": self.schedule_errors,
             "log": self.log,
+            "next_wake": self.wake.to_json() if self.wake else None,
         }
 
 
@@ -327,6 +331,8 @@ class Tick:
             result.decision = planned.decision
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
+            assert result.decision is not None
+            result.wake = next_wake(schedules, result.decision.state, self.now)
             return result
 
         marked: Planned | None = None
@@ -345,6 +351,7 @@ class Tick:
         decision = marked.decision
         result.decision = decision
         result.rendered, result.summaries = marked.rendered, marked.summaries
+        result.wake = next_wake(schedules, decision.state, self.now)
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.finished = list(result.rendered)

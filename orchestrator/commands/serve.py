@@ -3,9 +3,10 @@
 For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 
 - ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
-  ``orchestrator tick`` does; several ``serve`` processes (or a ``serve`` and the
-  GitHub workflow) may tick the same state branch: compare-and-swap keeps every slot
-  fired once;
+  ``orchestrator tick`` does; the loop also wakes at the next due moment each tick
+  reports (a slot fires within a second of its time, whatever ``--interval``);
+  several ``serve`` processes (or a ``serve`` and the GitHub workflow) may tick the
+  same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
   older than ``--max-staleness`` (say, pushes are being rejected);
 - ``compact`` once a day, with ``--compact-keep-days N``.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import FrameType
 
@@ -45,11 +47,14 @@ PING_EVERY = 60.0
 
 
 def tick_work(cfg: Config, executor: str, heartbeat_every: float,
-              heartbeat_url: str | None) -> Work:
+              heartbeat_url: str | None,
+              wake_at: Callable[[datetime], None] | None = None) -> Work:
     last_ping: list[float] = []
 
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every).run()
+        if wake_at is not None and result.wake is not None:
+            wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
         if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
             last_ping[:] = [time.monotonic()]
@@ -106,7 +111,7 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
                heartbeat_url: str | None, max_staleness: float,
                compact_keep_days: int | None) -> Loop:
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
-    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url))
+    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:

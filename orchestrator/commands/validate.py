@@ -20,6 +20,7 @@ from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
 from ..preview import Report
 from ..schedules import load_all
+from . import _timing
 from .schedules import INSTANT, fmt_local, fmt_utc
 
 
@@ -106,16 +107,23 @@ def render_markdown(report: Report) -> str:
 def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
     """Check every schedules/*.json and preview the next runs.
 
-    Exits 1 if any file is invalid; the valid ones are still previewed.
+    Exits 1 if any file is invalid (the valid ones are still previewed), or if
+    tick.yml no longer ticks before every slot (run cron-sync).
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
+    timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
+    for problem in timing.problems:
+        click.echo(f"orchestrator: {problem}", err=True)
     if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json()}, indent=2,
+                              ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(render_markdown(report), nl=False)
+        click.echo("\n" + _timing.markdown(timing, cfg.repo, report.loaded.schedules,
+                                           report.start), nl=False)
     else:
-        click.echo(render_text(report), nl=False)
-    return EXIT_OK if report.ok else EXIT_USER
+        click.echo(render_text(report) + _timing.text(timing), nl=False)
+    return EXIT_OK if report.ok and not timing.problems else EXIT_USER
 
