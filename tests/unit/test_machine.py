@@ -59,7 +59,7 @@ def test_terminal_states_have_no_automatic_exit() -> None:
     assert machine.TRACK_TRANSITIONS[TrackPhase.SKIPPED] == frozenset()
     assert machine.RUN_TRANSITIONS[RunStatus.COMPLETED] == frozenset()
     assert machine.TRACK_OPEN.isdisjoint(machine.TRACK_TERMINAL)
-    assert machine.TRACK_OPEN | machine.TRACK_TERMINAL == set(TrackPhase)
+    assert set(TrackPhase) == machine.TRACK_OPEN | machine.TRACK_TERMINAL
 
 
 def test_a_waiting_poll_leaves_only_for_another_poll_or_its_end() -> None:
