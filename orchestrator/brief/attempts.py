@@ -43,6 +43,8 @@ def attempts_of(track: Track) -> list[Attempt]:
     terminal = {p.value for p in TrackPhase if p not in TRACK_OPEN}
     for step in track.state_history:
         if step.to == TrackPhase.DISPATCHED.value:
+            if step.from_ == TrackPhase.WAITING.value:
+                continue  # a poll dispatched again: the same attempt goes on
             if cur is not None and cur.get("finished") is None:
                 # Re-dispatch of a lost dispatch: the same attempt starts over.
                 cur["dispatched"] = step.at
@@ -57,7 +59,7 @@ def attempts_of(track: Track) -> list[Attempt]:
         elif cur is None:
             continue  # tapped out or cancelled while waiting for a dispatch: nothing ran
         elif step.to == TrackPhase.RUNNING.value:
-            cur["started"] = step.at
+            cur["started"] = cur["started"] or step.at  # a poll's later runs go on
             cur["outcome"] = step.to
         elif step.to in terminal:
             cur["finished"] = step.at

@@ -98,13 +98,18 @@ class Context:
              **changes: object) -> Track:
         """Move ``track`` at ``at`` (default ``now``): a moment the backend measured,
         such as the command's own end, kept between the previous step and ``now``."""
-        when = self.now if at is None else min(self.now, at)
-        if track.state_history:
-            when = max(when, track.state_history[-1].at)
-        moved = machine.move_track(track, to, when, reason, **changes)
+        moved = machine.move_track(track, to, self.moment(track, at), reason, **changes)
         self.set_track(moved)
         self.d.note(track.run_id, f"{track.name}: {track.phase.value} -> {to.value} ({reason})")
         return moved
+
+    def moment(self, track: Track, at: datetime | None) -> datetime:
+        """``at`` kept between ``track``'s previous step and ``now`` (a backend's clock
+        may be ahead of the tick's or behind it); ``now`` when ``at`` is ``None``."""
+        when = self.now if at is None else min(self.now, at)
+        if track.state_history:
+            when = max(when, track.state_history[-1].at)
+        return when
 
     def handle_of(self, track: Track) -> Handle | None:
         if track.handle is None or track.dispatch_key is None:

@@ -54,7 +54,7 @@ def wait(ctx: Context, track: Track, seen: Observation, at: datetime) -> Track:
     """Move ``track`` to ``waiting`` after a "not yet" answered at ``at``."""
     minutes = (asked_minutes(seen.result) or track.spec.poll_interval_minutes
                or DEFAULT_POLL_MINUTES)
-    at = min(at, ctx.now)
+    at = ctx.moment(track, at)
     again = at + timedelta(minutes=minutes)
     number = track.polls + 1
     moved = ctx.move(track, P.WAITING, f"poll {number}: not yet; again after {minutes:g} min",
