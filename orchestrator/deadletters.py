@@ -80,6 +80,7 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
     track = machine.move_track(
         track, TrackPhase.PENDING, now, why, attempt=track.attempt + 1,
         max_attempts=track.attempt + track.spec.max_attempts, not_before=None, handle=None,
+        polls=0,
         dispatch_key=None, url=None, dispatched_at=None, started_at=None, finished_at=None)
     out: Change = {
         st.track_path(letter.run_id, letter.track): st.to_json(track),

@@ -215,7 +215,7 @@ class _Month:
             self.last_commit = done
 
     def _run(self, sid: str, dispatched: datetime) -> None:
-        legs = len(self.specs[sid].tracks)
+        legs = len(self.specs[sid].run_tracks)
         minutes = self.f.runner_minutes
         minutes["tracks"] = minutes.get("tracks", 0) + legs * billed(self.track_minutes * 60)
         minutes["fan-in"] = minutes.get("fan-in", 0) + billed(self.b.fan_in_seconds)
@@ -309,8 +309,9 @@ def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days
             figures.missed += 1
             continue
         figures.lateness_seconds.append(late.total_seconds())
+        legs = len(specs[sid].run_tracks)  # the consolidate step is a leg too
         figures.runner_minutes["tracks"] = (figures.runner_minutes.get("tracks", 0)
-                                            + len(specs[sid].tracks) * billed(track_minutes * 60))
+                                            + legs * billed(track_minutes * 60))
     return _per_month(figures, days, Counter(), Counter())
 
 

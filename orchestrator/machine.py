@@ -3,9 +3,12 @@
 Track::
 
     pending ──> dispatched ──> running ──> complete
-       ^  │          │  │         │  └───> failed ──(attempts left: retry)──> pending
-       │  │          │  └─────────┼──────> failed / tapped_out / cancelled
-       │  └──────────┴────────────┴──────> tapped_out | cancelled
+       ^  │ │        │  │  ^      │  └───> failed ──(attempts left: retry)──> pending
+       │  │ │        │  │  │      ├──────> waiting ──(poll interval)──> dispatched
+       │  │ │        │  └──┼──────┼──────> failed / tapped_out / cancelled / waiting
+       │  │ │        │     └──────┘ (a poll dispatched again, same attempt)
+       │  │ └────────┴────────────┴──────> tapped_out | cancelled
+       │  └──> skipped (a needed track did not complete)
        └── failed | tapped_out (operator requeue from the dead letter queue)
 
 Run::
@@ -13,7 +16,9 @@ Run::
     scheduled ──> running ──> consolidating ──> completed | failed
         └────────────────────────^        failed ──(operator requeue)──> running
 
-``complete``, ``cancelled``, ``completed`` have no outgoing transitions.
+``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions.
+``waiting`` (a poll answered "not yet") uses no attempt: it goes back to
+``dispatched`` under a new dispatch key, or is tapped out or cancelled.
 ``failed`` and ``tapped_out`` tracks leave only through a retry or an operator's
 requeue, and a ``failed`` run only through a requeue of one of its tracks. Every
 transition appends ``{from, to, at, reason}`` to the object's ``state_history``;
@@ -34,24 +39,26 @@ P = TrackPhase
 R = RunStatus
 
 TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
-    P.PENDING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
-    # A track may report `complete`/`failed` before the tick ever saw it running.
+    P.PENDING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED}),
+    # A track may report `complete`/`failed`/`waiting` before the tick saw it running.
     P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
-                             P.CANCELLED}),
-    P.RUNNING: frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED}),
+                             P.CANCELLED, P.WAITING}),
+    P.RUNNING: frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.WAITING}),
+    P.WAITING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
     P.FAILED: frozenset({P.PENDING}),
     P.TAPPED_OUT: frozenset({P.PENDING}),
     P.COMPLETE: frozenset(),
     P.CANCELLED: frozenset(),
+    P.SKIPPED: frozenset(),
 }
 """Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
 dispatch was lost; ``failed -> pending`` a retry or requeue; ``tapped_out -> pending``
 a requeue."""
 
-TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING})
+TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING, P.WAITING})
 """Phases in which a track still needs the tick's attention."""
 
-TRACK_TERMINAL = frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED})
+TRACK_TERMINAL = frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED})
 """Phases that count as finished for the run's fan-in (``failed`` only once no retry
 is left: the planner turns a retryable failure back into ``pending`` in the same tick)."""
 
@@ -63,7 +70,7 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     R.FAILED: frozenset({R.RUNNING}),
 }
 """Allowed run transitions. ``scheduled -> consolidating`` happens when every track was
-cancelled or tapped out before any dispatch; ``failed -> running`` is a requeue."""
+cancelled, tapped out or skipped before any dispatch; ``failed -> running`` is a requeue."""
 
 RUN_OPEN = frozenset({R.SCHEDULED, R.RUNNING, R.CONSOLIDATING})
 RUN_TERMINAL = frozenset({R.COMPLETED, R.FAILED})

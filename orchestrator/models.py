@@ -10,17 +10,12 @@ The docstrings of the schedule fields become the descriptions in
 
 from __future__ import annotations
 
-import difflib
-import functools
-import re
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     model_validator,
@@ -29,89 +24,19 @@ from pydantic_core import PydanticCustomError
 
 from .cron import DstFold as DstFold
 from .cron import DstGap as DstGap
-from .cron import DstPolicy, local_to_utc, validate_cron
-from .errors import InvalidId
-
-ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
-"""Schedule ids and track names: safe as a file name, a path segment and a git ref part.
-No ``--`` and no trailing ``-``: ``--`` separates the parts of run ids, dispatch keys and
-dead-letter keys, which must split back unambiguously."""
-
-ID_RULE = ("1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit, "
-           "without '--' or a trailing '-'")
-
-WORKFLOW_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.ya?ml")
-
-RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z")
-"""``<schedule-id>--<slot in UTC>``; the idempotency key of one firing."""
-
-
-def check_id(value: str, what: str = "id") -> str:
-    """Return ``value`` if it is a valid id, else raise :class:`InvalidId`.
-
-    Ids end up in file paths (``state/runs/<run_id>/tracks/<track>.json``), so this
-    is also the guard against path traversal: no ``/``, no ``..``, no upper case.
-    """
-    if not isinstance(value, str) or not ID_RE.fullmatch(value):
-        raise InvalidId(
-            f"invalid {what} {value!r}: use {ID_RULE}"
-        )
-    return value
-
-
-def check_run_id(value: str) -> str:
-    if not isinstance(value, str) or not RUN_ID_RE.fullmatch(value):
-        raise InvalidId(
-            f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>, "
-            "e.g. nightly--20261201T0700Z"
-        )
-    return value
-
-
-def _id(value: str) -> str:
-    if not ID_RE.fullmatch(value):
-        raise ValueError(
-            f"must be {ID_RULE}"
-        )
-    return value
-
-
-@functools.lru_cache(maxsize=1)
-def _zone_names() -> frozenset[str]:
-    # The system's zones plus the tzdata package's, minus aliases of the host's own
-    # zone: a schedule must mean the same on every machine.
-    return frozenset(available_timezones() - {"localtime", "posixrules"})
-
-
-def _zone(value: str) -> str:
-    if value not in _zone_names():
-        close = difflib.get_close_matches(value, sorted(_zone_names()), n=1, cutoff=0.8)
-        hint = f"did you mean {close[0]!r}?" if close else (
-            "use an IANA name such as 'America/New_York' or 'UTC'")
-        raise ValueError(f"unknown time zone {value!r} ({hint})")
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise ValueError(f"time zone {value!r} cannot be loaded: {exc}") from exc
-    return value
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError("must include a UTC offset (e.g. 2026-12-01T07:00:00Z)")
-    return value.astimezone(UTC)
-
-
-Id = Annotated[str, AfterValidator(_id),
-               Field(json_schema_extra={"pattern": f"^{ID_RE.pattern}$"})]
-ZoneName = Annotated[str, AfterValidator(_zone)]
-CronText = Annotated[str, AfterValidator(validate_cron)]
-UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False)
-
+from .cron import DstPolicy, local_to_utc
+from .fieldtypes import ID_RE as ID_RE
+from .fieldtypes import ID_RULE as ID_RULE
+from .fieldtypes import RUN_ID_RE as RUN_ID_RE
+from .fieldtypes import WORKFLOW_RE as WORKFLOW_RE
+from .fieldtypes import CronText as CronText
+from .fieldtypes import Frozen as Frozen
+from .fieldtypes import Id as Id
+from .fieldtypes import UTCDateTime as UTCDateTime
+from .fieldtypes import ZoneName as ZoneName
+from .fieldtypes import check_id as check_id
+from .fieldtypes import check_run_id as check_run_id
+from .graph import CONSOLIDATE, graph_error
 
 # --------------------------------------------------------------------------- policies
 
@@ -146,6 +71,15 @@ class CatchupPolicy(StrEnum):
     like ``latest``."""
 
 
+class When(StrEnum):
+    """When a track with ``needs`` runs, once every needed track is terminal."""
+
+    SUCCESS = "success"
+    """Only if every needed track completed; otherwise it is ``skipped``."""
+    ALWAYS = "always"
+    """Whatever their outcome (a clean-up or consolidation step)."""
+
+
 # --------------------------------------------------------------------------- schedules
 
 
@@ -174,11 +108,42 @@ class TrackSpec(Frozen):
         60, ge=0, le=24 * 3600,
         description="Seconds before the first retry; doubles on each further attempt.",
     )
+    needs: list[Id] = Field(
+        default_factory=list,
+        description="Tracks of the same schedule that must be terminal before this one is "
+        "dispatched.",
+    )
+    when: When = Field(
+        When.SUCCESS,
+        description="With `needs`: 'success' runs only if every needed track completed "
+        "(else it is skipped); 'always' runs whatever their outcome.",
+    )
+    poll_interval_minutes: float | None = Field(
+        None, gt=0, le=24 * 60,
+        description="Minutes before a track that answered \"not yet\" (exit code 75, or a "
+        "result without `poll_again_in_minutes`) is dispatched again; default 5.",
+    )
 
     @model_validator(mode="after")
     def _has_work(self) -> TrackSpec:
         if self.run is None and not self.inputs:
             raise ValueError("a track needs 'run' or 'inputs' (or both)")
+        return self
+
+
+class ConsolidateSpec(Frozen):
+    """The schedule's final step: a track named ``consolidate`` that needs every other
+    track with ``when: always`` and sees their results in ``ORCHESTRATOR_RESULTS``."""
+
+    run: str | None = Field(None, min_length=1, description="Shell command, as a track's.")
+    inputs: dict[str, str] = Field(default_factory=dict, description="As a track's `inputs`.")
+    timeout_minutes: float = Field(30, gt=0, le=7 * 24 * 60, description="As a track's.")
+    max_attempts: int = Field(1, ge=1, le=20, description="As a track's.")
+
+    @model_validator(mode="after")
+    def _has_work(self) -> ConsolidateSpec:
+        if self.run is None and not self.inputs:
+            raise ValueError("the consolidate step needs 'run' or 'inputs' (or both)")
         return self
 
 
@@ -249,6 +214,11 @@ class ScheduleSpec(Frozen):
         0, ge=0, le=3600,
         description="Delay each run by a deterministic 0..N seconds (hash of the run id).",
     )
+    consolidate: ConsolidateSpec | None = Field(
+        None,
+        description="A final step run once every track is terminal, whatever their outcome, "
+        "with every result in the file named by ORCHESTRATOR_RESULTS; it heads the brief.",
+    )
     dst: DstPolicy = Field(
         default_factory=DstPolicy,
         description="Daylight-saving behaviour of fixed-time schedules (minute and hour "
@@ -279,7 +249,27 @@ class ScheduleSpec(Frozen):
                 raise PydanticCustomError("duplicate_track", "duplicate track name '{name}'",
                                           {"field": f"tracks.{i}.name", "name": track.name})
             seen.add(track.name)
+        if self.consolidate is not None and CONSOLIDATE in seen:
+            i = [t.name for t in self.tracks].index(CONSOLIDATE)
+            raise PydanticCustomError(
+                "reserved_track", "track name '{name}' is reserved for the schedule's "
+                "'consolidate' step", {"field": f"tracks.{i}.name", "name": CONSOLIDATE})
+        problem = graph_error([(t.name, t.needs) for t in self.tracks])
+        if problem is not None:
+            raise PydanticCustomError("track_graph", "{msg}", {
+                "field": f"tracks.{problem[0]}.needs", "msg": problem[1]})
         return self
+
+    @property
+    def run_tracks(self) -> list[TrackSpec]:
+        """The tracks a run has: ``tracks``, then the ``consolidate`` step if any."""
+        if self.consolidate is None:
+            return list(self.tracks)
+        c = self.consolidate
+        step = TrackSpec(name=CONSOLIDATE, run=c.run, inputs=c.inputs,
+                         timeout_minutes=c.timeout_minutes, max_attempts=c.max_attempts,
+                         needs=[t.name for t in self.tracks], when=When.ALWAYS)
+        return [*self.tracks, step]
 
     @property
     def zone(self) -> ZoneInfo:
@@ -330,6 +320,11 @@ class TrackPhase(StrEnum):
     """Stopped for exceeding its timeout or the run's deadline. Terminal; dead-lettered."""
     CANCELLED = "cancelled"
     """Cancelled by an overlap policy or an operator. Terminal."""
+    SKIPPED = "skipped"
+    """Never dispatched: a needed track did not complete (``when: success``). Terminal."""
+    WAITING = "waiting"
+    """A poll answered "not yet": dispatched again after its poll interval, without
+    using an attempt. Not terminal; the run's deadline taps it out."""
 
 
 class RunStatus(StrEnum):
@@ -377,6 +372,8 @@ class Track(Frozen):
     dispatched_at: UTCDateTime | None = None
     started_at: UTCDateTime | None = None
     finished_at: UTCDateTime | None = None
+    polls: int = Field(0, ge=0)
+    """"Not yet" answers in the current attempt; part of the dispatch key when > 0."""
     url: str | None = None
     """Link to the CI run or the local log of the current attempt."""
     result: dict[str, Any] | None = None
@@ -386,7 +383,8 @@ class Track(Frozen):
 
     @property
     def key(self) -> str:
-        return f"{self.run_id}--{self.name}--{self.attempt}"
+        poll = f".{self.polls}" if self.polls else ""
+        return f"{self.run_id}--{self.name}--{self.attempt}{poll}"
 
 
 class Run(Frozen):

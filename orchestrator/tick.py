@@ -142,7 +142,7 @@ def gather(executor: Executor, state: st.State) -> Observations:
             elif track.phase is TrackPhase.DISPATCHED:
                 lost.append(DispatchRequest(run_id=run_id, track=track.name,
                                             attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow,
+                                            workflow=run.workflow, poll=track.polls,
                                             marked_at=track.dispatched_at))
     try:
         seen = executor.observe(handles) if handles else {}
@@ -258,7 +258,7 @@ class Tick:
             done = f"{finished.status.value}; brief rendered"
             lines = [*decision.touched_runs.get(run_id, []), done]
             polls = st.polls_path(run_id)
-            files[polls] = _append_lines(old, polls, [self._poll_row(lines)])
+            files[polls] = _append_lines(old, polls, self._poll_rows(decision, run_id, lines))
             view = _Overlay({k: v for k, v in files.items() if v is not None}, old)
             try:
                 ctx = context_from_files(view, run_id, now=self.now, last_tick=self.now,
@@ -290,13 +290,19 @@ class Tick:
         return st.json_line({"at": iso(self.now), "executor": self.executor_name,
                              "changes": changes})
 
+    def _poll_rows(self, decision: Decision, run_id: str, changes: list[str]) -> list[bytes]:
+        """The tick's line for ``run_id``, after one line per poll a track answered."""
+        answers = [st.json_line({**entry, "executor": self.executor_name})
+                   for entry in decision.polls.get(run_id, [])]
+        return [*answers, self._poll_row(changes)]
+
     def _append_logs(self, files: dict[str, bytes | None], changed: Mapping[str, object],
                      old: Mapping[str, bytes], decision: Decision) -> None:
         for run_id, lines in sorted(decision.touched_runs.items()):
             if run_id not in decision.state.runs:
                 continue
-            files[st.polls_path(run_id)] = _append_lines(old, st.polls_path(run_id),
-                                                         [self._poll_row(lines)])
+            files[st.polls_path(run_id)] = _append_lines(
+                old, st.polls_path(run_id), self._poll_rows(decision, run_id, lines))
         last = st.last_tick_at(old)
         stale = last is None or self.now - last >= self.heartbeat_every
         if changed or stale:

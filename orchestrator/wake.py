@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from . import machine
-from .models import RunStatus, Schedule, ScheduleSpec
+from .models import RunStatus, Schedule, ScheduleSpec, TrackPhase
 from .state import State
 from .times import iso
 from .triggers import for_spec
@@ -104,7 +104,8 @@ def _tracks(schedules: Sequence[Schedule], state: State, now: datetime) -> Itera
                 continue
             # Poll tracks waiting for their next poll keep it in `not_before` too.
             if track.not_before is not None and track.not_before > now:
-                what = "retry" if track.attempt > 1 else "not before"
+                what = ("next poll" if track.phase is TrackPhase.WAITING
+                        else "retry" if track.attempt > 1 else "not before")
                 yield Wake(track.not_before, f"{run_id}: {track.name} {what}")
             if track.started_at is not None:
                 end = track.started_at + timedelta(minutes=track.spec.timeout_minutes)
@@ -117,8 +118,7 @@ Source = Callable[[Sequence[Schedule], State, datetime], Iterator[Wake]]
 SOURCES: tuple[Source, ...] = (
     _slots,
     _tracks,
-    # A poll track's next poll joins here as its own source when poll tracks arrive
-    # (until then a track waiting on `not_before` is covered by `_tracks`).
+    # A poll track's next poll is its `not_before`, covered by `_tracks`.
 )
 """Where due moments come from; each yields its moments after ``now``."""
 

@@ -43,6 +43,8 @@ def attempts_of(track: Track) -> list[Attempt]:
     terminal = {p.value for p in TrackPhase if p not in TRACK_OPEN}
     for step in track.state_history:
         if step.to == TrackPhase.DISPATCHED.value:
+            if step.from_ == TrackPhase.WAITING.value:
+                continue  # a poll dispatched again: the same attempt goes on
             if cur is not None and cur.get("finished") is None:
                 # Re-dispatch of a lost dispatch: the same attempt starts over.
                 cur["dispatched"] = step.at
@@ -57,7 +59,7 @@ def attempts_of(track: Track) -> list[Attempt]:
         elif cur is None:
             continue  # tapped out or cancelled while waiting for a dispatch: nothing ran
         elif step.to == TrackPhase.RUNNING.value:
-            cur["started"] = step.at
+            cur["started"] = cur["started"] or step.at  # a poll's later runs go on
             cur["outcome"] = step.to
         elif step.to in terminal:
             cur["finished"] = step.at
@@ -69,15 +71,19 @@ def attempts_of(track: Track) -> list[Attempt]:
                            started=track.started_at, finished=track.finished_at,
                            outcome=track.phase.value))
     if out:
-        # The record's own times belong to the current attempt: a backend may report
-        # a start it never showed as "running" (dispatched -> complete in one tick).
+        # The record's own times belong to the current attempt and are the command's
+        # own, measured by the backend; the history may only know the tick that noticed
+        # (and a start never shown as "running": dispatched -> complete in one tick).
         last = out[-1]
+        current = last.number == track.attempt
         started = last.started
-        if started is None and track.started_at is not None and (
-                last.dispatched is None or track.started_at >= last.dispatched):
-            started = track.started_at
+        if current and track.started_at is not None and (started is None or (
+                track.polls == 0 and (last.dispatched is None
+                                      or track.started_at >= last.dispatched))):
+            started = track.started_at  # a poll's start is its latest one: keep the first
         finished = last.finished
-        if finished is None and track.phase not in TRACK_OPEN:
+        if track.phase not in TRACK_OPEN and track.finished_at is not None and (
+                finished is None or current):
             finished = track.finished_at
         # An attempt still open at render time carries the current phase (e.g. running).
         outcome = track.phase.value if finished is None else last.outcome

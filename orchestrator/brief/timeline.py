@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..machine import RUN_TERMINAL
+from ..models import Track
 from .attempts import Attempt, run_finished
 from .context import BriefContext
 from .text import fmt_clock, fmt_duration
@@ -25,6 +26,14 @@ class Bar:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A poll's answer on a track's row, in viewBox units."""
+
+    x: float
+    title: str
+
+
+@dataclass(frozen=True)
 class TimelineRow:
     name: str
     phase: str
@@ -32,6 +41,7 @@ class TimelineRow:
     y: float
     bars: list[Bar]
     note: str = ""
+    marks: list[Mark] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,22 @@ def _ticks(start: datetime, end: datetime, x: Any) -> list[Tick]:
     return ticks
 
 
+def poll_marks(track: Track, x: Any) -> list[Mark]:
+    """A mark for each answer of a poll track: every "not yet", and the answer that
+    ended a poll (complete, failed, ...) once the track has waited."""
+    marks: list[Mark] = []
+    polled = False
+    for step in track.state_history:
+        answered = step.from_ in ("dispatched", "running") and step.to not in (
+            "running", "pending")
+        polled = polled or step.to == "waiting"
+        if answered and polled:
+            what = "not yet" if step.to == "waiting" else step.to.replace("_", " ")
+            marks.append(Mark(x(step.at), f"{track.name} · poll answered {what} · "
+                                          f"{fmt_clock(step.at)}"))
+    return marks
+
+
 def layout(ctx: BriefContext, attempts: dict[str, list[Attempt]]) -> Timeline:
     now = ctx.generated_at
     starts = [a.dispatched or a.started for al in attempts.values() for a in al]
@@ -134,9 +160,11 @@ def layout(ctx: BriefContext, attempts: dict[str, list[Attempt]]) -> Timeline:
                             f"{label} · {fmt_clock(run_from)} to "
                             f"{fmt_clock(a.finished) if a.finished else 'now'} "
                             f"({fmt_duration(stop - run_from)})", open=a.open))
-        note = "" if bars else "not dispatched"
+        note = "" if bars else ("skipped" if track.phase.value == "skipped"
+                                else "not dispatched")
+        marks = poll_marks(track, x)
         rows.append(TimelineRow(track.name, track.phase.value, len(attempts[track.name]),
-                                index * row_h, bars, note))
+                                index * row_h, bars, note, marks))
     in_range = deadline <= end
     slot_x = x(slot) if start <= slot <= end else None
     now_x = x(now) if ctx.run.status not in RUN_TERMINAL and now <= end else None

@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import __version__
+from ..graph import CONSOLIDATE
 from ..machine import TRACK_OPEN
-from ..models import Track, TrackPhase
+from ..models import Track, TrackPhase, When
 from ..times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext
@@ -29,6 +30,8 @@ PHASE_LABELS = {
     TrackPhase.FAILED: "failed",
     TrackPhase.TAPPED_OUT: "tapped out",
     TrackPhase.CANCELLED: "cancelled",
+    TrackPhase.SKIPPED: "skipped",
+    TrackPhase.WAITING: "waiting to poll",
 }
 
 # Attention order: what a reader must act on first comes first in every listing.
@@ -36,10 +39,12 @@ PHASE_ORDER = {
     TrackPhase.FAILED: 0,
     TrackPhase.TAPPED_OUT: 1,
     TrackPhase.CANCELLED: 2,
-    TrackPhase.RUNNING: 3,
-    TrackPhase.DISPATCHED: 4,
-    TrackPhase.PENDING: 5,
-    TrackPhase.COMPLETE: 6,
+    TrackPhase.SKIPPED: 3,
+    TrackPhase.RUNNING: 4,
+    TrackPhase.WAITING: 5,
+    TrackPhase.DISPATCHED: 6,
+    TrackPhase.PENDING: 7,
+    TrackPhase.COMPLETE: 8,
 }
 
 
@@ -71,6 +76,7 @@ class Counts:
     open: int
     dead_letters: int
     """Dead letters still waiting for a decision (discarded ones are not counted)."""
+    skipped: int = 0
 
     @property
     def attention(self) -> int:
@@ -122,6 +128,8 @@ class BriefView:
     line leaves empty is not shown."""
     version: str = __version__
     notes: list[str] = field(default_factory=list)
+    consolidation: TrackRow | None = None
+    """The row of the schedule's ``consolidate`` step, if it has one (shown first)."""
 
 
 
@@ -144,6 +152,8 @@ def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bo
                 parts.append(f"{counts.failed} failed")
         if counts.tapped_out:
             parts.append(f"{counts.tapped_out} tapped out")
+        if counts.skipped:
+            parts.append(f"{counts.skipped} skipped")
         n = counts.attention
         title = (f"{n} of {counts.total} track{'s' if counts.total != 1 else ''} "
                  f"need{'s' if n == 1 else ''} attention" if n else "Dead letters need review")
@@ -234,6 +244,7 @@ def build_view(ctx: BriefContext) -> BriefView:
         failed=phases.count(TrackPhase.FAILED),
         tapped_out=phases.count(TrackPhase.TAPPED_OUT),
         cancelled=phases.count(TrackPhase.CANCELLED),
+        skipped=phases.count(TrackPhase.SKIPPED),
         open=sum(1 for p in phases if p in TRACK_OPEN),
         dead_letters=sum(1 for d in ctx.dead_letters if not d.discarded),
     )
@@ -261,6 +272,9 @@ def build_view(ctx: BriefContext) -> BriefView:
     polls = [_poll_view(p) for p in ctx.polls]
     position = {t.name: i for i, t in enumerate(ctx.tracks)}
     view_rows = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], position[r.track.name]))
+    # The schedule's consolidate step heads the brief: its outcome is the run's answer.
+    consolidation = next((r for r in rows if r.track.name == CONSOLIDATE
+                          and r.track.spec.when is When.ALWAYS and r.track.spec.needs), None)
     return BriefView(
         status=run.status.value,
         counts=counts,
@@ -285,5 +299,6 @@ def build_view(ctx: BriefContext) -> BriefView:
         polls=polls,
         poll_columns=[c for c in POLL_COLUMNS if any(p[c] for p in polls)],
         notes=notes,
+        consolidation=consolidation,
     )
 

@@ -44,6 +44,7 @@ from typing import Any
 LAUNCH = "launch.json"
 STATUS = "status.json"
 RESULT = "result.json"
+RESULTS = "results.json"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
 CANCEL = "cancel"
@@ -179,9 +180,12 @@ class Supervisor:
                 "ORCHESTRATOR_RUN_ID": str(launch["run_id"]),
                 "ORCHESTRATOR_TRACK": str(launch["track"]),
                 "ORCHESTRATOR_ATTEMPT": str(launch["attempt"]),
+                "ORCHESTRATOR_POLL": str(launch.get("poll") or 0),
                 "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
                 "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
             })
+            if launch.get("results"):
+                env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
             cwd = launch.get("cwd") or str(self.dir)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             return self.finish(ERROR, error=f"launch.json unreadable: {exc}")

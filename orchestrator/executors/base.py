@@ -38,10 +38,19 @@ class DispatchRequest:
     marked_at: datetime | None = None
     """When the tick marked the track ``dispatched``; the dispatch, if it was sent, was
     sent by that tick. Set for :meth:`Executor.lookup`, to bound the search."""
+    poll: int = 0
+    """How many times this attempt answered "not yet" before: each poll is dispatched
+    under its own key (``<run_id>--<track>--<attempt>.<poll>``), so an idempotent
+    backend starts it again."""
+    results: dict[str, Any] | None = None
+    """For a track with ``needs`` (the ``consolidate`` step among them): every other
+    track of the run by name, with its phase, attempt, result and error tail. The
+    backend hands it to the command as the file named by ``ORCHESTRATOR_RESULTS``."""
 
     @property
     def key(self) -> str:
-        return f"{self.run_id}--{self.track}--{self.attempt}"
+        poll = f".{self.poll}" if self.poll else ""
+        return f"{self.run_id}--{self.track}--{self.attempt}{poll}"
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,8 @@ class Observation:
 
     ``phase`` is ``None`` when the backend has nothing new to say (e.g. still queued
     on a runner is reported as ``RUNNING`` only once a job exists). Only the phases
-    ``RUNNING``, ``COMPLETE``, ``FAILED``, ``TAPPED_OUT`` and ``CANCELLED`` are used.
+    ``RUNNING``, ``COMPLETE``, ``FAILED``, ``TAPPED_OUT``, ``CANCELLED`` and ``WAITING``
+    (a poll track answered "not yet", e.g. exit code 75) are used.
     """
 
     key: str

@@ -35,12 +35,17 @@ the exactly-once tests count.
 
 What the track sees: the executor's environment (``env``, else this process's) plus
 ``ORCHESTRATOR_RUN_ID``, ``ORCHESTRATOR_TRACK``, ``ORCHESTRATOR_ATTEMPT``,
-``ORCHESTRATOR_INPUTS`` (the track's ``inputs`` as a JSON object) and
-``ORCHESTRATOR_RESULT``, a path where it may write a JSON object with a ``summary``.
+``ORCHESTRATOR_INPUTS`` (the track's ``inputs`` as a JSON object),
+``ORCHESTRATOR_POLL`` (earlier "not yet" answers of this attempt) and
+``ORCHESTRATOR_RESULT``, a path where it may write a JSON object with a ``summary``;
+a track with ``needs`` (the ``consolidate`` step) also gets ``ORCHESTRATOR_RESULTS``,
+the path of ``results.json`` in its attempt folder: every other track's phase, attempt,
+result and error tail.
 It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folder).
 The environment is never written to disk.
 
-Outcomes: exit 0 is ``complete`` (a ``result.json`` that is not a JSON object, or is
+Outcomes: exit 75 (``EX_TEMPFAIL``) is ``waiting``, a poll's "not yet"; exit 0 is
+``complete`` (a ``result.json`` that is not a JSON object, or is
 larger than :data:`MAX_RESULT_BYTES`, is dropped and noted in ``error``; the track's
 work is done, only its report is broken); a non-zero exit or a signal is ``failed``
 with the tail of stderr; the timeout (``timeout_minutes``, counted from the launch, not
@@ -74,8 +79,13 @@ from .base import DispatchRequest, DispatchResult, Handle, Observation
 
 KEY_RE = re.compile(
     rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})--(?P<attempt>[1-9]\d{{0,5}})"
+    r"(?:\.(?P<poll>[1-9]\d{0,5}))?"
 )
-"""A dispatch key, ``<run_id>--<track>--<attempt>``: also a safe single path segment."""
+"""A dispatch key, ``<run_id>--<track>--<attempt>[.<poll>]``: also a safe single path
+segment."""
+
+EX_TEMPFAIL = 75
+"""Exit code of a poll that answers "not yet" (``sysexits.h``): the track waits."""
 
 MAX_RESULT_BYTES = 64 * 1024
 """Largest ``result.json`` taken into the state (it ends up in a git commit)."""
@@ -226,17 +236,22 @@ class LocalExecutor:
             raise UserError(f"track {request.track!r} has no 'run' command to run locally")
         folder = self.attempt_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
+        if request.results is not None and not (folder / sv.LAUNCH).exists():
+            # Before launch.json: the supervisor may start the command at once.
+            sv.write_json_atomic(folder / sv.RESULTS, request.results)
         launch = {
             "key": key,
             "run_id": request.run_id,
             "track": request.track,
             "attempt": request.attempt,
+            "poll": request.poll,
             "run": request.spec.run,
             "inputs": dict(request.spec.inputs),
             "timeout_minutes": request.spec.timeout_minutes,
             "kill_grace_seconds": self.kill_grace_seconds,
             "max_concurrent": self.max_concurrent,
             "cwd": str(self.repo) if self.repo is not None else None,
+            "results": request.results is not None,
             "dispatched_at": sv.utc_now(),
             "dispatcher_pid": os.getpid(),
         }
@@ -401,6 +416,8 @@ class LocalExecutor:
         if state == sv.EXITED and status.get("exit_code") == 0:
             return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
                                **common)
+        if state == sv.EXITED and status.get("exit_code") == EX_TEMPFAIL:
+            return Observation(phase=TrackPhase.WAITING, result=result, **common)
         if state == sv.CANCELLED:
             return Observation(phase=TrackPhase.CANCELLED, result=result,
                                error=status.get("error") or "cancelled", **common)

@@ -15,13 +15,15 @@ Order inside one call, each step in its own module:
    seen after a grace period; retry failed tracks with attempts left (after backoff),
    park the others in the dead letter queue.
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
-   the catch-up, overlap and daily-cap policies.
+   the catch-up, overlap and daily-cap policies; then (:mod:`.graph`) skip the tracks
+   whose needs ended without completing (``when: success``).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
    ``consolidating`` and get a render effect; :func:`finish` then marks them
    ``completed`` or ``failed``.
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
-   (after fan-in, so a run buffered behind one that just finished starts in the same
-   tick). :func:`record_dispatch` folds the executor's answers back in afterwards.
+   and whose needs are terminal, and waiting poll tracks whose next poll is due (after
+   fan-in, so a run buffered behind one that just finished starts in the same tick).
+   :func:`record_dispatch` folds the executor's answers back in afterwards.
 
 A tick that has nothing to do returns a state equal to its input, so the shell
 commits nothing.
@@ -38,6 +40,7 @@ from .context import Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import fan_in, finish
 from .fire import fire_due_slots, jitter
+from .graph import settle
 from .hygiene import backoff, hygiene
 
 __all__ = [
@@ -70,6 +73,7 @@ def plan(
     ctx = Context(decision, by_id, observations, now, executor, dispatch_grace)
     hygiene(ctx)  # 1 + 2
     fire_due_slots(ctx)  # 3
+    settle(ctx)  # 3: skips, before fan-in counts the run's tracks
     fan_in(ctx)  # 4
     dispatch_pending(ctx)  # 5
     return decision

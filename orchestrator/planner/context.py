@@ -51,6 +51,8 @@ class Decision:
     touched_runs: dict[str, list[str]] = field(default_factory=dict)
     """Run id -> what this tick changed in it (for the run's poll log)."""
     invalid: list[str] = field(default_factory=list)
+    polls: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    """Run id -> one entry per poll answered in this tick (a line each in the poll log)."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)
@@ -92,11 +94,22 @@ class Context:
     def set_track(self, track: Track) -> None:
         self.st.tracks.setdefault(track.run_id, {})[track.name] = track
 
-    def move(self, track: Track, to: TrackPhase, reason: str, **changes: object) -> Track:
-        moved = machine.move_track(track, to, self.now, reason, **changes)
+    def move(self, track: Track, to: TrackPhase, reason: str, *, at: datetime | None = None,
+             **changes: object) -> Track:
+        """Move ``track`` at ``at`` (default ``now``): a moment the backend measured,
+        such as the command's own end, kept between the previous step and ``now``."""
+        moved = machine.move_track(track, to, self.moment(track, at), reason, **changes)
         self.set_track(moved)
         self.d.note(track.run_id, f"{track.name}: {track.phase.value} -> {to.value} ({reason})")
         return moved
+
+    def moment(self, track: Track, at: datetime | None) -> datetime:
+        """``at`` kept between ``track``'s previous step and ``now`` (a backend's clock
+        may be ahead of the tick's or behind it); ``now`` when ``at`` is ``None``."""
+        when = self.now if at is None else min(self.now, at)
+        if track.state_history:
+            when = max(when, track.state_history[-1].at)
+        return when
 
     def handle_of(self, track: Track) -> Handle | None:
         if track.handle is None or track.dispatch_key is None:

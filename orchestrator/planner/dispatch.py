@@ -14,6 +14,7 @@ from ..executors.base import DispatchRequest, DispatchResult
 from ..models import OverlapPolicy, Run
 from ..state import State
 from ..times import iso
+from . import graph
 from .context import Context, P, R, log_line
 
 
@@ -28,14 +29,18 @@ def dispatch_pending(ctx: Context) -> None:
         tracks = ctx.st.tracks.get(run.run_id, {})
         for name in sorted(tracks):
             track = tracks[name]
-            if track.phase is not P.PENDING:
+            if track.phase not in (P.PENDING, P.WAITING) or not graph.ready(tracks, track):
                 continue
             if track.not_before is not None and track.not_before > ctx.now:
                 continue
             request = DispatchRequest(run_id=run.run_id, track=name, attempt=track.attempt,
-                                      spec=track.spec, workflow=run.workflow)
-            ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}",
-                      dispatch_key=request.key, dispatched_at=ctx.now,
+                                      spec=track.spec, workflow=run.workflow,
+                                      poll=track.polls,
+                                      results=graph.results_for(tracks, track))
+            what = (f"poll {track.polls + 1} of attempt {track.attempt}" if track.polls
+                    else f"attempt {track.attempt}")
+            ctx.move(track, P.DISPATCHED, f"{what} to {ctx.executor}",
+                      dispatch_key=request.key, dispatched_at=ctx.now, finished_at=None,
                       executor=ctx.executor, handle=None, not_before=None)
             ctx.d.dispatch.append(request)
             run = ctx.st.runs[run.run_id]

@@ -201,17 +201,17 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
         run_id=run_id, schedule_id=schedule.id, slot=slot, fire_at=fire_at,
         created_at=ctx.now,
         deadline=max(fire_at, ctx.now) + timedelta(minutes=spec.deadline_minutes),
-        tracks=[t.name for t in spec.tracks], description=spec.description,
+        tracks=[t.name for t in spec.run_tracks], description=spec.description,
         cron=spec.cron, timezone=spec.timezone, workflow=spec.workflow,
     )
     ctx.st.runs[run_id] = run
     ctx.st.tracks[run_id] = {
         t.name: Track(run_id=run_id, name=t.name, spec=t, max_attempts=t.max_attempts,
                       not_before=fire_at if fire_at > ctx.now else None)
-        for t in spec.tracks
+        for t in spec.run_tracks
     }
     late = ctx.now - slot
-    ctx.d.note(run_id, f"fired slot {slot:%Y-%m-%dT%H:%MZ} with {len(spec.tracks)} "
+    ctx.d.note(run_id, f"fired slot {slot:%Y-%m-%dT%H:%MZ} with {len(spec.run_tracks)} "
                         f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
                             minutes=1) else ""))
 

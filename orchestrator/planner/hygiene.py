@@ -11,6 +11,7 @@ from .. import machine
 from ..models import DeadLetter, Run, Track
 from ..state import dlq_key
 from ..text import one_line
+from . import poll
 from .context import Context, P, R, log_line
 
 
@@ -53,6 +54,8 @@ def observe(ctx: Context, track: Track) -> Track:
             track = track.model_copy(update=news)
             ctx.set_track(track)
         return track
+    if poll.answered_not_yet(seen):
+        return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
     if not machine.can_move_track(track.phase, seen.phase):
         return track  # stale or backward news: the state already knows better
     changes: dict[str, object] = {}
@@ -67,7 +70,14 @@ def observe(ctx: Context, track: Track) -> Track:
     if seen.error:
         changes["error_log"] = log_line(track, f"{ctx.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
     reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
-    return ctx.move(track, seen.phase, one_line(reason), **changes)
+    # The transition is dated with the command's own start or end where the backend
+    # measured it, not with the tick that noticed: briefs draw durations from it.
+    at = seen.finished_at if seen.phase in machine.TRACK_TERMINAL else seen.started_at
+    moved = ctx.move(track, seen.phase, one_line(reason), at=at, **changes)
+    if seen.phase in machine.TRACK_TERMINAL and poll.is_poll_track(track):
+        poll.record(ctx, moved, track.polls + 1, seen.phase.value,
+                    moved.state_history[-1].at)
+    return moved
 
 
 def timeouts(ctx: Context, run: Run, track: Track) -> Track:
@@ -102,7 +112,7 @@ def retry_or_park(ctx: Context, track: Track) -> None:
         wait = backoff(track)
         ctx.move(track, P.PENDING,
                   f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
-                  attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None,
+                  attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None, polls=0,
                   dispatch_key=None, url=None, started_at=None, finished_at=None,
                   dispatched_at=None)
     elif track.phase in (P.FAILED, P.TAPPED_OUT):

@@ -24,7 +24,7 @@ from orchestrator import brief
 from orchestrator import state as st
 from orchestrator.errors import InvalidId, NotFound
 from orchestrator.machine import move_run, move_track
-from orchestrator.models import RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.models import RunStatus, Track, TrackPhase, TrackSpec, When
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -410,18 +410,20 @@ def test_polls_jsonl_round_trip_is_plain_json() -> None:
 
 def test_start_reported_without_a_running_phase_is_used() -> None:
     # The local executor may go dispatched -> complete in one tick, with the start time
-    # in its observation: the attempt still gets its start and the track a duration.
+    # in its observation: the attempt still gets its start and the track a duration,
+    # from the command's own times rather than the tick that noticed the end (at 3).
     spec = TrackSpec(name="quick", run="true")
     track = move_track(Track(run_id=RUN_ID, name="quick", spec=spec), TrackPhase.DISPATCHED,
                        at(1), dispatched_at=at(1))
     track = move_track(track, TrackPhase.COMPLETE, at(3), started_at=at(1.5),
                        finished_at=at(2.5))
     [attempt] = brief.attempts_of(track)
-    assert (attempt.started, attempt.finished, attempt.outcome) == (at(1.5), at(3), "complete")
+    assert (attempt.started, attempt.finished, attempt.outcome) == (
+        at(1.5), at(2.5), "complete")
     ctx = brief.BriefContext(**{**four_track_run().__dict__, "tracks": [track],
                                 "dead_letters": []})
     [row] = brief.build_view(ctx).rows
-    assert row.duration == "1m 30s"
+    assert row.duration == "1m 00s"
 
 
 def test_tapped_out_while_waiting_for_a_retry_keeps_the_failed_attempt() -> None:
@@ -448,6 +450,76 @@ def test_lost_dispatch_redispatched_is_one_attempt() -> None:
     [attempt] = brief.attempts_of(track)
     assert (attempt.number, attempt.dispatched, attempt.started, attempt.outcome) == (
         1, at(12), at(13), "running")
+
+
+def _polled() -> Track:
+    """A poll track: not yet twice (at 2 and 5), then complete at 8."""
+    spec = TrackSpec(name="ready", run="check", poll_interval_minutes=1)
+    track = move_track(Track(run_id=RUN_ID, name="ready", spec=spec), TrackPhase.DISPATCHED,
+                       at(1), dispatched_at=at(1))
+    track = move_track(track, TrackPhase.RUNNING, at(1.5), started_at=at(1.5))
+    track = move_track(track, TrackPhase.WAITING, at(2), "poll 1: not yet", polls=1,
+                       started_at=None)
+    track = move_track(track, TrackPhase.DISPATCHED, at(4), dispatched_at=at(4))
+    track = move_track(track, TrackPhase.WAITING, at(5), "poll 2: not yet", polls=2)
+    track = move_track(track, TrackPhase.DISPATCHED, at(7), dispatched_at=at(7))
+    return move_track(track, TrackPhase.COMPLETE, at(8), started_at=at(7.5),
+                      finished_at=at(8))
+
+
+def test_a_poll_track_is_one_attempt_with_a_mark_per_answer() -> None:
+    track = _polled()
+    [attempt] = brief.attempts_of(track)
+    assert (attempt.dispatched, attempt.started, attempt.finished, attempt.outcome) == (
+        at(1), at(1.5), at(8), "complete")
+    ctx = brief.BriefContext(**{**four_track_run().__dict__, "tracks": [track],
+                                "dead_letters": []})
+    [row] = brief.build_view(ctx).timeline.rows
+    assert [m.title.split(" · ")[1] for m in row.marks] == [
+        "poll answered not yet", "poll answered not yet", "poll answered complete"]
+    assert [m.x for m in row.marks] == sorted(m.x for m in row.marks)
+    assert brief.render_html(ctx).count('class="poll-mark"') == 3
+
+
+def test_skipped_and_waiting_tracks_are_labelled_and_counted() -> None:
+    spec = TrackSpec(name="after", run="true", needs=["x"])
+    skipped = move_track(Track(run_id=RUN_ID, name="after", spec=spec), TrackPhase.SKIPPED,
+                         at(3), "needs did not complete: x failed")
+    waiting = move_track(move_track(_polled().model_copy(update={
+        "state_history": [], "phase": TrackPhase.PENDING, "name": "wait"}),
+        TrackPhase.DISPATCHED, at(1)), TrackPhase.WAITING, at(2), polls=1)
+    ctx = brief.BriefContext(**{**four_track_run().__dict__,
+                                "tracks": [*four_track_run().tracks, skipped, waiting]})
+    view = brief.build_view(ctx)
+    labels = {r.track.name: r.phase_label for r in view.rows}
+    assert (labels["after"], labels["wait"]) == ("skipped", "waiting to poll")
+    assert (view.counts.skipped, view.counts.open) == (1, 1)
+    assert "1 skipped" in view.headline.detail
+    assert next(r for r in view.timeline.rows if r.name == "after").note == "skipped"
+    page = Page(brief.render_html(ctx))
+    assert "skipped" in page.text
+    assert "| Skipped |" in brief.render_markdown(ctx)
+
+
+def test_the_consolidate_step_heads_the_brief() -> None:
+    base = four_track_run()
+    spec = TrackSpec(name="consolidate", run="merge", when=When.ALWAYS,
+                     needs=[t.name for t in base.tracks])
+    step = move_track(move_track(Track(run_id=RUN_ID, name="consolidate", spec=spec),
+                                 TrackPhase.DISPATCHED, at(30)), TrackPhase.COMPLETE, at(31),
+                      result={"summary": "merged 2 of 4 outputs"})
+    ctx = brief.BriefContext(**{**base.__dict__, "tracks": [*base.tracks, step]})
+    view = brief.build_view(ctx)
+    assert view.consolidation is not None and view.consolidation.summary == (
+        "merged 2 of 4 outputs")
+    page = Page(brief.render_html(ctx)).text
+    assert page.index("merged 2 of 4 outputs") < page.index("need attention")
+    md = brief.render_markdown(ctx)
+    assert md.index("**Consolidation: complete**: merged 2 of 4 outputs") < md.index("| Failed")
+    # a track merely named so, without the step's shape, is an ordinary track
+    plain = step.model_copy(update={"spec": TrackSpec(name="consolidate", run="merge")})
+    assert brief.build_view(brief.BriefContext(**{**base.__dict__, "tracks": [
+        *base.tracks, plain]})).consolidation is None
 
 
 # --------------------------------------------------------------------------- sandbox

@@ -56,8 +56,17 @@ def test_every_run_pair_is_allowed_exactly_when_the_table_says(src: RunStatus,
 def test_terminal_states_have_no_automatic_exit() -> None:
     assert machine.TRACK_TRANSITIONS[TrackPhase.COMPLETE] == frozenset()
     assert machine.TRACK_TRANSITIONS[TrackPhase.CANCELLED] == frozenset()
+    assert machine.TRACK_TRANSITIONS[TrackPhase.SKIPPED] == frozenset()
     assert machine.RUN_TRANSITIONS[RunStatus.COMPLETED] == frozenset()
     assert machine.TRACK_OPEN.isdisjoint(machine.TRACK_TERMINAL)
+    assert set(TrackPhase) == machine.TRACK_OPEN | machine.TRACK_TERMINAL
+
+
+def test_a_waiting_poll_leaves_only_for_another_poll_or_its_end() -> None:
+    # no attempt is used up: waiting never goes back to pending (that is a retry)
+    assert machine.TRACK_TRANSITIONS[TrackPhase.WAITING] == {
+        TrackPhase.DISPATCHED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED}
+    assert TrackPhase.WAITING in machine.TRACK_OPEN
 
 
 def test_a_move_validates_what_it_changes() -> None:

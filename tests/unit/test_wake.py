@@ -62,6 +62,18 @@ def test_a_retry_falls_due_when_its_back_off_ends() -> None:
     assert wake == Wake(later + timedelta(seconds=120), "job--20261201T0700Z: t retry")
 
 
+def test_a_waiting_poll_falls_due_at_its_next_poll() -> None:
+    schedule = sched(tracks=[{"name": "t", "run": "check", "poll_interval_minutes": 7}])
+    first = plan([schedule], State(), Observations(), T0)
+    later = T0 + timedelta(seconds=30)
+    not_yet = Observations(seen={r.key: Observation(key=r.key, phase=TrackPhase.WAITING,
+                                                    finished_at=later)
+                                 for r in first.dispatch})
+    second = plan([schedule], first.state, not_yet, later)
+    wake = next_wake([schedule], second.state, later)
+    assert wake == Wake(later + timedelta(minutes=7), "job--20261201T0700Z: t next poll")
+
+
 def test_jitter_a_timeout_and_the_run_deadline_are_due_moments() -> None:
     schedule = sched(jitter_seconds=600, deadline_minutes=90,
                      tracks=[{"name": "t", "run": "sleep 1", "timeout_minutes": 20}])

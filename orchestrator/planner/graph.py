@@ -1,0 +1,73 @@
+"""Tracks that wait for others (``needs``, ``when``), between firing and fan-in.
+
+A track with ``needs`` stays ``pending`` until every needed track is terminal. Then,
+with ``when: success``, it runs only if they all completed, else it becomes ``skipped``
+(terminal, so its own dependants are settled in the same pass); with ``when: always``
+it runs whatever their outcome. :func:`settle` runs before fan-in, so a run whose last
+tracks are skipped consolidates in the same tick; :func:`ready` gates the dispatch
+step, so each stage is dispatched by the tick that sees its needs finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import machine
+from ..graph import order
+from ..models import Track, When
+from .context import Context, P, R
+
+ERROR_TAIL_LINES = 5
+"""Lines of each track's error log handed to a dependant in ``ORCHESTRATOR_RESULTS``."""
+
+
+def settle(ctx: Context) -> None:
+    """Skip every pending track whose needs ended without all completing (``success``)."""
+    for run in ctx.open_runs():
+        if run.status is R.CONSOLIDATING:
+            continue
+        tracks = ctx.st.tracks.get(run.run_id, {})
+        # Needs first: a skip reaches the dependants of the skipped track in this pass.
+        for name in order({n: t.spec.needs for n, t in tracks.items()}):
+            track = tracks[name]
+            if (track.phase is not P.PENDING or not track.spec.needs
+                    or track.spec.when is not When.SUCCESS or not needs_terminal(tracks, track)):
+                continue
+            missed = [n for n in track.spec.needs
+                      if n not in tracks or tracks[n].phase is not P.COMPLETE]
+            if missed:
+                why = ", ".join(f"{n} {tracks[n].phase.value}" if n in tracks else f"{n} absent"
+                                for n in missed)
+                ctx.move(track, P.SKIPPED, f"needs did not complete: {why}",
+                         finished_at=ctx.now, not_before=None)
+
+
+def needs_terminal(tracks: Mapping[str, Track], track: Track) -> bool:
+    """Whether every track ``track`` needs has finished (an absent one counts as done:
+    it can never finish, and ``when: success`` treats it as not completed)."""
+    return all(n not in tracks or tracks[n].phase in machine.TRACK_TERMINAL
+               for n in track.spec.needs)
+
+
+def ready(tracks: Mapping[str, Track], track: Track) -> bool:
+    """Whether a pending ``track`` may be dispatched as far as its needs go."""
+    return needs_terminal(tracks, track)
+
+
+def results_for(tracks: Mapping[str, Track], track: Track) -> dict[str, Any] | None:
+    """What a track with needs sees in ``ORCHESTRATOR_RESULTS``: every other track of
+    the run, with its phase, attempt, result and the tail of its error log."""
+    if not track.spec.needs:
+        return None
+    return {
+        name: {
+            "phase": other.phase.value,
+            "attempt": other.attempt,
+            "result": other.result,
+            "error_tail": other.error_log[-ERROR_TAIL_LINES:],
+            "started_at": other.started_at.isoformat() if other.started_at else None,
+            "finished_at": other.finished_at.isoformat() if other.finished_at else None,
+        }
+        for name, other in sorted(tracks.items()) if name != track.name
+    }
