@@ -75,8 +75,10 @@ each slot, a safety tick a day."""
 def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
                   config: RepoConfig | None = None) -> Setup:
     """What cron-sync writes for these schedules, with tick.yml's linger."""
-    derived = derive(schedules, config or RepoConfig(), START)
-    return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron])
+    config = config or RepoConfig()
+    derived = derive(schedules, config, START)
+    return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron],
+                 config.cadence)
 
 
 def orchestrator_month(schedules: list[Schedule], setup: Setup, start: datetime,
