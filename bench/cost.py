@@ -202,9 +202,9 @@ def bound_lines(github: dict[str, Figures]) -> list[str]:
         f"{budget / 30 - 1:.1f}: " + _coverage_within(delay, budget / 30 - 1) + ".",
         f"Bound 2 (mixed, within 1.5 x): {legs:,} leg minutes and {runs:,} fan-in jobs "
         f"alone are {legs + runs:,} runner-minutes, {(legs + runs) / mixed_base:.2f} x "
-        f"GitHub's {mixed_base:,.0f}, before any tick; the cheapest whole cadence adds a "
-        f"tick an hour (720) and a watchdog every 2 hours (360): "
-        f"{(legs + runs + 1080) / mixed_base:.2f} x.",
+        f"GitHub's {mixed_base:,.0f}, before any tick; with a tick an hour (720, the "
+        f"fewest that reach each hourly slot within its hour) and a watchdog every 2 "
+        f"hours (360): {(legs + runs + 1080) / mixed_base:.2f} x.",
     ]
 
 

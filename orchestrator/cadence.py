@@ -89,24 +89,41 @@ def _after_grid(moment: datetime) -> datetime:
     return earlier if earlier == moment else earlier + timedelta(minutes=GRID)
 
 
-def slot_ticks(slot: datetime, lingers: bool, cadence: Cadence) -> list[datetime]:
-    """The ticks one slot needs: lead ticks before it when it is worth lingering for,
-    else one tick at the grid minute at or after it, which fires it when GitHub starts
-    it (minutes late, for one billed minute, where lead ticks and a lingering runner
-    would cost about 13)."""
-    if lingers:
-        return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]
-    return [_after_grid(slot)]
+def lead_ticks(slot: datetime, cadence: Cadence) -> list[datetime]:
+    """The ticks before a slot worth lingering for (the first to arrive waits for it)."""
+    return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]
+
+
+def gathered_ticks(slots: Iterable[datetime], within: timedelta) -> list[datetime]:
+    """The fewest grid ticks with one at most ``within`` after each slot (none before it):
+    a tick fires every slot it follows, minutes late, for one billed minute, where lead
+    ticks and a lingering runner would cost about 13. Greedy, so the count is the least:
+    the first slot not yet served gets the latest tick its span allows, which serves
+    every slot up to it; that tick then moves back to just after the last of them."""
+    ordered = sorted(set(slots))
+    ticks: list[datetime] = []
+    i = 0
+    while i < len(ordered):
+        latest = _on_grid(ordered[i] + within - timedelta(minutes=1))
+        j = bisect.bisect_right(ordered, latest)
+        ticks.append(_after_grid(ordered[j - 1]))
+        i = j
+    return ticks
 
 
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
                   until: datetime) -> set[datetime]:
     found: set[datetime] = set()
+    gathered: list[datetime] = []
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
         for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
                                  strict=True):
-            found.update(slot_ticks(slot, lingers, cadence))
+            if lingers:
+                found.update(lead_ticks(slot, cadence))
+            else:
+                gathered.append(slot)
+    found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
 
 
@@ -217,11 +234,12 @@ def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -
 def uncovered(lines: list[str], schedules: Iterable[Schedule], cadence: Cadence,
               start: datetime, until: datetime) -> dict[str, list[datetime]]:
     """Schedule id -> its slots in ``(start, until]`` without the tick they need: one in
-    the window before a slot worth lingering for, else one at most ``GRID`` minutes
+    the window before a slot worth lingering for, else one less than ``gather_minutes``
     after it (a tick before a slot it does not wait for would leave the slot to the
     tick after)."""
     span = window(cadence)
-    ticks = scheduled(lines, start - span, until + timedelta(minutes=GRID))
+    gather = timedelta(minutes=cadence.gather_minutes)
+    ticks = scheduled(lines, start - span, until + gather)
     missing: dict[str, list[datetime]] = {}
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
@@ -232,7 +250,7 @@ def uncovered(lines: list[str], schedules: Iterable[Schedule], cadence: Cadence,
                 ok = i > 0 and slot - ticks[i - 1] <= span
             else:
                 i = bisect.bisect_left(ticks, slot)
-                ok = i < len(ticks) and ticks[i] - slot < timedelta(minutes=GRID)
+                ok = i < len(ticks) and ticks[i] - slot < gather
             if not ok:
                 missing.setdefault(schedule.id, []).append(slot)
     return missing
@@ -287,8 +305,9 @@ def tick_comment(config: RepoConfig) -> list[str]:
             "`orchestrator validate` fails when it no longer covers a slot), in UTC on both",
             "sides of daylight-saving changes. A slot with no other slot of its schedule in",
             f"the {hours} hours before it gets ticks {leads} minutes (up to 5 more) before it",
-            "(the first to arrive lingers until the slot); any other slot one tick in the 5",
-            "minutes after it (no runner waits for it). A safety tick every",
+            "(the first to arrive lingers until the slot); any other slot a tick in the",
+            f"{cadence.gather_minutes} minutes after it (no runner waits for it). A safety "
+            "tick every",
             f"{cadence.safety_every_hours} hours for retries and deadlines, where the slots' "
             "ticks leave a longer gap."]
 
@@ -334,7 +353,8 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
         for sid, slots in sorted(missing.items()):
             problems.append(
                 f"{TICK}: no tick in the {int(window(cadence).total_seconds() // 60)} minutes "
-                f"before (or, for a slot not worth lingering for, the {GRID} minutes after) "
+                f"before (or, for a slot not worth lingering for, the "
+                f"{cadence.gather_minutes} minutes after) "
                 f"{len(slots)} slot(s) of {sid!r} (first {slots[0]:%Y-%m-%dT%H:%MZ}); "
                 "run `orchestrator cron-sync` and commit the workflow with the schedule")
         linger, _ = read_linger(text)

@@ -56,6 +56,12 @@ class Cadence(Frozen):
         "(lingering before every hourly slot would keep a runner busy all day). 0: every "
         "slot lingers.",
     )
+    gather_minutes: int = Field(
+        15, ge=5, le=60,
+        description="Derived mode: a slot no tick lingers for gets a tick at most this many "
+        "minutes after it, one tick serving the slots of every schedule in that span (5: "
+        "each slot its own tick; 15: never more ticks than a fixed quarter-hour cadence).",
+    )
     linger_schedules: dict[str, bool] = Field(
         default_factory=dict,
         description="Derived mode: per schedule id, true to linger before each of its "

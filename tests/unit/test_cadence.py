@@ -4,6 +4,7 @@ changes of New York and London and in UTC."""
 
 from __future__ import annotations
 
+import bisect
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -196,3 +197,22 @@ def test_the_safety_tick_only_where_the_slots_ticks_leave_a_longer_gap() -> None
         "44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *"]
     weekly = sched("weekly", "0 9 * * 1", "UTC")
     assert cadence.derive([weekly], config, START).tick_cron[-1] == "17 0 * * *"
+
+
+def test_one_tick_serves_the_frequent_slots_of_every_schedule_in_gather_minutes() -> None:
+    hourly = [sched(f"h{i}", f"{7 + 11 * i} * * * *", "UTC") for i in range(5)]
+    derived = cadence.derive(hourly, RepoConfig(), START)
+    # slots at :07, :18, :29, :40 and :51: three ticks an hour, each at most 14 minutes
+    # after the slots it serves (the fixed quarter-hour cadence would be four)
+    assert derived.tick_cron == ["19,29,54 * * * *"]
+    ticks = croniter_ticks(derived.tick_cron, datetime(2026, 1, 1), datetime(2026, 2, 1))
+    for schedule in hourly:
+        for slot in for_spec(schedule.spec).slots(START, datetime(2026, 1, 31, tzinfo=UTC)):
+            i = bisect.bisect_left(ticks, slot)
+            assert timedelta(0) <= ticks[i] - slot < timedelta(minutes=15), (schedule.id, slot)
+    assert cadence.uncovered(derived.tick_cron, hourly, Cadence(), START, YEAR) == {}
+    # each slot its own tick when asked
+    own = RepoConfig.model_validate({"cadence": {"gather_minutes": 5}})
+    assert cadence.derive(hourly, own, START).tick_cron == ["9,19,29,44,54 * * * *"]
+    assert set(cadence.uncovered(derived.tick_cron, hourly, own.cadence, START, YEAR)) == {
+        "h0", "h3"}
