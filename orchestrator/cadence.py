@@ -94,19 +94,31 @@ def lead_ticks(slot: datetime, cadence: Cadence) -> list[datetime]:
     return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]
 
 
-def gathered_ticks(slots: Iterable[datetime], within: timedelta) -> list[datetime]:
-    """The fewest grid ticks with one at most ``within`` after each slot (none before it):
-    a tick fires every slot it follows, minutes late, for one billed minute, where lead
-    ticks and a lingering runner would cost about 13. Greedy, so the count is the least:
-    the first slot not yet served gets the latest tick its span allows, which serves
-    every slot up to it; that tick then moves back to just after the last of them."""
+def gathered_ticks(slots: Iterable[tuple[datetime, str]],
+                   within: timedelta) -> list[datetime]:
+    """The fewest grid ticks with one at most ``within`` after each slot (none before it),
+    a tick serving the slots of several schedules but never two of one schedule (under
+    ``catchup: latest`` the newer would make the older a miss). A tick fires the slots
+    it follows, minutes late, for one billed minute, where lead ticks and a lingering
+    runner would cost about 13. Greedy, so the count is the least: the first slot not
+    yet served gets the latest tick its span allows, serving every slot up to it (or up
+    to its schedule's next one); the tick then moves back to just after the last of
+    them. ``slots``: (slot, schedule id)."""
     ordered = sorted(set(slots))
     ticks: list[datetime] = []
     i = 0
     while i < len(ordered):
-        latest = _on_grid(ordered[i] + within - timedelta(minutes=1))
-        j = bisect.bisect_right(ordered, latest)
-        ticks.append(_after_grid(ordered[j - 1]))
+        latest = _on_grid(ordered[i][0] + within - timedelta(minutes=1))
+        served = {ordered[i][1]}
+        j = i + 1
+        while j < len(ordered) and ordered[j][0] <= latest and ordered[j][1] not in served:
+            served.add(ordered[j][1])
+            j += 1
+        tick = _after_grid(ordered[j - 1][0])
+        ticks.append(tick)
+        # slots inside the tick's own grid minute are served by it all the same
+        while j < len(ordered) and ordered[j][0] <= tick:
+            j += 1
         i = j
     return ticks
 
@@ -114,7 +126,7 @@ def gathered_ticks(slots: Iterable[datetime], within: timedelta) -> list[datetim
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
                   until: datetime) -> set[datetime]:
     found: set[datetime] = set()
-    gathered: list[datetime] = []
+    gathered: list[tuple[datetime, str]] = []
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
         for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
@@ -122,7 +134,7 @@ def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: dateti
             if lingers:
                 found.update(lead_ticks(slot, cadence))
             else:
-                gathered.append(slot)
+                gathered.append((slot, schedule.id))
     found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
 

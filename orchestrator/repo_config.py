@@ -59,8 +59,8 @@ class Cadence(Frozen):
     gather_minutes: int = Field(
         15, ge=5, le=60,
         description="Derived mode: a slot no tick lingers for gets a tick at most this many "
-        "minutes after it, one tick serving the slots of every schedule in that span (5: "
-        "each slot its own tick; 15: never more ticks than a fixed quarter-hour cadence).",
+        "minutes after it, one tick serving the slots of several schedules in that span "
+        "(never two of one schedule); 5: each slot its own tick.",
     )
     linger_schedules: dict[str, bool] = Field(
         default_factory=dict,

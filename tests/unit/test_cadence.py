@@ -216,3 +216,16 @@ def test_one_tick_serves_the_frequent_slots_of_every_schedule_in_gather_minutes(
     assert cadence.derive(hourly, own, START).tick_cron == ["9,19,29,44,54 * * * *"]
     assert set(cadence.uncovered(derived.tick_cron, hourly, own.cadence, START, YEAR)) == {
         "h0", "h3"}
+
+
+def test_a_gathered_tick_never_serves_two_slots_of_one_schedule() -> None:
+    every5 = sched("five", "*/5 * * * *", "UTC")
+    quarter = sched("quarter", "2,17,32,47 * * * *", "UTC")
+    derived = cadence.derive([every5, quarter], RepoConfig(), START)
+    # every 5-minute slot its own tick (15 minutes would leave two of three behind
+    # under catchup: latest); the quarter-hour slots share them
+    assert derived.tick_cron == ["4,9,14,19,24,29,34,39,44,49,54,59 * * * *"]
+    assert cadence.gathered_ticks(
+        [(datetime(2026, 1, 1, 0, m, tzinfo=UTC), "a") for m in (0, 1, 2)]
+        + [(datetime(2026, 1, 1, 0, 3, tzinfo=UTC), "b")], timedelta(minutes=15)) == [
+        datetime(2026, 1, 1, 0, 4, tzinfo=UTC)]  # inside one grid minute: one tick
