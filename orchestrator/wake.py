@@ -15,13 +15,14 @@ them, and one it could not act on (an open circuit breaker, a buffered run) woul
 otherwise wake the loop again and again.
 
 Not every moment is worth keeping a runner waiting for (GitHub bills the wait). A
-slot is when its schedule has no other slot in ``linger_min_interval_hours`` before it
-(:func:`lingers_before`; ``orchestrator.json`` can say otherwise per schedule): a
-daily slot, not an hourly one, whose tick cron-sync schedules just after the slot.
-A retry's back-off end is (it is short and follows a failure); a timeout or a run's
-deadline is not: the fan-in job settles a run that ends, and only a hung track waits
-for the next tick to be tapped out. ``tick --linger`` waits for the earliest moment
-worth it (:attr:`Wake.wait_for`); ``status`` still shows the earliest of all.
+slot is, when its schedule has no other slot in the ``linger_min_interval_hours``
+before it (:func:`lingers_before`; ``orchestrator.json`` can say otherwise per
+schedule): a daily slot is, an hourly one is not (cron-sync gives it a tick just
+after it instead). A retry's back-off end is (it is short and follows a failure); a
+timeout or a run's deadline is not: the fan-in job settles a run that ends, and only
+a hung track waits for the next tick to be tapped out. ``tick --linger`` waits for
+the earliest moment worth it (:attr:`Wake.linger_target`); ``status`` still shows the
+earliest of all.
 """
 
 from __future__ import annotations

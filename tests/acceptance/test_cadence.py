@@ -52,7 +52,7 @@ def test_validate_fails_on_a_stale_tick_yml_until_cron_sync(tmp_path: Path) -> N
     # 12:30 in London: 11:30 UTC in summer time (late March to late October), else 12:30
     assert "14,19,24 11 * 3-10 *" in crons and "14,19,24 12 * 1-3,10-12 *" in crons
     ok = user.run("validate", "--format", "markdown")
-    assert "✅ tick.yml ticks before every slot of the next year." in ok.stdout
+    assert "✅ tick.yml has the ticks every slot of the next year needs." in ok.stdout
     assert "### Estimate: a month on GitHub Actions" in ok.stdout
     assert "M .github/workflows/tick.yml" in git("status", "--porcelain", cwd=user.cwd)
     user.run("cron-sync", "--check")
