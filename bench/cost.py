@@ -5,15 +5,20 @@ daily; one schedule every 5 minutes), a month of runner-minutes (tick jobs with
 their lingering, fan-in jobs, track legs, the watchdog), pushes and API requests,
 and slot-to-dispatch lateness, for:
 
-- the orchestrator with the cadence ``cron-sync`` derives and tick.yml's
-  ``--linger 20 --max-linger 45`` (and the watchdog cron-sync derives);
-- the same without lingering (``--linger 0``);
-- the cheapest derived cadence (``orchestrator.json``: ``lead_minutes: [1]``,
-  ``safety_every_hours: 24``) with tick.yml's linger;
-- the orchestrator as it was: a tick at minutes 7, 22, 37, 52 and a watchdog twice an
-  hour;
+- the orchestrator as shipped: the cadence ``cron-sync`` derives (lead ticks and a
+  lingering tick for slots with no other slot of their schedule in the 12 hours
+  before, one tick just after any other slot, a safety tick every 6 hours where those
+  leave a longer gap) and tick.yml's ``--linger 20 --max-linger 45``;
+- the same with a lighter tick job (15 s of set-up instead of 40: cache, no checkout);
+- ``orchestrator.json`` variants: two lead ticks and a daily safety tick; lingering
+  before every slot (the first version of the derived cadence); the cheapest
+  (``lead_minutes: [1]``, ``safety_every_hours: 24``);
+- the fixed quarter-hour tick with the watchdog cron-sync gives it, and as it was
+  (watchdog twice an hour);
 - the same tracks on GitHub's own ``schedule:`` (one workflow per schedule, a job
   per track): what a user would pick instead.
+
+Then the bounds the delay model puts on the targets (:func:`punctual_bound`).
 
 Tracks take 1 minute (a job, setup included). The model and its parameters (GitHub's
 cron delays and drops, setup and tick durations) are ``orchestrator/estimate.py``,
@@ -26,16 +31,22 @@ Lateness is pooled over ``--seeds`` four-week runs; costs are their mean, per 30
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.cadence import derive
 from orchestrator.estimate import (
+    Billing,
+    CronDelay,
     Figures,
     Setup,
     simulate,
@@ -67,22 +78,147 @@ CASES: dict[str, list[Schedule]] = {
 }
 
 
-CHEAP = RepoConfig.model_validate({"cadence": {"lead_minutes": [1], "safety_every_hours": 24}})
+def config(**cadence: Any) -> RepoConfig:
+    return RepoConfig.model_validate({"cadence": cadence})
+
+
+TWO_LEADS = config(lead_minutes=[15, 10], safety_every_hours=24)
+EVERY_SLOT = config(linger_min_interval_hours=0)
+CHEAP = config(lead_minutes=[1], safety_every_hours=24)
 """orchestrator.json for the cheapest derived cadence: one tick 1 to 5 minutes before
-each slot, a safety tick a day."""
+a daily slot (it lingers at most that long), no separate safety tick (the daily ticks
+are one)."""
+FIXED = config(mode="fixed")
+LIGHT = Billing(setup_seconds=15)
+"""A tick job that restores a cached environment and checks out nothing."""
 
 
 def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
                   config: RepoConfig | None = None) -> Setup:
     """What cron-sync writes for these schedules, with tick.yml's linger."""
-    derived = derive(schedules, config or RepoConfig(), START)
-    return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron])
+    config = config or RepoConfig()
+    derived = derive(schedules, config, START)
+    return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron],
+                 config.cadence)
 
 
 def orchestrator_month(schedules: list[Schedule], setup: Setup, start: datetime,
-                       seed: int = 0, days: int = DAYS) -> Figures:
+                       seed: int = 0, days: int = DAYS,
+                       billing: Billing | None = None) -> Figures:
     """The figures ``orchestrator estimate`` prints for the same inputs."""
-    return simulate(schedules, setup, start, days=days, seed=seed)
+    return simulate(schedules, setup, start, days=days, seed=seed, billing=billing)
+
+
+# --------------------------------------------------------------------------- the bounds
+
+
+@dataclass(frozen=True)
+class Bound:
+    leads: tuple[int, ...]
+    """Minutes before the slot of the ticks of the cheapest lead set found."""
+    covered: float
+    """Probability that one of them runs at the slot (fired within a minute)."""
+    wait_minutes: float
+    """Expected minutes a tick job waits on its runner for the slot."""
+
+    @property
+    def per_fire(self) -> float:
+        """Runner-minutes per fire at the least: the wait plus one job's set-up and tick."""
+        billing = Billing()
+        return self.wait_minutes + (billing.setup_seconds + billing.tick_seconds) / 60
+
+
+def _arrived(delay: CronDelay) -> Any:
+    """P(a scheduled tick, not at minute 0, has started within x minutes)."""
+    sigma = math.log(delay.p95_minutes / delay.median_minutes) / 1.6449
+    normal = NormalDist()
+
+    def cdf(x: float) -> float:
+        if x <= 0:
+            return 0.0
+        return (1 - delay.drop_rate) * normal.cdf(math.log(x / delay.median_minutes) / sigma)
+
+    return cdf
+
+
+def lead_set(leads: tuple[int, ...], delay: CronDelay, step: float = 0.1) -> Bound:
+    """Coverage and expected wait of ticks ``leads`` minutes before a slot, each late by
+    the delay model independently: the first to start waits until the slot; a slot is
+    fired within a minute when one started by 10 s after it (a tick takes 10 s).
+    E[wait] is the integral over w of P(the first started more than w before the slot)."""
+    cdf = _arrived(delay)
+    covered = 1 - math.prod(1 - cdf(lead + 10 / 60) for lead in leads)
+    wait, w = 0.0, step / 2
+    while w < max(leads):
+        wait += (1 - math.prod(1 - cdf(lead - w) for lead in leads)) * step
+        w += step
+    return Bound(leads, covered, wait)
+
+
+def punctual_bound(delay: CronDelay, target: float = 0.95, most: int = 4) -> Bound:
+    """The cheapest way, under ``delay``, to have a tick running at a slot with
+    probability ``target``: over every set of up to ``most`` lead ticks 5 minutes
+    apart (GitHub's shortest cron interval; cron-sync's grid) at any offset, up to an
+    hour before the slot, the least expected wait among those that reach ``target``.
+    It leaves out the other costs (ticks that find nothing, the billed minute's
+    rounding), so no cadence under this model is cheaper."""
+    best: Bound | None = None
+    for offset in range(1, 6):
+        grid = range(offset, 61, 5)
+        for n in range(1, most + 1):
+            for leads in itertools.combinations(grid, n):
+                found = lead_set(tuple(sorted(leads, reverse=True)), delay, step=0.25)
+                if found.covered >= target and (best is None or found.wait_minutes
+                                                < best.wait_minutes):
+                    best = found
+    assert best is not None, "an hour of lead ticks reaches any target below 1 - drops^n"
+    return lead_set(best.leads, delay)
+
+
+def bound_lines(github: dict[str, Figures]) -> list[str]:
+    """What the delay model allows, against the two targets, in words and figures."""
+    delay = CronDelay()
+    bound = punctual_bound(delay)
+    daily = "one daily schedule, 4 tracks"
+    fixed_daily = 30 * (4 + 1)  # four 1-minute legs and a fan-in job a day
+    least = fixed_daily + 30 * bound.per_fire
+    base = github[daily].total_minutes
+    mixed = "ten schedules, 5 hourly + 5 daily"
+    runs = 5 * 24 * 30 + 5 * 30
+    legs = 5 * 24 * 30 * 2 + 5 * 30 * 4
+    mixed_base = github[mixed].total_minutes
+    budget = 2 * base - fixed_daily
+    return [
+        f"Bound 1 (daily, 95 % of slots within a minute): the cheapest lead ticks are "
+        f"{', '.join(map(str, bound.leads))} minutes before the slot (P(one runs at the "
+        f"slot) {bound.covered:.3f}); the first to start waits {bound.wait_minutes:.1f} "
+        f"minutes on average, so a fire costs at least {bound.per_fire:.1f} tick minutes. "
+        f"A month: {fixed_daily} (legs and fan-in) + 30 x {bound.per_fire:.1f} = "
+        f"{least:.0f} runner-minutes, {least / base:.1f} x GitHub's {base:.0f}; the target "
+        f"allows {2 * base:.0f}.",
+        f"Bound 1' (daily, within 2 x): {2 * base:.0f} - {fixed_daily} (legs and fan-in) "
+        f"leaves {budget:.0f} minutes a month, {budget / 30:.1f} a fire, for the ticks "
+        f"and the watchdog; one tick job is a billed minute, so the wait gets at most "
+        f"{budget / 30 - 1:.1f}: " + _coverage_within(delay, budget / 30 - 1) + ".",
+        f"Bound 2 (mixed, within 1.5 x): {legs:,} leg minutes and {runs:,} fan-in jobs "
+        f"alone are {legs + runs:,} runner-minutes, {(legs + runs) / mixed_base:.2f} x "
+        f"GitHub's {mixed_base:,.0f}, before any tick; with a tick an hour (720, the "
+        f"fewest that reach each hourly slot within its hour) and a watchdog every 2 "
+        f"hours (360): {(legs + runs + 1080) / mixed_base:.2f} x.",
+    ]
+
+
+def _coverage_within(delay: CronDelay, wait: float) -> str:
+    """The best share of slots fired within a minute for an expected wait of ``wait``."""
+    best = (0.0, (0,))
+    for offset in range(1, 6):
+        for n in (1, 2, 3):
+            for leads in itertools.combinations(range(offset, 31, 5), n):
+                found = lead_set(tuple(sorted(leads, reverse=True)), delay, step=0.25)
+                if found.wait_minutes <= wait and found.covered > best[0]:
+                    best = (found.covered, found.leads)
+    return (f"at most {best[0]:.0%} of slots then fire within a minute (leads "
+            f"{', '.join(map(str, best[1]))}); the others wait for GitHub's delay")
 
 
 def pooled(runs: list[Figures]) -> Figures:
@@ -112,19 +248,27 @@ def main() -> None:
     head = ["case", "how", "runner-min/month", "x GitHub", "ticks", "watchdog", "pushes",
             "API requests", "p50 late", "p95 late", "missed"]
     rows: list[list[str]] = []
+    baselines: dict[str, Figures] = {}
     for case, schedules in CASES.items():
         ways = {
-            "derived (default), linger 20": derived_setup(schedules, TICK_LINGER),
-            "derived, no linger": derived_setup(schedules, (0.0, 0.0)),
-            "derived cheap, linger 20": derived_setup(schedules, TICK_LINGER, CHEAP),
-            "before: fixed :07/15": OLD,
+            "derived (default)": (derived_setup(schedules, TICK_LINGER), None),
+            "derived, light tick job": (derived_setup(schedules, TICK_LINGER), LIGHT),
+            "derived, leads [15, 10], safety 24 h": (
+                derived_setup(schedules, TICK_LINGER, TWO_LEADS), None),
+            "derived, linger before every slot": (
+                derived_setup(schedules, TICK_LINGER, EVERY_SLOT), None),
+            "derived cheapest": (derived_setup(schedules, TICK_LINGER, CHEAP), None),
+            "fixed :07/15": (derived_setup(schedules, (0.0, 0.0), FIXED), None),
+            "before: fixed :07/15, watchdog :29/:59": (OLD, None),
         }
         github = pooled([simulate_github_schedule(schedules, START, days=DAYS, seed=s)
                          for s in range(args.seeds)])
         base = github.total_minutes
-        results = {how: pooled([orchestrator_month(schedules, setup, START, s)
-                                for s in range(args.seeds)]) for how, setup in ways.items()}
+        results = {how: pooled([orchestrator_month(schedules, setup, START, s, billing=bill)
+                                for s in range(args.seeds)])
+                   for how, (setup, bill) in ways.items()}
         results["GitHub schedule:"] = github
+        baselines[case] = github
         for how, f in results.items():
             rows.append([case, how, f"{f.total_minutes:,.0f}", f"{f.total_minutes / base:.1f}",
                          f"{f.runner_minutes.get('ticks', 0):,.0f}",
@@ -136,11 +280,15 @@ def main() -> None:
         print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
         for r in rows:
             print("| " + " | ".join(r) + " |")
+        print()
+        print("\n\n".join(bound_lines(baselines)))
         return
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                         for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    print()
+    print("\n".join(bound_lines(baselines)))
 
 
 if __name__ == "__main__":

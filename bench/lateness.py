@@ -9,11 +9,14 @@ median 4 minutes, 95th percentile 32, 3 % dropped, twice as late and twice as of
 dropped at minute 0), and the tick lingers as ``tick --linger`` does. The model is
 ``orchestrator/estimate.py``, the one ``orchestrator estimate`` runs.
 
-For each linger (0, 5, 10, 15 and 20 minutes; 20 is tick.yml's) it prints
-slot-to-dispatch lateness (median, 95th percentile, maximum), slots missed, and
-runner-minutes a day spent by tick jobs, pooled over ``--seeds`` independent
-four-week runs; then GitHub's own ``schedule:`` (a workflow per schedule) and the
-old fixed quarter-hour tick (minutes 7, 22, 37, 52, no linger) for comparison.
+For each linger (0, 5, 10, 15 and 20 minutes; 20 is tick.yml's), with lead ticks
+and lingering before every slot (``orchestrator.json``: ``linger_min_interval_hours:
+0``), it prints slot-to-dispatch lateness (median, 95th percentile, maximum), slots
+missed, and runner-minutes a day spent by tick jobs, pooled over ``--seeds``
+independent four-week runs; then the default cadence (lead ticks and lingering only
+for slots 12 hours or more after the schedule's previous one, else a tick just after
+the slot), GitHub's own ``schedule:`` (a workflow per schedule) and the old fixed
+quarter-hour tick (minutes 7, 22, 37, 52, no linger) for comparison.
 
     python bench/lateness.py [--seeds 10] [--markdown]
 """
@@ -39,6 +42,7 @@ DAYS = 28
 LINGERS = (0, 5, 10, 15, 20)
 MAX_LINGER = 45
 FIXED = ["7,22,37,52 * * * *"]
+EVERY_SLOT = RepoConfig.model_validate({"cadence": {"linger_min_interval_hours": 0}})
 
 
 def schedule(sid: str, expr: str, zone: str = "UTC", tracks: int = 1) -> Schedule:
@@ -88,11 +92,15 @@ def main() -> None:
     head = ["schedule", "linger", "median", "p95", "max", "missed", "tick min/day"]
     rows: list[list[str]] = []
     for label, sched in SCHEDULES:
-        lines = derive([sched], RepoConfig(), START).tick_cron
+        lines = derive([sched], EVERY_SLOT, START).tick_cron
         for linger in LINGERS:
-            runs = [simulate([sched], Setup(lines, linger, MAX_LINGER), START, days=DAYS,
-                             seed=s) for s in seeds]
+            setup = Setup(lines, linger, MAX_LINGER, cadence=EVERY_SLOT.cadence)
+            runs = [simulate([sched], setup, START, days=DAYS, seed=s) for s in seeds]
             rows.append(row(label, f"{linger} min", pooled(runs)))
+        default = Setup(derive([sched], RepoConfig(), START).tick_cron, LINGERS[-1],
+                        MAX_LINGER)
+        runs = [simulate([sched], default, START, days=DAYS, seed=s) for s in seeds]
+        rows.append(row(label, "default cadence", pooled(runs)))
         fixed = [simulate([sched], Setup(FIXED, 0, 0), START, days=DAYS, seed=s)
                  for s in seeds]
         rows.append(row(label, "fixed :07/15", pooled(fixed)))

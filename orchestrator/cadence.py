@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .models import Schedule, ScheduleSpec, TrackSpec
 from .repo_config import Cadence, RepoConfig
-from .wake import cron_slots
+from .wake import cron_slots, lingering_slots
 
 GRID = 5
 GRID_OFFSET = 4
@@ -83,13 +83,59 @@ def schedule_slots(schedule: Schedule, start: datetime, until: datetime) -> list
     return cron_slots(schedule.spec, start, until)
 
 
+def _after_grid(moment: datetime) -> datetime:
+    """The grid minute at or after ``moment`` (a tick there never arrives before it)."""
+    earlier = _on_grid(moment)
+    return earlier if earlier == moment else earlier + timedelta(minutes=GRID)
+
+
+def lead_ticks(slot: datetime, cadence: Cadence) -> list[datetime]:
+    """The ticks before a slot worth lingering for (the first to arrive waits for it)."""
+    return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]
+
+
+def gathered_ticks(slots: Iterable[tuple[datetime, str]],
+                   within: timedelta) -> list[datetime]:
+    """The fewest grid ticks with one at most ``within`` after each slot (none before it),
+    a tick serving the slots of several schedules but never two of one schedule (under
+    ``catchup: latest`` the newer would make the older a miss). A tick fires the slots
+    it follows, minutes late, for one billed minute, where lead ticks and a lingering
+    runner would cost about 13. Greedy, so the count is the least: the first slot not
+    yet served gets the latest tick its span allows, serving every slot up to it (or up
+    to its schedule's next one); the tick then moves back to just after the last of
+    them. ``slots``: (slot, schedule id)."""
+    ordered = sorted(set(slots))
+    ticks: list[datetime] = []
+    i = 0
+    while i < len(ordered):
+        latest = _on_grid(ordered[i][0] + within - timedelta(minutes=1))
+        served = {ordered[i][1]}
+        j = i + 1
+        while j < len(ordered) and ordered[j][0] <= latest and ordered[j][1] not in served:
+            served.add(ordered[j][1])
+            j += 1
+        tick = _after_grid(ordered[j - 1][0])
+        ticks.append(tick)
+        # slots inside the tick's own grid minute are served by it all the same
+        while j < len(ordered) and ordered[j][0] <= tick:
+            j += 1
+        i = j
+    return ticks
+
+
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
                   until: datetime) -> set[datetime]:
     found: set[datetime] = set()
+    gathered: list[tuple[datetime, str]] = []
     for schedule in cron_schedules(schedules):
-        for slot in schedule_slots(schedule, start, until):
-            for lead in cadence.lead_minutes:
-                found.add(_on_grid(slot - timedelta(minutes=lead)))
+        slots = schedule_slots(schedule, start, until)
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                 strict=True):
+            if lingers:
+                found.update(lead_ticks(slot, cadence))
+            else:
+                gathered.append((slot, schedule.id))
+    found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
 
 
@@ -150,10 +196,13 @@ def scheduled(lines: Iterable[str], start: datetime, until: datetime) -> list[da
     return sorted(found)
 
 
-def max_gap(lines: list[str], start: datetime) -> timedelta:
-    ticks = scheduled(lines, start, start + timedelta(days=35))
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    return max(gaps, default=timedelta(days=1))
+def max_gap(lines: list[str], start: datetime,
+            span: timedelta = timedelta(days=35)) -> timedelta:
+    """The longest time without a tick (no ticks at all: the whole span)."""
+    ticks = scheduled(lines, start, start + span)
+    if not ticks:
+        return span
+    return max([b - a for a, b in itertools.pairwise([start, *ticks, start + span])])
 
 
 def watchdog_for(gap: timedelta) -> tuple[str, int]:
@@ -183,21 +232,38 @@ def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -
         lines = list(cadence.fixed_cron)
     else:
         instants = tick_instants(schedules, cadence, start, start + HORIZON)
-        lines = [*compress(instants), safety_line(cadence.safety_every_hours)]
+        lines = compress(instants)
+        # The safety tick only where the slots' ticks leave a longer gap (an hour of
+        # slack for a daily tick that moves with daylight saving): hourly slots' ticks
+        # already come often enough, and a daily safety tick beside a daily slot's
+        # ticks would double what the repository pays for ticking.
+        if max_gap(lines, start, HORIZON) > timedelta(hours=cadence.safety_every_hours + 1):
+            lines.append(safety_line(cadence.safety_every_hours))
     watchdog, staleness = watchdog_for(max_gap(lines, start))
     return Derived(lines, watchdog, staleness, int(window(cadence).total_seconds() // 60))
 
 
 def uncovered(lines: list[str], schedules: Iterable[Schedule], cadence: Cadence,
               start: datetime, until: datetime) -> dict[str, list[datetime]]:
-    """Schedule id -> its slots in ``(start, until]`` with no tick in the window before."""
+    """Schedule id -> its slots in ``(start, until]`` without the tick they need: one in
+    the window before a slot worth lingering for, else one less than ``gather_minutes``
+    after it (a tick before a slot it does not wait for would leave the slot to the
+    tick after)."""
     span = window(cadence)
-    ticks = scheduled(lines, start - span, until)
+    gather = timedelta(minutes=cadence.gather_minutes)
+    ticks = scheduled(lines, start - span, until + gather)
     missing: dict[str, list[datetime]] = {}
     for schedule in cron_schedules(schedules):
-        for slot in schedule_slots(schedule, start, until):
-            i = bisect.bisect_right(ticks, slot)
-            if i == 0 or slot - ticks[i - 1] > span:
+        slots = schedule_slots(schedule, start, until)
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                 strict=True):
+            if lingers:
+                i = bisect.bisect_right(ticks, slot)
+                ok = i > 0 and slot - ticks[i - 1] <= span
+            else:
+                i = bisect.bisect_left(ticks, slot)
+                ok = i < len(ticks) and ticks[i] - slot < gather
+            if not ok:
                 missing.setdefault(schedule.id, []).append(slot)
     return missing
 
@@ -246,11 +312,16 @@ def tick_comment(config: RepoConfig) -> list[str]:
                 "`orchestrator cron-sync`. Every tick computes from committed state and the",
                 "time, so a late or missing tick only delays work."]
     leads = ", ".join(str(m) for m in cadence.lead_minutes)
+    hours = f"{cadence.linger_min_interval_hours:g}"
     return ["Written by `orchestrator cron-sync` from schedules/ (do not edit by hand;",
-            "`orchestrator validate` fails when it no longer covers a slot). Ticks",
-            f"{leads} minutes (up to 5 more) before each slot, in UTC on both sides of",
-            "daylight-saving changes (the first to arrive lingers until the slot), and a",
-            f"safety tick every {cadence.safety_every_hours} hours for retries and deadlines."]
+            "`orchestrator validate` fails when it no longer covers a slot), in UTC on both",
+            "sides of daylight-saving changes. A slot with no other slot of its schedule in",
+            f"the {hours} hours before it gets ticks {leads} minutes (up to 5 more) before it",
+            "(the first to arrive lingers until the slot); any other slot a tick in the",
+            f"{cadence.gather_minutes} minutes after it (no runner waits for it). A safety "
+            "tick every",
+            f"{cadence.safety_every_hours} hours for retries and deadlines, where the slots' "
+            "ticks leave a longer gap."]
 
 
 def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
@@ -294,7 +365,9 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
         for sid, slots in sorted(missing.items()):
             problems.append(
                 f"{TICK}: no tick in the {int(window(cadence).total_seconds() // 60)} minutes "
-                f"before {len(slots)} slot(s) of {sid!r} (first {slots[0]:%Y-%m-%dT%H:%MZ}); "
+                f"before (or, for a slot not worth lingering for, the "
+                f"{cadence.gather_minutes} minutes after) "
+                f"{len(slots)} slot(s) of {sid!r} (first {slots[0]:%Y-%m-%dT%H:%MZ}); "
                 "run `orchestrator cron-sync` and commit the workflow with the schedule")
         linger, _ = read_linger(text)
         need = window(cadence).total_seconds() / 60

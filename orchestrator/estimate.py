@@ -9,8 +9,12 @@ Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
   runs of ``tick.yml`` share one concurrency group, so one runs, at most one waits
   and a newer one replaces the waiting one (the replaced one costs nothing);
 - the job sets up (checkout, Python, install), ticks, and lingers as
-  ``tick --linger`` does: while the next slot falls within ``--linger`` minutes of
-  the tick that just ran and before ``--max-linger`` after the first one;
+  ``tick --linger`` does: while the next slot worth waiting for
+  (:func:`~orchestrator.wake.lingers_before`, from ``orchestrator.json``'s cadence)
+  falls within ``--linger`` minutes of the tick that just ran and before
+  ``--max-linger`` after the first one; a job that ticks and finds nothing to do
+  (one queued behind a lingering tick, a lead tick arriving after its slot) is
+  billed its minute like any other;
 - a tick fires a schedule's slots that fell due since the last one: under
   ``catchup: latest`` only the newest inside the catch-up window (the others are
   missed); dispatch is the tick's end. Lateness is slot to dispatch (for GitHub's
@@ -36,6 +40,8 @@ from typing import Any
 
 from .cadence import schedule_slots, scheduled
 from .models import CatchupPolicy, Schedule
+from .repo_config import Cadence
+from .wake import lingering_slots
 
 MONTH_DAYS = 30
 FREE_MINUTES = 2000
@@ -92,6 +98,8 @@ class Setup:
     linger_minutes: float = 0.0
     max_linger_minutes: float = 60.0
     watchdog_cron: list[str] = field(default_factory=list)
+    cadence: Cadence = field(default_factory=Cadence)
+    """``orchestrator.json``'s cadence: which slots a lingering tick waits for."""
 
 
 @dataclass
@@ -166,6 +174,19 @@ def _all_slots(schedules: Iterable[Schedule], start: datetime,
     return sorted(found)
 
 
+def _waited_for(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
+                end: datetime) -> list[datetime]:
+    """The slots a lingering tick waits for, ascending."""
+    found: set[datetime] = set()
+    for schedule in schedules:
+        if not schedule.spec.enabled:
+            continue
+        slots = schedule_slots(schedule, start, end)
+        found.update(s for s, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                             strict=True) if lingers)
+    return sorted(found)
+
+
 def _utc_ticks(lines: list[str], start: datetime, end: datetime) -> list[datetime]:
     return scheduled(lines, start, end)
 
@@ -184,6 +205,8 @@ class _Month:
         """Slots before this index were fired or missed."""
         self.slots: list[tuple[datetime, str]] = []
         self.times: list[datetime] = []
+        self.waited: list[datetime] = []
+        """The slots worth waiting for (a subset of ``times``)."""
         self.last_commit: datetime | None = None
         self.api: Counter[datetime] = Counter()
         self.push: Counter[datetime] = Counter()
@@ -240,8 +263,8 @@ class _Month:
         while True:
             self.tick(now)
             end = now + timedelta(seconds=self.b.tick_seconds)
-            i = bisect.bisect_right(self.times, now)
-            upcoming = self.times[i] if i < len(self.times) else None
+            i = bisect.bisect_right(self.waited, now)
+            upcoming = self.waited[i] if i < len(self.waited) else None
             if (not linger or upcoming is None or upcoming - end > linger
                     or upcoming > ceiling):
                 break
@@ -264,6 +287,7 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month = _Month(schedules, setup, track_minutes, billing, figures)
     month.slots = _all_slots(schedules, start, end)
     month.times = [s for s, _ in month.slots]
+    month.waited = _waited_for(schedules, setup.cadence, start, end)
     figures.slots = len(month.slots)
     arrivals = []
     for at in _utc_ticks(setup.tick_cron, start, end):

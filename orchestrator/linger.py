@@ -2,7 +2,9 @@
 
 GitHub starts scheduled runs minutes late (and drops some), so a tick that ran
 shortly before a slot stays on its runner and ticks at the slot itself. It keeps
-going while the next due moment falls within ``window`` of the tick that just ran,
+going while the next due moment worth waiting for (``Wake.linger_target``: a daily
+slot is, an hourly one or a run's deadline is not) falls within ``window`` of the
+tick that just ran,
 and never past ``max_total`` after it started: the job's runner minutes are bounded
 whatever the schedules say.
 
@@ -41,6 +43,7 @@ class Linger:
         self._clock = clock
         self._log = log
         self._stop = threading.Event()
+        self._last: Wake | None = None
 
     def stop(self, reason: str = "stop requested") -> None:
         """End the wait; safe from a signal handler (it only sets a flag)."""
@@ -49,17 +52,20 @@ class Linger:
 
     def _tick(self, tick: TickFn) -> Wake | None:
         self.ticks += 1
-        return tick(self._clock())
+        self._last = tick(self._clock())
+        return self._last
 
     def run(self, tick: TickFn) -> int:
         """Tick now, then at each due moment inside the window; return the ticks run."""
         start = self._clock()
         end = start + self.max_total
-        wake = self._tick(tick)
+        wake = _target(self._tick(tick))
         while not self._stop.is_set():
             now = self._clock()
             if wake is None:
-                self._log("linger: nothing will fall due; done")
+                self._log("linger: nothing will fall due; done" if self._last is None else
+                          f"linger: next due {self._last.describe(now)}: not worth a "
+                          "waiting runner, nor anything after it; done")
                 break
             if wake.at - now > self.window:
                 self._log(f"linger: next due {wake.describe(now)}: beyond the "
@@ -78,10 +84,16 @@ class Linger:
                 self._stop.wait(left)
             if self._stop.is_set():
                 break
-            wake = self._tick(tick)
+            wake = _target(self._tick(tick))
         if self._stop.is_set():
             self._log(f"linger: {self.stop_reason}: stopping after {self.ticks} tick(s)")
         return self.ticks
+
+
+def _target(wake: Wake | None) -> Wake | None:
+    """What to wait for: a frequent schedule's slot, a timeout or a deadline is not
+    worth a waiting runner (:mod:`orchestrator.wake` says which), a later moment may be."""
+    return wake.linger_target if wake is not None else None
 
 
 def _minutes(delta: timedelta) -> str:

@@ -47,6 +47,27 @@ class Cadence(Frozen):
         description="Derived mode: a tick every N hours (a divisor of 24) whatever the "
         "schedules, for retries, deadlines and runs whose fan-in job never came.",
     )
+    linger_min_interval_hours: float = Field(
+        12, ge=0, le=8784,
+        description="Derived mode: a slot gets lead ticks and a tick that lingers until it "
+        "when its schedule has no other slot in the N hours before it (daily, weekly: on "
+        "time for about 13 runner-minutes a fire). A slot of a more frequent schedule gets "
+        "one tick just after it and is fired by that tick, minutes late, for 1 runner-minute "
+        "(lingering before every hourly slot would keep a runner busy all day). 0: every "
+        "slot lingers.",
+    )
+    gather_minutes: int = Field(
+        15, ge=5, le=60,
+        description="Derived mode: a slot no tick lingers for gets a tick at most this many "
+        "minutes after it, one tick serving the slots of several schedules in that span "
+        "(never two of one schedule); 5: each slot its own tick.",
+    )
+    linger_schedules: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Derived mode: per schedule id, true to linger before each of its "
+        "slots, false never to, whatever its interval (overrides "
+        "linger_min_interval_hours).",
+    )
     fixed_cron: list[CronText] = Field(
         ["7,22,37,52 * * * *"], min_length=1, max_length=20,
         description="Fixed mode: the cron lines (UTC) of tick.yml.",
@@ -104,6 +125,15 @@ def load_repo_config(root: Path) -> RepoConfig:
         if err.get("type") == "extra_forbidden":
             problem = "unknown field"
         raise UserError(f"{CONFIG_FILE}: {where}: {problem}") from None
+
+
+def cadence_or_default(root: Path) -> Cadence:
+    """The cadence settings for the tick's own use: an invalid file gives the defaults
+    (``validate`` reports it; the tick must not stop over it)."""
+    try:
+        return load_repo_config(root).cadence
+    except UserError:
+        return Cadence()
 
 
 def repo_config_json_schema() -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
 from .models import RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
+from .repo_config import cadence_or_default
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
@@ -338,7 +339,8 @@ class Tick:
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
             assert result.decision is not None
-            result.wake = next_wake(schedules, result.decision.state, self.now)
+            result.wake = next_wake(schedules, result.decision.state, self.now,
+                                    cadence_or_default(self.repo))
             return result
 
         marked: Planned | None = None
@@ -357,7 +359,8 @@ class Tick:
         decision = marked.decision
         result.decision = decision
         result.rendered, result.summaries = marked.rendered, marked.summaries
-        result.wake = next_wake(schedules, decision.state, self.now)
+        result.wake = next_wake(schedules, decision.state, self.now,
+                                cadence_or_default(self.repo))
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.finished = list(result.rendered)

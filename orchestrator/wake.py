@@ -13,16 +13,28 @@ tick would decide something new without being told anything:
 Moments at or before ``now`` are not due *next*: the tick at ``now`` already saw
 them, and one it could not act on (an open circuit breaker, a buffered run) would
 otherwise wake the loop again and again.
+
+Not every moment is worth keeping a runner waiting for (GitHub bills the wait). A
+slot is, when its schedule has no other slot in the ``linger_min_interval_hours``
+before it (:func:`lingers_before`; ``orchestrator.json`` can say otherwise per
+schedule): a daily slot is, an hourly one is not (cron-sync gives it a tick just
+after it instead). A retry's back-off end is (it is short and follows a failure); a
+timeout or a run's deadline is not: the fan-in job settles a run that ends, and only
+a hung track waits for the next tick to be tapped out. ``tick --linger`` waits for
+the earliest moment worth it (:attr:`Wake.linger_target`); ``status`` still shows the
+earliest of all.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from . import machine
 from .models import RunStatus, Schedule, ScheduleSpec, TrackPhase
+from .repo_config import Cadence
 from .state import State
 from .times import iso
 from .triggers import for_spec
@@ -34,6 +46,15 @@ class Wake:
 
     at: datetime
     reason: str
+    worth_waiting: bool = field(default=True, compare=False)
+    """Whether a lingering tick keeps its runner waiting for this moment."""
+    wait_for: Wake | None = field(default=None, compare=False)
+    """When this moment is not worth waiting for: the earliest after it that is."""
+
+    @property
+    def linger_target(self) -> Wake | None:
+        """The moment ``tick --linger`` waits for: this one, or the next worth it."""
+        return self if self.worth_waiting else self.wait_for
 
     def to_json(self) -> dict[str, str]:
         return {"at": iso(self.at), "reason": self.reason}
@@ -73,7 +94,38 @@ def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
     return found[0] if found else None
 
 
-def _slots(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterator[Wake]:
+def lingers_before(schedule: Schedule, slot: datetime, cadence: Cadence) -> bool:
+    """Whether ``slot`` deserves lead ticks and a tick waiting on its runner until it:
+    ``orchestrator.json``'s word for the schedule, else whether no other slot of the
+    schedule falls in the ``linger_min_interval_hours`` before it (a one-shot: yes)."""
+    override = cadence.linger_schedules.get(schedule.id)
+    if override is not None:
+        return override
+    if schedule.spec.at_utc() is not None:
+        return True
+    gap = timedelta(hours=cadence.linger_min_interval_hours)
+    if not gap:
+        return True
+    first = cron_slots(schedule.spec, slot - gap)
+    return not first or first[0] >= slot
+
+
+def lingering_slots(schedule: Schedule, slots: Sequence[datetime],
+                    cadence: Cadence) -> list[bool]:
+    """:func:`lingers_before` for ascending ``slots`` of one schedule (all of them from
+    one span: the gap to the previous one decides, so the evaluator is asked once)."""
+    if not slots:
+        return []
+    override = cadence.linger_schedules.get(schedule.id)
+    if override is not None or schedule.spec.at_utc() is not None:
+        return [lingers_before(schedule, slots[0], cadence)] * len(slots)
+    gap = timedelta(hours=cadence.linger_min_interval_hours)
+    first = lingers_before(schedule, slots[0], cadence)
+    return [first] + [b - a >= gap for a, b in itertools.pairwise(slots)]
+
+
+def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
+           cadence: Cadence) -> Iterator[Wake]:
     for schedule in schedules:
         spec = schedule.spec
         cursor = state.cursors.get(schedule.id)
@@ -89,16 +141,18 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterat
         except ValueError:  # a spec cron cannot evaluate: the tick reports it
             continue
         if slot is not None:
-            yield Wake(slot, f"{schedule.id}: slot {slot:%Y-%m-%dT%H:%MZ}")
+            yield Wake(slot, f"{schedule.id}: slot {slot:%Y-%m-%dT%H:%MZ}",
+                       lingers_before(schedule, slot, cadence))
 
 
-def _tracks(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterator[Wake]:
+def _tracks(schedules: Sequence[Schedule], state: State, now: datetime,
+            cadence: Cadence) -> Iterator[Wake]:
     for run_id, tracks in state.tracks.items():
         run = state.runs.get(run_id)
         if run is None or run.status not in machine.RUN_OPEN:
             continue
         if run.status is not RunStatus.SCHEDULED and run.deadline > now:
-            yield Wake(run.deadline, f"{run_id}: run deadline")
+            yield Wake(run.deadline, f"{run_id}: run deadline", False)
         for track in tracks.values():
             if track.phase not in machine.TRACK_OPEN:
                 continue
@@ -110,10 +164,10 @@ def _tracks(schedules: Sequence[Schedule], state: State, now: datetime) -> Itera
             if track.started_at is not None:
                 end = track.started_at + timedelta(minutes=track.spec.timeout_minutes)
                 if end > now:
-                    yield Wake(end, f"{run_id}: {track.name} timeout")
+                    yield Wake(end, f"{run_id}: {track.name} timeout", False)
 
 
-Source = Callable[[Sequence[Schedule], State, datetime], Iterator[Wake]]
+Source = Callable[[Sequence[Schedule], State, datetime, Cadence], Iterator[Wake]]
 
 SOURCES: tuple[Source, ...] = (
     _slots,
@@ -123,14 +177,24 @@ SOURCES: tuple[Source, ...] = (
 """Where due moments come from; each yields its moments after ``now``."""
 
 
-def due_moments(schedules: Iterable[Schedule], state: State, now: datetime) -> list[Wake]:
-    """Every source's next due moment after ``now``, earliest first."""
+def due_moments(schedules: Iterable[Schedule], state: State, now: datetime,
+                cadence: Cadence | None = None) -> list[Wake]:
+    """Every source's next due moment after ``now``, earliest first (``cadence``:
+    ``orchestrator.json``'s, which says which slots are worth waiting for)."""
     now = now.astimezone(UTC)
     listed = list(schedules)
-    return sorted(wake for source in SOURCES for wake in source(listed, state, now))
+    policy = cadence or Cadence()
+    return sorted(wake for source in SOURCES for wake in source(listed, state, now, policy))
 
 
-def next_wake(schedules: Iterable[Schedule], state: State, now: datetime) -> Wake | None:
-    """The earliest due moment after ``now``, or None when nothing will ever fall due."""
-    moments = due_moments(schedules, state, now)
-    return moments[0] if moments else None
+def next_wake(schedules: Iterable[Schedule], state: State, now: datetime,
+              cadence: Cadence | None = None) -> Wake | None:
+    """The earliest due moment after ``now`` (None when nothing will ever fall due); when
+    it is not worth waiting for, its :attr:`Wake.wait_for` is the earliest that is."""
+    moments = due_moments(schedules, state, now, cadence)
+    if not moments:
+        return None
+    first = moments[0]
+    if first.worth_waiting:
+        return first
+    return replace(first, wait_for=next((m for m in moments if m.worth_waiting), None))

@@ -48,7 +48,7 @@ def markdown(report: CadenceReport, root: Path, schedules: list[Schedule],
     out += [f"> ❌ {p}  " for p in report.problems]
     out += [f"> ⚠️ {w}  " for w in report.warnings]
     if not report.problems and not report.warnings:
-        out.append("✅ tick.yml ticks before every slot of the next year.")
+        out.append("✅ tick.yml has the ticks every slot of the next year needs.")
     out.append("")
     moment = start.replace(second=0, microsecond=0)
     out.append(estimate.markdown(estimate.build(root, schedules, moment)))

@@ -31,15 +31,16 @@ def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> 
     cron-sync would write, for a workflow that is missing)."""
     tick = root / TICK
     watchdog = root / WATCHDOG
+    config = load_repo_config(root)
     if tick.is_file():
         text = tick.read_text(encoding="utf-8")
         lines = read_crons(text)
         linger, most = read_linger(text)
     else:
-        lines = derive(schedules, load_repo_config(root), start).tick_cron
+        lines = derive(schedules, config, start).tick_cron
         linger, most = 0.0, 60.0
     watch = read_crons(watchdog.read_text(encoding="utf-8")) if watchdog.is_file() else []
-    return Setup(lines, linger, most, watch)
+    return Setup(lines, linger, most, watch, config.cadence)
 
 
 def build(root: Path, schedules: list[Schedule], start: datetime,

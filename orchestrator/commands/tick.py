@@ -49,9 +49,20 @@ def summary_lines(result: TickResult) -> list[str]:
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]
     if not result.dry_run:
         lines.append("  committed" if result.mark_landed else "  no change, nothing pushed")
-    lines.append(f"  next due {result.wake.describe(result.now)}" if result.wake
-                 else "  nothing will fall due")
+    lines.append(f"  next due {result.wake.describe(result.now)}{_waits(result)}"
+                 if result.wake else "  nothing will fall due")
     return lines
+
+
+def _waits(result: TickResult) -> str:
+    """What a lingering tick would wait for, when not the next due moment."""
+    wake = result.wake
+    if wake is None or wake.worth_waiting:
+        return ""
+    target = wake.wait_for
+    return (f" (not worth a waiting runner; a lingering tick waits for "
+            f"{target.describe(result.now)})" if target else
+            " (not worth a waiting runner, nor anything after it)")
 
 
 STEP_SUMMARY_LIMIT = 1024 * 1024

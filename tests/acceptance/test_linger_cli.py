@@ -18,14 +18,19 @@ import pytest
 from tests.acceptance.cliuser import User, git, new_repository, wait
 
 
-def minutely(tmp_path: Path) -> User:
+def minutely(tmp_path: Path, *, wait_for_it: bool = True) -> User:
     user, _ = new_repository(tmp_path)
     user.run("schedules", "remove", "nightly")
     # overlap "allow": the previous minute's run is still open (its fan-in is the next
     # tick's) when the next slot comes, and this is about when slots fire
     user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true",
              "--overlap", "allow")
-    git("add", "-A", "schedules", cwd=user.cwd)
+    if wait_for_it:
+        # a minutely slot is not worth a waiting runner by default: say it is
+        (user.cwd / "orchestrator.json").write_text(
+            '{"cadence": {"linger_schedules": {"minutely": true}}}\n')
+    git("add", "-A", "schedules", "orchestrator.json" if wait_for_it else "schedules",
+        cwd=user.cwd)
     git("commit", "--quiet", "-m", "Every minute", cwd=user.cwd)
     return user
 
@@ -63,6 +68,16 @@ def test_linger_fires_the_next_slot_within_seconds_and_stops_at_max_linger(
     assert next_slot + timedelta(minutes=1) not in late
     assert ended < next_slot + timedelta(minutes=1), "it waited for a slot past --max-linger"
     assert "next due" in proc.stdout  # the summary says when it would wake next, and why
+
+
+def test_by_default_a_tick_does_not_wait_for_a_frequent_schedule_s_slot(
+        tmp_path: Path) -> None:
+    user = minutely(tmp_path, wait_for_it=False)
+    started = time.monotonic()
+    proc = user.run("tick", "--linger", "5", "--max-linger", "5", timeout=120)
+    assert "not worth a waiting runner" in proc.stderr, proc.stderr
+    assert "linger: waiting for" not in proc.stderr
+    assert time.monotonic() - started < 60
 
 
 @pytest.mark.slow

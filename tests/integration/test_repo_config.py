@@ -36,6 +36,15 @@ def test_a_fixed_cadence_with_its_cron(tmp_path: Path) -> None:
         config.cadence.mode = "derived"  # type: ignore[misc]
 
 
+def test_which_slots_a_tick_lingers_for(tmp_path: Path) -> None:
+    write(tmp_path, {"cadence": {"linger_min_interval_hours": 2,
+                                 "linger_schedules": {"health": True}}})
+    cadence = load_repo_config(tmp_path).cadence
+    assert cadence.linger_min_interval_hours == 2.0
+    assert cadence.linger_schedules == {"health": True}
+    assert RepoConfig().cadence.linger_min_interval_hours == 12
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ({"cadense": {}}, "orchestrator.json: cadense: unknown field"),
     ({"cadence": {"mode": "hourly"}}, "orchestrator.json: cadence.mode: Input should be "
@@ -46,6 +55,10 @@ def test_a_fixed_cadence_with_its_cron(tmp_path: Path) -> None:
     ({"cadence": {"fixed_cron": ["61 * * * *"]}}, "cadence.fixed_cron.0:"),
     ({"cadence": {"lead_minutes": "15"}}, "cadence.lead_minutes: Input should be a valid "
                                           "array"),
+    ({"cadence": {"linger_min_interval_hours": -1}},
+     "cadence.linger_min_interval_hours: Input should be greater than or equal to 0"),
+    ({"cadence": {"linger_schedules": {"nightly": "yes"}}},
+     "cadence.linger_schedules.nightly: Input should be a valid boolean"),
 ])
 def test_each_problem_is_one_line_naming_the_field(tmp_path: Path, data: object,
                                                     message: str) -> None:

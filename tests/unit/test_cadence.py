@@ -4,9 +4,11 @@ changes of New York and London and in UTC."""
 
 from __future__ import annotations
 
+import bisect
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
@@ -134,3 +136,96 @@ def test_the_schedule_block_is_rewritten_and_read_back() -> None:
     assert cadence.read_crons(new) == ["4 6 * * *", "17 */6 * * *"]
     with pytest.raises(ValueError, match="no 'on: schedule:' block"):
         cadence.with_crons("on:\n  push:\n", [], [])
+
+
+def test_a_frequent_schedule_gets_one_tick_just_after_each_slot_and_no_lead_ticks() -> None:
+    hourly = sched("hourly", "7 * * * *", "UTC")
+    ny_hourly = sched("ny-hourly", "30 8-17 * * 1-5", "America/New_York")
+    derived = cadence.derive([hourly, ny_hourly], RepoConfig(), START)
+    ticks = croniter_ticks(derived.tick_cron, START.replace(tzinfo=None), YEAR.replace(
+        tzinfo=None))
+    tick_set = set(ticks)
+    waited = 0
+    for schedule in (hourly, ny_hourly):
+        slots = for_spec(schedule.spec).slots(START, YEAR - timedelta(hours=1))
+        for slot in slots:
+            # New York's 08:30 comes 15 hours after 17:30: worth waiting for; the rest not
+            if schedule.id == "ny-hourly" and slot.astimezone(ZoneInfo(
+                    "America/New_York")).hour == 8:
+                waited += 1
+                wanted = [slot - timedelta(minutes=lead + b) for lead in (5, 10, 15)
+                          for b in range(cadence.GRID)]
+            else:
+                wanted = [slot + timedelta(minutes=m) for m in range(cadence.GRID)]
+            assert any(t in tick_set for t in wanted), (schedule.id, slot)
+    assert waited > 250
+    # one tick an hour for the hourly slots (no safety tick: they leave no gap), lead
+    # ticks before New York's first slot of a weekday (12:30 or 13:30 UTC), a tick
+    # after each of its others (13:34 to 21:34 or 14:34 to 22:34 UTC)
+    assert derived.tick_cron == ["9 * * * *", "14,19,24 12 * 3-10 1-5",
+                                 "14,19,24 13 * 1-3,11,12 1-5", "34 13 * 3-10 1-5",
+                                 "34 14-21 * * 1-5", "34 22 * 1-3,11,12 1-5"]
+    assert cadence.uncovered(derived.tick_cron, [hourly, ny_hourly], Cadence(), START,
+                             YEAR) == {}
+    # a tick before an hourly slot does not cover it: no tick waits there for it
+    early = cadence.uncovered(["4 * * * *"], [hourly], Cadence(), START, YEAR)
+    assert len(early["hourly"]) > 8000
+
+
+def test_orchestrator_json_decides_per_schedule_or_for_all() -> None:
+    daily, hourly = sched("daily", "0 7 * * *", "UTC"), sched("hourly", "30 * * * *", "UTC")
+    config = RepoConfig.model_validate({"cadence": {"linger_schedules": {"daily": False,
+                                                                         "hourly": True}}})
+    derived = cadence.derive([daily, hourly], config, START)
+    # the hourly slot gets lead ticks (15, 10, 5 before, on the grid); the daily slot
+    # the tick just after it, at 07:04
+    assert derived.tick_cron == ["14,19,24 * * * *", "4 7 * * *"]
+    everything = RepoConfig.model_validate({"cadence": {"linger_min_interval_hours": 0}})
+    assert cadence.derive([hourly], everything, START).tick_cron == ["14,19,24 * * * *"]
+    # a stale tick.yml for the policy fails the check both ways
+    assert cadence.uncovered(["34 * * * *"], [daily, hourly], config.cadence, START,
+                             YEAR).keys() == {"daily", "hourly"}
+
+
+def test_the_safety_tick_only_where_the_slots_ticks_leave_a_longer_gap() -> None:
+    daily = sched("daily", "0 7 * * *", "America/New_York")
+    six = cadence.derive([daily], RepoConfig(), START).tick_cron
+    assert six[-1] == "17 */6 * * *"
+    config = RepoConfig.model_validate({"cadence": {"safety_every_hours": 24}})
+    # daily lead ticks come every 23 to 25 hours (daylight saving): the safety tick too
+    assert cadence.derive([daily], config, START).tick_cron == [
+        "44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *"]
+    weekly = sched("weekly", "0 9 * * 1", "UTC")
+    assert cadence.derive([weekly], config, START).tick_cron[-1] == "17 0 * * *"
+
+
+def test_one_tick_serves_the_frequent_slots_of_every_schedule_in_gather_minutes() -> None:
+    hourly = [sched(f"h{i}", f"{7 + 11 * i} * * * *", "UTC") for i in range(5)]
+    derived = cadence.derive(hourly, RepoConfig(), START)
+    # slots at :07, :18, :29, :40 and :51: three ticks an hour, each at most 14 minutes
+    # after the slots it serves (the fixed quarter-hour cadence would be four)
+    assert derived.tick_cron == ["19,29,54 * * * *"]
+    ticks = croniter_ticks(derived.tick_cron, datetime(2026, 1, 1), datetime(2026, 2, 1))
+    for schedule in hourly:
+        for slot in for_spec(schedule.spec).slots(START, datetime(2026, 1, 31, tzinfo=UTC)):
+            i = bisect.bisect_left(ticks, slot)
+            assert timedelta(0) <= ticks[i] - slot < timedelta(minutes=15), (schedule.id, slot)
+    assert cadence.uncovered(derived.tick_cron, hourly, Cadence(), START, YEAR) == {}
+    # each slot its own tick when asked
+    own = RepoConfig.model_validate({"cadence": {"gather_minutes": 5}})
+    assert cadence.derive(hourly, own, START).tick_cron == ["9,19,29,44,54 * * * *"]
+    assert set(cadence.uncovered(derived.tick_cron, hourly, own.cadence, START, YEAR)) == {
+        "h0", "h3"}
+
+
+def test_a_gathered_tick_never_serves_two_slots_of_one_schedule() -> None:
+    every5 = sched("five", "*/5 * * * *", "UTC")
+    quarter = sched("quarter", "2,17,32,47 * * * *", "UTC")
+    derived = cadence.derive([every5, quarter], RepoConfig(), START)
+    # every 5-minute slot its own tick (15 minutes would leave two of three behind
+    # under catchup: latest); the quarter-hour slots share them
+    assert derived.tick_cron == ["4,9,14,19,24,29,34,39,44,49,54,59 * * * *"]
+    assert cadence.gathered_ticks(
+        [(datetime(2026, 1, 1, 0, m, tzinfo=UTC), "a") for m in (0, 1, 2)]
+        + [(datetime(2026, 1, 1, 0, 3, tzinfo=UTC), "b")], timedelta(minutes=15)) == [
+        datetime(2026, 1, 1, 0, 4, tzinfo=UTC)]  # inside one grid minute: one tick

@@ -20,6 +20,7 @@ from orchestrator.estimate import (
     simulate_github_schedule,
 )
 from orchestrator.models import Schedule, ScheduleSpec
+from orchestrator.repo_config import Cadence
 
 START = datetime(2026, 12, 7, tzinfo=UTC)  # a Monday
 ON_TIME = CronDelay(median_minutes=0.001, p95_minutes=0.002, drop_rate=0.0)
@@ -61,11 +62,33 @@ def test_without_linger_the_slot_waits_for_the_next_tick() -> None:
 
 def test_max_linger_caps_a_job_that_would_linger_forever() -> None:
     every5 = sched("*/5 * * * *")
-    figures = simulate([every5], Setup(["4 * * * *"], 20, 45), START, days=1, delay=ON_TIME)
+    always = Cadence(linger_min_interval_hours=0)  # every slot is worth waiting for
+    figures = simulate([every5], Setup(["4 * * * *"], 20, 45, cadence=always), START, days=1,
+                       delay=ON_TIME)
     # each hourly job (from :04) ticks at :04:40, then at the slots up to 45 minutes
     # after that: the last at :45, done at :45:10; the next slot is past --max-linger
     assert figures.tick_jobs == 24
     assert figures.runner_minutes["ticks"] == 30 * 24 * billed(41 * 60 + 10)
+
+
+def test_a_frequent_schedule_s_slot_is_not_waited_for_unless_orchestrator_json_says() -> None:
+    hourly = sched("0 * * * *")
+    # a tick 11 minutes before each slot: by default it ticks, finds nothing due and
+    # ends (1 minute); the slot waits for the next tick, 49 minutes and a setup later
+    figures = simulate([hourly], Setup(["49 * * * *"], 20, 45), START, days=1, delay=ON_TIME)
+    assert figures.runner_minutes["ticks"] == 30 * 24
+    assert figures.lateness(0.5) == pytest.approx(49 * 60 + 40 + 10, abs=1)
+    # the schedule named in linger_schedules: each tick waits 11 minutes for its slot
+    wait = Cadence(linger_schedules={"s": True})
+    waited = simulate([hourly], Setup(["49 * * * *"], 20, 45, cadence=wait), START, days=1,
+                      delay=ON_TIME)
+    assert waited.runner_minutes["ticks"] == 30 * 24 * billed(11 * 60 + 10)
+    assert waited.lateness(0.95) == pytest.approx(Billing().tick_seconds, abs=1)
+    # and a daily slot is waited for by default, whatever the hourly one beside it
+    daily = Schedule(id="d", spec=sched("0 7 * * *").spec)
+    both = simulate([hourly, daily], Setup(["49 * * * *"], 20, 45), START, days=1,
+                    delay=ON_TIME)
+    assert both.runner_minutes["ticks"] == 30 * (23 + billed(11 * 60 + 10))
 
 
 def test_ticks_queued_behind_a_lingering_one_wait_and_the_newest_replaces_the_older() -> None:

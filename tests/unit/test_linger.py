@@ -62,3 +62,33 @@ def test_stop_ends_the_wait_at_once() -> None:
     assert (datetime.now(UTC) - start).total_seconds() < 2
     assert len(ran) == 1
     assert lines[-1] == "linger: SIGTERM: stopping after 1 tick(s)"
+
+
+def test_waits_for_the_moment_worth_it_not_an_earlier_one_that_is_not() -> None:
+    ran: list[datetime] = []
+
+    def tick(now: datetime) -> Wake | None:
+        ran.append(now)
+        if len(ran) > 1:
+            return None
+        later = Wake(now + timedelta(seconds=0.4), "daily: slot")
+        return Wake(now + timedelta(seconds=0.1), "hourly: slot", False, later)
+
+    lines: list[str] = []
+    Linger(timedelta(seconds=2), timedelta(seconds=10), log=lines.append).run(tick)
+    assert len(ran) == 2
+    assert 0.4 <= (ran[1] - ran[0]).total_seconds() < 0.7
+    assert "waiting for" in lines[0] and "daily: slot" in lines[0]
+
+
+def test_nothing_worth_waiting_for_ends_it_at_once() -> None:
+    ran: list[datetime] = []
+
+    def tick(now: datetime) -> Wake | None:
+        ran.append(now)
+        return Wake(now + timedelta(seconds=1), "hourly: slot", False)
+
+    lines: list[str] = []
+    Linger(timedelta(minutes=5), timedelta(minutes=10), log=lines.append).run(tick)
+    assert len(ran) == 1
+    assert "not worth a waiting runner" in lines[-1]

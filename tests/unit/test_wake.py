@@ -9,8 +9,17 @@ from typing import Any
 from orchestrator.executors.base import Observation
 from orchestrator.models import Schedule, ScheduleSpec, TrackPhase
 from orchestrator.planner import Observations, plan
+from orchestrator.repo_config import Cadence
 from orchestrator.state import State
-from orchestrator.wake import Wake, due_moments, next_wake, until_words
+from orchestrator.wake import (
+    Wake,
+    due_moments,
+    lingering_slots,
+    lingers_before,
+    next_wake,
+    until_words,
+)
+from orchestrator.wake import cron_slots as evaluator_slots
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
@@ -103,3 +112,58 @@ def test_describe_says_when_in_words() -> None:
     assert until_words(timedelta(seconds=12)) == "in 12 s"
     assert until_words(timedelta(hours=3, minutes=5)) == "in 3 h 5 min"
     assert until_words(timedelta(days=3)) == "in 3 days"
+
+
+def test_a_slot_is_worth_waiting_for_when_its_schedule_has_no_other_slot_in_12_hours() -> None:
+    default = Cadence()
+    assert lingers_before(sched(cron="0 7 * * *"), T0, default)
+    assert lingers_before(sched(cron="0 7 * * 1"), T0, default)
+    assert not lingers_before(sched(cron="0 * * * *"), T0, default)
+    assert not lingers_before(sched(cron="0 7,19 * * *"), T0, Cadence(
+        linger_min_interval_hours=13))
+    assert lingers_before(sched(cron="0 * * * *"), T0, Cadence(linger_min_interval_hours=0))
+    assert lingers_before(sched(cron="0 * * * *"), T0, Cadence(linger_schedules={"job": True}))
+    assert not lingers_before(sched(cron="0 7 * * *"), T0,
+                              Cadence(linger_schedules={"job": False}))
+    assert lingers_before(sched(at="2026-12-01T07:00:00Z"), T0, default)
+
+
+def test_lingering_slots_says_slot_by_slot_what_lingers_before_says() -> None:
+    # 07:00 comes 23 hours after the day before's 08:00; 08:00 an hour after 07:00
+    twice = sched(cron="0 7,8 * * *")
+    slots = evaluator_slots(twice.spec, T0 - timedelta(hours=1), T0 + timedelta(days=3))
+    flags = lingering_slots(twice, slots, Cadence())
+    assert flags == [lingers_before(twice, s, Cadence()) for s in slots]
+    assert flags == [s.hour == 7 for s in slots] and len(slots) == 7
+
+
+def test_the_tick_waits_for_the_earliest_moment_worth_a_runner() -> None:
+    hourly, daily = sched("hourly"), sched("daily", cron="30 7 * * *")
+    wake = next_wake([hourly, daily], State(), T0 + timedelta(minutes=50))
+    assert wake is not None and wake.reason == "hourly: slot 2026-12-01T08:00Z"
+    assert not wake.worth_waiting  # status shows it; tick --linger waits for the next
+    assert wake.linger_target is not None
+    assert wake.linger_target.reason == "daily: slot 2026-12-02T07:30Z"
+    alone = next_wake([hourly], State(), T0)
+    assert alone is not None and alone.linger_target is None
+
+
+def test_a_timeout_or_a_deadline_is_not_worth_a_waiting_runner_a_retry_is() -> None:
+    schedule = sched(cron="0 7 * * *", deadline_minutes=90,
+                     tracks=[{"name": "t", "run": "sleep 1", "timeout_minutes": 20,
+                              "max_attempts": 2}])
+    dispatched = plan([schedule], State(), Observations(), T0)
+    (request,) = dispatched.dispatch
+    started = Observations(seen={request.key: Observation(
+        key=request.key, phase=TrackPhase.RUNNING, started_at=T0)})
+    running = plan([schedule], dispatched.state, started, T0).state
+    worth = {m.reason: m.worth_waiting for m in due_moments([schedule], running, T0)}
+    assert worth == {"job--20261201T0700Z: t timeout": False,
+                     "job--20261201T0700Z: run deadline": False,
+                     "job: slot 2026-12-02T07:00Z": True}
+    failed = Observations(seen={request.key: Observation(
+        key=request.key, phase=TrackPhase.FAILED)})
+    later = T0 + timedelta(minutes=5)
+    retry = plan([schedule], running, failed, later).state
+    wake = next_wake([schedule], retry, later)
+    assert wake is not None and wake.reason.endswith("t retry") and wake.worth_waiting
