@@ -19,7 +19,8 @@ Order inside one call, each step in its own module:
    whose needs ended without completing (``when: success``).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
    ``consolidating`` and get a render effect; :func:`finish` then marks them
-   ``completed`` or ``failed``.
+   ``completed`` or ``failed``. Fan-in also runs before step 3, so a run whose last
+   track this tick saw finish no longer counts as open for the overlap policy.
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
    and whose needs are terminal, and waiting poll tracks whose next poll is due (after
    fan-in, so a run buffered behind one that just finished starts in the same tick).
@@ -72,8 +73,12 @@ def plan(
     by_id = {s.id: s for s in schedules}
     ctx = Context(decision, by_id, observations, now, executor, dispatch_grace)
     hygiene(ctx)  # 1 + 2
+    # A run whose last track this tick saw finish is closed before slots are weighed:
+    # overlap=skip must not skip the next slot for a run that is already over.
+    settle(ctx)
+    fan_in(ctx)
     fire_due_slots(ctx)  # 3
     settle(ctx)  # 3: skips, before fan-in counts the run's tracks
-    fan_in(ctx)  # 4
+    fan_in(ctx)  # 4: and runs that cancel_previous just ended
     dispatch_pending(ctx)  # 5
     return decision

@@ -15,6 +15,8 @@ from .context import Context, P, R
 def fan_in(ctx: Context) -> None:
     for run in ctx.open_runs():
         tracks = ctx.st.tracks.get(run.run_id, {})
+        if run.run_id in ctx.d.render:
+            continue  # already seen by this tick (fan-in runs before and after firing)
         if run.status is R.CONSOLIDATING:
             ctx.d.render.append(run.run_id)  # a previous render did not land
             continue

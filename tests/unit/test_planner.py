@@ -240,6 +240,17 @@ def test_overlap_skip() -> None:
     assert d.state.cursors["job"].notes[-1].reason == "overlap"
 
 
+def test_overlap_skip_does_not_count_a_run_whose_last_track_just_finished() -> None:
+    s = sched(overlap="skip", tracks=1)
+    first = tick([s], State(), T0)
+    # the tick at the next slot is the first to hear that the open run's track ended
+    d = tick([s], first.state, T0 + timedelta(minutes=5), settle(first))
+    assert run_ids(d.state) == ["job--20261201T0700Z", "job--20261201T0705Z"]
+    assert d.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d.render == ["job--20261201T0700Z"]
+    assert [r.key for r in d.dispatch] == ["job--20261201T0705Z--t0--1"]
+
+
 def test_overlap_allow() -> None:
     _, d = _open_run_then_next_slot("allow")
     assert run_ids(d.state) == ["job--20261201T0700Z", "job--20261201T0705Z"]
