@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import OrchestratorError
+from . import safejson
+from .errors import InvalidId, OrchestratorError
 from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
@@ -28,6 +29,13 @@ HEALTH = f"{ROOT}/health.json"
 INDEX = f"{ROOT}/index.html"
 TICKS_KEEP = 500
 """Lines kept in ``ticks.jsonl``; older ones are dropped when a tick appends."""
+
+
+MAX_RECORD_BYTES = 4 * 1024 * 1024
+"""A state record larger than this is quarantined rather than parsed."""
+
+SAFE_YEARS = (1900, 9000)
+"""Years a timestamp in a record may name (see :func:`parse_record`)."""
 
 
 class CorruptState(OrchestratorError):
@@ -89,6 +97,9 @@ class State:
     tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
     dlq: dict[str, DeadLetter] = field(default_factory=dict)
     health: dict[str, Breaker] = field(default_factory=dict)
+    quarantined: dict[str, str] = field(default_factory=dict)
+    """Path -> what is wrong, for each record that could not be read. A quarantined
+    record is left alone (never rewritten), and so is everything of its run."""
 
     def copy(self) -> State:
         return State(
@@ -97,7 +108,12 @@ class State:
             tracks={k: dict(v) for k, v in self.tracks.items()},
             dlq=dict(self.dlq),
             health=dict(self.health),
+            quarantined=dict(self.quarantined),
         )
+
+    def quarantine_lines(self) -> list[str]:
+        """One line per quarantined record, for the tick's output and ``status``."""
+        return [f"quarantined {why}" for _, why in sorted(self.quarantined.items())]
 
     def dump(self, base: State | None = None) -> dict[str, bytes]:
         """The JSON records of this state as files (not the logs, briefs or index).
@@ -135,13 +151,30 @@ R = TypeVar("R", bound=BaseModel)
 
 def parse_record(model: type[R], path: str, data: bytes) -> R:
     """The record of type ``model`` in the file ``path``, or :class:`CorruptState` naming
-    the file and the first field at fault (invalid JSON is reported at the root)."""
+    the file and the first field at fault (invalid JSON is reported at the root).
+
+    The bytes pass :func:`orchestrator.safejson.loads` first, so a record nested
+    100,000 deep, an integer of 5,000 digits or a lone surrogate is a
+    :class:`CorruptState` like any other, never a ``RecursionError`` or a
+    ``ValueError`` from the depths of a parser.
+    """
     try:
-        return model.model_validate_json(data)
+        safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise CorruptState(f"{path}: (root): {exc}") from None
+    try:
+        record = model.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
+    for name in type(record).model_fields:
+        value = getattr(record, name)
+        # Instants far from datetime's edges keep every deadline and window sum total.
+        if isinstance(value, datetime) and not SAFE_YEARS[0] <= value.year <= SAFE_YEARS[1]:
+            raise CorruptState(f"{path}: {name}: {value.isoformat()} is out of range "
+                               f"(years {SAFE_YEARS[0]}-{SAFE_YEARS[1]})")
+    return record
 
 
 def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
@@ -178,35 +211,90 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         prefetch(p for p in paths
                  if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
     finished = set()
+    bad_runs: set[str] = set()
     for path in paths:
         parts = path.split("/")
+        if len(parts) >= 3 and parts[:2] == [ROOT, "runs"] and not _run_dir_ok(parts[2]):
+            bad_runs.add(parts[2])
+            state.quarantined.setdefault(
+                f"{ROOT}/runs/{parts[2]}",
+                f"{ROOT}/runs/{parts[2]!r}: not a run id; that folder is left alone")
+            continue
         if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
-            run = parse_record(Run, path, files[path])
+            run = _record(state, Run, path, files, "run_id", parts[2])
+            if run is None:
+                bad_runs.add(parts[2])
+                continue
             state.runs[run.run_id] = run
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
     if prefetch is not None:
         prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/") and "/tracks/" in p
-                 and p.split("/")[2] not in finished)
+                 and p.split("/")[2] not in finished | bad_runs)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue
         parts = path.split("/")
         if parts[1] == "schedules" and len(parts) == 3:
-            cursor = parse_record(Cursor, path, files[path])
-            state.cursors[cursor.schedule_id] = cursor
+            cursor = _record(state, Cursor, path, files, "schedule_id", parts[2][:-5])
+            if cursor is not None:
+                state.cursors[cursor.schedule_id] = cursor
         elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
-            if parts[2] in finished:
+            if parts[2] in finished or parts[2] in bad_runs:
                 continue
-            track = parse_record(Track, path, files[path])
-            state.tracks.setdefault(track.run_id, {})[track.name] = track
+            track = _record(state, Track, path, files, "name", parts[4][:-5])
+            if track is not None and track.run_id != parts[2]:
+                state.quarantined[path] = (f"{path}: run_id: {track.run_id!r} is not the "
+                                           "run of its folder")
+                bad_runs.add(parts[2])
+            elif track is not None:
+                state.tracks.setdefault(track.run_id, {})[track.name] = track
         elif parts[1] == "dlq" and len(parts) == 3:
-            letter = parse_record(DeadLetter, path, files[path])
-            state.dlq[letter.key] = letter
+            letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5])
+            if letter is not None:
+                state.dlq[letter.key] = letter
         elif path == HEALTH:
             try:
-                raw = json.loads(files[path])
+                raw = safejson.loads(files[path], max_bytes=MAX_RECORD_BYTES)
                 state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
             except (ValueError, ValidationError, AttributeError) as exc:
-                raise CorruptState(f"{path}: {exc}") from exc
+                # A broken breaker file costs only the breaker: it starts closed again.
+                state.quarantined[path] = f"{path}: {exc}"
+    for run_id in bad_runs:
+        # Everything of a quarantined run is left alone: the planner never sees a run
+        # with only some of its records, and the dump never rewrites what it skipped.
+        state.runs.pop(run_id, None)
+        state.tracks.pop(run_id, None)
     return state
+
+
+def _run_dir_ok(name: str) -> bool:
+    try:
+        check_run_id(name)
+    except InvalidId:
+        return False
+    return True
+
+
+def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],
+            key: str, expected: str) -> R | None:
+    """The record at ``path``, or ``None`` after quarantining it with the reason.
+
+    A record whose identifying field (``key``) disagrees with its file name is
+    quarantined too: the dump would write it to another path than the one it was
+    read from (``../../evil`` in a ``run_id`` is caught here).
+    """
+    try:
+        record = parse_record(model, path, files[path])
+    except CorruptState as exc:
+        state.quarantined[path] = exc.message
+        return None
+    except (KeyError, OSError) as exc:  # listed but unreadable (a tree entry like '..')
+        state.quarantined[path] = f"{path}: cannot be read: {exc}"
+        return None
+    found = getattr(record, key)
+    if found != expected:
+        state.quarantined[path] = (f"{path}: {key}: {found!r} does not match the file name "
+                                   f"({expected!r})")
+        return None
+    return record

@@ -68,6 +68,8 @@ class TickResult:
     rendered: list[str] = field(default_factory=list)
     record_log: list[str] = field(default_factory=list)
     schedule_errors: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+    """One line per state record the tick could not read and left alone."""
     finished: list[str] = field(default_factory=list)
     summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
@@ -76,7 +78,7 @@ class TickResult:
     @property
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
-        return lines + self.record_log
+        return self.quarantined + lines + self.record_log
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class TickResult:
             "rendered": self.rendered,
             "finished": self.finished,
             "schedule_errors": self.schedule_errors,
+            "quarantined": self.quarantined,
             "log": self.log,
         }
 
@@ -329,6 +332,12 @@ class Tick:
         invalid = [e.message for e in loaded.errors]
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
+        # A schedule whose cursor is quarantined is held (firing it would overwrite
+        # the record, and could fire again what it already fired); the rest go on.
+        held = {p.split("/")[2].removesuffix(".json") for p in state0.quarantined
+                if p.startswith(f"{st.ROOT}/schedules/")}
+        schedules = [s for s in schedules if s.id not in held]
+        result.quarantined = state0.quarantine_lines()
         self._breaker_base = state0.health.get(self.executor_name)
         executor = self.make_executor(self._breaker_base)
         obs = gather(executor, state0)

@@ -64,7 +64,10 @@ def test_a_corrupt_record_names_its_file_and_field() -> None:
     files = _state().dump()
     files["state/schedules/job.json"] = b'{"schedule_id": "job", "since": "yesterday"}\n'
     with pytest.raises(st.CorruptState, match=r"state/schedules/job.json: since: "):
-        st.load(files)
+        st.parse_record(Cursor, "state/schedules/job.json", files["state/schedules/job.json"])
+    loaded = st.load(files)
+    assert "job" not in loaded.cursors
+    assert loaded.quarantine_lines()[0].startswith("quarantined state/schedules/job.json: since: ")
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "UPPER", "", "x" * 65])
