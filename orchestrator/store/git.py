@@ -377,11 +377,28 @@ class GitStateStore:
                 return commit
         return None
 
+    def _read_tree(self, tip: str, env: Mapping[str, str]) -> None:
+        """Load the tree of ``tip`` into the private index.
+
+        git's index refuses a path with a ``..``, ``.`` or ``.git`` component, which a
+        hand-made tree can hold (the state reader quarantines them). Such entries
+        cannot be carried over, so they are left out of the next commit rather than
+        stopping every later write.
+        """
+        if self.git.run("read-tree", tip, env=env, check=False).returncode == 0:
+            return
+        listing = self.git.run("ls-tree", "-r", "-z", "--full-tree", tip).stdout
+        keep = [entry for entry in listing.split(b"\0")
+                if entry and _index_safe(entry.split(b"\t", 1)[1])]
+        # --index-info reads ls-tree's own format
+        self.git.run("update-index", "-z", "--index-info",
+                     input=b"".join(entry + b"\0" for entry in keep), env=env)
+
     def _commit(self, tip: str | None, change: Change, message: str, *, root: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if tip is not None:
-                self.git.run("read-tree", tip, env=env)
+                self._read_tree(tip, env)
             writes = [(p, d) for p, d in change.items() if d is not None]
             shas: list[str] = []
             if writes:
@@ -404,3 +421,9 @@ class GitStateStore:
         body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
                             input=body.encode())
+
+
+def _index_safe(path: bytes) -> bool:
+    """Whether git's index accepts ``path`` (see :meth:`GitStateStore._read_tree`)."""
+    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
+               for part in path.split(b"/"))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.builders import spec_data
-from tests.gitrepo import clone, make_origin
+from tests.gitrepo import clone, git, make_origin
 
 NOW = "2026-12-01T07:00:30Z"
 EVERY = spec_data("* * * * *", run="true", overlap="allow")
@@ -135,3 +135,131 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
     assert problem in line
+
+
+# --------------------------------------------------------------------- state records
+
+
+def edit_state(origin: Path, tmp: Path, files: dict[str, bytes | None]) -> None:
+    """Commit ``files`` (``None``: delete) on the state branch of ``origin`` as a person
+    with push access would, through an ordinary clone."""
+    edit = tmp / "edit"
+    if not edit.exists():
+        git("clone", "--quiet", "--branch", BRANCH, str(origin), str(edit), cwd=tmp)
+    git("pull", "--quiet", "--ff-only", cwd=edit)
+    for path, data in files.items():
+        target = edit / path
+        if data is None:
+            git("rm", "--quiet", "-r", path, cwd=edit)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        git("add", path, cwd=edit)
+    git("commit", "--quiet", "-m", "hand edit", cwd=edit)
+    git("push", "--quiet", "origin", f"HEAD:{BRANCH}", cwd=edit)
+
+
+def origin_of(repo: Path) -> Path:
+    return Path(git("remote", "get-url", "origin", cwd=repo))
+
+
+OLD_RUN = "every--20261201T0655Z"
+"""A run fired by the first tick of the state tests (at 06:55), then vandalised."""
+
+
+@pytest.fixture
+def fired(repo: Path, tmp_path: Path) -> Path:
+    """``repo`` after a tick at 06:55 fired ``OLD_RUN`` (and its track completed)."""
+    first = tick(repo, tmp_path / "work", now="2026-12-01T06:55:30Z")
+    assert_fired(first, "20261201T0655Z")
+    return repo
+
+
+CORRUPT_RECORDS: dict[str, tuple[dict[str, bytes | None], str]] = {
+    "invalid-json": ({f"state/runs/{OLD_RUN}/run.json": b"{not json"},
+                     f"state/runs/{OLD_RUN}/run.json: (root): line 1 column 2: invalid JSON"),
+    "schema": ({f"state/runs/{OLD_RUN}/run.json": b'{"run_id": "' + OLD_RUN.encode()
+                + b'", "status": "exploded"}'},
+               f"state/runs/{OLD_RUN}/run.json: "),
+    "deep": ({f"state/runs/{OLD_RUN}/tracks/a.json": b"[" * 100_000 + b"]" * 100_000},
+             f"state/runs/{OLD_RUN}/tracks/a.json: (root): nested deeper than"),
+    "huge-int": ({"state/schedules/every.json": b'{"schedule_id": 1' + b"0" * 5000 + b"}"},
+                 "state/schedules/every.json: (root): an integer of 5001 digits"),
+    "evil-folder": ({"state/runs/evil/run.json": b"{}"}, "state/runs/'evil': not a run id"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT_RECORDS))
+def test_a_corrupt_state_record_is_quarantined_and_the_rest_is_served(
+        fired: Path, tmp_path: Path, name: str) -> None:
+    files, culprit = CORRUPT_RECORDS[name]
+    edit_state(origin_of(fired), tmp_path, files)
+    proc = tick(fired, tmp_path / "work")
+    if name == "huge-int":  # the schedule's own cursor is held; nothing else is lost
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert_fired(proc)
+    assert f"quarantined {culprit}" in proc.stdout
+    status = run_cli(fired, tmp_path / "work", "status", "--max-staleness", "100000")
+    assert "Traceback" not in status.stderr
+    assert culprit in status.stdout
+    again = tick(fired, tmp_path / "work", now="2026-12-01T07:01:30Z")
+    assert f"quarantined {culprit}" in again.stdout  # on every tick, not once
+    snap = git("show", f"{BRANCH}:{next(iter(files))}", cwd=origin_of(fired))
+    assert snap.encode()[:50] == next(iter(files.values()))[:50]  # left alone
+
+
+def test_a_run_id_that_climbs_out_of_the_state_tree_is_quarantined(
+        fired: Path, tmp_path: Path) -> None:
+    path = f"state/runs/{OLD_RUN}/run.json"
+    record = json.loads(git("show", f"{BRANCH}:{path}", cwd=origin_of(fired)))
+    record["run_id"] = "../../evil"
+    edit_state(origin_of(fired), tmp_path, {path: json.dumps(record).encode()})
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert f"quarantined {path}: run_id: '../../evil' does not match" in proc.stdout
+
+
+def plumb(*args: str, cwd: Path, input_text: str) -> str:
+    """``git ARGS`` fed ``input_text``: builds trees ``git add`` would refuse."""
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, input=input_text).stdout.strip()
+
+
+def test_a_tree_entry_named_dot_dot_is_quarantined(fired: Path, tmp_path: Path) -> None:
+    origin = origin_of(fired)
+    blob = plumb("hash-object", "-w", "--stdin", cwd=origin, input_text="{}")
+    runs = git("rev-parse", f"{BRANCH}:state/runs", cwd=origin)
+    listing = git("ls-tree", runs, cwd=origin) + f"\n100644 blob {blob}\t..\n"
+    new_runs = plumb("mktree", cwd=origin, input_text=listing)
+    state = git("ls-tree", f"{BRANCH}:state", cwd=origin)
+    state = "\n".join(line if not line.endswith("\truns") else f"040000 tree {new_runs}\truns"
+                      for line in state.splitlines()) + "\n"
+    top = plumb("mktree", cwd=origin, input_text=f"040000 tree "
+                f"{plumb('mktree', cwd=origin, input_text=state)}\tstate\n")
+    commit = git("commit-tree", top, "-p", BRANCH, "-m", "a '..' entry", cwd=origin)
+    git("update-ref", f"refs/heads/{BRANCH}", commit, cwd=origin)
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert "quarantined state/runs/'..': not a run id" in proc.stdout
+
+
+def test_a_run_whose_track_record_vanished_ends_at_its_deadline(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    (repo / "schedules" / "gone.json").write_text(json.dumps(
+        spec_data("* * * * *", run="true", deadline_minutes=2)))  # overlap: skip
+    work = tmp_path / "work"
+    first = tick(repo, work, now="2026-12-01T06:55:30Z")
+    assert "gone--20261201T0655Z: fired" in first.stdout
+    edit_state(origin_of(repo), tmp_path,
+               {"state/runs/gone--20261201T0655Z/tracks/a.json": None})
+    before = tick(repo, work, now="2026-12-01T06:56:30Z")
+    assert_fired(before, "20261201T0656Z")
+    assert ("gone--20261201T0655Z: no record of track(s) a; treated as lost, the run ends "
+            "at its deadline 2026-12-01T06:57:30Z") in before.stdout
+    after = tick(repo, work, now="2026-12-01T06:58:30Z")
+    assert_fired(after, "20261201T0658Z")
+    assert "gone--20261201T0655Z: consolidating (1 lost)" in after.stdout
+    assert "gone--20261201T0655Z: failed; brief rendered" in after.stdout
+    later = tick(repo, work, now="2026-12-01T06:59:30Z")
+    assert "gone--20261201T0659Z: fired" in later.stdout  # overlap: skip no longer blocks
