@@ -29,6 +29,9 @@ HEALTH = f"{ROOT}/health.json"
 INDEX = f"{ROOT}/index.html"
 TICKS_KEEP = 500
 """Lines kept in ``ticks.jsonl``; older ones are dropped when a tick appends."""
+POLLS_MAX_BYTES = 256 * 1024
+"""Most of a run's ``polls.jsonl`` kept (about 2,000 lines): a run polled for weeks, or
+a log blown up by hand, must not make every tick and brief read megabytes."""
 
 
 MAX_RECORD_BYTES = 4 * 1024 * 1024
@@ -86,6 +89,18 @@ def to_json(model: BaseModel | Mapping[str, Any]) -> bytes:
 def json_line(data: Mapping[str, Any]) -> bytes:
     return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             + "\n").encode()
+
+
+def cut_lines(data: bytes, limit: int) -> bytes:
+    """The newest whole lines of the JSON-lines log ``data`` within about ``limit`` bytes,
+    after a first line saying how many older lines were cut."""
+    if len(data) <= limit:
+        return data
+    start = data.find(b"\n", len(data) - limit) + 1 or len(data)
+    cut = data.count(b"\n", 0, start)
+    note = json_line({"at": "", "changes": [f"{cut} older lines cut (log kept under "
+                                            f"{limit // 1024} KiB)"]})
+    return note + data[start:]
 
 
 @dataclass
@@ -186,7 +201,7 @@ def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
         return None
     for line in reversed(data.decode("utf-8", "replace").splitlines()):
         try:
-            entry = json.loads(line)
+            entry = safejson.loads(line)
         except ValueError:
             continue  # one bad line must not hide the heartbeat before it
         moment = parse_utc(entry.get("at")) if isinstance(entry, dict) else None

@@ -159,6 +159,8 @@ def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
     if keep is not None:
         rows = joined.splitlines(keepends=True)
         joined = b"".join(rows[-keep:])
+    elif path.endswith("/polls.jsonl") and len(joined) > st.POLLS_MAX_BYTES:
+        joined = st.cut_lines(joined, st.POLLS_MAX_BYTES)
     return joined
 
 

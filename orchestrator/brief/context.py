@@ -5,15 +5,24 @@ Nothing here renders: :class:`BriefContext` is what every rendering starts from.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .. import safejson
 from ..errors import NotFound
 from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
-from ..state import ROOT, last_tick_at, load, polls_path, run_dir, run_path
+from ..state import (
+    POLLS_MAX_BYTES,
+    ROOT,
+    cut_lines,
+    last_tick_at,
+    load,
+    polls_path,
+    run_dir,
+    run_path,
+)
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
 """As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
@@ -47,11 +56,14 @@ def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
     polls: list[dict[str, Any]] = []
     if not data:
         return polls
+    # A log too large to show whole (kept short by the tick, unless edited by hand) is
+    # read from its newest lines, after one saying what was left out.
+    data = cut_lines(data, POLLS_MAX_BYTES)
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = safejson.loads(line)
         except ValueError:
             entry = None
         if not isinstance(entry, dict):

@@ -263,3 +263,22 @@ def test_a_run_whose_track_record_vanished_ends_at_its_deadline(repo: Path,
     assert "gone--20261201T0655Z: failed; brief rendered" in after.stdout
     later = tick(repo, work, now="2026-12-01T06:59:30Z")
     assert "gone--20261201T0659Z: fired" in later.stdout  # overlap: skip no longer blocks
+
+
+def test_a_huge_poll_log_is_cut_to_its_newest_lines_in_the_tick_and_the_brief(
+        fired: Path, tmp_path: Path) -> None:
+    path = f"state/runs/{OLD_RUN}/polls.jsonl"
+    line = json.dumps({"at": "2026-12-01T06:55:30Z", "executor": "local",
+                       "changes": ["x" * 200]}) + "\n"
+    edit_state(origin_of(fired), tmp_path, {path: line.encode() * 20_000})  # 4.6 MB
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert f"{OLD_RUN}: completed; brief rendered" in proc.stdout
+    origin = origin_of(fired)
+    log = git("show", f"{BRANCH}:{path}", cwd=origin).splitlines()
+    assert sum(len(x) + 1 for x in log) < 300 * 1024
+    assert "older lines cut" in json.loads(log[0])["changes"][0]
+    assert "completed; brief rendered" in json.loads(log[-1])["changes"]
+    brief = git("show", f"{BRANCH}:state/runs/{OLD_RUN}/brief.html", cwd=origin)
+    assert len(brief) < 1024 * 1024
+    assert "older lines cut" in brief
