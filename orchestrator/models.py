@@ -220,6 +220,13 @@ class TrackSpec(Frozen):
         description="Shell command run by the local executor (and by the default track "
         f"workflow on GitHub Actions); at most {MAX_RUN_BYTES} bytes.",
     )
+    credentials: list[Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,99}$")]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Orchestrator credentials (e.g. GITHUB_TOKEN) the local executor "
+        "passes to `run`. None by default: a track command never sees the tick's tokens "
+        "unless its schedule names them here.",
+    )
     inputs: dict[str, str] = Field(
         default_factory=dict,
         description="String inputs passed to the track workflow as part of the matrix leg.",

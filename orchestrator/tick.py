@@ -20,22 +20,27 @@ except a heartbeat line once ``heartbeat_every`` has passed since the last one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from . import state as st
+from .credentials import redact_value, redactor
 from .errors import ExecutorError, OrchestratorError
-from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
+from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
 from .machine import TRACK_OPEN
 from .models import Breaker, RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
+from .store.plumbing import Redactor
 from .times import iso
 
 log = logging.getLogger(__name__)
@@ -116,12 +121,30 @@ class Planned:
     """Run id -> its Markdown brief, rendered within a byte limit."""
 
 
-def gather(executor: Executor, state: st.State) -> Observations:
+def _from_track(seen: Observation, redact: Redactor) -> Observation:
+    """``seen`` with what the track wrote made safe to commit and print: redacted, and
+    a result that cannot be written back as JSON replaced by ``{"error": why}``."""
+    result = seen.result
+    if result is not None:
+        try:
+            safejson.check_text(result)
+            result = redact_value(result, redact)
+        except safejson.UnsafeJSON as exc:
+            result = {"error": f"result ignored: {exc}"}
+    error = redact(seen.error) if seen.error else seen.error
+    if result is seen.result and error == seen.error:
+        return seen
+    return dataclasses.replace(seen, result=result, error=error)
+
+
+def gather(executor: Executor, state: st.State, redact: Redactor | None = None
+           ) -> Observations:
     """Observe open attempts and look up unrecorded dispatches.
 
     These calls change nothing on the state branch; a backend may still repair its
     own bookkeeping here (the local executor restarts a supervisor whose dispatcher
-    died, and records an attempt whose supervisor vanished).
+    died, and records an attempt whose supervisor vanished). What a track wrote passes
+    ``redact`` (default: a redactor of the credentials in this process's environment).
     """
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
@@ -147,6 +170,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
     except ExecutorError as exc:
         log.warning("%s: %s", executor.name, exc)
         return Observations(executor_available=False)
+    scrub = redactor(os.environ) if redact is None else redact
+    seen = {key: _from_track(o, scrub) for key, o in seen.items()}
     breaker = executor.health()
     return Observations(seen=seen, found=found,
                         executor_available=breaker is None or breaker.state != "open")

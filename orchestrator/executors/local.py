@@ -57,6 +57,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import safejson
+from ..credentials import track_environment
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
 from ..models import ID_RE, RUN_ID_RE, Breaker, TrackPhase, check_id, check_run_id
 from ..times import parse_utc
@@ -96,14 +99,22 @@ def check_key(key: str) -> str:
 
 
 def _tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
+    # The track can replace its stderr file with a FIFO or a symlink: read only a
+    # regular file, without blocking.
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
         return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        os.lseek(fd, max(0, info.st_size - max_bytes), os.SEEK_SET)
+        data = os.read(fd, max_bytes)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", errors="replace")
     return "\n".join(text.splitlines()[-lines:])
 
@@ -232,6 +243,7 @@ class LocalExecutor:
             "attempt": request.attempt,
             "run": request.spec.run,
             "inputs": dict(request.spec.inputs),
+            "credentials": list(request.spec.credentials),  # names only, never values
             "timeout_minutes": request.spec.timeout_minutes,
             "kill_grace_seconds": self.kill_grace_seconds,
             "max_concurrent": self.max_concurrent,
@@ -272,6 +284,13 @@ class LocalExecutor:
 
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
+        try:
+            asked = (sv.read_json(folder / sv.LAUNCH) or {}).get("credentials") or []
+        except (OSError, ValueError):
+            asked = []
+        # The supervisor passes its environment on to the track: drop every
+        # orchestrator credential the schedule did not name for this track.
+        env = track_environment(env, [str(name) for name in asked])
         with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
             # the user site. setsid: it outlives the tick and ignores its terminal.
@@ -421,20 +440,22 @@ class LocalExecutor:
 
     @staticmethod
     def _read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
-        path = folder / sv.RESULT
+        """The attempt's result, or ``{"error": why}`` and why, when it cannot be used.
+
+        The track wrote the file (or a FIFO, a symlink to ``/dev/zero``, 100,000
+        brackets): it is read as a regular file only, without blocking, within
+        :data:`MAX_RESULT_BYTES` and :data:`orchestrator.safejson.MAX_DEPTH`.
+        """
         try:
-            size = path.stat().st_size
+            data = safejson.load_file(folder / sv.RESULT, max_bytes=MAX_RESULT_BYTES)
         except FileNotFoundError:
             return None, None
-        if size > MAX_RESULT_BYTES:
-            return None, f"result.json ignored: {size} bytes, more than {MAX_RESULT_BYTES}"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return None, f"result.json ignored: not valid JSON ({exc})"
+        except safejson.UnsafeJSON as exc:
+            why = f"result.json ignored: {exc}"
+            return {"error": why}, why
         if not isinstance(data, dict):
-            kind = type(data).__name__
-            return None, f"result.json ignored: a JSON object is expected, not {kind}"
+            why = f"result.json ignored: a JSON object is expected, not {type(data).__name__}"
+            return {"error": why}, why
         return data, None
 
     # ------------------------------------------------------------------ cancel

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +283,91 @@ def test_a_huge_poll_log_is_cut_to_its_newest_lines_in_the_tick_and_the_brief(
     brief = git("show", f"{BRANCH}:state/runs/{OLD_RUN}/brief.html", cwd=origin)
     assert len(brief) < 1024 * 1024
     assert "older lines cut" in brief
+
+
+# --------------------------------------------------------------------- track output
+
+
+def wait_finished(work: Path, key: str, timeout: float = 30) -> None:
+    status = work / key / "status.json"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if status.exists() and json.loads(status.read_text()).get("state") not in (
+                "queued", "running"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{key} did not finish")
+
+
+def track_record(repo: Path, run_id: str, track: str = "a") -> dict[str, Any]:
+    return json.loads(git("show", f"{BRANCH}:state/runs/{run_id}/tracks/{track}.json",
+                          cwd=origin_of(repo)))
+
+
+HOSTILE_RESULTS = {
+    "surrogate": ("""printf '{"summary": "\\\\ud800"}' > "$ORCHESTRATOR_RESULT\"""",
+                  "a lone surrogate"),
+    "deep": ("""python3 -c "print('['*30000 + ']'*30000)" > "$ORCHESTRATOR_RESULT\"""",
+             "nested deeper than 64 levels"),
+    "fifo": ("""rm -f "$ORCHESTRATOR_RESULT"; mkfifo "$ORCHESTRATOR_RESULT\"""",
+             "not a regular file (a FIFO)"),
+    "dev-zero": ("""ln -sf /dev/zero "$ORCHESTRATOR_RESULT\"""", "a symlink"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_RESULTS))
+def test_a_poisonous_result_becomes_that_attempts_error(repo: Path, tmp_path: Path,
+                                                        name: str) -> None:
+    command, problem = HOSTILE_RESULTS[name]
+    (repo / "schedules" / "bad.json").write_text(json.dumps(
+        spec_data("* * * * *", run=command, overlap="allow")))
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work))
+    wait_finished(work, "bad--20261201T0700Z--a--1")
+    proc = tick(repo, work, now="2026-12-01T07:01:30Z", timeout=30)
+    assert_fired(proc, "20261201T0701Z")
+    assert "bad--20261201T0700Z: a: dispatched -> complete" in proc.stdout
+    record = track_record(repo, "bad--20261201T0700Z")
+    assert problem in record["result"]["error"]
+    again = tick(repo, work, now="2026-12-01T07:02:30Z", timeout=30)
+    assert_fired(again, "20261201T0702Z")
+
+
+def test_a_report_with_bytes_that_are_not_utf8_exits_1(fired: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"orchestrator", b"--repo", bytes(fired), b"report",
+         b"--run", OLD_RUN.encode(), b"--track", b"a", b"--phase", b"failed",
+         b"--message", b"bad \xff bytes"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("orchestrator: --message: not valid UTF-8 text")
+    assert proc.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------- secrets
+
+TOKEN = "ghs_" + "S3cr3tT0k3n" * 3
+
+
+def test_a_track_gets_no_token_and_what_it_prints_is_redacted(repo: Path,
+                                                               tmp_path: Path) -> None:
+    # The track leaks every credential it can find, and one it was handed on purpose.
+    leak = ('printf \'{"summary": "token=[%s] given=[%s]"}\' "${GITHUB_TOKEN:-}" '
+            '"${#GH_TOKEN}" > "$ORCHESTRATOR_RESULT"; echo "leaked $GITHUB_TOKEN $GH_TOKEN" >&2;'
+            ' exit 1')
+    spec = spec_data("* * * * *", run=leak, overlap="allow")
+    spec["tracks"][0]["credentials"] = ["GH_TOKEN"]
+    (repo / "schedules" / "leaky.json").write_text(json.dumps(spec))
+    env = {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN[::-1]}
+    work = tmp_path / "work"
+    # a local origin: the token is not sent anywhere, it is only in the environment
+    assert_fired(tick(repo, work, env=env))
+    wait_finished(work, "leaky--20261201T0700Z--a--1")
+    proc = tick(repo, work, now="2026-12-01T07:01:30Z", env=env)
+    assert_fired(proc, "20261201T0701Z")
+    assert "leaky--20261201T0700Z: a: dispatched -> failed" in proc.stdout
+    record = track_record(repo, "leaky--20261201T0700Z")
+    # not passed: the track saw an empty GITHUB_TOKEN; asked for: GH_TOKEN had its length
+    assert record["result"]["summary"] == f"token=[] given=[{len(TOKEN)}]"
+    assert "leaked  ***" in "\n".join(record["error_log"])
+    everything = git("log", "-p", BRANCH, cwd=origin_of(repo)) + proc.stdout + proc.stderr
+    assert TOKEN not in everything and TOKEN[::-1] not in everything

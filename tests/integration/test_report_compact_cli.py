@@ -132,9 +132,10 @@ def test_environment_variables_name_run_track_and_attempt(
     monkeypatch.setenv("ORCHESTRATOR_TRACK", "b")
     monkeypatch.setenv("ORCHESTRATOR_ATTEMPT", "2")
     tip = origin.tip()
-    assert origin.cli("report", "--phase", "complete") == 0
-    assert origin.tip() == tip  # attempt 2 is not the track's attempt: ignored
-    assert "warning: ignored the complete report of attempt 2" in capsys.readouterr().err
+    assert origin.cli("report", "--phase", "complete") == 1
+    assert origin.tip() == tip  # attempt 2 is not the track's attempt: refused
+    assert ("orchestrator: refused the complete report of attempt 2 for "
+            f"{RUN}/b: the current attempt is 1") in capsys.readouterr().err
     monkeypatch.setenv("ORCHESTRATOR_ATTEMPT", "1")
     assert origin.cli("report", "--phase", "complete") == 0
     assert origin.track("b").phase is TrackPhase.COMPLETE
