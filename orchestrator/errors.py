@@ -74,6 +74,10 @@ class CASExhausted(RemoteError):
     """Gave up after too many lost compare-and-swap races or transient failures."""
 
 
+class Rewound(RemoteError):
+    """The state branch is behind its high-water mark; nothing fires until it is accepted."""
+
+
 class ExecutorError(OrchestratorError):
     """An executor backend failed."""
 

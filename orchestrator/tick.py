@@ -33,7 +33,7 @@ from typing import Any
 from . import safejson
 from . import state as st
 from .credentials import redact_value, redactor
-from .errors import ExecutorError, OrchestratorError
+from .errors import ExecutorError, OrchestratorError, Rewound
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
 from .machine import TRACK_OPEN
 from .models import Breaker, RunStatus, Schedule, TrackPhase
@@ -354,6 +354,9 @@ class Tick:
     def run(self, *, dry_run: bool = False) -> TickResult:
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run)
         snap = self.store.read()
+        rewound = getattr(self.store, "rewound", None)  # only a remote can be rewound
+        if rewound:
+            raise Rewound(rewound)
         loaded = load_all(self.repo / "schedules")
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
