@@ -81,6 +81,9 @@ CLOCK_SKEW = timedelta(minutes=5)
 """Margin for the ``created`` filter: runner and GitHub clocks differ slightly."""
 RUN_PAGES = 10
 """Pages of 100 workflow runs searched when correlating by run-name."""
+
+RESEND_LOOKUP_AFTER = timedelta(minutes=10)
+"""A batch dispatched this long after its slot is first looked up by run-name."""
 SECONDARY_WAIT = 60.0
 """GitHub asks to wait at least a minute after a secondary rate limit without
 ``Retry-After``."""
@@ -505,6 +508,18 @@ class GitHubExecutor:
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
         """POST the batch once; never a second time once GitHub may have created it."""
         since = self._now() - CLOCK_SKEW
+        # A batch sent well after its slot may have been sent before by a tick whose
+        # record was lost (a state branch rewound and then accepted): look its
+        # run-name up first, and adopt that run instead of starting the tracks twice.
+        # A batch sent on time skips this, which keeps to one call per dispatch.
+        slot = self._since_of(batch.run_name) + CLOCK_SKEW
+        if self._now() - slot >= RESEND_LOOKUP_AFTER:
+            existing = self._find_run(batch.workflow, batch.run_name,
+                                      self._since_of(batch.run_name))
+            if existing is not None:
+                log.info("%s: already dispatched as workflow run %s; adopting it",
+                         batch.run_name, existing["id"])
+                return self._adopt(batch, int(existing["id"]), existing.get("html_url"))
         while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
             if self._details:
