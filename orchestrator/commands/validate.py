@@ -9,6 +9,7 @@ is invalid.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import click
 
 from .. import cron
+from ..brief.text import md
 from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
 from ..models import Schedule
@@ -169,12 +171,20 @@ def render_text(report: Report) -> str:
 
 
 def _md(text: str) -> str:
-    """Escape a table cell."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Inert Markdown on one line, as the brief writes it: descriptions and problems
+    come from files a pull request brings, and the summary is rendered as HTML."""
+    return md(text)
+
+
+_PLAIN = re.compile(r"[\w.@+/ -]*")
 
 
 def _code(text: str) -> str:
-    return f"`{text.replace('`', '')}`" if text else ""
+    """A name as code; one with other characters (a newline, a pipe, a backtick, HTML)
+    as escaped text instead, since a code span would break the table around it."""
+    if not text:
+        return ""
+    return f"`{text}`" if _PLAIN.fullmatch(text) else md(text)
 
 
 def render_markdown(report: Report) -> str:

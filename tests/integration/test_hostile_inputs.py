@@ -371,3 +371,25 @@ def test_a_track_gets_no_token_and_what_it_prints_is_redacted(repo: Path,
     assert "leaked  ***" in "\n".join(record["error_log"])
     everything = git("log", "-p", BRANCH, cwd=origin_of(repo)) + proc.stdout + proc.stderr
     assert TOKEN not in everything and TOKEN[::-1] not in everything
+
+
+# --------------------------------------------------------------------- the job summary
+
+
+def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
+                                                                     tmp_path: Path) -> None:
+    from markdown_it import MarkdownIt
+
+    hostile = spec_data("* * * * *", run="true", overlap="allow")
+    hostile["description"] = ("<script>alert(1)</script> [x](javascript:alert(1)) "
+                              "<img src=x onerror=alert(1)>\n| injected | row |")
+    (repo / "schedules" / "shiny.json").write_text(json.dumps(hostile))
+    (repo / "schedules" / "bad\n| x | y |\n<script>.json").write_text("{}")
+    proc = run_cli(repo, tmp_path / "work", "validate", "--format", "markdown")
+    assert proc.returncode == 1
+    html = MarkdownIt("commonmark", {"html": True}).enable(["table"]).render(proc.stdout)
+    assert "<script" not in html and "<img" not in html
+    assert 'href="javascript:' not in html
+    assert "injected" in html and "<td>injected</td>" not in html
+    assert html.count("<tr>") == 2  # the invalid-files table: its head and one row
+    assert_fired(tick(repo, tmp_path / "work"))  # and both valid schedules still fire
