@@ -74,6 +74,14 @@ class CASExhausted(RemoteError):
     """Gave up after too many lost compare-and-swap races or transient failures."""
 
 
+class GitMissing(RemoteError):
+    """git could not be run."""
+
+
+class CheckoutReadOnly(RemoteError):
+    """The local checkout could not be written."""
+
+
 class Rewound(RemoteError):
     """The state branch is behind its high-water mark; nothing fires until it is accepted."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import OrchestratorError, RemoteError
+from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
 from .push import PushOutcome, classify_push, last_error, refused
 
 
@@ -108,6 +108,12 @@ GIT_TIMEOUT = 300.0
 included); past that it counts as a transient failure."""
 
 
+_CANNOT_WRITE = ("read-only file system", "insufficient permission",
+                 "unable to create temporary file", "permission denied")
+"""What git says when the local repository cannot be written (not the remote: a push
+or a fetch is classified on its own)."""
+
+
 class Git:
     """Runs ``git`` in one repository with a pinned, prompt-free environment."""
 
@@ -137,12 +143,19 @@ class Git:
         try:
             proc = subprocess.run(cmd, input=input, capture_output=True, env=full_env,
                                   check=False, timeout=GIT_TIMEOUT)
+        except OSError as exc:  # no git on PATH, or not executable
+            raise GitMissing(f"cannot run git ({exc.strerror or exc}): install git or put "
+                             "it on PATH") from None
         except subprocess.TimeoutExpired:
             # A stalled remote must not hang the tick: treated like a dropped
             # connection (the compare-and-swap then asks whether the push landed).
             raise TransportError(f"git {args[0]} timed out after {GIT_TIMEOUT:g}s",
                                  transient=True) from None
         if check and proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace")
+            if any(p in said.lower() for p in _CANNOT_WRITE):
+                raise CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
+                                       f"{self.redact(last_error(said))}")
             raise OrchestratorError(
                 f"git {args[0]} failed in {self.repo}: "
                 f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"

@@ -393,3 +393,37 @@ def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
     assert "injected" in html and "<td>injected</td>" not in html
     assert html.count("<tr>") == 2  # the invalid-files table: its head and one row
     assert_fired(tick(repo, tmp_path / "work"))  # and both valid schedules still fire
+
+
+# --------------------------------------------------------------------- faults
+
+
+def test_without_git_on_path_commands_exit_3_with_one_line(repo: Path, tmp_path: Path) -> None:
+    for args in (["tick", "--now", NOW], ["status"], ["runs", "list"]):
+        proc = run_cli(repo, tmp_path / "work", *args, env={"PATH": str(tmp_path / "empty")})
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr == ("orchestrator: cannot run git (No such file or directory): "
+                               "install git or put it on PATH\n")
+
+
+def _read_only(path: Path) -> list[str]:
+    """A command prefix that runs its command with ``path`` mounted read-only (a user and
+    mount namespace: root in a container can write through any file mode)."""
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare -rm is not allowed here")
+    return ["unshare", "-rm", "sh", "-c",
+            f'mount --bind "{path}" "{path}" && mount -o remount,bind,ro "{path}" "{path}" '
+            '&& exec "$@"', "sh"]
+
+
+def test_a_read_only_checkout_exits_3_with_one_line(repo: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work, now="2026-12-01T06:55:30Z"), "20261201T0655Z")
+    proc = subprocess.run(
+        [*_read_only(repo), sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+         "--now", NOW], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith("orchestrator: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
