@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import safejson
-from .errors import InvalidId, OrchestratorError
+from .errors import EXIT_USER, InvalidId, OrchestratorError
 from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
@@ -43,6 +43,9 @@ SAFE_YEARS = (1900, 9000)
 
 class CorruptState(OrchestratorError):
     """A state file could not be parsed."""
+
+    # A record someone broke, not a bug: one line naming it, like any bad input.
+    exit_code = EXIT_USER
 
 
 def cursor_path(schedule_id: str) -> str:
@@ -125,6 +128,13 @@ class State:
             health=dict(self.health),
             quarantined=dict(self.quarantined),
         )
+
+    def held_schedules(self) -> set[str]:
+        """Schedules whose cursor is quarantined: firing them would overwrite the record
+        (and could fire again what it already fired), so they wait for a person."""
+        prefix = f"{ROOT}/schedules/"
+        return {p[len(prefix):].removesuffix(".json") for p in self.quarantined
+                if p.startswith(prefix)}
 
     def quarantine_lines(self) -> list[str]:
         """One line per quarantined record, for the tick's output and ``status``."""
@@ -258,7 +268,9 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             if parts[2] in finished or parts[2] in bad_runs:
                 continue
             track = _record(state, Track, path, files, "name", parts[4][:-5])
-            if track is not None and track.run_id != parts[2]:
+            if track is None:
+                bad_runs.add(parts[2])
+            elif track.run_id != parts[2]:
                 state.quarantined[path] = (f"{path}: run_id: {track.run_id!r} is not the "
                                            "run of its folder")
                 bad_runs.add(parts[2])
@@ -272,9 +284,13 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             try:
                 raw = safejson.loads(files[path], max_bytes=MAX_RECORD_BYTES)
                 state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
-            except (ValueError, ValidationError, AttributeError) as exc:
+            except ValidationError as exc:
                 # A broken breaker file costs only the breaker: it starts closed again.
-                state.quarantined[path] = f"{path}: {exc}"
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                state.quarantined[path] = f"{path}: {where}: {first['msg']}"
+            except (ValueError, AttributeError) as exc:
+                state.quarantined[path] = f"{path}: (root): {exc}"
     for run_id in bad_runs:
         # Everything of a quarantined run is left alone: the planner never sees a run
         # with only some of its records, and the dump never rewrites what it skipped.

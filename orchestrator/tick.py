@@ -362,10 +362,7 @@ class Tick:
         invalid = [e.message for e in loaded.errors]
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
-        # A schedule whose cursor is quarantined is held (firing it would overwrite
-        # the record, and could fire again what it already fired); the rest go on.
-        held = {p.split("/")[2].removesuffix(".json") for p in state0.quarantined
-                if p.startswith(f"{st.ROOT}/schedules/")}
+        held = state0.held_schedules()
         schedules = [s for s in schedules if s.id not in held]
         result.quarantined = state0.quarantine_lines()
         self._breaker_base = state0.health.get(self.executor_name)

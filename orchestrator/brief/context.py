@@ -16,6 +16,7 @@ from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
 from ..state import (
     POLLS_MAX_BYTES,
     ROOT,
+    CorruptState,
     cut_lines,
     last_tick_at,
     load,
@@ -97,6 +98,8 @@ def context_from_files(
             if p == run_path(run_id) or p.startswith(prefix + "tracks/")
             or p.startswith(dlq_prefix)}
     state = load(mine, all_tracks=True)
+    if run_id not in state.runs:  # quarantined: its run record or a track is unreadable
+        raise CorruptState("; ".join(state.quarantine_lines()))
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
     order = {name: i for i, name in enumerate(run.tracks)}
