@@ -40,9 +40,9 @@ What the track sees: the executor's environment (``env``, else this process's) p
 It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folder).
 The environment is never written to disk.
 
-Outcomes: exit 0 is ``complete`` (a ``result.json`` that is not a JSON object, or is
-larger than :data:`MAX_RESULT_BYTES`, is dropped and noted in ``error``; the track's
-work is done, only its report is broken); a non-zero exit or a signal is ``failed``
+Outcomes: exit 0 is ``complete`` (a ``result.json`` that is not a JSON object in a
+regular file of at most :data:`MAX_RESULT_BYTES` becomes ``{"error": why}``: the
+track's work is done, only its report is broken); a non-zero exit or a signal is ``failed``
 with the tail of stderr; the timeout (``timeout_minutes``, counted from the launch, not
 from the dispatch) is ``tapped_out``; a cancel is ``cancelled``. While an attempt waits
 for a task-cap slot it is reported with no phase (still ``dispatched``).
@@ -284,12 +284,10 @@ class LocalExecutor:
 
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
-        try:
+        try:  # the track inherits this: only the credentials its schedule names
             asked = (sv.read_json(folder / sv.LAUNCH) or {}).get("credentials") or []
         except (OSError, ValueError):
             asked = []
-        # The supervisor passes its environment on to the track: drop every
-        # orchestrator credential the schedule did not name for this track.
         env = track_environment(env, [str(name) for name in asked])
         with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
@@ -440,12 +438,8 @@ class LocalExecutor:
 
     @staticmethod
     def _read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
-        """The attempt's result, or ``{"error": why}`` and why, when it cannot be used.
-
-        The track wrote the file (or a FIFO, a symlink to ``/dev/zero``, 100,000
-        brackets): it is read as a regular file only, without blocking, within
-        :data:`MAX_RESULT_BYTES` and :data:`orchestrator.safejson.MAX_DEPTH`.
-        """
+        """The attempt's result, or ``{"error": why}`` and why: the track may have left a
+        FIFO, a symlink to ``/dev/zero`` or 100,000 brackets (see :mod:`..safejson`)."""
         try:
             data = safejson.load_file(folder / sv.RESULT, max_bytes=MAX_RESULT_BYTES)
         except FileNotFoundError:
