@@ -18,7 +18,7 @@ from . import safejson
 from .errors import NotFound, UserError
 from .machine import move_track
 from .models import Track, TrackPhase, check_id, check_run_id
-from .state import parse_record, run_path, to_json, track_path
+from .state import parse_with_spec, read_specs, record_bytes, run_path, track_path
 from .store import Change, Snapshot, StateStore
 
 PHASES = {"running": TrackPhase.RUNNING, "complete": TrackPhase.COMPLETE,
@@ -101,7 +101,8 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
         raise NotFound(f"unknown run {report.run_id!r}: it is not on the state branch")
     if path not in files:
         raise NotFound(f"run {report.run_id} has no track {report.track!r}")
-    track = parse_record(Track, path, files[path])
+    specs = read_specs(files, report.run_id)
+    track = parse_with_spec(Track, path, files[path], specs)
     if report.attempt is not None and report.attempt != track.attempt:
         return "stale_attempt", track, None
     if track.phase is report.phase:
@@ -120,7 +121,7 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
         elif report.phase is TrackPhase.COMPLETE and report.result is None:
             changes["result"] = {"summary": report.message}
     moved = move_track(track, report.phase, report.at, "reported by the track", **changes)
-    return "recorded", moved, {path: to_json(moved)}
+    return "recorded", moved, {path: record_bytes(moved, specs)}
 
 
 def report(store: StateStore, rep: Report) -> Outcome:

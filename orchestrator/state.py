@@ -10,6 +10,7 @@ history of the state branch stays small and readable.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,10 @@ def run_path(run_id: str) -> str:
 
 def track_path(run_id: str, track: str) -> str:
     return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
+
+
+def specs_path(run_id: str) -> str:
+    return f"{run_dir(run_id)}/specs.json"
 
 
 def polls_path(run_id: str) -> str:
@@ -159,13 +164,21 @@ class State:
         for rid, run in self.runs.items():
             if fresh(base.runs if base else None, rid, run):
                 files[run_path(rid)] = to_json(run)
+        specs: dict[str, dict[str, Any]] = {}
         for rid, tracks in self.tracks.items():
-            for name, track in tracks.items():
-                if fresh(base.tracks.get(rid) if base else None, name, track):
-                    files[track_path(rid, name)] = to_json(track)
+            # The tracks' specs are stored once per run, in specs.json (rewritten with
+            # the same bytes whenever a track changes, so it costs no commit).
+            specs[rid] = {n: t.spec.model_dump(mode="json", by_alias=True)
+                          for n, t in tracks.items()}
+            changed = [t for n, t in tracks.items()
+                       if fresh(base.tracks.get(rid) if base else None, n, t)]
+            if changed:
+                files[specs_path(rid)] = to_json(dict(sorted(specs[rid].items())))
+            for track in changed:
+                files[track_path(rid, track.name)] = record_bytes(track, specs[rid])
         for key, letter in self.dlq.items():
             if fresh(base.dlq if base else None, key, letter):
-                files[dlq_path(key)] = to_json(letter)
+                files[dlq_path(key)] = record_bytes(letter, specs.get(letter.run_id, {}))
         if self.health and (base is None or base.health != self.health):
             files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
         return files
@@ -200,6 +213,46 @@ def parse_record(model: type[R], path: str, data: bytes) -> R:
             raise CorruptState(f"{path}: {name}: {value.isoformat()} is out of range "
                                f"(years {SAFE_YEARS[0]}-{SAFE_YEARS[1]})")
     return record
+
+
+def record_bytes(record: Track | DeadLetter, specs: Mapping[str, Any]) -> bytes:
+    """A track record or dead letter, without the track's spec when ``specs`` (the run's
+    ``specs.json``) holds the same one: a 64 KiB command is then stored once per run,
+    not once per track record and dead letter."""
+    data = record.model_dump(mode="json", by_alias=True)
+    field, name = ("spec", record.name) if isinstance(record, Track) else ("payload",
+                                                                           record.track)
+    if name in specs and specs[name] == data[field]:
+        del data[field]
+    return to_json(data)
+
+
+def read_specs(files: Mapping[str, bytes], run_id: str) -> dict[str, Any]:
+    """The run's ``specs.json`` (track name -> spec as JSON); empty when there is none or
+    it is unreadable (records that need it are then quarantined)."""
+    try:
+        data = safejson.loads(files[specs_path(run_id)], max_bytes=MAX_RECORD_BYTES)
+    except (KeyError, ValueError, InvalidId):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def parse_with_spec(model: type[R], path: str, data: bytes, specs: Mapping[str, Any]) -> R:
+    """:func:`parse_record` of a track record or dead letter, taking its spec from the
+    run's ``specs`` when the record leaves it out (records written before specs.json
+    carry their own)."""
+    field, key = ("spec", "name") if model is Track else ("payload", "track")
+    try:
+        raw = safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise CorruptState(f"{path}: (root): {exc}") from None
+    if isinstance(raw, dict) and field not in raw:
+        spec = specs.get(str(raw.get(key)))
+        if spec is None:
+            raise CorruptState(f"{path}: {field}: not in the record nor in the run's "
+                               "specs.json")
+        data = json.dumps({**raw, field: spec}).encode()
+    return parse_record(model, path, data)
 
 
 def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
@@ -237,6 +290,7 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
                  if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
     finished = set()
     bad_runs: set[str] = set()
+    specs = functools.cache(lambda run_id: read_specs(files, run_id))
     for path in paths:
         parts = path.split("/")
         if len(parts) >= 3 and parts[:2] == [ROOT, "runs"] and not _run_dir_ok(parts[2]):
@@ -267,7 +321,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
             if parts[2] in finished or parts[2] in bad_runs:
                 continue
-            track = _record(state, Track, path, files, "name", parts[4][:-5])
+            track = _record(state, Track, path, files, "name", parts[4][:-5],
+                            specs(parts[2]))
             if track is None:
                 bad_runs.add(parts[2])
             elif track.run_id != parts[2]:
@@ -277,7 +332,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             elif track is not None:
                 state.tracks.setdefault(track.run_id, {})[track.name] = track
         elif parts[1] == "dlq" and len(parts) == 3:
-            letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5])
+            letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5],
+                             specs(parts[2][:-5].rpartition("--")[0]))
             if letter is not None:
                 state.dlq[letter.key] = letter
         elif path == HEALTH:
@@ -308,7 +364,7 @@ def _run_dir_ok(name: str) -> bool:
 
 
 def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],
-            key: str, expected: str) -> R | None:
+            key: str, expected: str, specs: Mapping[str, Any] | None = None) -> R | None:
     """The record at ``path``, or ``None`` after quarantining it with the reason.
 
     A record whose identifying field (``key``) disagrees with its file name is
@@ -316,7 +372,8 @@ def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],
     read from (``../../evil`` in a ``run_id`` is caught here).
     """
     try:
-        record = parse_record(model, path, files[path])
+        record = (parse_record(model, path, files[path]) if specs is None
+                  else parse_with_spec(model, path, files[path], specs))
     except CorruptState as exc:
         state.quarantined[path] = exc.message
         return None

@@ -23,6 +23,7 @@ from ..state import (
     polls_path,
     run_dir,
     run_path,
+    specs_path,
 )
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
@@ -95,7 +96,7 @@ def context_from_files(
     dlq_prefix = f"{ROOT}/dlq/{run_id}--"
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
-            if p == run_path(run_id) or p.startswith(prefix + "tracks/")
+            if p in (run_path(run_id), specs_path(run_id)) or p.startswith(prefix + "tracks/")
             or p.startswith(dlq_prefix)}
     state = load(mine, all_tracks=True)
     if run_id not in state.runs:  # quarantined: its run record or a track is unreadable
