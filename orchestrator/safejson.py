@@ -37,7 +37,8 @@ MAX_INT_DIGITS = 100
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKET = re.compile(r"[\[\]{}]")
 _CHUNK = 64 * 1024
 
@@ -144,6 +145,8 @@ def decode(data: bytes | str) -> str:
 
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
     """Raise :class:`UnsafeJSON` when brackets outside strings nest deeper than allowed."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # cannot nest deeper than it has brackets (the common case, at once)
     depth = 0
     for match in _BRACKET.finditer(_STRING.sub("", text)):
         if match.group() in "[{":
@@ -186,7 +189,9 @@ def loads(data: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES,
                          f"line {exc.lineno} column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:  # the belt to check_depth's braces
         raise UnsafeJSON(f"invalid JSON: {type(exc).__name__}") from None
-    check_text(value)
+    # Text decoded as strict UTF-8 holds no surrogate, but a \\ud800 escape does.
+    if isinstance(data, str) or _SURROGATE.search(text):
+        check_text(value)
     return value
 
 

@@ -200,6 +200,11 @@ def parse_record(model: type[R], path: str, data: bytes) -> R:
         safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
     except safejson.UnsafeJSON as exc:
         raise CorruptState(f"{path}: (root): {exc}") from None
+    return _validate(model, path, data)
+
+
+def _validate(model: type[R], path: str, data: bytes) -> R:
+    """``data`` (already through :func:`orchestrator.safejson.loads`) as a ``model``."""
     try:
         record = model.model_validate_json(data)
     except ValidationError as exc:
@@ -252,7 +257,7 @@ def parse_with_spec(model: type[R], path: str, data: bytes, specs: Mapping[str, 
             raise CorruptState(f"{path}: {field}: not in the record nor in the run's "
                                "specs.json")
         data = json.dumps({**raw, field: spec}).encode()
-    return parse_record(model, path, data)
+    return _validate(model, path, data)
 
 
 def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
