@@ -304,7 +304,7 @@ class GitStateStore:
             depths = (None,) if self._depth is None else (64, 2**31 - 1)
             for depth in (0, *depths):
                 if depth != 0:
-                    self.transport.fetch(tip, self.ref, depth)
+                    self._deepen(tip, depth)
                 if self.git.run("merge-base", "--is-ancestor", mark, tip,
                                 check=False).returncode == 0:
                     return None
@@ -313,6 +313,18 @@ class GitStateStore:
                 f"({self.high_water}): it was rewound, and firing from it could launch "
                 "again what already ran; nothing fires until a person has checked it and "
                 f"run `{ACCEPT_REWIND}`")
+
+    def _deepen(self, tip: str, depth: int | None) -> None:
+        # Processes sharing this clone deepen it at once after a rewind, and git lets
+        # one of them hold shallow.lock at a time: the others wait their turn.
+        for attempt in range(1, 8):
+            try:
+                self.transport.fetch(tip, self.ref, depth)
+                return
+            except TransportError as exc:
+                if "shallow.lock" not in exc.message or attempt == 7:
+                    raise
+                self._sleep(0.1 * attempt * (1 + self._rand()))
 
     def accept_rewind(self) -> str | None:
         """Move the high-water mark to the branch as it is now; what was accepted, or

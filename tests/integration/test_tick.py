@@ -198,16 +198,22 @@ def test_a_rewound_state_branch_fires_nothing_until_a_person_accepts_it(
     else:
         subprocess.run(["git", "update-ref", f"refs/heads/{BRANCH}", str(backup)],
                        cwd=origin, check=True)
-    for folder in (work, elsewhere):
-        refused = cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", check=False,
-                      env={"ORCHESTRATOR_WORK_DIR": str(folder)})
-        assert refused.returncode == 3, refused.stderr
-        assert refused.stderr.count("\n") == 1
-        assert "behind its high-water mark" in refused.stderr
-        assert "orchestrator status --accept-rewind" in refused.stderr
+    # Four ticks race from this and three other work folders (other machines).
+    folders = [work, elsewhere, *(tmp_path / f"machine{i}" for i in range(2))]
+    procs = [subprocess.Popen([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                               "tick", "--now", "2026-12-01T07:02:00Z"],
+                              env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(folder)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for folder in folders]
+    for refused in procs:
+        _, err = refused.communicate(timeout=120)
+        assert refused.returncode == 3, err
+        assert err.count("\n") == 1
+        assert "behind its high-water mark" in err
+        assert "orchestrator status --accept-rewind" in err
     status = cli(repo, "status", "--now", "2026-12-01T07:02:00Z", check=False)
     assert status.returncode == 3 and "was rewound" in status.stderr
-    assert launches(elsewhere) == []
+    assert all(launches(folder) == [] for folder in folders[1:])
     assert len(launches(work)) == 2
     accepted = cli(repo, "status", "--accept-rewind", "--now", "2026-12-01T07:02:00Z",
                    check=False)
