@@ -427,3 +427,20 @@ def test_a_read_only_checkout_exits_3_with_one_line(repo: Path, tmp_path: Path) 
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.startswith("orchestrator: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
+
+
+def test_a_report_for_an_attempt_that_is_not_current_is_refused(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    (repo / "schedules" / "slow.json").write_text(json.dumps(
+        spec_data("* * * * *", run="sleep 3", overlap="allow")))
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work))
+    for attempt in ("2", "7"):
+        proc = run_cli(repo, work, "report", "--run", "slow--20261201T0700Z", "--track", "a",
+                       "--phase", "complete", "--attempt", attempt)
+        assert proc.returncode == 1
+        assert proc.stderr == (f"orchestrator: refused the complete report of attempt "
+                               f"{attempt} for slow--20261201T0700Z/a: the current attempt "
+                               "is 1\n")
+    assert track_record(repo, "slow--20261201T0700Z")["phase"] == "dispatched"
+    assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z"), "20261201T0701Z")
