@@ -41,11 +41,17 @@ class ScheduleError(UserError):
     """A schedule file is invalid."""
 
     def __init__(self, file: str, field: str, problem: str) -> None:
+        # one line, whatever a hostile file name or key holds
+        file, field, problem = (_one_line(x) for x in (file, field, problem))
         self.file = file
         self.field = field
         self.problem = problem
         where = f"{file}: {field}: " if field else f"{file}: "
         super().__init__(f"{where}{problem}")
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class NotFound(UserError):

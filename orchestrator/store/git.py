@@ -31,7 +31,6 @@ from .push import PushOutcome, PushStatus
 
 log = logging.getLogger(__name__)
 
-# The identity of the state commits on a runner that has none configured.
 HIGH_WATER_PREFIX = "refs/orchestrator/high-water/"
 """``<prefix><branch>``: the state commit most recently written, kept outside the branch
 so that a rewound or deleted branch can be told from a fresh one."""
@@ -39,6 +38,7 @@ so that a rewound or deleted branch can be told from a fresh one."""
 ACCEPT_REWIND = "orchestrator status --accept-rewind"
 """The command a person runs once they have checked a rewound state branch."""
 
+# The identity of the state commits on a runner that has none configured.
 FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
 
@@ -199,6 +199,7 @@ class GitStateStore:
         # tip -> (the high-water mark seen with it, why that tip is rewound or None);
         # keyed by tip, not "the last read", because threads may share one store.
         self._marks: dict[str | None, tuple[str | None, str | None]] = {}
+        self._marks_kept = 64  # a long-running serve reads thousands of tips
         self.max_attempts = max_attempts
         self.max_seconds = max_seconds
         self.base_delay = base_delay
@@ -282,6 +283,8 @@ class GitStateStore:
                         [self.ref, self.high_water]) != refs:
                     continue
                 self._marks[tip] = (mark, why)
+                while len(self._marks) > self._marks_kept:
+                    del self._marks[next(iter(self._marks))]
                 self.rewound = why
                 return tip
             # The ref moved (or was rewritten) between ls-remote and fetch; ask again.
@@ -456,28 +459,11 @@ class GitStateStore:
                 return commit
         return None
 
-    def _read_tree(self, tip: str, env: Mapping[str, str]) -> None:
-        """Load the tree of ``tip`` into the private index.
-
-        git's index refuses a path with a ``..``, ``.`` or ``.git`` component, which a
-        hand-made tree can hold (the state reader quarantines them). Such entries
-        cannot be carried over, so they are left out of the next commit rather than
-        stopping every later write.
-        """
-        if self.git.run("read-tree", tip, env=env, check=False).returncode == 0:
-            return
-        listing = self.git.run("ls-tree", "-r", "-z", "--full-tree", tip).stdout
-        keep = [entry for entry in listing.split(b"\0")
-                if entry and _index_safe(entry.split(b"\t", 1)[1])]
-        # --index-info reads ls-tree's own format
-        self.git.run("update-index", "-z", "--index-info",
-                     input=b"".join(entry + b"\0" for entry in keep), env=env)
-
     def _commit(self, tip: str | None, change: Change, message: str, *, root: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if tip is not None:
-                self._read_tree(tip, env)
+                self.git.read_tree(tip, env)
             writes = [(p, d) for p, d in change.items() if d is not None]
             shas: list[str] = []
             if writes:
@@ -501,8 +487,3 @@ class GitStateStore:
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
                             input=body.encode())
 
-
-def _index_safe(path: bytes) -> bool:
-    """Whether git's index accepts ``path`` (see :meth:`GitStateStore._read_tree`)."""
-    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
-               for part in path.split(b"/"))

@@ -114,6 +114,12 @@ _CANNOT_WRITE = ("read-only file system", "insufficient permission",
 or a fetch is classified on its own)."""
 
 
+def _index_safe(path: bytes) -> bool:
+    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`)."""
+    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
+               for part in path.split(b"/"))
+
+
 class Git:
     """Runs ``git`` in one repository with a pinned, prompt-free environment."""
 
@@ -165,6 +171,23 @@ class Git:
     def out(self, *args: str, input: bytes | None = None,
             env: Mapping[str, str] | None = None) -> str:
         return self.run(*args, input=input, env=env).stdout.decode().strip()
+
+    def read_tree(self, tip: str, env: Mapping[str, str]) -> None:
+        """Load the tree of ``tip`` into the index named by ``env``.
+
+        git's index refuses a path with a ``..``, ``.`` or ``.git`` component, which a
+        hand-made tree can hold (the state reader quarantines them). Such entries
+        cannot be carried over, so they are left out of the next commit rather than
+        stopping every later write.
+        """
+        if self.run("read-tree", tip, env=env, check=False).returncode == 0:
+            return
+        listing = self.run("ls-tree", "-r", "-z", "--full-tree", tip).stdout
+        keep = [entry for entry in listing.split(b"\0")
+                if entry and _index_safe(entry.split(b"\t", 1)[1])]
+        # --index-info reads ls-tree's own format
+        self.run("update-index", "-z", "--index-info",
+                 input=b"".join(entry + b"\0" for entry in keep), env=env)
 
     def has_commit(self, sha: str) -> bool:
         return self.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
