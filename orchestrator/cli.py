@@ -7,6 +7,7 @@ exit codes in exactly one place, :func:`main`.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -16,7 +17,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
+from .errors import EXIT_REMOTE, EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
 
 
 @dataclass(frozen=True)
@@ -97,16 +98,30 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        if exc.errno not in _CANNOT_WRITE:
+            return _unexpected(exc)
+        # A read-only checkout or work folder: like a remote that cannot be written.
+        where = f" {exc.filename}" if exc.filename else ""
+        click.echo(f"orchestrator: cannot write{where}: {exc.strerror}", err=True)
+        return EXIT_REMOTE
     except Exception as exc:
-        if os.environ.get("ORCHESTRATOR_DEBUG"):
-            traceback.print_exc()
-        click.echo(
-            f"orchestrator: unexpected error: {type(exc).__name__}: {exc} "
-            "(set ORCHESTRATOR_DEBUG=1 for a traceback)",
-            err=True,
-        )
-        return EXIT_UNEXPECTED
+        return _unexpected(exc)
     return rv if isinstance(rv, int) else 0
+
+
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _unexpected(exc: Exception) -> int:
+    if os.environ.get("ORCHESTRATOR_DEBUG"):
+        traceback.print_exc()
+    click.echo(
+        f"orchestrator: unexpected error: {type(exc).__name__}: {exc} "
+        "(set ORCHESTRATOR_DEBUG=1 for a traceback)",
+        err=True,
+    )
+    return EXIT_UNEXPECTED
 
 
 def run() -> None:  # pragma: no cover - console script shim

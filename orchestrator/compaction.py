@@ -21,7 +21,7 @@ from typing import Protocol
 
 from .machine import RUN_TERMINAL
 from .models import DeadLetter, Run
-from .state import ROOT, parse_record, run_dir
+from .state import ROOT, parse_record, parse_with_spec, read_specs, run_dir
 from .store import Change, ChangeFn, Snapshot, TransactResult
 from .times import iso
 
@@ -57,7 +57,9 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime) -> Plan:
     letters: dict[str, DeadLetter] = {}
     for path in files:
         if path.startswith(dlq_prefix) and path.endswith(".json"):
-            letters[path] = parse_record(DeadLetter, path, files[path])
+            run_id = path[len(dlq_prefix):-5].rpartition("--")[0]
+            letters[path] = parse_with_spec(DeadLetter, path, files[path],
+                                            read_specs(files, run_id))
     waiting = {letter.run_id for letter in letters.values() if not letter.discarded}
     old: list[str] = []
     for path in files:

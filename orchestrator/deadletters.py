@@ -83,7 +83,8 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         polls=0,
         dispatch_key=None, url=None, dispatched_at=None, started_at=None, finished_at=None)
     out: Change = {
-        st.track_path(letter.run_id, letter.track): st.to_json(track),
+        st.track_path(letter.run_id, letter.track): st.record_bytes(
+            track, st.read_specs(files, letter.run_id)),
         st.dlq_path(key): None,
     }
     if run.status is RunStatus.FAILED:
@@ -100,4 +101,4 @@ def discard(files: Mapping[str, bytes], key: str, who: str, reason: str) -> Chan
     if letter.discarded:
         return None
     done = machine.revise(letter, discarded=True, discarded_by=who, discarded_reason=reason)
-    return {st.dlq_path(key): st.to_json(done)}
+    return {st.dlq_path(key): st.record_bytes(done, st.read_specs(files, letter.run_id))}

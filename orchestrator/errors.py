@@ -41,11 +41,17 @@ class ScheduleError(UserError):
     """A schedule file is invalid."""
 
     def __init__(self, file: str, field: str, problem: str) -> None:
+        # one line, whatever a hostile file name or key holds
+        file, field, problem = (_one_line(x) for x in (file, field, problem))
         self.file = file
         self.field = field
         self.problem = problem
         where = f"{file}: {field}: " if field else f"{file}: "
         super().__init__(f"{where}{problem}")
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class NotFound(UserError):
@@ -72,6 +78,18 @@ class PushRejected(RemoteError):
 
 class CASExhausted(RemoteError):
     """Gave up after too many lost compare-and-swap races or transient failures."""
+
+
+class GitMissing(RemoteError):
+    """git could not be run."""
+
+
+class CheckoutReadOnly(RemoteError):
+    """The local checkout could not be written."""
+
+
+class Rewound(RemoteError):
+    """The state branch is behind its high-water mark; nothing fires until it is accepted."""
 
 
 class ExecutorError(OrchestratorError):

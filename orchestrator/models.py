@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import (
+    AfterValidator,
     ConfigDict,
     Field,
     model_validator,
@@ -83,15 +84,43 @@ class When(StrEnum):
 # --------------------------------------------------------------------------- schedules
 
 
+MAX_RUN_BYTES = 64 * 1024
+"""Longest track command, in UTF-8 bytes: far below the argument list limit of any OS
+(128 KiB per argument on Linux), and it is committed with every run."""
+
+AT_YEARS = (1970, 9000)
+"""Years an ``at`` may name: its run id needs a four-digit year, and every later
+computation (offsets, deadlines, catch-up windows) stays far from datetime's edges."""
+
+
+def _run_command(value: str) -> str:
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_RUN_BYTES:
+        raise PydanticCustomError("run_too_long", "a command of {size} bytes; the limit is "
+                                  "{limit} (put a long script in a file and run that)",
+                                  {"size": size, "limit": MAX_RUN_BYTES})
+    return value
+
+
+RunCommand = Annotated[str, AfterValidator(_run_command)]
+
+
 class TrackSpec(Frozen):
     """One unit of parallel work in a run."""
 
     name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
-    run: str | None = Field(
+    run: RunCommand | None = Field(
         None,
         min_length=1,
         description="Shell command run by the local executor (and by the default track "
-        "workflow on GitHub Actions).",
+        f"workflow on GitHub Actions); at most {MAX_RUN_BYTES} bytes.",
+    )
+    credentials: list[Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,99}$")]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Orchestrator credentials (e.g. GITHUB_TOKEN) the local executor "
+        "passes to `run`. None by default: a track command never sees the tick's tokens "
+        "unless its schedule names them here.",
     )
     inputs: dict[str, str] = Field(
         default_factory=dict,
@@ -243,6 +272,11 @@ class ScheduleSpec(Frozen):
         if self.cron is not None and self.at is not None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at', "
                                       "not both", {"field": "at"})
+        if self.at is not None and not AT_YEARS[0] <= self.at.year <= AT_YEARS[1]:
+            raise PydanticCustomError("at_range", "{at} is out of range: give a year from "
+                                      "{low} to {high}", {"field": "at", "at": str(self.at),
+                                                          "low": AT_YEARS[0],
+                                                          "high": AT_YEARS[1]})
         seen: set[str] = set()
         for i, track in enumerate(self.tracks):
             if track.name in seen:

@@ -8,17 +8,17 @@ re-applying the same small change (see :class:`~orchestrator.store.GitStateStore
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from . import safejson
 from .errors import NotFound, UserError
 from .machine import move_track
 from .models import Track, TrackPhase, check_id, check_run_id
-from .state import parse_record, run_path, to_json, track_path
+from .state import parse_with_spec, read_specs, record_bytes, run_path, track_path
 from .store import Change, Snapshot, StateStore
 
 PHASES = {"running": TrackPhase.RUNNING, "complete": TrackPhase.COMPLETE,
@@ -53,22 +53,39 @@ class Outcome:
 
 
 def load_result(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``, or a :class:`UserError` naming the file."""
+    """The JSON object in ``path``, or a :class:`UserError` naming the file.
+
+    Read as the tick reads a local track's result (:mod:`orchestrator.safejson`): a
+    regular file only, without blocking, within the size and depth limits, and
+    without lone surrogates, which could never be committed.
+    """
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_RESULT_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"cannot read result file {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_RESULT_BYTES:
-        raise UserError(f"result file {path} is larger than {MAX_RESULT_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"result file {path} is not valid JSON: {exc}") from None
+        data = safejson.load_file(path, max_bytes=MAX_RESULT_BYTES)
+    except FileNotFoundError:
+        raise UserError(f"cannot read result file {path}: No such file or directory"
+                        ) from None
+    except safejson.UnsafeJSON as exc:
+        raise UserError(f"result file {_shown(path)} is refused: {exc}") from None
     if not isinstance(data, dict):
-        raise UserError(f"result file {path} must hold a JSON object, "
+        raise UserError(f"result file {_shown(path)} must hold a JSON object, "
                         f"not {type(data).__name__}")
     return data
+
+
+def check_message(message: str) -> str:
+    """``message``, or a :class:`UserError` when it cannot be committed as UTF-8 (a lone
+    surrogate, or bytes that were not UTF-8 on the command line)."""
+    try:
+        message.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UserError(f"--message: not valid UTF-8 text (character {exc.start}: "
+                        f"{message[exc.start:exc.end]!r})") from None
+    return message
+
+
+def _shown(path: Path) -> str:
+    """``path`` printable on one line, whatever bytes its name holds."""
+    return ascii(str(path))[1:-1]
 
 
 def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, Change | None]:
@@ -84,7 +101,8 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
         raise NotFound(f"unknown run {report.run_id!r}: it is not on the state branch")
     if path not in files:
         raise NotFound(f"run {report.run_id} has no track {report.track!r}")
-    track = parse_record(Track, path, files[path])
+    specs = read_specs(files, report.run_id)
+    track = parse_with_spec(Track, path, files[path], specs)
     if report.attempt is not None and report.attempt != track.attempt:
         return "stale_attempt", track, None
     if track.phase is report.phase:
@@ -103,7 +121,7 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
         elif report.phase is TrackPhase.COMPLETE and report.result is None:
             changes["result"] = {"summary": report.message}
     moved = move_track(track, report.phase, report.at, "reported by the track", **changes)
-    return "recorded", moved, {path: to_json(moved)}
+    return "recorded", moved, {path: record_bytes(moved, specs)}
 
 
 def report(store: StateStore, rep: Report) -> Outcome:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import safejson
 from .atomic import write_text
 from .errors import ScheduleError
 from .models import ID_RE, ID_RULE, Schedule, ScheduleSpec
@@ -49,7 +50,8 @@ def display_path(path: Path, root: Path | None) -> str:
     """``path`` relative to ``root`` (the repository), else ``<folder>/<name>``."""
     if root is not None:
         try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
+            # the folder resolved, not the file: a symlink is shown by its own name
+            return (path.parent.resolve() / path.name).relative_to(root.resolve()).as_posix()
         except ValueError:
             pass
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
@@ -76,8 +78,10 @@ def load_all(directory: Path) -> LoadResult:
     if not directory.is_dir():
         return result
     root = directory.parent
+    # Directories and symlinks named *.json are kept: _load names them as errors
+    # rather than skipping them silently.
     files = sorted(p for p in directory.iterdir()
-                   if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE and not p.is_dir())
+                   if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE)
     by_id: dict[str, list[Path]] = {}
     for path in files:
         by_id.setdefault(path.stem, []).append(path)
@@ -105,23 +109,15 @@ def _load(path: Path, shown: str) -> Schedule | list[ScheduleError]:
         return [ScheduleError(shown, "id", f"file name {path.name!r} gives the invalid id "
                               f"{stem!r}: use {ID_RULE}")]
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return [ScheduleError(shown, "(file)", f"{size} bytes; the limit is {MAX_BYTES}")]
-        raw = path.read_bytes()
-    except OSError as exc:
-        return [ScheduleError(shown, "(file)", f"cannot read: {exc.strerror or exc}")]
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return [ScheduleError(shown, "(file)", f"not UTF-8 text (byte {exc.start})")]
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        return [ScheduleError(shown, f"line {exc.lineno} column {exc.colno}",
-                              f"invalid JSON: {exc.msg}")]
+        raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
+        data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
+    except FileNotFoundError:
+        return [ScheduleError(shown, "(file)", "vanished while being read")]
+    except safejson.UnsafeJSON as exc:
+        return [ScheduleError(shown, exc.where or "(file)", exc.problem)]
     except _DuplicateKey as exc:
         return [ScheduleError(shown, exc.key, "key appears twice in the same object")]
+    text = safejson.decode(raw)
     if not isinstance(data, dict):
         return [ScheduleError(shown, "(top level)",
                               f"expected a JSON object, got {_json_type(data)}")]

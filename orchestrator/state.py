@@ -10,6 +10,7 @@ history of the state branch stays small and readable.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from . import safejson
 from .breaker import Breaker
-from .errors import OrchestratorError
+from .errors import EXIT_USER, InvalidId, OrchestratorError
 from .models import Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
@@ -29,10 +31,23 @@ HEALTH = f"{ROOT}/health.json"
 INDEX = f"{ROOT}/index.html"
 TICKS_KEEP = 500
 """Lines kept in ``ticks.jsonl``; older ones are dropped when a tick appends."""
+POLLS_MAX_BYTES = 256 * 1024
+"""Most of a run's ``polls.jsonl`` kept (about 2,000 lines): a run polled for weeks, or
+a log blown up by hand, must not make every tick and brief read megabytes."""
+
+
+MAX_RECORD_BYTES = 4 * 1024 * 1024
+"""A state record larger than this is quarantined rather than parsed."""
+
+SAFE_YEARS = (1900, 9000)
+"""Years a timestamp in a record may name (see :func:`parse_record`)."""
 
 
 class CorruptState(OrchestratorError):
     """A state file could not be parsed."""
+
+    # A record someone broke, not a bug: one line naming it, like any bad input.
+    exit_code = EXIT_USER
 
 
 def cursor_path(schedule_id: str) -> str:
@@ -49,6 +64,10 @@ def run_path(run_id: str) -> str:
 
 def track_path(run_id: str, track: str) -> str:
     return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
+
+
+def specs_path(run_id: str) -> str:
+    return f"{run_dir(run_id)}/specs.json"
 
 
 def polls_path(run_id: str) -> str:
@@ -81,6 +100,18 @@ def json_line(data: Mapping[str, Any]) -> bytes:
             + "\n").encode()
 
 
+def cut_lines(data: bytes, limit: int) -> bytes:
+    """The newest whole lines of the JSON-lines log ``data`` within about ``limit`` bytes,
+    after a first line saying how many older lines were cut."""
+    if len(data) <= limit:
+        return data
+    start = data.find(b"\n", len(data) - limit) + 1 or len(data)
+    cut = data.count(b"\n", 0, start)
+    note = json_line({"at": "", "changes": [f"{cut} older lines cut (log kept under "
+                                            f"{limit // 1024} KiB)"]})
+    return note + data[start:]
+
+
 @dataclass
 class State:
     """Everything under ``state/`` the planner reads, parsed."""
@@ -90,6 +121,9 @@ class State:
     tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
     dlq: dict[str, DeadLetter] = field(default_factory=dict)
     health: dict[str, Breaker] = field(default_factory=dict)
+    quarantined: dict[str, str] = field(default_factory=dict)
+    """Path -> what is wrong, for each record that could not be read. A quarantined
+    record is left alone (never rewritten), and so is everything of its run."""
 
     def copy(self) -> State:
         return State(
@@ -98,7 +132,19 @@ class State:
             tracks={k: dict(v) for k, v in self.tracks.items()},
             dlq=dict(self.dlq),
             health=dict(self.health),
+            quarantined=dict(self.quarantined),
         )
+
+    def held_schedules(self) -> set[str]:
+        """Schedules whose cursor is quarantined: firing them would overwrite the record
+        (and could fire again what it already fired), so they wait for a person."""
+        prefix = f"{ROOT}/schedules/"
+        return {p[len(prefix):].removesuffix(".json") for p in self.quarantined
+                if p.startswith(prefix)}
+
+    def quarantine_lines(self) -> list[str]:
+        """One line per quarantined record, for the tick's output and ``status``."""
+        return [f"quarantined {why}" for _, why in sorted(self.quarantined.items())]
 
     def dump(self, base: State | None = None) -> dict[str, bytes]:
         """The JSON records of this state as files (not the logs, briefs or index).
@@ -119,13 +165,21 @@ class State:
         for rid, run in self.runs.items():
             if fresh(base.runs if base else None, rid, run):
                 files[run_path(rid)] = to_json(run)
+        specs: dict[str, dict[str, Any]] = {}
         for rid, tracks in self.tracks.items():
-            for name, track in tracks.items():
-                if fresh(base.tracks.get(rid) if base else None, name, track):
-                    files[track_path(rid, name)] = to_json(track)
+            # The tracks' specs are stored once per run, in specs.json (rewritten with
+            # the same bytes whenever a track changes, so it costs no commit).
+            specs[rid] = {n: t.spec.model_dump(mode="json", by_alias=True)
+                          for n, t in tracks.items()}
+            changed = [t for n, t in tracks.items()
+                       if fresh(base.tracks.get(rid) if base else None, n, t)]
+            if changed:
+                files[specs_path(rid)] = to_json(dict(sorted(specs[rid].items())))
+            for track in changed:
+                files[track_path(rid, track.name)] = record_bytes(track, specs[rid])
         for key, letter in self.dlq.items():
             if fresh(base.dlq if base else None, key, letter):
-                files[dlq_path(key)] = to_json(letter)
+                files[dlq_path(key)] = record_bytes(letter, specs.get(letter.run_id, {}))
         if self.health and (base is None or base.health != self.health):
             files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
         return files
@@ -136,13 +190,75 @@ R = TypeVar("R", bound=BaseModel)
 
 def parse_record(model: type[R], path: str, data: bytes) -> R:
     """The record of type ``model`` in the file ``path``, or :class:`CorruptState` naming
-    the file and the first field at fault (invalid JSON is reported at the root)."""
+    the file and the first field at fault (invalid JSON is reported at the root).
+
+    The bytes pass :func:`orchestrator.safejson.loads` first, so a record nested
+    100,000 deep, an integer of 5,000 digits or a lone surrogate is a
+    :class:`CorruptState` like any other, never a ``RecursionError`` or a
+    ``ValueError`` from the depths of a parser.
+    """
     try:
-        return model.model_validate_json(data)
+        safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise CorruptState(f"{path}: (root): {exc}") from None
+    return _validate(model, path, data)
+
+
+def _validate(model: type[R], path: str, data: bytes) -> R:
+    """``data`` (already through :func:`orchestrator.safejson.loads`) as a ``model``."""
+    try:
+        record = model.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
+    for name in type(record).model_fields:
+        value = getattr(record, name)
+        # Instants far from datetime's edges keep every deadline and window sum total.
+        if isinstance(value, datetime) and not SAFE_YEARS[0] <= value.year <= SAFE_YEARS[1]:
+            raise CorruptState(f"{path}: {name}: {value.isoformat()} is out of range "
+                               f"(years {SAFE_YEARS[0]}-{SAFE_YEARS[1]})")
+    return record
+
+
+def record_bytes(record: Track | DeadLetter, specs: Mapping[str, Any]) -> bytes:
+    """A track record or dead letter, without the track's spec when ``specs`` (the run's
+    ``specs.json``) holds the same one: a 64 KiB command is then stored once per run,
+    not once per track record and dead letter."""
+    data = record.model_dump(mode="json", by_alias=True)
+    field, name = ("spec", record.name) if isinstance(record, Track) else ("payload",
+                                                                           record.track)
+    if name in specs and specs[name] == data[field]:
+        del data[field]
+    return to_json(data)
+
+
+def read_specs(files: Mapping[str, bytes], run_id: str) -> dict[str, Any]:
+    """The run's ``specs.json`` (track name -> spec as JSON); empty when there is none or
+    it is unreadable (records that need it are then quarantined)."""
+    try:
+        data = safejson.loads(files[specs_path(run_id)], max_bytes=MAX_RECORD_BYTES)
+    except (KeyError, ValueError, InvalidId):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def parse_with_spec(model: type[R], path: str, data: bytes, specs: Mapping[str, Any]) -> R:
+    """:func:`parse_record` of a track record or dead letter, taking its spec from the
+    run's ``specs`` when the record leaves it out (records written before specs.json
+    carry their own)."""
+    field, key = ("spec", "name") if model is Track else ("payload", "track")
+    try:
+        raw = safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise CorruptState(f"{path}: (root): {exc}") from None
+    if isinstance(raw, dict) and field not in raw:
+        spec = specs.get(str(raw.get(key)))
+        if spec is None:
+            raise CorruptState(f"{path}: {field}: not in the record nor in the run's "
+                               "specs.json")
+        data = json.dumps({**raw, field: spec}).encode()
+    return _validate(model, path, data)
 
 
 def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
@@ -154,7 +270,7 @@ def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
         return None
     for line in reversed(data.decode("utf-8", "replace").splitlines()):
         try:
-            entry = json.loads(line)
+            entry = safejson.loads(line)
         except ValueError:
             continue  # one bad line must not hide the heartbeat before it
         moment = parse_utc(entry.get("at")) if isinstance(entry, dict) else None
@@ -179,35 +295,100 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         prefetch(p for p in paths
                  if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
     finished = set()
+    bad_runs: set[str] = set()
+    specs = functools.cache(lambda run_id: read_specs(files, run_id))
     for path in paths:
         parts = path.split("/")
+        if len(parts) >= 3 and parts[:2] == [ROOT, "runs"] and not _run_dir_ok(parts[2]):
+            bad_runs.add(parts[2])
+            state.quarantined.setdefault(
+                f"{ROOT}/runs/{parts[2]}",
+                f"{ROOT}/runs/{parts[2]!r}: not a run id; that folder is left alone")
+            continue
         if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
-            run = parse_record(Run, path, files[path])
+            run = _record(state, Run, path, files, "run_id", parts[2])
+            if run is None:
+                bad_runs.add(parts[2])
+                continue
             state.runs[run.run_id] = run
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
     if prefetch is not None:
         prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/") and "/tracks/" in p
-                 and p.split("/")[2] not in finished)
+                 and p.split("/")[2] not in finished | bad_runs)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue
         parts = path.split("/")
         if parts[1] == "schedules" and len(parts) == 3:
-            cursor = parse_record(Cursor, path, files[path])
-            state.cursors[cursor.schedule_id] = cursor
+            cursor = _record(state, Cursor, path, files, "schedule_id", parts[2][:-5])
+            if cursor is not None:
+                state.cursors[cursor.schedule_id] = cursor
         elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
-            if parts[2] in finished:
+            if parts[2] in finished or parts[2] in bad_runs:
                 continue
-            track = parse_record(Track, path, files[path])
-            state.tracks.setdefault(track.run_id, {})[track.name] = track
+            track = _record(state, Track, path, files, "name", parts[4][:-5],
+                            specs(parts[2]))
+            if track is None:
+                bad_runs.add(parts[2])
+            elif track.run_id != parts[2]:
+                state.quarantined[path] = (f"{path}: run_id: {track.run_id!r} is not the "
+                                           "run of its folder")
+                bad_runs.add(parts[2])
+            elif track is not None:
+                state.tracks.setdefault(track.run_id, {})[track.name] = track
         elif parts[1] == "dlq" and len(parts) == 3:
-            letter = parse_record(DeadLetter, path, files[path])
-            state.dlq[letter.key] = letter
+            letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5],
+                             specs(parts[2][:-5].rpartition("--")[0]))
+            if letter is not None:
+                state.dlq[letter.key] = letter
         elif path == HEALTH:
             try:
-                raw = json.loads(files[path])
+                raw = safejson.loads(files[path], max_bytes=MAX_RECORD_BYTES)
                 state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
-            except (ValueError, ValidationError, AttributeError) as exc:
-                raise CorruptState(f"{path}: {exc}") from exc
+            except ValidationError as exc:
+                # A broken breaker file costs only the breaker: it starts closed again.
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                state.quarantined[path] = f"{path}: {where}: {first['msg']}"
+            except (ValueError, AttributeError) as exc:
+                state.quarantined[path] = f"{path}: (root): {exc}"
+    for run_id in bad_runs:
+        # Everything of a quarantined run is left alone: the planner never sees a run
+        # with only some of its records, and the dump never rewrites what it skipped.
+        state.runs.pop(run_id, None)
+        state.tracks.pop(run_id, None)
     return state
+
+
+def _run_dir_ok(name: str) -> bool:
+    try:
+        check_run_id(name)
+    except InvalidId:
+        return False
+    return True
+
+
+def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],
+            key: str, expected: str, specs: Mapping[str, Any] | None = None) -> R | None:
+    """The record at ``path``, or ``None`` after quarantining it with the reason.
+
+    A record whose identifying field (``key``) disagrees with its file name is
+    quarantined too: the dump would write it to another path than the one it was
+    read from (``../../evil`` in a ``run_id`` is caught here).
+    """
+    try:
+        record = (parse_record(model, path, files[path]) if specs is None
+                  else parse_with_spec(model, path, files[path], specs))
+    except CorruptState as exc:
+        state.quarantined[path] = exc.message
+        return None
+    except (KeyError, OSError) as exc:  # listed but unreadable (a tree entry like '..')
+        state.quarantined[path] = f"{path}: cannot be read: {exc}"
+        return None
+    found = getattr(record, key)
+    if found != expected:
+        state.quarantined[path] = (f"{path}: {key}: {found!r} does not match the file name "
+                                   f"({expected!r})")
+        return None
+    return record

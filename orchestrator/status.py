@@ -77,6 +77,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "stale": age is None or age > max_staleness,
         "schedules": rows,
         "invalid_schedules": invalid,
+        "quarantined": state.quarantine_lines(),
         "open_runs": runs,
         "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
@@ -113,6 +114,8 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
     for problem in report["invalid_schedules"]:
         lines.append(f"  invalid: {problem}")
+    for line in report["quarantined"]:
+        lines.append(f"state         {line}")
     if not report["open_runs"]:
         lines.append("open runs     none")
     else:

@@ -20,24 +20,29 @@ except a heartbeat line once ``heartbeat_every`` has passed since the last one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from . import state as st
 from .breaker import Breaker, merge_breaker
-from .errors import ExecutorError, OrchestratorError
-from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
+from .credentials import redact_value, redactor
+from .errors import ExecutorError, OrchestratorError, Rewound
+from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
 from .machine import TRACK_OPEN
 from .models import RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .repo_config import cadence_or_default
 from .schedules import load_all
 from .store import Snapshot, StateStore
+from .store.plumbing import Redactor
 from .times import iso
 from .wake import Wake, next_wake
 
@@ -71,6 +76,8 @@ class TickResult:
     rendered: list[str] = field(default_factory=list)
     record_log: list[str] = field(default_factory=list)
     schedule_errors: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+    """One line per state record the tick could not read and left alone."""
     finished: list[str] = field(default_factory=list)
     summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
@@ -81,7 +88,7 @@ class TickResult:
     @property
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
-        return lines + self.record_log
+        return self.quarantined + lines + self.record_log
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +104,7 @@ class TickResult:
             "rendered": self.rendered,
             "finished": self.finished,
             "schedule_errors": self.schedule_errors,
+            "quarantined": self.quarantined,
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
         }
@@ -119,12 +127,30 @@ class Planned:
     """Run id -> its Markdown brief, rendered within a byte limit."""
 
 
-def gather(executor: Executor, state: st.State) -> Observations:
+def _from_track(seen: Observation, redact: Redactor) -> Observation:
+    """``seen`` with what the track wrote made safe to commit and print: redacted, and
+    a result that cannot be written back as JSON replaced by ``{"error": why}``."""
+    result = seen.result
+    if result is not None:
+        try:
+            safejson.check_text(result)
+            result = redact_value(result, redact)
+        except safejson.UnsafeJSON as exc:
+            result = {"error": f"result ignored: {exc}"}
+    error = redact(seen.error) if seen.error else seen.error
+    if result is seen.result and error == seen.error:
+        return seen
+    return dataclasses.replace(seen, result=result, error=error)
+
+
+def gather(executor: Executor, state: st.State, redact: Redactor | None = None
+           ) -> Observations:
     """Observe open attempts and look up unrecorded dispatches.
 
     These calls change nothing on the state branch; a backend may still repair its
     own bookkeeping here (the local executor restarts a supervisor whose dispatcher
-    died, and records an attempt whose supervisor vanished).
+    died, and records an attempt whose supervisor vanished). What a track wrote passes
+    ``redact`` (default: a redactor of the credentials in this process's environment).
     """
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
@@ -151,6 +177,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
     except ExecutorError as exc:
         log.warning("%s: %s", executor.name, exc)
         return Observations(executor_available=False)
+    scrub = redactor(os.environ) if redact is None else redact
+    seen = {key: _from_track(o, scrub) for key, o in seen.items()}
     breaker = executor.health()
     return Observations(seen=seen, found=found,
                         executor_available=breaker is None or breaker.state != "open")
@@ -163,6 +191,8 @@ def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
     if keep is not None:
         rows = joined.splitlines(keepends=True)
         joined = b"".join(rows[-keep:])
+    elif path.endswith("/polls.jsonl") and len(joined) > st.POLLS_MAX_BYTES:
+        joined = st.cut_lines(joined, st.POLLS_MAX_BYTES)
     return joined
 
 
@@ -323,11 +353,17 @@ class Tick:
     def run(self, *, dry_run: bool = False) -> TickResult:
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run)
         snap = self.store.read()
+        rewound = getattr(self.store, "rewound", None)  # only a remote can be rewound
+        if rewound:
+            raise Rewound(rewound)
         loaded = load_all(self.repo / "schedules")
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
+        held = state0.held_schedules()
+        schedules = [s for s in schedules if s.id not in held]
+        result.quarantined = state0.quarantine_lines()
         self._breaker_base = state0.health.get(self.executor_name)
         executor = self.make_executor(self._breaker_base)
         obs = gather(executor, state0)

@@ -5,15 +5,26 @@ Nothing here renders: :class:`BriefContext` is what every rendering starts from.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .. import safejson
 from ..errors import NotFound
 from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
-from ..state import ROOT, last_tick_at, load, polls_path, run_dir, run_path
+from ..state import (
+    POLLS_MAX_BYTES,
+    ROOT,
+    CorruptState,
+    cut_lines,
+    last_tick_at,
+    load,
+    polls_path,
+    run_dir,
+    run_path,
+    specs_path,
+)
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
 """As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
@@ -47,11 +58,14 @@ def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
     polls: list[dict[str, Any]] = []
     if not data:
         return polls
+    # A log too large to show whole (kept short by the tick, unless edited by hand) is
+    # read from its newest lines, after one saying what was left out.
+    data = cut_lines(data, POLLS_MAX_BYTES)
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = safejson.loads(line)
         except ValueError:
             entry = None
         if not isinstance(entry, dict):
@@ -82,9 +96,11 @@ def context_from_files(
     dlq_prefix = f"{ROOT}/dlq/{run_id}--"
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
-            if p == run_path(run_id) or p.startswith(prefix + "tracks/")
+            if p in (run_path(run_id), specs_path(run_id)) or p.startswith(prefix + "tracks/")
             or p.startswith(dlq_prefix)}
     state = load(mine, all_tracks=True)
+    if run_id not in state.runs:  # quarantined: its run record or a track is unreadable
+        raise CorruptState("; ".join(state.quarantine_lines()))
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
     order = {name: i for i, name in enumerate(run.tracks)}

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from ..cli import Config, pass_config
+from ..credentials import redact_value, redactor
+from ..errors import UserError
 from ..models import check_id, check_run_id
-from ..reporting import PHASES, Report, load_result, report
+from ..reporting import PHASES, Report, check_message, load_result, report
 from ..store import GitStateStore
 from ..times import parse_now
 
@@ -26,24 +29,31 @@ from ..times import parse_now
 @click.option("--message", help="For failed: appended to the error log; for complete "
                                  "without --result: the summary.")
 @click.option("--attempt", type=click.IntRange(min=1), envvar="ORCHESTRATOR_ATTEMPT",
-              help="The attempt reporting; a report from another attempt is ignored "
-                   "[env: ORCHESTRATOR_ATTEMPT; default: the current one].")
+              help="The attempt reporting; a report for another attempt than the current "
+                   "one is refused (exit 1) [env: ORCHESTRATOR_ATTEMPT; default: the "
+                   "current one].")
 @click.option("--now", metavar="ISO", help="Time of the report (default: the clock).")
 @pass_config
 def command(cfg: Config, run_id: str, track: str, phase: str, result_file: Path | None,
             message: str | None, attempt: int | None, now: str | None) -> int:
     """Record a track's phase (running, complete or failed) on the state branch."""
+    # What a track says is committed and shown: checked, then redacted of credentials.
+    redact = redactor(os.environ)
+    result = load_result(result_file) if result_file else None
     rep = Report(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                  phase=PHASES[phase], at=parse_now(now),
-                 result=load_result(result_file) if result_file else None,
-                 message=message, attempt=attempt)
+                 result=redact_value(result, redact) if result is not None else None,
+                 message=redact(check_message(message)) if message else message,
+                 attempt=attempt)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     outcome = report(store, rep)
     name = f"{rep.run_id}/{rep.track}"
     if outcome.verdict == "stale_attempt":
-        click.echo(f"orchestrator: warning: ignored the {phase} report of attempt {attempt} "
-                   f"for {name}: the track is at attempt {outcome.track.attempt}", err=True)
-    elif outcome.verdict == "unchanged":
+        # The current attempt may still be running: a report from an older (or a
+        # future) one must not finish it, and its sender must know it was refused.
+        raise UserError(f"refused the {phase} report of attempt {attempt} for {name}: "
+                        f"the current attempt is {outcome.track.attempt}")
+    if outcome.verdict == "unchanged":
         click.echo(f"{name} is already {phase} (attempt {outcome.track.attempt}); "
                    "nothing to do")
     else:

@@ -19,7 +19,7 @@ from datetime import timedelta
 import click
 
 from ..cli import Config, pass_config
-from ..errors import Stale
+from ..errors import Rewound, Stale
 from ..schedules import load_all
 from ..status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..store import GitStateStore
@@ -33,13 +33,17 @@ from ..times import parse_now
                    "cadence of .github/workflows/tick.yml allows, else 90).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--now", "now_text", metavar="ISO", help="Judge as of this instant.")
+@click.option("--accept-rewind", is_flag=True,
+              help="The state branch was rewound (or deleted) behind its high-water mark "
+                   "and a person has checked it: fire from it as it is now.")
 @pass_config
-def command(cfg: Config, max_staleness: float | None, as_json: bool,
-            now_text: str | None) -> int:
+def command(cfg: Config, max_staleness: float | None, as_json: bool, now_text: str | None,
+            accept_rewind: bool) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
-    a watchdog workflow or any external monitor.
+    a watchdog workflow or any external monitor, and 3 when the state branch was
+    rewound behind its high-water mark (ticks refuse to fire until it is accepted).
     """
     now = parse_now(now_text)
     if max_staleness is None:
@@ -47,14 +51,22 @@ def command(cfg: Config, max_staleness: float | None, as_json: bool,
         from ..cadence import staleness_limit
 
         max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
-    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    if accept_rewind:
+        accepted = store.accept_rewind()
+        click.echo(f"accepted: {accepted}" if accepted else
+                   "the state branch is not behind its high-water mark: nothing to accept")
+    snap = store.read()
     loaded = load_all(cfg.schedules_dir)
     report = build(snap.files, loaded.schedules, [e.message for e in loaded.errors], now,
                    timedelta(minutes=max_staleness))
+    report["rewound"] = store.rewound
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
         click.echo("\n".join(text(report)))
+    if store.rewound:
+        raise Rewound(store.rewound)
     if report["stale"]:
         limit = f"{max_staleness:g} minutes"
         if report["last_tick"] is None:

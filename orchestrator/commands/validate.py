@@ -11,11 +11,13 @@ is invalid.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import click
 
 from .. import preview
+from ..brief.text import md
 from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
 from ..preview import Report
@@ -51,12 +53,20 @@ def render_text(report: Report) -> str:
 
 
 def _md(text: str) -> str:
-    """Escape a table cell."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Inert Markdown on one line, as the brief writes it: descriptions and problems
+    come from files a pull request brings, and the summary is rendered as HTML."""
+    return md(text)
+
+
+_PLAIN = re.compile(r"[\w.@+/ -]*")
 
 
 def _code(text: str) -> str:
-    return f"`{text.replace('`', '')}`" if text else ""
+    """A name as code; one with other characters (a newline, a pipe, a backtick, HTML)
+    as escaped text instead, since a code span would break the table around it."""
+    if not text:
+        return ""
+    return f"`{text}`" if _PLAIN.fullmatch(text) else md(text)
 
 
 def render_markdown(report: Report) -> str:

@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -88,13 +89,26 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
+MAX_STATUS_BYTES = 1024 * 1024
+
+
 def read_json(path: Path) -> Any:
     """The parsed content of ``path``, or ``None`` when it does not exist."""
+    # The track runs beside these files and may replace them: a regular file only,
+    # opened without blocking (a FIFO), read within a bound (/dev/zero).
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
-    return json.loads(text)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        data = os.read(fd, MAX_STATUS_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_STATUS_BYTES:
+        raise ValueError(f"{path.name} is larger than {MAX_STATUS_BYTES} bytes")
+    return json.loads(data)
 
 
 def append_line(path: Path, data: dict[str, Any]) -> None:

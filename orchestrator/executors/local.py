@@ -45,9 +45,9 @@ It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folde
 The environment is never written to disk.
 
 Outcomes: exit 75 (``EX_TEMPFAIL``) is ``waiting``, a poll's "not yet"; exit 0 is
-``complete`` (a ``result.json`` that is not a JSON object, or is
-larger than :data:`MAX_RESULT_BYTES`, is dropped and noted in ``error``; the track's
-work is done, only its report is broken); a non-zero exit or a signal is ``failed``
+``complete`` (a ``result.json`` that is not a JSON object in a regular file of at most
+:data:`MAX_RESULT_BYTES` becomes ``{"error": why}``: the track's work is done, only
+its report is broken); a non-zero exit or a signal is ``failed``
 with the tail of stderr; the timeout (``timeout_minutes``, counted from the launch, not
 from the dispatch) is ``tapped_out``; a cancel is ``cancelled``. While an attempt waits
 for a task-cap slot it is reported with no phase (still ``dispatched``).
@@ -71,11 +71,14 @@ from pathlib import Path
 from typing import Any
 
 from ..breaker import Breaker
+from ..credentials import track_environment
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
 from ..models import ID_RE, RUN_ID_RE, TrackPhase, check_id, check_run_id
-from ..times import parse_utc
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
+from .local_outcome import EX_TEMPFAIL as EX_TEMPFAIL
+from .local_outcome import MAX_RESULT_BYTES as MAX_RESULT_BYTES
+from .local_outcome import stderr_tail, to_observation
 
 KEY_RE = re.compile(
     rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})--(?P<attempt>[1-9]\d{{0,5}})"
@@ -83,14 +86,6 @@ KEY_RE = re.compile(
 )
 """A dispatch key, ``<run_id>--<track>--<attempt>[.<poll>]``: also a safe single path
 segment."""
-
-EX_TEMPFAIL = 75
-"""Exit code of a poll that answers "not yet" (``sysexits.h``): the track waits."""
-
-MAX_RESULT_BYTES = 64 * 1024
-"""Largest ``result.json`` taken into the state (it ends up in a git commit)."""
-
-STDERR_TAIL_LINES = 20
 
 log = logging.getLogger(__name__)
 
@@ -104,26 +99,6 @@ def check_key(key: str) -> str:
             f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
         )
     return key
-
-
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            data = f.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class LocalExecutor:
@@ -208,7 +183,7 @@ class LocalExecutor:
         """The supervisor could not start, so nothing was started. Close the attempt
         (so no later look-up or racing dispatch adopts it) and report the error."""
         error = f"local dispatch: the supervisor failed to start ({reason})"
-        tail = _tail(folder / sv.SUPERVISOR_LOG, lines=5)
+        tail = stderr_tail(folder / sv.SUPERVISOR_LOG, lines=5)
         if tail:
             error = f"{error}: {tail}"
         try:
@@ -247,6 +222,7 @@ class LocalExecutor:
             "poll": request.poll,
             "run": request.spec.run,
             "inputs": dict(request.spec.inputs),
+            "credentials": list(request.spec.credentials),  # names only, never values
             "timeout_minutes": request.spec.timeout_minutes,
             "kill_grace_seconds": self.kill_grace_seconds,
             "max_concurrent": self.max_concurrent,
@@ -288,6 +264,11 @@ class LocalExecutor:
 
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
+        try:  # the track inherits this: only the credentials its schedule names
+            asked = (sv.read_json(folder / sv.LAUNCH) or {}).get("credentials") or []
+        except (OSError, ValueError):
+            asked = []
+        env = track_environment(env, [str(name) for name in asked])
         with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
             # the user site. setsid: it outlives the tick and ignores its terminal.
@@ -371,7 +352,7 @@ class LocalExecutor:
             return Observation(key=key, phase=None, url=url, details={"state": "launching"})
         if status.get("state") not in sv.FINAL_STATES:
             status = self._check_supervisor(folder, status)
-        return self._to_observation(key, folder, status)
+        return to_observation(key, folder, self._url(folder), status)
 
     def _check_supervisor(self, folder: Path, status: dict[str, Any]) -> dict[str, Any]:
         """If the supervisor of an unfinished attempt is dead (its lock is free), kill
@@ -390,70 +371,6 @@ class LocalExecutor:
             return dict(fresh)
         finally:
             os.close(fd)
-
-    def _to_observation(self, key: str, folder: Path, status: dict[str, Any]) -> Observation:
-        state = status.get("state")
-        details = {
-            "state": state,
-            "pid": status.get("pid"),
-            "exit_code": status.get("exit_code"),
-            "signal": status.get("signal"),
-            "stdout": str(folder / sv.STDOUT),
-            "stderr": str(folder / sv.STDERR),
-        }
-        common: dict[str, Any] = {
-            "key": key,
-            "url": self._url(folder),
-            "started_at": parse_utc(status.get("started_at")),
-            "details": details,
-        }
-        if state == sv.QUEUED:
-            return Observation(phase=None, **common)
-        if state == sv.RUNNING:
-            return Observation(phase=TrackPhase.RUNNING, **common)
-        common["finished_at"] = parse_utc(status.get("finished_at"))
-        result, result_error = self._read_result(folder)
-        if state == sv.EXITED and status.get("exit_code") == 0:
-            return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
-                               **common)
-        if state == sv.EXITED and status.get("exit_code") == EX_TEMPFAIL:
-            return Observation(phase=TrackPhase.WAITING, result=result, **common)
-        if state == sv.CANCELLED:
-            return Observation(phase=TrackPhase.CANCELLED, result=result,
-                               error=status.get("error") or "cancelled", **common)
-        if state == sv.TIMED_OUT:
-            phase = TrackPhase.TAPPED_OUT
-            error = str(status.get("error") or "timed out")
-        elif state == sv.EXITED:
-            phase = TrackPhase.FAILED
-            code, sig = status.get("exit_code"), status.get("signal")
-            error = f"exit code {code}" if code is not None else (
-                f"killed by {_signal_name(int(sig))}" if sig is not None else "exited")
-        else:  # error, lost, or something this version does not know
-            phase = TrackPhase.FAILED
-            error = str(status.get("error") or f"unknown state {state!r}")
-        tail = _tail(folder / sv.STDERR)
-        if tail:
-            error = f"{error}; stderr ends with:\n{tail}"
-        return Observation(phase=phase, result=result, error=error, **common)
-
-    @staticmethod
-    def _read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
-        path = folder / sv.RESULT
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return None, None
-        if size > MAX_RESULT_BYTES:
-            return None, f"result.json ignored: {size} bytes, more than {MAX_RESULT_BYTES}"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return None, f"result.json ignored: not valid JSON ({exc})"
-        if not isinstance(data, dict):
-            kind = type(data).__name__
-            return None, f"result.json ignored: a JSON object is expected, not {kind}"
-        return data, None
 
     # ------------------------------------------------------------------ cancel
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from .. import machine
 from ..models import Run, Track
+from ..times import iso
 from .context import Context, P, R
 
 
@@ -20,8 +21,19 @@ def fan_in(ctx: Context) -> None:
         if run.status is R.CONSOLIDATING:
             ctx.d.render.append(run.run_id)  # a previous render did not land
             continue
-        if tracks and all(t.phase in machine.TRACK_TERMINAL for t in tracks.values()):
-            counts: dict[str, int] = {}
+        # A track named by the run without a record of its own (deleted by hand, lost
+        # in a bad merge) is lost: it can never report, so the run ends at its
+        # deadline instead of staying open and blocking later slots.
+        lost = [name for name in run.tracks if name not in tracks]
+        if lost and ctx.now < run.deadline:
+            line = (f"{run.run_id}: no record of track(s) {', '.join(lost)}; treated as "
+                    f"lost, the run ends at its deadline {iso(run.deadline)}")
+            if line not in ctx.d.log:  # fan-in runs twice a tick
+                ctx.d.log.append(line)
+            continue
+        if (tracks or lost) and all(t.phase in machine.TRACK_TERMINAL
+                                    for t in tracks.values()):
+            counts: dict[str, int] = {"lost": len(lost)} if lost else {}
             for t in tracks.values():
                 counts[t.phase.value] = counts.get(t.phase.value, 0) + 1
             summary = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
@@ -35,6 +47,7 @@ def finish(run: Run, tracks: Iterable[Track], now: datetime) -> Run:
     """Mark a ``consolidating`` run ``completed`` (every track complete) or ``failed``."""
     tracks = list(tracks)
     bad = [t.name for t in tracks if t.phase is not P.COMPLETE]
+    bad += [name for name in run.tracks if name not in {t.name for t in tracks}]  # lost
     if bad:
         return machine.move_run(run, R.FAILED, now, f"not complete: {', '.join(sorted(bad))}",
                                 finished_at=now)

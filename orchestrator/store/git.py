@@ -24,12 +24,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import CASExhausted, PushRejected, RemoteError, UserError
+from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, TransactResult, effective
 from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
 
 log = logging.getLogger(__name__)
+
+HIGH_WATER_PREFIX = "refs/orchestrator/high-water/"
+"""``<prefix><branch>``: the state commit most recently written, kept outside the branch
+so that a rewound or deleted branch can be told from a fresh one."""
+
+ACCEPT_REWIND = "orchestrator status --accept-rewind"
+"""The command a person runs once they have checked a rewound state branch."""
 
 # The identity of the state commits on a runner that has none configured.
 FALLBACK_NAME = "orchestrator"
@@ -186,6 +193,13 @@ class GitStateStore:
         self.repo = Path(repo)
         self.branch = branch
         self.ref = f"refs/heads/{branch}"
+        self.high_water = f"{HIGH_WATER_PREFIX}{branch}"
+        self.rewound: str | None = None
+        """Why the branch looks rewound as of the last :meth:`read`, else ``None``."""
+        # tip -> (the high-water mark seen with it, why that tip is rewound or None);
+        # keyed by tip, not "the last read", because threads may share one store.
+        self._marks: dict[str | None, tuple[str | None, str | None]] = {}
+        self._marks_kept = 64  # a long-running serve reads thousands of tips
         self.max_attempts = max_attempts
         self.max_seconds = max_seconds
         self.base_delay = base_delay
@@ -256,15 +270,78 @@ class GitStateStore:
         return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs) if tip else _EMPTY)
 
     def _fetch_tip(self) -> str | None:
-        for _ in range(5):
-            tip = self.transport.ls_remote([self.ref]).get(self.ref)
+        for attempt in range(5):
+            refs = self.transport.ls_remote([self.ref, self.high_water])
+            tip, mark = refs.get(self.ref), refs.get(self.high_water)
+            if tip is not None and not self.git.has_commit(tip):
+                self.transport.fetch(tip, self.ref, self._depth)
             if tip is None or self.git.has_commit(tip):
-                return tip
-            self.transport.fetch(tip, self.ref, self._depth)
-            if self.git.has_commit(tip):
+                why = self._rewind(tip, mark)
+                # ls-remote reads the two refs one after the other: a push landing in
+                # between shows an old tip with a new mark. Ask again before believing it.
+                if why and attempt < 4 and self.transport.ls_remote(
+                        [self.ref, self.high_water]) != refs:
+                    continue
+                self._marks[tip] = (mark, why)
+                while len(self._marks) > self._marks_kept:
+                    del self._marks[next(iter(self._marks))]
+                self.rewound = why
                 return tip
             # The ref moved (or was rewritten) between ls-remote and fetch; ask again.
         raise TransportError(f"{self.where()} kept moving while fetching it", transient=True)
+
+    def _rewind(self, tip: str | None, mark: str | None) -> str | None:
+        """Why ``tip`` is behind the high-water ``mark``, or ``None`` when it is not.
+
+        Every state commit moves the mark in the same atomic push, so normally the two
+        are equal; a tip that descends from the mark was written on top of it (a hand
+        edit, an older version). Anything else (a restored backup, a mistaken force
+        push, a deleted branch) would fire again slots that already ran.
+        """
+        if mark is None or mark == tip:
+            return None
+        if tip is not None:
+            # A shallow tip hides its history: deepen until the mark shows up, if ever
+            # (2**31-1 is git's "all of it"). A full clone fetches without a depth, so
+            # its local history is never cut.
+            depths = (None,) if self._depth is None else (64, 2**31 - 1)
+            for depth in (0, *depths):
+                if depth != 0:
+                    self._deepen(tip, depth)
+                if self.git.run("merge-base", "--is-ancestor", mark, tip,
+                                check=False).returncode == 0:
+                    return None
+        now = f"is at {tip[:12]}" if tip else "was deleted"
+        return (f"{self.where()} {now}, behind its high-water mark {mark[:12]} "
+                f"({self.high_water}): it was rewound, and firing from it could launch "
+                "again what already ran; nothing fires until a person has checked it and "
+                f"run `{ACCEPT_REWIND}`")
+
+    def _deepen(self, tip: str, depth: int | None) -> None:
+        # Processes sharing this clone deepen it at once after a rewind, and git lets
+        # one of them hold shallow.lock at a time: the others wait their turn.
+        for attempt in range(1, 8):
+            try:
+                self.transport.fetch(tip, self.ref, depth)
+                return
+            except TransportError as exc:
+                if "shallow.lock" not in exc.message or attempt == 7:
+                    raise
+                self._sleep(0.1 * attempt * (1 + self._rand()))
+
+    def accept_rewind(self) -> str | None:
+        """Move the high-water mark to the branch as it is now; what was accepted, or
+        ``None`` when the branch was not rewound. Lease-guarded like every write."""
+        tip = self._fetch_tip()
+        mark, why = self._marks[tip]
+        if why is None:
+            return None
+        update = [(tip, self.high_water)] if tip else [("", self.high_water)]
+        outcome = self.transport.push(update, [(self.high_water, mark)])
+        if outcome.status is not PushStatus.OK:
+            raise RemoteError(f"could not move {self.high_water} on {self.remote_name}: "
+                              f"{self.redact(outcome.reason)}")
+        return why
 
     # ---------------------------------------------------------------- writing
 
@@ -304,6 +381,9 @@ class GitStateStore:
             began = self._clock()
             try:
                 snap = first if attempt == 1 and first is not None else self.read()
+                mark, why = self._marks.get(snap.tip, (None, None))
+                if why is not None:
+                    raise Rewound(why)
                 mine = self._which_landed(unsure, snap.tip)
                 if mine:
                     return TransactResult(True, mine, attempt - 1, unsure[mine])
@@ -315,12 +395,14 @@ class GitStateStore:
                 root = tag is not None and snap.tip is not None and all(
                     p.startswith(STATE_PREFIX) for p in snap.files)
                 commit = self._commit(snap.tip, change, message, root=root)
-                updates = [(commit, self.ref)]
-                leases: list[tuple[str, str | None]] = [(self.ref, snap.tip)]
+                # The high-water mark moves with the branch, in the same atomic push.
+                updates = [(commit, self.ref), (commit, self.high_water)]
+                leases: list[tuple[str, str | None]] = [
+                    (self.ref, snap.tip), (self.high_water, mark)]
                 if tag is not None and snap.tip is not None:
                     updates.append((snap.tip, f"refs/tags/{tag}"))
                     leases.append((f"refs/tags/{tag}", None))
-                outcome = self.transport.push(updates, leases, atomic=tag is not None)
+                outcome = self.transport.push(updates, leases, atomic=True)
             except TransportError as exc:
                 if not exc.transient:
                     raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
@@ -381,7 +463,7 @@ class GitStateStore:
         with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if tip is not None:
-                self.git.run("read-tree", tip, env=env)
+                self.git.read_tree(tip, env)
             writes = [(p, d) for p, d in change.items() if d is not None]
             shas: list[str] = []
             if writes:
@@ -404,3 +486,4 @@ class GitStateStore:
         body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
                             input=body.encode())
+

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import OrchestratorError, RemoteError
+from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
 from .push import PushOutcome, classify_push, last_error, refused
 
 
@@ -108,6 +108,18 @@ GIT_TIMEOUT = 300.0
 included); past that it counts as a transient failure."""
 
 
+_CANNOT_WRITE = ("read-only file system", "insufficient permission",
+                 "unable to create temporary file", "permission denied")
+"""What git says when the local repository cannot be written (not the remote: a push
+or a fetch is classified on its own)."""
+
+
+def _index_safe(path: bytes) -> bool:
+    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`)."""
+    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
+               for part in path.split(b"/"))
+
+
 class Git:
     """Runs ``git`` in one repository with a pinned, prompt-free environment."""
 
@@ -137,12 +149,19 @@ class Git:
         try:
             proc = subprocess.run(cmd, input=input, capture_output=True, env=full_env,
                                   check=False, timeout=GIT_TIMEOUT)
+        except OSError as exc:  # no git on PATH, or not executable
+            raise GitMissing(f"cannot run git ({exc.strerror or exc}): install git or put "
+                             "it on PATH") from None
         except subprocess.TimeoutExpired:
             # A stalled remote must not hang the tick: treated like a dropped
             # connection (the compare-and-swap then asks whether the push landed).
             raise TransportError(f"git {args[0]} timed out after {GIT_TIMEOUT:g}s",
                                  transient=True) from None
         if check and proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace")
+            if any(p in said.lower() for p in _CANNOT_WRITE):
+                raise CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
+                                       f"{self.redact(last_error(said))}")
             raise OrchestratorError(
                 f"git {args[0]} failed in {self.repo}: "
                 f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"
@@ -152,6 +171,23 @@ class Git:
     def out(self, *args: str, input: bytes | None = None,
             env: Mapping[str, str] | None = None) -> str:
         return self.run(*args, input=input, env=env).stdout.decode().strip()
+
+    def read_tree(self, tip: str, env: Mapping[str, str]) -> None:
+        """Load the tree of ``tip`` into the index named by ``env``.
+
+        git's index refuses a path with a ``..``, ``.`` or ``.git`` component, which a
+        hand-made tree can hold (the state reader quarantines them). Such entries
+        cannot be carried over, so they are left out of the next commit rather than
+        stopping every later write.
+        """
+        if self.run("read-tree", tip, env=env, check=False).returncode == 0:
+            return
+        listing = self.run("ls-tree", "-r", "-z", "--full-tree", tip).stdout
+        keep = [entry for entry in listing.split(b"\0")
+                if entry and _index_safe(entry.split(b"\t", 1)[1])]
+        # --index-info reads ls-tree's own format
+        self.run("update-index", "-z", "--index-info",
+                 input=b"".join(entry + b"\0" for entry in keep), env=env)
 
     def has_commit(self, sha: str) -> bool:
         return self.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0

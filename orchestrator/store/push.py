@@ -85,6 +85,7 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
     remote = remote_lines(stderr)
     suffix = f"; remote says: {remote}" if remote else ""
     worst: PushOutcome | None = None
+    atomic_failed = False
     rank = {PushStatus.LOST_RACE: 1, PushStatus.TRANSIENT: 2, PushStatus.PERMANENT: 3}
     for ref in refs:
         if ref not in lines:
@@ -98,6 +99,7 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
                 continue
             low = summary.lower()
             if "atomic push failed" in low or "atomic transaction failed" in low:
+                atomic_failed = True
                 continue
             # receive-pack says why it failed to update a ref only on stderr.
             if any(p in low or p in remote.lower() for p in _LOST_RACE):
@@ -110,7 +112,11 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
         if worst is None or rank[outcome.status] > rank[worst.status]:
             worst = outcome
     if worst is None:
-        if all(r in lines for r in refs):
+        if atomic_failed and any(p in remote.lower() for p in _LOST_RACE):
+            # Every ref says only "atomic transaction failed": the remote's own
+            # message (e.g. "cannot lock ref ... reference already exists") says why.
+            return PushOutcome(PushStatus.LOST_RACE, remote)
+        if all(r in lines for r in refs) and not atomic_failed:
             return PushOutcome(PushStatus.OK, "accepted")
         # Only "atomic push failed" lines: some ref failed without saying why.
         return PushOutcome(PushStatus.TRANSIENT, last_error(stderr) + suffix)

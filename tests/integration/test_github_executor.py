@@ -126,7 +126,8 @@ def test_large_inputs_are_split_below_githubs_limit(fake_github: FakeGitHub) -> 
 
 
 def test_a_leg_too_large_alone_is_an_error_and_the_rest_goes(fake_github: FakeGitHub) -> None:
-    huge = req("huge", run="echo " + "y" * 70_000)
+    # a command is capped at 64 KiB; with its inputs a leg can still outgrow the 65,535
+    huge = req("huge", run="echo " + "y" * 60_000, inputs={"more": "z" * 10_000})
     results = executor(fake_github).dispatch([huge, req("small")])
 
     assert results[0].error and "65535" in results[0].error
@@ -451,11 +452,28 @@ def test_half_open_breaker_reopens_on_the_first_failure(fake_github: FakeGitHub)
     now = T0 + timedelta(minutes=20)
     fake_github.fail("any", status=503, times=10)
     ex = executor(fake_github, now=now, breaker=opened)
-    [result] = ex.dispatch([req("a")])
+    [result] = ex.dispatch([req("a", run_id="nightly--20261201T0720Z")])  # sent on time
 
     assert result.handle and "ci_run_id" not in result.handle  # ambiguous: never re-sent
     assert len(fake_github.requests) == 1
     assert ex.health().state == "open" and ex.health().opened_at == now
+
+
+def test_a_batch_sent_late_is_adopted_when_its_run_already_exists(
+        fake_github: FakeGitHub) -> None:
+    """A state branch rewound (and accepted) after the dispatch: the same keys are sent
+    again, half an hour after the slot. The run that carries their run-name is adopted;
+    nothing is posted twice."""
+    [first] = executor(fake_github).dispatch([req("a"), req("b")])[:1]
+    late = executor(fake_github, now=T0 + timedelta(minutes=30))
+    again = late.dispatch([req("a"), req("b")])
+    assert len(fake_github.dispatches) == 1
+    [run] = fake_github.runs.values()
+    assert {r.handle["ci_run_id"] for r in again} == {run.id}
+    assert first.handle is not None and first.handle["ci_run_id"] == run.id
+    # a retry is another attempt, so another run-name: it is sent
+    late.dispatch([req("a", attempt=2)])
+    assert len(fake_github.dispatches) == 2
 
 
 def test_client_errors_do_not_trip_the_breaker(fake_github: FakeGitHub) -> None:

@@ -209,7 +209,7 @@ def test_processes_a_finished_track_leaves_behind_are_killed(ex: LocalExecutor) 
 
 @pytest.mark.parametrize(
     ("content", "note"),
-    [("{not json", "not valid JSON"), ("[1, 2]", "a JSON object is expected, not list")],
+    [("{not json", "invalid JSON"), ("[1, 2]", "a JSON object is expected, not list")],
 )
 def test_exit_zero_with_a_broken_result_is_complete_with_a_note(
     ex: LocalExecutor, content: str, note: str
@@ -219,7 +219,7 @@ def test_exit_zero_with_a_broken_result_is_complete_with_a_note(
     obs = final(ex, req)
 
     assert obs.phase == TrackPhase.COMPLETE
-    assert obs.result is None
+    assert obs.result == {"error": obs.error}
     assert obs.error is not None and note in obs.error
 
 

@@ -58,8 +58,9 @@ def test_load_all_keeps_valid_ones_sorted_and_reports_every_problem(tmp_path: Pa
     result = load_all(tmp_path)
     assert [s.id for s in result.schedules] == ["a", "b", "c"]
     assert [(e.field, e.file.rsplit("/", 1)[-1]) for e in result.errors] == [
-        ("timezone", "bad.json"), ("enabled", "bad.json")]
-    assert result.invalid_files == [f"{tmp_path.name}/bad.json"]
+        ("timezone", "bad.json"), ("enabled", "bad.json"), ("(file)", "sub.json")]
+    assert result.errors[-1].problem == "not a regular file (a directory)"
+    assert result.invalid_files == [f"{tmp_path.name}/bad.json", f"{tmp_path.name}/sub.json"]
 
 
 def test_load_all_of_a_missing_folder_is_empty(tmp_path: Path) -> None:

@@ -176,6 +176,56 @@ def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Pat
                                       "nightly--20261201T0700Z--b--1"]
 
 
+@pytest.mark.parametrize("rewind", ["older-commit", "deleted"])
+def test_a_rewound_state_branch_fires_nothing_until_a_person_accepts_it(
+        tmp_path: Path, rewind: str) -> None:
+    """A tick killed after it launched; then the branch is restored from an older backup
+    (or deleted). Ticks from this and from another work folder (another machine) must
+    not launch the slot again until ``status --accept-rewind``."""
+    origin = make_origin(tmp_path, {"nightly": spec(run="sleep 0.2")})
+    repo = clone(origin, tmp_path / "repo")
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
+    cli(repo, "tick", "--now", "2026-12-01T06:30:00Z", env=env)  # first sight: a cursor
+    backup = tip(origin)
+    proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=False,
+               crash_at="after-dispatch")
+    assert proc.returncode == -9, proc.stderr
+    wait_until(lambda: len(launches(work)) == 2)
+    if rewind == "deleted":
+        subprocess.run(["git", "update-ref", "-d", f"refs/heads/{BRANCH}"], cwd=origin,
+                       check=True)
+    else:
+        subprocess.run(["git", "update-ref", f"refs/heads/{BRANCH}", str(backup)],
+                       cwd=origin, check=True)
+    # Four ticks race from this and three other work folders (other machines).
+    folders = [work, elsewhere, *(tmp_path / f"machine{i}" for i in range(2))]
+    procs = [subprocess.Popen([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                               "tick", "--now", "2026-12-01T07:02:00Z"],
+                              env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(folder)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for folder in folders]
+    for refused in procs:
+        _, err = refused.communicate(timeout=120)
+        assert refused.returncode == 3, err
+        assert err.count("\n") == 1
+        assert "behind its high-water mark" in err
+        assert "orchestrator status --accept-rewind" in err
+    status = cli(repo, "status", "--now", "2026-12-01T07:02:00Z", check=False)
+    assert status.returncode == 3 and "was rewound" in status.stderr
+    assert all(launches(folder) == [] for folder in folders[1:])
+    assert len(launches(work)) == 2
+    accepted = cli(repo, "status", "--accept-rewind", "--now", "2026-12-01T07:02:00Z",
+                   check=False)
+    assert accepted.stdout.startswith("accepted: ")
+    assert accepted.returncode in (0, 5)  # fresh, or stale when the heartbeat was deleted
+    again = cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env)
+    assert "nightly--20261201T0700Z" in again.stdout  # the person said fire from here
+    # Same work folder, same dispatch keys: the attempts are adopted, not launched again.
+    assert sorted(launches(work)) == ["nightly--20261201T0700Z--a--1",
+                                      "nightly--20261201T0700Z--b--1"]
+
+
 def test_a_track_that_dies_silently_fails_and_the_run_still_gets_a_brief(tmp_path: Path
                                                                         ) -> None:
     origin = make_origin(tmp_path, {"nightly": spec(tracks=[

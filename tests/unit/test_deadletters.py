@@ -38,7 +38,12 @@ def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> 
     now = T0 + timedelta(hours=3)
     change = dl.requeue(files(), KEY, "ops", "flaky disk", now)
     assert change[st.dlq_path(KEY)] is None
-    track = Track.model_validate_json(change[st.track_path(RUN, "b")] or b"")
+    # the spec is in the run's specs.json, not in the track record
+    assert b'"spec"' not in (change[st.track_path(RUN, "b")] or b"")
+    after = st.load({**files(), **{p: d for p, d in change.items() if d is not None}},
+                    all_tracks=True)
+    track = after.tracks[RUN]["b"]
+    assert track.spec.run == "false"
     assert (track.phase, track.attempt, track.max_attempts) == (TrackPhase.PENDING, 3, 4)
     assert track.handle is None and track.dispatch_key is None
     assert track.error_log == ["attempt 2: boom"]  # history stays
@@ -63,7 +68,8 @@ def test_requeue_refuses_what_it_cannot_do() -> None:
 def test_discard_marks_who_and_why_once() -> None:
     change = dl.discard(files(), KEY, "ops", "known bug")
     assert change is not None
-    letter = DeadLetter.model_validate_json(change[st.dlq_path(KEY)] or b"")
+    letter = st.parse_with_spec(DeadLetter, st.dlq_path(KEY), change[st.dlq_path(KEY)] or b"",
+                                st.read_specs(files(), RUN))
     assert (letter.discarded, letter.discarded_by, letter.discarded_reason) == (
         True, "ops", "known bug")
     assert dl.discard(files(discarded=True), KEY, "ops", "again") is None

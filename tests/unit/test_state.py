@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator import state as st
 from orchestrator.errors import InvalidId
-from orchestrator.models import Cursor, Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.models import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase, TrackSpec
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
@@ -64,7 +64,10 @@ def test_a_corrupt_record_names_its_file_and_field() -> None:
     files = _state().dump()
     files["state/schedules/job.json"] = b'{"schedule_id": "job", "since": "yesterday"}\n'
     with pytest.raises(st.CorruptState, match=r"state/schedules/job.json: since: "):
-        st.load(files)
+        st.parse_record(Cursor, "state/schedules/job.json", files["state/schedules/job.json"])
+    loaded = st.load(files)
+    assert "job" not in loaded.cursors
+    assert loaded.quarantine_lines()[0].startswith("quarantined state/schedules/job.json: since: ")
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "UPPER", "", "x" * 65])
@@ -78,3 +81,36 @@ def test_paths_refuse_ids_that_could_escape_the_state_tree(bad: str) -> None:
 def test_run_ids_must_carry_a_slot() -> None:
     with pytest.raises(InvalidId, match="expected <schedule-id>--<YYYYMMDDTHHMMZ>"):
         st.run_path("job--2026")
+
+
+def test_a_long_command_is_stored_once_per_run_and_old_records_still_read() -> None:
+    run_id = "job--20261201T0700Z"
+    spec = TrackSpec(name="a", run="echo " + "x" * 60_000)
+    state = st.State()
+    state.runs[run_id] = Run(run_id=run_id, schedule_id="job", slot=T0, fire_at=T0,
+                             created_at=T0, deadline=T0 + timedelta(hours=1),
+                             tracks=["a", "b", "c"])
+    state.tracks[run_id] = {n: Track(run_id=run_id, name=n, spec=spec.model_copy(
+        update={"name": n})) for n in "abc"}
+    key = f"{run_id}--a"
+    state.dlq[key] = DeadLetter(key=key, run_id=run_id, track="a", reason="x", parked_at=T0,
+                                attempts=1, payload=state.tracks[run_id]["a"].spec)
+    files = state.dump()
+    assert sum(len(data) for data in files.values()) < 3 * 60_000 + 20_000  # not 4 copies
+    assert files[st.specs_path(run_id)].count(b"x" * 60_000) == 3
+    again = st.load(files, all_tracks=True)
+    assert again.tracks == state.tracks and again.dlq == state.dlq
+    assert again.dump() == files
+    # Records written before specs.json carry their spec inline, and still read.
+    old = {**files, st.dlq_path(key): st.to_json(state.dlq[key])}
+    old.update({st.track_path(run_id, n): st.to_json(t)
+                for n, t in state.tracks[run_id].items()})
+    del old[st.specs_path(run_id)]
+    loaded = st.load(old, all_tracks=True)
+    assert loaded.tracks == state.tracks and loaded.dlq == state.dlq
+    # Without specs.json, a record that left its spec out is quarantined (with its run).
+    del files[st.specs_path(run_id)]
+    broken = st.load(files, all_tracks=True)
+    assert run_id not in broken.runs
+    assert broken.quarantined[st.track_path(run_id, "a")].endswith(
+        "spec: not in the record nor in the run's specs.json")

@@ -146,3 +146,18 @@ def test_no_token_header_for_another_forge_but_its_url_password_is_redacted() ->
     redact = Redactor()
     assert auth_env("https://u:pw0rd@gitlab.com/o/r.git", "s3cr3t", redact) == {}
     assert redact("pw0rd s3cr3t") == "*** s3cr3t"
+
+
+def test_an_atomic_transaction_that_failed_on_every_ref_is_judged_by_the_remote() -> None:
+    # Two creators of the branch: the loser's refs all say only "atomic transaction
+    # failed"; receive-pack says why on stderr.
+    other = "refs/orchestrator/high-water/s"
+    stdout = (f"To x\n!\t{SHA}:{REF}\t[remote rejected] (atomic transaction failed)\n"
+              f"!\t{SHA}:{other}\t[remote rejected] (atomic transaction failed)\nDone\n")
+    stderr = (f"remote: error: cannot lock ref '{REF}': reference already exists\n"
+              "error: failed to push some refs to 'x'\n")
+    outcome = classify_push(1, stdout, stderr, [REF, other])
+    assert outcome.status is PushStatus.LOST_RACE
+    assert "reference already exists" in outcome.reason
+    broke = classify_push(1, stdout, "error: failed to push some refs to 'x'\n", [REF, other])
+    assert broke.status is PushStatus.TRANSIENT

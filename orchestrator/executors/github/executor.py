@@ -32,7 +32,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -51,11 +51,13 @@ from .client import (
     GitHubError,
     message,
 )
-from .listing import LOST_AFTER, Listing, Window
+from .listing import CLOCK_SKEW, LOST_AFTER, Listing, Window
 from .observation import job_observation, missing_job
 
 log = logging.getLogger(__name__)
 
+RESEND_LOOKUP_AFTER = timedelta(minutes=10)
+"""A batch dispatched this long after its slot is first looked up by run-name."""
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
 """``owner/name`` as GitHub allows them; it becomes part of every request path."""
 
@@ -288,6 +290,17 @@ class GitHubExecutor:
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
         """POST the batch once; never a second time once GitHub may have created it."""
         window = Window.sent_at(self.client.now())
+        # A batch sent well after its slot may have been sent before by a tick whose
+        # record was lost (a state branch rewound and then accepted): look its run-name
+        # up first, and adopt that run instead of starting the tracks twice. A batch
+        # sent on time skips this, which keeps to one call per dispatch.
+        since_slot = Window.since_slot(batch.run_name, self.client.now())
+        if self.client.now() - (since_slot.start + CLOCK_SKEW) >= RESEND_LOOKUP_AFTER:
+            existing = self.listing.find(batch.workflow, batch.run_name, since_slot)
+            if existing is not None:
+                log.info("%s: already dispatched as workflow run %s; adopting it",
+                         batch.run_name, existing["id"])
+                return self._adopt(batch, int(existing["id"]), existing.get("html_url"))
         while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
             if self._asks_details:

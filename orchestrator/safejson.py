@@ -1,0 +1,213 @@
+"""One reader for every JSON input: schedules, state records, track results, reports.
+
+Anything read here may be hostile (a pull request brings schedules, a track writes its
+result, anyone who can push the state branch writes records), and one bad input must
+cost only itself. So a read is bounded in every direction Python's own ``json`` is not:
+
+- size: the cap is enforced while reading, not from ``st_size`` (``/dev/zero`` and a
+  FIFO say 0 bytes);
+- kind: only regular files are read, opened with ``O_NONBLOCK`` (a FIFO never blocks),
+  and a symlink only when it stays inside ``root`` (a loop or a link out is refused);
+- depth: nesting is counted before parsing, so no parser (``json``, pydantic, jinja2)
+  ever recurses deeper than :data:`MAX_DEPTH` (``RecursionError`` otherwise);
+- numbers: integers longer than :data:`MAX_INT_DIGITS` digits are refused (Python's
+  integer string conversion limit raises a bare ``ValueError`` at 4,300), and so are
+  ``NaN`` and ``Infinity``, which are not JSON;
+- text: a lone surrogate (``"\\ud800"``) is refused, since it cannot be written back
+  as UTF-8 and would break every later commit of the record.
+
+Every refusal is an :class:`UnsafeJSON` whose message says what is wrong in words.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted; real records use fewer than 10."""
+
+MAX_INT_DIGITS = 100
+"""Longest integer accepted, in digits (a 64-bit integer has at most 20)."""
+
+DEFAULT_MAX_BYTES = 1024 * 1024
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_BRACKET = re.compile(r"[\[\]{}]")
+_CHUNK = 64 * 1024
+
+
+class UnsafeJSON(ValueError):
+    """A JSON input was refused; the message says why, in one line."""
+
+    def __init__(self, problem: str, where: str = "") -> None:
+        super().__init__(f"{where}: {problem}" if where else problem)
+        self.problem = problem
+        self.where = where
+        """Where in the text (``line 3 column 5``), when the parser knows."""
+
+
+def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              root: Path | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them.
+
+    Raises :class:`FileNotFoundError` when nothing is there (callers treat that as
+    "absent") and :class:`UnsafeJSON` for anything else that is wrong: not a regular
+    file, a symlink loop, a symlink out of ``root``, too large, unreadable.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    target = path
+    if stat.S_ISLNK(info.st_mode):
+        target = _follow(path, root)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeJSON("is a symlink (changed while reading)") from None
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind:
+            raise UnsafeJSON(f"not a regular file ({kind})")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise UnsafeJSON(f"larger than {max_bytes} bytes")
+    return b"".join(chunks)
+
+
+def _follow(path: Path, root: Path | None) -> Path:
+    """Where the symlink ``path`` leads, when that is allowed."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise UnsafeJSON("a symlink to nothing") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeJSON("a symlink loop") from None
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    target = Path(os.path.realpath(path))
+    if root is None:
+        raise UnsafeJSON(f"a symlink (to {target})")
+    base = Path(os.path.realpath(root))
+    if target != base and base not in target.parents:
+        raise UnsafeJSON(f"a symlink out of the repository (to {target})")
+    return target
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def decode(data: bytes | str) -> str:
+    """``data`` as text (UTF-8, a byte order mark allowed), else :class:`UnsafeJSON`."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnsafeJSON(f"not UTF-8 text (byte {exc.start})") from None
+
+
+def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
+    """Raise :class:`UnsafeJSON` when brackets outside strings nest deeper than allowed."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # cannot nest deeper than it has brackets (the common case, at once)
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise UnsafeJSON(f"nested deeper than {max_depth} levels")
+        else:
+            depth -= 1
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise UnsafeJSON(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _constant(name: str) -> Any:
+    raise UnsafeJSON(f"{name} is not a JSON number")
+
+
+def loads(data: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES,
+          max_depth: int = MAX_DEPTH, object_pairs_hook: Any = None) -> Any:
+    """Parse ``data`` within the limits above; :class:`UnsafeJSON` says what is wrong.
+
+    ``object_pairs_hook`` is passed to :func:`json.loads` (the schedule loader uses it
+    to refuse duplicate keys); its own exceptions propagate.
+    """
+    if len(data) > max_bytes:
+        raise UnsafeJSON(f"larger than {max_bytes} bytes")
+    text = decode(data)
+    check_depth(text, max_depth)
+    try:
+        value = json.loads(text, parse_int=_int, parse_constant=_constant,
+                           object_pairs_hook=object_pairs_hook)
+    except UnsafeJSON:
+        raise
+    except json.JSONDecodeError as exc:
+        raise UnsafeJSON(f"invalid JSON: {exc.msg}",
+                         f"line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # the belt to check_depth's braces
+        raise UnsafeJSON(f"invalid JSON: {type(exc).__name__}") from None
+    # Text decoded as strict UTF-8 holds no surrogate, but a \\ud800 escape does.
+    if isinstance(data, str) or _SURROGATE.search(text):
+        check_text(value)
+    return value
+
+
+def check_text(value: Any) -> None:
+    """Raise :class:`UnsafeJSON` when a string in ``value`` cannot be written as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UnsafeJSON(f"a lone surrogate ({exc.object[exc.start:exc.end]!r}) in a "
+                         "string") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise UnsafeJSON(f"cannot be written back as JSON: {type(exc).__name__}") from None
+
+
+def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              root: Path | None = None, max_depth: int = MAX_DEPTH) -> Any:
+    """:func:`read_file` then :func:`loads`."""
+    return loads(read_file(path, max_bytes=max_bytes, root=root), max_bytes=max_bytes,
+                 max_depth=max_depth)

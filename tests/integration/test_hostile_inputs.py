@@ -1,0 +1,446 @@
+"""A bad input costs only itself: beside each hostile file, record or track output, an
+every-minute schedule still fires, and the tick's output names the culprit.
+
+Every test runs the real command line (``python -m orchestrator``) against real git,
+with a bare origin in a temporary folder, and the local executor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import spec_data
+from tests.gitrepo import clone, git, make_origin
+
+NOW = "2026-12-01T07:00:30Z"
+EVERY = spec_data("* * * * *", run="true", overlap="allow")
+BRANCH = "orchestrator-state"
+
+
+def run_cli(repo: Path, work: Path, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work), **(env or {})})
+
+
+def tick(repo: Path, work: Path, now: str = NOW, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return run_cli(repo, work, "tick", "--now", now, **kw)
+
+
+def assert_fired(proc: subprocess.CompletedProcess[str], slot: str = "20261201T0700Z") -> None:
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"every--{slot}" in proc.stdout, proc.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return clone(make_origin(tmp_path, {"every": EVERY}), tmp_path / "repo")
+
+
+# --------------------------------------------------------------------- schedule files
+
+TRACK = [{"name": "a", "run": "true"}]
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data)
+
+
+BAD_SCHEDULES: dict[str, tuple[str, str]] = {
+    # name: (file text, what the error line says)
+    "old": (_json({"at": "0999-01-01T00:00:00Z", "tracks": TRACK}), "at: "),
+    "edge-new-york": (_json({"at": "9999-12-31T23:59:00", "timezone": "America/New_York",
+                             "tracks": TRACK}), "out of range"),
+    "edge-tokyo": (_json({"at": "0001-01-01T00:00:00", "timezone": "Asia/Tokyo",
+                          "tracks": TRACK}), "out of range"),
+    "edge-offset": (_json({"at": "9999-12-31T23:59:00+14:00", "tracks": TRACK}),
+                    "out of range"),
+    "huge-int": ('{"cron": "* * * * *", "jitter_seconds": ' + "9" * 5000
+                 + ', "tracks": [{"name": "a", "run": "true"}]}', "an integer of 5000 digits"),
+    "deep": ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+    "long-run": (_json({"cron": "* * * * *", "tracks": [{"name": "a", "run": "x" * 1_000_000}]}),
+                 "tracks.0.run: a command of 1000000 bytes"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SCHEDULES))
+def test_a_bad_schedule_file_is_named_and_the_others_fire(repo: Path, tmp_path: Path,
+                                                          name: str) -> None:
+    text, problem = BAD_SCHEDULES[name]
+    (repo / "schedules" / f"{name}.json").write_text(text)
+    proc = tick(repo, tmp_path / "work")
+    assert_fired(proc)
+    line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
+    assert problem in line
+    assert len(line) < 400  # one line, not the whole input echoed back
+    again = tick(repo, tmp_path / "work", now="2026-12-01T07:01:30Z")
+    assert_fired(again, "20261201T0701Z")
+    check = run_cli(repo, tmp_path / "work", "validate")
+    assert check.returncode == 1
+    assert f"schedules/{name}.json" in check.stdout + check.stderr
+    assert "every" in check.stdout  # the valid file is still previewed
+
+
+def _loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+def _dev_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+
+
+def _link_to_directory(path: Path) -> None:
+    path.symlink_to(path.parent)
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _outside(path: Path) -> None:
+    target = path.parent.parent.parent / "outside.json"
+    target.write_text(_json({"cron": "* * * * *", "tracks": TRACK}))
+    path.symlink_to(target)
+
+
+ODD_FILES = {
+    "loop": (_loop, "a symlink loop"),
+    "zero": (_dev_zero, "a symlink out of the repository"),
+    "dir": (_directory, "not a regular file (a directory)"),
+    "dirlink": (_link_to_directory, "not a regular file (a directory)"),
+    "fifo": (_fifo, "not a regular file (a FIFO)"),
+    "outside": (_outside, "a symlink out of the repository"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_FILES))
+def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
+        repo: Path, tmp_path: Path, name: str) -> None:
+    make, problem = ODD_FILES[name]
+    make(repo / "schedules" / f"{name}.json")
+    proc = tick(repo, tmp_path / "work", timeout=30)
+    assert_fired(proc)
+    line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
+    assert problem in line
+
+
+# --------------------------------------------------------------------- state records
+
+
+def edit_state(origin: Path, tmp: Path, files: dict[str, bytes | None]) -> None:
+    """Commit ``files`` (``None``: delete) on the state branch of ``origin`` as a person
+    with push access would, through an ordinary clone."""
+    edit = tmp / "edit"
+    if not edit.exists():
+        git("clone", "--quiet", "--branch", BRANCH, str(origin), str(edit), cwd=tmp)
+    git("pull", "--quiet", "--ff-only", cwd=edit)
+    for path, data in files.items():
+        target = edit / path
+        if data is None:
+            git("rm", "--quiet", "-r", path, cwd=edit)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        git("add", path, cwd=edit)
+    git("commit", "--quiet", "-m", "hand edit", cwd=edit)
+    git("push", "--quiet", "origin", f"HEAD:{BRANCH}", cwd=edit)
+
+
+def origin_of(repo: Path) -> Path:
+    return Path(git("remote", "get-url", "origin", cwd=repo))
+
+
+OLD_RUN = "every--20261201T0655Z"
+"""A run fired by the first tick of the state tests (at 06:55), then vandalised."""
+
+
+@pytest.fixture
+def fired(repo: Path, tmp_path: Path) -> Path:
+    """``repo`` after a tick at 06:55 fired ``OLD_RUN`` (and its track completed)."""
+    first = tick(repo, tmp_path / "work", now="2026-12-01T06:55:30Z")
+    assert_fired(first, "20261201T0655Z")
+    return repo
+
+
+CORRUPT_RECORDS: dict[str, tuple[dict[str, bytes | None], str]] = {
+    "invalid-json": ({f"state/runs/{OLD_RUN}/run.json": b"{not json"},
+                     f"state/runs/{OLD_RUN}/run.json: (root): line 1 column 2: invalid JSON"),
+    "schema": ({f"state/runs/{OLD_RUN}/run.json": b'{"run_id": "' + OLD_RUN.encode()
+                + b'", "status": "exploded"}'},
+               f"state/runs/{OLD_RUN}/run.json: "),
+    "deep": ({f"state/runs/{OLD_RUN}/tracks/a.json": b"[" * 100_000 + b"]" * 100_000},
+             f"state/runs/{OLD_RUN}/tracks/a.json: (root): nested deeper than"),
+    "huge-int": ({"state/schedules/every.json": b'{"schedule_id": 1' + b"0" * 5000 + b"}"},
+                 "state/schedules/every.json: (root): an integer of 5001 digits"),
+    "evil-folder": ({"state/runs/evil/run.json": b"{}"}, "state/runs/'evil': not a run id"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT_RECORDS))
+def test_a_corrupt_state_record_is_quarantined_and_the_rest_is_served(
+        fired: Path, tmp_path: Path, name: str) -> None:
+    files, culprit = CORRUPT_RECORDS[name]
+    edit_state(origin_of(fired), tmp_path, files)
+    proc = tick(fired, tmp_path / "work")
+    if name == "huge-int":  # the schedule's own cursor is held; nothing else is lost
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert_fired(proc)
+    assert f"quarantined {culprit}" in proc.stdout
+    status = run_cli(fired, tmp_path / "work", "status", "--max-staleness", "100000")
+    assert "Traceback" not in status.stderr
+    assert culprit in status.stdout
+    again = tick(fired, tmp_path / "work", now="2026-12-01T07:01:30Z")
+    assert f"quarantined {culprit}" in again.stdout  # on every tick, not once
+    snap = git("show", f"{BRANCH}:{next(iter(files))}", cwd=origin_of(fired))
+    assert snap.encode()[:50] == next(iter(files.values()))[:50]  # left alone
+
+
+def test_a_run_id_that_climbs_out_of_the_state_tree_is_quarantined(
+        fired: Path, tmp_path: Path) -> None:
+    path = f"state/runs/{OLD_RUN}/run.json"
+    record = json.loads(git("show", f"{BRANCH}:{path}", cwd=origin_of(fired)))
+    record["run_id"] = "../../evil"
+    edit_state(origin_of(fired), tmp_path, {path: json.dumps(record).encode()})
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert f"quarantined {path}: run_id: '../../evil' does not match" in proc.stdout
+
+
+def plumb(*args: str, cwd: Path, input_text: str) -> str:
+    """``git ARGS`` fed ``input_text``: builds trees ``git add`` would refuse."""
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, input=input_text).stdout.strip()
+
+
+def test_a_tree_entry_named_dot_dot_is_quarantined(fired: Path, tmp_path: Path) -> None:
+    origin = origin_of(fired)
+    blob = plumb("hash-object", "-w", "--stdin", cwd=origin, input_text="{}")
+    runs = git("rev-parse", f"{BRANCH}:state/runs", cwd=origin)
+    listing = git("ls-tree", runs, cwd=origin) + f"\n100644 blob {blob}\t..\n"
+    new_runs = plumb("mktree", cwd=origin, input_text=listing)
+    state = git("ls-tree", f"{BRANCH}:state", cwd=origin)
+    state = "\n".join(line if not line.endswith("\truns") else f"040000 tree {new_runs}\truns"
+                      for line in state.splitlines()) + "\n"
+    top = plumb("mktree", cwd=origin, input_text=f"040000 tree "
+                f"{plumb('mktree', cwd=origin, input_text=state)}\tstate\n")
+    commit = git("commit-tree", top, "-p", BRANCH, "-m", "a '..' entry", cwd=origin)
+    git("update-ref", f"refs/heads/{BRANCH}", commit, cwd=origin)
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert "quarantined state/runs/'..': not a run id" in proc.stdout
+
+
+def test_a_run_whose_track_record_vanished_ends_at_its_deadline(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    (repo / "schedules" / "gone.json").write_text(json.dumps(
+        spec_data("* * * * *", run="true", deadline_minutes=2)))  # overlap: skip
+    work = tmp_path / "work"
+    first = tick(repo, work, now="2026-12-01T06:55:30Z")
+    assert "gone--20261201T0655Z: fired" in first.stdout
+    edit_state(origin_of(repo), tmp_path,
+               {"state/runs/gone--20261201T0655Z/tracks/a.json": None})
+    before = tick(repo, work, now="2026-12-01T06:56:30Z")
+    assert_fired(before, "20261201T0656Z")
+    assert ("gone--20261201T0655Z: no record of track(s) a; treated as lost, the run ends "
+            "at its deadline 2026-12-01T06:57:30Z") in before.stdout
+    after = tick(repo, work, now="2026-12-01T06:58:30Z")
+    assert_fired(after, "20261201T0658Z")
+    assert "gone--20261201T0655Z: consolidating (1 lost)" in after.stdout
+    assert "gone--20261201T0655Z: failed; brief rendered" in after.stdout
+    later = tick(repo, work, now="2026-12-01T06:59:30Z")
+    assert "gone--20261201T0659Z: fired" in later.stdout  # overlap: skip no longer blocks
+
+
+def test_a_huge_poll_log_is_cut_to_its_newest_lines_in_the_tick_and_the_brief(
+        fired: Path, tmp_path: Path) -> None:
+    path = f"state/runs/{OLD_RUN}/polls.jsonl"
+    line = json.dumps({"at": "2026-12-01T06:55:30Z", "executor": "local",
+                       "changes": ["x" * 200]}) + "\n"
+    edit_state(origin_of(fired), tmp_path, {path: line.encode() * 20_000})  # 4.6 MB
+    proc = tick(fired, tmp_path / "work")
+    assert_fired(proc)
+    assert f"{OLD_RUN}: completed; brief rendered" in proc.stdout
+    origin = origin_of(fired)
+    log = git("show", f"{BRANCH}:{path}", cwd=origin).splitlines()
+    assert sum(len(x) + 1 for x in log) < 300 * 1024
+    assert "older lines cut" in json.loads(log[0])["changes"][0]
+    assert "completed; brief rendered" in json.loads(log[-1])["changes"]
+    brief = git("show", f"{BRANCH}:state/runs/{OLD_RUN}/brief.html", cwd=origin)
+    assert len(brief) < 1024 * 1024
+    assert "older lines cut" in brief
+
+
+# --------------------------------------------------------------------- track output
+
+
+def wait_finished(work: Path, key: str, timeout: float = 30) -> None:
+    status = work / key / "status.json"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if status.exists() and json.loads(status.read_text()).get("state") not in (
+                "queued", "running"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{key} did not finish")
+
+
+def track_record(repo: Path, run_id: str, track: str = "a") -> dict[str, Any]:
+    return json.loads(git("show", f"{BRANCH}:state/runs/{run_id}/tracks/{track}.json",
+                          cwd=origin_of(repo)))
+
+
+HOSTILE_RESULTS = {
+    "surrogate": ("""printf '{"summary": "\\\\ud800"}' > "$ORCHESTRATOR_RESULT\"""",
+                  "a lone surrogate"),
+    "deep": ("""python3 -c "print('['*30000 + ']'*30000)" > "$ORCHESTRATOR_RESULT\"""",
+             "nested deeper than 64 levels"),
+    "fifo": ("""rm -f "$ORCHESTRATOR_RESULT"; mkfifo "$ORCHESTRATOR_RESULT\"""",
+             "not a regular file (a FIFO)"),
+    "dev-zero": ("""ln -sf /dev/zero "$ORCHESTRATOR_RESULT\"""", "a symlink"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_RESULTS))
+def test_a_poisonous_result_becomes_that_attempts_error(repo: Path, tmp_path: Path,
+                                                        name: str) -> None:
+    command, problem = HOSTILE_RESULTS[name]
+    (repo / "schedules" / "bad.json").write_text(json.dumps(
+        spec_data("* * * * *", run=command, overlap="allow")))
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work))
+    wait_finished(work, "bad--20261201T0700Z--a--1")
+    proc = tick(repo, work, now="2026-12-01T07:01:30Z", timeout=30)
+    assert_fired(proc, "20261201T0701Z")
+    assert "bad--20261201T0700Z: a: dispatched -> complete" in proc.stdout
+    record = track_record(repo, "bad--20261201T0700Z")
+    assert problem in record["result"]["error"]
+    again = tick(repo, work, now="2026-12-01T07:02:30Z", timeout=30)
+    assert_fired(again, "20261201T0702Z")
+
+
+def test_a_report_with_bytes_that_are_not_utf8_exits_1(fired: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"orchestrator", b"--repo", bytes(fired), b"report",
+         b"--run", OLD_RUN.encode(), b"--track", b"a", b"--phase", b"failed",
+         b"--message", b"bad \xff bytes"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("orchestrator: --message: not valid UTF-8 text")
+    assert proc.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------- secrets
+
+TOKEN = "ghs_" + "S3cr3tT0k3n" * 3
+
+
+def test_a_track_gets_no_token_and_what_it_prints_is_redacted(repo: Path,
+                                                               tmp_path: Path) -> None:
+    # The track leaks every credential it can find, and one it was handed on purpose.
+    leak = ('printf \'{"summary": "token=[%s] given=[%s]"}\' "${GITHUB_TOKEN:-}" '
+            '"${#GH_TOKEN}" > "$ORCHESTRATOR_RESULT"; echo "leaked $GITHUB_TOKEN $GH_TOKEN" >&2;'
+            ' exit 1')
+    spec = spec_data("* * * * *", run=leak, overlap="allow")
+    spec["tracks"][0]["credentials"] = ["GH_TOKEN"]
+    (repo / "schedules" / "leaky.json").write_text(json.dumps(spec))
+    env = {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN[::-1]}
+    work = tmp_path / "work"
+    # a local origin: the token is not sent anywhere, it is only in the environment
+    assert_fired(tick(repo, work, env=env))
+    wait_finished(work, "leaky--20261201T0700Z--a--1")
+    proc = tick(repo, work, now="2026-12-01T07:01:30Z", env=env)
+    assert_fired(proc, "20261201T0701Z")
+    assert "leaky--20261201T0700Z: a: dispatched -> failed" in proc.stdout
+    record = track_record(repo, "leaky--20261201T0700Z")
+    # not passed: the track saw an empty GITHUB_TOKEN; asked for: GH_TOKEN had its length
+    assert record["result"]["summary"] == f"token=[] given=[{len(TOKEN)}]"
+    assert "leaked  ***" in "\n".join(record["error_log"])
+    everything = git("log", "-p", BRANCH, cwd=origin_of(repo)) + proc.stdout + proc.stderr
+    assert TOKEN not in everything and TOKEN[::-1] not in everything
+
+
+# --------------------------------------------------------------------- the job summary
+
+
+def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
+                                                                     tmp_path: Path) -> None:
+    from markdown_it import MarkdownIt
+
+    hostile = spec_data("* * * * *", run="true", overlap="allow")
+    hostile["description"] = ("<script>alert(1)</script> [x](javascript:alert(1)) "
+                              "<img src=x onerror=alert(1)>\n| injected | row |")
+    (repo / "schedules" / "shiny.json").write_text(json.dumps(hostile))
+    (repo / "schedules" / "bad\n| x | y |\n<script>.json").write_text("{}")
+    proc = run_cli(repo, tmp_path / "work", "validate", "--format", "markdown")
+    assert proc.returncode == 1
+    html = MarkdownIt("commonmark", {"html": True}).enable(["table"]).render(proc.stdout)
+    assert "<script" not in html and "<img" not in html
+    assert 'href="javascript:' not in html
+    assert "injected" in html and "<td>injected</td>" not in html
+    assert html.count("<tr>") == 2  # the invalid-files table: its head and one row
+    assert_fired(tick(repo, tmp_path / "work"))  # and both valid schedules still fire
+
+
+# --------------------------------------------------------------------- faults
+
+
+def test_without_git_on_path_commands_exit_3_with_one_line(repo: Path, tmp_path: Path) -> None:
+    for args in (["tick", "--now", NOW], ["status"], ["runs", "list"]):
+        proc = run_cli(repo, tmp_path / "work", *args, env={"PATH": str(tmp_path / "empty")})
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr == ("orchestrator: cannot run git (No such file or directory): "
+                               "install git or put it on PATH\n")
+
+
+def _read_only(path: Path) -> list[str]:
+    """A command prefix that runs its command with ``path`` mounted read-only (a user and
+    mount namespace: root in a container can write through any file mode)."""
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare -rm is not allowed here")
+    return ["unshare", "-rm", "sh", "-c",
+            f'mount --bind "{path}" "{path}" && mount -o remount,bind,ro "{path}" "{path}" '
+            '&& exec "$@"', "sh"]
+
+
+def test_a_read_only_checkout_exits_3_with_one_line(repo: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work, now="2026-12-01T06:55:30Z"), "20261201T0655Z")
+    proc = subprocess.run(
+        [*_read_only(repo), sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+         "--now", NOW], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith("orchestrator: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_report_for_an_attempt_that_is_not_current_is_refused(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    (repo / "schedules" / "slow.json").write_text(json.dumps(
+        spec_data("* * * * *", run="sleep 3", overlap="allow")))
+    work = tmp_path / "work"
+    assert_fired(tick(repo, work))
+    for attempt in ("2", "7"):
+        proc = run_cli(repo, work, "report", "--run", "slow--20261201T0700Z", "--track", "a",
+                       "--phase", "complete", "--attempt", attempt)
+        assert proc.returncode == 1
+        assert proc.stderr == (f"orchestrator: refused the complete report of attempt "
+                               f"{attempt} for slow--20261201T0700Z/a: the current attempt "
+                               "is 1\n")
+    assert track_record(repo, "slow--20261201T0700Z")["phase"] == "dispatched"
+    assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z"), "20261201T0701Z")
