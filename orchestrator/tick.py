@@ -28,12 +28,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import run_scope
 from . import state as st
 from .breaker import Breaker, merge_breaker
 from .errors import ExecutorError, OrchestratorError
-from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
+from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
 from .machine import TRACK_OPEN
-from .models import RunStatus, Schedule, TrackPhase
+from .models import Run, RunStatus, Schedule, TrackPhase
+from .outcomes import Folder
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
@@ -118,8 +120,12 @@ class Planned:
     """Run id -> its Markdown brief, rendered within a byte limit."""
 
 
-def gather(executor: Executor, state: st.State) -> Observations:
+def gather(executor: Executor, state: st.State,
+           known: Mapping[str, Observation] | None = None) -> Observations:
     """Observe open attempts and look up unrecorded dispatches.
+
+    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
+    what they say is taken as it is.
 
     These calls change nothing on the state branch; a backend may still repair its
     own bookkeeping here (the local executor restarts a supervisor whose dispatcher
@@ -136,6 +142,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
                 continue
             if track.executor not in (None, executor.name):
                 continue  # dispatched by another backend; that one observes it
+            if known and track.dispatch_key in known:
+                continue
             if track.handle is not None:
                 handles.append(Handle(key=track.dispatch_key, handle=track.handle,
                                       timeout_minutes=track.spec.timeout_minutes))
@@ -149,8 +157,10 @@ def gather(executor: Executor, state: st.State) -> Observations:
         found = executor.lookup(lost) if lost else {}
     except ExecutorError as exc:
         log.warning("%s: %s", executor.name, exc)
-        return Observations(executor_available=False)
+        return Observations(seen=dict(known or {}), executor_available=False)
     breaker = executor.health()
+    if known:
+        seen = run_scope.merge(known, seen)
     return Observations(seen=seen, found=found,
                         executor_available=breaker is None or breaker.state != "open")
 
@@ -202,6 +212,8 @@ class Tick:
         template: Path | None = None,
         index_template: Path | None = None,
         markdown_template: Path | None = None,
+        scope: str | None = None,
+        outcomes: Folder | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -216,25 +228,34 @@ class Tick:
         self.index_template = index_template
         self.markdown_template = markdown_template
         self._breaker_base: Breaker | None = None
+        self.scope = scope
+        """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
+        self.outcomes = outcomes or Folder()
 
     # ---------------------------------------------------------------- planning
 
     def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
                     invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
-        decision = plan(schedules, state, obs, self.now,
+        others: dict[str, Run] = {}
+        if self.scope is not None:
+            others = state.runs
+            state = run_scope.scoped(state, self.scope)
+        decision = plan([] if self.scope else schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         summaries: dict[str, Callable[[int], str]] = {}
-        rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
+        rendered = self._consolidate(decision, files, snap.files, schedules, summaries,
+                                     others)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         return Planned(decision, st.changes(snap.files, files), rendered, summaries)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
-                     summaries: dict[str, Callable[[int], str]]) -> list[str]:
+                     summaries: dict[str, Callable[[int], str]],
+                     others: Mapping[str, Run]) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
@@ -279,7 +300,8 @@ class Tick:
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
         try:
-            files[st.INDEX] = render_index(list(decision.state.runs.values()),
+            runs = {**others, **decision.state.runs}  # a scoped tick sees one run
+            files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template).encode()
         except Exception as exc:  # a broken index template keeps the old index
@@ -323,7 +345,13 @@ class Tick:
         state0 = st.load(snap.files)
         self._breaker_base = state0.health.get(self.executor_name)
         executor = self.make_executor(self._breaker_base)
-        obs = gather(executor, state0)
+        if self.scope is None:
+            obs = gather(executor, state0)
+        else:
+            view = run_scope.scoped(state0, self.scope)
+            known = run_scope.observations(self.outcomes, view, self.scope)
+            obs = gather(executor, view, known)
+            result.record_log += self.outcomes.problems
         breaker = executor.health()
 
         if dry_run:
