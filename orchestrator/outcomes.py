@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from .errors import InvalidId
 from .executors.base import Observation
 from .models import Frozen, TrackPhase, UTCDateTime, check_id, check_run_id
 
@@ -143,8 +144,8 @@ def parse(name: str, data: bytes) -> Outcome:
     try:
         check_run_id(outcome.run_id)
         check_id(outcome.track, "track name")
-    except ValueError as exc:
-        raise BadOutcome(f"{name}: {exc}") from None
+    except InvalidId as exc:
+        raise BadOutcome(f"{name}: {exc.message}") from None
     if outcome.finished_at < outcome.started_at:
         raise BadOutcome(f"{name}: finished_at is before started_at")
     stem = Path(name).name.removesuffix(".json")

@@ -83,6 +83,9 @@ class Player:
     workflow: Path = WORKFLOWS / "track.yml"
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for every step (e.g. ``GITHUB_STEP_SUMMARY``)."""
+    shared_checkout: bool = True
+    """Legs share one clone (they only read it); ``False`` gives each its own, as legs
+    that push while others do need (two fetches in one clone contend for its locks)."""
     _checkouts: dict[str, Path] = field(default_factory=dict)
 
     @property
@@ -116,7 +119,8 @@ class Player:
         ctx = self._context(inputs, leg, self.work / f"temp-{leg['key']}")
         assert evaluate(job["name"], ctx) == leg["key"]  # the name the tick matches on
         self.fake.set_job(ci_run, leg["key"], "in_progress")
-        played = self._play(job, ctx, ci_run, self._checkout("leg"))
+        checkout = self._checkout("leg" if self.shared_checkout else leg["key"])
+        played = self._play(job, ctx, ci_run, checkout)
         self.fake.set_job(ci_run, leg["key"], "completed", played.conclusion)
         return played
 

@@ -194,3 +194,24 @@ def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
     polls = files[st.polls_path(run_id)].decode()
     assert polls.count("brief rendered") == 1  # one consolidation, one brief
     assert list(files).count(st.brief_path(run_id)) == 1
+
+
+def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:1])
+    player = Player(fake_github, origin, tmp_path / "play")
+    # another schedule fell due meanwhile: only a cron tick may fire it
+    checkout = player._checkout("fan-in")
+    due = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    (checkout / "schedules" / "later.json").write_text(json.dumps(
+        {"at": f"{due:%Y-%m-%dT%H:%M}Z", "tracks": [{"name": "x", "run": "true"}]}))
+    _play_legs(player, ci_run, inputs)
+    played = player.play_fan_in(ci_run, inputs)
+    assert played.conclusion == "success", [p.stderr for p in played.output]
+
+    state, _ = read_state(repo)
+    assert list(state.runs) == [run_id] and "later" not in state.cursors
+    assert state.runs[run_id].status is RunStatus.COMPLETED
+    github_tick(checkout, fake_github, datetime.now(UTC))
+    state, _ = read_state(repo)
+    assert sorted(state.runs) == sorted([run_id, f"later--{due:%Y%m%dT%H%MZ}"])
