@@ -14,11 +14,14 @@ the ``fan-in`` job downloads the batch's artifacts and runs
   state branch (the fan-in tick's exit): the fan-in job's own duration, set-up aside;
 - whether the whole batch landed in one push.
 
-With ``--old N ...``, the same for the ``track.yml`` before the fan-in job (legs that push
-their own report; ``tests/data/workflows/track-v1.yml``), where the brief waits for the
-next cron tick, played at once here; the latency then leaves out the cron's delay.
+With ``--lost N ...``, the same when the fan-in job never ran and the cron tick
+reads the outcomes through the artifacts API (one listing, at most 64 archives a
+tick, job conclusions for the rest). With ``--old N ...``, the same for the
+``track.yml`` before the fan-in job (legs that push their own report;
+``tests/data/workflows/track-v1.yml``). In both the brief waits for the next cron
+tick, played at once here: the latency shown leaves out the cron's delay.
 
-    python bench/github.py [--tracks 4 64 256] [--old 4 64]
+    python bench/github.py [--tracks 4 64 256] [--lost 4 64 256] [--old 4 64]
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def _commits(repo: Path) -> int:
     return int(git("rev-list", "--count", "FETCH_HEAD", cwd=repo))
 
 
-def one(n: int, root: Path, *, old: bool) -> dict[str, Any]:
+def one(n: int, root: Path, *, old: bool = False, lost: bool = False) -> dict[str, Any]:
     slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
     tracks = [{"name": f"t{i:03d}", "run": "true", "timeout_minutes": 10} for i in range(n)]
     origin = make_origin(root, {"bench": {"at": f"{slot:%Y-%m-%dT%H:%M}Z", "tracks": tracks}})
@@ -88,9 +91,11 @@ def one(n: int, root: Path, *, old: bool) -> dict[str, Any]:
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda leg: player.play_leg(ci_run, inputs, leg), legs))
         leg_pushes = _commits(repo) - 2
-        if old:
-            last_end = datetime.now(UTC)  # the last report landed; the cron tick follows
+        if old or lost:
+            last_end = datetime.now(UTC)  # the last leg ended; the cron tick follows
             pushed = _commits(repo)
+            if lost:  # the fan-in job's runner was lost: the cron tick reads artifacts
+                fake.set_job(ci_run, "fan-in", "completed", "cancelled")
             _tick(repo, fake)
         else:
             ends = [json.loads(p.read_text())["finished_at"]
@@ -108,7 +113,9 @@ def one(n: int, root: Path, *, old: bool) -> dict[str, Any]:
         assert state.runs[run_id].status is RunStatus.COMPLETED, state.runs[run_id].status
         assert st.brief_path(run_id) in snap.files
         api = [r for r in fake.requests if r.endpoint != "blob"]
-        return {"tracks": n, "workflow": "before (legs push)" if old else "fan-in",
+        workflow = ("before (legs push)" if old else
+                    "fan-in job lost, cron tick" if lost else "fan-in")
+        return {"tracks": n, "workflow": workflow,
                 "pushes": after, "leg_pushes": leg_pushes,
                 "fan_in_pushes": after - pushed, "api_requests": len(api),
                 "latency_s": round((landed - last_end).total_seconds(), 1)}
@@ -119,13 +126,17 @@ def main() -> int:
     parser.add_argument("--tracks", type=int, nargs="+", default=[4, 64, 256])
     parser.add_argument("--old", type=int, nargs="*", default=[], metavar="N",
                         help="also measure track.yml before the fan-in job, for these N")
+    parser.add_argument("--lost", type=int, nargs="*", default=[], metavar="N",
+                        help="also measure a fan-in job that never ran, for these N")
     args = parser.parse_args()
     rows = []
     for n in args.tracks:
-        for old in ((False, True) if n in args.old else (False,)):
+        modes = [{}, *([{"lost": True}] if n in args.lost else []),
+                 *([{"old": True}] if n in args.old else [])]
+        for mode in modes:
             with tempfile.TemporaryDirectory() as tmp:
                 started = time.monotonic()
-                row = one(n, Path(tmp), old=old)
+                row = one(n, Path(tmp), **mode)
                 row["bench_s"] = round(time.monotonic() - started, 1)
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
