@@ -78,6 +78,8 @@ class TickResult:
     byte limit (for the job summary, whose limit the briefs share)."""
     wake: Wake | None = None
     """The next due moment after this tick, from the state it decided."""
+    scope: str | None = None
+    """The one run this tick advanced (``tick --run``), if it was scoped."""
 
     @property
     def log(self) -> list[str]:
@@ -100,6 +102,7 @@ class TickResult:
             "schedule_errors": self.schedule_errors,
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
+            "run": self.scope,
         }
 
 
@@ -336,7 +339,8 @@ class Tick:
     # ---------------------------------------------------------------- the tick
 
     def run(self, *, dry_run: bool = False) -> TickResult:
-        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run)
+        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
+                            scope=self.scope)
         snap = self.store.read()
         loaded = load_all(self.repo / "schedules")
         schedules = loaded.schedules

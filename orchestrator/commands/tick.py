@@ -49,6 +49,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
 def summary_lines(result: TickResult) -> list[str]:
     """One line per thing decided, for humans (and the GitHub job summary)."""
     lines = [f"tick {iso(result.now)} ({result.executor})"
+             + (f" run {result.scope} only" if result.scope else "")
              + (" dry run" if result.dry_run else "")]
     lines += [f"  {line}" for line in result.log] or ["  nothing to do"]
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]

@@ -38,7 +38,7 @@ def test_an_outcome_file_recorded_by_the_run_s_own_tick(tmp_path: Path,
 
     result = user.json("tick", "--now", "2026-12-01T09:04:00Z", "--run", RUN,
                        "--outcomes", str(outcomes), "--json")
-    assert result["finished"] == [RUN]
+    assert result["finished"] == [RUN] and result["run"] == RUN
     assert any(line.startswith("outcome notes.json skipped:") for line in result["log"])
     shown = user.run("runs", "show", RUN).stdout
     assert shown.startswith(f"{RUN}  failed")
