@@ -30,14 +30,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import safejson
+from . import run_scope, safejson
 from . import state as st
 from .breaker import Breaker, merge_breaker
 from .credentials import redact_value, redactor
 from .errors import ExecutorError, OrchestratorError, Rewound
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
 from .machine import TRACK_OPEN
-from .models import RunStatus, Schedule, TrackPhase
+from .models import Run, RunStatus, Schedule, TrackPhase
+from .outcomes import Folder
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .repo_config import cadence_or_default
 from .schedules import load_all
@@ -84,6 +85,8 @@ class TickResult:
     byte limit (for the job summary, whose limit the briefs share)."""
     wake: Wake | None = None
     """The next due moment after this tick, from the state it decided."""
+    scope: str | None = None
+    """The one run this tick advanced (``tick --run``), if it was scoped."""
 
     @property
     def log(self) -> list[str]:
@@ -107,6 +110,7 @@ class TickResult:
             "quarantined": self.quarantined,
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
+            "run": self.scope,
         }
 
 
@@ -143,9 +147,13 @@ def _from_track(seen: Observation, redact: Redactor) -> Observation:
     return dataclasses.replace(seen, result=result, error=error)
 
 
-def gather(executor: Executor, state: st.State, redact: Redactor | None = None
-           ) -> Observations:
+def gather(executor: Executor, state: st.State,
+           known: Mapping[str, Observation] | None = None,
+           redact: Redactor | None = None) -> Observations:
     """Observe open attempts and look up unrecorded dispatches.
+
+    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
+    what they say is taken as it is.
 
     These calls change nothing on the state branch; a backend may still repair its
     own bookkeeping here (the local executor restarts a supervisor whose dispatcher
@@ -163,6 +171,8 @@ def gather(executor: Executor, state: st.State, redact: Redactor | None = None
                 continue
             if track.executor not in (None, executor.name):
                 continue  # dispatched by another backend; that one observes it
+            if known and track.dispatch_key in known:
+                continue
             if track.handle is not None:
                 handles.append(Handle(key=track.dispatch_key, handle=track.handle,
                                       timeout_minutes=track.spec.timeout_minutes))
@@ -176,12 +186,18 @@ def gather(executor: Executor, state: st.State, redact: Redactor | None = None
         found = executor.lookup(lost) if lost else {}
     except ExecutorError as exc:
         log.warning("%s: %s", executor.name, exc)
-        return Observations(executor_available=False)
+        seen, found = {}, {}
+        available = False
+    else:
+        breaker = executor.health()
+        available = breaker is None or breaker.state != "open"
+    if known:
+        seen = run_scope.merge(known, seen)
+    # Everything a track wrote (an outcome file, a result, stderr) is made safe to
+    # commit and print, whichever way it arrived.
     scrub = redactor(os.environ) if redact is None else redact
     seen = {key: _from_track(o, scrub) for key, o in seen.items()}
-    breaker = executor.health()
-    return Observations(seen=seen, found=found,
-                        executor_available=breaker is None or breaker.state != "open")
+    return Observations(seen=seen, found=found, executor_available=available)
 
 
 def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
@@ -233,6 +249,8 @@ class Tick:
         template: Path | None = None,
         index_template: Path | None = None,
         markdown_template: Path | None = None,
+        scope: str | None = None,
+        outcomes: Folder | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -247,25 +265,34 @@ class Tick:
         self.index_template = index_template
         self.markdown_template = markdown_template
         self._breaker_base: Breaker | None = None
+        self.scope = scope
+        """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
+        self.outcomes = outcomes or Folder()
 
     # ---------------------------------------------------------------- planning
 
     def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
                     invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
-        decision = plan(schedules, state, obs, self.now,
+        others: dict[str, Run] = {}
+        if self.scope is not None:
+            others = state.runs
+            state = run_scope.scoped(state, self.scope)
+        decision = plan([] if self.scope else schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         summaries: dict[str, Callable[[int], str]] = {}
-        rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
+        rendered = self._consolidate(decision, files, snap.files, schedules, summaries,
+                                     others)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         return Planned(decision, st.changes(snap.files, files), rendered, summaries)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
-                     summaries: dict[str, Callable[[int], str]]) -> list[str]:
+                     summaries: dict[str, Callable[[int], str]],
+                     others: Mapping[str, Run]) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
@@ -310,7 +337,8 @@ class Tick:
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
         try:
-            files[st.INDEX] = render_index(list(decision.state.runs.values()),
+            runs = {**others, **decision.state.runs}  # a scoped tick sees one run
+            files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template).encode()
         except Exception as exc:  # a broken index template keeps the old index
@@ -351,7 +379,8 @@ class Tick:
     # ---------------------------------------------------------------- the tick
 
     def run(self, *, dry_run: bool = False) -> TickResult:
-        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run)
+        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
+                            scope=self.scope)
         snap = self.store.read()
         rewound = getattr(self.store, "rewound", None)  # only a remote can be rewound
         if rewound:
@@ -366,7 +395,13 @@ class Tick:
         result.quarantined = state0.quarantine_lines()
         self._breaker_base = state0.health.get(self.executor_name)
         executor = self.make_executor(self._breaker_base)
-        obs = gather(executor, state0)
+        if self.scope is None:
+            obs = gather(executor, state0)
+        else:
+            view = run_scope.scoped(state0, self.scope)
+            known = run_scope.observations(self.outcomes, view, self.scope)
+            obs = gather(executor, view, known)
+            result.record_log += self.outcomes.problems
         breaker = executor.health()
 
         if dry_run:

@@ -28,6 +28,7 @@ MODULES: tuple[str, ...] = (
     "init",
     "cron_sync",
     "estimate",
+    "outcome",
 )
 
 

@@ -17,6 +17,8 @@ from .. import executors
 from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
 from ..cli import Config, pass_config
 from ..linger import Linger
+from ..models import check_run_id
+from ..outcomes import read_folder
 from ..store import GitStateStore
 from ..tick import ExecutorFactory, Tick, TickResult
 from ..times import iso, parse_now
@@ -31,19 +33,23 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
-              template: Path | None = None) -> Tick:
+              template: Path | None = None, scope: str | None = None,
+              outcomes: Path | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    folder = read_folder(outcomes, scope) if outcomes is not None else None
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
                 index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
-                markdown_template=repo_template(cfg.repo, MARKDOWN_TEMPLATE))
+                markdown_template=repo_template(cfg.repo, MARKDOWN_TEMPLATE),
+                scope=scope, outcomes=folder)
 
 
 def summary_lines(result: TickResult) -> list[str]:
     """One line per thing decided, for humans (and the GitHub job summary)."""
     lines = [f"tick {iso(result.now)} ({result.executor})"
+             + (f" run {result.scope} only" if result.scope else "")
              + (" dry run" if result.dry_run else "")]
     lines += [f"  {line}" for line in result.log] or ["  nothing to do"]
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]
@@ -135,18 +141,29 @@ def ping(url: str) -> str | None:
               "again while it falls within MINUTES (SIGTERM stops the wait).")
 @click.option("--max-linger", type=click.FloatRange(min=0), default=60, show_default=True,
               metavar="MINUTES", help="Never linger past this many minutes after the first tick.")
+@click.option("--run", "scope", metavar="RUN", help="Advance only this run and fire no "
+              "slot: what a batch's fan-in job runs.")
+@click.option("--outcomes", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="With --run: a folder of leg outcome files (<dispatch key>.json) to record.")
 @pass_config
 def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
             heartbeat_url: str | None, heartbeat_every: float, template: Path | None,
-            linger: float, max_linger: float) -> int:
+            linger: float, max_linger: float, scope: str | None,
+            outcomes: Path | None) -> int:
     """Read schedules and state, decide what is due, commit, dispatch, record."""
-    if linger and (now_text or dry_run or as_json):
+    if linger and (now_text or dry_run or as_json or scope):
         raise click.UsageError("--linger waits on the real clock: it cannot be combined "
-                               "with --now, --dry-run or --json")
+                               "with --now, --dry-run, --json or --run")
+    if outcomes is not None and scope is None:
+        raise click.UsageError("--outcomes needs --run: outcome files are recorded by "
+                               "the tick of their run")
+    if scope is not None:
+        check_run_id(scope)
 
     def once(now: datetime) -> Wake | None:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           template=template).run(dry_run=dry_run)
+                           template=template, scope=scope,
+                           outcomes=outcomes).run(dry_run=dry_run)
         if heartbeat_url and not dry_run:
             problem = ping(heartbeat_url)
             if problem:

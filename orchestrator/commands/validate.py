@@ -22,6 +22,7 @@ from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
 from ..preview import Report
 from ..schedules import load_all
+from ..track_workflow import outdated_notes
 from . import _timing
 from .schedules import INSTANT, fmt_local, fmt_utc
 
@@ -122,18 +123,21 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
+    outdated = outdated_notes(cfg.repo / ".github" / "workflows")
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
     for problem in timing.problems:
         click.echo(f"orchestrator: {problem}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json()}, indent=2,
-                              ensure_ascii=False))
+        click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json(),
+                               "workflow_warnings": outdated}, indent=2, ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(render_markdown(report), nl=False)
+        click.echo("".join(f"\n> ⚠️ {_md(w)}\n" for w in outdated), nl=False)
         click.echo("\n" + _timing.markdown(timing, cfg.repo, report.loaded.schedules,
                                            report.start), nl=False)
     else:
-        click.echo(render_text(report) + _timing.text(timing), nl=False)
+        click.echo(render_text(report) + "".join(f"warning: {w}\n" for w in outdated)
+                   + _timing.text(timing), nl=False)
     return EXIT_OK if report.ok and not timing.problems else EXIT_USER
 

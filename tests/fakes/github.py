@@ -18,6 +18,10 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   the default, or ``all``; paginated), ``POST .../actions/runs/{id}/cancel`` (``202``
   and carried out :data:`CANCEL_DELAY` later, or ``409`` once completed); a deleted run
   answers ``404``.
+- ``GET .../actions/runs/{id}/artifacts`` (``name`` filter; paginated) and
+  ``GET .../actions/artifacts/{id}/zip``, which answers ``302`` to a signed URL on this
+  server (served without a token, as GitHub's blob storage is) or ``410`` once the
+  artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`.
 
 Runs and jobs carry every field GitHub's description requires. Jobs may be
 ``queued``, ``waiting``, ``pending``, ``requested``, ``in_progress`` or ``completed``;
@@ -48,7 +52,8 @@ Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
         fake_github.requests                     # every request, in order
 
 Faults are scripted per endpoint (``"dispatch"``, ``"runs"``, ``"run"``, ``"jobs"``,
-``"cancel"`` or ``"any"``) and consumed in order, each for ``times`` requests:
+``"cancel"``, ``"artifacts"``, ``"artifact-zip"`` or ``"any"``) and consumed in order,
+each for ``times`` requests:
 
 - ``fail(endpoint, status=500)``: an error answer;
 - ``rate_limit(endpoint, retry_after=1)``: ``429`` with ``Retry-After``;
@@ -69,11 +74,14 @@ prints its URL and serves until interrupted.
 
 from __future__ import annotations
 
+import io
 import json
 import operator
 import re
+import secrets
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -133,7 +141,12 @@ class Workflow:
     inputs: dict[str, bool]
     """Declared inputs and whether each is required."""
     jobs: list[tuple[str, str, str | None, str | None]]
-    """(job id, name template, matrix axis, input holding the matrix JSON)."""
+    """(job id, name template, matrix axis, input holding the matrix JSON) of the jobs
+    that start at once."""
+    after: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    """(job id, name, the job ids it ``needs``) of jobs that wait for others: GitHub
+    creates such a job once every job it needs has completed. The fake waits for every
+    job of the run's attempt (track.yml's ``fan-in`` needs all there is: the legs)."""
 
     @classmethod
     def load(cls, path: Path) -> Workflow | None:
@@ -146,7 +159,13 @@ class Workflow:
         declared = (on.get("workflow_dispatch") or {}).get("inputs") or {}
         inputs = {name: bool((spec or {}).get("required")) for name, spec in declared.items()}
         jobs = []
+        after = []
         for job_id, job in (doc.get("jobs") or {}).items():
+            needs = (job or {}).get("needs") or ()
+            if needs:
+                after.append((job_id, str(job.get("name") or job_id),
+                              (needs,) if isinstance(needs, str) else tuple(needs)))
+                continue
             matrix = ((job or {}).get("strategy") or {}).get("matrix")
             axis = source = None
             if isinstance(matrix, dict) and len(matrix) == 1:
@@ -155,7 +174,7 @@ class Workflow:
                 source = found.group(1) if found else None
             jobs.append((job_id, str(job.get("name") or job_id), axis, source))
         return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
-                   jobs)
+                   jobs, after)
 
     def title(self, inputs: dict[str, str]) -> str:
         if not self.run_name:
@@ -268,6 +287,8 @@ class FakeRun:
     cancel_at: datetime | None = None
     """A cancel was accepted (``202``); GitHub carries it out a little later."""
     stale: bool = False
+    waiting_jobs: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    """Jobs that ``need`` others (the workflow's ``after``), not created yet."""
 
     @property
     def latest_jobs(self) -> list[FakeJob]:
@@ -351,6 +372,46 @@ class FakeRun:
 
 
 @dataclass
+class FakeArtifact:
+    id: int
+    run_id: int
+    name: str
+    data: bytes
+    """The zip archive GitHub serves for it."""
+    created_at: datetime
+    expired: bool = False
+    signature: str = field(default_factory=lambda: secrets.token_hex(8))
+
+    def to_json(self, base: str, repository: str) -> dict[str, Any]:
+        api = f"{base}/repos/{repository}/actions/artifacts/{self.id}"
+        return {
+            "id": self.id,
+            "node_id": f"MDg6QXJ0aWZhY3Q{self.id}",
+            "name": self.name,
+            "size_in_bytes": len(self.data),
+            "url": api,
+            "archive_download_url": f"{api}/zip",
+            "expired": self.expired,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.created_at),
+            "expires_at": _iso(self.created_at + timedelta(days=90)),
+            "digest": None,
+            "workflow_run": {"id": self.run_id, "repository_id": 1296269,
+                             "head_repository_id": 1296269, "head_branch": "main",
+                             "head_sha": payloads.SHA},
+        }
+
+
+def zip_files(files: dict[str, bytes]) -> bytes:
+    """A zip archive of ``files``, as ``upload-artifact`` makes one."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in sorted(files.items()):
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@dataclass
 class Recorded:
     """One request as the fake saw it, and its answer."""
 
@@ -411,11 +472,13 @@ class FakeGitHub:
         """Path prefix of the API, e.g. ``/api/v3`` like GitHub Enterprise Server."""
         self.requests: list[Recorded] = []
         self.runs: dict[int, FakeRun] = {}
+        self.artifacts: dict[int, FakeArtifact] = {}
         self.faults: list[Fault] = []
         self.url = ""
         self._lock = threading.RLock()
         self._ids = iter(range(7_000_000_001, 8_000_000_000))
         self._job_ids = iter(range(40_000_000_001, 50_000_000_000))
+        self._artifact_ids = iter(range(2_000_000_001, 3_000_000_000))
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -470,7 +533,7 @@ class FakeGitHub:
         unknown path) are the tests' own doing and not checked."""
         problems = []
         for record in self.requests:
-            if record.endpoint == "other" or record.status in (0, 401) or (
+            if record.endpoint in ("other", "blob") or record.status in (0, 401) or (
                     record.status == 400 and record.api_version not in API_VERSIONS):
                 continue
             path = record.path.removeprefix(self.prefix)
@@ -558,6 +621,15 @@ class FakeGitHub:
                 job.conclusion = conclusion or "success"
                 job.completed_at = now
             self.runs[run_id].updated_at = now
+            self._release(self.runs[run_id])
+
+    def _release(self, run: FakeRun) -> None:
+        """Create the jobs that waited for the others, once those have all completed
+        (``if: always()``: whatever their conclusions)."""
+        jobs = run.latest_jobs
+        if run.waiting_jobs and jobs and all(j.status == "completed" for j in jobs):
+            ready, run.waiting_jobs = run.waiting_jobs, []
+            self._make_jobs(run, [(name, {}) for _, name, _ in ready])
 
     def start_all(self, run_id: int | None = None) -> None:
         with self._lock:
@@ -567,11 +639,13 @@ class FakeGitHub:
                         self.set_job(run.id, job.name, "in_progress")
 
     def complete_all(self, run_id: int | None = None, conclusion: str = "success") -> None:
+        """Complete every job, and those that waited for them (``fan-in``) after them."""
         with self._lock:
             for run in self._selected(run_id):
-                for job in run.jobs:
-                    if job.status != "completed":
-                        self.set_job(run.id, job.name, "completed", conclusion)
+                while any(j.status != "completed" for j in run.jobs):
+                    for job in list(run.jobs):
+                        if job.status != "completed":
+                            self.set_job(run.id, job.name, "completed", conclusion)
 
     def materialize(self, run_id: int) -> None:
         """Create the jobs of a run made while :attr:`jobs_appear` was false."""
@@ -595,9 +669,12 @@ class FakeGitHub:
                         job.status, job.conclusion = "completed", "cancelled"
                         job.completed_at = job.started_at + job.timeout
                         run.updated_at = job.completed_at
+                        self._release(run)
 
     def _cancel_now(self, run: FakeRun, at: datetime) -> None:
-        run.cancelled, run.cancel_at, run.pending_jobs = True, None, []
+        # a cancelled run's waiting jobs never start (the fake does not model the
+        # `if: always()` job GitHub may still run after a cancel)
+        run.cancelled, run.cancel_at, run.pending_jobs, run.waiting_jobs = True, None, [], []
         for job in run.latest_jobs:
             if job.status != "completed":
                 job.status, job.conclusion, job.completed_at = "completed", "cancelled", at
@@ -620,12 +697,37 @@ class FakeGitHub:
                               run_number=len(self.runs) + 1)
                 self.runs[run.id] = run
 
+    def upload(self, run_id: int, name: str, files: dict[str, bytes]) -> FakeArtifact:
+        """What ``actions/upload-artifact`` does: an artifact ``name`` of the run holding
+        ``files`` (GitHub refuses a second artifact of one name in one run attempt)."""
+        with self._lock:
+            if any(a.run_id == run_id and a.name == name for a in self.artifacts.values()):
+                raise ValueError(f"run {run_id} already has an artifact named {name!r}")
+            artifact = FakeArtifact(id=next(self._artifact_ids), run_id=run_id, name=name,
+                                    data=zip_files(files), created_at=self._clock())
+            self.artifacts[artifact.id] = artifact
+            return artifact
+
+    def download_all(self, run_id: int) -> dict[str, dict[str, bytes]]:
+        """What ``actions/download-artifact`` gives a job of the run: each unexpired
+        artifact's files, by artifact name."""
+        with self._lock:
+            out = {}
+            for artifact in self.artifacts.values():
+                if artifact.run_id == run_id and not artifact.expired:
+                    with zipfile.ZipFile(io.BytesIO(artifact.data)) as archive:
+                        out[artifact.name] = {n: archive.read(n) for n in archive.namelist()}
+            return out
+
     def rerun(self, run_id: int) -> None:
         """Re-run all jobs of a run: a new attempt with new jobs; ``filter=latest``
         shows only those, ``filter=all`` the earlier attempts' too."""
         with self._lock:
             run = self.runs[run_id]
-            legs = [(j.name, j.leg) for j in run.latest_jobs]
+            waited = {name for _, name, _ in self.workflows[run.workflow].after} \
+                if run.workflow in self.workflows else set()
+            legs = [(j.name, j.leg) for j in run.latest_jobs if j.name not in waited]
+            run.waiting_jobs = list(self.workflows[run.workflow].after) if waited else []
             run.run_attempt += 1
             run.cancelled, run.cancel_at = False, None
             run.updated_at = self._clock()
@@ -659,6 +761,8 @@ class FakeGitHub:
         if self.prefix:
             path = path.removeprefix(self.prefix) if path.startswith(self.prefix + "/") else ""
         endpoint, match = _route(method, path)
+        if method == "GET" and parts.path.startswith("/_blob/"):
+            return self._blob(parts.path, query, headers)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -683,6 +787,22 @@ class FakeGitHub:
             if self.ghes:
                 out_headers = {**out_headers, "x-github-enterprise-version": self.ghes}
             return status, out_headers, payload, delay
+
+    def _blob(self, path: str, query: dict[str, str],
+              headers: dict[str, str]) -> tuple[int, dict[str, str], Any, float]:
+        """The signed archive URL a download redirects to: no token needed (nor wanted:
+        one sent here is recorded, and a test can fail on it)."""
+        record = Recorded(method="GET", path=path, query=query, body=None, endpoint="blob",
+                          authorized="authorization" in headers, at=time.monotonic())
+        with self._lock:
+            self.requests.append(record)
+            name = path.removeprefix("/_blob/")
+            artifact = self.artifacts.get(int(name)) if name.isdigit() else None
+            if artifact is None or query.get("sig") != artifact.signature:
+                record.status = 403
+                return 403, {}, {"message": "signature mismatch"}, 0.0
+            record.status = 200
+            return 200, {"content-type": "application/zip"}, artifact.data, 0.0
 
     def _limits(self) -> dict[str, str]:
         reset = self.rate_reset_at or self._clock() + timedelta(hours=1)
@@ -720,7 +840,8 @@ class FakeGitHub:
             raise _Drop
         headers = self._limits()
         if link:
-            headers["link"] = link
+            # a redirect's target travels as Location, a page's neighbours as Link
+            headers["location" if status == 302 else "link"] = link
         return status, headers, payload, delay
 
     def _route_call(self, endpoint: str, match: re.Match[str], record: Recorded, body: Any,
@@ -737,6 +858,15 @@ class FakeGitHub:
             return self._list_runs(workflow, record)
         if endpoint == "other":
             return 404, {"message": "Not Found"}, None
+        if endpoint == "artifact-zip":
+            artifact = self.artifacts.get(int(rest.split("/")[1]))
+            if artifact is None or artifact.run_id not in self.runs:
+                return 404, {"message": "Not Found"}, None
+            if artifact.expired:
+                return 410, {"message": "Artifact has expired",
+                             "documentation_url": "https://docs.github.com/rest/actions/"
+                                                  "artifacts#download-an-artifact"}, None
+            return 302, None, f"{self.url}/_blob/{artifact.id}?sig={artifact.signature}"
         run_id = int(rest.split("/")[1])
         run = self.runs.get(run_id)
         if run is None:
@@ -745,6 +875,13 @@ class FakeGitHub:
             return 200, run.to_json(self.api_url, self.repository), None
         if endpoint == "jobs":
             return self._list_jobs(run, record)
+        if endpoint == "artifacts":
+            listed = sorted((a for a in self.artifacts.values() if a.run_id == run_id
+                             and record.query.get("name", a.name) == a.name),
+                            key=lambda a: a.id, reverse=True)
+            chunk, link = self._page(listed, record)
+            return 200, {"total_count": len(listed), "artifacts": [
+                a.to_json(self.api_url, self.repository) for a in chunk]}, link
         if endpoint == "cancel":
             if run.status == "completed":
                 return 409, {"message": "Cannot cancel a workflow run that is completed."}, None
@@ -800,6 +937,7 @@ class FakeGitHub:
                       display_title=workflow.title(inputs), ref=ref, inputs=dict(inputs),
                       created_at=now, run_number=len(self.runs) + 1)
         legs = workflow.expand(inputs)
+        run.waiting_jobs = list(workflow.after)
         if legs is None:
             run.startup_failure = True
         elif self.jobs_appear:
@@ -893,8 +1031,13 @@ def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
             return "run", match
         if method == "GET" and rest[2:] == ["jobs"]:
             return "jobs", match
+        if method == "GET" and rest[2:] == ["artifacts"]:
+            return "artifacts", match
         if method == "POST" and rest[2:] == ["cancel"]:
             return "cancel", match
+    if (method == "GET" and len(rest) == 3 and rest[0] == "artifacts" and rest[1].isdigit()
+            and rest[2] == "zip"):
+        return "artifact-zip", match
     return "other", match
 
 
@@ -945,11 +1088,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if delay:
             time.sleep(delay)
-        data = b"" if payload is None or status == 204 else json.dumps(payload).encode()
+        raw_body = isinstance(payload, bytes)
+        data = (payload if raw_body else b"" if payload is None or status == 204
+                else json.dumps(payload).encode())
         self.send_response(status)
         for name, value in out_headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        if not raw_body:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -37,17 +37,18 @@ def _with_timeout(found: list[Handle], minutes: float) -> list[Handle]:
 
 def test_a_job_github_cancels_at_its_timeout_is_tapped_out(fake_github: FakeGitHub) -> None:
     # GitHub documents that reaching timeout-minutes cancels the job: its conclusion is
-    # `cancelled`, never `timed_out`.
+    # `cancelled`, never `timed_out`. A leg's timeout-minutes is the track's limit plus
+    # 10 minutes of set-up (the limit itself is enforced inside the leg).
     ci_run, found = _dispatched(fake_github, "slow", timeout_minutes=5)
     fake_github.start_all(ci_run)
-    fake_github.now = T0 + timedelta(minutes=5, seconds=1)
+    fake_github.now = T0 + timedelta(minutes=15, seconds=1)
     [seen] = executor(fake_github, now=fake_github.now).observe(
         _with_timeout(found, 5)).values()
 
-    [job] = fake_github.runs[ci_run].jobs
+    [job] = [j for j in fake_github.runs[ci_run].jobs if j.name == found[0].key]
     assert (job.status, job.conclusion) == ("completed", "cancelled")
     assert seen.phase is TrackPhase.TAPPED_OUT
-    assert "timeout of 5 minutes" in (seen.error or "")
+    assert "timeout of 15 minutes" in (seen.error or "")
 
 
 def test_a_job_cancelled_before_its_timeout_stays_cancelled(fake_github: FakeGitHub) -> None:
@@ -60,10 +61,14 @@ def test_a_job_cancelled_before_its_timeout_stays_cancelled(fake_github: FakeGit
 
 
 def test_a_fractional_timeout_is_the_leg_s_whole_minutes(fake_github: FakeGitHub) -> None:
-    # track.yml's timeout-minutes is the track's timeout rounded up to whole minutes
+    # track.yml's timeout-minutes is the track's timeout rounded up to whole minutes,
+    # plus the set-up margin
     ci_run, found = _dispatched(fake_github, "quick", timeout_minutes=0.5)
     fake_github.start_all(ci_run)
-    fake_github.now = T0 + timedelta(minutes=1)
+    fake_github.now = T0 + timedelta(minutes=10, seconds=59)
+    [early] = executor(fake_github).observe(_with_timeout(found, 0.5)).values()
+    assert early.phase is TrackPhase.RUNNING
+    fake_github.now = T0 + timedelta(minutes=11)
     [seen] = executor(fake_github).observe(_with_timeout(found, 0.5)).values()
     assert seen.phase is TrackPhase.TAPPED_OUT
 
@@ -121,7 +126,9 @@ def test_a_re_run_replaces_the_jobs_the_executor_reads(fake_github: FakeGitHub) 
     every = httpx.get(f"{fake_github.api_url}/repos/{fake_github.repository}/actions/runs/"
                       f"{ci_run}/jobs", params={"filter": "all"},
                       headers={"Authorization": f"Bearer {fake_github.token}"}).json()
-    assert sorted(j["run_attempt"] for j in every["jobs"]) == [1, 2]
+    assert sorted(j["run_attempt"] for j in every["jobs"] if j["name"] == found[0].key) == [1, 2]
+    # the fan-in job of the first attempt ran; the new attempt's waits for its leg
+    assert [j["run_attempt"] for j in every["jobs"] if j["name"] == "fan-in"] == [1]
 
 
 # --------------------------------------------------------------------------- busy repository

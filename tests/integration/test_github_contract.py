@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator import outcomes
 from orchestrator.executors.base import Handle
 from tests.fakes import openapi
 from tests.fakes.github import FakeGitHub
@@ -28,6 +29,8 @@ OPERATIONS = {
     "actions/get-workflow-run",
     "actions/list-jobs-for-workflow-run",
     "actions/cancel-workflow-run",
+    "actions/list-workflow-run-artifacts",
+    "actions/download-artifact",
 }
 
 
@@ -49,7 +52,13 @@ def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     for h in handles(results):
         ex.cancel(h)
     fake.now = T0 + timedelta(minutes=1)
-    ex.observe(handles(results))
+    # leg a uploaded its outcome before the cancel: the executor reads it back
+    key = f"{RUN}--a--1"
+    outcome = outcomes.build(run_id=RUN, track="a", attempt=1, exit_code=0,
+                             started_at=T0, finished_at=T0 + timedelta(seconds=20))
+    fake.upload(ci_run, key, {f"{key}.json": outcomes.dump(outcome)})
+    seen = ex.observe(handles(results))
+    assert seen[key].details["source"] == "outcome"
     called = set()
     for record in fake.requests:
         found = openapi.find_operation(fake.description_for(record), record.method,
@@ -61,19 +70,24 @@ def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
 
 def test_api_github_com_2022_11_28(fake_github: FakeGitHub) -> None:
     assert _cycle(fake_github) == OPERATIONS
-    assert {r.api_version for r in fake_github.requests} == {"2022-11-28"}
+    assert {r.api_version for r in fake_github.requests if r.endpoint != "blob"} == {"2022-11-28"}
+    # the archive's signed URL is off the API: neither token nor version goes there
+    assert [r.authorized for r in fake_github.calls("blob")] == [False]
     assert fake_github.contract_violations() == []
 
 
 def test_api_github_com_2026_03_10(fake_github: FakeGitHub) -> None:
     assert _cycle(fake_github, api_version="2026-03-10") == OPERATIONS
-    assert {r.api_version for r in fake_github.requests} == {"2026-03-10"}
+    assert {r.api_version for r in fake_github.requests if r.endpoint != "blob"} == {"2026-03-10"}
+    # the archive's signed URL is off the API: neither token nor version goes there
+    assert [r.authorized for r in fake_github.calls("blob")] == [False]
     assert fake_github.contract_violations() == []
 
 
 def test_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
     assert _cycle(fake_ghes) == OPERATIONS
-    assert {fake_ghes.description_for(r) for r in fake_ghes.requests} == {openapi.GHES}
+    assert {fake_ghes.description_for(r) for r in fake_ghes.requests
+            if r.endpoint != "blob"} == {openapi.GHES}
     assert fake_ghes.contract_violations() == []
 
 

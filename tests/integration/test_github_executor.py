@@ -297,7 +297,8 @@ def test_jobs_progress_maps_to_phases(fake_github: FakeGitHub) -> None:
 
     before = len(fake_github.requests)
     seen = executor(fake_github, now=T0 + timedelta(minutes=2)).observe(handles(results))
-    assert len(fake_github.requests) - before == 1  # one jobs call for five tracks
+    # one jobs call for five tracks, and one artifacts listing for those that ended
+    assert [r.endpoint for r in fake_github.requests[before:]] == ["jobs", "artifacts"]
     phase = {k.split("--")[2]: o.phase for k, o in seen.items()}
     assert phase == {"ok": TrackPhase.COMPLETE, "bad": TrackPhase.FAILED,
                      "stopped": TrackPhase.CANCELLED, "slow": TrackPhase.TAPPED_OUT,

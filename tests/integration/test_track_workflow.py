@@ -1,101 +1,32 @@
-"""The steps of ``.github/workflows/track.yml`` run as a runner would run them.
+"""A repository whose ``track.yml`` predates the fan-in job keeps working.
 
-The tick dispatches to the fake GitHub server; each matrix leg it sent is then played
-on this machine: the job's and steps' ``env`` are evaluated from the workflow file
-(a small evaluator for the expressions the file uses), and the ``run`` scripts are
-executed with ``bash -eo pipefail`` in a fresh clone of the origin, with the installed
-``orchestrator`` on ``PATH``. What the legs report lands on the real state branch.
+Its legs (``tests/data/workflows/track-v1.yml``, the file as it was shipped before)
+commit their own report to the state branch; the tick still accepts those reports and
+consolidates the run, and ``validate`` says the workflow is out of date and how to
+update it. The legs are played by :mod:`tests.workflow_player`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import yaml
+from orchestrator import state as st
+from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.track_workflow import SHIPPED
+from tests.fakes.github import FakeGitHub
+from tests.gitrepo import clone, git, make_origin
+from tests.integration.test_github_tick import RUN, T0, github_tick, read_state
+from tests.workflow_player import Player
 
-from orchestrator.models import TrackPhase
-from tests.fakes.github import WORKFLOWS, FakeGitHub
-from tests.integration.test_github_tick import (
-    RUN,
-    T0,
-    clone,
-    github_tick,
-    make_origin,
-    read_state,
-)
-
-_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+OLD = Path(__file__).resolve().parents[1] / "data" / "workflows" / "track-v1.yml"
 
 
-def _lookup(path: str, ctx: dict[str, Any]) -> Any:
-    value: Any = ctx
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def _value(text: str, ctx: dict[str, Any]) -> Any:
-    text = text.strip()
-    if "||" in text:
-        first, rest = text.split("||", 1)
-        return _value(first, ctx) or _value(rest, ctx)
-    if text.startswith("'") and text.endswith("'"):
-        return text[1:-1]
-    if text.startswith("toJSON(") and text.endswith(")"):
-        return json.dumps(_lookup(text[7:-1], ctx))
-    return _lookup(text, ctx)
-
-
-def evaluate(template: Any, ctx: dict[str, Any]) -> str:
-    def sub(match: re.Match[str]) -> str:
-        value = _value(match.group(1), ctx)
-        return "" if value is None else value if isinstance(value, str) else json.dumps(value)
-
-    return _EXPR.sub(sub, str(template))
-
-
-def play_leg(job: dict[str, Any], ctx: dict[str, Any], checkout: Path) -> dict[str, str]:
-    """Run the leg's `run` steps in order (skipping `if:` steps that are false); return
-    each step's outcome by id or name."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    job_env = {k: evaluate(v, ctx) for k, v in job["env"].items()}
-    outcomes: dict[str, str] = {}
-    failed = False
-    for step in job["steps"]:
-        if "run" not in step:
-            continue  # checkout and setup-python: the clone and this interpreter
-        if step.get("name") == "Install the orchestrator":
-            continue  # installed already (editable)
-        condition = str(step.get("if", ""))
-        if condition.startswith("vars."):
-            continue  # repository variables are unset here
-        # `always() && (...outcome == 'success' || ... 'failure')`: here the command
-        # always finishes (nothing is cancelled), so the report step always runs
-        if failed and not condition.startswith("always()"):
-            continue
-        env = {**os.environ, **job_env, "PATH": path,
-               **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
-                               step["run"]], cwd=checkout, env=env, capture_output=True,
-                              text=True, timeout=120)
-        outcome = "success" if proc.returncode == 0 else "failure"
-        outcomes[step.get("id") or step["name"]] = outcome
-        ctx["steps"][step.get("id") or step["name"]] = {"outcome": outcome}
-        failed = failed or proc.returncode != 0
-        if step.get("name") == "Report the outcome":
-            assert proc.returncode == 0, proc.stderr
-    return outcomes
-
-
-def test_track_legs_run_their_command_and_report(tmp_path: Path,
-                                                 fake_github: FakeGitHub) -> None:
+def test_old_style_legs_that_report_by_push_are_still_accepted(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {"cron": "0 7 * * *", "tracks": [
         {"name": "build", "inputs": {"target": "docs"},
          "run": 'python3 -c "import json,os; json.dump({\'summary\': \'built \' + '
@@ -108,24 +39,48 @@ def test_track_legs_run_their_command_and_report(tmp_path: Path,
     github_tick(repo, fake_github, T0 + timedelta(minutes=1))
     [call] = fake_github.dispatches
     inputs = call.body["inputs"]
+    [ci_run] = fake_github.runs
 
-    workflow = yaml.safe_load((WORKFLOWS / "track.yml").read_text())
-    [job] = workflow["jobs"].values()
-    outcomes = {}
-    for leg in json.loads(inputs["tracks"]):
-        ctx: dict[str, Any] = {"inputs": inputs, "matrix": {"leg": leg}, "vars": {},
-                               "secrets": {}, "github": {"token": ""}, "steps": {},
-                               "runner": {"temp": str(tmp_path / f"temp-{leg['track']}")}}
-        Path(ctx["runner"]["temp"]).mkdir()
-        outcomes[leg["track"]] = play_leg(job, ctx, clone(origin, tmp_path / leg["key"]))
-        # the job name the tick matches on
-        assert evaluate(job["name"], ctx) == leg["key"]
-
-    assert outcomes["build"]["work"] == "success"
-    assert outcomes["broken"]["work"] == outcomes["inputs-only"]["work"] == "failure"
+    player = Player(fake_github, origin, tmp_path / "play", workflow=OLD)
+    played = {leg["track"]: player.play_leg(ci_run, inputs, leg)
+              for leg in player.legs(inputs)}
+    assert played["build"].outcomes["work"] == "success"
+    assert played["broken"].outcomes["work"] == played["inputs-only"].outcomes["work"] == \
+        "failure"
+    assert fake_github.artifacts == {}  # old legs upload nothing: they pushed
     state, _ = read_state(repo)
     tracks = state.tracks[RUN]
     assert tracks["build"].phase is TrackPhase.COMPLETE
     assert tracks["build"].result == {"summary": "built docs"}
     assert tracks["broken"].phase is TrackPhase.FAILED
     assert tracks["inputs-only"].phase is TrackPhase.FAILED
+
+    # the cron tick finds every track terminal and consolidates the run
+    result = github_tick(repo, fake_github, T0 + timedelta(minutes=5))
+    assert result.rendered == [RUN]
+    state, files = read_state(repo)
+    assert state.runs[RUN].status is RunStatus.FAILED
+    assert st.brief_path(RUN) in files
+
+
+def _validate(repo: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                           "validate"], capture_output=True, text=True, env=os.environ,
+                          timeout=120)
+
+
+def test_validate_says_an_old_track_workflow_is_out_of_date(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"nightly": {"cron": "0 7 * * *",
+                                                "tracks": [{"name": "a", "run": "true"}]}})
+    repo = clone(origin, tmp_path / "repo")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "track.yml").write_text(OLD.read_text())
+    old = _validate(repo)
+    assert "track.yml is out of date" in old.stdout
+    assert f"cp {SHIPPED} .github/workflows/track.yml" in old.stdout
+
+    (workflows / "track.yml").write_text(SHIPPED.read_text())
+    git("add", ".", cwd=repo)
+    current = _validate(repo)
+    assert "out of date" not in current.stdout + current.stderr

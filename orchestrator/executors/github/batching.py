@@ -34,9 +34,15 @@ HOSTED_MAX_MINUTES = 360
 ``timeout-minutes`` says (self-hosted runners allow more)."""
 
 
+SETUP_MINUTES = 10
+"""What a leg's job gets beyond its track's limit: checkout, Python and the install run
+before the command, whose own limit ``timeout`` enforces inside the leg."""
+
+
 def leg_timeout_minutes(minutes: float) -> int:
-    """A track's timeout as its leg's ``timeout-minutes``: whole minutes, at least one."""
-    return max(1, math.ceil(minutes))
+    """A track's timeout as its leg's job ``timeout-minutes``: whole minutes, at least
+    one, plus :data:`SETUP_MINUTES`."""
+    return max(1, math.ceil(minutes)) + SETUP_MINUTES
 
 
 def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
@@ -53,8 +59,10 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         "key": request.key,
         "track": request.track,
         "attempt": request.attempt,
+        "poll": request.poll,
         "run": request.spec.run or "",
         "timeout_minutes": leg_timeout_minutes(request.spec.timeout_minutes),
+        "limit": request.spec.timeout_minutes,
         "inputs": dict(sorted(request.spec.inputs.items())),
     }
 

@@ -262,6 +262,27 @@ class GitHubClient:
             self.breaker = breaker_success(self.breaker)
             return response
 
+    def fetch_signed(self, url: str, limit: int) -> bytes | None:
+        """GET a signed URL GitHub redirected to (an artifact's archive), at most
+        ``limit`` bytes; ``None`` when it fails. The token is never sent: the URL is
+        off the API and carries its own signature."""
+        if not url.startswith(("https://", "http://")):
+            return None
+        self.calls += 1
+        try:
+            with self._client.stream("GET", url, headers={"User-Agent": self._headers[
+                    "User-Agent"]}) as response:
+                if response.status_code != 200:
+                    return None
+                data = b""
+                for chunk in response.iter_bytes():
+                    data += chunk
+                    if len(data) > limit:
+                        return None
+                return data
+        except httpx.HTTPError:
+            return None
+
     def paged(self, path: str, params: Mapping[str, str], key: str,
               max_pages: int) -> list[dict[str, Any]]:
         """The items under ``key`` of up to ``max_pages`` pages, following ``Link: next``."""

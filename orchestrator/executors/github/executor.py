@@ -18,7 +18,8 @@ Correlation
 
 Observation
     ``GET /actions/runs/{id}/jobs?filter=latest`` (paginated), one listing per workflow
-    run whatever its number of tracks (:mod:`.observation`).
+    run whatever its number of tracks (:mod:`.observation`); for legs that finished,
+    the outcome files they uploaded, through the artifacts API (:mod:`.artifacts`).
 
 Limits and failures
     Rate limits, retries and the circuit breaker live in the client (:mod:`.client`).
@@ -42,6 +43,7 @@ from ...errors import CircuitOpen, ExecutorError, UserError
 from ...models import WORKFLOW_RE, TrackPhase, check_id, check_run_id
 from ...times import iso, parse_utc
 from ..base import DispatchRequest, DispatchResult, Handle, Observation
+from .artifacts import Artifacts, read_outcomes
 from .batching import Batch, plan_batches
 from .client import (
     API_VERSION,
@@ -103,6 +105,7 @@ class GitHubExecutor:
             max_wait_seconds=max_wait_seconds, client=client, timeout=timeout,
             max_attempts=max_attempts, api_version=api_version)
         self.listing = Listing(self.client, repository)
+        self.artifacts = Artifacts(self.client, repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
 
@@ -271,7 +274,8 @@ class GitHubExecutor:
         job_name = str(handle.handle.get("job_name", handle.key))
         marked = self._cancel_marked.setdefault(ci_run, set())
         marked.add(job_name)
-        jobs = self.listing.jobs(ci_run)
+        # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
+        jobs = [j for j in self.listing.jobs(ci_run) if "--" in str(j.get("name"))]
         mine = [j for j in jobs if j.get("name") == job_name]
         if mine and all(j.get("status") == "completed" for j in mine):
             return  # finished already: nothing to stop
@@ -474,7 +478,7 @@ class GitHubExecutor:
             for handle in missing:
                 out[handle.key] = missing_job(handle, ci_run, response.status_code, run,
                                                run_url)
-        return out
+        return read_outcomes(self.artifacts, ci_run, out)
 
     # ------------------------------------------------------------------ paths
 

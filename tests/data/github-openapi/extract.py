@@ -37,6 +37,8 @@ OPERATIONS = (
     "actions/get-workflow-run",
     "actions/list-jobs-for-workflow-run",
     "actions/cancel-workflow-run",
+    "actions/list-workflow-run-artifacts",
+    "actions/download-artifact",
 )
 DESCRIPTIONS = {
     # output name: (file in the package's generated/ folder, API version or None)

@@ -1,0 +1,217 @@
+"""Legs that never push and the fan-in job that records their batch, end to end.
+
+A real bare origin, the fake GitHub server, and ``track.yml``'s jobs played on this
+machine (:mod:`tests.workflow_player`): the legs run their commands under ``timeout``
+and upload their outcome files as artifacts; the ``fan-in`` job downloads them and runs
+``orchestrator tick --run RUN --outcomes DIR``. Everything runs on the real clock (a
+one-shot ``at`` schedule a minute ago), since the legs measure their own times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from orchestrator import state as st
+from orchestrator.models import RunStatus, TrackPhase
+from tests.fakes.github import FakeGitHub
+from tests.gitrepo import clone, git, make_origin
+from tests.integration.test_github_tick import BRANCH, github_tick, read_state, run_ticks
+from tests.workflow_player import Player
+
+RESULT = ('python3 -c "import json,os; json.dump({\'summary\': \'built \' + '
+          'json.loads(os.environ[\'ORCHESTRATOR_INPUTS\'])[\'target\']}, '
+          'open(os.environ[\'ORCHESTRATOR_RESULT\'], \'w\'))"')
+TRACKS = [
+    {"name": "build", "inputs": {"target": "docs"}, "run": RESULT},
+    {"name": "broken", "run": "echo starting; echo 'ValueError: no such table' >&2; exit 3"},
+    # 0.02 minutes: `timeout` stops it after 1.2 s, long before its job's timeout
+    {"name": "stuck", "run": "sleep 30", "timeout_minutes": 0.02},
+]
+
+
+Started = tuple[Path, Path, str, int, dict[str, str]]
+
+
+def _start(tmp_path: Path, fake: FakeGitHub,
+           tracks: list[dict[str, Any]] | None = None) -> Started:
+    """An origin with a one-shot schedule due a minute ago, and the tick that fired it
+    and dispatched its tracks: (origin, clone, run id, workflow run id, inputs)."""
+    slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    origin = make_origin(tmp_path, {"nightly": {"at": f"{slot:%Y-%m-%dT%H:%M}Z",
+                                                "tracks": tracks or TRACKS}})
+    repo = clone(origin, tmp_path / "repo")
+    github_tick(repo, fake, datetime.now(UTC))
+    fake.now = None  # the fake's jobs keep the real clock, as the legs do
+    [call] = fake.dispatches
+    [ci_run] = fake.runs
+    return origin, repo, call.body["inputs"]["run_id"], ci_run, call.body["inputs"]
+
+
+def _play_legs(player: Player, ci_run: int, inputs: dict[str, str]) -> None:
+    for leg in player.legs(inputs):
+        player.play_leg(ci_run, inputs, leg)
+
+
+def _commits(repo: Path) -> int:
+    git("fetch", "--quiet", "origin", BRANCH, cwd=repo)
+    return int(git("rev-list", "--count", "FETCH_HEAD", cwd=repo))
+
+
+def _tick(repo: Path, fake: FakeGitHub, *options: str) -> subprocess.Popen[str]:
+    """``orchestrator tick --executor github`` as a process, on the real clock."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+         "--executor", "github", *options],
+        env={**os.environ, **fake.env()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def _history(state: st.State, run_id: str) -> dict[str, list[str]]:
+    return {name: [str(h.to) for h in t.state_history]
+            for name, t in state.tracks[run_id].items()}
+
+
+def test_the_fan_in_job_records_the_batch_in_one_push_and_lands_the_brief(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
+    summary = tmp_path / "summary.md"
+    player = Player(fake_github, origin, tmp_path / "play",
+                    env={"GITHUB_STEP_SUMMARY": str(summary)})
+    before = _commits(repo)
+    _play_legs(player, ci_run, inputs)
+    assert _commits(repo) == before  # legs never push
+
+    # every leg uploaded its outcome, named after its dispatch key
+    assert sorted(a.name for a in fake_github.artifacts.values()) == sorted(
+        leg["key"] for leg in player.legs(inputs))
+    played = player.play_fan_in(ci_run, inputs)
+    assert played.conclusion == "success", [p.stderr for p in played.output]
+    assert _commits(repo) == before + 1  # the whole batch and the brief: one push
+
+    state, files = read_state(repo)
+    tracks = state.tracks[run_id]
+    assert tracks["build"].phase is TrackPhase.COMPLETE
+    assert tracks["build"].result == {"summary": "built docs"}
+    assert tracks["broken"].phase is TrackPhase.FAILED
+    assert "exit code 3" in tracks["broken"].error_log[-1]
+    assert "ValueError: no such table" in tracks["broken"].error_log[-1]
+    # `timeout` stopped it at the track's own limit: the outcome says tapped out
+    assert tracks["stuck"].phase is TrackPhase.TAPPED_OUT
+    stuck = tracks["stuck"]
+    assert stuck.started_at is not None and stuck.finished_at is not None
+    assert timedelta(seconds=1) <= stuck.finished_at - stuck.started_at < timedelta(seconds=10)
+    outcome = json.loads(next(p for p in (tmp_path / "play").rglob(
+        f"{run_id}--stuck--1.json")).read_text())
+    assert outcome["exit_code"] == 124
+    # the times are the legs' own, not those of a tick that noticed
+    assert tracks["build"].finished_at == datetime.fromisoformat(json.loads(next(
+        p for p in (tmp_path / "play").rglob(f"{run_id}--build--1.json")).read_text())[
+        "finished_at"].replace("Z", "+00:00"))
+
+    assert state.runs[run_id].status is RunStatus.FAILED
+    assert st.brief_path(run_id) in files
+    assert run_id in summary.read_text()
+    # the fan-in job asked GitHub nothing about the legs it had outcomes for
+    assert fake_github.calls("jobs") == [] and fake_github.calls("artifacts") == []
+
+
+def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifacts(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
+    player = Player(fake_github, origin, tmp_path / "play")
+    _play_legs(player, ci_run, inputs)
+    fake_github.set_job(ci_run, "fan-in", "completed", "cancelled")  # its runner was lost
+
+    result = github_tick(repo, fake_github, datetime.now(UTC))
+    assert result.rendered == [run_id]
+    state, files = read_state(repo)
+    tracks = state.tracks[run_id]
+    assert tracks["build"].result == {"summary": "built docs"}  # only the artifact has it
+    assert tracks["stuck"].phase is TrackPhase.TAPPED_OUT
+    assert "ValueError: no such table" in tracks["broken"].error_log[-1]
+    assert state.runs[run_id].status is RunStatus.FAILED
+    assert st.brief_path(run_id) in files
+    # one listing for the run, one archive per leg, fetched without the token
+    assert len(fake_github.calls("artifacts")) == 1
+    assert len(fake_github.calls("artifact-zip")) == 3
+    assert [r.authorized for r in fake_github.calls("blob")] == [False] * 3
+
+
+def test_a_missing_artifact_is_recovered_from_the_job_s_conclusion(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:2])
+    player = Player(fake_github, origin, tmp_path / "play")
+    _play_legs(player, ci_run, inputs)
+    lost = f"{run_id}--broken--1"
+    for artifact in fake_github.artifacts.values():
+        if artifact.name == lost:
+            artifact.expired = True  # or never uploaded: no outcome either way
+    fake_github.set_job(ci_run, "fan-in", "completed", "cancelled")
+
+    github_tick(repo, fake_github, datetime.now(UTC))
+    state, _ = read_state(repo)
+    tracks = state.tracks[run_id]
+    assert tracks["build"].result == {"summary": "built docs"}
+    assert tracks["broken"].phase is TrackPhase.FAILED
+    assert f"job {lost} concluded failure" in tracks["broken"].error_log[-1]
+    assert state.runs[run_id].status is RunStatus.FAILED
+
+
+def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
+    player = Player(fake_github, origin, tmp_path / "play")
+    _play_legs(player, ci_run, inputs)
+    clones = [clone(origin, tmp_path / f"cron{i}") for i in range(2)]
+    fake_github.set_job(ci_run, "fan-in", "in_progress")
+    outcomes = tmp_path / "outcomes"
+    for archive in fake_github.download_all(ci_run).values():
+        for file, data in archive.items():
+            outcomes.mkdir(exist_ok=True)
+            (outcomes / file).write_bytes(data)
+
+    fan_in_repo = clone(origin, tmp_path / "fan-in")
+    before = _commits(repo)
+    run_ticks([_tick(fan_in_repo, fake_github, "--run", run_id, "--outcomes", str(outcomes)),
+               *(_tick(c, fake_github) for c in clones)])
+
+    assert _commits(repo) == before + 1  # one won; the others re-planned to nothing
+    state, files = read_state(repo)
+    history = _history(state, run_id)
+    # each outcome recorded once, whoever won
+    assert history == {"build": ["dispatched", "complete"],
+                       "broken": ["dispatched", "failed"],
+                       "stuck": ["dispatched", "tapped_out"]}
+    run = state.runs[run_id]
+    assert [str(h.to) for h in run.state_history].count("consolidating") == 1
+    assert run.status is RunStatus.FAILED
+    polls = files[st.polls_path(run_id)].decode()
+    assert polls.count("brief rendered") == 1  # one consolidation, one brief
+    assert list(files).count(st.brief_path(run_id)) == 1
+
+
+def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:1])
+    player = Player(fake_github, origin, tmp_path / "play")
+    # another schedule fell due meanwhile: only a cron tick may fire it
+    checkout = player._checkout("fan-in")
+    due = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    (checkout / "schedules" / "later.json").write_text(json.dumps(
+        {"at": f"{due:%Y-%m-%dT%H:%M}Z", "tracks": [{"name": "x", "run": "true"}]}))
+    _play_legs(player, ci_run, inputs)
+    played = player.play_fan_in(ci_run, inputs)
+    assert played.conclusion == "success", [p.stderr for p in played.output]
+
+    state, _ = read_state(repo)
+    assert list(state.runs) == [run_id] and "later" not in state.cursors
+    assert state.runs[run_id].status is RunStatus.COMPLETED
+    github_tick(checkout, fake_github, datetime.now(UTC))
+    state, _ = read_state(repo)
+    assert sorted(state.runs) == sorted([run_id, f"later--{due:%Y%m%dT%H%MZ}"])

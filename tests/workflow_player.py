@@ -1,0 +1,195 @@
+"""The jobs of ``.github/workflows/track.yml`` played as a runner would play them.
+
+A tick dispatches to the fake GitHub server; :class:`Player` then runs each matrix leg
+the dispatch carried, and the ``fan-in`` job once the fake has created it (after every
+leg ended). The job's and steps' ``env`` are evaluated from the workflow file (a small
+evaluator for the expressions the file uses), ``run`` scripts are executed with
+``bash -eo pipefail`` in a clone of the origin with the ``orchestrator`` of this
+checkout on ``PATH``, and the steps that use actions are what those actions do
+against the fake: ``upload-artifact`` uploads the file as an artifact of the workflow
+run, ``download-artifact`` writes the run's matching artifacts into the folder, and
+``checkout``, ``setup-python`` and the install step are the clone and this
+interpreter. The fake's job status follows: ``in_progress`` while a job plays, then
+``completed`` with the conclusion its steps give.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.fakes.github import WORKFLOWS, FakeGitHub
+from tests.gitrepo import clone
+
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def _lookup(path: str, ctx: dict[str, Any]) -> Any:
+    value: Any = ctx
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _value(text: str, ctx: dict[str, Any]) -> Any:
+    text = text.strip()
+    if "||" in text:
+        first, rest = text.split("||", 1)
+        return _value(first, ctx) or _value(rest, ctx)
+    if text.startswith("'") and text.endswith("'"):
+        return text[1:-1]
+    if text.startswith("toJSON(") and text.endswith(")"):
+        return json.dumps(_lookup(text[7:-1], ctx))
+    return _lookup(text, ctx)
+
+
+def evaluate(template: Any, ctx: dict[str, Any]) -> str:
+    def sub(match: re.Match[str]) -> str:
+        value = _value(match.group(1), ctx)
+        return "" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+    return _EXPR.sub(sub, str(template))
+
+
+@dataclass
+class Played:
+    """One job as it was played: each step's outcome by id or name, and the output of
+    its ``run`` steps."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    output: list[subprocess.CompletedProcess[str]] = field(default_factory=list)
+
+    @property
+    def conclusion(self) -> str:
+        return "failure" if "failure" in self.outcomes.values() else "success"
+
+
+@dataclass
+class Player:
+    """Plays the jobs of one track workflow file against ``fake`` and ``origin``."""
+
+    fake: FakeGitHub
+    origin: Path
+    work: Path
+    workflow: Path = WORKFLOWS / "track.yml"
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment for every step (e.g. ``GITHUB_STEP_SUMMARY``)."""
+    shared_checkout: bool = True
+    """Legs share one clone (they only read it); ``False`` gives each its own, as legs
+    that push while others do need (two fetches in one clone contend for its locks)."""
+    _checkouts: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        data: dict[str, Any] = yaml.safe_load(self.workflow.read_text())
+        return data
+
+    def _checkout(self, name: str) -> Path:
+        """One clone per kind of job: legs only read theirs (old-style legs push from
+        theirs, through the state store, which fetches first)."""
+        if name not in self._checkouts:
+            self._checkouts[name] = clone(self.origin, self.work / f"checkout-{name}")
+        return self._checkouts[name]
+
+    def _context(self, inputs: dict[str, str], leg: dict[str, Any] | None,
+                 temp: Path) -> dict[str, Any]:
+        temp.mkdir(parents=True, exist_ok=True)
+        return {"inputs": inputs, "matrix": {"leg": leg} if leg is not None else {},
+                "vars": {}, "secrets": {}, "github": {"token": self.fake.token},
+                "steps": {}, "runner": {"temp": str(temp)}}
+
+    # ------------------------------------------------------------------ jobs
+
+    def legs(self, inputs: dict[str, str]) -> list[dict[str, Any]]:
+        legs: list[dict[str, Any]] = json.loads(inputs["tracks"])
+        return legs
+
+    def play_leg(self, ci_run: int, inputs: dict[str, str], leg: dict[str, Any]) -> Played:
+        """Run one matrix leg (the workflow's job with a matrix)."""
+        [job] = [j for j in self.doc["jobs"].values() if "strategy" in j]
+        ctx = self._context(inputs, leg, self.work / f"temp-{leg['key']}")
+        assert evaluate(job["name"], ctx) == leg["key"]  # the name the tick matches on
+        self.fake.set_job(ci_run, leg["key"], "in_progress")
+        checkout = self._checkout("leg" if self.shared_checkout else leg["key"])
+        played = self._play(job, ctx, ci_run, checkout)
+        self.fake.set_job(ci_run, leg["key"], "completed", played.conclusion)
+        return played
+
+    def play_fan_in(self, ci_run: int, inputs: dict[str, str]) -> Played:
+        """Run the ``fan-in`` job, which the fake created once every leg ended."""
+        job = self.doc["jobs"]["fan-in"]
+        assert job.get("if") == "always()" and job.get("needs") == "track"
+        ctx = self._context(inputs, None, self.work / f"temp-fan-in-{ci_run}")
+        self.fake.set_job(ci_run, "fan-in", "in_progress")
+        played = self._play(job, ctx, ci_run, self._checkout("fan-in"))
+        self.fake.set_job(ci_run, "fan-in", "completed", played.conclusion)
+        return played
+
+    # ------------------------------------------------------------------ steps
+
+    def _play(self, job: dict[str, Any], ctx: dict[str, Any], ci_run: int,
+              checkout: Path) -> Played:
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+        job_env = {k: evaluate(v, ctx) for k, v in (job.get("env") or {}).items()}
+        played = Played()
+        failed = False
+        for step in job["steps"]:
+            condition = str(step.get("if", ""))
+            if condition.startswith("vars."):
+                continue  # repository variables are unset here
+            # `always()` steps run after a failure; nothing is cancelled here
+            if failed and not condition.startswith("always()"):
+                continue
+            name = step.get("id") or step.get("name") or step.get("uses", "")
+            uses = str(step.get("uses", ""))
+            if uses:
+                outcome = self._action(uses, {k: evaluate(v, ctx) for k, v in
+                                              (step.get("with") or {}).items()}, ci_run)
+            elif step.get("name") == "Install the orchestrator":
+                continue  # installed already (editable)
+            else:
+                env = {**os.environ, **self.fake.env(), **job_env, "PATH": path, **self.env,
+                       **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}
+                proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail",
+                                       "-c", step["run"]], cwd=checkout, env=env,
+                                      capture_output=True, text=True, timeout=300)
+                played.output.append(proc)
+                outcome = "success" if proc.returncode == 0 else "failure"
+            played.outcomes[name] = outcome
+            ctx["steps"][name] = {"outcome": outcome}
+            if outcome == "failure" and str(step.get("continue-on-error")).lower() != "true":
+                failed = True
+        return played
+
+    def _action(self, uses: str, given: dict[str, str], ci_run: int) -> str:
+        action = uses.split("@", 1)[0]
+        if action == "actions/upload-artifact":
+            source = Path(given["path"])
+            if not source.is_file():
+                # if-no-files-found: ignore uploads nothing and succeeds
+                return "success" if given.get("if-no-files-found") == "ignore" else "failure"
+            self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()})
+            return "success"
+        if action == "actions/download-artifact":
+            into = Path(given["path"])
+            into.mkdir(parents=True, exist_ok=True)
+            found = {name: files for name, files in self.fake.download_all(ci_run).items()
+                     if fnmatch.fnmatchcase(name, given.get("pattern", "*"))}
+            for name, files in found.items():
+                merge = given.get("merge-multiple", "").lower() == "true"
+                folder = into if merge else into / name
+                folder.mkdir(parents=True, exist_ok=True)
+                for file, data in files.items():
+                    (folder / file).write_bytes(data)
+            # download-artifact fails when a pattern matches nothing
+            return "success" if found else "failure"
+        return "success"  # checkout, setup-python: the clone and this interpreter
