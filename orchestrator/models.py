@@ -31,6 +31,7 @@ from .cron import DstFold as DstFold
 from .cron import DstGap as DstGap
 from .cron import DstPolicy, local_to_utc, validate_cron
 from .errors import InvalidId
+from .policies import Pause, SchedulePolicies
 
 ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
 """Schedule ids and track names: safe as a file name, a path segment and a git ref part.
@@ -182,8 +183,9 @@ class TrackSpec(Frozen):
         return self
 
 
-class ScheduleSpec(Frozen):
-    """A schedule file: when to fire and which tracks to run in parallel."""
+class ScheduleSpec(Frozen, SchedulePolicies):
+    """A schedule file: when to fire and which tracks to run in parallel (the opt-in
+    failure and capacity policies are in :mod:`orchestrator.policies`)."""
 
     schema_ref: str | None = Field(
         None, alias="$schema", description="Path or URL of the JSON Schema, for editors."
@@ -435,6 +437,10 @@ class Cursor(Frozen):
     fires_per_day: dict[str, int] = Field(default_factory=dict)
     """Runs started per local calendar day (ISO date), for ``max_runs_per_day``."""
     notes: list[SlotNote] = Field(default_factory=list)
+    paused: Pause | None = None
+    """Set while the schedule is paused (``pause_after_failures``); it fires nothing."""
+    resumed: Pause | None = None
+    """The last resume: failures before it no longer count towards a pause."""
 
 
 class DeadLetter(Frozen):

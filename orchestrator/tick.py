@@ -34,7 +34,7 @@ from .errors import ExecutorError, OrchestratorError
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
 from .models import RunStatus, Schedule, TrackPhase
-from .planner import Decision, Observations, finish, plan, record_dispatch
+from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
@@ -155,6 +155,18 @@ def gather(executor: Executor, state: st.State) -> Observations:
                         executor_available=breaker is None or breaker.state != "open")
 
 
+def repo_caps(repo: Path) -> tuple[Caps, str | None]:
+    """The stampede caps of ``orchestrator.json``, and the problem of an invalid file
+    (then no cap: one bad file must not stop every schedule)."""
+    from .repo_config import load_repo_config
+
+    try:
+        config = load_repo_config(repo)
+    except OrchestratorError as exc:
+        return Caps(), f"{exc.message}; its caps are not applied"
+    return Caps(config.max_concurrent_tracks, config.max_dispatches_per_tick), None
+
+
 def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
                   keep: int | None = None) -> bytes:
     old = files.get(path, b"")
@@ -216,13 +228,14 @@ class Tick:
         self.index_template = index_template
         self.markdown_template = markdown_template
         self._breaker_base: Breaker | None = None
+        self._caps: Caps | None = None
 
     # ---------------------------------------------------------------- planning
 
     def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
                     invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
-        decision = plan(schedules, state, obs, self.now,
-                        executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
+        decision = plan(schedules, state, obs, self.now, executor=self.executor_name,
+                        dispatch_grace=self.grace, invalid=invalid, caps=self._caps)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
@@ -319,6 +332,9 @@ class Tick:
         loaded = load_all(self.repo / "schedules")
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
+        self._caps, problem = repo_caps(self.repo)
+        if problem:  # reported like an invalid schedule; the schedules are still served
+            invalid.append(problem)
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
         self._breaker_base = state0.health.get(self.executor_name)

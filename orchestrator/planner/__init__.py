@@ -15,13 +15,15 @@ Order inside one call, each step in its own module:
    seen after a grace period; retry failed tracks with attempts left (after backoff),
    park the others in the dead letter queue.
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
-   the catch-up, overlap and daily-cap policies.
+   the catch-up, overlap and daily-cap policies; a paused schedule fires nothing
+   (:mod:`.pause`).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
    ``consolidating`` and get a render effect; :func:`finish` then marks them
    ``completed`` or ``failed``.
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
    (after fan-in, so a run buffered behind one that just finished starts in the same
-   tick). :func:`record_dispatch` folds the executor's answers back in afterwards.
+   tick), as far as the stampede caps allow (:mod:`.capacity`).
+   :func:`record_dispatch` folds the executor's answers back in afterwards.
 
 A tick that has nothing to do returns a state equal to its input, so the shell
 commits nothing.
@@ -34,13 +36,14 @@ from datetime import datetime, timedelta
 
 from ..models import Schedule
 from ..state import State
-from .context import Context, Decision, Observations
+from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import fan_in, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
 
 __all__ = [
+    "Caps",
     "Decision",
     "DispatchRecord",
     "Observations",
@@ -61,13 +64,14 @@ def plan(
     executor: str = "local",
     dispatch_grace: timedelta = timedelta(minutes=10),
     invalid: Iterable[str] = (),
+    caps: Caps | None = None,
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision."""
     decision = Decision(state=state.copy(), invalid=list(invalid))
     for line in decision.invalid:
         decision.log.append(f"invalid schedule, ignored: {line}")
     by_id = {s.id: s for s in schedules}
-    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace)
+    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps)
     hygiene(ctx)  # 1 + 2
     fire_due_slots(ctx)  # 3
     fan_in(ctx)  # 4

@@ -38,6 +38,14 @@ class Observations:
     """False when the backend's circuit breaker is open: nothing is dispatched."""
 
 
+@dataclass(frozen=True)
+class Caps:
+    """Repository-wide capacity (``orchestrator.json``); ``None`` is no cap."""
+
+    max_concurrent_tracks: int | None = None
+    max_dispatches_per_tick: int | None = None
+
+
 @dataclass
 class Decision:
     """The new state and the effects to carry out once it is committed."""
@@ -72,7 +80,7 @@ class Context:
 
     def __init__(self, decision: Decision, schedules: dict[str, Schedule],
                  observations: Observations, now: datetime, executor: str,
-                 dispatch_grace: timedelta) -> None:
+                 dispatch_grace: timedelta, caps: Caps | None = None) -> None:
         self.d = decision
         self.st = decision.state
         self.schedules = schedules
@@ -80,6 +88,7 @@ class Context:
         self.now = now
         self.executor = executor
         self.grace = dispatch_grace
+        self.caps = caps or Caps()
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is

@@ -11,9 +11,10 @@ from typing import Literal
 
 from .. import machine
 from ..executors.base import DispatchRequest, DispatchResult
-from ..models import OverlapPolicy, Run
+from ..models import OverlapPolicy, Run, Track
 from ..state import State
 from ..times import iso
+from .capacity import admit
 from .context import Context, P, R, log_line
 
 
@@ -22,6 +23,7 @@ def dispatch_pending(ctx: Context) -> None:
         if any(t.phase is P.PENDING for ts in ctx.st.tracks.values() for t in ts.values()):
             ctx.d.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
         return
+    wanting: list[tuple[str, str]] = []
     for run in ctx.open_runs():
         if run.status is R.CONSOLIDATING or buffered(ctx, run):
             continue
@@ -32,20 +34,25 @@ def dispatch_pending(ctx: Context) -> None:
                 continue
             if track.not_before is not None and track.not_before > ctx.now:
                 continue
-            request = DispatchRequest(run_id=run.run_id, track=name, attempt=track.attempt,
-                                      spec=track.spec, workflow=run.workflow)
-            ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}",
-                      dispatch_key=request.key, dispatched_at=ctx.now,
-                      executor=ctx.executor, handle=None, not_before=None)
-            ctx.d.dispatch.append(request)
-            run = ctx.st.runs[run.run_id]
-            if run.status is R.SCHEDULED:
-                # The deadline counts from the start: a run that waited behind
-                # another (buffer_one) gets its whole allowance once it starts.
-                allowance = run.deadline - max(run.fire_at, run.created_at)
-                run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
-                                       deadline=max(run.deadline, ctx.now + allowance))
-                ctx.st.runs[run.run_id] = run
+            wanting.append((run.run_id, name))
+    for run_id, name in admit(ctx, wanting):
+        dispatch_one(ctx, ctx.st.runs[run_id], ctx.st.tracks[run_id][name])
+
+
+def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
+    request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
+                              spec=track.spec, workflow=run.workflow)
+    ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}",
+             dispatch_key=request.key, dispatched_at=ctx.now,
+             executor=ctx.executor, handle=None, not_before=None)
+    ctx.d.dispatch.append(request)
+    if run.status is R.SCHEDULED:
+        # The deadline counts from the start: a run that waited behind
+        # another (buffer_one) gets its whole allowance once it starts.
+        allowance = run.deadline - max(run.fire_at, run.created_at)
+        run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
+                               deadline=max(run.deadline, ctx.now + allowance))
+        ctx.st.runs[run.run_id] = run
 
 
 def buffered(ctx: Context, run: Run) -> bool:

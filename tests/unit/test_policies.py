@@ -1,0 +1,202 @@
+"""The failure and capacity policies in the planner, driven with plain datetimes:
+stampede caps (max_parallel, max_concurrent_tracks, max_dispatches_per_tick) and the
+pause after repeated failures with its resume."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from orchestrator import state as st
+from orchestrator.errors import UserError
+from orchestrator.executors.base import Observation
+from orchestrator.models import RunStatus, Schedule, TrackPhase
+from orchestrator.planner import Caps, Decision, Observations, finish, plan
+from orchestrator.planner.pause import failure_streak, resume
+from orchestrator.state import State
+from tests.builders import schedule_factory
+
+P = TrackPhase
+R = RunStatus
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+NONE = Observations()
+
+sched = schedule_factory("job", cron="*/5 * * * *", overlap="allow")
+
+
+def tick(schedules: list[Schedule], state: State, now: datetime,
+         obs: Observations = NONE, **kw: Any) -> Decision:
+    return plan(schedules, state, obs, now, **kw)
+
+
+def keys(decision: Decision) -> list[str]:
+    return [r.key for r in decision.dispatch]
+
+
+def settle(decision: Decision, phase: TrackPhase = P.COMPLETE, only: int | None = None
+           ) -> Observations:
+    """Every (or the first ``only``) dispatched attempt of ``decision`` reached ``phase``."""
+    sent = decision.dispatch[:only] if only is not None else decision.dispatch
+    return Observations(seen={r.key: Observation(key=r.key, phase=phase) for r in sent})
+
+
+def in_flight(state: State) -> int:
+    return sum(1 for ts in state.tracks.values() for t in ts.values()
+               if t.phase in (P.DISPATCHED, P.RUNNING))
+
+
+# ---------------------------------------------------------------- max_parallel
+
+
+def test_max_parallel_holds_back_the_rest_of_the_run_until_slots_free_up() -> None:
+    s = sched(tracks=5, max_parallel=2)
+    d = tick([s], State(), T0)
+    assert keys(d) == ["job--20261201T0700Z--t0--1", "job--20261201T0700Z--t1--1"]
+    assert "job--20261201T0700Z: waiting: t2, t3, t4 (max_parallel 2 of the run in flight)" \
+        in d.log
+    # the run was touched (fired), so its poll log says what waits and why
+    assert any("waiting: t2, t3, t4" in line for line in d.touched_runs["job--20261201T0700Z"])
+    # one finishes: exactly one more goes
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), settle(d, only=1))
+    assert keys(d2) == ["job--20261201T0700Z--t2--1"]
+    assert in_flight(d2.state) == 2
+
+
+def test_a_run_that_only_waits_writes_no_poll_line_so_an_idle_tick_commits_nothing() -> None:
+    s = sched(tracks=3, max_parallel=1)
+    d = tick([s], State(), T0)
+    again = tick([s], d.state, T0 + timedelta(seconds=30))
+    assert again.state.dump() == d.state.dump()
+    assert again.touched_runs == {}
+    assert "job--20261201T0700Z: waiting: t1, t2 (max_parallel 1 of the run in flight)" \
+        in again.log
+
+
+def test_max_parallel_is_per_run_not_per_schedule() -> None:
+    s = sched(tracks=2, max_parallel=1)
+    d = tick([s], State(), T0)
+    d2 = tick([s], d.state, T0 + timedelta(minutes=5))  # the next run: its own budget
+    assert keys(d2) == ["job--20261201T0705Z--t0--1"]
+
+
+def test_without_caps_everything_goes_at_once() -> None:
+    d = tick([sched(tracks=4)], State(), T0)
+    assert len(d.dispatch) == 4
+
+
+# ---------------------------------------------------------------- repository caps
+
+
+def test_max_concurrent_tracks_counts_every_run_and_shares_round_robin() -> None:
+    a = sched("a", tracks=3)
+    b = sched("b", tracks=3)
+    d = tick([a, b], State(), T0, caps=Caps(max_concurrent_tracks=4))
+    # same slot: round-robin over schedules, a first (ties by id)
+    assert keys(d) == ["a--20261201T0700Z--t0--1", "b--20261201T0700Z--t0--1",
+                       "a--20261201T0700Z--t1--1", "b--20261201T0700Z--t1--1"]
+    assert "a--20261201T0700Z: waiting: t2 (max_concurrent_tracks 4 in flight)" in d.log
+    d2 = tick([a, b], d.state, T0 + timedelta(minutes=1), NONE,
+              caps=Caps(max_concurrent_tracks=4))
+    assert keys(d2) == []  # nothing freed
+
+
+def test_the_oldest_run_goes_first() -> None:
+    a = sched("a", tracks=2, cron="0 7 * * *")
+    b = sched("b", tracks=2, cron="30 6 * * *", catchup_window_minutes=60)
+    caps = Caps(max_concurrent_tracks=2)
+    # b's slot (06:30) is older than a's (07:00): b's tracks take the free capacity
+    d = tick([a, b], State(), T0, caps=caps)
+    assert keys(d) == ["b--20261201T0630Z--t0--1", "b--20261201T0630Z--t1--1"]
+
+
+def test_max_dispatches_per_tick_spreads_a_burst_over_ticks() -> None:
+    s = sched(tracks=5)
+    caps = Caps(max_dispatches_per_tick=2)
+    d = tick([s], State(), T0, caps=caps)
+    assert len(d.dispatch) == 2
+    assert "job--20261201T0700Z: waiting: t2, t3, t4 (max_dispatches_per_tick 2 reached)" \
+        in d.log
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), caps=caps)
+    assert keys(d2) == ["job--20261201T0700Z--t2--1", "job--20261201T0700Z--t3--1"]
+
+
+# ---------------------------------------------------------------- pause after failures
+
+
+def fail_run(schedules: list[Schedule], state: State, now: datetime) -> State:
+    """Fire the due slot, fail every track and finish the run as the tick's shell does."""
+    d = tick(schedules, state, now)
+    d2 = tick(schedules, d.state, now + timedelta(seconds=10), settle(d, P.FAILED))
+    for run_id in d2.render:
+        d2.state.runs[run_id] = finish(d2.state.runs[run_id],
+                                       d2.state.tracks[run_id].values(), now)
+    return d2.state
+
+
+def test_pause_after_n_consecutive_failed_runs_then_nothing_fires() -> None:
+    s = sched(overlap="skip", pause_after_failures=2)
+    state = fail_run([s], State(), T0)
+    assert failure_streak(state, "job") == ["job--20261201T0700Z"]
+    state = fail_run([s], state, T0 + timedelta(minutes=5))
+    assert failure_streak(state, "job") == ["job--20261201T0705Z", "job--20261201T0700Z"]
+    d = tick([s], state, T0 + timedelta(minutes=10))
+    assert keys(d) == [] and "job--20261201T1010Z" not in d.state.runs
+    pause = d.state.cursors["job"].paused
+    assert pause is not None and pause.by == "orchestrator"
+    assert pause.at == T0 + timedelta(minutes=10)
+    assert "2 consecutive runs failed (pause_after_failures=2)" in pause.reason
+    # still paused later, and says so; the record is not rewritten
+    later = tick([s], d.state, T0 + timedelta(minutes=15))
+    assert later.state.cursors["job"] is d.state.cursors["job"]
+    assert any("paused since" in line for line in later.log)
+    assert sorted(later.state.runs) == sorted(state.runs)
+
+
+def test_a_success_breaks_the_streak() -> None:
+    s = sched(overlap="skip", pause_after_failures=2)
+    state = fail_run([s], State(), T0)
+    d = tick([s], state, T0 + timedelta(minutes=5))
+    d2 = tick([s], d.state, T0 + timedelta(minutes=6), settle(d))
+    for run_id in d2.render:
+        d2.state.runs[run_id] = finish(d2.state.runs[run_id],
+                                       d2.state.tracks[run_id].values(), T0)
+    assert failure_streak(d2.state, "job") == []
+    state = fail_run([s], d2.state, T0 + timedelta(minutes=10))
+    assert tick([s], state, T0 + timedelta(minutes=15)).state.cursors["job"].paused is None
+
+
+def test_without_the_policy_failures_never_pause() -> None:
+    s = sched(overlap="skip")
+    state = fail_run([s], State(), T0)
+    state = fail_run([s], state, T0 + timedelta(minutes=5))
+    d = tick([s], state, T0 + timedelta(minutes=10))
+    assert d.state.cursors["job"].paused is None and len(d.dispatch) == 1
+
+
+def test_resume_records_who_and_why_and_earlier_failures_no_longer_count() -> None:
+    s = sched(overlap="skip", pause_after_failures=1)
+    state = fail_run([s], State(), T0)
+    paused = tick([s], state, T0 + timedelta(minutes=5)).state
+    files = paused.dump()
+    at = T0 + timedelta(minutes=7)
+    change = resume(files, "job", "alice", "fixed the credentials", at)
+    state = st.load({**files, **{k: v for k, v in change.items() if v is not None}})
+    cursor = state.cursors["job"]
+    assert cursor.paused is None and cursor.resumed is not None
+    assert (cursor.resumed.by, cursor.resumed.reason) == ("alice", "fixed the credentials")
+    assert cursor.since == at  # the slots due while paused are not back-filled
+    d = tick([s], state, T0 + timedelta(minutes=10))
+    assert keys(d) == ["job--20261201T0710Z--a--1"]
+    with pytest.raises(UserError, match="not paused"):
+        resume(d.state.dump(), "job", "bob", "again", at)
+
+
+def test_editing_the_schedule_does_not_resume_it() -> None:
+    s = sched(overlap="skip", pause_after_failures=1)
+    state = fail_run([s], State(), T0)
+    paused = tick([s], state, T0 + timedelta(minutes=5)).state
+    edited = sched(overlap="skip", tracks=["b"], run="echo fixed")  # policy removed, too
+    d = tick([edited], paused, T0 + timedelta(minutes=10))
+    assert d.state.cursors["job"].paused is not None and d.dispatch == []
