@@ -183,9 +183,8 @@ class TrackSpec(Frozen):
         return self
 
 
-class ScheduleSpec(Frozen, SchedulePolicies):
-    """A schedule file: when to fire and which tracks to run in parallel (the opt-in
-    failure and capacity policies are in :mod:`orchestrator.policies`)."""
+class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.policies
+    """A schedule file: when to fire and which tracks to run in parallel."""
 
     schema_ref: str | None = Field(
         None, alias="$schema", description="Path or URL of the JSON Schema, for editors."

@@ -33,7 +33,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime | None:
     cursor = state.cursors.get(schedule.id)
-    if not schedule.spec.enabled or (cursor is not None and cursor.done):
+    if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
         return None
     found = for_spec(schedule.spec).next(now, 1).found
     return found[0].at if found else None
@@ -54,6 +54,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "next": _iso(_next_slot(schedule, state, now)),
             "last_run_id": cursor.last_run_id if cursor else None,
             "last_error": cursor.last_error if cursor else None,
+            "paused": (cursor.paused.model_dump(mode="json")
+                       if cursor is not None and cursor.paused is not None else None),
         })
     runs = []
     for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
@@ -108,6 +110,10 @@ def text(report: dict[str, Any]) -> list[str]:
         for s in report["schedules"]:
             nxt = "disabled" if not s["enabled"] else (
                 f"next {s['next']}" if s["next"] else "no upcoming run")
+            if s["paused"]:
+                pause = s["paused"]
+                nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
+                       f"(orchestrator schedules resume {s['id']} --reason ...)")
             last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
             error = f"  error: {s['last_error']}" if s["last_error"] else ""
             lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")

@@ -76,6 +76,8 @@ class TickResult:
     byte limit (for the job summary, whose limit the briefs share)."""
     wake: Wake | None = None
     """The next due moment after this tick, from the state it decided."""
+    parked: dict[str, str] = field(default_factory=dict)
+    """Dead letter key -> reason, for each track this tick parked (an alert each)."""
 
     @property
     def log(self) -> list[str]:
@@ -98,6 +100,7 @@ class TickResult:
             "schedule_errors": self.schedule_errors,
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
+            "parked": self.parked,
         }
 
 
@@ -116,6 +119,8 @@ class Planned:
     """Runs whose brief was rendered (and which are finished by this change)."""
     summaries: dict[str, Callable[[int], str]]
     """Run id -> its Markdown brief, rendered within a byte limit."""
+    parked: dict[str, str] = field(default_factory=dict)
+    """Dead letter key -> reason, for each track this change parks."""
 
 
 def gather(executor: Executor, state: st.State) -> Observations:
@@ -243,7 +248,9 @@ class Tick:
         summaries: dict[str, Callable[[int], str]] = {}
         rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
-        return Planned(decision, st.changes(snap.files, files), rendered, summaries)
+        parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
+                  if not d.discarded and state.dlq.get(key) is not d}
+        return Planned(decision, st.changes(snap.files, files), rendered, summaries, parked)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
@@ -370,6 +377,7 @@ class Tick:
         result.wake = next_wake(schedules, decision.state, self.now)
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
+        result.parked = marked.parked if outcome.landed else {}
         result.finished = list(result.rendered)
         if not outcome.landed:
             return result

@@ -77,8 +77,8 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterat
     for schedule in schedules:
         spec = schedule.spec
         cursor = state.cursors.get(schedule.id)
-        if not spec.enabled:
-            continue
+        if not spec.enabled or (cursor is not None and cursor.paused is not None):
+            continue  # a paused schedule fires nothing: no wake-up for its slots
         at = spec.at_utc()
         if at is not None:
             if at > now and not (cursor is not None and cursor.done and cursor.last_slot == at):

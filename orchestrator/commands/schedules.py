@@ -432,10 +432,13 @@ def remove(cfg: Config, schedule_id: str) -> int:
 
 
 def _add_runs() -> None:
-    # `schedules runs ID` reads the state branch; its code lives with `runs`.
+    # `schedules runs ID` and `schedules resume ID` read the state branch; their code
+    # lives with `runs` and in `resume`.
+    from .resume import schedule_resume
     from .runs import schedule_runs
 
     command.add_command(schedule_runs)
+    command.add_command(schedule_resume)
 
 
 _add_runs()

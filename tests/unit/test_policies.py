@@ -200,3 +200,18 @@ def test_editing_the_schedule_does_not_resume_it() -> None:
     edited = sched(overlap="skip", tracks=["b"], run="echo fixed")  # policy removed, too
     d = tick([edited], paused, T0 + timedelta(minutes=10))
     assert d.state.cursors["job"].paused is not None and d.dispatch == []
+
+
+def test_status_says_a_schedule_is_paused_by_whom_and_how_to_resume() -> None:
+    from orchestrator.status import build, text
+
+    s = sched(overlap="skip", pause_after_failures=1)
+    state = fail_run([s], State(), T0)
+    paused = tick([s], state, T0 + timedelta(minutes=5)).state
+    report = build(paused.dump(), [s], [], T0 + timedelta(minutes=6), timedelta(minutes=90))
+    row = report["schedules"][0]
+    assert row["paused"]["by"] == "orchestrator" and row["next"] is None
+    line = next(x for x in text(report) if x.strip().startswith("job"))
+    assert "PAUSED since 2026-12-01T07:05:00Z by orchestrator: 1 consecutive runs failed" \
+        in line
+    assert "orchestrator schedules resume job --reason" in line
