@@ -142,6 +142,13 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     status = cli(repo, "status", "--now", iso(t0 + timedelta(minutes=11)), check=False)
     assert f"PAUSED since {iso(t0 + timedelta(minutes=10, seconds=30))} by orchestrator" \
         in status.stdout
+    listed = cli(repo, "schedules", "list").stdout
+    assert listed.startswith("nightly  paused  ")
+    shown = cli(repo, "schedules", "show", "nightly").stdout
+    assert "PAUSED:    paused since" in shown and "by orchestrator: 2 consecutive" in shown
+    assert "policies:  pause after 2 failed run(s) in a row" in shown
+    as_json = json.loads(cli(repo, "schedules", "show", "nightly", "--json").stdout)
+    assert as_json["paused"]["by"] == "orchestrator"
     # fixing the file is not a resume
     spec_file = repo / "schedules" / "nightly.json"
     spec_file.write_text(json.dumps(spec_data(cron="*/5 * * * *", tracks=1, run="true",
@@ -155,6 +162,7 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     state, _ = state_of(repo)
     resumed = state.cursors["nightly"].resumed
     assert state.cursors["nightly"].paused is None and resumed is not None
+    assert "paused" not in cli(repo, "schedules", "list").stdout
     assert (resumed.by, resumed.reason) == ("alice", "credentials rotated")
     again = cli(repo, "schedules", "resume", "nightly", "--reason", "twice", check=False)
     assert again.returncode == 1 and "not paused" in again.stderr
