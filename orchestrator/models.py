@@ -31,7 +31,7 @@ from .cron import DstFold as DstFold
 from .cron import DstGap as DstGap
 from .cron import DstPolicy, local_to_utc, validate_cron
 from .errors import InvalidId
-from .policies import Pause, SchedulePolicies
+from .policies import Pause, SchedulePolicies, TrackPolicies, compensation_problem
 
 ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
 """Schedule ids and track names: safe as a file name, a path segment and a git ref part.
@@ -150,7 +150,7 @@ class CatchupPolicy(StrEnum):
 # --------------------------------------------------------------------------- schedules
 
 
-class TrackSpec(Frozen):
+class TrackSpec(Frozen, TrackPolicies):
     """One unit of parallel work in a run."""
 
     name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
@@ -280,6 +280,10 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                 raise PydanticCustomError("duplicate_track", "duplicate track name '{name}'",
                                           {"field": f"tracks.{i}.name", "name": track.name})
             seen.add(track.name)
+        problem = compensation_problem(self.on_failure,
+                                       [t.name for t in self.tracks if t.compensate])
+        if problem:
+            raise PydanticCustomError("compensation", problem, {"field": "on_failure"})
         return self
 
     @property
@@ -384,10 +388,13 @@ class Track(Frozen):
     """What the track reported (a JSON object; ``summary`` is shown in the brief)."""
     error_log: list[str] = Field(default_factory=list)
     state_history: list[Transition] = Field(default_factory=list)
+    compensating: bool = False
+    """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
 
     @property
     def key(self) -> str:
-        return f"{self.run_id}--{self.name}--{self.attempt}"
+        undo = "--undo" if self.compensating else ""
+        return f"{self.run_id}--{self.name}{undo}--{self.attempt}"
 
 
 class Run(Frozen):

@@ -11,6 +11,7 @@ on it without an import circle.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -25,6 +26,46 @@ def _aware_utc(value: datetime) -> datetime:
 _Strict = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
+class OnFailure(StrEnum):
+    """What a run does at the first final failure of one of its tracks (a track failed
+    with no attempt left, or tapped out)."""
+
+    CONTINUE = "continue"
+    """The other tracks go on; the run ends ``failed`` once all are done."""
+    CANCEL_RUN = "cancel_run"
+    """Cancel the run's open tracks at once."""
+    COMPENSATE = "compensate"
+    """Cancel the open tracks, then run the ``compensate`` step of every completed track,
+    one at a time, in reverse order of completion (a saga)."""
+
+
+class Compensation(BaseModel):
+    """The undo of what a track did to an outside system; it must be idempotent."""
+
+    model_config = _Strict
+
+    run: str = Field(
+        min_length=1,
+        description="Shell command that undoes the track's work. It sees "
+        "ORCHESTRATOR_COMPENSATING=1 and the track's result in ORCHESTRATOR_ORIGINAL_RESULT "
+        "(JSON), and may run more than once: make it idempotent.")
+    timeout_minutes: float = Field(
+        30, gt=0, le=7 * 24 * 60, description="Minutes one attempt may run.")
+    max_attempts: int = Field(
+        3, ge=1, le=20, description="Attempts before the compensation is dead-lettered "
+        "(reason 'compensation_failed').")
+
+
+class TrackPolicies(BaseModel):
+    """The opt-in policies of one track (a base of ``TrackSpec``)."""
+
+    model_config = _Strict
+
+    compensate: Compensation | None = Field(
+        None, description="How to undo this track once it completed, when its run fails "
+        "under `on_failure: compensate`.")
+
+
 class SchedulePolicies(BaseModel):
     """The opt-in policies of a schedule file (a base of ``ScheduleSpec``)."""
 
@@ -34,6 +75,13 @@ class SchedulePolicies(BaseModel):
         None, ge=1, le=1024,
         description="At most this many tracks of one run in flight (dispatched or "
         "running); the others wait and are dispatched as slots free up. Unset: no cap.",
+    )
+    on_failure: OnFailure = Field(
+        OnFailure.CONTINUE,
+        description="At the first final failure of a track: 'continue' (the other tracks "
+        "go on), 'cancel_run' (cancel the run's open tracks) or 'compensate' (cancel them, "
+        "then run the `compensate` step of every completed track, one at a time, newest "
+        "first).",
     )
     pause_after_failures: int | None = Field(
         None, ge=1, le=1000,
@@ -51,3 +99,14 @@ class Pause(BaseModel):
     by: str = Field(min_length=1)
     at: Annotated[datetime, AfterValidator(_aware_utc)]
     reason: str
+
+
+def compensation_problem(on_failure: OnFailure, undoable: list[str]) -> str | None:
+    """Why a schedule's ``on_failure`` and its tracks' ``compensate`` steps disagree:
+    either would be a setting that silently does nothing."""
+    if on_failure is OnFailure.COMPENSATE and not undoable:
+        return "on_failure 'compensate' needs a track with a 'compensate' step"
+    if on_failure is not OnFailure.COMPENSATE and undoable:
+        return (f"track {undoable[0]!r} has a 'compensate' step, which runs only with "
+                "on_failure 'compensate'")
+    return None

@@ -51,6 +51,11 @@ def track_path(run_id: str, track: str) -> str:
     return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
 
 
+def undo_path(run_id: str, track: str) -> str:
+    """The compensation record of ``track`` (a :class:`Track` with ``compensating``)."""
+    return f"{run_dir(run_id)}/undo/{check_id(track, 'track name')}.json"
+
+
 def polls_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/polls.jsonl"
 
@@ -90,6 +95,8 @@ class State:
     tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
     dlq: dict[str, DeadLetter] = field(default_factory=dict)
     health: dict[str, Breaker] = field(default_factory=dict)
+    undos: dict[str, dict[str, Track]] = field(default_factory=dict)
+    """Run id -> track -> the compensation of that track (``on_failure: compensate``)."""
 
     def copy(self) -> State:
         return State(
@@ -98,6 +105,7 @@ class State:
             tracks={k: dict(v) for k, v in self.tracks.items()},
             dlq=dict(self.dlq),
             health=dict(self.health),
+            undos={k: dict(v) for k, v in self.undos.items()},
         )
 
     def dump(self, base: State | None = None) -> dict[str, bytes]:
@@ -123,6 +131,10 @@ class State:
             for name, track in tracks.items():
                 if fresh(base.tracks.get(rid) if base else None, name, track):
                     files[track_path(rid, name)] = to_json(track)
+        for rid, undos in self.undos.items():
+            for name, undo in undos.items():
+                if fresh(base.undos.get(rid) if base else None, name, undo):
+                    files[undo_path(rid, name)] = to_json(undo)
         for key, letter in self.dlq.items():
             if fresh(base.dlq if base else None, key, letter):
                 files[dlq_path(key)] = to_json(letter)
@@ -177,7 +189,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
     if prefetch is not None:
         prefetch(p for p in paths
-                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
+                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p
+                 and "/undo/" not in p)
     finished = set()
     for path in paths:
         parts = path.split("/")
@@ -187,8 +200,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
     if prefetch is not None:
-        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/") and "/tracks/" in p
-                 and p.split("/")[2] not in finished)
+        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/")
+                 and ("/tracks/" in p or "/undo/" in p) and p.split("/")[2] not in finished)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue
@@ -201,6 +214,11 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
                 continue
             track = parse_record(Track, path, files[path])
             state.tracks.setdefault(track.run_id, {})[track.name] = track
+        elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "undo":
+            if parts[2] in finished:
+                continue
+            undo = parse_record(Track, path, files[path])
+            state.undos.setdefault(undo.run_id, {})[undo.name] = undo
         elif parts[1] == "dlq" and len(parts) == 3:
             letter = parse_record(DeadLetter, path, files[path])
             state.dlq[letter.key] = letter

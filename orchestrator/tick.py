@@ -132,7 +132,7 @@ def gather(executor: Executor, state: st.State) -> Observations:
     """
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
-    for run_id, tracks in state.tracks.items():
+    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
         run = state.runs.get(run_id)
         if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
             continue
@@ -148,7 +148,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
                 lost.append(DispatchRequest(run_id=run_id, track=track.name,
                                             attempt=track.attempt, spec=track.spec,
                                             workflow=run.workflow,
-                                            marked_at=track.dispatched_at))
+                                            marked_at=track.dispatched_at,
+                                            compensating=track.compensating))
     try:
         seen = executor.observe(handles) if handles else {}
         found = executor.lookup(lost) if lost else {}

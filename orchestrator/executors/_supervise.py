@@ -182,6 +182,7 @@ class Supervisor:
                 "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
                 "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
             })
+            env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
             cwd = launch.get("cwd") or str(self.dir)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             return self.finish(ERROR, error=f"launch.json unreadable: {exc}")

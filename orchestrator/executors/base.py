@@ -11,7 +11,8 @@ The tick calls executors only outside the compare-and-swap "lock":
    ``dispatched``; results are recorded in a second commit;
 4. ``cancel`` after the mark commit, for tracks it tapped out or cancelled.
 
-Every request carries a dispatch key ``<run_id>--<track>--<attempt>``. ``dispatch``
+Every request carries a dispatch key ``<run_id>--<track>--<attempt>`` (a compensation
+``<run_id>--<track>--undo--<attempt>``). ``dispatch``
 must be idempotent per key where the backend allows it (the local executor is; on
 GitHub the ``run-name`` correlation in ``lookup`` provides it).
 """
@@ -38,10 +39,16 @@ class DispatchRequest:
     marked_at: datetime | None = None
     """When the tick marked the track ``dispatched``; the dispatch, if it was sent, was
     sent by that tick. Set for :meth:`Executor.lookup`, to bound the search."""
+    compensating: bool = False
+    """The compensation of ``track`` (key ``<run_id>--<track>--undo--<attempt>``)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of the command (a compensation's ``ORCHESTRATOR_COMPENSATING``
+    and ``ORCHESTRATOR_ORIGINAL_RESULT``)."""
 
     @property
     def key(self) -> str:
-        return f"{self.run_id}--{self.track}--{self.attempt}"
+        undo = "--undo" if self.compensating else ""
+        return f"{self.run_id}--{self.track}{undo}--{self.attempt}"
 
 
 @dataclass(frozen=True)

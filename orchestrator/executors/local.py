@@ -73,7 +73,8 @@ from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 
 KEY_RE = re.compile(
-    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})--(?P<attempt>[1-9]\d{{0,5}})"
+    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})(?:--undo)?"
+    rf"--(?P<attempt>[1-9]\d{{0,5}})"
 )
 """A dispatch key, ``<run_id>--<track>--<attempt>``: also a safe single path segment."""
 
@@ -233,6 +234,7 @@ class LocalExecutor:
             "attempt": request.attempt,
             "run": request.spec.run,
             "inputs": dict(request.spec.inputs),
+            "env": dict(request.env),
             "timeout_minutes": request.spec.timeout_minutes,
             "kill_grace_seconds": self.kill_grace_seconds,
             "max_concurrent": self.max_concurrent,

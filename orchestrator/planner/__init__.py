@@ -14,6 +14,8 @@ Order inside one call, each step in its own module:
    open track of a run past its deadline; re-dispatch ``dispatched`` tracks nobody has
    seen after a grace period; retry failed tracks with attempts left (after backoff),
    park the others in the dead letter queue.
+   Then a schedule's ``on_failure`` (:mod:`.compensation`): cancel a run at its first
+   final failure, and run the compensations of its completed tracks (a saga).
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
    the catch-up, overlap and daily-cap policies; a paused schedule fires nothing
    (:mod:`.pause`).
@@ -36,6 +38,7 @@ from datetime import datetime, timedelta
 
 from ..models import Schedule
 from ..state import State
+from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import fan_in, finish
@@ -73,6 +76,7 @@ def plan(
     by_id = {s.id: s for s in schedules}
     ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps)
     hygiene(ctx)  # 1 + 2
+    on_failure(ctx)  # 2b
     fire_due_slots(ctx)  # 3
     fan_in(ctx)  # 4
     dispatch_pending(ctx)  # 5

@@ -99,12 +99,14 @@ class Context:
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
 
     def set_track(self, track: Track) -> None:
-        self.st.tracks.setdefault(track.run_id, {})[track.name] = track
+        records = self.st.undos if track.compensating else self.st.tracks
+        records.setdefault(track.run_id, {})[track.name] = track
 
     def move(self, track: Track, to: TrackPhase, reason: str, **changes: object) -> Track:
         moved = machine.move_track(track, to, self.now, reason, **changes)
         self.set_track(moved)
-        self.d.note(track.run_id, f"{track.name}: {track.phase.value} -> {to.value} ({reason})")
+        name = f"{track.name} (undo)" if track.compensating else track.name
+        self.d.note(track.run_id, f"{name}: {track.phase.value} -> {to.value} ({reason})")
         return moved
 
     def handle_of(self, track: Track) -> Handle | None:

@@ -97,7 +97,7 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
     """
     records: list[DispatchRecord] = []
     by_key = {r.key: r for r in results}
-    for run_id, tracks in state.tracks.items():
+    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
         for name, track in list(tracks.items()):
             res = by_key.get(track.dispatch_key or "")
             if res is None or track.phase is not P.DISPATCHED:

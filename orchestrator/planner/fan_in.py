@@ -9,6 +9,7 @@ from datetime import datetime
 
 from .. import machine
 from ..models import Run, Track
+from .compensation import open_compensations
 from .context import Context, P, R
 
 
@@ -18,6 +19,8 @@ def fan_in(ctx: Context) -> None:
         if run.status is R.CONSOLIDATING:
             ctx.d.render.append(run.run_id)  # a previous render did not land
             continue
+        if open_compensations(ctx, run.run_id):
+            continue  # consolidated once the saga is over
         if tracks and all(t.phase in machine.TRACK_TERMINAL for t in tracks.values()):
             counts: dict[str, int] = {}
             for t in tracks.values():

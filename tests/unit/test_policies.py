@@ -215,3 +215,134 @@ def test_status_says_a_schedule_is_paused_by_whom_and_how_to_resume() -> None:
     assert "PAUSED since 2026-12-01T07:05:00Z by orchestrator: 1 consecutive runs failed" \
         in line
     assert "orchestrator schedules resume job --reason" in line
+
+
+# ---------------------------------------------------------------- on_failure and sagas
+
+UNDO = {"run": "echo undo", "max_attempts": 2}
+
+
+def saga(policy: str = "compensate", **kw: Any) -> Schedule:
+    """Tracks a, b, c (each undoable when ``policy`` is compensate) and d."""
+    undo = {"compensate": UNDO} if policy == "compensate" else {}
+    tracks = [{"name": n, "run": "true", **undo} for n in ("a", "b", "c")]
+    return sched(tracks=[*tracks, {"name": "d", "run": "true"}], overlap="skip",
+                 on_failure=policy, **kw)
+
+
+def seen(*pairs: tuple[str, TrackPhase], result: dict[str, Any] | None = None
+         ) -> Observations:
+    return Observations(seen={k: Observation(key=k, phase=p, result=result)
+                              for k, p in pairs})
+
+
+K = "job--20261201T0700Z"
+
+
+def test_continue_lets_the_other_tracks_go_on() -> None:
+    s = saga("continue")
+    d = tick([s], State(), T0)
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", P.FAILED)))
+    assert {n: t.phase for n, t in d2.state.tracks[K].items()} == {
+        "a": P.FAILED, "b": P.DISPATCHED, "c": P.DISPATCHED, "d": P.DISPATCHED}
+    assert d2.cancel == []
+
+
+def test_cancel_run_cancels_the_open_tracks_at_the_first_final_failure() -> None:
+    s = saga("cancel_run")
+    d = tick([s], State(), T0)
+    d1 = tick([s], d.state, T0 + timedelta(seconds=30), seen((f"{K}--b--1", P.RUNNING)))
+    b_running = d1.state.tracks[K]["b"].model_copy(update={"handle": {"pid": 1}})
+    d1.state.tracks[K]["b"] = b_running
+    d2 = tick([s], d1.state, T0 + timedelta(minutes=1),
+              seen((f"{K}--a--1", P.FAILED), (f"{K}--c--1", P.COMPLETE)))
+    phases = {n: t.phase for n, t in d2.state.tracks[K].items()}
+    assert phases == {"a": P.FAILED, "b": P.CANCELLED, "c": P.COMPLETE, "d": P.CANCELLED}
+    assert [h.key for h in d2.cancel] == [f"{K}--b--1"]
+    assert d2.state.tracks[K]["b"].state_history[-1].reason == \
+        "on_failure=cancel_run: a failed"
+    assert K not in d2.state.undos and d2.render == [K]
+
+
+def test_a_retry_left_is_not_a_final_failure() -> None:
+    s = sched(tracks=[{"name": "a", "run": "true", "max_attempts": 2},
+                      {"name": "b", "run": "true"}], on_failure="cancel_run")
+    d = tick([s], State(), T0)
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", P.FAILED)))
+    assert d2.state.tracks[K]["b"].phase is P.DISPATCHED
+    assert d2.state.tracks[K]["a"].phase is P.PENDING
+
+
+def complete_then_fail(s: Schedule) -> Decision:
+    """b completes, then c, then a fails for good (d still running)."""
+    d = tick([s], State(), T0)
+    d = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--b--1", P.COMPLETE),
+                                                         result={"summary": "made b"}))
+    d = tick([s], d.state, T0 + timedelta(minutes=2), seen((f"{K}--c--1", P.COMPLETE)))
+    return tick([s], d.state, T0 + timedelta(minutes=3), seen((f"{K}--a--1", P.FAILED)))
+
+
+def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None:
+    s = saga()
+    d = complete_then_fail(s)
+    assert d.state.tracks[K]["d"].phase is P.CANCELLED
+    assert sorted(d.state.undos[K]) == ["b", "c"]  # a failed, d has no compensate
+    assert [r.key for r in d.dispatch] == [f"{K}--c--undo--1"]  # c completed last
+    request = d.dispatch[0]
+    assert request.compensating and request.spec.run == "echo undo"
+    assert request.env == {"ORCHESTRATOR_COMPENSATING": "1",
+                           "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    assert any("compensating 2 completed track(s), newest first: c, b" in line
+               for line in d.touched_runs[K])
+    # nothing consolidates while a compensation is open
+    d2 = tick([s], d.state, T0 + timedelta(minutes=4))
+    assert d2.render == [] and d2.dispatch == []
+    d3 = tick([s], d2.state, T0 + timedelta(minutes=5), seen((f"{K}--c--undo--1", P.COMPLETE)))
+    assert [r.key for r in d3.dispatch] == [f"{K}--b--undo--1"]
+    assert d3.dispatch[0].env["ORCHESTRATOR_ORIGINAL_RESULT"] == '{"summary": "made b"}'
+    d4 = tick([s], d3.state, T0 + timedelta(minutes=6), seen((f"{K}--b--undo--1", P.COMPLETE)))
+    assert d4.render == [K] and d4.dispatch == []
+    run = finish(d4.state.runs[K], d4.state.tracks[K].values(), T0)
+    assert run.status is R.FAILED
+    # the records say when each action and each compensation ran
+    undo_c = d4.state.undos[K]["c"]
+    assert [(h.from_, h.to) for h in undo_c.state_history] == [
+        ("pending", "dispatched"), ("dispatched", "complete")]
+    files = d4.state.dump()
+    assert f"state/runs/{K}/undo/c.json" in files
+    assert st.load(files).undos[K]["c"] == undo_c
+
+
+def test_a_compensation_that_keeps_failing_is_dead_lettered_and_the_rest_cancelled() -> None:
+    s = saga()
+    d = complete_then_fail(s)
+    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", P.FAILED)))
+    assert d.state.undos[K]["c"].phase is P.PENDING and d.dispatch == []  # backoff
+    d = tick([s], d.state, T0 + timedelta(minutes=5))
+    assert [r.key for r in d.dispatch] == [f"{K}--c--undo--2"]
+    d = tick([s], d.state, T0 + timedelta(minutes=6), seen((f"{K}--c--undo--2", P.FAILED)))
+    letter = d.state.dlq[f"{K}--c"]
+    assert letter.reason == "compensation_failed" and letter.attempts == 2
+    assert d.state.undos[K]["b"].phase is P.CANCELLED
+    assert d.render == [K] and d.dispatch == []
+
+
+def test_a_lost_compensation_dispatch_is_looked_up_and_resent_under_the_same_key() -> None:
+    s = saga()
+    d = complete_then_fail(s)
+    key = f"{K}--c--undo--1"
+    later = tick([s], d.state, T0 + timedelta(minutes=20), Observations(found={key: None}))
+    assert [r.key for r in later.dispatch] == [key]
+
+
+def test_on_failure_and_compensate_must_agree() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="needs a track with a 'compensate' step"):
+        sched(on_failure="compensate")
+    with pytest.raises(ValidationError, match="runs only with on_failure 'compensate'"):
+        sched(tracks=[{"name": "a", "run": "true", "compensate": UNDO}])
+    with pytest.raises(ValidationError, match="max_attempts"):
+        sched(tracks=[{"name": "a", "run": "true",
+                       "compensate": {"run": "x", "max_attempts": 0}}],
+              on_failure="compensate")
