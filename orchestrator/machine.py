@@ -38,15 +38,16 @@ TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     # A track may report `complete`/`failed` before the tick ever saw it running.
     P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
                              P.CANCELLED}),
-    P.RUNNING: frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED}),
+    P.RUNNING: frozenset({P.PENDING, P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED}),
     P.FAILED: frozenset({P.PENDING}),
     P.TAPPED_OUT: frozenset({P.PENDING}),
     P.COMPLETE: frozenset(),
     P.CANCELLED: frozenset(),
 }
 """Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
-dispatch was lost; ``failed -> pending`` a retry or requeue; ``tapped_out -> pending``
-a requeue."""
+dispatch was lost; ``dispatched | running -> pending`` also a leg that no runner took
+(GitHub lists a queued job as running), sent to the next runner label;
+``failed -> pending`` a retry or requeue; ``tapped_out -> pending`` a requeue."""
 
 TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING})
 """Phases in which a track still needs the tick's attention."""

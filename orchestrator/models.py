@@ -388,6 +388,8 @@ class Track(Frozen):
     """What the track reported (a JSON object; ``summary`` is shown in the brief)."""
     error_log: list[str] = Field(default_factory=list)
     state_history: list[Transition] = Field(default_factory=list)
+    runner: str | None = None
+    """The runner label the current attempt was sent to (``runs_on``)."""
     compensating: bool = False
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
 

@@ -25,6 +25,22 @@ def _aware_utc(value: datetime) -> datetime:
 
 _Strict = ConfigDict(strict=True, frozen=True, extra="forbid")
 
+RunnerLabel = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")]
+
+RUNS_ON = ("Runner labels in order of preference, e.g. [\"gpu-self-hosted\", "
+           "\"ubuntu-latest\"] (the leg's `runs-on`): each leg goes to the first label "
+           "that is healthy; a label whose legs sat queued past `queue_timeout_minutes` is "
+           "skipped until a probe after `runner_cooldown_minutes` finds it working again.")
+
+
+def _distinct(labels: list[str] | None) -> list[str] | None:
+    if labels is not None and len(set(labels)) != len(labels):
+        raise ValueError("runner labels must differ")
+    return labels
+
+
+RunsOn = Annotated[list[RunnerLabel] | None, AfterValidator(_distinct)]
+
 
 class OnFailure(StrEnum):
     """What a run does at the first final failure of one of its tracks (a track failed
@@ -64,6 +80,8 @@ class TrackPolicies(BaseModel):
     compensate: Compensation | None = Field(
         None, description="How to undo this track once it completed, when its run fails "
         "under `on_failure: compensate`.")
+    runs_on: RunsOn = Field(None, min_length=1, max_length=10,
+                            description=RUNS_ON + " Overrides the schedule's `runs_on`.")
 
 
 class SchedulePolicies(BaseModel):
@@ -83,6 +101,14 @@ class SchedulePolicies(BaseModel):
         "then run the `compensate` step of every completed track, one at a time, newest "
         "first).",
     )
+    runs_on: RunsOn = Field(None, min_length=1, max_length=10, description=RUNS_ON)
+    queue_timeout_minutes: float = Field(
+        15, gt=0, le=24 * 60,
+        description="With `runs_on`: minutes a leg may wait for a runner before its label is "
+        "marked degraded and the leg is sent to the next label.")
+    runner_cooldown_minutes: float = Field(
+        30, gt=0, le=7 * 24 * 60,
+        description="With `runs_on`: minutes before one leg probes a degraded label again.")
     pause_after_failures: int | None = Field(
         None, ge=1, le=1000,
         description="Pause the schedule after this many consecutive runs ended failed: "

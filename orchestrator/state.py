@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from .breaker import Breaker
 from .errors import OrchestratorError
+from .health import RUNNERS_KEY, RunnerHealth
 from .models import Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
@@ -95,6 +96,8 @@ class State:
     tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
     dlq: dict[str, DeadLetter] = field(default_factory=dict)
     health: dict[str, Breaker] = field(default_factory=dict)
+    runners: dict[str, RunnerHealth] = field(default_factory=dict)
+    """Runner label -> its health (``runs_on`` routing), in ``state/health.json``."""
     undos: dict[str, dict[str, Track]] = field(default_factory=dict)
     """Run id -> track -> the compensation of that track (``on_failure: compensate``)."""
 
@@ -105,6 +108,7 @@ class State:
             tracks={k: dict(v) for k, v in self.tracks.items()},
             dlq=dict(self.dlq),
             health=dict(self.health),
+            runners=dict(self.runners),
             undos={k: dict(v) for k, v in self.undos.items()},
         )
 
@@ -138,8 +142,14 @@ class State:
         for key, letter in self.dlq.items():
             if fresh(base.dlq if base else None, key, letter):
                 files[dlq_path(key)] = to_json(letter)
-        if self.health and (base is None or base.health != self.health):
-            files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
+        if (self.health or self.runners) and (
+                base is None or base.health != self.health or base.runners != self.runners):
+            health: dict[str, Any] = {k: v.model_dump(mode="json")
+                                      for k, v in self.health.items()}
+            if self.runners:
+                health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
+                                       for k, v in sorted(self.runners.items())}
+            files[HEALTH] = to_json(health)
         return files
 
 
@@ -225,7 +235,10 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         elif path == HEALTH:
             try:
                 raw = json.loads(files[path])
+                runners = raw.pop(RUNNERS_KEY, {})
                 state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
+                state.runners = {k: RunnerHealth.model_validate(v, strict=False)
+                                 for k, v in runners.items()}
             except (ValueError, ValidationError, AttributeError) as exc:
                 raise CorruptState(f"{path}: {exc}") from exc
     return state

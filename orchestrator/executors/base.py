@@ -41,6 +41,8 @@ class DispatchRequest:
     sent by that tick. Set for :meth:`Executor.lookup`, to bound the search."""
     compensating: bool = False
     """The compensation of ``track`` (key ``<run_id>--<track>--undo--<attempt>``)."""
+    runs_on: str | None = None
+    """The runner label of the leg (GitHub's ``runs-on``), when the schedule routes."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment of the command (a compensation's ``ORCHESTRATOR_COMPENSATING``
     and ``ORCHESTRATOR_ORIGINAL_RESULT``)."""

@@ -15,7 +15,8 @@ Order inside one call, each step in its own module:
    seen after a grace period; retry failed tracks with attempts left (after backoff),
    park the others in the dead letter queue.
    Then a schedule's ``on_failure`` (:mod:`.compensation`): cancel a run at its first
-   final failure, and run the compensations of its completed tracks (a saga).
+   final failure, and run the compensations of its completed tracks (a saga); legs
+   queued too long on a runner label are sent to the next one (:mod:`.routing`).
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
    the catch-up, overlap and daily-cap policies; a paused schedule fires nothing
    (:mod:`.pause`).
@@ -44,6 +45,7 @@ from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import fan_in, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
+from .routing import watch_queues
 
 __all__ = [
     "Caps",
@@ -77,6 +79,7 @@ def plan(
     ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps)
     hygiene(ctx)  # 1 + 2
     on_failure(ctx)  # 2b
+    watch_queues(ctx)  # 2c
     fire_due_slots(ctx)  # 3
     fan_in(ctx)  # 4
     dispatch_pending(ctx)  # 5

@@ -5,7 +5,7 @@ executor's answers to those dispatches back into the state once they are sent.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -16,6 +16,7 @@ from ..state import State
 from ..times import iso
 from .capacity import admit
 from .context import Context, P, R, log_line
+from .routing import pick, routable
 
 
 def dispatch_pending(ctx: Context) -> None:
@@ -35,16 +36,22 @@ def dispatch_pending(ctx: Context) -> None:
             if track.not_before is not None and track.not_before > ctx.now:
                 continue
             wanting.append((run.run_id, name))
-    for run_id, name in admit(ctx, wanting):
+    for run_id, name in admit(ctx, routable(ctx, wanting)):
         dispatch_one(ctx, ctx.st.runs[run_id], ctx.st.tracks[run_id][name])
 
 
 def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
     request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
                               spec=track.spec, workflow=run.workflow)
-    ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}",
+    go, runner = pick(ctx, run, track, request.key)
+    if not go:
+        return
+    if runner is not None:
+        request = replace(request, runs_on=runner)
+    ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}"
+             + (f" on {runner}" if runner else ""),
              dispatch_key=request.key, dispatched_at=ctx.now,
-             executor=ctx.executor, handle=None, not_before=None)
+             executor=ctx.executor, handle=None, not_before=None, runner=runner)
     ctx.d.dispatch.append(request)
     if run.status is R.SCHEDULED:
         # The deadline counts from the start: a run that waited behind

@@ -4,11 +4,13 @@ pause after repeated failures with its resume."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from orchestrator import health as hl
 from orchestrator import state as st
 from orchestrator.errors import UserError
 from orchestrator.executors.base import Observation
@@ -346,3 +348,101 @@ def test_on_failure_and_compensate_must_agree() -> None:
         sched(tracks=[{"name": "a", "run": "true",
                        "compensate": {"run": "x", "max_attempts": 0}}],
               on_failure="compensate")
+
+
+# ---------------------------------------------------------------- runner health and routing
+
+def route(**kw: Any) -> Schedule:
+    return sched(tracks=2, overlap="skip", runs_on=["gpu", "ubuntu-latest"],
+                 queue_timeout_minutes=10, runner_cooldown_minutes=30, **kw)
+
+
+def test_legs_go_to_the_first_label_and_a_queued_one_moves_to_the_next() -> None:
+    s = route()
+    d = tick([s], State(), T0)
+    assert [(r.key, r.runs_on) for r in d.dispatch] == [
+        (f"{K}--t0--1", "gpu"), (f"{K}--t1--1", "gpu")]
+    # GitHub lists a queued job as running with no start time; t1 found a runner
+    d1 = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
+        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=P.RUNNING),
+        f"{K}--t1--1": Observation(key=f"{K}--t1--1", phase=P.RUNNING,
+                                   started_at=T0 + timedelta(seconds=50))}))
+    d1.state.tracks[K]["t0"] = d1.state.tracks[K]["t0"].model_copy(
+        update={"handle": {"ci_run_id": 7}})
+    assert tick([s], d1.state, T0 + timedelta(minutes=9)).dispatch == []
+    d2 = tick([s], d1.state, T0 + timedelta(minutes=10))
+    health = d2.state.runners["gpu"]
+    assert (health.status, health.consecutive_failures) == ("degraded", 1)
+    assert health.last_checked_at == T0 + timedelta(minutes=10)
+    assert "waited 10 min for a runner" in health.notes
+    assert [h.key for h in d2.cancel] == [f"{K}--t0--1"]
+    # a fresh attempt number (a new job name), the budget untouched
+    assert [(r.key, r.runs_on) for r in d2.dispatch] == [(f"{K}--t0--2", "ubuntu-latest")]
+    t0 = d2.state.tracks[K]["t0"]
+    assert (t0.attempt, t0.max_attempts, t0.runner) == (2, 2, "ubuntu-latest")
+    assert d2.state.tracks[K]["t1"].runner == "gpu"  # it started: left alone
+    assert "runners" in json.loads(d2.state.dump()["state/health.json"])
+
+
+def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
+    s = route()
+    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    d = tick([s], state, T0 + timedelta(minutes=1))
+    assert [r.runs_on for r in d.dispatch] == ["ubuntu-latest", "ubuntu-latest"]
+    nxt = sched("job", cron="*/5 * * * *", tracks=2, overlap="allow",
+                runs_on=["gpu", "ubuntu-latest"], runner_cooldown_minutes=30)
+    done = Observations(seen={r.key: Observation(key=r.key, phase=P.COMPLETE,
+                                                 started_at=T0 + timedelta(minutes=2))
+                              for r in d.dispatch})
+    d1 = tick([s], d.state, T0 + timedelta(minutes=3), done)
+    d2 = tick([nxt], d1.state, T0 + timedelta(minutes=30))
+    run2 = "job--20261201T0730Z"
+    # one leg probes gpu (half-open), the other goes on to the healthy label
+    assert [(r.key, r.runs_on) for r in d2.dispatch] == [
+        (f"{run2}--t0--1", "gpu"), (f"{run2}--t1--1", "ubuntu-latest")]
+    assert d2.state.runners["gpu"].probe == f"{run2}--t0--1"
+    # the probe starts: healthy again
+    d3 = tick([nxt], d2.state, T0 + timedelta(minutes=31), Observations(seen={
+        f"{run2}--t0--1": Observation(key=f"{run2}--t0--1", phase=P.RUNNING,
+                                      started_at=T0 + timedelta(minutes=30, seconds=20))}))
+    gpu = d3.state.runners["gpu"]
+    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
+
+
+def test_once_the_probe_is_out_a_leg_with_no_other_label_waits() -> None:
+    s = sched(tracks=2, runs_on=["gpu"], runner_cooldown_minutes=30)
+    state = State(runners={"gpu": hl.degrade(None, T0 - timedelta(hours=1), "queued")})
+    d = tick([s], state, T0)
+    assert [(r.key, r.runs_on) for r in d.dispatch] == [(f"{K}--t0--1", "gpu")]
+    assert any("being probed; it waits" in line for line in d.log)
+
+
+def test_a_failed_probe_counts_and_three_failures_are_offline() -> None:
+    gpu = hl.degrade(hl.degrade(None, T0, "x"), T0, "y")
+    assert gpu.status == "degraded" and gpu.consecutive_failures == 2
+    assert hl.degrade(gpu, T0, "z").status == "offline"
+    assert hl.choice(gpu, T0 + timedelta(minutes=29), timedelta(minutes=30)) == "skip"
+    assert hl.choice(gpu, T0 + timedelta(minutes=30), timedelta(minutes=30)) == "probe"
+    probing = gpu.model_copy(update={"probe": "k"})
+    assert hl.choice(probing, T0 + timedelta(hours=5), timedelta(minutes=30)) == "skip"
+    assert hl.choice(None, T0, timedelta(0)) == "use"
+
+
+def test_with_no_healthy_label_the_track_stays_pending_and_the_tick_says_so() -> None:
+    s = sched(tracks=1, runs_on=["gpu"], runner_cooldown_minutes=30)
+    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    d = tick([s], state, T0 + timedelta(minutes=1))
+    assert d.dispatch == []
+    assert d.state.tracks["job--20261201T0700Z"]["t0"].phase is P.PENDING
+    line = next(x for x in d.log if "no healthy runner label" in x)
+    assert "gpu degraded since 2026-12-01T07:00Z" in line
+    assert "stays pending until the run's deadline" in line
+    again = tick([s], d.state, T0 + timedelta(minutes=2))
+    assert again.state.dump() == d.state.dump()  # waiting commits nothing
+
+
+def test_without_runs_on_nothing_is_routed() -> None:
+    d = tick([sched(tracks=1)], State(), T0)
+    assert d.dispatch[0].runs_on is None and d.state.runners == {}
+    later = tick([sched(tracks=1)], d.state, T0 + timedelta(hours=1))
+    assert later.state.runners == {}

@@ -49,7 +49,7 @@ def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
 
 def _leg(request: DispatchRequest) -> dict[str, Any]:
     """One matrix leg: everything ``track.yml`` needs to run the track."""
-    return {
+    leg = {
         "key": request.key,
         "track": request.track,
         "attempt": request.attempt,
@@ -57,6 +57,11 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         "timeout_minutes": leg_timeout_minutes(request.spec.timeout_minutes),
         "inputs": dict(sorted(request.spec.inputs.items())),
     }
+    if request.runs_on:  # only when the schedule routes: track.yml's default otherwise
+        leg["runs_on"] = request.runs_on
+    if request.env:
+        leg["env"] = dict(sorted(request.env.items()))
+    return leg
 
 
 def _compact(data: Any) -> str:
