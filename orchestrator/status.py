@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import state as st
+from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
 from .times import iso
@@ -82,6 +83,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "open_runs": runs,
         "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
+        "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
+        "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
     }
 
 
@@ -131,4 +134,7 @@ def text(report: dict[str, Any]) -> list[str]:
                                                    if b["failures"] else "")
                          for name, b in report["breakers"].items())
     lines.append(f"breakers      {breakers or 'none recorded'}")
+    if report["runner_lines"]:  # only schedules with runs_on record runner health
+        lines.append("runners")
+        lines += [f"  {line}" for line in report["runner_lines"]]
     return lines

@@ -65,8 +65,10 @@ def watch_queues(ctx: Context) -> None:
             if ctx.now < track.dispatched_at + queue_timeout:
                 continue
             waited = int(queue_timeout.total_seconds() // 60)
-            ctx.st.runners[track.runner] = hl.degrade(
-                health, ctx.now, f"{track.dispatch_key} waited {waited} min for a runner")
+            if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
+                # one failure per label and tick, however many of its legs waited
+                ctx.st.runners[track.runner] = hl.degrade(
+                    health, ctx.now, f"{track.dispatch_key} waited {waited} min for a runner")
             handle = ctx.handle_of(track)
             if handle is not None:
                 ctx.d.cancel.append(handle)
