@@ -38,6 +38,9 @@ class BriefContext:
     """``None`` when the schedule file is gone; the run record carries its description,
     cron and time zone."""
     stale_after: timedelta = DEFAULT_STALE_AFTER
+    compensations: tuple[Track, ...] = ()
+    """The run's compensations (``on_failure: compensate``), in the order they run:
+    the newest completed track's first."""
 
 
 
@@ -83,7 +86,7 @@ def context_from_files(
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
             if p == run_path(run_id) or p.startswith(prefix + "tracks/")
-            or p.startswith(dlq_prefix)}
+            or p.startswith(prefix + "undo/") or p.startswith(dlq_prefix)}
     state = load(mine, all_tracks=True)
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
@@ -91,6 +94,9 @@ def context_from_files(
     tracks = sorted(by_name.values(), key=lambda t: (order.get(t.name, len(order)), t.name))
     letters = sorted((d for d in state.dlq.values() if d.run_id == run_id),
                      key=lambda d: d.track)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    undos = sorted(state.undos.get(run_id, {}).values(), reverse=True, key=lambda u: (
+        getattr(by_name.get(u.name), "finished_at", None) or epoch, u.name))
     return BriefContext(
         run=run,
         tracks=tracks,
@@ -100,4 +106,5 @@ def context_from_files(
         last_tick=last_tick if last_tick is not None else last_tick_at(files),
         schedule=schedule,
         stale_after=stale_after,
+        compensations=tuple(undos),
     )

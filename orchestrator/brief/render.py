@@ -122,6 +122,7 @@ def render_html(ctx: BriefContext, template: Path | None = None) -> str:
         "schedule": ctx.schedule,
         "tracks": ctx.tracks,
         "dead_letters": ctx.dead_letters,
+        "compensations": ctx.compensations,
         "polls": ctx.polls,
         "generated_at": ctx.generated_at,
         "last_tick": ctx.last_tick,

@@ -76,6 +76,9 @@ def test_compensations_run_in_reverse_order_exactly_once_across_a_killed_tick(
     assert {u.phase for u in state.undos[run_id].values()} == {TrackPhase.COMPLETE}
     history = state.undos[run_id]["first"].state_history
     assert [h.to for h in history][-1] == "complete" and all(h.at for h in history)
+    _, snap = state_of(repo)
+    brief = snap.files[f"state/runs/{run_id}/brief.html"].decode()
+    assert 'id="compensation"' in brief and "<code>second</code>" in brief
 
 
 def test_a_failing_compensation_is_dead_lettered(tmp_path: Path,

@@ -313,6 +313,18 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
     files = d4.state.dump()
     assert f"state/runs/{K}/undo/c.json" in files
     assert st.load(files).undos[K]["c"] == undo_c
+    # the brief has a compensation section, in the order they ran
+    from orchestrator.brief import context_from_files, render_html, render_markdown
+
+    files[st.run_path(K)] = st.to_json(run)
+    ctx = context_from_files(files, K, now=T0 + timedelta(minutes=7))
+    assert [u.name for u in ctx.compensations] == ["c", "b"]
+    html = render_html(ctx)
+    section = html[html.index('id="compensation"'):html.index('id="errors"')]
+    assert section.index("<code>c</code>") < section.index("<code>b</code>")
+    assert "complete" in section
+    assert "**Compensation** (newest first): c complete (1/2), b complete (1/2)" in \
+        render_markdown(ctx)
 
 
 def test_a_compensation_that_keeps_failing_is_dead_lettered_and_the_rest_cancelled() -> None:
