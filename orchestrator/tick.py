@@ -35,6 +35,7 @@ from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
 from .models import RunStatus, Schedule, TrackPhase
 from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
+from .policies import Pause
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
@@ -161,6 +162,10 @@ def gather(executor: Executor, state: st.State) -> Observations:
                         executor_available=breaker is None or breaker.state != "open")
 
 
+def _pauses(state: st.State) -> dict[str, Pause]:
+    return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
+
+
 def repo_caps(repo: Path) -> tuple[Caps, str | None]:
     """The stampede caps of ``orchestrator.json``, and the problem of an invalid file
     (then no cap: one bad file must not stop every schedule)."""
@@ -247,7 +252,10 @@ class Tick:
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         summaries: dict[str, Callable[[int], str]] = {}
-        rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
+        # the index names paused schedules: a pause or resume renders it again
+        pauses_moved = _pauses(decision.state) != _pauses(state)
+        rendered = self._consolidate(decision, files, snap.files, schedules, summaries,
+                                     pauses_moved)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
@@ -255,14 +263,15 @@ class Tick:
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
-                     summaries: dict[str, Callable[[int], str]]) -> list[str]:
+                     summaries: dict[str, Callable[[int], str]],
+                     pauses_moved: bool = False) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
         ``consolidating``: the next tick tries again, and nothing else is held up.
         """
         created = any(p.endswith("/run.json") and p not in old for p in files)
-        if not decision.render and not created:
+        if not decision.render and not created and not pauses_moved:
             return []
         # jinja2 is only imported when there is something to render
         from .brief import context_from_files, render_html, render_index, render_markdown
@@ -302,7 +311,8 @@ class Tick:
         try:
             files[st.INDEX] = render_index(list(decision.state.runs.values()),
                                            generated_at=self.now,
-                                           template=self.index_template).encode()
+                                           template=self.index_template,
+                                           paused=_pauses(decision.state)).encode()
         except Exception as exc:  # a broken index template keeps the old index
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered

@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from .. import state as st
+from ..brief import INDEX_TEMPLATE, render_index, repo_template
 from ..cli import Config, pass_config
 from ..errors import OrchestratorError
 from ..models import Cursor, check_id
 from ..planner.pause import resume
 from ..policies import Pause
-from ..store import GitStateStore
+from ..store import Change, GitStateStore, Snapshot
 from ..times import parse_now
 from .dlq import _who
 
@@ -30,8 +33,21 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
     now = parse_now(now_text)
     who = _who(by)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
-    store.transact(lambda snap: resume(snap.files, schedule_id, who, reason, now),
-                   f"schedules: resume {schedule_id}")
+
+    def change(snap: Snapshot) -> Change:
+        out = resume(snap.files, schedule_id, who, reason, now)
+        # the index names paused schedules: it no longer names this one
+        state = st.load({**snap.files, **{k: v for k, v in out.items() if v is not None}})
+        # (a broken index template keeps the old index; the tick reports it)
+        with contextlib.suppress(OrchestratorError):
+            out[st.INDEX] = render_index(
+                list(state.runs.values()), generated_at=now,
+                template=repo_template(cfg.repo, INDEX_TEMPLATE),
+                paused={sid: c.paused for sid, c in sorted(state.cursors.items())
+                        if c.paused}).encode()
+        return out
+
+    store.transact(change, f"schedules: resume {schedule_id}")
     click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
 
 

@@ -139,6 +139,9 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     pause = state.cursors["nightly"].paused
     assert pause is not None and pause.by == "orchestrator"
 
+    _, snap = state_of(repo)
+    index = snap.files["state/index.html"].decode()
+    assert "nightly is paused</strong>" in index and "by orchestrator" in index
     status = cli(repo, "status", "--now", iso(t0 + timedelta(minutes=11)), check=False)
     assert f"PAUSED since {iso(t0 + timedelta(minutes=10, seconds=30))} by orchestrator" \
         in status.stdout
@@ -163,6 +166,8 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     resumed = state.cursors["nightly"].resumed
     assert state.cursors["nightly"].paused is None and resumed is not None
     assert "paused" not in cli(repo, "schedules", "list").stdout
+    _, snap = state_of(repo)
+    assert "is paused" not in snap.files["state/index.html"].decode()
     assert (resumed.by, resumed.reason) == ("alice", "credentials rotated")
     again = cli(repo, "schedules", "resume", "nightly", "--reason", "twice", check=False)
     assert again.returncode == 1 and "not paused" in again.stderr

@@ -317,12 +317,13 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
     from orchestrator.brief import context_from_files, render_html, render_markdown
 
     files[st.run_path(K)] = st.to_json(run)
-    ctx = context_from_files(files, K, now=T0 + timedelta(minutes=7))
+    ctx = context_from_files(files, K, now=T0 + timedelta(minutes=7), schedule=s.spec)
     assert [u.name for u in ctx.compensations] == ["c", "b"]
     html = render_html(ctx)
     section = html[html.index('id="compensation"'):html.index('id="errors"')]
     assert section.index("<code>c</code>") < section.index("<code>b</code>")
     assert "complete" in section
+    assert "<dt>Policies</dt><dd>on failure: compensate" in html
     assert "**Compensation** (newest first): c complete (1/2), b complete (1/2)" in \
         render_markdown(ctx)
 
