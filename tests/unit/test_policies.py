@@ -459,3 +459,20 @@ def test_without_runs_on_nothing_is_routed() -> None:
     assert d.dispatch[0].runs_on is None and d.state.runners == {}
     later = tick([sched(tracks=1)], d.state, T0 + timedelta(hours=1))
     assert later.state.runners == {}
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"max_parallel": 0}, "max_parallel"),
+    ({"pause_after_failures": 0}, "pause_after_failures"),
+    ({"on_failure": "rollback"}, "on_failure"),
+    ({"runs_on": []}, "runs_on"),
+    ({"runs_on": ["gpu", "gpu"]}, "runner labels must differ"),
+    ({"runs_on": ["has space"]}, "runs_on.0"),
+    ({"queue_timeout_minutes": 0}, "queue_timeout_minutes"),
+    ({"max_paralel": 2}, "max_paralel"),
+])
+def test_every_policy_is_strictly_validated(fields: dict[str, Any], message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        sched(**fields)
