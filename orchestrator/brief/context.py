@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import NotFound
+from ..health import RunnerHealth, describe
 from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
-from ..state import ROOT, last_tick_at, load, polls_path, run_dir, run_path
+from ..state import HEALTH, ROOT, last_tick_at, load, polls_path, run_dir, run_path
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
 """As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
@@ -41,9 +42,21 @@ class BriefContext:
     compensations: tuple[Track, ...] = ()
     """The run's compensations (``on_failure: compensate``), in the order they run:
     the newest completed track's first."""
+    runners: tuple[str, ...] = ()
+    """The health of each runner label the run's tracks were sent to, in words."""
 
 
 
+
+
+def _labels(tracks: list[Track], schedule: ScheduleSpec | None) -> list[str]:
+    """The runner labels the run's tracks went to or may go to, in order of preference."""
+    labels = list(schedule.runs_on or []) if schedule is not None else []
+    for track in tracks:
+        labels += [label for label in (track.spec.runs_on or []) if label not in labels]
+        if track.runner and track.runner not in labels:
+            labels.append(track.runner)
+    return labels
 
 
 def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
@@ -86,7 +99,7 @@ def context_from_files(
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
             if p == run_path(run_id) or p.startswith(prefix + "tracks/")
-            or p.startswith(prefix + "undo/") or p.startswith(dlq_prefix)}
+            or p.startswith(prefix + "undo/") or p.startswith(dlq_prefix) or p == HEALTH}
     state = load(mine, all_tracks=True)
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
@@ -107,4 +120,6 @@ def context_from_files(
         schedule=schedule,
         stale_after=stale_after,
         compensations=tuple(undos),
+        runners=tuple(describe(label, state.runners.get(label, RunnerHealth()))
+                      for label in _labels(tracks, schedule)),
     )

@@ -124,6 +124,7 @@ def render_html(ctx: BriefContext, template: Path | None = None) -> str:
         "tracks": ctx.tracks,
         "dead_letters": ctx.dead_letters,
         "compensations": ctx.compensations,
+        "runners": ctx.runners,
         "polls": ctx.polls,
         "generated_at": ctx.generated_at,
         "last_tick": ctx.last_tick,

@@ -74,8 +74,12 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
     fake_github.now = T0 + timedelta(minutes=12)
     fake_github.complete_all(second_ci)
     tick(repo, T0 + timedelta(minutes=13), fake_github)
-    state, _ = read_state(repo)
+    state, files = read_state(repo)
     assert state.runs[RUN].status is RunStatus.COMPLETED
+    brief = files[f"state/runs/{RUN}/brief.html"].decode()
+    assert "<dt>Runners</dt>" in brief
+    assert "gpu-self-hosted degraded since 2026-12-01T07:11Z" in brief
+    assert "ubuntu-latest healthy" in brief
 
     # 07:40: the cooldown (30 min from 07:11) has not passed: both legs skip gpu
     tick(repo, T0 + timedelta(minutes=40, seconds=30), fake_github)
