@@ -112,11 +112,41 @@ def _tracks(schedules: Sequence[Schedule], state: State, now: datetime) -> Itera
                     yield Wake(end, f"{run_id}: {track.name} timeout")
 
 
+def _policies(schedules: Sequence[Schedule], state: State, now: datetime) -> Iterator[Wake]:
+    """A compensation's retry or timeout, and the moment a leg waiting for a runner is
+    moved to the next label (``runs_on``)."""
+    specs = {s.id: s.spec for s in schedules}
+    for run_id, undos in state.undos.items():
+        run = state.runs.get(run_id)
+        if run is None or run.status not in machine.RUN_OPEN:
+            continue
+        for undo in undos.values():
+            if undo.phase in machine.TRACK_OPEN and undo.not_before is not None \
+                    and undo.not_before > now:
+                yield Wake(undo.not_before, f"{run_id}: {undo.name} compensation retry")
+            if undo.phase in machine.TRACK_OPEN and undo.started_at is not None:
+                end = undo.started_at + timedelta(minutes=undo.spec.timeout_minutes)
+                if end > now:
+                    yield Wake(end, f"{run_id}: {undo.name} compensation timeout")
+    for run_id, tracks in state.tracks.items():
+        run = state.runs.get(run_id)
+        spec = specs.get(run.schedule_id) if run is not None else None
+        if run is None or spec is None or run.status not in machine.RUN_OPEN:
+            continue
+        for track in tracks.values():
+            if (track.runner is not None and track.started_at is None
+                    and track.dispatched_at is not None and track.phase in machine.TRACK_OPEN):
+                end = track.dispatched_at + timedelta(minutes=spec.queue_timeout_minutes)
+                if end > now:
+                    yield Wake(end, f"{run_id}: {track.name} queue timeout on {track.runner}")
+
+
 Source = Callable[[Sequence[Schedule], State, datetime], Iterator[Wake]]
 
 SOURCES: tuple[Source, ...] = (
     _slots,
     _tracks,
+    _policies,
     # A poll track's next poll joins here as its own source when poll tracks arrive
     # (until then a track waiting on `not_before` is covered by `_tracks`).
 )

@@ -476,3 +476,18 @@ def test_every_policy_is_strictly_validated(fields: dict[str, Any], message: str
 
     with pytest.raises(ValidationError, match=message):
         sched(**fields)
+
+
+def test_the_next_wake_knows_a_compensation_retry_and_a_queue_timeout() -> None:
+    from orchestrator.wake import due_moments
+
+    s = saga()
+    d = complete_then_fail(s)
+    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", P.FAILED)))
+    reasons = {w.reason: w.at for w in due_moments([s], d.state, T0 + timedelta(minutes=4))}
+    assert reasons[f"{K}: c compensation retry"] == T0 + timedelta(minutes=4, seconds=30)
+
+    r = route()
+    routed = tick([r], State(), T0)
+    reasons = {w.reason: w.at for w in due_moments([r], routed.state, T0)}
+    assert reasons[f"{K}: t0 queue timeout on gpu"] == T0 + timedelta(minutes=10)
