@@ -1,6 +1,6 @@
-"""Runner health and fallback routing with the GitHub executor against the fake GitHub:
-legs left queued on one label move to the next, and after the cooldown one leg probes
-the degraded label again."""
+"""Failure policies with the GitHub executor against the fake GitHub: legs left queued
+on one label move to the next, after the cooldown one leg probes the degraded label
+again, and a compensation runs as a leg of its own."""
 
 from __future__ import annotations
 
@@ -119,3 +119,31 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
     gpu = state.runners["gpu-self-hosted"]
     assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
     assert state.tracks[later]["a"].phase is TrackPhase.RUNNING
+
+
+def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
+                                                     fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0 7 * * *", "on_failure": "compensate",
+        "tracks": [{"name": "a", "run": "make a", "compensate": {"run": "unmake a"}},
+                   {"name": "b", "run": "make b"}]}})
+    repo = clone(origin, tmp_path / "repo")
+    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    [first_ci] = fake_github.runs
+    fake_github.now = T0 + timedelta(minutes=2)
+    fake_github.set_job(first_ci, "a", "completed", "success")
+    fake_github.set_job(first_ci, "b", "completed", "failure")
+    tick(repo, T0 + timedelta(minutes=3), fake_github)
+    body = fake_github.dispatches[1].body
+    [leg] = json.loads(body["inputs"]["tracks"])
+    assert leg["key"] == f"{RUN}--a--undo--1" and leg["run"] == "unmake a"
+    assert leg["env"] == {"ORCHESTRATOR_COMPENSATING": "1",
+                          "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    undo_ci = max(fake_github.runs)
+    fake_github.now = T0 + timedelta(minutes=4)
+    fake_github.set_job(undo_ci, f"{RUN}--a--undo--1", "completed", "success")
+    tick(repo, T0 + timedelta(minutes=5), fake_github)
+    state, _ = read_state(repo)
+    assert state.undos[RUN]["a"].phase is TrackPhase.COMPLETE
+    assert state.tracks[RUN]["a"].phase is TrackPhase.COMPLETE  # the action stays done
+    assert state.runs[RUN].status is RunStatus.FAILED
