@@ -16,6 +16,7 @@ from . import machine
 from . import state as st
 from .errors import NotFound, UserError
 from .models import DeadLetter, RunStatus, TrackPhase
+from .planner.compensation import REASON as COMPENSATION_FAILED
 from .store import Change
 from .times import iso
 
@@ -66,6 +67,10 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
     letter = find(state, key)
     if letter.discarded:
         raise UserError(f"dead letter {key!r} was discarded; it cannot be requeued")
+    if letter.reason == COMPENSATION_FAILED:
+        # the saga stopped at this compensation and cancelled the ones after it
+        raise UserError(f"dead letter {key!r} is a failed compensation: undo it by hand "
+                        "(see `dlq show`), then discard it")
     run = state.runs.get(letter.run_id)
     track = state.tracks.get(letter.run_id, {}).get(letter.track)
     if run is None or track is None:

@@ -15,6 +15,7 @@ EXIT_USAGE = 2
 EXIT_REMOTE = 3
 EXIT_UNEXPECTED = 4
 EXIT_STALE = 5
+EXIT_DEAD_LETTERS = 6
 
 
 class OrchestratorError(Exception):
@@ -108,3 +109,11 @@ class Stale(OrchestratorError):
     # Its own code, so a monitor can tell "the clock stopped" (5) from "the remote
     # could not be read" (3) and from a bad argument (1).
     exit_code = EXIT_STALE
+
+
+class DeadLettersWaiting(OrchestratorError):
+    """Dead letters wait for a decision (``status --fail-on-dead-letters``)."""
+
+    # Its own code: a watchdog alerts on parked work as on a stopped clock (5), and
+    # can tell the two apart. Nothing is ever requeued by itself.
+    exit_code = EXIT_DEAD_LETTERS

@@ -15,6 +15,7 @@ from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from .cron import validate_cron
 from .errors import InvalidId
@@ -98,3 +99,24 @@ UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
 
 class Frozen(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False)
+
+
+MAX_RUN_BYTES = 64 * 1024
+"""Longest track command, in UTF-8 bytes: far below the argument list limit of any OS
+(128 KiB per argument on Linux), and it is committed with every run."""
+
+AT_YEARS = (1970, 9000)
+"""Years an ``at`` may name: its run id needs a four-digit year, and every later
+computation (offsets, deadlines, catch-up windows) stays far from datetime's edges."""
+
+
+def _run_command(value: str) -> str:
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_RUN_BYTES:
+        raise PydanticCustomError("run_too_long", "a command of {size} bytes; the limit is "
+                                  "{limit} (put a long script in a file and run that)",
+                                  {"size": size, "limit": MAX_RUN_BYTES})
+    return value
+
+
+RunCommand = Annotated[str, AfterValidator(_run_command)]

@@ -43,7 +43,7 @@ TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     # A track may report `complete`/`failed`/`waiting` before the tick saw it running.
     P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
                              P.CANCELLED, P.WAITING}),
-    P.RUNNING: frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.WAITING}),
+    P.RUNNING: frozenset({P.PENDING, P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.WAITING}),
     P.WAITING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
     P.FAILED: frozenset({P.PENDING}),
     P.TAPPED_OUT: frozenset({P.PENDING}),
@@ -52,8 +52,9 @@ TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     P.SKIPPED: frozenset(),
 }
 """Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
-dispatch was lost; ``failed -> pending`` a retry or requeue; ``tapped_out -> pending``
-a requeue."""
+dispatch was lost; ``dispatched | running -> pending`` also a leg that no runner took
+(GitHub lists a queued job as running), sent to the next runner label;
+``failed -> pending`` a retry or requeue; ``tapped_out -> pending`` a requeue."""
 
 TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING, P.WAITING})
 """Phases in which a track still needs the tick's attention."""

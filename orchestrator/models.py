@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import (
-    AfterValidator,
     ConfigDict,
     Field,
     model_validator,
@@ -26,18 +25,22 @@ from pydantic_core import PydanticCustomError
 from .cron import DstFold as DstFold
 from .cron import DstGap as DstGap
 from .cron import DstPolicy, local_to_utc
+from .fieldtypes import AT_YEARS as AT_YEARS
 from .fieldtypes import ID_RE as ID_RE
 from .fieldtypes import ID_RULE as ID_RULE
+from .fieldtypes import MAX_RUN_BYTES as MAX_RUN_BYTES
 from .fieldtypes import RUN_ID_RE as RUN_ID_RE
 from .fieldtypes import WORKFLOW_RE as WORKFLOW_RE
 from .fieldtypes import CronText as CronText
 from .fieldtypes import Frozen as Frozen
 from .fieldtypes import Id as Id
+from .fieldtypes import RunCommand as RunCommand
 from .fieldtypes import UTCDateTime as UTCDateTime
 from .fieldtypes import ZoneName as ZoneName
 from .fieldtypes import check_id as check_id
 from .fieldtypes import check_run_id as check_run_id
 from .graph import CONSOLIDATE, graph_error
+from .policies import Pause, SchedulePolicies, TrackPolicies, compensation_problem
 
 # --------------------------------------------------------------------------- policies
 
@@ -84,28 +87,9 @@ class When(StrEnum):
 # --------------------------------------------------------------------------- schedules
 
 
-MAX_RUN_BYTES = 64 * 1024
-"""Longest track command, in UTF-8 bytes: far below the argument list limit of any OS
-(128 KiB per argument on Linux), and it is committed with every run."""
-
-AT_YEARS = (1970, 9000)
-"""Years an ``at`` may name: its run id needs a four-digit year, and every later
-computation (offsets, deadlines, catch-up windows) stays far from datetime's edges."""
 
 
-def _run_command(value: str) -> str:
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_RUN_BYTES:
-        raise PydanticCustomError("run_too_long", "a command of {size} bytes; the limit is "
-                                  "{limit} (put a long script in a file and run that)",
-                                  {"size": size, "limit": MAX_RUN_BYTES})
-    return value
-
-
-RunCommand = Annotated[str, AfterValidator(_run_command)]
-
-
-class TrackSpec(Frozen):
+class TrackSpec(Frozen, TrackPolicies):
     """One unit of parallel work in a run."""
 
     name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
@@ -176,7 +160,7 @@ class ConsolidateSpec(Frozen):
         return self
 
 
-class ScheduleSpec(Frozen):
+class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.policies
     """A schedule file: when to fire and which tracks to run in parallel."""
 
     schema_ref: str | None = Field(
@@ -292,6 +276,10 @@ class ScheduleSpec(Frozen):
         if problem is not None:
             raise PydanticCustomError("track_graph", "{msg}", {
                 "field": f"tracks.{problem[0]}.needs", "msg": problem[1]})
+        undo_problem = compensation_problem(self.on_failure,
+                                            [t.name for t in self.tracks if t.compensate])
+        if undo_problem:
+            raise PydanticCustomError("compensation", undo_problem, {"field": "on_failure"})
         return self
 
     @property
@@ -414,11 +402,16 @@ class Track(Frozen):
     """What the track reported (a JSON object; ``summary`` is shown in the brief)."""
     error_log: list[str] = Field(default_factory=list)
     state_history: list[Transition] = Field(default_factory=list)
+    runner: str | None = None
+    """The runner label the current attempt was sent to (``runs_on``)."""
+    compensating: bool = False
+    """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
 
     @property
     def key(self) -> str:
+        undo = "--undo" if self.compensating else ""
         poll = f".{self.polls}" if self.polls else ""
-        return f"{self.run_id}--{self.name}--{self.attempt}{poll}"
+        return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
 
 class Run(Frozen):
@@ -467,6 +460,10 @@ class Cursor(Frozen):
     fires_per_day: dict[str, int] = Field(default_factory=dict)
     """Runs started per local calendar day (ISO date), for ``max_runs_per_day``."""
     notes: list[SlotNote] = Field(default_factory=list)
+    paused: Pause | None = None
+    """Set while the schedule is paused (``pause_after_failures``); it fires nothing."""
+    resumed: Pause | None = None
+    """The last resume: failures before it no longer count towards a pause."""
 
 
 class DeadLetter(Frozen):

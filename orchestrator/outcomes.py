@@ -59,6 +59,8 @@ class Outcome(Frozen):
     track: str
     attempt: int = Field(ge=1)
     poll: int = Field(0, ge=0)
+    compensating: bool = False
+    """A compensation's leg (key ``<run_id>--<track>--undo--<attempt>``)."""
     """Which poll of a poll track this was (0: the first dispatch of the attempt)."""
     phase: LegPhase
     exit_code: int | None = None
@@ -73,7 +75,8 @@ class Outcome(Frozen):
 
     @property
     def key(self) -> str:
-        key = f"{self.run_id}--{self.track}--{self.attempt}"
+        undo = "--undo" if self.compensating else ""
+        key = f"{self.run_id}--{self.track}{undo}--{self.attempt}"
         return f"{key}.{self.poll}" if self.poll else key
 
 
@@ -97,7 +100,8 @@ def stderr_tail(text: str) -> str:
     return "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
 
 
-def build(*, run_id: str, track: str, attempt: int, poll: int = 0, exit_code: int | None,
+def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
+          compensating: bool = False, exit_code: int | None,
           started_at: datetime, finished_at: datetime, limit: timedelta | None = None,
           result: dict[str, Any] | None = None, stderr: str = "",
           message: str | None = None) -> Outcome:
@@ -115,7 +119,8 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0, exit_code: in
     tail = stderr_tail(stderr)
     if error and tail:
         error = f"{error}; stderr ends with:\n{tail}"
-    return Outcome(run_id=run_id, track=track, attempt=attempt, poll=poll, phase=phase,
+    return Outcome(run_id=run_id, track=track, attempt=attempt, poll=poll,
+                   compensating=compensating, phase=phase,
                    exit_code=exit_code, started_at=started_at, finished_at=finished_at,
                    result=result, error=error)
 

@@ -100,6 +100,14 @@ class RepoConfig(Frozen):
         None, alias="$schema", description="Path or URL of the JSON Schema, for editors.")
     cadence: Cadence = Field(default_factory=Cadence,
                              description="When tick.yml runs (see README, 'The cadence').")
+    max_concurrent_tracks: int | None = Field(
+        None, ge=1, le=100_000,
+        description="At most this many tracks in flight (dispatched or running) across all "
+        "runs of all schedules; the others wait, oldest run first. Unset: no cap.")
+    max_dispatches_per_tick: int | None = Field(
+        None, ge=1, le=100_000,
+        description="At most this many tracks dispatched by one tick; the others wait for "
+        "the next tick. Unset: no cap.")
 
 
 def load_repo_config(root: Path) -> RepoConfig:

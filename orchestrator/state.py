@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from . import safejson
 from .breaker import Breaker
 from .errors import EXIT_USER, InvalidId, OrchestratorError
+from .health import RUNNERS_KEY, RunnerHealth
 from .models import Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
@@ -68,6 +69,11 @@ def track_path(run_id: str, track: str) -> str:
 
 def specs_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/specs.json"
+
+
+def undo_path(run_id: str, track: str) -> str:
+    """The compensation record of ``track`` (a :class:`Track` with ``compensating``)."""
+    return f"{run_dir(run_id)}/undo/{check_id(track, 'track name')}.json"
 
 
 def polls_path(run_id: str) -> str:
@@ -124,6 +130,10 @@ class State:
     quarantined: dict[str, str] = field(default_factory=dict)
     """Path -> what is wrong, for each record that could not be read. A quarantined
     record is left alone (never rewritten), and so is everything of its run."""
+    runners: dict[str, RunnerHealth] = field(default_factory=dict)
+    """Runner label -> its health (``runs_on`` routing), in ``state/health.json``."""
+    undos: dict[str, dict[str, Track]] = field(default_factory=dict)
+    """Run id -> track -> the compensation of that track (``on_failure: compensate``)."""
 
     def copy(self) -> State:
         return State(
@@ -133,6 +143,8 @@ class State:
             dlq=dict(self.dlq),
             health=dict(self.health),
             quarantined=dict(self.quarantined),
+            runners=dict(self.runners),
+            undos={k: dict(v) for k, v in self.undos.items()},
         )
 
     def held_schedules(self) -> set[str]:
@@ -180,8 +192,18 @@ class State:
         for key, letter in self.dlq.items():
             if fresh(base.dlq if base else None, key, letter):
                 files[dlq_path(key)] = record_bytes(letter, specs.get(letter.run_id, {}))
-        if self.health and (base is None or base.health != self.health):
-            files[HEALTH] = to_json({k: v.model_dump(mode="json") for k, v in self.health.items()})
+        for rid, undos in self.undos.items():
+            for name, undo in undos.items():
+                if fresh(base.undos.get(rid) if base else None, name, undo):
+                    files[undo_path(rid, name)] = to_json(undo)
+        if (self.health or self.runners) and (
+                base is None or base.health != self.health or base.runners != self.runners):
+            health: dict[str, Any] = {k: v.model_dump(mode="json")
+                                      for k, v in self.health.items()}
+            if self.runners:
+                health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
+                                       for k, v in sorted(self.runners.items())}
+            files[HEALTH] = to_json(health)
         return files
 
 
@@ -293,7 +315,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
     if prefetch is not None:
         prefetch(p for p in paths
-                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p)
+                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p
+                 and "/undo/" not in p)
     finished = set()
     bad_runs: set[str] = set()
     specs = functools.cache(lambda run_id: read_specs(files, run_id))
@@ -314,7 +337,8 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
     if prefetch is not None:
-        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/") and "/tracks/" in p
+        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/")
+                 and ("/tracks/" in p or "/undo/" in p)
                  and p.split("/")[2] not in finished | bad_runs)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
@@ -337,6 +361,14 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
                 bad_runs.add(parts[2])
             elif track is not None:
                 state.tracks.setdefault(track.run_id, {})[track.name] = track
+        elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "undo":
+            if parts[2] in finished or parts[2] in bad_runs:
+                continue
+            undo = _record(state, Track, path, files, "name", parts[4][:-5], specs(parts[2]))
+            if undo is None:
+                bad_runs.add(parts[2])
+            else:
+                state.undos.setdefault(undo.run_id, {})[undo.name] = undo
         elif parts[1] == "dlq" and len(parts) == 3:
             letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5],
                              specs(parts[2][:-5].rpartition("--")[0]))
@@ -345,7 +377,15 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         elif path == HEALTH:
             try:
                 raw = safejson.loads(files[path], max_bytes=MAX_RECORD_BYTES)
-                state.health = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
+                if not isinstance(raw, dict):
+                    raise ValueError(f"a JSON object is expected, not {type(raw).__name__}")
+                runners = raw.pop(RUNNERS_KEY, {})
+                if not isinstance(runners, dict):
+                    raise ValueError(f"{RUNNERS_KEY}: a JSON object is expected")
+                breakers = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
+                state.runners = {k: RunnerHealth.model_validate(v, strict=False)
+                                 for k, v in runners.items()}
+                state.health = breakers
             except ValidationError as exc:
                 # A broken breaker file costs only the breaker: it starts closed again.
                 first = exc.errors()[0]
@@ -358,6 +398,7 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         # with only some of its records, and the dump never rewrites what it skipped.
         state.runs.pop(run_id, None)
         state.tracks.pop(run_id, None)
+        state.undos.pop(run_id, None)
     return state
 
 

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import state as st
+from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
 from .times import iso
@@ -33,7 +34,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime | None:
     cursor = state.cursors.get(schedule.id)
-    if not schedule.spec.enabled or (cursor is not None and cursor.done):
+    if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
         return None
     found = for_spec(schedule.spec).next(now, 1).found
     return found[0].at if found else None
@@ -54,6 +55,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "next": _iso(_next_slot(schedule, state, now)),
             "last_run_id": cursor.last_run_id if cursor else None,
             "last_error": cursor.last_error if cursor else None,
+            "paused": (cursor.paused.model_dump(mode="json")
+                       if cursor is not None and cursor.paused is not None else None),
         })
     runs = []
     for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
@@ -81,6 +84,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "open_runs": runs,
         "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
+        "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
+        "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
     }
 
 
@@ -109,6 +114,10 @@ def text(report: dict[str, Any]) -> list[str]:
         for s in report["schedules"]:
             nxt = "disabled" if not s["enabled"] else (
                 f"next {s['next']}" if s["next"] else "no upcoming run")
+            if s["paused"]:
+                pause = s["paused"]
+                nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
+                       f"(orchestrator schedules resume {s['id']} --reason ...)")
             last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
             error = f"  error: {s['last_error']}" if s["last_error"] else ""
             lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
@@ -128,4 +137,7 @@ def text(report: dict[str, Any]) -> list[str]:
                                                    if b["failures"] else "")
                          for name, b in report["breakers"].items())
     lines.append(f"breakers      {breakers or 'none recorded'}")
+    if report["runner_lines"]:  # only schedules with runs_on record runner health
+        lines.append("runners")
+        lines += [f"  {line}" for line in report["runner_lines"]]
     return lines

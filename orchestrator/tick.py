@@ -20,30 +20,27 @@ except a heartbeat line once ``heartbeat_every`` has passed since the last one.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import run_scope, safejson
+from . import run_scope
 from . import state as st
 from .breaker import Breaker, merge_breaker
-from .credentials import redact_value, redactor
 from .errors import ExecutorError, OrchestratorError, Rewound
-from .executors.base import DispatchRequest, DispatchResult, Executor, Handle, Observation
-from .machine import TRACK_OPEN
-from .models import Run, RunStatus, Schedule, TrackPhase
+from .executors.base import DispatchResult, Executor
+from .models import Run, Schedule
+from .observing import gather as gather
 from .outcomes import Folder
-from .planner import Decision, Observations, finish, plan, record_dispatch
+from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
+from .policies import Pause
 from .repo_config import cadence_or_default
 from .schedules import load_all
 from .store import Snapshot, StateStore
-from .store.plumbing import Redactor
 from .times import iso
 from .wake import Wake, next_wake
 
@@ -87,6 +84,8 @@ class TickResult:
     """The next due moment after this tick, from the state it decided."""
     scope: str | None = None
     """The one run this tick advanced (``tick --run``), if it was scoped."""
+    parked: dict[str, str] = field(default_factory=dict)
+    """Dead letter key -> reason, for each track this tick parked (an alert each)."""
 
     @property
     def log(self) -> list[str]:
@@ -111,6 +110,7 @@ class TickResult:
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
             "run": self.scope,
+            "parked": self.parked,
         }
 
 
@@ -129,75 +129,24 @@ class Planned:
     """Runs whose brief was rendered (and which are finished by this change)."""
     summaries: dict[str, Callable[[int], str]]
     """Run id -> its Markdown brief, rendered within a byte limit."""
+    parked: dict[str, str] = field(default_factory=dict)
+    """Dead letter key -> reason, for each track this change parks."""
 
 
-def _from_track(seen: Observation, redact: Redactor) -> Observation:
-    """``seen`` with what the track wrote made safe to commit and print: redacted, and
-    a result that cannot be written back as JSON replaced by ``{"error": why}``."""
-    result = seen.result
-    if result is not None:
-        try:
-            safejson.check_text(result)
-            result = redact_value(result, redact)
-        except safejson.UnsafeJSON as exc:
-            result = {"error": f"result ignored: {exc}"}
-    error = redact(seen.error) if seen.error else seen.error
-    if result is seen.result and error == seen.error:
-        return seen
-    return dataclasses.replace(seen, result=result, error=error)
+def _pauses(state: st.State) -> dict[str, Pause]:
+    return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
 
 
-def gather(executor: Executor, state: st.State,
-           known: Mapping[str, Observation] | None = None,
-           redact: Redactor | None = None) -> Observations:
-    """Observe open attempts and look up unrecorded dispatches.
+def repo_caps(repo: Path) -> tuple[Caps, str | None]:
+    """The stampede caps of ``orchestrator.json``, and the problem of an invalid file
+    (then no cap: one bad file must not stop every schedule)."""
+    from .repo_config import load_repo_config
 
-    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
-    what they say is taken as it is.
-
-    These calls change nothing on the state branch; a backend may still repair its
-    own bookkeeping here (the local executor restarts a supervisor whose dispatcher
-    died, and records an attempt whose supervisor vanished). What a track wrote passes
-    ``redact`` (default: a redactor of the credentials in this process's environment).
-    """
-    handles: list[Handle] = []
-    lost: list[DispatchRequest] = []
-    for run_id, tracks in state.tracks.items():
-        run = state.runs.get(run_id)
-        if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
-            continue
-        for track in tracks.values():
-            if track.phase not in TRACK_OPEN or track.dispatch_key is None:
-                continue
-            if track.executor not in (None, executor.name):
-                continue  # dispatched by another backend; that one observes it
-            if known and track.dispatch_key in known:
-                continue
-            if track.handle is not None:
-                handles.append(Handle(key=track.dispatch_key, handle=track.handle,
-                                      timeout_minutes=track.spec.timeout_minutes))
-            elif track.phase is TrackPhase.DISPATCHED:
-                lost.append(DispatchRequest(run_id=run_id, track=track.name,
-                                            attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow, poll=track.polls,
-                                            marked_at=track.dispatched_at))
     try:
-        seen = executor.observe(handles) if handles else {}
-        found = executor.lookup(lost) if lost else {}
-    except ExecutorError as exc:
-        log.warning("%s: %s", executor.name, exc)
-        seen, found = {}, {}
-        available = False
-    else:
-        breaker = executor.health()
-        available = breaker is None or breaker.state != "open"
-    if known:
-        seen = run_scope.merge(known, seen)
-    # Everything a track wrote (an outcome file, a result, stderr) is made safe to
-    # commit and print, whichever way it arrived.
-    scrub = redactor(os.environ) if redact is None else redact
-    seen = {key: _from_track(o, scrub) for key, o in seen.items()}
-    return Observations(seen=seen, found=found, executor_available=available)
+        config = load_repo_config(repo)
+    except OrchestratorError as exc:
+        return Caps(), f"{exc.message}; its caps are not applied"
+    return Caps(config.max_concurrent_tracks, config.max_dispatches_per_tick), None
 
 
 def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
@@ -268,6 +217,7 @@ class Tick:
         self.scope = scope
         """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
         self.outcomes = outcomes or Folder()
+        self._caps: Caps | None = None
 
     # ---------------------------------------------------------------- planning
 
@@ -278,28 +228,33 @@ class Tick:
             others = state.runs
             state = run_scope.scoped(state, self.scope)
         decision = plan([] if self.scope else schedules, state, obs, self.now,
-                        executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
+                        executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid,
+                        caps=self._caps)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         summaries: dict[str, Callable[[int], str]] = {}
+        # the index names paused schedules: a pause or resume renders it again
+        pauses_moved = _pauses(decision.state) != _pauses(state)
         rendered = self._consolidate(decision, files, snap.files, schedules, summaries,
-                                     others)
+                                     others, pauses_moved)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
-        return Planned(decision, st.changes(snap.files, files), rendered, summaries)
+        parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
+                  if not d.discarded and state.dlq.get(key) is not d}
+        return Planned(decision, st.changes(snap.files, files), rendered, summaries, parked)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
                      summaries: dict[str, Callable[[int], str]],
-                     others: Mapping[str, Run]) -> list[str]:
+                     others: Mapping[str, Run], pauses_moved: bool = False) -> list[str]:
         """Render the brief of each consolidated run and mark the run finished.
 
         A brief that fails to render (say, a broken user template) leaves its run
         ``consolidating``: the next tick tries again, and nothing else is held up.
         """
         created = any(p.endswith("/run.json") and p not in old for p in files)
-        if not decision.render and not created:
+        if not decision.render and not created and not pauses_moved:
             return []
         # jinja2 is only imported when there is something to render
         from .brief import context_from_files, render_html, render_index, render_markdown
@@ -340,7 +295,8 @@ class Tick:
             runs = {**others, **decision.state.runs}  # a scoped tick sees one run
             files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
-                                           template=self.index_template).encode()
+                                           template=self.index_template,
+                                           paused=_pauses(decision.state)).encode()
         except Exception as exc:  # a broken index template keeps the old index
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered
@@ -388,6 +344,9 @@ class Tick:
         loaded = load_all(self.repo / "schedules")
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
+        self._caps, problem = repo_caps(self.repo)
+        if problem:  # reported like an invalid schedule; the schedules are still served
+            invalid.append(problem)
         result.schedule_errors = invalid
         state0 = st.load(snap.files)
         held = state0.held_schedules()
@@ -434,6 +393,7 @@ class Tick:
                                 cadence_or_default(self.repo))
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
+        result.parked = marked.parked if outcome.landed else {}
         result.finished = list(result.rendered)
         if not outcome.landed:
             return result

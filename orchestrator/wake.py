@@ -129,8 +129,8 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
     for schedule in schedules:
         spec = schedule.spec
         cursor = state.cursors.get(schedule.id)
-        if not spec.enabled:
-            continue
+        if not spec.enabled or (cursor is not None and cursor.paused is not None):
+            continue  # a paused schedule fires nothing: no wake-up for its slots
         at = spec.at_utc()
         if at is not None:
             if at > now and not (cursor is not None and cursor.done and cursor.last_slot == at):
@@ -167,11 +167,42 @@ def _tracks(schedules: Sequence[Schedule], state: State, now: datetime,
                     yield Wake(end, f"{run_id}: {track.name} timeout", False)
 
 
+def _policies(schedules: Sequence[Schedule], state: State, now: datetime,
+              cadence: Cadence) -> Iterator[Wake]:
+    """A compensation's retry or timeout, and the moment a leg waiting for a runner is
+    moved to the next label (``runs_on``)."""
+    specs = {s.id: s.spec for s in schedules}
+    for run_id, undos in state.undos.items():
+        run = state.runs.get(run_id)
+        if run is None or run.status not in machine.RUN_OPEN:
+            continue
+        for undo in undos.values():
+            if undo.phase in machine.TRACK_OPEN and undo.not_before is not None \
+                    and undo.not_before > now:
+                yield Wake(undo.not_before, f"{run_id}: {undo.name} compensation retry")
+            if undo.phase in machine.TRACK_OPEN and undo.started_at is not None:
+                end = undo.started_at + timedelta(minutes=undo.spec.timeout_minutes)
+                if end > now:
+                    yield Wake(end, f"{run_id}: {undo.name} compensation timeout")
+    for run_id, tracks in state.tracks.items():
+        run = state.runs.get(run_id)
+        spec = specs.get(run.schedule_id) if run is not None else None
+        if run is None or spec is None or run.status not in machine.RUN_OPEN:
+            continue
+        for track in tracks.values():
+            if (track.runner is not None and track.started_at is None
+                    and track.dispatched_at is not None and track.phase in machine.TRACK_OPEN):
+                end = track.dispatched_at + timedelta(minutes=spec.queue_timeout_minutes)
+                if end > now:
+                    yield Wake(end, f"{run_id}: {track.name} queue timeout on {track.runner}")
+
+
 Source = Callable[[Sequence[Schedule], State, datetime, Cadence], Iterator[Wake]]
 
 SOURCES: tuple[Source, ...] = (
     _slots,
     _tracks,
+    _policies,
     # A poll track's next poll is its `not_before`, covered by `_tracks`.
 )
 """Where due moments come from; each yields its moments after ``now``."""

@@ -12,8 +12,10 @@ from typing import Any
 
 from .. import safejson
 from ..errors import NotFound
+from ..health import RunnerHealth, describe
 from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
 from ..state import (
+    HEALTH,
     POLLS_MAX_BYTES,
     ROOT,
     CorruptState,
@@ -49,9 +51,24 @@ class BriefContext:
     """``None`` when the schedule file is gone; the run record carries its description,
     cron and time zone."""
     stale_after: timedelta = DEFAULT_STALE_AFTER
+    compensations: tuple[Track, ...] = ()
+    """The run's compensations (``on_failure: compensate``), in the order they run:
+    the newest completed track's first."""
+    runners: tuple[str, ...] = ()
+    """The health of each runner label the run's tracks were sent to, in words."""
 
 
 
+
+
+def _labels(tracks: list[Track], schedule: ScheduleSpec | None) -> list[str]:
+    """The runner labels the run's tracks went to or may go to, in order of preference."""
+    labels = list(schedule.runs_on or []) if schedule is not None else []
+    for track in tracks:
+        labels += [label for label in (track.spec.runs_on or []) if label not in labels]
+        if track.runner and track.runner not in labels:
+            labels.append(track.runner)
+    return labels
 
 
 def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
@@ -97,7 +114,7 @@ def context_from_files(
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
             if p in (run_path(run_id), specs_path(run_id)) or p.startswith(prefix + "tracks/")
-            or p.startswith(dlq_prefix)}
+            or p.startswith(prefix + "undo/") or p.startswith(dlq_prefix) or p == HEALTH}
     state = load(mine, all_tracks=True)
     if run_id not in state.runs:  # quarantined: its run record or a track is unreadable
         raise CorruptState("; ".join(state.quarantine_lines()))
@@ -107,6 +124,9 @@ def context_from_files(
     tracks = sorted(by_name.values(), key=lambda t: (order.get(t.name, len(order)), t.name))
     letters = sorted((d for d in state.dlq.values() if d.run_id == run_id),
                      key=lambda d: d.track)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    undos = sorted(state.undos.get(run_id, {}).values(), reverse=True, key=lambda u: (
+        getattr(by_name.get(u.name), "finished_at", None) or epoch, u.name))
     return BriefContext(
         run=run,
         tracks=tracks,
@@ -116,4 +136,7 @@ def context_from_files(
         last_tick=last_tick if last_tick is not None else last_tick_at(files),
         schedule=schedule,
         stale_after=stale_after,
+        compensations=tuple(undos),
+        runners=tuple(describe(label, state.runners.get(label, RunnerHealth()))
+                      for label in _labels(tracks, schedule)),
     )

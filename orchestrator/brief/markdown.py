@@ -47,6 +47,7 @@ def _plan(page: Template, ctx: BriefContext, view: BriefView, limit: int, level:
         "run": ctx.run,
         "view": view,
         "dead_letters": ctx.dead_letters,
+        "compensations": ctx.compensations,
         "generated_at": ctx.generated_at,
         "last_tick": ctx.last_tick,
         "level": level,

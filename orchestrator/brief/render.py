@@ -11,7 +11,7 @@ HTML is autoescaped, whatever the template's file name.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import NotFound, UserError
 from ..machine import RUN_TERMINAL
 from ..models import Run
+from ..policies import Pause
 from .attempts import run_finished, run_started
 from .context import BriefContext
 from .text import fmt_clock, fmt_duration, fmt_when, md
@@ -122,6 +123,8 @@ def render_html(ctx: BriefContext, template: Path | None = None) -> str:
         "schedule": ctx.schedule,
         "tracks": ctx.tracks,
         "dead_letters": ctx.dead_letters,
+        "compensations": ctx.compensations,
+        "runners": ctx.runners,
         "polls": ctx.polls,
         "generated_at": ctx.generated_at,
         "last_tick": ctx.last_tick,
@@ -141,8 +144,10 @@ class IndexRow:
 
 
 def render_index(runs: list[Run], *, generated_at: datetime,
-                 template: Path | None = None) -> str:
-    """``state/index.html``: every run, newest first, linking to its brief."""
+                 template: Path | None = None, paused: Mapping[str, Pause] | None = None
+                 ) -> str:
+    """``state/index.html``: every run, newest first, linking to its brief; paused
+    schedules (``pause_after_failures``) first."""
     rows = []
     for run in sorted(runs, key=lambda r: (r.slot, r.run_id), reverse=True):
         started = run_started(run, [])
@@ -151,4 +156,5 @@ def render_index(runs: list[Run], *, generated_at: datetime,
         href = f"runs/{run.run_id}/brief.html" if run.status in RUN_TERMINAL else None
         rows.append(IndexRow(run=run, status=run.status.value, schedule_id=run.schedule_id,
                              slot=run.slot, duration=duration, href=href))
-    return load(INDEX_TEMPLATE, template).render({"runs": rows, "generated_at": generated_at})
+    return load(INDEX_TEMPLATE, template).render({"runs": rows, "generated_at": generated_at,
+                                                  "paused": dict(paused or {})})

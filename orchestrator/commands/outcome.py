@@ -35,6 +35,8 @@ def _read_tail(path: Path | None) -> str:
 @click.option("--poll", type=click.IntRange(min=0), envvar="ORCHESTRATOR_POLL", default=0,
               show_default=True,
               help="Which poll of a poll track this was [env: ORCHESTRATOR_POLL].")
+@click.option("--compensating", is_flag=True, envvar="ORCHESTRATOR_COMPENSATING",
+              help="The leg ran the track's compensation [env: ORCHESTRATOR_COMPENSATING].")
 @click.option("--exit-code", type=int, help="The command's exit code (omit: it never ran).")
 @click.option("--started-at", required=True, metavar="ISO", help="When the command started.")
 @click.option("--finished-at", required=True, metavar="ISO", help="When the command ended.")
@@ -50,7 +52,7 @@ def _read_tail(path: Path | None) -> str:
               type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <run>--<track>--<attempt>.json into.")
 @pass_config
-def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int,
+def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compensating: bool,
             exit_code: int | None,
             started_at: str, finished_at: str, timeout_minutes: float | None,
             stderr_file: Path | None, result_file: Path | None, message: str | None,
@@ -63,7 +65,7 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int,
         except UserError as exc:  # the outcome still counts; the result is dropped
             click.echo(f"orchestrator: warning: {exc.message}; result left out", err=True)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
-                    attempt=attempt, poll=poll, exit_code=exit_code,
+                    attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=parse_now(started_at, "--started-at"),
                     finished_at=parse_now(finished_at, "--finished-at"),
                     limit=timedelta(minutes=timeout_minutes) if timeout_minutes else None,

@@ -34,6 +34,7 @@ from ..schedules import (
 )
 from ..times import iso, parse_now
 from ..triggers import for_spec
+from .resume import pause_text, pauses
 
 # --------------------------------------------------------------------------- helpers
 
@@ -120,6 +121,7 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     width = max((len(s.id) for s in loaded.schedules), default=0)
+    paused = pauses(cfg) if loaded.schedules else {}
     for schedule in loaded.schedules:
         spec = schedule.spec
         # a disabled schedule never fires: a "next run" would be a promise it breaks
@@ -132,8 +134,11 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
             "when": when,
             "next": slot_dict(nxt[0]) if nxt else None,
             "tracks": [t.name for t in spec.tracks],
+            "paused": (paused[schedule.id].model_dump(mode="json")
+                       if schedule.id in paused else None),
         })
-        state = "enabled " if spec.enabled else "disabled"
+        state = ("paused  " if schedule.id in paused else
+                 "enabled " if spec.enabled else "disabled")
         first = (fmt_local(nxt[0].local) if nxt else
                  "no upcoming run" if spec.enabled else "none (disabled)")
         count = len(spec.tracks)
@@ -161,6 +166,7 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     schedule = _load(cfg, schedule_id)
     spec = schedule.spec
     nxt = upcoming(schedule, _now(start), n).slots
+    pause = pauses(cfg).get(schedule.id)
     if as_json:
         _echo_json({
             "id": schedule.id,
@@ -168,6 +174,7 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
             "when": for_spec(spec).describe(),
             "spec": spec.model_dump(mode="json", by_alias=True),
             "next": [slot_dict(s) for s in nxt],
+            "paused": pause.model_dump(mode="json") if pause else None,
         })
         return 0
     click.echo(f"{schedule.id}  ({schedule.path})")
@@ -176,6 +183,11 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     click.echo(f"  when:      {for_spec(spec).describe()}"
                + (f"   [{spec.cron}]" if spec.cron else ""))
     click.echo(f"  enabled:   {'yes' if spec.enabled else 'no (never fires)'}")
+    if pause:
+        click.echo(f"  PAUSED:    {pause_text(pause)}; fires nothing until "
+                   f"`orchestrator schedules resume {schedule.id} --reason ...`")
+    for line in policy_lines(spec):
+        click.echo(line)
     click.echo(f"  overlap:   {spec.overlap.value};  catchup: {spec.catchup.value} "
                f"(window {spec.catchup_window_minutes} min);  deadline: "
                f"{spec.deadline_minutes:g} min")
@@ -431,11 +443,24 @@ def remove(cfg: Config, schedule_id: str) -> int:
     return 0
 
 
+def policy_lines(spec: ScheduleSpec) -> list[str]:
+    """The opt-in policies a schedule sets, in words (none set: no line)."""
+    words = []
+    if spec.max_parallel is not None:
+        words.append(f"at most {spec.max_parallel} track(s) of a run in flight")
+    if spec.pause_after_failures is not None:
+        words.append(f"pause after {spec.pause_after_failures} failed run(s) in a row")
+    return [f"  policies:  {'; '.join(words)}"] if words else []
+
+
 def _add_runs() -> None:
-    # `schedules runs ID` reads the state branch; its code lives with `runs`.
+    # `schedules runs ID` and `schedules resume ID` read the state branch; their code
+    # lives with `runs` and in `resume`.
+    from .resume import schedule_resume
     from .runs import schedule_runs
 
     command.add_command(schedule_runs)
+    command.add_command(schedule_resume)
 
 
 _add_runs()

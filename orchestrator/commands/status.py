@@ -7,8 +7,10 @@ that plus the longest gap between the ticks tick.yml schedules (90 minutes witho
 tick.yml): a healthy but idle repository is never reported stale.
 
 Exit codes: 0 when the last tick is recent enough, 5 (:class:`~orchestrator.errors.Stale`)
-when it is older than ``--max-staleness`` or there is none, 3 when the remote cannot
-be read. The report is printed in every case, so a watchdog's log shows what it saw.
+when it is older than ``--max-staleness`` or there is none, 6
+(:class:`~orchestrator.errors.DeadLettersWaiting`) with ``--fail-on-dead-letters``
+while dead letters wait, 3 when the remote cannot be read. The report is printed in
+every case, so a watchdog's log shows what it saw.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from datetime import timedelta
 import click
 
 from ..cli import Config, pass_config
-from ..errors import Rewound, Stale
+from ..errors import DeadLettersWaiting, Rewound, Stale
 from ..schedules import load_all
 from ..status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..store import GitStateStore
@@ -31,19 +33,24 @@ from ..times import parse_now
               envvar="ORCHESTRATOR_MAX_STALENESS", default=None,
               help="Exit 5 when the last tick is older than this (default: what the "
                    "cadence of .github/workflows/tick.yml allows, else 90).")
+@click.option("--fail-on-dead-letters", is_flag=True,
+              envvar="ORCHESTRATOR_FAIL_ON_DEAD_LETTERS",
+              help="Exit 6 while dead letters wait for a decision (requeue or discard).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--now", "now_text", metavar="ISO", help="Judge as of this instant.")
 @click.option("--accept-rewind", is_flag=True,
               help="The state branch was rewound (or deleted) behind its high-water mark "
                    "and a person has checked it: fire from it as it is now.")
 @pass_config
-def command(cfg: Config, max_staleness: float | None, as_json: bool, now_text: str | None,
-            accept_rewind: bool) -> int:
+def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool,
+            as_json: bool, now_text: str | None, accept_rewind: bool) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
-    a watchdog workflow or any external monitor, and 3 when the state branch was
-    rewound behind its high-water mark (ticks refuse to fire until it is accepted).
+    a watchdog workflow or any external monitor; with --fail-on-dead-letters, exits 6
+    (when the clock is fresh) while dead letters wait for a decision; and 3 when the
+    state branch was rewound behind its high-water mark (ticks refuse to fire until it
+    is accepted).
     """
     now = parse_now(now_text)
     if max_staleness is None:
@@ -73,4 +80,7 @@ def command(cfg: Config, max_staleness: float | None, as_json: bool, now_text: s
             raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
         raise Stale(f"the last tick ({report['last_tick']}) is "
                     f"{age_text(report['age_minutes'])} old, more than {limit}")
+    if fail_on_dead_letters and report["dead_letters"]:
+        raise DeadLettersWaiting(f"{report['dead_letters']} dead letter(s) wait for a "
+                                 "decision: see `orchestrator dlq list`")
     return 0

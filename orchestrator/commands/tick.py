@@ -51,6 +51,7 @@ def summary_lines(result: TickResult) -> list[str]:
     lines = [f"tick {iso(result.now)} ({result.executor})"
              + (f" run {result.scope} only" if result.scope else "")
              + (" dry run" if result.dry_run else "")]
+    lines += [f"  NEW DEAD LETTER {key}: {why}" for key, why in result.parked.items()]
     lines += [f"  {line}" for line in result.log] or ["  nothing to do"]
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]
     if not result.dry_run:
@@ -83,7 +84,8 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
     """The tick's lines, then the Markdown brief of each run it finished, under ``limit``:
     each brief is rendered within the room the ones before it left (it then summarises
     itself and says what it cut); one with too little room left is named instead."""
-    parts = ["### Orchestrator tick\n\n```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
+    parts = ["### Orchestrator tick\n\n" + dead_letter_alert(result)
+             + "```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
     used = len(parts[0].encode())
     left_out = []
     reserve = 200 + 80 * len(result.summaries)  # the closing note naming left-out runs
@@ -103,6 +105,26 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
         parts.append(f"_{len(left_out)} brief(s) left out to stay under GitHub's 1 MiB "
                      f"summary limit: {', '.join(left_out)}; see `orchestrator render`._\n")
     return "\n".join(parts)
+
+
+def dead_letter_alert(result: TickResult) -> str:
+    """The job summary's first lines when the tick parked tracks: each needs a human."""
+    if not result.parked:
+        return ""
+    rows = "".join(f"- `{key}`: {why}\n" for key, why in result.parked.items())
+    return (f"**{len(result.parked)} new dead letter(s)**, parked until someone requeues "
+            f"or discards them (`orchestrator dlq show KEY`):\n\n{rows}\n")
+
+
+def heartbeat_target(url: str, fail_url: str | None, parked: bool) -> str | None:
+    """Where the heartbeat goes: ``url`` after a tick, or its failure signal when the
+    tick parked a dead letter (``<url>/fail``, the Healthchecks way, unless
+    ``fail_url`` names another; ``none`` sends nothing then)."""
+    if not parked:
+        return url
+    if fail_url is None:
+        return url.rstrip("/") + "/fail"
+    return None if fail_url.lower() == "none" else fail_url
 
 
 def write_step_summary(result: TickResult) -> None:
@@ -132,6 +154,10 @@ def ping(url: str) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",
               help="URL to GET after a successful tick (a failed ping never fails the tick).")
+@click.option("--heartbeat-fail-url", envvar="ORCHESTRATOR_HEARTBEAT_FAIL_URL",
+              metavar="URL", help="URL to GET instead when a tick parks a dead letter "
+              "(default: the heartbeat URL + '/fail', as Healthchecks.io reads it; 'none': "
+              "no signal).")
 @click.option("--heartbeat-every", type=click.FloatRange(min=1), default=60, show_default=True,
               help="Minutes after which an idle tick still commits a heartbeat line.")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -147,7 +173,8 @@ def ping(url: str) -> str | None:
               help="With --run: a folder of leg outcome files (<dispatch key>.json) to record.")
 @pass_config
 def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
-            heartbeat_url: str | None, heartbeat_every: float, template: Path | None,
+            heartbeat_url: str | None, heartbeat_fail_url: str | None,
+            heartbeat_every: float, template: Path | None,
             linger: float, max_linger: float, scope: str | None,
             outcomes: Path | None) -> int:
     """Read schedules and state, decide what is due, commit, dispatch, record."""
@@ -164,8 +191,10 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
                            template=template, scope=scope,
                            outcomes=outcomes).run(dry_run=dry_run)
-        if heartbeat_url and not dry_run:
-            problem = ping(heartbeat_url)
+        target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
+                  if heartbeat_url and not dry_run else None)
+        if target:
+            problem = ping(target)
             if problem:
                 result.record_log.append(problem)
         if as_json:

@@ -200,6 +200,7 @@ class Supervisor:
             })
             if launch.get("results"):
                 env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
+            env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
             cwd = launch.get("cwd") or str(self.dir)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             return self.finish(ERROR, error=f"launch.json unreadable: {exc}")

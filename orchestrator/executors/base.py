@@ -11,7 +11,8 @@ The tick calls executors only outside the compare-and-swap "lock":
    ``dispatched``; results are recorded in a second commit;
 4. ``cancel`` after the mark commit, for tracks it tapped out or cancelled.
 
-Every request carries a dispatch key ``<run_id>--<track>--<attempt>``. ``dispatch``
+Every request carries a dispatch key ``<run_id>--<track>--<attempt>`` (a compensation
+``<run_id>--<track>--undo--<attempt>``). ``dispatch``
 must be idempotent per key where the backend allows it (the local executor is; on
 GitHub the ``run-name`` correlation in ``lookup`` provides it).
 """
@@ -47,10 +48,19 @@ class DispatchRequest:
     track of the run by name, with its phase, attempt, result and error tail. The
     backend hands it to the command as the file named by ``ORCHESTRATOR_RESULTS``."""
 
+    compensating: bool = False
+    """The compensation of ``track`` (key ``<run_id>--<track>--undo--<attempt>``)."""
+    runs_on: str | None = None
+    """The runner label of the leg (GitHub's ``runs-on``), when the schedule routes."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of the command (a compensation's ``ORCHESTRATOR_COMPENSATING``
+    and ``ORCHESTRATOR_ORIGINAL_RESULT``)."""
+
     @property
     def key(self) -> str:
+        undo = "--undo" if self.compensating else ""
         poll = f".{self.poll}" if self.poll else ""
-        return f"{self.run_id}--{self.track}--{self.attempt}{poll}"
+        return f"{self.run_id}--{self.track}{undo}--{self.attempt}{poll}"
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ from .local_outcome import MAX_RESULT_BYTES as MAX_RESULT_BYTES
 from .local_outcome import stderr_tail, to_observation
 
 KEY_RE = re.compile(
-    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})--(?P<attempt>[1-9]\d{{0,5}})"
+    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})(?:--undo)?"
+    rf"--(?P<attempt>[1-9]\d{{0,5}})"
     r"(?:\.(?P<poll>[1-9]\d{0,5}))?"
 )
 """A dispatch key, ``<run_id>--<track>--<attempt>[.<poll>]``: also a safe single path
@@ -223,6 +224,7 @@ class LocalExecutor:
             "run": request.spec.run,
             "inputs": dict(request.spec.inputs),
             "credentials": list(request.spec.credentials),  # names only, never values
+            "env": dict(request.env),
             "timeout_minutes": request.spec.timeout_minutes,
             "kill_grace_seconds": self.kill_grace_seconds,
             "max_concurrent": self.max_concurrent,

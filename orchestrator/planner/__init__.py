@@ -14,16 +14,21 @@ Order inside one call, each step in its own module:
    open track of a run past its deadline; re-dispatch ``dispatched`` tracks nobody has
    seen after a grace period; retry failed tracks with attempts left (after backoff),
    park the others in the dead letter queue.
+   Then a schedule's ``on_failure`` (:mod:`.compensation`): cancel a run at its first
+   final failure, and run the compensations of its completed tracks (a saga); legs
+   queued too long on a runner label are sent to the next one (:mod:`.routing`).
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
-   the catch-up, overlap and daily-cap policies; then (:mod:`.graph`) skip the tracks
-   whose needs ended without completing (``when: success``).
+   the catch-up, overlap and daily-cap policies (a paused schedule fires nothing,
+   :mod:`.pause`); then (:mod:`.graph`) skip the tracks whose needs ended without
+   completing (``when: success``).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
    ``consolidating`` and get a render effect; :func:`finish` then marks them
    ``completed`` or ``failed``. Fan-in also runs before step 3, so a run whose last
    track this tick saw finish no longer counts as open for the overlap policy.
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
    and whose needs are terminal, and waiting poll tracks whose next poll is due (after
-   fan-in, so a run buffered behind one that just finished starts in the same tick).
+   fan-in, so a run buffered behind one that just finished starts in the same tick),
+   as far as the stampede caps allow (:mod:`.capacity`).
    :func:`record_dispatch` folds the executor's answers back in afterwards.
 
 A tick that has nothing to do returns a state equal to its input, so the shell
@@ -37,14 +42,17 @@ from datetime import datetime, timedelta
 
 from ..models import Schedule
 from ..state import State
-from .context import Context, Decision, Observations
+from .compensation import on_failure
+from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import fan_in, finish
 from .fire import fire_due_slots, jitter
 from .graph import settle
 from .hygiene import backoff, hygiene
+from .routing import watch_queues
 
 __all__ = [
+    "Caps",
     "Decision",
     "DispatchRecord",
     "Observations",
@@ -65,14 +73,17 @@ def plan(
     executor: str = "local",
     dispatch_grace: timedelta = timedelta(minutes=10),
     invalid: Iterable[str] = (),
+    caps: Caps | None = None,
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision."""
     decision = Decision(state=state.copy(), invalid=list(invalid))
     for line in decision.invalid:
         decision.log.append(f"invalid schedule, ignored: {line}")
     by_id = {s.id: s for s in schedules}
-    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace)
+    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps)
     hygiene(ctx)  # 1 + 2
+    on_failure(ctx)  # 2b
+    watch_queues(ctx)  # 2c
     # A run whose last track this tick saw finish is closed before slots are weighed:
     # overlap=skip must not skip the next slot for a run that is already over.
     settle(ctx)

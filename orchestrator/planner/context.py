@@ -38,6 +38,14 @@ class Observations:
     """False when the backend's circuit breaker is open: nothing is dispatched."""
 
 
+@dataclass(frozen=True)
+class Caps:
+    """Repository-wide capacity (``orchestrator.json``); ``None`` is no cap."""
+
+    max_concurrent_tracks: int | None = None
+    max_dispatches_per_tick: int | None = None
+
+
 @dataclass
 class Decision:
     """The new state and the effects to carry out once it is committed."""
@@ -74,7 +82,7 @@ class Context:
 
     def __init__(self, decision: Decision, schedules: dict[str, Schedule],
                  observations: Observations, now: datetime, executor: str,
-                 dispatch_grace: timedelta) -> None:
+                 dispatch_grace: timedelta, caps: Caps | None = None) -> None:
         self.d = decision
         self.st = decision.state
         self.schedules = schedules
@@ -82,6 +90,7 @@ class Context:
         self.now = now
         self.executor = executor
         self.grace = dispatch_grace
+        self.caps = caps or Caps()
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is
@@ -92,7 +101,8 @@ class Context:
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
 
     def set_track(self, track: Track) -> None:
-        self.st.tracks.setdefault(track.run_id, {})[track.name] = track
+        records = self.st.undos if track.compensating else self.st.tracks
+        records.setdefault(track.run_id, {})[track.name] = track
 
     def move(self, track: Track, to: TrackPhase, reason: str, *, at: datetime | None = None,
              **changes: object) -> Track:
@@ -100,7 +110,8 @@ class Context:
         such as the command's own end, kept between the previous step and ``now``."""
         moved = machine.move_track(track, to, self.moment(track, at), reason, **changes)
         self.set_track(moved)
-        self.d.note(track.run_id, f"{track.name}: {track.phase.value} -> {to.value} ({reason})")
+        name = f"{track.name} (undo)" if track.compensating else track.name
+        self.d.note(track.run_id, f"{name}: {track.phase.value} -> {to.value} ({reason})")
         return moved
 
     def moment(self, track: Track, at: datetime | None) -> datetime:

@@ -5,17 +5,19 @@ executor's answers to those dispatches back into the state once they are sent.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
 from .. import machine
 from ..executors.base import DispatchRequest, DispatchResult
-from ..models import OverlapPolicy, Run
+from ..models import OverlapPolicy, Run, Track
 from ..state import State
 from ..times import iso
 from . import graph
+from .capacity import admit
 from .context import Context, P, R, log_line
+from .routing import pick, routable
 
 
 def dispatch_pending(ctx: Context) -> None:
@@ -23,6 +25,7 @@ def dispatch_pending(ctx: Context) -> None:
         if any(t.phase is P.PENDING for ts in ctx.st.tracks.values() for t in ts.values()):
             ctx.d.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
         return
+    wanting: list[tuple[str, str]] = []
     for run in ctx.open_runs():
         if run.status is R.CONSOLIDATING or buffered(ctx, run):
             continue
@@ -33,24 +36,35 @@ def dispatch_pending(ctx: Context) -> None:
                 continue
             if track.not_before is not None and track.not_before > ctx.now:
                 continue
-            request = DispatchRequest(run_id=run.run_id, track=name, attempt=track.attempt,
-                                      spec=track.spec, workflow=run.workflow,
-                                      poll=track.polls,
-                                      results=graph.results_for(tracks, track))
-            what = (f"poll {track.polls + 1} of attempt {track.attempt}" if track.polls
-                    else f"attempt {track.attempt}")
-            ctx.move(track, P.DISPATCHED, f"{what} to {ctx.executor}",
-                      dispatch_key=request.key, dispatched_at=ctx.now, finished_at=None,
-                      executor=ctx.executor, handle=None, not_before=None)
-            ctx.d.dispatch.append(request)
-            run = ctx.st.runs[run.run_id]
-            if run.status is R.SCHEDULED:
-                # The deadline counts from the start: a run that waited behind
-                # another (buffer_one) gets its whole allowance once it starts.
-                allowance = run.deadline - max(run.fire_at, run.created_at)
-                run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
-                                       deadline=max(run.deadline, ctx.now + allowance))
-                ctx.st.runs[run.run_id] = run
+            wanting.append((run.run_id, name))
+    for run_id, name in admit(ctx, routable(ctx, wanting)):
+        dispatch_one(ctx, ctx.st.runs[run_id], ctx.st.tracks[run_id][name])
+
+
+def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
+    tracks = ctx.st.tracks.get(run.run_id, {})
+    request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
+                              spec=track.spec, workflow=run.workflow, poll=track.polls,
+                              results=graph.results_for(tracks, track))
+    go, runner = pick(ctx, run, track, request.key)
+    if not go:
+        return
+    if runner is not None:
+        request = replace(request, runs_on=runner)
+    what = (f"poll {track.polls + 1} of attempt {track.attempt}" if track.polls
+            else f"attempt {track.attempt}")
+    ctx.move(track, P.DISPATCHED, f"{what} to {ctx.executor}"
+             + (f" on {runner}" if runner else ""),
+             dispatch_key=request.key, dispatched_at=ctx.now, finished_at=None,
+             executor=ctx.executor, handle=None, not_before=None, runner=runner)
+    ctx.d.dispatch.append(request)
+    if run.status is R.SCHEDULED:
+        # The deadline counts from the start: a run that waited behind
+        # another (buffer_one) gets its whole allowance once it starts.
+        allowance = run.deadline - max(run.fire_at, run.created_at)
+        run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
+                               deadline=max(run.deadline, ctx.now + allowance))
+        ctx.st.runs[run.run_id] = run
 
 
 def buffered(ctx: Context, run: Run) -> bool:
@@ -95,7 +109,7 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
     """
     records: list[DispatchRecord] = []
     by_key = {r.key: r for r in results}
-    for run_id, tracks in state.tracks.items():
+    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
         for name, track in list(tracks.items()):
             res = by_key.get(track.dispatch_key or "")
             if res is None or track.phase is not P.DISPATCHED:

@@ -10,6 +10,7 @@ from datetime import datetime
 from .. import machine
 from ..models import Run, Track
 from ..times import iso
+from .compensation import open_compensations
 from .context import Context, P, R
 
 
@@ -21,6 +22,8 @@ def fan_in(ctx: Context) -> None:
         if run.status is R.CONSOLIDATING:
             ctx.d.render.append(run.run_id)  # a previous render did not land
             continue
+        if open_compensations(ctx, run.run_id):
+            continue  # consolidated once the saga is over
         # A track named by the run without a record of its own (deleted by hand, lost
         # in a bad merge) is lost: it can never report, so the run ends at its
         # deadline instead of staying open and blocking later slots.

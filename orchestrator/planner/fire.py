@@ -25,6 +25,7 @@ from ..models import (
 )
 from ..triggers import Trigger, for_spec
 from .context import Context, P
+from .pause import apply_pause
 
 NOTES_KEEP = 20
 """Slot notes (missed, skipped, ...) kept per schedule cursor."""
@@ -74,6 +75,10 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         since = now if spec.catchup is CatchupPolicy.NONE else cursor.since
         cursor = cursor.model_copy(update={"enabled": True, "since": since})
         ctx.d.log.append(f"{sid}: enabled again")
+    cursor = apply_pause(ctx, schedule, cursor)
+    if cursor.paused is not None:
+        ctx.st.cursors[sid] = cursor
+        return
     trigger = for_spec(spec)
     at = None if trigger.repeats else spec.at_utc()
     if cursor.done and (at is None or cursor.last_slot == at):

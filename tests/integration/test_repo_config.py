@@ -86,3 +86,22 @@ def test_the_schema_accepts_the_defaults_and_rejects_unknown_fields() -> None:
         jsonschema.validate({"cadence": {"mode": "fixed", "typo": 1}}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"max_concurrent": 3}, schema)
+
+
+def test_the_stampede_caps(tmp_path: Path) -> None:
+    assert (RepoConfig().max_concurrent_tracks, RepoConfig().max_dispatches_per_tick) == (
+        None, None)
+    write(tmp_path, {"max_concurrent_tracks": 20, "max_dispatches_per_tick": 50})
+    config = load_repo_config(tmp_path)
+    assert (config.max_concurrent_tracks, config.max_dispatches_per_tick) == (20, 50)
+    for bad, message in (({"max_concurrent_tracks": 0}, "max_concurrent_tracks: Input "
+                          "should be greater than or equal to 1"),
+                         ({"max_dispatches_per_tick": "5"}, "max_dispatches_per_tick: "
+                          "Input should be a valid integer"),
+                         ({"max_parallel": 2}, "max_parallel: unknown field")):
+        write(tmp_path, bad)
+        with pytest.raises(UserError) as info:
+            load_repo_config(tmp_path)
+        assert info.value.message == f"orchestrator.json: {message}"
+    props = repo_config_json_schema()["properties"]
+    assert {"max_concurrent_tracks", "max_dispatches_per_tick"} <= set(props)

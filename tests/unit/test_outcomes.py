@@ -62,6 +62,13 @@ def test_a_poll_s_not_yet_is_a_waiting_outcome_under_the_poll_s_own_key() -> Non
     assert outcomes.observation(outcome).phase is TrackPhase.WAITING
 
 
+def test_a_compensation_s_outcome_has_the_compensation_s_key() -> None:
+    outcome = outcomes.build(run_id=RUN, track="publish", attempt=1, compensating=True,
+                             exit_code=0, started_at=T0, finished_at=T0 + MINUTE)
+    assert outcome.key == f"{RUN}--publish--undo--1"
+    assert outcomes.parse(f"{outcome.key}.json", outcomes.dump(outcome)) == outcome
+
+
 def test_a_written_outcome_parses_back_and_becomes_an_observation() -> None:
     outcome = outcomes.build(run_id=RUN, track="build", attempt=1, exit_code=0,
                              started_at=T0, finished_at=T0 + MINUTE,

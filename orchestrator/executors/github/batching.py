@@ -55,7 +55,7 @@ def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
 
 def _leg(request: DispatchRequest) -> dict[str, Any]:
     """One matrix leg: everything ``track.yml`` needs to run the track."""
-    return {
+    leg = {
         "key": request.key,
         "track": request.track,
         "attempt": request.attempt,
@@ -65,6 +65,11 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         "limit": request.spec.timeout_minutes,
         "inputs": dict(sorted(request.spec.inputs.items())),
     }
+    if request.runs_on:  # only when the schedule routes: track.yml's default otherwise
+        leg["runs_on"] = request.runs_on
+    if request.env:
+        leg["env"] = dict(sorted(request.env.items()))
+    return leg
 
 
 def _compact(data: Any) -> str:

@@ -1,0 +1,73 @@
+"""``orchestrator schedules resume ID --reason R``: end a pause after repeated failures
+(see :mod:`orchestrator.planner.pause`)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+
+from .. import state as st
+from ..brief import INDEX_TEMPLATE, render_index, repo_template
+from ..cli import Config, pass_config
+from ..errors import OrchestratorError
+from ..models import Cursor, check_id
+from ..planner.pause import resume
+from ..policies import Pause
+from ..store import Change, GitStateStore, Snapshot
+from ..times import parse_now
+from .dlq import _who
+
+
+@click.command("resume")
+@click.argument("schedule_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it may fire again, recorded in its state.")
+@click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
+@click.option("--now", "now_text", metavar="ISO", help="Time of the resume (default: now).")
+@pass_config
+def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
+                    now_text: str | None) -> None:
+    """Resume a schedule paused after repeated failures (a compare-and-swap commit on
+    the state branch). Slots that came due while it was paused are not fired."""
+    check_id(schedule_id, "schedule id")
+    now = parse_now(now_text)
+    who = _who(by)
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+
+    def change(snap: Snapshot) -> Change:
+        out = resume(snap.files, schedule_id, who, reason, now)
+        # the index names paused schedules: it no longer names this one
+        state = st.load({**snap.files, **{k: v for k, v in out.items() if v is not None}})
+        # (a broken index template keeps the old index; the tick reports it)
+        with contextlib.suppress(OrchestratorError):
+            out[st.INDEX] = render_index(
+                list(state.runs.values()), generated_at=now,
+                template=repo_template(cfg.repo, INDEX_TEMPLATE),
+                paused={sid: c.paused for sid, c in sorted(state.cursors.items())
+                        if c.paused}).encode()
+        return out
+
+    store.transact(change, f"schedules: resume {schedule_id}")
+    click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
+
+
+def pauses(cfg: Config) -> dict[str, Pause]:
+    """Schedule id -> its pause, read from the state branch; empty when the branch cannot
+    be read (``schedules list`` and ``show`` still describe the files then)."""
+    try:
+        snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+        found = {}
+        for path in snap.files:
+            parts = path.split("/")
+            if len(parts) == 3 and parts[:2] == [st.ROOT, "schedules"] and path.endswith(
+                    ".json"):
+                cursor = st.parse_record(Cursor, path, snap.files[path])
+                if cursor.paused is not None:
+                    found[cursor.schedule_id] = cursor.paused
+        return found
+    except OrchestratorError:
+        return {}
+
+
+def pause_text(pause: Pause) -> str:
+    return f"paused since {pause.at:%Y-%m-%dT%H:%M:%SZ} by {pause.by}: {pause.reason}"

@@ -1,0 +1,173 @@
+"""A schedule's ``on_failure``: cancel the run, or compensate it (a saga).
+
+At the first final failure of a track (failed with no attempt left, or tapped out):
+
+* ``continue`` does nothing here (the other tracks go on);
+* ``cancel_run`` cancels the run's open tracks;
+* ``compensate`` cancels them too, then creates one compensation record per completed
+  track that has a ``compensate`` step (``state/runs/<run>/undo/<track>.json``) and runs
+  them **one at a time, in reverse order of completion**: the newest change is undone
+  first, as later steps may build on earlier ones.
+
+A compensation is dispatched like a track, under its own key
+``<run>--<track>--undo--<attempt>``, with ``ORCHESTRATOR_COMPENSATING=1`` and the
+track's result in ``ORCHESTRATOR_ORIGINAL_RESULT``. It is retried up to its own
+``max_attempts``; one that still fails is parked in the dead letter queue with reason
+``compensation_failed`` and the compensations after it are cancelled (undoing an
+older step under a newer one that could not be undone may do harm: a human decides).
+The run is consolidated (``failed``) only once no compensation is open; the run's
+deadline does not stop them (a tap-out by the deadline is often what they clean up
+after), each attempt's own timeout does.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from .. import machine
+from ..executors.base import DispatchRequest
+from ..models import DeadLetter, Run, Track, TrackSpec
+from ..policies import OnFailure
+from ..state import dlq_key
+from .context import Context, P, R
+from .hygiene import backoff, observe
+
+REASON = "compensation_failed"
+"""The dead letter reason of a compensation that failed its last attempt."""
+RETRY_BACKOFF_SECONDS = 30
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def on_failure(ctx: Context) -> None:
+    for run in ctx.open_runs():
+        if run.status is R.CONSOLIDATING:
+            continue
+        for undo in ordered(ctx, run.run_id):
+            drive(ctx, run, undo)
+        schedule = ctx.schedules.get(run.schedule_id)
+        if schedule is not None and schedule.spec.on_failure is not OnFailure.CONTINUE:
+            trigger(ctx, run, schedule.spec.on_failure)
+        step(ctx, run)
+
+
+def open_compensations(ctx: Context, run_id: str) -> bool:
+    """Whether a compensation of the run is still to run or running (fan-in waits)."""
+    return any(u.phase in machine.TRACK_OPEN for u in ctx.st.undos.get(run_id, {}).values())
+
+
+def ordered(ctx: Context, run_id: str) -> list[Track]:
+    """The run's compensations in the order they run: newest completed track first."""
+    tracks = ctx.st.tracks.get(run_id, {})
+
+    def completed_at(name: str) -> datetime:
+        track = tracks.get(name)
+        return (track.finished_at if track is not None and track.finished_at else _EPOCH)
+
+    undos = ctx.st.undos.get(run_id, {})
+    return [undos[n] for n in sorted(undos, key=lambda n: (completed_at(n), n), reverse=True)]
+
+
+def final_failures(tracks: dict[str, Track]) -> list[Track]:
+    # After hygiene, a `failed` track with attempts left is already pending again.
+    return sorted((t for t in tracks.values() if t.phase in (P.FAILED, P.TAPPED_OUT)),
+                  key=lambda t: (t.finished_at or _EPOCH, t.name))
+
+
+def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
+    tracks = ctx.st.tracks.get(run.run_id, {})
+    failed = final_failures(tracks)
+    if not failed or run.run_id in ctx.st.undos:
+        return
+    why = f"on_failure={policy.value}: {failed[0].name} {failed[0].phase.value}"
+    for name in sorted(tracks):
+        track = tracks[name]
+        if track.phase in machine.TRACK_OPEN:
+            handle = ctx.handle_of(track)
+            if handle is not None:
+                ctx.d.cancel.append(handle)
+            ctx.move(track, P.CANCELLED, why, finished_at=ctx.now)
+    if policy is not OnFailure.COMPENSATE:
+        return
+    done = [t for t in tracks.values() if t.phase is P.COMPLETE and t.spec.compensate]
+    ctx.st.undos[run.run_id] = {t.name: undo_record(t) for t in done}
+    if done:
+        names = ", ".join(u.name for u in ordered(ctx, run.run_id))
+        ctx.d.note(run.run_id, f"compensating {len(done)} completed track(s), newest "
+                               f"first: {names} ({why})")
+
+
+def undo_record(track: Track) -> Track:
+    step_ = track.spec.compensate
+    assert step_ is not None
+    spec = TrackSpec(name=track.name, run=step_.run, inputs=track.spec.inputs,
+                     timeout_minutes=step_.timeout_minutes, max_attempts=step_.max_attempts,
+                     retry_backoff_seconds=RETRY_BACKOFF_SECONDS)
+    return Track(run_id=track.run_id, name=track.name, spec=spec, compensating=True,
+                 max_attempts=step_.max_attempts)
+
+
+def drive(ctx: Context, run: Run, undo: Track) -> None:
+    """Observe one compensation, time it out, retry it or park it."""
+    undo = observe(ctx, undo)
+    limit = timedelta(minutes=undo.spec.timeout_minutes)
+    if undo.phase in machine.TRACK_OPEN and undo.started_at is not None \
+            and ctx.now >= undo.started_at + limit:
+        ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
+        undo = ctx.st.undos[run.run_id][undo.name]
+    key = undo.dispatch_key or ""
+    if (undo.phase is P.DISPATCHED and undo.handle is None and key in ctx.obs.found
+            and ctx.obs.found[key] is None and undo.dispatched_at is not None
+            and ctx.now >= undo.dispatched_at + ctx.grace):
+        undo = ctx.move(undo, P.PENDING, "dispatch never recorded; re-dispatching")
+    if undo.phase not in (P.FAILED, P.TAPPED_OUT):
+        return
+    if undo.attempt < undo.max_attempts:
+        wait = backoff(undo)
+        ctx.move(undo, P.PENDING, f"retry {undo.attempt + 1}/{undo.max_attempts} after {wait}",
+                 attempt=undo.attempt + 1, not_before=ctx.now + wait, handle=None,
+                 dispatch_key=None, url=None, started_at=None, finished_at=None,
+                 dispatched_at=None)
+        return
+    key = dlq_key(run.run_id, undo.name)
+    current = ctx.st.dlq.get(key)
+    if current is not None and current.reason == REASON and current.attempts >= undo.attempt:
+        return
+    ctx.st.dlq[key] = DeadLetter(
+        key=key, run_id=run.run_id, track=undo.name, reason=REASON, parked_at=ctx.now,
+        attempts=undo.attempt, payload=undo.spec, error_log=undo.error_log,
+        state_history=undo.state_history)
+    ctx.d.note(run.run_id, f"{undo.name} (undo): parked in the dead letter queue ({REASON})")
+
+
+def step(ctx: Context, run: Run) -> None:
+    """Dispatch the next compensation once the one before it completed; after one that
+    failed for good, cancel the rest."""
+    undos = ordered(ctx, run.run_id)
+    for i, undo in enumerate(undos):
+        if undo.phase is P.COMPLETE:
+            continue
+        if undo.phase in (P.FAILED, P.TAPPED_OUT, P.CANCELLED):
+            for later in undos[i + 1:]:
+                if later.phase is P.PENDING:
+                    ctx.move(later, P.CANCELLED, f"compensation of {undo.name} did not "
+                             "complete", finished_at=ctx.now)
+            return
+        if undo.phase is P.PENDING and ctx.obs.executor_available and (
+                undo.not_before is None or undo.not_before <= ctx.now):
+            dispatch(ctx, run, undo)
+        return  # one at a time
+
+
+def dispatch(ctx: Context, run: Run, undo: Track) -> None:
+    original = ctx.st.tracks.get(run.run_id, {}).get(undo.name)
+    result = original.result if original is not None else None
+    request = DispatchRequest(
+        run_id=run.run_id, track=undo.name, attempt=undo.attempt, spec=undo.spec,
+        workflow=run.workflow, compensating=True,
+        env={"ORCHESTRATOR_COMPENSATING": "1",
+             "ORCHESTRATOR_ORIGINAL_RESULT": json.dumps(result, sort_keys=True)})
+    ctx.move(undo, P.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",
+             dispatch_key=request.key, dispatched_at=ctx.now, executor=ctx.executor,
+             handle=None, not_before=None)
+    ctx.d.dispatch.append(request)

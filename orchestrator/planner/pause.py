@@ -1,0 +1,84 @@
+"""Pause after repeated failures (``pause_after_failures``), and the resume that ends it.
+
+A schedule whose last N finished runs all ended ``failed`` is paused in its cursor on
+the state branch: who (``orchestrator``), when, why. A paused schedule fires nothing;
+its open runs go on. Only ``orchestrator schedules resume ID --reason R`` ends the
+pause: the pause lives on the state branch, not in the schedule file, so editing
+the file (even fixing the command that failed) does not silently resume it. Runs
+that finished before the resume no longer count.
+
+Pure: the rule is a function of the state and ``now``; :func:`resume` turns the
+state files into the change a compare-and-swap commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from .. import machine
+from .. import state as st
+from ..errors import NotFound, UserError
+from ..models import Cursor, Schedule
+from ..policies import Pause
+from ..store import Change
+from ..times import iso
+from .context import Context, R
+
+PAUSED_BY = "orchestrator"
+"""Who a pause by the rule is recorded as (a resume records the operator)."""
+
+
+def failure_streak(state: st.State, schedule_id: str, after: datetime | None = None
+                   ) -> list[str]:
+    """Run ids of the schedule's newest finished runs that all ended ``failed``, newest
+    first (runs finished at or before ``after``, the last resume, are not counted)."""
+    finished = sorted(
+        (r for r in state.runs.values() if r.schedule_id == schedule_id
+         and r.status in machine.RUN_TERMINAL
+         and (after is None or (r.finished_at or r.created_at) > after)),
+        key=lambda r: (r.slot, r.run_id), reverse=True)
+    streak: list[str] = []
+    for run in finished:
+        if run.status is not R.FAILED:
+            break
+        streak.append(run.run_id)
+    return streak
+
+
+def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
+    """``cursor``, paused if the schedule's last ``pause_after_failures`` runs failed."""
+    limit = schedule.spec.pause_after_failures
+    if cursor.paused is not None:
+        ctx.d.log.append(f"{schedule.id}: paused since {iso(cursor.paused.at)} by "
+                         f"{cursor.paused.by}; fires nothing until `orchestrator schedules "
+                         f"resume {schedule.id}`")
+        return cursor
+    if limit is None:
+        return cursor
+    streak = failure_streak(ctx.st, schedule.id,
+                            cursor.resumed.at if cursor.resumed is not None else None)
+    if len(streak) < limit:
+        return cursor
+    reason = (f"{len(streak)} consecutive runs failed (pause_after_failures={limit}), "
+              f"the last {streak[0]}")
+    ctx.d.log.append(f"{schedule.id}: paused: {reason}")
+    return cursor.model_copy(update={"paused": Pause(by=PAUSED_BY, at=ctx.now,
+                                                     reason=reason)})
+
+
+def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
+           now: datetime) -> Change:
+    """End the pause of ``schedule_id``: record who, when and why. Slots that came due
+    while it was paused are not fired afterwards (its cursor moves to ``now``)."""
+    cursor = st.load(files).cursors.get(schedule_id)
+    if cursor is None:
+        raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
+    if cursor.paused is None:
+        raise UserError(f"schedule {schedule_id!r} is not paused")
+    resumed = cursor.model_copy(update={
+        "paused": None,
+        "resumed": Pause(by=who, at=now, reason=reason),
+        "since": max(cursor.since, now),
+    })
+    return {st.cursor_path(schedule_id): st.to_json(resumed)}

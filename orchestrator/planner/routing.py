@@ -1,0 +1,121 @@
+"""Fallback routing over runner labels (``runs_on``), by the health in
+:mod:`orchestrator.health`.
+
+* :func:`watch_queues` (after hygiene): a leg still waiting for a runner
+  ``queue_timeout_minutes`` after its dispatch marks its label degraded, is cancelled
+  and goes back to ``pending`` under a fresh attempt number (the attempt budget is
+  not spent: the track never ran); a leg that started marks a degraded label healthy.
+* :func:`routable` and :func:`pick` (dispatch): a leg goes to the first label that is
+  healthy, or that a probe may try (half-open); with no such label the track stays
+  pending (until the run's deadline) and the tick says why.
+
+A track waits for a runner while ``dispatched`` or, on GitHub, ``running`` with no
+start time (GitHub lists a queued job before any runner took it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from .. import health as hl
+from ..models import Run, Track
+from .context import Context, P
+
+_STARTED = frozenset({P.COMPLETE, P.FAILED})
+
+
+def labels(ctx: Context, run: Run, track: Track) -> list[str]:
+    """The labels a track may run on, in order of preference (none: no routing)."""
+    if track.spec.runs_on:
+        return list(track.spec.runs_on)
+    schedule = ctx.schedules.get(run.schedule_id)
+    return list(schedule.spec.runs_on or []) if schedule is not None else []
+
+
+def _settings(ctx: Context, run: Run) -> tuple[timedelta, timedelta]:
+    schedule = ctx.schedules.get(run.schedule_id)
+    if schedule is None:
+        return timedelta(minutes=15), timedelta(minutes=30)
+    spec = schedule.spec
+    return (timedelta(minutes=spec.queue_timeout_minutes),
+            timedelta(minutes=spec.runner_cooldown_minutes))
+
+
+def watch_queues(ctx: Context) -> None:
+    for run in ctx.open_runs():
+        queue_timeout, _ = _settings(ctx, run)
+        tracks = ctx.st.tracks.get(run.run_id, {})
+        for name in sorted(tracks):
+            track = tracks[name]
+            if track.runner is None:
+                continue
+            health = ctx.st.runners.get(track.runner)
+            if track.started_at is not None or track.phase in _STARTED:
+                if health is not None and health.status != "healthy" and (
+                        health.probe == track.dispatch_key or (
+                            health.last_checked_at is not None and track.started_at
+                            is not None and track.started_at >= health.last_checked_at)):
+                    ctx.st.runners[track.runner] = hl.recover(
+                        ctx.now, f"{track.dispatch_key} started")
+                    ctx.d.note(run.run_id, f"runner {track.runner}: healthy again "
+                                           f"({name} started on it)")
+                continue
+            if track.phase not in (P.DISPATCHED, P.RUNNING) or track.dispatched_at is None:
+                continue
+            if ctx.now < track.dispatched_at + queue_timeout:
+                continue
+            waited = int(queue_timeout.total_seconds() // 60)
+            if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
+                # one failure per label and tick, however many of its legs waited
+                ctx.st.runners[track.runner] = hl.degrade(
+                    health, ctx.now, f"{track.dispatch_key} waited {waited} min for a runner")
+            handle = ctx.handle_of(track)
+            if handle is not None:
+                ctx.d.cancel.append(handle)
+            ctx.move(track, P.PENDING,
+                     f"no runner took it on {track.runner} within {waited} min; "
+                     "trying the next label", attempt=track.attempt + 1,
+                     max_attempts=track.max_attempts + 1, runner=None, handle=None,
+                     dispatch_key=None, url=None, dispatched_at=None, not_before=None)
+
+
+def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pending tracks of ``wanting`` that some label may take now; the others stay
+    pending, and the tick's log says why."""
+    out = []
+    for run_id, name in wanting:
+        run, track = ctx.st.runs[run_id], ctx.st.tracks[run_id][name]
+        options = labels(ctx, run, track)
+        _, cooldown = _settings(ctx, run)
+        if not options or any(hl.choice(ctx.st.runners.get(label), ctx.now, cooldown)
+                              != "skip" for label in options):
+            out.append((run_id, name))
+            continue
+        states = "; ".join(hl.describe(label, ctx.st.runners[label]) for label in options)
+        ctx.d.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
+                         f"pending until the run's deadline "
+                         f"{run.deadline:%Y-%m-%dT%H:%M:%SZ}")
+    return out
+
+
+def pick(ctx: Context, run: Run, track: Track, key: str) -> tuple[bool, str | None]:
+    """Whether ``track``'s next leg (``key``) may go, and to which label (``None``: the
+    schedule does not route). A degraded label whose cooldown passed gets this leg as
+    its probe; once the probe is out, the label is skipped again."""
+    _, cooldown = _settings(ctx, run)
+    options = labels(ctx, run, track)
+    if not options:
+        return True, None
+    for label in options:
+        health = ctx.st.runners.get(label)
+        verdict = hl.choice(health, ctx.now, cooldown)
+        if verdict == "use":
+            return True, label
+        if verdict == "probe" and health is not None:
+            ctx.st.runners[label] = health.model_copy(update={"probe": key})
+            ctx.d.note(run.run_id, f"runner {label}: {track.name} probes it "
+                                   f"({health.status})")
+            return True, label
+    ctx.d.log.append(f"{run.run_id}: {track.name}: its only runner label left is being "
+                     "probed; it waits")
+    return False, None

@@ -1,0 +1,149 @@
+"""Failure policies with the GitHub executor against the fake GitHub: legs left queued
+on one label move to the next, after the cooldown one leg probes the degraded label
+again, and a compensation runs as a leg of its own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from test_github_tick import cli_tick, read_state, run_ticks
+
+from orchestrator.models import RunStatus, TrackPhase
+from tests.fakes.github import FakeGitHub
+from tests.gitrepo import clone, make_origin
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+RUN = "nightly--20261201T0700Z"
+LATER = "nightly--20261201T0740Z"
+
+
+def legs(call_index: int, fake: FakeGitHub) -> dict[str, str | None]:
+    body = fake.dispatches[call_index].body
+    return {leg["key"]: leg.get("runs_on") for leg in json.loads(body["inputs"]["tracks"])}
+
+
+def tick(repo: Path, at: datetime, fake: FakeGitHub) -> str:
+    fake.now = at
+    return run_ticks([cli_tick(repo, at, fake)])[0]
+
+
+def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0,40 7 * * *", "overlap": "allow",
+        "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
+        "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
+        "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
+    repo = clone(origin, tmp_path / "repo")
+
+    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    assert legs(0, fake_github) == {f"{RUN}--a--1": "gpu-self-hosted",
+                                    f"{RUN}--b--1": "gpu-self-hosted"}
+    [first_ci] = fake_github.runs
+    # no runner with that label takes the jobs: they stay queued
+    tick(repo, T0 + timedelta(minutes=6), fake_github)
+    state, _ = read_state(repo)
+    assert all(t.started_at is None for t in state.tracks[RUN].values())
+    assert state.runners == {}
+
+    out = tick(repo, T0 + timedelta(minutes=11), fake_github)
+    assert "no runner took it on gpu-self-hosted within 10 min" in out
+    assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
+                                    f"{RUN}--b--2": "ubuntu-latest"}
+    assert any(c.path.endswith(f"/actions/runs/{first_ci}/cancel")
+               for c in fake_github.calls("cancel"))
+    state, files = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures) == ("degraded", 1)
+    assert gpu.last_checked_at == T0 + timedelta(minutes=11)
+    health = json.loads(files["state/health.json"])
+    assert health["runners"]["gpu-self-hosted"]["status"] == "degraded"
+    a = state.tracks[RUN]["a"]
+    assert (a.attempt, a.max_attempts, a.runner) == (2, 2, "ubuntu-latest")
+    status = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                             "status", "--now", "2026-12-01T07:12:00Z"],
+                            capture_output=True, text=True).stdout
+    assert ("  gpu-self-hosted degraded since 2026-12-01T07:11Z (1 failure(s)): "
+            f"{RUN}--a--1 waited 10 min for a runner") in status
+
+    second_ci = max(fake_github.runs)
+    fake_github.now = T0 + timedelta(minutes=12)
+    fake_github.complete_all(second_ci)
+    tick(repo, T0 + timedelta(minutes=13), fake_github)
+    state, files = read_state(repo)
+    assert state.runs[RUN].status is RunStatus.COMPLETED
+    brief = files[f"state/runs/{RUN}/brief.html"].decode()
+    assert "<dt>Runners</dt>" in brief
+    assert "gpu-self-hosted degraded since 2026-12-01T07:11Z" in brief
+    assert "ubuntu-latest healthy" in brief
+
+    # 07:40: the cooldown (30 min from 07:11) has not passed: both legs skip gpu
+    tick(repo, T0 + timedelta(minutes=40, seconds=30), fake_github)
+    assert legs(2, fake_github) == {f"{LATER}--a--1": "ubuntu-latest",
+                                    f"{LATER}--b--1": "ubuntu-latest"}
+
+
+def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
+                                                       fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0,45 7 * * *", "overlap": "allow",
+        "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
+        "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
+        "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
+    repo = clone(origin, tmp_path / "repo")
+    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    tick(repo, T0 + timedelta(minutes=11), fake_github)  # gpu degraded at 07:11
+    fake_github.now = T0 + timedelta(minutes=12)
+    fake_github.complete_all(max(fake_github.runs))
+    tick(repo, T0 + timedelta(minutes=13), fake_github)
+
+    later = "nightly--20261201T0745Z"
+    out = tick(repo, T0 + timedelta(minutes=45), fake_github)
+    # one leg probes the degraded label (half-open); the other goes where it works
+    assert legs(2, fake_github) == {f"{later}--a--1": "gpu-self-hosted",
+                                    f"{later}--b--1": "ubuntu-latest"}
+    assert "runner gpu-self-hosted: a probes it (degraded)" in out
+    state, _ = read_state(repo)
+    assert state.runners["gpu-self-hosted"].probe == f"{later}--a--1"
+
+    probe_ci = max(fake_github.runs)
+    fake_github.now = T0 + timedelta(minutes=46)
+    fake_github.set_job(probe_ci, "a", "in_progress")
+    out = tick(repo, T0 + timedelta(minutes=47), fake_github)
+    assert "runner gpu-self-hosted: healthy again (a started on it)" in out
+    state, _ = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
+    assert state.tracks[later]["a"].phase is TrackPhase.RUNNING
+
+
+def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
+                                                     fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0 7 * * *", "on_failure": "compensate",
+        "tracks": [{"name": "a", "run": "make a", "compensate": {"run": "unmake a"}},
+                   {"name": "b", "run": "make b"}]}})
+    repo = clone(origin, tmp_path / "repo")
+    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    [first_ci] = fake_github.runs
+    fake_github.now = T0 + timedelta(minutes=2)
+    fake_github.set_job(first_ci, "a", "completed", "success")
+    fake_github.set_job(first_ci, "b", "completed", "failure")
+    tick(repo, T0 + timedelta(minutes=3), fake_github)
+    body = fake_github.dispatches[1].body
+    [leg] = json.loads(body["inputs"]["tracks"])
+    assert leg["key"] == f"{RUN}--a--undo--1" and leg["run"] == "unmake a"
+    assert leg["env"] == {"ORCHESTRATOR_COMPENSATING": "1",
+                          "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    undo_ci = max(fake_github.runs)
+    fake_github.now = T0 + timedelta(minutes=4)
+    fake_github.set_job(undo_ci, f"{RUN}--a--undo--1", "completed", "success")
+    tick(repo, T0 + timedelta(minutes=5), fake_github)
+    state, _ = read_state(repo)
+    assert state.undos[RUN]["a"].phase is TrackPhase.COMPLETE
+    assert state.tracks[RUN]["a"].phase is TrackPhase.COMPLETE  # the action stays done
+    assert state.runs[RUN].status is RunStatus.FAILED
