@@ -89,6 +89,9 @@ class State:
     tracks: dict[str, dict[str, Track]] = field(default_factory=dict)
     dlq: dict[str, DeadLetter] = field(default_factory=dict)
     health: dict[str, Breaker] = field(default_factory=dict)
+    known_runs: frozenset[str] = frozenset()
+    """Ids of runs on the branch that ``runs`` may leave out (a tick loads only the open
+    ones, see :mod:`orchestrator.state_index`): such a slot has fired already."""
 
     def copy(self) -> State:
         return State(
@@ -97,6 +100,7 @@ class State:
             tracks={k: dict(v) for k, v in self.tracks.items()},
             dlq=dict(self.dlq),
             health=dict(self.health),
+            known_runs=self.known_runs,
         )
 
     def dump(self, base: State | None = None) -> dict[str, bytes]:

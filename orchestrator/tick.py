@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import state as st
+from . import state_index
 from .errors import ExecutorError, OrchestratorError
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
@@ -227,16 +228,21 @@ class Tick:
 
     # ---------------------------------------------------------------- planning
 
-    def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
-                    invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
+    def _plan_files(self, snap: Snapshot, loaded: state_index.Loaded,
+                    schedules: list[Schedule], invalid: list[str], obs: Observations,
+                    breaker: Breaker | None) -> Planned:
+        state = loaded.state
         decision = plan(schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid)
+        if loaded.note:
+            decision.log.insert(0, loaded.note)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
         files: dict[str, bytes | None] = dict(decision.state.dump(base=state))
         summaries: dict[str, Callable[[int], str]] = {}
         rendered = self._consolidate(decision, files, snap.files, schedules, summaries)
+        files = state_index.refresh(snap.files, files, loaded.index)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         return Planned(decision, st.changes(snap.files, files), rendered, summaries)
 
@@ -287,7 +293,9 @@ class Tick:
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
         try:
-            files[st.INDEX] = render_index(list(decision.state.runs.values()),
+            # the tick loaded only the open runs; the page lists every run
+            runs = {**state_index.all_runs(old), **decision.state.runs}
+            files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template).encode()
         except Exception as exc:  # a broken index template keeps the old index
@@ -328,14 +336,15 @@ class Tick:
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
         result.schedule_errors = invalid
-        state0 = st.load(snap.files)
+        loaded0 = state_index.load(snap.files)
+        state0 = loaded0.state
         self._breaker_base = state0.health.get(self.executor_name)
         executor = self.make_executor(self._breaker_base)
         obs = gather(executor, state0)
         breaker = executor.health()
 
         if dry_run:
-            planned = self._plan_files(snap, state0, schedules, invalid, obs, breaker)
+            planned = self._plan_files(snap, loaded0, schedules, invalid, obs, breaker)
             result.decision = planned.decision
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
@@ -347,8 +356,8 @@ class Tick:
             nonlocal marked
             # plan() never mutates its input, so the state parsed for observation is
             # reused while the compare-and-swap still sees the same tip
-            state = state0 if s.tip == snap.tip else st.load(s.files)
-            marked = self._plan_files(s, state, schedules, invalid, obs, breaker)
+            loaded = loaded0 if s.tip == snap.tip else state_index.load(s.files)
+            marked = self._plan_files(s, loaded, schedules, invalid, obs, breaker)
             return marked.changes or None
 
         outcome = self.store.transact(mark, f"tick {iso(self.now)}: decide", snapshot=snap)
@@ -389,7 +398,8 @@ class Tick:
     def _record(self, results: list[DispatchResult], breaker: Breaker | None,
                 result: TickResult) -> None:
         def record(s: Snapshot) -> dict[str, bytes | None] | None:
-            before = st.load(s.files)
+            loaded = state_index.load(s.files)
+            before = loaded.state
             state = before.copy()
             lines = record_dispatch(state, results, self.now)
             if breaker is not None:
@@ -400,6 +410,7 @@ class Tick:
             for line in lines:
                 run_id, _, rest = line.partition("/")
                 touched.setdefault(run_id, []).append(rest)
+            files = state_index.refresh(s.files, files, loaded.index)
             changed = st.changes(s.files, files)
             if changed:
                 for run_id, rows in sorted(touched.items()):
@@ -407,7 +418,7 @@ class Tick:
                                         "changes": rows})
                     files[st.polls_path(run_id)] = _append_lines(
                         s.files, st.polls_path(run_id), [row])
-            result.record_log = lines
+            result.record_log = [loaded.note, *lines] if loaded.note else lines
             return st.changes(s.files, files) or None
 
         outcome = self.store.transact(record, f"tick {iso(self.now)}: record dispatch")

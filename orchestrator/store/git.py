@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import CASExhausted, PushRejected, RemoteError, UserError
+from ..errors import CASExhausted, OrchestratorError, PushRejected, RemoteError, UserError
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, TransactResult, effective
 from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
@@ -37,22 +37,36 @@ FALLBACK_EMAIL = "orchestrator@localhost"
 
 
 class _TreeFiles(Mapping[str, bytes]):
-    """Files of one commit: the tree is listed once, contents loaded in bulk on demand.
+    """Files of one commit, listed folder by folder and loaded in bulk on demand.
+
+    A lookup lists only the file's folder (one ``git ls-tree`` of that tree), so a
+    reader that knows where to look never pays for the size of the whole tree: the
+    tick reads a few folders of a state branch that may hold tens of thousands of
+    finished runs. Iterating lists the whole tree once (``ls-tree -r``), as the
+    commands that show every run need.
 
     A miss loads the requested file together with its not yet loaded siblings (same
     folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
-    one call (the state parser asks for every ``run.json`` at once, but never for the
-    briefs or the tracks of finished runs). Contents are cached by blob id in a cache
-    shared by the store's snapshots, so reading the same tip twice (the tick reads,
-    then its compare-and-swap reads again) loads nothing the second time.
+    one call (the state parser asks for every record it needs at once).
+    :meth:`listdirs` lists several folders in one call. Contents are cached by blob
+    id in a cache shared by the store's snapshots, so reading the same tip twice (the
+    tick reads, then its compare-and-swap reads again) loads nothing the second time.
+
+    In a partial clone (``fetch_blobs`` given: the tip was fetched without blobs) the
+    blobs a read needs are fetched in one request before ``cat-file`` reads them, so
+    git never fetches them one by one.
     """
 
-    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None) -> None:
+    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None,
+                 fetch_blobs: Callable[[list[str]], None] | None = None) -> None:
         self._git = git
         self._tip = tip
         self._lock = threading.Lock()
         self._index: dict[str, str] | None = None
+        self._dirs: dict[str, dict[str, tuple[bool, str]]] = {}
+        """folder -> name -> (is a folder, object id), for the folders listed so far."""
         self._cache: dict[str, bytes] = {} if cache is None else cache
+        self._fetch_blobs = fetch_blobs
 
     def _entries(self) -> dict[str, str]:
         with self._lock:
@@ -69,40 +83,93 @@ class _TreeFiles(Mapping[str, bytes]):
                 self._index = index
             return self._index
 
+    def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, tuple[bool, str]]]:
+        """``folder -> name -> (is a folder, object id)`` for each of ``folders`` (paths
+        from the repository root, without a trailing slash); a folder that does not
+        exist lists as empty. Listed with one ``ls-tree`` for all that are not cached."""
+        wanted = sorted({f.strip("/") for f in folders})
+        with self._lock:
+            todo = [f for f in wanted if f not in self._dirs]
+            if todo:
+                self._list(todo)
+            return {f: self._dirs[f] for f in wanted}
+
+    def _list(self, folders: list[str]) -> None:
+        for folder in folders:
+            self._dirs[folder] = {}
+        # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
+        # folder's entries rather than the folder itself; the root needs no pathspec.
+        raw = b""
+        if "" in folders:
+            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip).stdout
+        if any(folders):
+            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip, "--",
+                                 *(f"{f}/" for f in folders if f),
+                                 env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+        for record in raw.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path_b = record.partition(b"\t")
+            _mode, kind, sha = meta.split(b" ")
+            folder, _, name = path_b.decode("utf-8", "surrogateescape").rpartition("/")
+            if folder in self._dirs and kind in (b"blob", b"tree"):
+                self._dirs[folder][name] = (kind == b"tree", sha.decode())
+
+    def _sha(self, path: str) -> str | None:
+        if self._index is not None:
+            return self._index.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.listdirs([folder])[folder].get(name)
+        return entry[1] if entry is not None and not entry[0] else None
+
     def __getitem__(self, path: str) -> bytes:
-        entries = self._entries()
-        if path not in entries:
+        sha = self._sha(path)
+        if sha is None:
             raise KeyError(path)
-        sha = entries[path]
         with self._lock:
             if sha not in self._cache:
-                folder = path.rpartition("/")[0] + "/"
-                self._load([sha, *(s for p, s in entries.items() if p.startswith(folder)
-                                   and "/" not in p[len(folder):])])
+                folder = path.rpartition("/")[0]
+                siblings = self._dirs.get(folder)
+                if siblings is None and self._index is not None:
+                    prefix = folder + "/"
+                    self._load([sha, *(s for p, s in self._index.items()
+                                       if p.startswith(prefix) and "/" not in p[len(prefix):])])
+                else:
+                    self._load([sha, *(s for is_dir, s in (siblings or {}).values()
+                                       if not is_dir)])
             return self._cache[sha]
 
     def prefetch(self, paths: Iterable[str]) -> None:
         """Load the contents of ``paths`` (those in the tree) with one git call."""
-        entries = self._entries()
+        paths = list(paths)
+        if self._index is None:
+            self.listdirs(p.rpartition("/")[0] for p in paths)
+        shas = [s for s in map(self._sha, paths) if s is not None]
         with self._lock:
-            self._load([entries[p] for p in paths if p in entries])
+            self._load(shas)
 
     def _load(self, shas: Iterable[str]) -> None:
         wanted = sorted({s for s in shas if s not in self._cache})
         if not wanted:
             return
+        if self._fetch_blobs is not None:
+            self._fetch_blobs(wanted)
         out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in wanted)
                             .encode()).stdout
         pos = 0
         while pos < len(out):
             end = out.index(b"\n", pos)
-            sha, _kind, size = out[pos:end].decode().split(" ")
+            header = out[pos:end].decode().split(" ")
+            if len(header) != 3:  # "<sha> missing": the fetch did not bring it
+                raise OrchestratorError(f"git object {header[0]} of {self._tip[:12]} is "
+                                        "missing from the local clone")
+            sha, _kind, size = header
             start = end + 1
             self._cache[sha] = out[start:start + int(size)]
             pos = start + int(size) + 1
 
     def __contains__(self, path: object) -> bool:
-        return path in self._entries()
+        return isinstance(path, str) and self._sha(path) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries())
@@ -111,7 +178,7 @@ class _TreeFiles(Mapping[str, bytes]):
         return len(self._entries())
 
     def __repr__(self) -> str:
-        return f"<files of {self._tip[:12]}: {len(self)} paths>"
+        return f"<files of {self._tip[:12]}>"
 
 
 _EMPTY: Mapping[str, bytes] = MappingProxyType({})
@@ -202,8 +269,14 @@ class GitStateStore:
             raise UserError(f"invalid state branch name {branch!r}")
         self.url, self.remote_name = self._resolve(remote)
         self._setup_env(token if token is not None else os.environ.get("GITHUB_TOKEN"))
-        self.transport: Transport = transport or GitTransport(self.git, self.url)
         self._depth: int | None = self._fetch_depth()
+        # A shallow clone is a CI runner's checkout: fetch the state without blobs and
+        # then only the blobs a reader asks for, so a fresh runner does not download
+        # every finished run's records. A full clone (a developer's machine) fetches
+        # everything, as it keeps what it fetched.
+        self._partial = self._depth is not None and self._shallow
+        self.transport: Transport = transport or GitTransport(
+            self.git, self.url, partial=self._partial)
 
     # ---------------------------------------------------------------- setup
 
@@ -241,10 +314,10 @@ class GitStateStore:
         self.git.env.update(env)
 
     def _fetch_depth(self) -> int | None:
-        shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
+        self._shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
         local = self.git.run("show-ref", "--verify", "--quiet", self.ref,
                              check=False).returncode == 0
-        return 1 if shallow or not local else None
+        return 1 if self._shallow or not local else None
 
     def where(self) -> str:
         return f"branch {self.branch!r} of {self.remote_name}"
@@ -253,7 +326,18 @@ class GitStateStore:
 
     def read(self) -> Snapshot:
         tip = self._fetch_tip()
-        return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs) if tip else _EMPTY)
+        if not tip:
+            return Snapshot(tip, _EMPTY)
+        fetch = self._fetch_blobs if self._partial else None
+        return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs, fetch))
+
+    def _fetch_blobs(self, shas: list[str]) -> None:
+        # A transport injected by a test may not know partial fetches: then git's own
+        # transport fetches the blobs.
+        fetch = getattr(self.transport, "fetch_blobs", None)
+        if fetch is None:
+            fetch = GitTransport(self.git, self.url, partial=True).fetch_blobs
+        fetch(shas)
 
     def _fetch_tip(self) -> str | None:
         for _ in range(5):
@@ -396,7 +480,9 @@ class GitStateStore:
             info += [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
             self.git.run("update-index", "-z", "--index-info",
                          input="".join(f"{line}\0" for line in info).encode(), env=env)
-            tree = self.git.out("write-tree", env=env)
+            # --missing-ok: in a partial clone the blobs of untouched records are not
+            # here, and checking them would make git fetch each one.
+            tree = self.git.out("write-tree", "--missing-ok", env=env)
         parents = ["-p", tip] if tip is not None and not root else []
         # Two writers applying the same change to the same tip within one second would
         # otherwise build byte-identical commits, and the second push would report
