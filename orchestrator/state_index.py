@@ -50,7 +50,7 @@ class OpenIndex(Frozen):
     """Run id -> the open run (scheduled, running or consolidating)."""
     run_folders: int = 0
     """How many folders ``state/runs/`` holds (open and finished runs)."""
-    digest: str = ""
+    digest: str = hashlib.sha256(b"").hexdigest()
     """:func:`digest` of those folders' names: a writer that added or removed a run
     without updating the index is caught by the next tick."""
 
@@ -143,19 +143,22 @@ def load(files: Mapping[str, bytes]) -> Loaded:
     ``state.known_runs`` is every run id with a folder, so a slot whose run finished
     long ago is still never fired twice.
     """
-    folders = run_folders(files)
+    top = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq", RUNS])
+    folders = {name for name, is_dir in top[RUNS].items() if is_dir}
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None:  # exactly these: state/ also holds the index page of every run
+        prefetch(p for p in (OPEN_INDEX, st.TICKS, st.HEALTH)
+                 if p.rpartition("/")[2] in top[st.ROOT])
     index, problem = read(files)
     state: st.State | None = None
     if index is not None:
         open_dirs = [st.run_dir(r) for r in index.runs if r in folders]
-        listed = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq",
-                                  *open_dirs, *(f"{d}/tracks" for d in open_dirs)])
-        wanted = [f"{folder}/{name}" for folder, names in listed.items()
-                  for name, is_dir in names.items() if not is_dir and name.endswith(".json")
-                  and folder != st.ROOT]
-        if st.HEALTH.rpartition("/")[2] in listed[st.ROOT]:
+        listed = {**top, **listdirs(files, [*open_dirs, *(f"{d}/tracks" for d in open_dirs)])}
+        wanted = [f"{folder}/{name}" for folder, names in listed.items() if folder != st.ROOT
+                  and folder != RUNS for name, is_dir in names.items()
+                  if not is_dir and name.endswith(".json")]
+        if st.HEALTH.rpartition("/")[2] in top[st.ROOT]:
             wanted.append(st.HEALTH)
-        prefetch = getattr(files, "prefetch", None)
         if prefetch is not None:
             prefetch(wanted)
         state = st.load({p: files[p] for p in wanted})
@@ -164,8 +167,9 @@ def load(files: Mapping[str, bytes]) -> Loaded:
     if problem is not None or index is None or state is None:
         state = st.load(files)
         index = build(state.runs.values(), folders)
-        note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run record(s), "
-                f"{len(index.runs)} open")
+        if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
+            note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
+                    f"record(s), {len(index.runs)} open")
     state.known_runs = frozenset(folders)
     return Loaded(state, index, note)
 
@@ -218,7 +222,8 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     if folders is not None:
         new = new.model_copy(update={"run_folders": len(folders), "digest": digest(folders)})
     data = st.to_json(new)
-    if files.get(OPEN_INDEX) != data:
+    # A branch without runs gets its index with its first run, not on an idle tick.
+    if files.get(OPEN_INDEX) != data and (OPEN_INDEX in files or new.run_folders):
         out[OPEN_INDEX] = data
     return out
 
