@@ -159,7 +159,7 @@ def tick_rows(reps: int, sizes: list[tuple[int, int]]) -> list[dict[str, object]
                 git_before = size_mib(runner / ".git")
                 cold.append(timed(tick_cmd(), runner, env))
                 fetched.append(size_mib(runner / ".git") - git_before)
-            print(f"  peak KiB per tick: {[r for _, r in samples]}", file=sys.stderr)
+            print(f"  peak MiB per tick: {[r for _, r in samples]}", file=sys.stderr)
             rows.append({"schedules": schedules, "runs": runs, "noop": noop,
                          "rss": max(r for _, r in samples), "floor": floor, "first": first,
                          "cold": statistics.median(cold),
