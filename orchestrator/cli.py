@@ -41,7 +41,7 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         from .commands import MODULES
 
-        return sorted(MODULES)
+        return sorted(m.replace("_", "-") for m in MODULES)  # cron_sync is cron-sync
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         from .commands import load

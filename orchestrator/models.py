@@ -27,6 +27,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .cron import DstFold as DstFold
+from .cron import DstGap as DstGap
+from .cron import DstPolicy, local_to_utc, validate_cron
 from .errors import InvalidId
 
 ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
@@ -93,12 +96,6 @@ def _zone(value: str) -> str:
     return value
 
 
-def _cron(value: str) -> str:
-    from .cron import validate_cron  # cron imports this module
-
-    return validate_cron(value)
-
-
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("must include a UTC offset (e.g. 2026-12-01T07:00:00Z)")
@@ -108,7 +105,7 @@ def _utc(value: datetime) -> datetime:
 Id = Annotated[str, AfterValidator(_id),
                Field(json_schema_extra={"pattern": f"^{ID_RE.pattern}$"})]
 ZoneName = Annotated[str, AfterValidator(_zone)]
-CronText = Annotated[str, AfterValidator(_cron)]
+CronText = Annotated[str, AfterValidator(validate_cron)]
 UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
 
 
@@ -147,43 +144,6 @@ class CatchupPolicy(StrEnum):
     NONE = "none"
     """Never fire a slot from before the schedule was first seen or re-enabled; otherwise
     like ``latest``."""
-
-
-class DstGap(StrEnum):
-    """A fixed local time that does not exist on a spring-forward day."""
-
-    SHIFT = "shift"
-    """Run once, at the first valid instant after the gap (Vixie/Debian cron)."""
-    SKIP = "skip"
-    """Do not run that day."""
-
-
-class DstFold(StrEnum):
-    """A fixed local time that occurs twice on a fall-back day."""
-
-    FIRST = "first"
-    """Run once, at the first occurrence (Vixie/Debian cron)."""
-    BOTH = "both"
-    """Run at both occurrences."""
-
-
-class DstPolicy(Frozen):
-    """How fixed-time schedules behave on daylight-saving changes.
-
-    Schedules whose minute or hour field starts with ``*`` run in real elapsed time
-    and are not affected.
-    """
-
-    gap: DstGap = Field(
-        DstGap.SHIFT,
-        description="A local time skipped by spring-forward: 'shift' runs once at the first "
-        "valid instant after the gap (Vixie/Debian cron); 'skip' does not run that day.",
-    )
-    fold: DstFold = Field(
-        DstFold.FIRST,
-        description="A local time repeated by fall-back: 'first' runs once, at the first "
-        "occurrence (Vixie/Debian cron); 'both' runs at both occurrences.",
-    )
 
 
 # --------------------------------------------------------------------------- schedules
@@ -232,7 +192,8 @@ class ScheduleSpec(Frozen):
     cron: CronText | None = Field(
         None,
         description="Five-field cron expression (minute hour day-of-month month day-of-week) "
-        "or @hourly, @daily, @weekly, @monthly, @yearly; evaluated in `timezone`. "
+        "or @hourly, @daily (or @midnight), @weekly, @monthly, @yearly (or @annually); "
+        "evaluated in `timezone`. "
         "Exactly one of `cron` and `at`.",
     )
     at: datetime | None = Field(
@@ -330,8 +291,6 @@ class ScheduleSpec(Frozen):
             return None
         if self.at.tzinfo is not None:
             return self.at.astimezone(UTC)
-        from .cron import local_to_utc  # cron imports this module
-
         # A repeated local time means its first occurrence; one skipped by
         # spring-forward means the first instant after the gap (as cron shifts).
         return local_to_utc(self.at, self.zone)[0]
@@ -493,15 +452,6 @@ class DeadLetter(Frozen):
     discarded: bool = False
     discarded_by: str | None = None
     discarded_reason: str | None = None
-
-
-class Breaker(Frozen):
-    """Circuit breaker of one executor backend, in ``state/health.json``."""
-
-    state: Literal["closed", "open", "half_open"] = "closed"
-    failures: int = 0
-    opened_at: UTCDateTime | None = None
-    last_error: str | None = None
 
 
 def utc_date_key(moment: datetime, zone: ZoneInfo) -> str:

@@ -2,9 +2,11 @@
 
 The loop wakes every ``interval`` seconds, on whole multiples of the interval in
 wall-clock time (``--interval 60`` wakes at second 0 of each minute, when cron slots
-fall due), reads the clock once and hands that instant to every consumer that is
-due. Consumers are registered in a small :class:`Loop` registry: the tick is the
-first, compaction and the heartbeat check are others.
+fall due), and also at any due moment a consumer announced (:meth:`Loop.wake_at`:
+the tick's next slot, retry or deadline); it reads the clock once and hands that
+instant to every consumer that is due. Consumers are registered in a small
+:class:`Loop` registry: the tick is the first, compaction and the heartbeat check
+are others.
 
 Guarantees, per consumer:
 
@@ -88,6 +90,9 @@ class Loop:
         self._log = log
         self._log_lock = threading.Lock()
         self._stop = threading.Event()
+        self._nudge = threading.Event()
+        self._due: datetime | None = None
+        self._due_lock = threading.Lock()
         self._started = monotonic()
         self.stop_reason: str | None = None
 
@@ -110,6 +115,16 @@ class Loop:
         Safe to call from a signal handler or another thread."""
         self.stop_reason = reason
         self._stop.set()
+        self._nudge.set()
+
+    def wake_at(self, moment: datetime) -> None:
+        """Wake up at ``moment`` too (if it comes before the next interval): a consumer
+        that knows its next due moment (the tick) calls this, so a slot is served at its
+        second rather than at the next whole interval. Safe from any thread."""
+        with self._due_lock:
+            if self._due is None or moment < self._due:
+                self._due = moment
+        self._nudge.set()
 
     def running(self) -> list[str]:
         return [c.name for c in self.consumers if c.busy]
@@ -121,6 +136,9 @@ class Loop:
         now = self._clock().astimezone(UTC)
         mono = self._monotonic()
         self.wakeups += 1
+        with self._due_lock:
+            if self._due is not None and self._due <= now:
+                self._due = None  # served by this wake-up
         started: list[str] = []
         skipped: list[str] = []
         for consumer in self.consumers:
@@ -161,10 +179,24 @@ class Loop:
     # ---------------------------------------------------------------- the loop
 
     def delay(self) -> float:
-        """Seconds to the next whole multiple of the interval, in wall-clock time."""
-        stamp = self._clock().timestamp()
+        """Seconds to the next whole multiple of the interval, in wall-clock time, or to
+        the due moment a consumer asked for (:meth:`wake_at`) if that comes first."""
+        now = self._clock()
+        stamp = now.timestamp()
         rest = self.interval - stamp % self.interval
-        return rest if rest > 1e-3 else self.interval
+        rest = rest if rest > 1e-3 else self.interval
+        with self._due_lock:
+            due = self._due
+        if due is not None:
+            rest = min(rest, max(0.0, (due - now).total_seconds()))
+        return rest
+
+    def _sleep(self) -> None:
+        """Sleep until the next wake-up; a new, earlier due moment cuts it short."""
+        while not self._stop.is_set():
+            self._nudge.clear()  # before computing the delay: a later nudge is not lost
+            if not self._nudge.wait(self.delay()):
+                return
 
     def run(self, *, max_wakeups: int | None = None) -> None:
         """Wake up until :meth:`stop` (or ``max_wakeups``), then wait for running
@@ -174,7 +206,7 @@ class Loop:
             self.wake()
             if max_wakeups is not None and self.wakeups >= max_wakeups:
                 break
-            self._stop.wait(self.delay())
+            self._sleep()
         if self._stop.is_set():
             running = self.running()
             what = f"waiting for {', '.join(running)} to finish" if running else "exiting"

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .breaker import Breaker
 from .errors import OrchestratorError
-from .models import Breaker, Cursor, DeadLetter, Run, Track, check_id, check_run_id
+from .models import Cursor, DeadLetter, Run, Track, check_id, check_run_id
 from .store import changes as changes  # re-exported: the tick diffs its files with it
 
 ROOT = "state"

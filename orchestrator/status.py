@@ -15,11 +15,13 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import cron, state_index
 from . import state as st
+from . import state_index
 from .machine import RUN_OPEN
 from .models import Schedule
 from .times import iso
+from .triggers import for_spec
+from .wake import next_wake
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -34,8 +36,8 @@ def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime |
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and cursor.done):
         return None
-    found = cron.next_slots(schedule.spec, now, 1)
-    return found[0] if found else None
+    found = for_spec(schedule.spec).next(now, 1).found
+    return found[0].at if found else None
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
@@ -66,8 +68,10 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "slot": _iso(run.slot),
             "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
         })
+    wake = next_wake(schedules, state, now)
     return {
         "now": _iso(now),
+        "next_wake": wake.to_json() if wake else None,
         "last_tick": _iso(last),
         "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
         "max_staleness_minutes": max_staleness.total_seconds() / 60,
@@ -94,6 +98,9 @@ def text(report: dict[str, Any]) -> list[str]:
         ago = age_text(report["age_minutes"])
         lines = [f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"]
     lines.append(f"now           {report['now']}")
+    wake = report["next_wake"]
+    lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
+                 "next wake     nothing will fall due")
     if not report["schedules"]:
         lines.append("schedules     none")
     else:

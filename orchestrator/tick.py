@@ -30,14 +30,16 @@ from typing import Any
 
 from . import state as st
 from . import state_index
+from .breaker import Breaker, merge_breaker
 from .errors import ExecutorError, OrchestratorError
 from .executors.base import DispatchRequest, DispatchResult, Executor, Handle
 from .machine import TRACK_OPEN
-from .models import Breaker, RunStatus, Schedule, TrackPhase
+from .models import RunStatus, Schedule, TrackPhase
 from .planner import Decision, Observations, finish, plan, record_dispatch
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
+from .wake import Wake, next_wake
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ class TickResult:
     summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
     byte limit (for the job summary, whose limit the briefs share)."""
+    wake: Wake | None = None
+    """The next due moment after this tick, from the state it decided."""
 
     @property
     def log(self) -> list[str]:
@@ -94,6 +98,7 @@ class TickResult:
             "finished": self.finished,
             "schedule_errors": self.schedule_errors,
             "log": self.log,
+            "next_wake": self.wake.to_json() if self.wake else None,
         }
 
 
@@ -138,7 +143,8 @@ def gather(executor: Executor, state: st.State) -> Observations:
             elif track.phase is TrackPhase.DISPATCHED:
                 lost.append(DispatchRequest(run_id=run_id, track=track.name,
                                             attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow))
+                                            workflow=run.workflow,
+                                            marked_at=track.dispatched_at))
     try:
         seen = executor.observe(handles) if handles else {}
         found = executor.lookup(lost) if lost else {}
@@ -158,20 +164,6 @@ def _append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
         rows = joined.splitlines(keepends=True)
         joined = b"".join(rows[-keep:])
     return joined
-
-
-_CAUTION = {"closed": 0, "half_open": 1, "open": 2}
-
-
-def merge_breaker(base: Breaker | None, theirs: Breaker | None, ours: Breaker) -> Breaker:
-    """The breaker to commit: this tick's (``ours``), unless another tick changed the
-    committed one (``theirs``) since this tick read it (``base``); then the more
-    cautious of the two, so a lost race never closes a breaker another tick opened."""
-    if theirs is None or theirs == base:
-        return ours
-    floor = datetime.min.replace(tzinfo=UTC)
-    return max((ours, theirs),
-               key=lambda b: (_CAUTION[b.state], b.opened_at or floor, b.failures))
 
 
 class _Overlay(Mapping[str, bytes]):
@@ -348,6 +340,8 @@ class Tick:
             result.decision = planned.decision
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
+            assert result.decision is not None
+            result.wake = next_wake(schedules, result.decision.state, self.now)
             return result
 
         marked: Planned | None = None
@@ -366,6 +360,7 @@ class Tick:
         decision = marked.decision
         result.decision = decision
         result.rendered, result.summaries = marked.rendered, marked.summaries
+        result.wake = next_wake(schedules, decision.state, self.now)
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.finished = list(result.rendered)
@@ -401,15 +396,14 @@ class Tick:
             loaded = state_index.load(s.files)
             before = loaded.state
             state = before.copy()
-            lines = record_dispatch(state, results, self.now)
+            records = record_dispatch(state, results, self.now)
             if breaker is not None:
                 state.health[self.executor_name] = merge_breaker(
                     self._breaker_base, before.health.get(self.executor_name), breaker)
             files: dict[str, bytes | None] = dict(state.dump(base=before))
             touched: dict[str, list[str]] = {}
-            for line in lines:
-                run_id, _, rest = line.partition("/")
-                touched.setdefault(run_id, []).append(rest)
+            for record in records:
+                touched.setdefault(record.run_id, []).append(record.change)
             files = state_index.refresh(s.files, files, loaded.index)
             changed = st.changes(s.files, files)
             if changed:
@@ -418,7 +412,8 @@ class Tick:
                                         "changes": rows})
                     files[st.polls_path(run_id)] = _append_lines(
                         s.files, st.polls_path(run_id), [row])
-            result.record_log = [loaded.note, *lines] if loaded.note else lines
+            result.record_log = [*([loaded.note] if loaded.note else []),
+                                 *(str(r) for r in records)]
             return st.changes(s.files, files) or None
 
         outcome = self.store.transact(record, f"tick {iso(self.now)}: record dispatch")

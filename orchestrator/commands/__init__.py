@@ -1,8 +1,9 @@
 """One module per command (or command group), each exposing ``command``.
 
 Add a new module's name to ``MODULES``; the command's name must equal the module's
-name. Modules are imported only when their command runs (or for ``--help``), so a
-tick does not pay for jinja2 or the GitHub client it does not use.
+name, with ``-`` for ``_`` (``cron_sync`` is ``cron-sync``). Modules are imported only
+when their command runs (or for ``--help``), so a tick does not pay for jinja2 or the
+GitHub client it does not use.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ MODULES: tuple[str, ...] = (
     "status",
     "serve",
     "init",
+    "cron_sync",
+    "estimate",
 )
 
 
 def load(name: str) -> click.Command | None:
     """The command called ``name``, importing only its module."""
-    if name not in MODULES:
+    module = name.replace("-", "_")
+    if module not in MODULES:
         return None
-    command: click.Command = importlib.import_module(f"{__name__}.{name}").command
+    command: click.Command = importlib.import_module(f"{__name__}.{module}").command
     return command

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from .. import executors
 from .. import state as st
 from ..cli import Config
 from ..errors import UserError
@@ -95,7 +96,7 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
     number = 0
     while time.monotonic() < deadline:
         number += 1
-        result = make_tick(cfg, "local", datetime.now(UTC)).run()
+        result = make_tick(cfg, executors.LOCAL, datetime.now(UTC)).run()
         for line in result.log:
             click.echo(f"tick {number}: {line}")
         snap = GitStateStore(repo, "origin", cfg.state_branch).read()

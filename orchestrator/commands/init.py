@@ -21,6 +21,7 @@ deleting an ignored folder would take the state with it.
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -106,6 +107,7 @@ def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[st
         verb = "overwrote" if (root / rel).exists() else "created"
         write_schedule(root / rel, content)
         done.append(f"{verb} {rel}")
+    done += _sync_cadence(root)
     section = README_SECTION.read_text(encoding="utf-8")
     heading = section.splitlines()[0]
     if _append_unless_present(root / "README.md", section, heading):
@@ -145,6 +147,21 @@ def add_local_origin(root: Path, bare: Path) -> list[str]:
         if proc.returncode != 0:
             raise UserError(f"{' '.join(args[:4])} failed: {proc.stderr.strip()}")
     return [f"created the bare repository {bare} and registered it as origin"]
+
+
+def _sync_cadence(root: Path) -> list[str]:
+    """The shipped tick.yml ticks for this project's own schedules: derive it from the
+    schedules actually written (what ``cron-sync`` does)."""
+    from ..cadence import sync
+    from ..repo_config import load_repo_config
+    from ..schedules import load_all
+
+    changed = sync(root, load_all(root / "schedules").schedules, load_repo_config(root),
+                   datetime.now(UTC))
+    for path, text in changed.items():
+        write_schedule(path, text)
+    return [f"derived the cron of {p.relative_to(root).as_posix()} from schedules/"
+            for p in changed]
 
 
 @click.command("init")

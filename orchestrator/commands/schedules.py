@@ -16,10 +16,11 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from .. import cron
 from ..cli import Config, pass_config
+from ..cron import dst_note
 from ..errors import NotFound, ScheduleError, UserError
 from ..models import CatchupPolicy, DstFold, DstGap, OverlapPolicy, Schedule, ScheduleSpec, check_id
+from ..preview import slot_dict, upcoming
 from ..schedules import (
     SCHEMA_FILE,
     SCHEMA_REF,
@@ -32,6 +33,7 @@ from ..schedules import (
     write_schedule,
 )
 from ..times import iso, parse_now
+from ..triggers import for_spec
 
 # --------------------------------------------------------------------------- helpers
 
@@ -63,10 +65,6 @@ def fmt_local(moment: datetime) -> str:
     return moment.strftime("%a %Y-%m-%d %H:%M %Z")
 
 
-def slot_dict(slot: cron.SlotInfo) -> dict[str, str]:
-    return {"utc": fmt_utc(slot.at), "local": slot.local.isoformat(), "kind": slot.kind.value}
-
-
 def schedule_path(cfg: Config, schedule_id: str) -> Path:
     """``schedules/<id>.json``; the id check is also the guard against path traversal."""
     return cfg.schedules_dir / f"{check_id(schedule_id, 'schedule id')}.json"
@@ -82,15 +80,6 @@ def _existing(cfg: Config, schedule_id: str) -> Path:
 
 def _load(cfg: Config, schedule_id: str) -> Schedule:
     return load_schedule(_existing(cfg, schedule_id), cfg.repo)
-
-
-def upcoming(schedule: Schedule, start: datetime, n: int) -> list[cron.SlotInfo]:
-    """The next ``n`` firing slots after ``start``, with their local times."""
-    spec = schedule.spec
-    found = cron.next_slots(spec, start, n)
-    if not found:
-        return []
-    return [s for s in cron.explain(spec, start, found[-1]) if s.fires][:n]
 
 
 def _now(start: datetime | None) -> datetime:
@@ -134,8 +123,8 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     for schedule in loaded.schedules:
         spec = schedule.spec
         # a disabled schedule never fires: a "next run" would be a promise it breaks
-        nxt = upcoming(schedule, now, 1) if spec.enabled else []
-        when = cron.describe(spec)
+        nxt = upcoming(schedule, now, 1).slots if spec.enabled else []
+        when = for_spec(spec).describe()
         rows.append({
             "id": schedule.id,
             "file": schedule.path,
@@ -171,12 +160,12 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     """One schedule: its settings, in words, and its next runs."""
     schedule = _load(cfg, schedule_id)
     spec = schedule.spec
-    nxt = upcoming(schedule, _now(start), n)
+    nxt = upcoming(schedule, _now(start), n).slots
     if as_json:
         _echo_json({
             "id": schedule.id,
             "file": schedule.path,
-            "when": cron.describe(spec),
+            "when": for_spec(spec).describe(),
             "spec": spec.model_dump(mode="json", by_alias=True),
             "next": [slot_dict(s) for s in nxt],
         })
@@ -184,7 +173,7 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     click.echo(f"{schedule.id}  ({schedule.path})")
     if spec.description:
         click.echo(f"  {spec.description}")
-    click.echo(f"  when:      {cron.describe(spec)}"
+    click.echo(f"  when:      {for_spec(spec).describe()}"
                + (f"   [{spec.cron}]" if spec.cron else ""))
     click.echo(f"  enabled:   {'yes' if spec.enabled else 'no (never fires)'}")
     click.echo(f"  overlap:   {spec.overlap.value};  catchup: {spec.catchup.value} "
@@ -214,18 +203,24 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
 def next_(cfg: Config, schedule_id: str, n: int, start: datetime | None, as_json: bool) -> int:
     """The next N runs, in UTC and in the schedule's time zone."""
     schedule = _load(cfg, schedule_id)
-    nxt = upcoming(schedule, _now(start), n)
+    found = upcoming(schedule, _now(start), n)
+    nxt = found.slots
     if not schedule.spec.enabled:
         click.echo(f"orchestrator: note: {schedule.id} is disabled; these runs happen only "
                    "once it is enabled", err=True)
     if as_json:
         _echo_json([slot_dict(s) for s in nxt])
-        return 0
-    if not nxt:
-        click.echo("no upcoming run")
-    for slot in nxt:
-        note = cron.dst_note(slot, schedule.spec.timezone)
-        click.echo(f"{fmt_utc(slot.at)}  {fmt_local(slot.local)}" + (f"  ({note})" if note else ""))
+    else:
+        if not nxt:
+            click.echo("no upcoming run")
+        for slot in nxt:
+            note = dst_note(slot, schedule.spec.timezone)
+            click.echo(f"{fmt_utc(slot.at)}  {fmt_local(slot.local)}"
+                       + (f"  ({note})" if note else ""))
+    if found.stopped and as_json:  # the JSON on stdout stays a plain list
+        click.echo(f"orchestrator: note: {found.stopped}", err=True)
+    elif found.stopped:
+        click.echo(f"fewer runs than asked: {found.stopped}")
     return 0
 
 
@@ -350,7 +345,7 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     schema = cfg.schedules_dir / SCHEMA_FILE
     if not schema.exists():
         write_schedule(schema, schema_text())
-    click.echo(f"wrote {shown}: {cron.describe(spec)}"
+    click.echo(f"wrote {shown}: {for_spec(spec).describe()}"
                + ("" if spec.enabled else " (disabled)"))
     click.echo("commit it and open a pull request; `orchestrator validate --preview 5` "
                "shows what will happen")

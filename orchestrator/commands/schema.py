@@ -1,6 +1,8 @@
-"""``orchestrator schema``: print the JSON Schema of a schedule file."""
+"""``orchestrator schema``: print the JSON Schema of a schedule file (or of orchestrator.json)."""
 
 from __future__ import annotations
+
+import json
 
 import click
 
@@ -8,10 +10,17 @@ from ..schedules import schema_text
 
 
 @click.command("schema")
-def command() -> int:
+@click.option("--config", "config", is_flag=True,
+              help="The schema of orchestrator.json (repository settings) instead.")
+def command(config: bool) -> int:
     """Print the JSON Schema of schedules/*.json.
 
     Regenerate the committed copy with: orchestrator schema > schedules/schedule.schema.json
     """
+    if config:
+        from ..repo_config import repo_config_json_schema
+
+        click.echo(json.dumps(repo_config_json_schema(), indent=2, ensure_ascii=False))
+        return 0
     click.echo(schema_text(), nl=False)
     return 0

@@ -3,9 +3,10 @@
 For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 
 - ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
-  ``orchestrator tick`` does; several ``serve`` processes (or a ``serve`` and the
-  GitHub workflow) may tick the same state branch: compare-and-swap keeps every slot
-  fired once;
+  ``orchestrator tick`` does; the loop also wakes at the next due moment each tick
+  reports (a slot fires within a second of its time, whatever ``--interval``);
+  several ``serve`` processes (or a ``serve`` and the GitHub workflow) may tick the
+  same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
   older than ``--max-staleness`` (say, pushes are being rejected);
 - ``compact`` once a day, with ``--compact-keep-days N``.
@@ -21,11 +22,13 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import FrameType
 
 import click
 
+from .. import executors
 from ..cli import Config, pass_config
 from ..compaction import archive_tag, compact
 from ..models import Schedule
@@ -35,7 +38,7 @@ from ..state import last_tick_at
 from ..store import GitStateStore
 from ..times import iso
 from .status import DEFAULT_MAX_STALENESS
-from .tick import EXECUTORS, make_tick, ping
+from .tick import make_tick, ping
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
 COMPACT_EVERY = 24 * 3600.0
@@ -44,11 +47,14 @@ PING_EVERY = 60.0
 
 
 def tick_work(cfg: Config, executor: str, heartbeat_every: float,
-              heartbeat_url: str | None) -> Work:
+              heartbeat_url: str | None,
+              wake_at: Callable[[datetime], None] | None = None) -> Work:
     last_ping: list[float] = []
 
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every).run()
+        if wake_at is not None and result.wake is not None:
+            wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
         if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
             last_ping[:] = [time.monotonic()]
@@ -105,7 +111,7 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
                heartbeat_url: str | None, max_staleness: float,
                compact_keep_days: int | None) -> Loop:
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
-    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url))
+    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
@@ -129,8 +135,8 @@ def install_signals(loop: Loop) -> None:
 @click.command("serve")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=60, show_default=True,
               metavar="SECONDS", help="Seconds between wake-ups (aligned to the clock).")
-@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
-              default="local", show_default=True, help="Where tracks run.")
+@click.option("--executor", type=click.Choice(executors.NAMES), envvar="ORCHESTRATOR_EXECUTOR",
+              default=executors.LOCAL, show_default=True, help=executors.choice_help())
 @click.option("--compact-keep-days", type=click.IntRange(min=0), metavar="N",
               help="Once a day, archive runs that finished more than N days ago.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",

@@ -2,8 +2,9 @@
 
 The heartbeat is ``state/ticks.jsonl`` on the state branch: every tick that commits
 appends a line, and an idle tick still appends one once ``--heartbeat-every``
-minutes (default 60) have passed. So the default ``--max-staleness`` (90 minutes) is
-larger than that: a healthy but idle repository is never reported stale.
+minutes (default 60) have passed. So the default ``--max-staleness`` is larger than
+that plus the longest gap between the ticks tick.yml schedules (90 minutes without a
+tick.yml): a healthy but idle repository is never reported stale.
 
 Exit codes: 0 when the last tick is recent enough, 5 (:class:`~orchestrator.errors.Stale`)
 when it is older than ``--max-staleness`` or there is none, 3 when the remote cannot
@@ -27,20 +28,25 @@ from ..times import parse_now
 
 @click.command("status")
 @click.option("--max-staleness", type=click.FloatRange(min=1), metavar="MINUTES",
-              envvar="ORCHESTRATOR_MAX_STALENESS", default=DEFAULT_MAX_STALENESS,
-              show_default=True,
-              help="Exit 5 when the last tick is older than this (keep it above the "
-                   "tick's --heartbeat-every).")
+              envvar="ORCHESTRATOR_MAX_STALENESS", default=None,
+              help="Exit 5 when the last tick is older than this (default: what the "
+                   "cadence of .github/workflows/tick.yml allows, else 90).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--now", "now_text", metavar="ISO", help="Judge as of this instant.")
 @pass_config
-def command(cfg: Config, max_staleness: float, as_json: bool, now_text: str | None) -> int:
+def command(cfg: Config, max_staleness: float | None, as_json: bool,
+            now_text: str | None) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
     a watchdog workflow or any external monitor.
     """
     now = parse_now(now_text)
+    if max_staleness is None:
+        # ticks hours apart (a derived cadence) are healthy: judge by the tick's cron
+        from ..cadence import staleness_limit
+
+        max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
     snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
     loaded = load_all(cfg.schedules_dir)
     report = build(snap.files, loaded.schedules, [e.message for e in loaded.errors], now,

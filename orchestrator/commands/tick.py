@@ -2,54 +2,39 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import signal
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import FrameType
 
 import click
 
+from .. import executors
 from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
 from ..cli import Config, pass_config
-from ..executors.base import Executor
-from ..models import Breaker
+from ..linger import Linger
 from ..store import GitStateStore
-from ..tick import Tick, TickResult
+from ..tick import ExecutorFactory, Tick, TickResult
 from ..times import iso, parse_now
-
-EXECUTORS = ("local", "github")
-
-
-def work_dir(cfg: Config) -> Path:
-    return Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
+from ..wake import Wake
 
 
-def executor_factory(cfg: Config, name: str, now: datetime):  # type: ignore[no-untyped-def]
+def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
     """A function building the chosen executor from the persisted breaker state."""
-
-    def make(breaker: Breaker | None) -> Executor:
-        if name == "local":
-            from ..executors.local import LocalExecutor
-
-            return LocalExecutor(work_dir(cfg), repo=cfg.repo)
-        from ..executors.github import GitHubExecutor
-
-        return GitHubExecutor.from_env(breaker=breaker, now=now)
-
-    return make
-
-
-def grace_for(executor: str) -> timedelta:
-    # GitHub may take a minute or more to create a dispatched run; the local
-    # executor's launch marker is written before `dispatch` returns.
-    return timedelta(minutes=10) if executor == "github" else timedelta(minutes=1)
+    info = executors.get(name)
+    setup = executors.Setup(repo=cfg.repo, now=now)
+    return functools.partial(info.factory, setup)
 
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
-                executor_name=executor, dispatch_grace=grace_for(executor),
+                executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
                 index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
@@ -64,6 +49,8 @@ def summary_lines(result: TickResult) -> list[str]:
     lines += [f"  dispatch failed: {e}" for e in result.dispatch_errors]
     if not result.dry_run:
         lines.append("  committed" if result.mark_landed else "  no change, nothing pushed")
+    lines.append(f"  next due {result.wake.describe(result.now)}" if result.wake
+                 else "  nothing will fall due")
     return lines
 
 
@@ -122,8 +109,8 @@ def ping(url: str) -> str | None:
 
 @click.command("tick")
 @click.option("--now", "now_text", metavar="ISO", help="Decide as of this instant (default: now).")
-@click.option("--executor", type=click.Choice(EXECUTORS), envvar="ORCHESTRATOR_EXECUTOR",
-              default="local", show_default=True, help="Where tracks run.")
+@click.option("--executor", type=click.Choice(executors.NAMES), envvar="ORCHESTRATOR_EXECUTOR",
+              default=executors.LOCAL, show_default=True, help=executors.choice_help())
 @click.option("--dry-run", is_flag=True, help="Decide and print; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",
@@ -132,21 +119,53 @@ def ping(url: str) -> str | None:
               help="Minutes after which an idle tick still commits a heartbeat line.")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="Brief template (default: templates/brief.html.j2, else the built-in one).")
+@click.option("--linger", type=click.FloatRange(min=0), default=0, show_default=True,
+              metavar="MINUTES", help="After the tick, wait for the next due moment and tick "
+              "again while it falls within MINUTES (SIGTERM stops the wait).")
+@click.option("--max-linger", type=click.FloatRange(min=0), default=60, show_default=True,
+              metavar="MINUTES", help="Never linger past this many minutes after the first tick.")
 @pass_config
 def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
-            heartbeat_url: str | None, heartbeat_every: float, template: Path | None) -> int:
+            heartbeat_url: str | None, heartbeat_every: float, template: Path | None,
+            linger: float, max_linger: float) -> int:
     """Read schedules and state, decide what is due, commit, dispatch, record."""
-    now = parse_now(now_text)
-    result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                       template=template).run(dry_run=dry_run)
-    if heartbeat_url and not dry_run:
-        problem = ping(heartbeat_url)
-        if problem:
-            result.record_log.append(problem)
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
-    else:
-        click.echo("\n".join(summary_lines(result)))
-    if not dry_run:
-        write_step_summary(result)
+    if linger and (now_text or dry_run or as_json):
+        raise click.UsageError("--linger waits on the real clock: it cannot be combined "
+                               "with --now, --dry-run or --json")
+
+    def once(now: datetime) -> Wake | None:
+        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
+                           template=template).run(dry_run=dry_run)
+        if heartbeat_url and not dry_run:
+            problem = ping(heartbeat_url)
+            if problem:
+                result.record_log.append(problem)
+        if as_json:
+            click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+        else:
+            click.echo("\n".join(summary_lines(result)))
+        if not dry_run:
+            write_step_summary(result)
+        return result.wake
+
+    if not linger:
+        once(parse_now(now_text))
+        return 0
+    loop = Linger(timedelta(minutes=linger), timedelta(minutes=max_linger),
+                  log=lambda line: click.echo(line, err=True))
+    install_stop_signals(loop.stop)
+    loop.run(once)
     return 0
+
+
+def install_stop_signals(stop: Callable[[str], None]) -> None:
+    """SIGINT and SIGTERM end the wait (a running tick finishes); a second one ends the
+    process at once, as under ``serve``."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop(signal.Signals(signum).name)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)

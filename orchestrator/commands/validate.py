@@ -1,7 +1,9 @@
 """``orchestrator validate``: check every schedule file and preview its next runs.
 
-Made for the pull-request check: every problem is one line naming file and field
-(on stderr, whatever the format), valid files are still previewed, and
+The previews and warnings are computed by :mod:`orchestrator.preview`; this module
+reads the options and prints. Made for the pull-request check: every problem is one
+line naming file and field (on stderr, whatever the format), valid files are still
+previewed, and
 ``--format markdown`` is written for ``$GITHUB_STEP_SUMMARY``. Exit 1 if any file
 is invalid.
 """
@@ -9,142 +11,22 @@ is invalid.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import UTC, datetime
 
 import click
 
-from .. import cron
+from .. import preview
 from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
-from ..models import Schedule
-from ..schedules import LoadResult, load_all
-from .schedules import INSTANT, fmt_local, fmt_utc, slot_dict
-
-GITHUB_MIN_INTERVAL = timedelta(minutes=5)
-"""GitHub Actions runs scheduled workflows at most every 5 minutes."""
-
-DST_NOTES_SHOWN = 3
-
-
-@dataclass
-class Preview:
-    """What ``validate`` says about one valid schedule."""
-
-    schedule: Schedule
-    words: str
-    upcoming: list[cron.SlotInfo] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        spec = self.schedule.spec
-        return {
-            "id": self.schedule.id,
-            "file": self.schedule.path,
-            "enabled": spec.enabled,
-            "cron": spec.cron,
-            "at": spec.at.isoformat() if spec.at else None,
-            "timezone": spec.timezone,
-            "description": spec.description,
-            "when": self.words,
-            "tracks": [t.name for t in spec.tracks],
-            "next": [slot_dict(s) for s in self.upcoming],
-            "warnings": self.warnings,
-        }
-
-
-def preview(schedule: Schedule, start: datetime, n: int,
-            workflows: Path | None = None) -> Preview:
-    """The next ``n`` runs after ``start`` and every warning worth a reviewer's eye.
-
-    ``workflows`` is the repository's ``.github/workflows`` folder, when it has one:
-    a schedule naming a workflow that is not there would fail every dispatch."""
-    spec = schedule.spec
-    result = Preview(schedule, cron.describe(spec))
-    warn = result.warnings.append
-    if workflows is not None and workflows.is_dir():
-        if not (workflows / spec.workflow).is_file():
-            warn(f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
-                 "on GitHub Actions would fail")
-        elif spec.workflow == "track.yml":
-            for track in spec.tracks:
-                if track.run is None:
-                    warn(f"track {track.name!r} has no 'run': the default track.yml fails "
-                         "it on GitHub; name a 'workflow' that handles its inputs")
-    if spec.at is not None:
-        at = spec.at_utc()
-        assert at is not None
-        if at <= start:
-            warn(f"'at' {fmt_utc(at)} is in the past: a one-shot that never fired fires at "
-                 "the next tick")
-        shown = cron.explain(spec, at - timedelta(seconds=1), at)
-        result.upcoming = shown if n > 0 and at > start else []
-        warn_dst = [s for s in shown if s.kind is not cron.SlotKind.NORMAL]
-        for slot in warn_dst:
-            note = cron.dst_note(slot, spec.timezone)
-            if note:
-                warn(note)
-        return result
-
-    assert spec.cron is not None
-    expr = cron.parse_cron(spec.cron)
-    sample = cron.next_slots(spec, start, 64)
-    if not sample:
-        warn("no run in the next ten years")
-    if n > 0 and sample:
-        until = cron.next_slots(spec, start, n)[-1]
-        infos = cron.explain(spec, start, until)
-        result.upcoming = [s for s in infos if s.fires]
-        notes = [n for n in (cron.dst_note(s, spec.timezone) for s in infos) if n]
-        if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
-            notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more "
-                                       "runs changed by daylight saving in the preview"]
-        result.warnings += notes
-    shortest = cron.min_interval(spec, start)
-    if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
-        minutes = int(shortest.total_seconds() // 60)
-        warn(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} apart: "
-             "GitHub Actions starts scheduled workflows at most every 5 minutes, so "
-             f"the tick sees several slots at once (catchup={spec.catchup.value} decides)")
-    # A DST shift to 03:00 is not the author's choice of minute.
-    plain = cron.explain(spec, start, sample[-1]) if sample else []
-    if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not cron.SlotKind.SHIFTED):
-        warn("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled workflows "
-             "are delayed the most; prefer an odd minute such as 7 or 23")
-    if expr.both_days_restricted and len(expr.days) < 31 and len(expr.weekdays) < 7:
-        warn(f"both day-of-month ({expr.fields[2]}) and day-of-week ({expr.fields[4]}) "
-             "are restricted: cron runs on days matching EITHER field, not both")
-    return result
-
-
-@dataclass
-class Report:
-    start: datetime
-    loaded: LoadResult
-    previews: list[Preview]
-
-    @property
-    def ok(self) -> bool:
-        return not self.loaded.errors
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "from": fmt_utc(self.start),
-            "valid": len(self.previews),
-            "invalid": len(self.loaded.invalid_files),
-            "schedules": [p.to_json() for p in self.previews],
-            "errors": [{"file": e.file, "field": e.field, "problem": e.problem,
-                        "message": e.message} for e in self.loaded.errors],
-        }
+from ..preview import Report
+from ..schedules import load_all
+from . import _timing
+from .schedules import INSTANT, fmt_local, fmt_utc
 
 
 def build_report(cfg: Config, start: datetime, n: int) -> Report:
-    loaded = load_all(cfg.schedules_dir)
-    workflows = cfg.repo / ".github" / "workflows"
-    return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])
+    return preview.build_report(load_all(cfg.schedules_dir), start, n,
+                                cfg.repo / ".github" / "workflows")
 
 
 def _summary(report: Report) -> str:
@@ -225,16 +107,23 @@ def render_markdown(report: Report) -> str:
 def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
     """Check every schedules/*.json and preview the next runs.
 
-    Exits 1 if any file is invalid; the valid ones are still previewed.
+    Exits 1 if any file is invalid (the valid ones are still previewed), or if
+    tick.yml no longer ticks before every slot (run cron-sync).
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
+    timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
+    for problem in timing.problems:
+        click.echo(f"orchestrator: {problem}", err=True)
     if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json()}, indent=2,
+                              ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(render_markdown(report), nl=False)
+        click.echo("\n" + _timing.markdown(timing, cfg.repo, report.loaded.schedules,
+                                           report.start), nl=False)
     else:
-        click.echo(render_text(report), nl=False)
-    return EXIT_OK if report.ok else EXIT_USER
+        click.echo(render_text(report) + _timing.text(timing), nl=False)
+    return EXIT_OK if report.ok and not timing.problems else EXIT_USER
 

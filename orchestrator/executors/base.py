@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..models import Breaker, TrackPhase, TrackSpec
+from ..breaker import Breaker
+from ..models import TrackPhase, TrackSpec
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class DispatchRequest:
     attempt: int
     spec: TrackSpec
     workflow: str = "track.yml"
+    marked_at: datetime | None = None
+    """When the tick marked the track ``dispatched``; the dispatch, if it was sent, was
+    sent by that tick. Set for :meth:`Executor.lookup`, to bound the search."""
 
     @property
     def key(self) -> str:

@@ -65,8 +65,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..breaker import Breaker
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
-from ..models import ID_RE, RUN_ID_RE, Breaker, TrackPhase, check_id, check_run_id
+from ..models import ID_RE, RUN_ID_RE, TrackPhase, check_id, check_run_id
 from ..times import parse_utc
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation

@@ -55,9 +55,12 @@ def test_a_week_across_the_dst_change(tmp_path: Path, scaffolded: tuple[User, Pa
     nxt = user.run("schedules", "next", "twice", "--from", "2026-10-31T12:00:00Z", "-n", "2")
     assert [line.split()[0] for line in nxt.stdout.splitlines()] == [
         "2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z"]
+    # new schedules need ticks before their slots: cron-sync writes them to tick.yml
+    user.run("validate", "--from", "2026-10-31T00:00:00Z", expect=1)
+    user.run("cron-sync", "--from", "2026-10-31T00:00:00Z")
     preview = user.run("validate", "--preview", "3", "--from", "2026-10-31T00:00:00Z")
     assert preview.stdout.rstrip().endswith("3 schedules valid, 0 invalid")
-    git("add", "schedules", cwd=user.cwd)
+    git("add", "schedules", ".github", cwd=user.cwd)
     git("commit", "--quiet", "-m", "Add daily and twice", cwd=user.cwd)
     git("push", "--quiet", "origin", "HEAD:main", cwd=user.cwd)
 
@@ -114,7 +117,8 @@ def test_a_week_across_the_dst_change(tmp_path: Path, scaffolded: tuple[User, Pa
     assert {s["id"]: s["next"] for s in status["schedules"]} == {
         "daily": "2026-11-05T06:30:00Z", "nightly": None, "twice": "2026-11-05T06:30:00Z"}
     stale = user.run("status", "--now", iso(last + timedelta(days=1)), expect=5)
-    assert "STALE" in stale.stdout and "more than 90 minutes" in stale.stderr
+    # the limit follows tick.yml's cadence: its longest gap is the 6-hour safety tick
+    assert "STALE" in stale.stdout and "more than 735 minutes" in stale.stderr
 
     # -- compaction: runs finished before 2 November are archived under a tag --------------
     out = user.run("compact", "--keep-days", "3", "--now", "2026-11-05T00:00:00Z").stdout

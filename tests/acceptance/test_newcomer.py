@@ -31,11 +31,16 @@ def test_the_scaffold_s_examples_validate_without_warnings(tmp_path: Path) -> No
     user.run("init", str(user.cwd), "--local", cwd=tmp_path)
     user.run("schedules", "remove", "nightly")
     readme = (user.cwd / "README.md").read_text()
-    adds = [c for c in commands(section(readme, "Scheduled work (orchestrator)"))
-            if c.startswith("orchestrator schedules add ")]
+    # Every command before the section's `validate`, as written: the adds, then
+    # cron-sync (tick.yml must cover the new slots, or validate fails).
+    listed = commands(section(readme, "Scheduled work (orchestrator)"))
+    before = listed[:next(i for i, c in enumerate(listed)
+                         if c.startswith("orchestrator validate"))]
+    adds = [c for c in before if c.startswith("orchestrator schedules add ")]
     assert len(adds) >= 2
+    assert any(c.startswith("orchestrator cron-sync") for c in before)
     path = f"{Path(orchestrator()).parent}{os.pathsep}{os.environ['PATH']}"
-    for command in adds:
+    for command in before:
         shell(command, user.cwd, {"PATH": path})
     checked = user.run("validate", "--preview", "5")
     assert checked.stdout.rstrip().endswith(f"{len(adds)} schedules valid, 0 invalid")

@@ -37,6 +37,7 @@ def test_hand_reports_and_the_dead_letter_queue(tmp_path: Path,
         "cron": "0 9 * * *",
         "tracks": [{"name": "pull", "inputs": {"source": "s3://bucket/feed"}}],
     })
+    user.run("cron-sync")  # tick.yml's cron for the new schedules (validate checks it)
     assert user.run("validate").stdout.rstrip().endswith("2 schedules valid, 0 invalid")
 
     fired = user.json("tick", "--now", "2026-12-01T09:01:00Z", "--json")

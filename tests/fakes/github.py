@@ -1,23 +1,38 @@
 """A fake GitHub REST API for tests, served on 127.0.0.1 from a thread.
 
 It speaks the part of the API the GitHub executor uses, with GitHub's validation
-rules, so a test fails where GitHub would:
+rules, so a test fails where GitHub would; the fixtures check every exchange against
+GitHub's API description (:mod:`tests.fakes.openapi`):
 
-- ``POST /repos/{o}/{r}/actions/workflows/{wf}/dispatches``: rejects a missing or
-  unknown ``ref``, unknown body keys, more than 25 inputs, non-string input values,
-  inputs the workflow does not declare or a missing required one, and more than
-  65,535 characters of inputs (``422``). Answers ``200`` with ``workflow_run_id``,
-  ``run_url`` and ``html_url`` when ``return_run_details`` is true, else ``204``.
+- ``POST /repos/{o}/{r}/actions/workflows/{wf}/dispatches``: rejects a ``ref`` that is
+  neither a branch nor a tag, unknown body keys, more than 25 inputs (10 on GHES),
+  non-string input values, inputs the workflow does not declare or a missing required
+  one, and more than 65,535 characters of inputs (``422``). Answers ``200`` with
+  ``workflow_run_id``, ``run_url`` and ``html_url`` when ``return_run_details`` is
+  true, or always with API version 2026-03-10 (which no longer knows the field); else
+  ``204``.
 - ``GET .../actions/workflows/{wf}/runs`` and ``GET .../actions/runs`` (filters
-  ``event``, ``status``, ``created``; paginated with ``Link`` headers, newest first);
-- ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (paginated),
-  ``POST .../actions/runs/{id}/cancel`` (``202``, or ``409`` once completed).
+  ``event``, ``status``, ``created``, which cap the listing at 1,000 runs; paginated
+  with ``Link`` headers, newest first);
+- ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (``filter=latest``,
+  the default, or ``all``; paginated), ``POST .../actions/runs/{id}/cancel`` (``202``
+  and carried out :data:`CANCEL_DELAY` later, or ``409`` once completed); a deleted run
+  answers ``404``.
+
+Runs and jobs carry every field GitHub's description requires. Jobs may be
+``queued``, ``waiting``, ``pending``, ``requested``, ``in_progress`` or ``completed``;
+a job running past its leg's ``timeout-minutes`` is cancelled (conclusion
+``cancelled``, as on GitHub) when :attr:`FakeGitHub.now` passes it; a run that cannot
+start (a matrix of more than 256 legs) concludes ``startup_failure``; ``rerun`` makes
+a new attempt (``run_attempt``) whose jobs replace the old ones in ``filter=latest``.
+``FakeGitHub(ghes="3.17.4")`` (fixture ``fake_ghes``) is GitHub Enterprise Server: the
+API under ``/api/v3``, ``X-GitHub-Enterprise-Version`` on every answer, no
+``return_run_details``, at most 10 inputs, API version 2022-11-28 only.
 
 Workflows are read from this project's ``.github/workflows``: a dispatched run gets
 its ``display_title`` from the workflow's ``run-name`` and one job per matrix leg,
 named from the job's ``name`` (``${{ inputs.X }}`` and ``${{ matrix.axis.field }}``
-are substituted). A matrix of more than 256 legs gives a failed run without jobs,
-as on GitHub. Every answer carries ``x-ratelimit-*`` headers.
+are substituted). Every answer carries ``x-ratelimit-*`` headers.
 
 Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
 
@@ -44,8 +59,8 @@ Faults are scripted per endpoint (``"dispatch"``, ``"runs"``, ``"run"``, ``"jobs
 - ``lose_response(endpoint="dispatch")``: the request takes effect (the run is
   created), then the connection is closed without an answer;
 - ``no_details()``: a dispatch answers ``204`` although details were asked for;
-- ``supports_run_details = False``: behave like GitHub Enterprise Server without
-  ``return_run_details`` (``422`` when it is sent);
+- ``supports_run_details = False``: refuse ``return_run_details`` (``422``) without
+  saying it is GitHub Enterprise Server (``ghes=`` does);
 - ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
 
 The fake also runs as a process for manual tries: ``python -m tests.fakes.github``
@@ -70,10 +85,27 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import yaml
 
+from tests.fakes import github_payloads as payloads
+from tests.fakes import openapi
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
+GHES_API_VERSIONS = frozenset({"2022-11-28"})
+DETAILS_ALWAYS = "2026-03-10"
+"""From this API version on, a dispatch always answers 200 with the run's details and
+``return_run_details`` is no longer a permitted key."""
 MAX_INPUTS = 25
+MAX_INPUTS_GHES = 10
+MAX_RESULTS = 1000
+"""Listing workflow runs filtered by actor, branch, check_suite_id, created, event,
+head_sha or status returns at most this many runs."""
+_CAPPED_FILTERS = frozenset({"actor", "branch", "check_suite_id", "created", "event",
+                             "head_sha", "status"})
+DEFAULT_TIMEOUT = 360
+"""A job's ``timeout-minutes`` when its workflow sets none."""
+CANCEL_DELAY = timedelta(seconds=10)
+"""A cancel is answered 202 at once and carried out this much later (by :attr:`now`)."""
 MAX_INPUTS_CHARS = 65_535
 MAX_MATRIX = 256
 RATE_LIMIT = 1000
@@ -85,8 +117,7 @@ _FROM_JSON = re.compile(r"\$\{\{\s*fromJSON\(\s*inputs\.([A-Za-z0-9_-]+)\s*\)\s*
 _PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/actions/(?P<rest>.*)")
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+_iso = payloads.iso
 
 
 # --------------------------------------------------------------------------- workflows
@@ -177,21 +208,43 @@ class FakeJob:
     conclusion: str | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    run_attempt: int = 1
+    workflow_name: str = "track"
+    head_branch: str = "main"
+
+    @property
+    def timeout(self) -> timedelta:
+        """The job's ``timeout-minutes`` (the leg's, as track.yml sets it; else 360)."""
+        minutes = self.leg.get("timeout_minutes") if isinstance(self.leg, dict) else None
+        return timedelta(minutes=minutes if isinstance(minutes, int) else DEFAULT_TIMEOUT)
 
     def to_json(self, base: str, repository: str) -> dict[str, Any]:
+        api = f"{base}/repos/{repository}"
+        started = self.status not in ("queued", "waiting", "pending", "requested")
         return {
             "id": self.id,
+            "node_id": f"CR_kwDO{self.id}",
             "run_id": self.run_id,
-            "run_attempt": 1,
+            "run_url": f"{api}/actions/runs/{self.run_id}",
+            "run_attempt": self.run_attempt,
+            "head_sha": payloads.SHA,
+            "head_branch": self.head_branch,
+            "workflow_name": self.workflow_name,
             "name": self.name,
+            "url": f"{api}/actions/jobs/{self.id}",
+            "html_url": f"{base}/html/{repository}/actions/runs/{self.run_id}/job/{self.id}",
+            "check_run_url": f"{api}/check-runs/{self.id}",
             "status": self.status,
             "conclusion": self.conclusion,
             "created_at": _iso(self.created_at),
+            # GitHub reports a queued job's started_at as its creation time
             "started_at": _iso(self.started_at or self.created_at),
             "completed_at": _iso(self.completed_at),
-            "html_url": f"{base}/html/{repository}/actions/runs/{self.run_id}/job/{self.id}",
-            "runner_name": "fake-runner" if self.status != "queued" else None,
             "labels": ["ubuntu-latest"],
+            "runner_id": 7 if started else None,
+            "runner_name": "fake-runner" if started else None,
+            "runner_group_id": 1 if started else None,
+            "runner_group_name": "GitHub Actions" if started else None,
             "steps": [],
         }
 
@@ -210,55 +263,96 @@ class FakeRun:
     cancelled: bool = False
     pending_jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     updated_at: datetime | None = None
+    run_attempt: int = 1
+    run_number: int = 1
+    cancel_at: datetime | None = None
+    """A cancel was accepted (``202``); GitHub carries it out a little later."""
+    stale: bool = False
+
+    @property
+    def latest_jobs(self) -> list[FakeJob]:
+        return [j for j in self.jobs if j.run_attempt == self.run_attempt]
 
     @property
     def status(self) -> str:
-        if self.startup_failure or self.cancelled:
+        jobs = self.latest_jobs
+        if self.startup_failure or self.cancelled or self.stale:
             return "completed"
-        if not self.jobs:
+        if not jobs:
             return "queued"
-        if all(j.status == "completed" for j in self.jobs):
+        if all(j.status == "completed" for j in jobs):
             return "completed"
-        return "in_progress" if any(j.status != "queued" for j in self.jobs) else "queued"
+        if any(j.status in ("in_progress", "completed") for j in jobs):
+            return "in_progress"
+        for waiting in ("waiting", "pending", "requested"):
+            if any(j.status == waiting for j in jobs):
+                return waiting
+        return "queued"
 
     @property
     def conclusion(self) -> str | None:
+        # startup_failure and stale are run conclusions only: no job ever has them
         if self.startup_failure:
-            return "failure"
+            return "startup_failure"
+        if self.stale:
+            return "stale"
         if self.cancelled:
             return "cancelled"
         if self.status != "completed":
             return None
-        conclusions = {j.conclusion for j in self.jobs}
-        for worst in ("failure", "timed_out", "cancelled"):
+        conclusions = {j.conclusion for j in self.latest_jobs}
+        for worst in ("failure", "timed_out", "cancelled", "action_required"):
             if worst in conclusions:
                 return worst
         return "success"
 
     def to_json(self, base: str, repository: str) -> dict[str, Any]:
         api = f"{base}/repos/{repository}/actions/runs/{self.id}"
+        repo = payloads.repository(base, repository)
+        actor = payloads.user(base, "github-actions[bot]")
         return {
             "id": self.id,
+            "node_id": f"WFR_kwLO{self.id}",
             "name": self.workflow_name,
             "display_title": self.display_title,
             "event": "workflow_dispatch",
             "status": self.status,
             "conclusion": self.conclusion,
-            "head_branch": self.ref,
+            "head_branch": self.ref.removeprefix("refs/heads/").removeprefix("refs/tags/"),
+            "head_sha": payloads.SHA,
             "path": f".github/workflows/{self.workflow}",
-            "run_attempt": 1,
+            "run_number": self.run_number,
+            "run_attempt": self.run_attempt,
+            "workflow_id": 161335,
+            "check_suite_id": self.id + 1,
+            "check_suite_node_id": f"CS_kwDO{self.id + 1}",
+            "actor": actor,
+            "triggering_actor": actor,
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at or self.created_at),
+            "run_started_at": _iso(self.created_at),
             "url": api,
-            "jobs_url": f"{api}/jobs",
-            "cancel_url": f"{api}/cancel",
             "html_url": f"{base}/html/{repository}/actions/runs/{self.id}",
+            "jobs_url": f"{api}/jobs",
+            "logs_url": f"{api}/logs",
+            "check_suite_url": f"{base}/repos/{repository}/check-suites/{self.id + 1}",
+            "artifacts_url": f"{api}/artifacts",
+            "cancel_url": f"{api}/cancel",
+            "rerun_url": f"{api}/rerun",
+            "previous_attempt_url": (f"{api}/attempts/{self.run_attempt - 1}"
+                                     if self.run_attempt > 1 else None),
+            "workflow_url": f"{base}/repos/{repository}/actions/workflows/161335",
+            "pull_requests": [],
+            "referenced_workflows": [],
+            "head_commit": payloads.head_commit(self.created_at),
+            "repository": repo,
+            "head_repository": repo,
         }
 
 
 @dataclass
 class Recorded:
-    """One request as the fake saw it."""
+    """One request as the fake saw it, and its answer."""
 
     method: str
     path: str
@@ -267,6 +361,8 @@ class Recorded:
     endpoint: str
     status: int = 0
     """The status answered; 0 when the connection was dropped without an answer."""
+    response: Any = None
+    """The JSON body answered (``None``: no body)."""
     api_version: str | None = None
     authorized: bool = False
     at: float = 0.0
@@ -293,19 +389,25 @@ class FakeGitHub:
 
     def __init__(self, repository: str = "octo-org/widgets",
                  token: str = "ghs_fake-token-0123456789", branches: tuple[str, ...] = ("main",),
-                 workflows: dict[str, Workflow] | None = None) -> None:
+                 workflows: dict[str, Workflow] | None = None, *, tags: tuple[str, ...] = (),
+                 ghes: str | None = None) -> None:
         self.repository = repository
         self.token = token
         self.branches = set(branches)
+        self.tags = set(tags)
+        self.ghes = ghes
+        """GitHub Enterprise Server version (e.g. ``3.17.4``): the API lives under
+        ``/api/v3``, answers carry ``X-GitHub-Enterprise-Version``, a dispatch knows no
+        ``return_run_details`` and takes at most 10 inputs."""
         self.workflows = load_workflows() if workflows is None else workflows
         self.now: datetime | None = None
         """The fake's clock for ``created_at`` and rate-limit resets (default: real time)."""
-        self.supports_run_details = True
+        self.supports_run_details = ghes is None
         self.jobs_appear = True
         self.rate_remaining = RATE_LIMIT
         self.rate_reset_at: datetime | None = None
         """When the spent rate limit window resets (by :attr:`now`); then it refills."""
-        self.prefix = ""
+        self.prefix = "/api/v3" if ghes else ""
         """Path prefix of the API, e.g. ``/api/v3`` like GitHub Enterprise Server."""
         self.requests: list[Recorded] = []
         self.runs: dict[int, FakeRun] = {}
@@ -346,10 +448,40 @@ class FakeGitHub:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def api_url(self) -> str:
+        """Where the API is served: the server's root, or ``/api/v3`` under it (GHES)."""
+        return self.url + self.prefix
+
     def env(self) -> dict[str, str]:
         """Environment for a process that should talk to this fake (``from_env``)."""
         return {"GITHUB_REPOSITORY": self.repository, "GITHUB_TOKEN": self.token,
-                "GITHUB_API_URL": self.url, "GITHUB_REF_NAME": "main"}
+                "GITHUB_API_URL": self.api_url, "GITHUB_REF_NAME": "main"}
+
+    # ------------------------------------------------------------------ contract
+
+    def description_for(self, record: Recorded) -> str:
+        return openapi.description_for(record.api_version, ghes=self.ghes is not None)
+
+    def contract_violations(self) -> list[str]:
+        """Every request received and every answer given that GitHub's description of
+        the API (for this fake's kind of GitHub and the request's API version) does not
+        allow. Requests the fake refused as GitHub would (401, unsupported version,
+        unknown path) are the tests' own doing and not checked."""
+        problems = []
+        for record in self.requests:
+            if record.endpoint == "other" or record.status in (0, 401) or (
+                    record.status == 400 and record.api_version not in API_VERSIONS):
+                continue
+            path = record.path.removeprefix(self.prefix)
+            name = self.description_for(record)
+            if record.status < 400:
+                # a refused request (4xx) is allowed to be wrong: GitHub said so
+                problems += openapi.request_violations(name, record.method, path,
+                                                       record.query, record.body)
+            problems += openapi.response_violations(name, record.method, path,
+                                                    record.status, record.response)
+        return problems
 
     # ------------------------------------------------------------------ faults
 
@@ -406,14 +538,16 @@ class FakeGitHub:
         return self.now if self.now is not None else datetime.now(UTC)
 
     def _job(self, run_id: int, track: str) -> FakeJob:
-        for job in self.runs[run_id].jobs:
+        for job in self.runs[run_id].latest_jobs:
             if job.leg.get("track") == track or job.name == track:
                 return job
         raise KeyError(f"run {run_id} has no job for track {track!r}")
 
     def set_job(self, run_id: int, track: str, status: str,
                 conclusion: str | None = None) -> None:
-        """Move the job of ``track`` (its matrix leg's ``track``, or the job name)."""
+        """Move the job of ``track`` (its matrix leg's ``track``, or the job name) of the
+        run's latest attempt to ``status``: ``queued``, ``waiting``, ``pending``,
+        ``requested``, ``in_progress`` or ``completed`` (with ``conclusion``)."""
         with self._lock:
             job = self._job(run_id, track)
             now = self._clock()
@@ -445,6 +579,57 @@ class FakeGitHub:
             run = self.runs[run_id]
             self._make_jobs(run, run.pending_jobs)
             run.pending_jobs = []
+
+    def settle(self) -> None:
+        """Carry out what GitHub does on its own as :attr:`now` passes: accepted cancels
+        take effect, and a job running past its ``timeout-minutes`` is cancelled (its
+        conclusion is ``cancelled``, as GitHub documents for a timeout)."""
+        with self._lock:
+            now = self._clock()
+            for run in self.runs.values():
+                if run.cancel_at is not None and now >= run.cancel_at:
+                    self._cancel_now(run, run.cancel_at)
+                for job in run.latest_jobs:
+                    if (job.status == "in_progress" and job.started_at is not None
+                            and now >= job.started_at + job.timeout):
+                        job.status, job.conclusion = "completed", "cancelled"
+                        job.completed_at = job.started_at + job.timeout
+                        run.updated_at = job.completed_at
+
+    def _cancel_now(self, run: FakeRun, at: datetime) -> None:
+        run.cancelled, run.cancel_at, run.pending_jobs = True, None, []
+        for job in run.latest_jobs:
+            if job.status != "completed":
+                job.status, job.conclusion, job.completed_at = "completed", "cancelled", at
+        run.updated_at = at
+
+    def delete_run(self, run_id: int) -> None:
+        """Delete a run, as someone may on GitHub: it and its jobs answer 404."""
+        with self._lock:
+            del self.runs[run_id]
+
+    def add_runs(self, count: int, *, start: datetime, every: timedelta,
+                 workflow: str = "track.yml") -> None:
+        """``count`` finished runs of other dispatches, the first created at ``start``:
+        a busy repository."""
+        with self._lock:
+            for n in range(count):
+                run = FakeRun(id=next(self._ids), workflow=workflow, workflow_name="track",
+                              display_title=f"busy--20261201T0000Z {n:012x}", ref="main",
+                              inputs={}, created_at=start + n * every, cancelled=True,
+                              run_number=len(self.runs) + 1)
+                self.runs[run.id] = run
+
+    def rerun(self, run_id: int) -> None:
+        """Re-run all jobs of a run: a new attempt with new jobs; ``filter=latest``
+        shows only those, ``filter=all`` the earlier attempts' too."""
+        with self._lock:
+            run = self.runs[run_id]
+            legs = [(j.name, j.leg) for j in run.latest_jobs]
+            run.run_attempt += 1
+            run.cancelled, run.cancel_at = False, None
+            run.updated_at = self._clock()
+            self._make_jobs(run, legs)
 
     def _selected(self, run_id: int | None) -> list[FakeRun]:
         return [self.runs[run_id]] if run_id is not None else list(self.runs.values())
@@ -486,9 +671,17 @@ class FakeGitHub:
                           at=time.monotonic())
         with self._lock:
             self.requests.append(record)
-            status, out_headers, payload, delay = self._answer(
-                record, match, body, endpoint)
+            self.settle()
+            try:
+                status, out_headers, payload, delay = self._answer(
+                    record, match, body, endpoint)
+            except _Drop:
+                record.status = 0
+                raise
             record.status = status
+            record.response = None if status == 204 else payload
+            if self.ghes:
+                out_headers = {**out_headers, "x-github-enterprise-version": self.ghes}
             return status, out_headers, payload, delay
 
     def _limits(self) -> dict[str, str]:
@@ -505,7 +698,8 @@ class FakeGitHub:
                 endpoint: str) -> tuple[int, dict[str, str], Any, float]:
         if not record.authorized:
             return 401, {}, {"message": "Bad credentials"}, 0.0
-        if record.api_version is not None and record.api_version not in API_VERSIONS:
+        versions = GHES_API_VERSIONS if self.ghes else API_VERSIONS
+        if record.api_version is not None and record.api_version not in versions:
             return 400, {}, {"message": f"API version {record.api_version} is not supported"}, 0.0
         if self.rate_reset_at is not None and self._clock() >= self.rate_reset_at:
             self.rate_remaining, self.rate_reset_at = RATE_LIMIT, None
@@ -534,7 +728,7 @@ class FakeGitHub:
         rest = match["rest"]
         if endpoint == "dispatch":
             workflow = rest.split("/")[1]
-            status, payload = self._dispatch(workflow, body, no_details=bool(
+            status, payload = self._dispatch(workflow, body, record.api_version, no_details=bool(
                 fault is not None and fault.kind == "no-details"))
             return status, payload, None
         if endpoint == "runs":
@@ -548,37 +742,35 @@ class FakeGitHub:
         if run is None:
             return 404, {"message": "Not Found"}, None
         if endpoint == "run":
-            return 200, run.to_json(self.url, self.repository), None
+            return 200, run.to_json(self.api_url, self.repository), None
         if endpoint == "jobs":
             return self._list_jobs(run, record)
         if endpoint == "cancel":
             if run.status == "completed":
                 return 409, {"message": "Cannot cancel a workflow run that is completed."}, None
-            now = self._clock()
-            run.cancelled = True
-            run.pending_jobs = []
-            for job in run.jobs:
-                if job.status != "completed":
-                    job.status, job.conclusion, job.completed_at = "completed", "cancelled", now
-            run.updated_at = now
+            # GitHub accepts the cancel and carries it out later: the run still reads
+            # in progress for a while
+            run.cancel_at = run.cancel_at or self._clock() + CANCEL_DELAY
             return 202, {}, None
         return 404, {"message": "Not Found"}, None
 
-    def _dispatch(self, workflow_file: str, body: Any, *, no_details: bool) -> tuple[int, Any]:
+    def _dispatch(self, workflow_file: str, body: Any, api_version: str | None, *,
+                  no_details: bool) -> tuple[int, Any]:
         workflow = self.workflows.get(workflow_file)
         if workflow is None:
             return 404, {"message": "Not Found"}
         if body is ValueError or not isinstance(body, dict):
             return 400, {"message": "Problems parsing JSON"}
-        allowed = {"ref", "inputs"} | ({"return_run_details"} if self.supports_run_details
-                                       else set())
+        always = api_version == DETAILS_ALWAYS and not self.ghes
+        allowed = {"ref", "inputs"} | ({"return_run_details"}
+                                       if self.supports_run_details and not always else set())
         for key in body:
             if key not in allowed:
                 return 422, {"message": f'Invalid request.\n\n"{key}" is not a permitted key.'}
         ref = body.get("ref")
         if not isinstance(ref, str) or not ref:
             return 422, {"message": "Invalid request.\n\n\"ref\" wasn't supplied."}
-        if ref.removeprefix("refs/heads/") not in self.branches:
+        if not self._known_ref(ref):
             return 422, {"message": f"No ref found for: {ref}"}
         details = body.get("return_run_details", False)
         if not isinstance(details, bool):
@@ -586,8 +778,9 @@ class FakeGitHub:
         inputs = body.get("inputs", {})
         if not isinstance(inputs, dict):
             return 422, {"message": 'For "properties/inputs", it is not an object.'}
-        if len(inputs) > MAX_INPUTS:
-            return 422, {"message": f"you may only define up to {MAX_INPUTS} `inputs` for a "
+        most = MAX_INPUTS_GHES if self.ghes else MAX_INPUTS
+        if len(inputs) > most:
+            return 422, {"message": f"you may only define up to {most} `inputs` for a "
                                     "`workflow_dispatch` event"}
         for key, value in inputs.items():
             if not isinstance(value, str):
@@ -605,7 +798,7 @@ class FakeGitHub:
         now = self._clock()
         run = FakeRun(id=next(self._ids), workflow=workflow_file, workflow_name=workflow.name,
                       display_title=workflow.title(inputs), ref=ref, inputs=dict(inputs),
-                      created_at=now)
+                      created_at=now, run_number=len(self.runs) + 1)
         legs = workflow.expand(inputs)
         if legs is None:
             run.startup_failure = True
@@ -614,18 +807,29 @@ class FakeGitHub:
         else:
             run.pending_jobs = legs
         self.runs[run.id] = run
-        if details and not no_details:
+        if (details or always) and not no_details:
             return 200, {
                 "workflow_run_id": run.id,
-                "run_url": f"{self.url}/repos/{self.repository}/actions/runs/{run.id}",
-                "html_url": run.to_json(self.url, self.repository)["html_url"],
+                "run_url": f"{self.api_url}/repos/{self.repository}/actions/runs/{run.id}",
+                "html_url": run.to_json(self.api_url, self.repository)["html_url"],
             }
         return 204, None
 
+    def _known_ref(self, ref: str) -> bool:
+        """A branch or a tag, by short name or full ``refs/...`` name, as GitHub takes it."""
+        if ref.startswith("refs/heads/"):
+            return ref.removeprefix("refs/heads/") in self.branches
+        if ref.startswith("refs/tags/"):
+            return ref.removeprefix("refs/tags/") in self.tags
+        return ref in self.branches or ref in self.tags
+
     def _make_jobs(self, run: FakeRun, legs: list[tuple[str, dict[str, Any]]]) -> None:
         for name, leg in legs:
-            run.jobs.append(FakeJob(id=next(self._job_ids), run_id=run.id, name=name, leg=leg,
-                                    created_at=self._clock()))
+            run.jobs.append(FakeJob(
+                id=next(self._job_ids), run_id=run.id, name=name, leg=leg,
+                created_at=self._clock(), run_attempt=run.run_attempt,
+                workflow_name=run.workflow_name,
+                head_branch=run.ref.removeprefix("refs/heads/").removeprefix("refs/tags/")))
 
     def _page(self, items: list[Any], record: Recorded) -> tuple[list[Any], str | None]:
         try:
@@ -658,14 +862,20 @@ class FakeGitHub:
                 return 422, {"message": f"Invalid created filter: {created}"}, None
             runs = [r for r in runs if test(r.created_at)]
         runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        if _CAPPED_FILTERS & set(record.query):
+            runs = runs[:MAX_RESULTS]  # GitHub's search behind these filters stops here
         chunk, link = self._page(runs, record)
-        return 200, {"total_count": len(runs),
-                     "workflow_runs": [r.to_json(self.url, self.repository) for r in chunk]}, link
+        listed = [r.to_json(self.api_url, self.repository) for r in chunk]
+        return 200, {"total_count": len(runs), "workflow_runs": listed}, link
 
     def _list_jobs(self, run: FakeRun, record: Recorded) -> tuple[int, Any, str | None]:
-        chunk, link = self._page(run.jobs, record)
-        return 200, {"total_count": len(run.jobs),
-                     "jobs": [j.to_json(self.url, self.repository) for j in chunk]}, link
+        which = record.query.get("filter", "latest")
+        if which not in ("latest", "all"):
+            return 422, {"message": f"Invalid filter: {which}"}, None
+        jobs = run.latest_jobs if which == "latest" else run.jobs
+        chunk, link = self._page(jobs, record)
+        return 200, {"total_count": len(jobs),
+                     "jobs": [j.to_json(self.api_url, self.repository) for j in chunk]}, link
 
 
 def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
@@ -750,9 +960,20 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_github() -> Iterator[FakeGitHub]:
-    """A running :class:`FakeGitHub` on 127.0.0.1, stopped after the test."""
+    """A running :class:`FakeGitHub` on 127.0.0.1, stopped after the test; then every
+    request it received and every answer it gave are checked against GitHub's API
+    description, so neither the executor nor the fake can drift from GitHub."""
     with FakeGitHub() as fake:
         yield fake
+    assert fake.contract_violations() == []
+
+
+@pytest.fixture
+def fake_ghes() -> Iterator[FakeGitHub]:
+    """:func:`fake_github` as GitHub Enterprise Server 3.17."""
+    with FakeGitHub(ghes="3.17.4") as fake:
+        yield fake
+    assert fake.contract_violations() == []
 
 
 if __name__ == "__main__":  # pragma: no cover - manual use

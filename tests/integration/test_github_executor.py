@@ -15,25 +15,26 @@ import httpx
 import pytest
 
 from orchestrator import state as st
+from orchestrator.breaker import Breaker, BreakerPolicy
 from orchestrator.errors import UserError
 from orchestrator.executors.base import DispatchRequest, Handle
 from orchestrator.executors.github import (
     MAX_INPUTS_CHARS,
-    BreakerPolicy,
     GitHubExecutor,
     plan_batches,
 )
-from orchestrator.models import Breaker, TrackPhase, TrackSpec
-from tests.fakes.github import FakeGitHub
+from orchestrator.models import TrackPhase, TrackSpec
+from tests.fakes.github import CANCEL_DELAY, FakeGitHub
 
 T0 = datetime(2026, 12, 1, 7, 0, 30, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
 
 
-def req(track: str, attempt: int = 1, run_id: str = RUN, **spec: Any) -> DispatchRequest:
+def req(track: str, attempt: int = 1, run_id: str = RUN, *, marked_at: datetime | None = None,
+        **spec: Any) -> DispatchRequest:
     spec.setdefault("run", f"echo {track}")
     return DispatchRequest(run_id=run_id, track=track, attempt=attempt,
-                           spec=TrackSpec(name=track, **spec))
+                           spec=TrackSpec(name=track, **spec), marked_at=marked_at)
 
 
 class Sleeper:
@@ -51,7 +52,7 @@ class Sleeper:
 def executor(fake: FakeGitHub, *, now: datetime = T0, breaker: Breaker | None = None,
              sleep: Any = None, **options: Any) -> GitHubExecutor:
     fake.now = fake.now or now
-    return GitHubExecutor(fake.repository, fake.token, api_url=fake.url, now=now,
+    return GitHubExecutor(fake.repository, fake.token, api_url=fake.api_url, now=now,
                           breaker=breaker, sleep=sleep or Sleeper(fake), **options)
 
 
@@ -154,22 +155,58 @@ def test_204_without_details_is_correlated_by_run_name(fake_github: FakeGitHub) 
     assert {r.handle["ci_run_id"] for r in results} == {run.id}
     [listing] = fake_github.calls("runs")
     assert listing.query["event"] == "workflow_dispatch"
-    assert listing.query["created"].startswith(">=2026-12-01T06:55")
+    # only runs created around this dispatch: GitHub lists at most 1,000 per filter
+    assert listing.query["created"] == "2026-12-01T06:55:30Z..2026-12-01T07:15:30Z"
 
 
-def test_ghes_without_run_details_is_dispatched_plainly(fake_github: FakeGitHub) -> None:
-    fake_github.supports_run_details = False
-    fake_github.prefix = "/api/v3"
-    ex = GitHubExecutor(fake_github.repository, fake_github.token,
-                        api_url=fake_github.url + "/api/v3", now=T0, sleep=Sleeper(fake_github))
-    fake_github.now = T0
+def test_ghes_is_never_sent_return_run_details(fake_ghes: FakeGitHub) -> None:
+    ex = GitHubExecutor(fake_ghes.repository, fake_ghes.token, api_url=fake_ghes.api_url,
+                        now=T0, sleep=Sleeper(fake_ghes))
+    fake_ghes.now = T0
     results = ex.dispatch([req("a")])
+
+    [call] = fake_ghes.dispatches
+    assert call.status == 204 and "return_run_details" not in call.body
+    [run] = fake_ghes.runs.values()
+    assert results[0].handle["ci_run_id"] == run.id
+    assert all(c.path.startswith("/api/v3/repos/") for c in fake_ghes.requests)
+
+
+def test_ghes_is_recognised_by_its_header_where_its_url_does_not_say(
+        fake_ghes: FakeGitHub) -> None:
+    # e.g. a proxy in front of GHES: the API is not under /api/v3 in the URL we were given
+    ex = GitHubExecutor(fake_ghes.repository, fake_ghes.token, api_url=fake_ghes.api_url,
+                        now=T0, sleep=Sleeper(fake_ghes))
+    ex.client.enterprise = False
+    fake_ghes.now = T0
+    ex.observe([Handle(key=f"{RUN}--x--1", handle={"ci_run_id": 1}, timeout_minutes=5)])
+    assert ex.client.enterprise  # the answer's X-GitHub-Enterprise-Version said so
+    ex.dispatch([req("a")])
+    assert "return_run_details" not in fake_ghes.dispatches[0].body
+
+
+def test_a_github_refusing_the_field_gets_a_plain_dispatch(fake_github: FakeGitHub) -> None:
+    # Neither the URL nor a header gave GHES away yet: the refusal names the field.
+    fake_github.supports_run_details = False
+    fake_github.now = T0
+    results = executor(fake_github).dispatch([req("a")])
 
     assert [c.status for c in fake_github.dispatches] == [422, 204]
     assert "return_run_details" not in fake_github.dispatches[1].body
     [run] = fake_github.runs.values()
     assert results[0].handle["ci_run_id"] == run.id
-    assert all(c.path.startswith("/api/v3/repos/") for c in fake_github.requests)
+
+
+def test_api_version_2026_03_10_always_answers_with_the_run(fake_github: FakeGitHub) -> None:
+    fake_github.now = T0
+    results = executor(fake_github, api_version="2026-03-10").dispatch([req("a")])
+
+    [call] = fake_github.dispatches
+    assert call.api_version == "2026-03-10"
+    assert call.status == 200 and "return_run_details" not in call.body
+    [run] = fake_github.runs.values()
+    assert results[0].handle["ci_run_id"] == run.id
+    assert fake_github.calls("runs") == []  # the answer named the run: no correlation
 
 
 def test_lost_response_is_adopted_not_repeated(fake_github: FakeGitHub) -> None:
@@ -301,6 +338,10 @@ def test_cancel_stops_the_run_once_no_leg_is_wanted(fake_github: FakeGitHub) -> 
     assert fake_github.calls("cancel") == []  # b still runs: a is left to its timeout
     ex.cancel(handles(results)[1])
     assert [c.status for c in fake_github.calls("cancel")] == [202]
+    # GitHub accepts a cancel at once and carries it out a little later
+    seen = executor(fake_github).observe(handles(results))
+    assert {o.phase for o in seen.values()} == {TrackPhase.RUNNING}
+    fake_github.now = (fake_github.now or T0) + CANCEL_DELAY
     seen = executor(fake_github).observe(handles(results))
     assert {o.phase for o in seen.values()} == {TrackPhase.CANCELLED}
     executor(fake_github).cancel(handles(results)[0])  # already finished: left alone

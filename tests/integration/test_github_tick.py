@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import state as st
-from orchestrator.executors.github import BreakerPolicy, GitHubExecutor
-from orchestrator.models import Breaker, RunStatus, TrackPhase
+from orchestrator.breaker import Breaker, BreakerPolicy
+from orchestrator.executors.github import GitHubExecutor
+from orchestrator.models import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 from orchestrator.tick import Tick, TickResult
 from tests.fakes.github import FakeGitHub
@@ -124,7 +125,7 @@ def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
     fake.now = now
 
     def make(breaker: Breaker | None) -> GitHubExecutor:
-        return GitHubExecutor(fake.repository, fake.token, api_url=fake.url, now=now,
+        return GitHubExecutor(fake.repository, fake.token, api_url=fake.api_url, now=now,
                               breaker=breaker, sleep=Sleeper(fake), policy=policy)
 
     store = GitStateStore(repo, "origin", BRANCH)

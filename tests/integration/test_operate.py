@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import cadence
 from orchestrator import state as st
 from orchestrator.commands import init
+from orchestrator.repo_config import RepoConfig
 from orchestrator.store import GitStateStore
 from tests.gitrepo import bare_origin, git
 
@@ -135,7 +137,12 @@ def test_init_refuses_to_overwrite_a_workflow_and_force_overwrites_it(tmp_path: 
         proc = cli(tmp_path, "init", str(repo), "--force", "--pages")
         assert proc.returncode == 0, proc.stderr
     assert "overwrote .github/workflows/tick.yml" in proc.stdout
-    assert tick_yml.read_text() == init.scaffold_files()[".github/workflows/tick.yml"]
+    # the shipped file, with its cron derived from the example schedule (cron-sync)
+    shipped = init.scaffold_files()[".github/workflows/tick.yml"]
+    written = tick_yml.read_text()
+    assert "4,9 6 * 3-11 1-5" in cadence.read_crons(written)
+    assert cadence.with_crons(written, cadence.read_crons(shipped),
+                              cadence.tick_comment(RepoConfig())) == shipped
     assert (repo / ".github" / "workflows" / "pages.yml").is_file()
     readme = (repo / "README.md").read_text()
     assert readme.startswith("# My project\n\n## Scheduled work (orchestrator)\n")
@@ -158,7 +165,9 @@ def test_status_is_stale_without_ticks_fresh_after_one_and_stale_again_later(
     assert cli(repo, "tick", "--now", "2026-12-01T07:16:00Z", env=env).returncode == 0
     proc = cli(repo, "status", "--now", "2026-12-01T07:17:00Z")
     assert proc.returncode == 0, proc.stderr
-    assert "2026-12-01T07:16:00Z  (1m ago; fresh, limit 90m)" in proc.stdout
+    # init's tick.yml ticks before the example's slots and every 6 hours: the default
+    # limit is what that cadence needs (its watchdog's), not 90 minutes
+    assert "2026-12-01T07:16:00Z  (1m ago; fresh, limit 735m)" in proc.stdout
     assert "nightly--20261201T0715Z  running:" in proc.stdout
 
     proc = cli(repo, "status", "--now", "2026-12-01T07:47:00Z", "--max-staleness", "30",

@@ -293,3 +293,23 @@ def test_a_file_with_a_byte_order_mark_toggles_and_keeps_it(
     assert b'"enabled": false' in path.read_bytes()
     assert run(repo, capsys, "schedules", "enable", "bom")[0] == 0
     assert path.read_bytes() == original
+
+
+def test_next_says_when_the_search_stopped_at_its_horizon(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(repo, capsys, "schedules", "add", "leap", "--cron", "0 12 29 2 *",
+               "--track", "a=true")[0] == 0
+    rc, out, err = run(repo, capsys, "schedules", "next", "leap", "-n", "8", *FROM)
+    assert (rc, err) == (0, "")
+    assert out.splitlines() == [
+        "2028-02-29T12:00:00Z  Tue 2028-02-29 12:00 UTC",
+        "2032-02-29T12:00:00Z  Sun 2032-02-29 12:00 UTC",
+        "2036-02-29T12:00:00Z  Fri 2036-02-29 12:00 UTC",
+        "fewer runs than asked: the search stopped at 2036-11-08T00:00:00Z, 10 years after "
+        "2026-11-01T00:00:00Z: 3 of 8 runs found before it (schedules this rare are not "
+        "searched further)"]
+    rc, out, err = run(repo, capsys, "schedules", "next", "leap", "-n", "8", "--json", *FROM)
+    assert rc == 0 and len(json.loads(out)) == 3  # the JSON stays a list of runs
+    assert err.startswith("orchestrator: note: the search stopped at 2036-11-08T00:00:00Z")
+    rc, out, err = run(repo, capsys, "schedules", "next", "leap", "-n", "3", *FROM)
+    assert rc == 0 and len(out.splitlines()) == 3 and "stopped" not in out + err

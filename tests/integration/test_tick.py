@@ -238,15 +238,16 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
         assert [p.returncode for p in procs] == [0] * 8, errors
         assert_index_agrees(state_of(clones[0])[1].files)
     state, _ = state_of(clones[0])
-    from orchestrator.cron import slots
     from orchestrator.schedules import load_all
+    from orchestrator.triggers import for_spec
 
     expected = set()
     for s in load_all(clones[0] / "schedules").schedules:
         # first sight at `start` fires the latest slot of the 2-minute window, then
         # every tick is on time and fires its own slot
-        first = slots(s.spec, start - timedelta(minutes=2), start)[-1:]
-        for slot in first + slots(s.spec, start, start + timedelta(minutes=20)):
+        slots = for_spec(s.spec).slots
+        first = slots(start - timedelta(minutes=2), start)[-1:]
+        for slot in first + slots(start, start + timedelta(minutes=20)):
             expected.add(f"{s.id}--{slot:%Y%m%dT%H%MZ}")
     assert set(state.runs) == expected
     wait_until(lambda: len(launches(work)) >= len(expected), timeout=60)

@@ -271,3 +271,60 @@ def test_a_missing_workflow_or_a_run_less_track_on_the_default_workflow_warns(
     assert any("'trak.yml' is not in .github/workflows" in w for w in warnings["typo"])
     assert any("track 'a' has no 'run'" in w for w in warnings["inputs"])
     assert warnings["fine"] == []
+
+
+def test_a_preview_cut_short_by_the_search_horizon_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "leap", cron="7 12 29 2 *")
+    assert main(["--repo", str(repo), "validate", "--preview", "5", *FROM]) == 0
+    out = capsys.readouterr().out
+    assert ("  warning: preview shows fewer runs than asked: the search stopped at "
+            "2036-11-08T00:00:00Z, 10 years after 2026-11-01T00:00:00Z: 3 of 5 runs found "
+            "before it (schedules this rare are not searched further)\n") in out
+    assert main(["--repo", str(repo), "validate", "--preview", "3", *FROM]) == 0
+    assert "search stopped" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("expr", "warning"), [
+    ("*/61 * * * *", "minute field: step 61 in '*/61' is larger than its range 0-59, so it "
+                     "matches only 0"),
+    ("7 */24 * * *", "hour field: step 24 in '*/24' is larger than its range 0-23, so it "
+                     "matches only 0"),
+])
+def test_a_step_larger_than_its_range_is_valid_with_a_warning(
+        expr: str, warning: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "big", cron=expr)
+    assert main(["--repo", str(repo), "validate", "--format", "json", *FROM]) == 0
+    big = json.loads(capsys.readouterr().out)["schedules"][0]
+    assert big["id"] == "big" and warning in big["warnings"]
+
+
+@pytest.mark.parametrize(("expr", "extension"), [
+    ("0 2 L * *", "'L' uses L"), ("0 2 15W * *", "'15W' uses W"),
+    ("0 2 * * 1#2", "'1#2' uses #"), ("H 2 * * *", "'H' uses H"),
+])
+def test_extensions_of_other_crons_are_named(
+        expr: str, extension: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "ext", cron=expr)
+    assert main(["--repo", str(repo), "validate", *FROM]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("orchestrator: schedules/ext.json: cron: ")
+    assert extension in err and "an unsupported extension" in err
+    assert "not a number" not in err
+
+
+def test_a_one_shot_in_a_spring_forward_gap_is_noted_once_with_or_without_a_preview(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "once", at="2027-03-14T02:30:00", timezone="America/New_York")
+    note = ("2027-03-14 02:30 does not exist in America/New_York (clocks go forward): runs at "
+            "03:00 EDT (07:00 UTC) instead")
+    for preview in ("0", "3"):
+        assert main(["--repo", str(repo), "validate", "--preview", preview, "--format", "json",
+                     *FROM]) == 0
+        once = json.loads(capsys.readouterr().out)["schedules"][1]
+        assert once["warnings"] == [note]
+        assert len(once["next"]) == (1 if preview == "3" else 0)

@@ -15,7 +15,7 @@ from orchestrator.commands import MODULES
 def test_each_command_module_exposes_a_command_named_after_it(name: str) -> None:
     command = importlib.import_module(f"orchestrator.commands.{name}").command
     assert isinstance(command, click.Command)
-    assert command.name == name
+    assert command.name == name.replace("_", "-")
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

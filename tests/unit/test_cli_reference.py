@@ -30,7 +30,7 @@ def _commands() -> list[tuple[str, click.Command]]:
     for name in MODULES:
         command = load(name)
         assert command is not None
-        walk(command, f"orchestrator {name}")
+        walk(command, f"orchestrator {name.replace('_', '-')}")
     return found
 
 

@@ -15,7 +15,9 @@ import pytest
 from croniter import croniter
 
 from orchestrator import cron
+from orchestrator.cron import SlotInfo
 from orchestrator.models import ScheduleSpec
+from orchestrator.triggers import for_spec
 from tests.builders import schedule_spec
 
 NY = "America/New_York"
@@ -27,6 +29,18 @@ SPRING_FORWARD = date(2026, 3, 8)  # New York: 02:00 EST -> 03:00 EDT
 spec = schedule_spec
 
 
+def slots(s: ScheduleSpec, after: datetime, until: datetime) -> list[datetime]:
+    return for_spec(s).slots(after, until)
+
+
+def explain(s: ScheduleSpec, after: datetime, until: datetime) -> list[SlotInfo]:
+    return for_spec(s).explain(after, until)
+
+
+def next_slots(s: ScheduleSpec, start: datetime, n: int) -> list[datetime]:
+    return [i.at for i in for_spec(s).next(start, n).found]
+
+
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
 
@@ -36,7 +50,7 @@ def local_day(s: ScheduleSpec, day: date) -> list[datetime]:
     zone = s.zone
     start = datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
     # Search a generous window, then keep what falls on that local date.
-    found = cron.slots(s, start - timedelta(hours=6), start + timedelta(hours=36))
+    found = slots(s, start - timedelta(hours=6), start + timedelta(hours=36))
     return [t for t in found if t.astimezone(zone).date() == day]
 
 
@@ -72,7 +86,7 @@ def test_daily_fixed_time_fires_exactly_once_per_local_day_all_year(tz: str, exp
     zone = s.zone
     start = datetime(2026, 1, 1, tzinfo=zone).astimezone(UTC)
     end = datetime(2027, 1, 1, tzinfo=zone).astimezone(UTC)
-    got = cron.slots(s, start - timedelta(seconds=1), end - timedelta(seconds=1))
+    got = slots(s, start - timedelta(seconds=1), end - timedelta(seconds=1))
     per_day = Counter(t.astimezone(zone).date() for t in got)
     assert len(per_day) == 365
     assert set(per_day.values()) == {1}
@@ -86,7 +100,7 @@ def test_gap_skip_drops_the_slot_that_day_only() -> None:
     s = spec("30 2 * * *", NY, dst={"gap": "skip"})
     assert local_day(s, SPRING_FORWARD) == []
     assert local_day(s, date(2026, 3, 9)) == [utc(2026, 3, 9, 6, 30)]
-    info = cron.explain(s, utc(2026, 3, 8, 0), utc(2026, 3, 8, 12))
+    info = explain(s, utc(2026, 3, 8, 0), utc(2026, 3, 8, 12))
     assert [(i.kind, i.fires) for i in info] == [(cron.SlotKind.SKIPPED, False)]
 
 
@@ -98,7 +112,7 @@ def test_fold_both_runs_at_both_occurrences() -> None:
 
 
 def test_fold_first_reports_the_second_occurrence_as_not_firing() -> None:
-    info = cron.explain(spec("30 1 * * *", NY), utc(2026, 11, 1, 0), utc(2026, 11, 1, 12))
+    info = explain(spec("30 1 * * *", NY), utc(2026, 11, 1, 0), utc(2026, 11, 1, 12))
     assert [(i.at, i.kind, i.fires) for i in info] == [
         (utc(2026, 11, 1, 5, 30), cron.SlotKind.NORMAL, True),
         (utc(2026, 11, 1, 6, 30), cron.SlotKind.REPEATED, False),
@@ -118,7 +132,7 @@ def test_elapsed_time_jobs_ignore_the_policy() -> None:
 @pytest.mark.parametrize("day", [FALL_BACK, SPRING_FORWARD])
 def test_every_15_minutes_keeps_a_steady_beat_across_transitions(day: date) -> None:
     s = spec("*/15 * * * *", NY)
-    got = cron.slots(s, utc(day.year, day.month, day.day) - timedelta(days=1),
+    got = slots(s, utc(day.year, day.month, day.day) - timedelta(days=1),
                      utc(day.year, day.month, day.day) + timedelta(days=2))
     assert all(b - a == timedelta(minutes=15) for a, b in itertools.pairwise(got))
     assert len(local_day(s, day)) == (100 if day == FALL_BACK else 92)
@@ -128,7 +142,7 @@ def test_two_gap_times_and_a_real_time_collapse_into_one_run() -> None:
     s = spec("0,30 2,3 * * *", NY)
     got = [t.astimezone(s.zone).strftime("%H:%M %Z") for t in local_day(s, SPRING_FORWARD)]
     assert got == ["03:00 EDT", "03:30 EDT"]
-    info = cron.explain(s, utc(2026, 3, 8, 0), utc(2026, 3, 8, 12))
+    info = explain(s, utc(2026, 3, 8, 0), utc(2026, 3, 8, 12))
     assert sum(1 for i in info if i.kind is cron.SlotKind.SHIFTED) == 2
     assert sum(1 for i in info if i.fires) == 2
 
@@ -160,9 +174,9 @@ def test_lord_howe_fold_of_thirty_minutes() -> None:
 def test_a_window_starting_inside_the_second_pass_still_knows_it_is_the_second() -> None:
     s = spec("30 1 * * *", NY)
     # 06:10 UTC is 01:10 EST, the second pass; the fall-back itself is before the window.
-    assert cron.slots(s, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == []
+    assert slots(s, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == []
     both = spec("30 1 * * *", NY, dst={"fold": "both"})
-    assert cron.slots(both, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == [
+    assert slots(both, utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 7)) == [
         utc(2026, 11, 1, 6, 30)]
 
 
@@ -178,10 +192,10 @@ def test_consecutive_windows_give_each_slot_exactly_once(expr: str, dst: dict[st
         s = spec(expr, zone_name, dst=dst)
         start = utc(day.year, day.month, day.day) - timedelta(hours=12)
         end = start + timedelta(hours=48)
-        whole = cron.slots(s, start, end)
+        whole = slots(s, start, end)
         cuts = sorted({start + timedelta(minutes=rng.randrange(0, 48 * 60)) for _ in range(40)}
                       | {start, end} | {c.at for c in cron.zone_changes(s.zone, start, end)})
-        pieces = [t for a, b in itertools.pairwise(cuts) for t in cron.slots(s, a, b)]
+        pieces = [t for a, b in itertools.pairwise(cuts) for t in slots(s, a, b)]
         assert pieces == whole, (zone_name, day)
 
 
@@ -209,7 +223,7 @@ def test_elapsed_time_jobs_equal_a_minute_by_minute_scan(tz: str, expr: str) -> 
     zone = s.zone
     for change in cron.zone_changes(zone, utc(2026, 1, 1), utc(2027, 1, 1)):
         after, until = change.at - timedelta(hours=5), change.at + timedelta(hours=5)
-        assert cron.slots(s, after, until) == brute_force(s, after, until), change
+        assert slots(s, after, until) == brute_force(s, after, until), change
 
 
 def test_matches_a_reference_implementation_in_utc() -> None:
@@ -236,7 +250,7 @@ def test_matches_a_reference_implementation_in_utc() -> None:
         expr = " ".join([field(0, 59, True), field(0, 23, True), field(1, 28, False),
                          field(1, 12, True), field(0, 6, False)])
         s = spec(expr)
-        ours = cron.next_slots(s, start, 30)
+        ours = next_slots(s, start, 30)
         it = croniter(expr, start)
         theirs = [it.get_next(datetime) for _ in range(30)]
         assert ours == theirs, expr
@@ -247,43 +261,43 @@ def test_matches_a_reference_implementation_in_utc() -> None:
 
 def test_window_is_after_exclusive_until_inclusive() -> None:
     s = spec("0 * * * *")
-    assert cron.slots(s, utc(2026, 5, 1, 1), utc(2026, 5, 1, 3)) == [
+    assert slots(s, utc(2026, 5, 1, 1), utc(2026, 5, 1, 3)) == [
         utc(2026, 5, 1, 2), utc(2026, 5, 1, 3)]
-    assert cron.slots(s, utc(2026, 5, 1, 3), utc(2026, 5, 1, 3)) == []
-    assert cron.slots(s, utc(2026, 5, 1, 4), utc(2026, 5, 1, 3)) == []
+    assert slots(s, utc(2026, 5, 1, 3), utc(2026, 5, 1, 3)) == []
+    assert slots(s, utc(2026, 5, 1, 4), utc(2026, 5, 1, 3)) == []
 
 
 def test_next_slots_are_strictly_after_start_and_ascending() -> None:
     s = spec("0 2 * * 1-5", NY)
-    got = cron.next_slots(s, utc(2026, 11, 2, 7), 5)  # exactly Monday 02:00 EST
+    got = next_slots(s, utc(2026, 11, 2, 7), 5)  # exactly Monday 02:00 EST
     assert got[0] == utc(2026, 11, 3, 7)
     assert len(got) == 5 and got == sorted(got)
     assert all(t.tzinfo is UTC for t in got)
 
 
 def test_rare_and_far_slots() -> None:
-    assert cron.next_slots(spec("0 0 29 2 *"), utc(2026, 3, 1), 2) == [
+    assert next_slots(spec("0 0 29 2 *"), utc(2026, 3, 1), 2) == [
         utc(2028, 2, 29), utc(2032, 2, 29)]
 
 
 def test_naive_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="aware"):
-        cron.slots(spec("* * * * *"), datetime(2026, 1, 1), utc(2026, 1, 2))
+        slots(spec("* * * * *"), datetime(2026, 1, 1), utc(2026, 1, 2))
 
 
 def test_one_shot_slot_inside_the_window_only() -> None:
     s = spec(None, NY, at="2026-12-24T18:00:00")
-    assert cron.slots(s, utc(2026, 12, 1), utc(2026, 12, 31)) == [utc(2026, 12, 24, 23)]
-    assert cron.slots(s, utc(2026, 12, 24, 23), utc(2026, 12, 31)) == []
-    assert cron.next_slots(s, utc(2026, 1, 1), 3) == [utc(2026, 12, 24, 23)]
+    assert slots(s, utc(2026, 12, 1), utc(2026, 12, 31)) == [utc(2026, 12, 24, 23)]
+    assert slots(s, utc(2026, 12, 24, 23), utc(2026, 12, 31)) == []
+    assert next_slots(s, utc(2026, 1, 1), 3) == [utc(2026, 12, 24, 23)]
     aware = spec(None, NY, at="2026-12-24T18:00:00+01:00")
-    assert cron.slots(aware, utc(2026, 12, 1), utc(2026, 12, 31)) == [utc(2026, 12, 24, 17)]
+    assert slots(aware, utc(2026, 12, 1), utc(2026, 12, 31)) == [utc(2026, 12, 24, 17)]
 
 
 def test_one_shot_in_a_gap_is_shifted_and_in_a_fold_means_the_first() -> None:
     gap = spec(None, NY, at="2026-03-08T02:30:00")
     assert gap.at_utc() == utc(2026, 3, 8, 7)
-    (info,) = cron.explain(gap, utc(2026, 3, 1), utc(2026, 3, 9))
+    (info,) = explain(gap, utc(2026, 3, 1), utc(2026, 3, 9))
     assert info.kind is cron.SlotKind.SHIFTED
     assert spec(None, NY, at="2026-11-01T01:30:00").at_utc() == utc(2026, 11, 1, 5, 30)
 
@@ -308,37 +322,65 @@ def test_zone_changes_are_found_to_the_second() -> None:
     ("* * * * 8", "day-of-week field: 8"),
     ("*/0 * * * *", "step 0"),
     ("5-2 * * * *", "backwards"),
-    ("0 0 L * *", "not a number"),
-    ("0 0 ? * *", "cannot read"),
-    ("0 0 * * 1#2", "cannot read"),
+    ("0 0 L * *", "'L' uses L .*unsupported extension"),
+    ("0 0 LW * *", "'LW' uses L .*unsupported extension"),
+    ("0 0 * * 5L", "day-of-week field: '5L' uses L .*unsupported extension"),
+    ("0 0 15W * *", "'15W' uses W .*unsupported extension"),
+    ("0 0 ? * *", "'?' uses ? .*unsupported extension"),
+    ("0 0 * * 1#2", "'1#2' uses # .*unsupported extension"),
+    ("H * * * *", "minute field: 'H' uses H .*unsupported extension"),
+    ("H(0-29)/15 * * * *", "'H\\(0-29\\)/15' uses H .*unsupported extension"),
+    ("0 0 * jxl *", "not a number or a name"),
     ("0 0 * foo *", "not a number or a name"),
     ("@reboot", "unknown cron alias"),
     ("0 0 30 2 *", "never fires: day 30 does not occur in February"),
     ("0 0 31 4,6 *", "never fires"),
 ])
 def test_bad_expressions_say_what_is_wrong(expr: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("?", r"\?")):
+    pattern = message.replace("'?'", r"'\?'").replace("uses ?", r"uses \?")
+    with pytest.raises(ValueError, match=pattern):
         cron.validate_cron(expr)
+
+
+def test_names_that_contain_extension_letters_are_still_names() -> None:
+    # jul, wed, thu: the letters of L, W and H inside a name are not extensions.
+    assert cron.parse_cron("0 0 * jul wed,thu").months == frozenset({7})
 
 
 @pytest.mark.parametrize(("expr", "same_as"), [
     ("@hourly", "0 * * * *"), ("@daily", "0 0 * * *"), ("@weekly", "0 0 * * 0"),
-    ("@monthly", "0 0 1 * *"), ("@yearly", "0 0 1 1 *"),
+    ("@monthly", "0 0 1 * *"), ("@yearly", "0 0 1 1 *"), ("@annually", "0 0 1 1 *"),
+    ("@midnight", "0 0 * * *"),
+    # A step larger than its range matches only the range's first value (Debian cron).
+    ("*/61 * * * *", "0 * * * *"), ("0 */24 * * *", "0 0 * * *"),
+    ("30/45 * * * *", "30 * * * *"), ("0 0 */40 * *", "0 0 1 * *"),
     ("0 9 * jan-mar mon-fri", "0 9 * 1-3 1-5"), ("0 9 * * 7", "0 9 * * 0"),
     ("5/20 * * * *", "5,25,45 * * * *"), ("0 9 * * 5-7", "0 9 * * 0,5,6"),
 ])
 def test_aliases_names_and_sunday_seven(expr: str, same_as: str) -> None:
     start = utc(2026, 1, 1)
-    assert cron.next_slots(spec(expr), start, 20) == cron.next_slots(spec(same_as), start, 20)
+    assert next_slots(spec(expr), start, 20) == next_slots(spec(same_as), start, 20)
     assert cron.validate_cron(expr) == expr
+
+
+def test_a_step_larger_than_its_range_is_accepted_with_a_note() -> None:
+    assert cron.parse_cron("*/61 * * * *").notes == (
+        "minute field: step 61 in '*/61' is larger than its range 0-59, so it matches "
+        "only 0",)
+    assert cron.parse_cron("0 */24 * * *").notes == (
+        "hour field: step 24 in '*/24' is larger than its range 0-23, so it matches "
+        "only 0",)
+    assert cron.parse_cron("*/59 */23 * * *").notes == ()  # 0 and 59, 0 and 23
+    assert cron.describe("*/61 * * * *") == "at minute 0 of every hour"
+    assert cron.describe("0 */24 * * *") == "at 00:00 every day"
 
 
 def test_day_fields_or_when_both_restricted_and_when_one_starts_with_star() -> None:
     # 2026-06-01 is a Monday. Both restricted: the 1st OR any Monday.
-    either = cron.next_slots(spec("0 0 1,15 * 1"), utc(2026, 5, 31), 4)
+    either = next_slots(spec("0 0 1,15 * 1"), utc(2026, 5, 31), 4)
     assert [t.day for t in either] == [1, 8, 15, 22]
     # '*/2' starts with '*': Vixie ANDs them (odd days that are Mondays).
-    both = cron.next_slots(spec("0 0 */2 * 1"), utc(2026, 5, 31), 3)
+    both = next_slots(spec("0 0 */2 * 1"), utc(2026, 5, 31), 3)
     assert [(t.day, t.isoweekday()) for t in both] == [(1, 1), (15, 1), (29, 1)]
 
 
@@ -372,7 +414,37 @@ def test_cron_in_words(expr: str, words: str) -> None:
 
 
 def test_describe_a_spec_names_its_zone() -> None:
-    assert cron.describe(spec("0 2 * * 1-5", NY)) == (
+    assert for_spec(spec("0 2 * * 1-5", NY)).describe() == (
         "at 02:00 on Monday through Friday (America/New_York)")
-    assert cron.describe(spec(None, "Europe/London", at="2026-12-24T18:00:00")) == (
+    assert for_spec(spec(None, "Europe/London", at="2026-12-24T18:00:00")).describe() == (
         "once at 2026-12-24 18:00 (Europe/London)")
+
+
+# --------------------------------------------------------------------------- horizon
+
+
+def test_the_search_for_next_slots_says_where_it_stopped() -> None:
+    leap = for_spec(spec("0 12 29 2 *"))
+    start = utc(2026, 12, 1)
+    found = leap.next(start, 8)
+    assert [s.at for s in found.found] == [utc(2028, 2, 29, 12), utc(2032, 2, 29, 12),
+                                           utc(2036, 2, 29, 12)]
+    assert found.horizon == start + cron.NEXT_HORIZON == utc(2036, 12, 8)
+    assert leap.next(start, 3).horizon is None  # all found: nothing to say
+    # A one-shot ends; that is not a search giving up.
+    once = for_spec(spec(None, at="2027-01-01T00:00:00Z")).next(start, 8)
+    assert [s.at for s in once.found] == [utc(2027, 1, 1)] and once.horizon is None
+
+
+def test_the_cron_package_imports_nothing_else_of_orchestrator() -> None:
+    """The evaluator takes (expression, zone, dst); models import it, never the reverse."""
+    import ast
+    from pathlib import Path
+
+    outside = []
+    for path in Path(cron.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level > 1 or (
+                    node.level == 0 and (node.module or "").startswith("orchestrator"))):
+                outside.append(f"{path.name}: {node.module}")
+    assert outside == []

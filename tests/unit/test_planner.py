@@ -17,6 +17,7 @@ from orchestrator.models import (
 )
 from orchestrator.planner import (
     Decision,
+    DispatchRecord,
     Observations,
     finish,
     jitter,
@@ -409,9 +410,15 @@ def test_breaker_open_defers_dispatch() -> None:
 def test_record_dispatch_sets_handles_and_turns_errors_into_failures() -> None:
     d = tick([sched(tracks=2)], State(), T0)
     k0, k1 = (r.key for r in d.dispatch)
-    lines = record_dispatch(d.state, [DispatchResult(key=k0, handle={"pid": 1}, url="file:///x"),
-                                      DispatchResult(key=k1, error="no run command")], T0)
-    assert len(lines) == 2
+    records = record_dispatch(d.state, [
+        DispatchResult(key=k0, handle={"pid": 1}, url="file:///x"),
+        DispatchResult(key=k1, error="no run command")], T0)
+    assert [(r.track, r.outcome, r.detail) for r in records] == [
+        ("t0", "started", "file:///x"), ("t1", "failed", "no run command")]
+    assert [r.change for r in records] == ["t0: started, file:///x",
+                                           "t1: dispatch failed: no run command"]
+    # Only a track still dispatched under the same key is touched: a second answer is not news.
+    assert record_dispatch(d.state, [DispatchResult(key=k1, error="again")], T0) == []
     t0, t1 = (d.state.tracks["job--20261201T0700Z"][n] for n in ("t0", "t1"))
     assert t0.handle == {"pid": 1} and t0.url == "file:///x"
     assert t1.phase is P.FAILED and "no run command" in t1.error_log[-1]
@@ -475,11 +482,13 @@ def test_a_handle_learned_while_observing_is_stored_and_the_run_keeps_its_workfl
 def test_a_dispatch_that_was_never_sent_does_not_spend_the_attempt() -> None:
     d = tick([sched(tracks=1)], State(), T0)
     key = d.dispatch[0].key
-    lines = record_dispatch(d.state, [DispatchResult(key=key, error="circuit open",
-                                                     not_sent=True)], T0)
+    records = record_dispatch(d.state, [DispatchResult(key=key, error="circuit open",
+                                                       not_sent=True)], T0)
     track = d.state.tracks["job--20261201T0700Z"]["t0"]
     assert track.phase is P.PENDING and track.attempt == 1 and track.error_log == []
-    assert lines == ["job--20261201T0700Z/t0: not dispatched, will retry: circuit open"]
+    assert records == [DispatchRecord("job--20261201T0700Z", "t0", "not_sent", "circuit open")]
+    assert records[0].change == "t0: not dispatched, will retry: circuit open"
+    assert str(records[0]) == "job--20261201T0700Z/t0: not dispatched, will retry: circuit open"
     again = tick([sched(tracks=1)], d.state, T0 + timedelta(minutes=1))
     assert [r.key for r in again.dispatch] == [key]
 

@@ -200,3 +200,24 @@ def test_names_are_unique_and_the_interval_positive() -> None:
         loop.add("tick", lambda now: None)
     with pytest.raises(ValueError):
         Loop(0)
+
+
+def test_a_due_moment_between_intervals_wakes_the_loop_at_its_second() -> None:
+    """Real clock: an interval of an hour, a consumer that announces a moment 0.5 s on."""
+    loop = Loop(3600, log=lambda line: None)
+    seen: list[datetime] = []
+
+    def work(now: datetime) -> None:
+        seen.append(now)
+        if len(seen) == 1:
+            loop.wake_at(now + timedelta(seconds=0.5))
+        else:
+            loop.stop()
+
+    loop.add("tick", work)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert len(seen) == 2
+    assert 0.5 <= (seen[1] - seen[0]).total_seconds() < 1.0

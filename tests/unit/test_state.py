@@ -78,17 +78,3 @@ def test_paths_refuse_ids_that_could_escape_the_state_tree(bad: str) -> None:
 def test_run_ids_must_carry_a_slot() -> None:
     with pytest.raises(InvalidId, match="expected <schedule-id>--<YYYYMMDDTHHMMZ>"):
         st.run_path("job--2026")
-
-
-def test_a_lost_race_never_closes_a_breaker_another_tick_opened() -> None:
-    from orchestrator.models import Breaker
-    from orchestrator.tick import merge_breaker
-
-    closed = Breaker()
-    mine = Breaker(failures=2, last_error="500")
-    opened = Breaker(state="open", failures=5, opened_at=T0)
-    assert merge_breaker(closed, closed, mine) == mine  # nobody else touched it
-    assert merge_breaker(closed, None, mine) == mine
-    assert merge_breaker(closed, opened, mine) == opened  # theirs is more cautious
-    later = Breaker(state="open", failures=5, opened_at=T0 + timedelta(minutes=1))
-    assert merge_breaker(closed, opened, later) == later

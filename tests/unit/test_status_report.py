@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from orchestrator import state as st
+from orchestrator.breaker import Breaker
 from orchestrator.models import (
-    Breaker,
     Cursor,
     DeadLetter,
     Run,
@@ -97,3 +97,15 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
     assert "invalid: schedules/bad.json: cron: nope" in out
     assert "breakers      github open (5 failures)" in out
     assert "(5m ago; fresh, limit 90m)" in out
+
+
+def test_the_report_says_when_the_tick_wakes_next_and_why() -> None:
+    files = {st.TICKS: ticks(T0)}
+    report = build(files, [schedule("daily"), schedule("hourly", cron="30 * * * *")], [],
+                   T0 + timedelta(minutes=5), LIMIT)
+    assert report["next_wake"] == {"at": "2026-12-01T07:30:00Z",
+                                   "reason": "hourly: slot 2026-12-01T07:30Z"}
+    assert "next wake     2026-12-01T07:30:00Z  (hourly: slot 2026-12-01T07:30Z)" in text(report)
+    idle = build(files, [schedule("off", enabled=False)], [], T0, LIMIT)
+    assert idle["next_wake"] is None
+    assert "next wake     nothing will fall due" in text(idle)

@@ -1,0 +1,55 @@
+"""What ``validate`` says about the tick's cadence (and, in Markdown, the estimate).
+
+Kept out of ``validate.py`` so that command stays about schedule files: this part
+reads the workflows and ``orchestrator.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..cadence import check
+from ..errors import UserError
+from ..models import Schedule
+from ..repo_config import load_repo_config
+
+
+@dataclass
+class CadenceReport:
+    problems: list[str] = field(default_factory=list)
+    """Each fails the check (a stale tick.yml, an invalid orchestrator.json)."""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"problems": self.problems, "warnings": self.warnings}
+
+
+def cadence_report(root: Path, schedules: list[Schedule], start: datetime) -> CadenceReport:
+    try:
+        config = load_repo_config(root)
+    except UserError as exc:
+        return CadenceReport(problems=[exc.message])
+    problems, warnings = check(root, schedules, config, start)
+    return CadenceReport(problems, warnings)
+
+
+def text(report: CadenceReport) -> str:
+    return "".join(f"warning: {w}\n" for w in report.warnings)
+
+
+def markdown(report: CadenceReport, root: Path, schedules: list[Schedule],
+             start: datetime) -> str:
+    from . import estimate
+
+    out = ["## The tick's cadence", ""]
+    out += [f"> ❌ {p}  " for p in report.problems]
+    out += [f"> ⚠️ {w}  " for w in report.warnings]
+    if not report.problems and not report.warnings:
+        out.append("✅ tick.yml ticks before every slot of the next year.")
+    out.append("")
+    moment = start.replace(second=0, microsecond=0)
+    out.append(estimate.markdown(estimate.build(root, schedules, moment)))
+    return "\n".join(out)

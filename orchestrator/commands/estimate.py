@@ -1,0 +1,122 @@
+"""``orchestrator estimate``: a month of this repository's schedules on GitHub Actions.
+
+Runner-minutes, pushes and API requests, against GitHub's limits, and how late slots
+fire, for the orchestrator as its workflows are configured (tick.yml's cron and
+``--linger``, watchdog.yml's cron) and for the same tracks on GitHub's own
+``schedule:`` trigger. The model is :mod:`orchestrator.estimate`, the one
+``bench/cost.py`` runs; it simulates four weeks on a virtual clock (seeded, so the
+figures are the same on every run) and scales them to 30 days.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..cadence import TICK, WATCHDOG, derive, read_crons, read_linger
+from ..cli import Config, pass_config
+from ..estimate import Setup, simulate, simulate_github_schedule
+from ..models import Schedule
+from ..repo_config import load_repo_config
+from ..schedules import load_all
+from .schedules import INSTANT
+
+
+def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> Setup:
+    """The tick and watchdog as this repository's workflows configure them (what
+    cron-sync would write, for a workflow that is missing)."""
+    tick = root / TICK
+    watchdog = root / WATCHDOG
+    if tick.is_file():
+        text = tick.read_text(encoding="utf-8")
+        lines = read_crons(text)
+        linger, most = read_linger(text)
+    else:
+        lines = derive(schedules, load_repo_config(root), start).tick_cron
+        linger, most = 0.0, 60.0
+    watch = read_crons(watchdog.read_text(encoding="utf-8")) if watchdog.is_file() else []
+    return Setup(lines, linger, most, watch)
+
+
+def build(root: Path, schedules: list[Schedule], start: datetime,
+          track_minutes: float = 1.0) -> dict[str, Any]:
+    setup = repository_setup(root, schedules, start)
+    ours = simulate(schedules, setup, start, track_minutes=track_minutes)
+    theirs = simulate_github_schedule(schedules, start, track_minutes=track_minutes)
+    return {
+        "from": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "track_minutes": track_minutes,
+        "setup": {"tick_cron": setup.tick_cron, "linger_minutes": setup.linger_minutes,
+                  "max_linger_minutes": setup.max_linger_minutes,
+                  "watchdog_cron": setup.watchdog_cron},
+        "orchestrator": ours.to_json(),
+        "github_schedule": theirs.to_json(),
+    }
+
+
+def _late(row: dict[str, Any], key: str) -> str:
+    value = row["lateness_seconds"][key]
+    if value is None:
+        return "-"
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.0f} min"
+
+
+ROWS = (
+    ("runner-minutes a month", lambda r: f"{r['runner_minutes']:,}"),
+    ("pushes a month", lambda r: f"{r['pushes']:,}"),
+    ("API requests a month", lambda r: f"{r['api_requests']:,}"),
+    ("slot to dispatch, median", lambda r: _late(r, "median")),
+    ("slot to dispatch, 95th percentile", lambda r: _late(r, "p95")),
+    ("slots missed (of simulated)", lambda r: f"{r['missed']} of {r['slots']}"),
+)
+
+
+def text(report: dict[str, Any]) -> list[str]:
+    ours, theirs = report["orchestrator"], report["github_schedule"]
+    lines = [f"a month of these schedules on GitHub Actions (tracks taken as "
+             f"{report['track_minutes']:g} min each; model: orchestrator/estimate.py)",
+             f"  {'':<34}{'orchestrator':>14}{'GitHub schedule:':>18}"]
+    lines += [f"  {name:<34}{fmt(ours):>14}{fmt(theirs):>18}" for name, fmt in ROWS]
+    parts = ", ".join(f"{k} {v:,}" for k, v in ours["runner_minutes_by_job"].items())
+    lines.append(f"  orchestrator runner-minutes: {parts or 'none'}")
+    lines += [f"warning: {w}" for w in ours["warnings"]]
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> str:
+    ours, theirs = report["orchestrator"], report["github_schedule"]
+    out = ["### Estimate: a month on GitHub Actions", "",
+           "| | orchestrator | GitHub's own `schedule:` |", "|---|---:|---:|"]
+    out += [f"| {name} | {fmt(ours)} | {fmt(theirs)} |" for name, fmt in ROWS]
+    out += ["", f"Tracks taken as {report['track_minutes']:g} minute(s) each; "
+            "`orchestrator estimate` explains the model.", ""]
+    out += [f"> ⚠️ {w}  " for w in ours["warnings"]]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+@click.command("estimate")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--track-minutes", type=click.FloatRange(min=0.1), default=1.0,
+              show_default=True, help="How long each track's job takes, setup included.")
+@click.option("--from", "start", type=INSTANT, default=None, metavar="ISO",
+              help="Simulate the four weeks from this instant (default: now).")
+@pass_config
+def command(cfg: Config, as_json: bool, track_minutes: float, start: datetime | None) -> int:
+    """Expected runner-minutes, pushes and API requests a month for these schedules, and
+    how late their slots fire, beside GitHub's own schedule: trigger; warns past
+    GitHub's limits (2,000 free minutes for private repositories, 1,000 API requests an
+    hour, about 6 pushes a minute)."""
+    loaded = load_all(cfg.schedules_dir)
+    for error in loaded.errors:
+        click.echo(f"orchestrator: {error.message} (left out)", err=True)
+    moment = (start or datetime.now(UTC)).replace(second=0, microsecond=0)
+    report = build(cfg.repo, loaded.schedules, moment, track_minutes)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        click.echo("\n".join(text(report)))
+    return 0

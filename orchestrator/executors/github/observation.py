@@ -1,0 +1,113 @@
+"""What a workflow run's jobs say about the tracks they carry.
+
+Every matrix leg's job is named after its dispatch key
+(``<run_id>--<track>--<attempt>``), and the jobs listed are those of the run's
+latest attempt. A job's ``status`` is ``queued``, ``waiting`` (for an environment's
+approval), ``pending``, ``requested``, ``in_progress`` or ``completed``; a completed
+job's ``conclusion`` is one of ``success``, ``neutral``, ``failure``, ``cancelled``,
+``skipped``, ``timed_out`` or ``action_required``. ``startup_failure`` and ``stale``
+are conclusions of a whole run, never of a job: they are read where a run ended
+without the leg's job (:func:`missing_job`).
+
+A job that reaches its ``timeout-minutes`` is cancelled: GitHub reports
+``cancelled``, not ``timed_out``. A cancelled job that ran for its whole timeout is
+therefore a track that ran out of time, ``tapped_out``, and never ``cancelled``
+(which the tick neither retries nor parks in the dead letter queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from ...models import TrackPhase
+from ...times import parse_utc
+from ..base import Handle, Observation
+from .batching import leg_timeout_minutes
+
+_RUNNING = frozenset({"queued", "in_progress", "waiting", "pending", "requested"})
+_CONCLUSION: Mapping[str, TrackPhase] = {
+    "success": TrackPhase.COMPLETE,
+    "neutral": TrackPhase.COMPLETE,
+    "failure": TrackPhase.FAILED,
+    "cancelled": TrackPhase.CANCELLED,
+    "skipped": TrackPhase.CANCELLED,
+    "timed_out": TrackPhase.TAPPED_OUT,
+}
+"""Job conclusions but ``action_required``, which is no verdict: see :func:`job_observation`.
+An unknown conclusion fails the attempt."""
+TIMEOUT_SLACK = timedelta(seconds=30)
+"""GitHub's timestamps are whole seconds and its timeout fires a little late or early
+against ``started_at``; a cancel this close to the timeout is the timeout."""
+
+
+def ran_out_of_time(job: Mapping[str, Any], timeout_minutes: float) -> bool:
+    """Whether a cancelled ``job`` ran until its leg's ``timeout-minutes``."""
+    started, ended = parse_utc(job.get("started_at")), parse_utc(job.get("completed_at"))
+    if started is None or ended is None:
+        return False
+    return ended - started >= timedelta(minutes=leg_timeout_minutes(timeout_minutes)) - \
+        TIMEOUT_SLACK
+
+
+def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Observation:
+    """The attempt ``handle`` as its job ``job`` of workflow run ``ci_run`` shows it."""
+    key = handle.key
+    status = str(job.get("status"))
+    conclusion = job.get("conclusion")
+    details = {"ci_run_id": ci_run, "job_id": job.get("id"), "status": status,
+               "conclusion": conclusion, "runner_name": job.get("runner_name"),
+               "run_attempt": job.get("run_attempt")}
+    url = job.get("html_url") if isinstance(job.get("html_url"), str) else None
+    if status in _RUNNING:
+        started = parse_utc(job.get("started_at")) if status == "in_progress" else None
+        return Observation(key=key, phase=TrackPhase.RUNNING, started_at=started, url=url,
+                           details=details)
+    if status != "completed":
+        return Observation(key=key, phase=None, url=url, details=details)
+    if conclusion == "action_required":
+        # Waiting for someone to approve the run: no verdict yet. Once approved, GitHub
+        # runs it again (a new attempt, whose jobs replace these); left alone, the
+        # track's timeout and its run's deadline tap it out.
+        return Observation(key=key, phase=None, url=url, details=details)
+    phase = _CONCLUSION.get(str(conclusion), TrackPhase.FAILED)
+    error = None if phase is TrackPhase.COMPLETE else f"job {key} concluded {conclusion}"
+    if conclusion == "cancelled" and ran_out_of_time(job, handle.timeout_minutes):
+        phase = TrackPhase.TAPPED_OUT
+        error = (f"job {key} ran into its timeout of "
+                 f"{leg_timeout_minutes(handle.timeout_minutes)} minutes; GitHub cancelled it")
+    return Observation(key=key, phase=phase, started_at=parse_utc(job.get("started_at")),
+                       finished_at=parse_utc(job.get("completed_at")), error=error,
+                       url=url, details=details)
+
+
+_RUN_ENDED = {
+    "startup_failure": "failed to start (check the workflow file: GitHub shows why on the "
+                       "run's page)",
+    "stale": "was left stale by GitHub",
+}
+
+
+def missing_job(handle: Handle, ci_run: int, status: int, run: Any,
+                run_url: str | None) -> Observation:
+    """A dispatched leg with no job: still starting, or the run ended without it.
+    ``status`` and ``run`` are the answer to ``GET /actions/runs/{ci_run}``."""
+    if status == 404:
+        return Observation(key=handle.key, phase=TrackPhase.FAILED,
+                           error=f"workflow run {ci_run} no longer exists (deleted)")
+    if not isinstance(run, dict):
+        return Observation(key=handle.key, phase=None, url=run_url)
+    url = run.get("html_url") if isinstance(run.get("html_url"), str) else run_url
+    conclusion = run.get("conclusion")
+    if run.get("status") != "completed" or conclusion == "action_required":
+        return Observation(key=handle.key, phase=None, url=url,
+                           details={"ci_run_id": ci_run, "status": run.get("status"),
+                                    "conclusion": conclusion})
+    phase = TrackPhase.CANCELLED if conclusion == "cancelled" else TrackPhase.FAILED
+    ended = _RUN_ENDED.get(str(conclusion), f"ended ({conclusion})")
+    return Observation(
+        key=handle.key, phase=phase, url=url,
+        finished_at=parse_utc(run.get("updated_at")),
+        error=f"workflow run {ci_run} {ended} without a job named {handle.key}",
+        details={"ci_run_id": ci_run, "conclusion": conclusion})

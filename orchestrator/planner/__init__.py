@@ -1,0 +1,75 @@
+"""The tick's whole decision, as one pure function.
+
+:func:`plan` takes the schedules, the parsed state, what the executor observed and
+``now``, and returns a :class:`Decision`: the new state plus the effects the shell
+must carry out (dispatch, cancel, render). It performs no I/O and never reads the
+clock, so a lost compare-and-swap race is handled by calling it again on the new
+tip, and tests drive it with plain datetimes.
+
+Order inside one call, each step in its own module:
+
+1. **Observe** (:mod:`.hygiene`): fold executor observations and dispatch look-ups
+   into open tracks.
+2. **Hygiene** (:mod:`.hygiene`): tap out tracks past ``timeout_minutes`` and every
+   open track of a run past its deadline; re-dispatch ``dispatched`` tracks nobody has
+   seen after a grace period; retry failed tracks with attempts left (after backoff),
+   park the others in the dead letter queue.
+3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
+   the catch-up, overlap and daily-cap policies.
+4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
+   ``consolidating`` and get a render effect; :func:`finish` then marks them
+   ``completed`` or ``failed``.
+5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
+   (after fan-in, so a run buffered behind one that just finished starts in the same
+   tick). :func:`record_dispatch` folds the executor's answers back in afterwards.
+
+A tick that has nothing to do returns a state equal to its input, so the shell
+commits nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from ..models import Schedule
+from ..state import State
+from .context import Context, Decision, Observations
+from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
+from .fan_in import fan_in, finish
+from .fire import fire_due_slots, jitter
+from .hygiene import backoff, hygiene
+
+__all__ = [
+    "Decision",
+    "DispatchRecord",
+    "Observations",
+    "backoff",
+    "finish",
+    "jitter",
+    "plan",
+    "record_dispatch",
+]
+
+
+def plan(
+    schedules: Iterable[Schedule],
+    state: State,
+    observations: Observations,
+    now: datetime,
+    *,
+    executor: str = "local",
+    dispatch_grace: timedelta = timedelta(minutes=10),
+    invalid: Iterable[str] = (),
+) -> Decision:
+    """Decide one tick. Pure: the same inputs always give the same decision."""
+    decision = Decision(state=state.copy(), invalid=list(invalid))
+    for line in decision.invalid:
+        decision.log.append(f"invalid schedule, ignored: {line}")
+    by_id = {s.id: s for s in schedules}
+    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace)
+    hygiene(ctx)  # 1 + 2
+    fire_due_slots(ctx)  # 3
+    fan_in(ctx)  # 4
+    dispatch_pending(ctx)  # 5
+    return decision

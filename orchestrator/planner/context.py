@@ -1,0 +1,117 @@
+"""What every step of the tick's decision shares: the inputs, the decision being built,
+and the helpers that change a track and say so.
+
+A :class:`Context` is built once per :func:`orchestrator.planner.plan` call; the steps
+(:mod:`.hygiene`, :mod:`.fire`, :mod:`.fan_in`, :mod:`.dispatch`) are functions of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .. import machine
+from ..executors.base import DispatchRequest, DispatchResult, Handle, Observation
+from ..models import Run, RunStatus, Schedule, Track, TrackPhase
+from ..state import State
+from ..times import iso
+
+P = TrackPhase
+R = RunStatus
+
+ERROR_LOG_KEEP = 50
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What the shell learned from the executor before planning."""
+
+    seen: Mapping[str, Observation] = field(default_factory=dict)
+    """By dispatch key: news about dispatched or running attempts."""
+    found: Mapping[str, DispatchResult | None] = field(default_factory=dict)
+    """By dispatch key, for ``dispatched`` tracks without a handle: the dispatch that
+    happened but was never recorded, or ``None`` when the backend was asked and has
+    none. A key the backend could not be asked about is absent: such a track is never
+    re-dispatched, however old (the run's deadline ends it)."""
+    executor_available: bool = True
+    """False when the backend's circuit breaker is open: nothing is dispatched."""
+
+
+@dataclass
+class Decision:
+    """The new state and the effects to carry out once it is committed."""
+
+    state: State
+    dispatch: list[DispatchRequest] = field(default_factory=list)
+    cancel: list[Handle] = field(default_factory=list)
+    render: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    """One human-readable line per thing decided."""
+    touched_runs: dict[str, list[str]] = field(default_factory=dict)
+    """Run id -> what this tick changed in it (for the run's poll log)."""
+    invalid: list[str] = field(default_factory=list)
+
+    def note(self, run_id: str | None, line: str) -> None:
+        self.log.append(f"{run_id}: {line}" if run_id else line)
+        if run_id is not None:
+            self.touched_runs.setdefault(run_id, []).append(line)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dispatch": [r.key for r in self.dispatch],
+            "cancel": [h.key for h in self.cancel],
+            "render": list(self.render),
+            "log": list(self.log),
+            "invalid": list(self.invalid),
+        }
+
+
+class Context:
+    """One planning pass: its inputs and the :class:`Decision` it fills in."""
+
+    def __init__(self, decision: Decision, schedules: dict[str, Schedule],
+                 observations: Observations, now: datetime, executor: str,
+                 dispatch_grace: timedelta) -> None:
+        self.d = decision
+        self.st = decision.state
+        self.schedules = schedules
+        self.obs = observations
+        self.now = now
+        self.executor = executor
+        self.grace = dispatch_grace
+
+    def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
+        """Open runs by slot; ``active`` leaves out consolidating ones (their work is
+        done, only the brief is pending), as overlap policies should."""
+        wanted = {R.SCHEDULED, R.RUNNING} if active else machine.RUN_OPEN
+        runs = [r for r in self.st.runs.values() if r.status in wanted
+                and (schedule_id is None or r.schedule_id == schedule_id)]
+        return sorted(runs, key=lambda r: (r.slot, r.run_id))
+
+    def set_track(self, track: Track) -> None:
+        self.st.tracks.setdefault(track.run_id, {})[track.name] = track
+
+    def move(self, track: Track, to: TrackPhase, reason: str, **changes: object) -> Track:
+        moved = machine.move_track(track, to, self.now, reason, **changes)
+        self.set_track(moved)
+        self.d.note(track.run_id, f"{track.name}: {track.phase.value} -> {to.value} ({reason})")
+        return moved
+
+    def handle_of(self, track: Track) -> Handle | None:
+        if track.handle is None or track.dispatch_key is None:
+            return None
+        return Handle(key=track.dispatch_key, handle=track.handle,
+                      timeout_minutes=track.spec.timeout_minutes)
+
+    def tap_out(self, track: Track, reason: str) -> None:
+        handle = self.handle_of(track)
+        if handle is not None:
+            self.d.cancel.append(handle)
+        self.move(track, P.TAPPED_OUT, reason, finished_at=self.now,
+                  error_log=log_line(track, f"{iso(self.now)} {reason}"))
+
+
+def log_line(track: Track, line: str) -> list[str]:
+    """``track``'s error log with ``line`` added, keeping the newest lines."""
+    return [*track.error_log, line][-ERROR_LOG_KEEP:]

@@ -1,0 +1,111 @@
+"""Step 5 of the tick (dispatch pending tracks whose time has come), and folding the
+executor's answers to those dispatches back into the state once they are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from .. import machine
+from ..executors.base import DispatchRequest, DispatchResult
+from ..models import OverlapPolicy, Run
+from ..state import State
+from ..times import iso
+from .context import Context, P, R, log_line
+
+
+def dispatch_pending(ctx: Context) -> None:
+    if not ctx.obs.executor_available:
+        if any(t.phase is P.PENDING for ts in ctx.st.tracks.values() for t in ts.values()):
+            ctx.d.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
+        return
+    for run in ctx.open_runs():
+        if run.status is R.CONSOLIDATING or buffered(ctx, run):
+            continue
+        tracks = ctx.st.tracks.get(run.run_id, {})
+        for name in sorted(tracks):
+            track = tracks[name]
+            if track.phase is not P.PENDING:
+                continue
+            if track.not_before is not None and track.not_before > ctx.now:
+                continue
+            request = DispatchRequest(run_id=run.run_id, track=name, attempt=track.attempt,
+                                      spec=track.spec, workflow=run.workflow)
+            ctx.move(track, P.DISPATCHED, f"attempt {track.attempt} to {ctx.executor}",
+                      dispatch_key=request.key, dispatched_at=ctx.now,
+                      executor=ctx.executor, handle=None, not_before=None)
+            ctx.d.dispatch.append(request)
+            run = ctx.st.runs[run.run_id]
+            if run.status is R.SCHEDULED:
+                # The deadline counts from the start: a run that waited behind
+                # another (buffer_one) gets its whole allowance once it starts.
+                allowance = run.deadline - max(run.fire_at, run.created_at)
+                run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
+                                       deadline=max(run.deadline, ctx.now + allowance))
+                ctx.st.runs[run.run_id] = run
+
+
+def buffered(ctx: Context, run: Run) -> bool:
+    """A ``buffer_one`` run waits while an older run of its schedule is open."""
+    schedule = ctx.schedules.get(run.schedule_id)
+    if schedule is None or schedule.spec.overlap is not OverlapPolicy.BUFFER_ONE:
+        return False
+    return any(o.slot < run.slot for o in ctx.open_runs(run.schedule_id, active=True))
+
+
+@dataclass(frozen=True)
+class DispatchRecord:
+    """One dispatch result folded into the state by :func:`record_dispatch`."""
+
+    run_id: str
+    track: str
+    outcome: Literal["not_sent", "failed", "started"]
+    """``not_sent``: back to pending, retried; ``failed``: the attempt failed;
+    ``started``: the executor's handle (and link) recorded."""
+    detail: str = ""
+    """The executor's error, or the link of a started attempt (may be empty)."""
+
+    @property
+    def change(self) -> str:
+        """What changed, in words, for the run's poll log."""
+        if self.outcome == "not_sent":
+            return f"{self.track}: not dispatched, will retry: {self.detail}"
+        if self.outcome == "failed":
+            return f"{self.track}: dispatch failed: {self.detail}"
+        return f"{self.track}: started" + (f", {self.detail}" if self.detail else "")
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.change}"
+
+
+def record_dispatch(state: State, results: Iterable[DispatchResult], now: datetime
+                    ) -> list[DispatchRecord]:
+    """Fold dispatch results into ``state`` (in place); return what changed.
+
+    Only tracks still ``dispatched`` under the same key are touched: if another
+    tick or a report moved the track on meanwhile, its news wins.
+    """
+    records: list[DispatchRecord] = []
+    by_key = {r.key: r for r in results}
+    for run_id, tracks in state.tracks.items():
+        for name, track in list(tracks.items()):
+            res = by_key.get(track.dispatch_key or "")
+            if res is None or track.phase is not P.DISPATCHED:
+                continue
+            if res.error and res.not_sent:
+                tracks[name] = machine.move_track(
+                    track, P.PENDING, now, f"not dispatched: {res.error}", dispatch_key=None,
+                    dispatched_at=None, handle=None)
+                records.append(DispatchRecord(run_id, name, "not_sent", res.error))
+            elif res.error:
+                log = log_line(track, f"{iso(now)} dispatch failed: {res.error}")
+                tracks[name] = machine.move_track(track, P.FAILED, now, "dispatch failed",
+                                                  error_log=log, finished_at=now)
+                records.append(DispatchRecord(run_id, name, "failed", res.error))
+            elif track.handle != res.handle or track.url != res.url:
+                tracks[name] = track.model_copy(update={"handle": res.handle, "url": res.url})
+                records.append(DispatchRecord(run_id, name, "started", res.url or ""))
+    return records

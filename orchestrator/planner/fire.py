@@ -1,0 +1,221 @@
+"""Step 3 of the tick: fire the slots due since each schedule's cursor, under the
+catch-up, overlap and daily-cap policies.
+
+Slots come from the schedule's trigger (:mod:`orchestrator.triggers`); the one thing
+that differs by trigger is catch-up: a one-shot fires once however late it is seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from .. import machine
+from ..models import (
+    CatchupPolicy,
+    Cursor,
+    OverlapPolicy,
+    Run,
+    Schedule,
+    ScheduleSpec,
+    SlotNote,
+    Track,
+    run_id_for,
+    utc_date_key,
+)
+from ..triggers import Trigger, for_spec
+from .context import Context, P
+
+NOTES_KEEP = 20
+"""Slot notes (missed, skipped, ...) kept per schedule cursor."""
+FIRES_KEEP_DAYS = 8
+"""Days of ``fires_per_day`` counters kept per cursor."""
+MISSED_LOOKBACK = timedelta(days=31)
+"""Missed slots older than this before the catch-up window are not enumerated."""
+_EVER = datetime(1, 1, 2, tzinfo=UTC)
+"""Before any slot: where a one-shot's search starts (it fires however late)."""
+
+
+def jitter(run_id: str, seconds: int) -> timedelta:
+    """Deterministic delay in ``0..seconds`` derived from the run id."""
+    if seconds <= 0:
+        return timedelta(0)
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    return timedelta(seconds=digest % (seconds + 1))
+
+
+def fire_due_slots(ctx: Context) -> None:
+    for sid in sorted(ctx.schedules):
+        schedule = ctx.schedules[sid]
+        try:
+            fire_schedule(ctx, schedule)
+        except ValueError as exc:  # a spec the model accepted but cron cannot use
+            ctx.d.invalid.append(f"{schedule.path or sid}: {exc}")
+            ctx.d.log.append(f"{sid}: cannot evaluate: {exc}")
+
+
+def fire_schedule(ctx: Context, schedule: Schedule) -> None:
+    spec = schedule.spec
+    sid = schedule.id
+    now = ctx.now
+    window = timedelta(minutes=spec.catchup_window_minutes)
+    cursor = ctx.st.cursors.get(sid)
+    first_seen = cursor is None
+    if cursor is None:
+        start = now if spec.catchup is CatchupPolicy.NONE else now - window
+        cursor = Cursor(schedule_id=sid, since=start, enabled=spec.enabled)
+    if not spec.enabled:
+        if cursor.enabled:
+            cursor = cursor.model_copy(update={"enabled": False})
+            ctx.d.log.append(f"{sid}: disabled")
+        ctx.st.cursors[sid] = cursor
+        return
+    if not cursor.enabled:
+        since = now if spec.catchup is CatchupPolicy.NONE else cursor.since
+        cursor = cursor.model_copy(update={"enabled": True, "since": since})
+        ctx.d.log.append(f"{sid}: enabled again")
+    trigger = for_spec(spec)
+    at = None if trigger.repeats else spec.at_utc()
+    if cursor.done and (at is None or cursor.last_slot == at):
+        ctx.st.cursors[sid] = cursor
+        return  # a one-shot that fired; a new `at` arms it again
+
+    due, fire, notes = _due(trigger, spec, cursor, now, first_seen=first_seen)
+    if first_seen:
+        ctx.d.log.append(first_slot_line(schedule, trigger, fire, now))
+    if not due and not notes:
+        ctx.st.cursors[sid] = cursor  # nothing due: cursor unchanged
+        return
+
+    fires = dict(cursor.fires_per_day)
+    last_run_id = cursor.last_run_id
+    last_slot = cursor.last_slot
+    for slot in fire:
+        run_id = run_id_for(sid, slot)
+        if run_id in ctx.st.runs or run_id in ctx.st.known_runs:
+            continue  # already fired (idempotency key)
+        day = utc_date_key(slot, spec.zone)
+        if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
+            notes.append(SlotNote(slot=slot, reason="daily_cap", at=now))
+            ctx.d.log.append(f"{sid}: {slot:%Y-%m-%dT%H:%MZ} not fired: "
+                              f"daily cap of {spec.max_runs_per_day} reached")
+            continue
+        if not overlap_allows(ctx, schedule, slot):
+            notes.append(SlotNote(slot=slot, reason="overlap", at=now))
+            continue
+        create_run(ctx, schedule, slot, run_id)
+        fires[day] = fires.get(day, 0) + 1
+        last_run_id, last_slot = run_id, slot
+    for note in notes:
+        if note.reason in ("missed", "skipped"):
+            ctx.d.log.append(f"{sid}: {note.slot:%Y-%m-%dT%H:%MZ} {note.reason} "
+                              f"(catchup={spec.catchup.value})")
+    keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
+    upcoming = trigger.next(now, 1).found
+    settled = max([cursor.since, *due, *(n.slot for n in notes)])
+    ctx.st.cursors[sid] = cursor.model_copy(update={
+        "since": settled,
+        "last_run_id": last_run_id,
+        "next_run_at": upcoming[0].at if upcoming else None,
+        # A one-shot has had its chance once its instant came (fired, or skipped by
+        # policy and noted, like any cron slot); `last_slot` remembers which instant.
+        "done": at is not None and bool(fire),
+        "last_slot": at if at is not None and fire else last_slot,
+        "fires_per_day": {k: v for k, v in sorted(fires.items()) if k >= keep_from},
+        "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
+        "last_error": None,
+    })
+
+
+def first_slot_line(schedule: Schedule, trigger: Trigger, fire: list[datetime],
+                    now: datetime) -> str:
+    """The one line a new schedule gets: where it starts."""
+    if fire:
+        first: datetime | None = fire[0]
+    else:
+        upcoming = trigger.next(now, 1).found
+        first = upcoming[0].at if upcoming else None
+    when = f"first slot at {first:%Y-%m-%dT%H:%MZ}" if first else "no slot ahead"
+    return f"{schedule.id}: new schedule: {when}"
+
+
+def _due(trigger: Trigger, spec: ScheduleSpec, cursor: Cursor, now: datetime, *,
+         first_seen: bool = False) -> tuple[list[datetime], list[datetime], list[SlotNote]]:
+    """The slots due now, those of them to fire, and notes on the others."""
+    if not trigger.repeats:
+        due = trigger.slots(_EVER, now)  # a one-shot fires once, however late
+        return due, due, []
+    notes: list[SlotNote] = []
+    window = timedelta(minutes=spec.catchup_window_minutes)
+    # A slot exactly `window` old is still eligible: slots() excludes `after`.
+    lower = max(cursor.since, now - window - timedelta(microseconds=1))
+    if lower > cursor.since:
+        floor = max(cursor.since, lower - MISSED_LOOKBACK)
+        notes += [SlotNote(slot=s, reason="missed", at=now)
+                  for s in trigger.slots(floor, lower)[-NOTES_KEEP:]]
+    due = trigger.slots(lower, now)
+    if first_seen:
+        # Never a back-fill, whatever the policy: slots from before the file was
+        # first seen were nobody's promise, so they are not noted either.
+        return due, due[-1:], notes
+    if spec.catchup is CatchupPolicy.ALL:
+        return due, due, notes
+    notes += [SlotNote(slot=s, reason="skipped", at=now) for s in due[:-1]]
+    return due, due[-1:], notes
+
+
+def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
+    spec = schedule.spec
+    open_runs = ctx.open_runs(schedule.id, active=True)
+    if not open_runs or spec.overlap is OverlapPolicy.ALLOW:
+        return True
+    stamp = f"{slot:%Y-%m-%dT%H:%MZ}"
+    if spec.overlap is OverlapPolicy.SKIP:
+        ctx.d.log.append(f"{schedule.id}: {stamp} skipped: {open_runs[-1].run_id} "
+                          "still open (overlap=skip)")
+        return False
+    if spec.overlap is OverlapPolicy.BUFFER_ONE:
+        if len(open_runs) > 1:
+            ctx.d.log.append(f"{schedule.id}: {stamp} skipped: one run already "
+                              "buffered (overlap=buffer_one)")
+            return False
+        ctx.d.log.append(f"{schedule.id}: {stamp} buffered behind "
+                          f"{open_runs[0].run_id} (overlap=buffer_one)")
+        return True
+    # cancel_previous
+    for run in open_runs:
+        for _, track in sorted(ctx.st.tracks.get(run.run_id, {}).items()):
+            if track.phase in machine.TRACK_OPEN:
+                handle = ctx.handle_of(track)
+                if handle is not None:
+                    ctx.d.cancel.append(handle)
+                ctx.move(track, P.CANCELLED, f"superseded by slot {stamp}",
+                          finished_at=ctx.now)
+    return True
+
+
+def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) -> None:
+    spec = schedule.spec
+    fire_at = slot + jitter(run_id, spec.jitter_seconds)
+    run = Run(
+        run_id=run_id, schedule_id=schedule.id, slot=slot, fire_at=fire_at,
+        created_at=ctx.now,
+        deadline=max(fire_at, ctx.now) + timedelta(minutes=spec.deadline_minutes),
+        tracks=[t.name for t in spec.tracks], description=spec.description,
+        cron=spec.cron, timezone=spec.timezone, workflow=spec.workflow,
+    )
+    ctx.st.runs[run_id] = run
+    ctx.st.tracks[run_id] = {
+        t.name: Track(run_id=run_id, name=t.name, spec=t, max_attempts=t.max_attempts,
+                      not_before=fire_at if fire_at > ctx.now else None)
+        for t in spec.tracks
+    }
+    late = ctx.now - slot
+    ctx.d.note(run_id, f"fired slot {slot:%Y-%m-%dT%H:%MZ} with {len(spec.tracks)} "
+                        f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
+                            minutes=1) else ""))
+
+
+def _minutes(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"

@@ -1,0 +1,120 @@
+"""Steps 1 and 2 of the tick: fold what the executor observed into open tracks, then
+keep them honest: timeouts and deadlines, dispatches nobody recorded, retries and the
+dead letter queue.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from .. import machine
+from ..models import DeadLetter, Run, Track
+from ..state import dlq_key
+from ..text import one_line
+from .context import Context, P, R, log_line
+
+
+def backoff(track: Track) -> timedelta:
+    """Delay before attempt ``track.attempt + 1``: doubles with each failed attempt."""
+    base = track.spec.retry_backoff_seconds
+    return timedelta(seconds=min(base * 2 ** (track.attempt - 1), 24 * 3600))
+
+
+def hygiene(ctx: Context) -> None:
+    for run in ctx.open_runs():
+        tracks = ctx.st.tracks.get(run.run_id, {})
+        for name in sorted(tracks):
+            track = observe(ctx, tracks[name])
+            track = timeouts(ctx, run, track)
+            retry_or_park(ctx, track)
+
+
+def observe(ctx: Context, track: Track) -> Track:
+    key = track.dispatch_key
+    if key is None or track.phase not in (P.DISPATCHED, P.RUNNING):
+        return track
+    found = ctx.obs.found.get(key)
+    if found is not None and track.handle is None and found.handle is not None:
+        track = track.model_copy(update={"handle": found.handle, "url": found.url})
+        ctx.set_track(track)
+        ctx.d.note(track.run_id, f"{track.name}: adopted unrecorded dispatch {key}")
+    seen = ctx.obs.seen.get(key)
+    if seen is not None and seen.handle is not None and seen.handle != track.handle:
+        track = track.model_copy(update={"handle": seen.handle,
+                                         "url": seen.url or track.url})
+        ctx.set_track(track)
+        ctx.d.note(track.run_id, f"{track.name}: CI run found for {key}")
+    if seen is None or seen.phase is None:
+        return track
+    if seen.phase is track.phase:
+        news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
+                if v is not None and getattr(track, k) is None}
+        if news:  # e.g. a queued job that started: its timeout counts from now on
+            track = track.model_copy(update=news)
+            ctx.set_track(track)
+        return track
+    if not machine.can_move_track(track.phase, seen.phase):
+        return track  # stale or backward news: the state already knows better
+    changes: dict[str, object] = {}
+    if seen.url and seen.url != track.url:
+        changes["url"] = seen.url
+    if seen.started_at and track.started_at is None:
+        changes["started_at"] = seen.started_at
+    if seen.phase in machine.TRACK_TERMINAL:
+        changes["finished_at"] = seen.finished_at or ctx.now
+        if seen.result is not None:
+            changes["result"] = seen.result
+    if seen.error:
+        changes["error_log"] = log_line(track, f"{ctx.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
+    reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
+    return ctx.move(track, seen.phase, one_line(reason), **changes)
+
+
+def timeouts(ctx: Context, run: Run, track: Track) -> Track:
+    if track.phase not in machine.TRACK_OPEN:
+        return track
+    # The deadline counts from the run's start: a run still waiting (jitter, a
+    # buffered overlap, an open circuit breaker) has not started its clock.
+    if run.status is not R.SCHEDULED and ctx.now >= run.deadline:
+        ctx.tap_out(track, f"run deadline {run.deadline:%Y-%m-%dT%H:%M:%SZ} passed")
+        return ctx.st.tracks[run.run_id][track.name]
+    # A track's timeout counts from its start, as the backends do (time queued for
+    # a runner or a task slot is not the track's).
+    limit = timedelta(minutes=track.spec.timeout_minutes)
+    if track.started_at is not None and ctx.now >= track.started_at + limit:
+        ctx.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
+        return ctx.st.tracks[run.run_id][track.name]
+    key = track.dispatch_key or ""
+    if (track.phase is P.DISPATCHED and track.handle is None
+            and key in ctx.obs.found and ctx.obs.found[key] is None
+            and track.dispatched_at is not None
+            and ctx.now >= track.dispatched_at + ctx.grace):
+        # Nobody recorded a dispatch and the look-up found none: the tick that
+        # marked it died before dispatching. Same key again, so an idempotent
+        # backend cannot start it twice.
+        track = ctx.move(track, P.PENDING, "dispatch never recorded; re-dispatching",
+                          not_before=None)
+    return track
+
+
+def retry_or_park(ctx: Context, track: Track) -> None:
+    if track.phase is P.FAILED and track.attempt < track.max_attempts:
+        wait = backoff(track)
+        ctx.move(track, P.PENDING,
+                  f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
+                  attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None,
+                  dispatch_key=None, url=None, started_at=None, finished_at=None,
+                  dispatched_at=None)
+    elif track.phase in (P.FAILED, P.TAPPED_OUT):
+        key = dlq_key(track.run_id, track.name)
+        current = ctx.st.dlq.get(key)
+        if current is not None and current.attempts >= track.attempt:
+            return  # already parked (or parked and discarded) for this attempt
+        reason = (f"failed after {track.attempt} attempt(s)" if track.phase is P.FAILED
+                  else track.state_history[-1].reason if track.state_history
+                  else "tapped out")
+        ctx.st.dlq[key] = DeadLetter(
+            key=key, run_id=track.run_id, track=track.name, reason=reason,
+            parked_at=ctx.now, attempts=track.attempt, payload=track.spec,
+            error_log=track.error_log, state_history=track.state_history)
+        ctx.d.note(track.run_id, f"{track.name}: parked in the dead letter queue ({reason})")

@@ -1,0 +1,175 @@
+"""What ``validate`` and ``schedules next`` say about a schedule: its next runs and the
+warnings worth a reviewer's eye. Pure: the start instant is a parameter, and the only
+thing looked at outside the schedule is the list of workflow files, passed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .cron import NEXT_HORIZON, SlotInfo, SlotKind, dst_note
+from .executors.github.batching import hosted_runner_warnings
+from .models import Schedule
+from .schedules import LoadResult
+from .times import iso
+from .triggers import Trigger, for_spec, min_interval
+
+GITHUB_MIN_INTERVAL = timedelta(minutes=5)
+"""GitHub Actions runs scheduled workflows at most every 5 minutes."""
+
+DST_NOTES_SHOWN = 3
+
+HORIZON_WORDS = f"{NEXT_HORIZON.days // 366} years"
+"""How far ahead the search for next runs looks, in words."""
+
+
+def slot_dict(slot: SlotInfo) -> dict[str, str]:
+    return {"utc": iso(slot.at), "local": slot.local.isoformat(), "kind": slot.kind.value}
+
+
+@dataclass(frozen=True)
+class Upcoming:
+    """The next runs of a schedule, and why there are fewer than asked for, if so."""
+
+    slots: list[SlotInfo]
+    stopped: str | None = None
+    """Set when the search stopped at its horizon with fewer runs than asked for."""
+
+
+def upcoming(schedule: Schedule, start: datetime, n: int) -> Upcoming:
+    """The next ``n`` firing slots after ``start``, with their local times."""
+    found = for_spec(schedule.spec).next(start, n)
+    stopped = None
+    if found.horizon is not None:
+        count = len(found.found)
+        stopped = (f"the search stopped at {iso(found.horizon)}, {HORIZON_WORDS} after "
+                   f"{iso(start)}: {count} of {n} run{'s' if n != 1 else ''} found before "
+                   "it (schedules this rare are not searched further)")
+    return Upcoming(list(found.found), stopped)
+
+
+@dataclass
+class Preview:
+    """What ``validate`` says about one valid schedule."""
+
+    schedule: Schedule
+    words: str
+    upcoming: list[SlotInfo] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        spec = self.schedule.spec
+        return {
+            "id": self.schedule.id,
+            "file": self.schedule.path,
+            "enabled": spec.enabled,
+            "cron": spec.cron,
+            "at": spec.at.isoformat() if spec.at else None,
+            "timezone": spec.timezone,
+            "description": spec.description,
+            "when": self.words,
+            "tracks": [t.name for t in spec.tracks],
+            "next": [slot_dict(s) for s in self.upcoming],
+            "warnings": self.warnings,
+        }
+
+
+def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
+    """A schedule naming a workflow that is not there would fail every dispatch."""
+    spec = schedule.spec
+    if workflows is None or not workflows.is_dir():
+        return []  # local use: no workflows to check against
+    runner = hosted_runner_warnings(spec.tracks)
+    if not (workflows / spec.workflow).is_file():
+        return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
+                "on GitHub Actions would fail", *runner]
+    if spec.workflow != "track.yml":
+        return runner
+    return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "
+            "name a 'workflow' that handles its inputs" for track in spec.tracks
+            if track.run is None] + runner
+
+
+def _dst_notes(trigger: Trigger, zone_name: str, start: datetime, until: datetime
+               ) -> list[str]:
+    notes = [n for n in (dst_note(s, zone_name) for s in trigger.explain(start, until)) if n]
+    if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
+        notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more runs "
+                                   "changed by daylight saving in the preview"]
+    return notes
+
+
+def _timing_warnings(trigger: Trigger, catchup: str, start: datetime) -> list[str]:
+    """Warnings about when a repeating schedule runs, from a sample of its next runs."""
+    sample = trigger.next(start, 64)
+    if not sample.found:
+        return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
+    found: list[str] = []
+    shortest = min_interval(trigger, start)
+    if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
+        minutes = int(shortest.total_seconds() // 60)
+        found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
+                     "apart: GitHub Actions starts scheduled workflows at most every 5 "
+                     f"minutes, so the tick sees several slots at once (catchup={catchup} "
+                     "decides)")
+    # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
+    # the next tick however busy GitHub is.
+    plain = trigger.explain(start, sample.found[-1].at) if trigger.repeats else []
+    if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not SlotKind.SHIFTED):
+        found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
+                     "workflows are delayed the most; prefer an odd minute such as 7 or 23")
+    return found
+
+
+def preview(schedule: Schedule, start: datetime, n: int,
+            workflows: Path | None = None) -> Preview:
+    """The next ``n`` runs after ``start`` and every warning worth a reviewer's eye.
+
+    ``workflows`` is the repository's ``.github/workflows`` folder, when it has one."""
+    spec = schedule.spec
+    trigger = for_spec(spec)
+    result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
+        schedule, workflows))
+    if n > 0:
+        found = upcoming(schedule, start, n)
+        result.upcoming = found.slots
+        if found.slots:
+            result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
+        if found.stopped and found.slots:
+            result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
+    result.warnings += _timing_warnings(trigger, spec.catchup.value, start)
+    # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
+    result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
+    return result
+
+
+@dataclass
+class Report:
+    """``validate``'s whole answer: every valid schedule previewed, every problem."""
+
+    start: datetime
+    loaded: LoadResult
+    previews: list[Preview]
+
+    @property
+    def ok(self) -> bool:
+        return not self.loaded.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "from": iso(self.start),
+            "valid": len(self.previews),
+            "invalid": len(self.loaded.invalid_files),
+            "schedules": [p.to_json() for p in self.previews],
+            "errors": [{"file": e.file, "field": e.field, "problem": e.problem,
+                        "message": e.message} for e in self.loaded.errors],
+        }
+
+
+def build_report(loaded: LoadResult, start: datetime, n: int,
+                 workflows: Path | None = None) -> Report:
+    return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])

@@ -1,0 +1,116 @@
+"""``orchestrator.json``: repository-wide settings, beside ``schedules/``.
+
+Optional; a repository without it gets the defaults. It is validated as strictly
+as a schedule (frozen models, unknown fields rejected, one line naming the field),
+and has its own JSON Schema (``orchestrator schema --config``) for editors.
+
+To add a setting: a field with a default and a ``description`` on
+:class:`RepoConfig` (or a new section model beside :class:`Cadence`); the schema,
+the error messages and every reader follow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from .errors import UserError
+from .models import CronText, Frozen
+
+CONFIG_FILE = "orchestrator.json"
+MAX_BYTES = 64 * 1024
+
+DAY_DIVISORS = (1, 2, 3, 4, 6, 8, 12, 24)
+
+
+class Cadence(Frozen):
+    """When ``tick.yml`` runs: derived from the schedules, or a fixed cron."""
+
+    mode: Literal["derived", "fixed"] = Field(
+        "derived",
+        description="'derived': `orchestrator cron-sync` writes tick.yml's cron from the "
+        "schedules (ticks shortly before each slot, plus a sparse safety tick); 'fixed': "
+        "tick.yml runs on `fixed_cron` whatever the schedules say.",
+    )
+    lead_minutes: list[int] = Field(
+        [15, 10, 5], min_length=1, max_length=6,
+        description="Derived mode: a tick is scheduled this many minutes before each slot "
+        "(several, because GitHub starts scheduled runs late and drops some: the first to "
+        "arrive lingers until the slot). Rounded to GitHub-friendly minutes, at most 5 "
+        "minutes earlier.",
+    )
+    safety_every_hours: int = Field(
+        6,
+        description="Derived mode: a tick every N hours (a divisor of 24) whatever the "
+        "schedules, for retries, deadlines and runs whose fan-in job never came.",
+    )
+    fixed_cron: list[CronText] = Field(
+        ["7,22,37,52 * * * *"], min_length=1, max_length=20,
+        description="Fixed mode: the cron lines (UTC) of tick.yml.",
+    )
+
+    @field_validator("lead_minutes")
+    @classmethod
+    def _leads(cls, value: list[int]) -> list[int]:
+        if any(not 1 <= m <= 55 for m in value):
+            raise ValueError("each lead is 1 to 55 minutes")
+        if len(set(value)) != len(value):
+            raise ValueError("leads must differ")
+        return sorted(value, reverse=True)
+
+    @field_validator("safety_every_hours")
+    @classmethod
+    def _divides_the_day(cls, value: int) -> int:
+        if value not in DAY_DIVISORS:
+            raise ValueError(f"must divide 24: one of {', '.join(map(str, DAY_DIVISORS))}")
+        return value
+
+
+class RepoConfig(Frozen):
+    """The repository-wide settings file, ``orchestrator.json``."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", populate_by_name=True,
+                              json_schema_extra={"additionalProperties": False})
+
+    schema_ref: str | None = Field(
+        None, alias="$schema", description="Path or URL of the JSON Schema, for editors.")
+    cadence: Cadence = Field(default_factory=Cadence,
+                             description="When tick.yml runs (see README, 'The cadence').")
+
+
+def load_repo_config(root: Path) -> RepoConfig:
+    """The settings of the repository at ``root``; defaults when it has no file.
+
+    Raises :class:`UserError` naming the file and field of the first problem."""
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return RepoConfig()
+    if path.stat().st_size > MAX_BYTES:
+        raise UserError(f"{CONFIG_FILE}: larger than {MAX_BYTES} bytes")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+        json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{CONFIG_FILE}: not a JSON file: {exc}") from None
+    try:
+        return RepoConfig.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        problem = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            problem = "unknown field"
+        raise UserError(f"{CONFIG_FILE}: {where}: {problem}") from None
+
+
+def repo_config_json_schema() -> dict[str, Any]:
+    schema = RepoConfig.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://orchestrator.invalid/orchestrator.schema.json",
+        "title": "Orchestrator repository settings",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }

@@ -1,0 +1,77 @@
+"""The tick's cadence as a user meets it: init derives tick.yml from the example,
+validate fails once a new schedule's slots have no tick before them, cron-sync fixes
+it, and estimate prints what bench/cost.py computes for the same inputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+
+from orchestrator.cadence import read_crons, read_linger
+from orchestrator.estimate import Setup, simulate_github_schedule
+from orchestrator.schedules import load_all
+from tests.acceptance.cliuser import git, new_repository
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+FROM = "2026-12-01T00:00:00Z"
+
+
+def bench_cost() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_cost", REPO_ROOT / "bench" / "cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_validate_fails_on_a_stale_tick_yml_until_cron_sync(tmp_path: Path) -> None:
+    user, _ = new_repository(tmp_path)
+    tick = user.cwd / ".github" / "workflows" / "tick.yml"
+    # init derived the tick's cron from the example (02:15 New York on weekdays)
+    assert "4,9 6 * 3-11 1-5" in read_crons(tick.read_text())
+    user.run("validate")
+    user.run("cron-sync", "--check")
+
+    user.run("schedules", "add", "lunch", "--every", "day", "--time", "12:30",
+             "--timezone", "Europe/London", "--track", "t=true")
+    failed = user.run("validate", "--format", "markdown", expect=1)
+    assert "no tick in the 20 minutes before" in failed.stderr
+    assert "'lunch'" in failed.stderr and "run `orchestrator cron-sync`" in failed.stderr
+    assert "> ❌" in failed.stdout  # the pull request's summary says it too
+    user.run("cron-sync", "--check", expect=1)
+
+    synced = user.run("cron-sync")
+    assert "wrote .github/workflows/tick.yml" in synced.stdout
+    crons = read_crons(tick.read_text())
+    # 12:30 in London: 11:30 UTC in summer time (late March to late October), else 12:30
+    assert "14,19,24 11 * 3-10 *" in crons and "14,19,24 12 * 1-3,10-12 *" in crons
+    ok = user.run("validate", "--format", "markdown")
+    assert "✅ tick.yml ticks before every slot of the next year." in ok.stdout
+    assert "### Estimate: a month on GitHub Actions" in ok.stdout
+    assert "M .github/workflows/tick.yml" in git("status", "--porcelain", cwd=user.cwd)
+    user.run("cron-sync", "--check")
+
+
+def test_estimate_prints_what_the_bench_model_computes(tmp_path: Path) -> None:
+    user, _ = new_repository(tmp_path)
+    report = user.json("estimate", "--json", "--from", FROM)
+    text = user.run("estimate", "--from", FROM).stdout
+    assert "runner-minutes a month" in text and "GitHub schedule:" in text
+
+    cost = bench_cost()
+    workflows = user.cwd / ".github" / "workflows"
+    tick = (workflows / "tick.yml").read_text()
+    setup = Setup(read_crons(tick), *read_linger(tick),
+                  read_crons((workflows / "watchdog.yml").read_text()))
+    assert setup.linger_minutes == 20 and setup.max_linger_minutes == 45
+    schedules = load_all(user.cwd / "schedules").schedules
+    start = datetime.fromisoformat(FROM.replace("Z", "+00:00"))
+    assert report["orchestrator"] == cost.orchestrator_month(schedules, setup, start).to_json()
+    assert report["github_schedule"] == simulate_github_schedule(schedules, start).to_json()
+    ours = report["orchestrator"]
+    assert ours["slots"] == 20 and ours["missed"] == 0  # four weeks of weekdays
+    assert ours["runner_minutes_by_job"]["tracks"] == round(20 * 4 * 30 / 28)
+    assert json.dumps(report)  # plain JSON all the way down

@@ -1,0 +1,109 @@
+"""``tick --linger`` and ``serve`` on the real clock: a slot fires at its time, not at
+the next cron tick (or the next whole interval).
+
+Each test uses a schedule due every minute, so the next slot is less than a minute
+away whenever the test starts; the run's ``created_at`` is the instant the tick
+that fired it decided, so ``created_at - slot`` is how late the slot fired.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.cliuser import User, git, new_repository, wait
+
+
+def minutely(tmp_path: Path) -> User:
+    user, _ = new_repository(tmp_path)
+    user.run("schedules", "remove", "nightly")
+    # overlap "allow": the previous minute's run is still open (its fan-in is the next
+    # tick's) when the next slot comes, and this is about when slots fire
+    user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true",
+             "--overlap", "allow")
+    git("add", "-A", "schedules", cwd=user.cwd)
+    git("commit", "--quiet", "-m", "Every minute", cwd=user.cwd)
+    return user
+
+
+def lateness(user: User) -> dict[datetime, float]:
+    """Slot -> seconds from the slot to the tick that fired it, for every run."""
+    found: dict[datetime, float] = {}
+    for row in user.json("runs", "list", "--json"):
+        run = user.json("runs", "show", row["run_id"], "--json")["run"]
+        slot = datetime.fromisoformat(run["slot"].replace("Z", "+00:00"))
+        created = datetime.fromisoformat(run["created_at"].replace("Z", "+00:00"))
+        found[slot] = (created - slot).total_seconds()
+    return found
+
+
+def boundary_after(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
+@pytest.mark.slow
+def test_linger_fires_the_next_slot_within_seconds_and_stops_at_max_linger(
+        tmp_path: Path) -> None:
+    user = minutely(tmp_path)
+    started = datetime.now(UTC)
+    next_slot = boundary_after(started)
+    # The window would allow every minute; --max-linger (1 minute) allows the next
+    # slot only: the one after it is more than a minute after the first tick.
+    proc = user.run("tick", "--linger", "5", "--max-linger", "1", timeout=240)
+    ended = datetime.now(UTC)
+    assert "linger: waiting for" in proc.stderr, proc.stderr
+    assert "past --max-linger" in proc.stderr, proc.stderr
+    late = lateness(user)
+    assert next_slot in late, (sorted(late), proc.stderr)
+    assert 0 <= late[next_slot] < 5, late
+    assert next_slot + timedelta(minutes=1) not in late
+    assert ended < next_slot + timedelta(minutes=1), "it waited for a slot past --max-linger"
+    assert "next due" in proc.stdout  # the summary says when it would wake next, and why
+
+
+@pytest.mark.slow
+def test_sigterm_ends_a_lingering_tick_with_exit_0(tmp_path: Path) -> None:
+    user = minutely(tmp_path)
+    proc = user.start("tick", "--linger", "5", "--max-linger", "30")
+    try:
+        # The first tick has committed once the state branch exists on the origin.
+        wait(lambda: git("ls-remote", "origin", "orchestrator-state", cwd=user.cwd) != "",
+             "the first tick did not commit", timeout=120)
+        time.sleep(1)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "linger: SIGTERM: stopping" in err, err
+    assert took < 30, f"SIGTERM took {took:.1f} s to end the wait"
+
+
+@pytest.mark.slow
+def test_serve_wakes_for_a_slot_between_its_intervals(tmp_path: Path) -> None:
+    """--interval 600 would wake at whole ten minutes; the slot fires within a second."""
+    user = minutely(tmp_path)
+    started = datetime.now(UTC)
+    next_slot = boundary_after(started)
+    proc = user.start("serve", "--interval", "600")
+    try:
+        wait(lambda: datetime.now(UTC) >= next_slot + timedelta(seconds=20), "clock",
+             timeout=150)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    late = lateness(user)
+    assert next_slot in late, (sorted(late), err)
+    assert 0 <= late[next_slot] < 1, late

@@ -1,0 +1,168 @@
+"""The contract with GitHub: every request the executor sends and every answer the fake
+gives, checked against GitHub's published API description (an extract of
+``@octokit/openapi`` in ``tests/data/github-openapi``), for api.github.com (API
+versions 2022-11-28 and 2026-03-10) and GitHub Enterprise Server 3.17.
+
+The ``fake_github`` and ``fake_ghes`` fixtures run the same check after every test
+that uses them; here a whole dispatch / observe / lookup / cancel cycle runs in each
+kind of GitHub, and the checker itself is shown to catch drift.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from orchestrator.executors.base import Handle
+from tests.fakes import openapi
+from tests.fakes.github import FakeGitHub
+from tests.integration.test_github_executor import RUN, T0, executor, handles, req
+
+OPERATIONS = {
+    "actions/create-workflow-dispatch",
+    "actions/list-workflow-runs",
+    "actions/get-workflow-run",
+    "actions/list-jobs-for-workflow-run",
+    "actions/cancel-workflow-run",
+}
+
+
+def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
+    """Dispatch, look up, observe, cancel: every endpoint the executor uses. Returns
+    the operations called."""
+    fake.now = T0
+    ex = executor(fake, **options)
+    results = ex.dispatch([req("a"), req("b")])
+    ci_run = results[0].handle["ci_run_id"]
+    ex.lookup([req("a", marked_at=T0)])
+    fake.set_job(ci_run, "a", "in_progress")
+    ex.observe(handles(results))
+    fake.set_job(ci_run, "b", "waiting")
+    # a handle whose job never appears makes the executor read the run itself
+    ghost = {"ci_run_id": ci_run, "job_name": f"{RUN}--ghost--1"}
+    ex.observe([*handles(results), Handle(key=f"{RUN}--ghost--1", handle=ghost,
+                                          timeout_minutes=30)])
+    for h in handles(results):
+        ex.cancel(h)
+    fake.now = T0 + timedelta(minutes=1)
+    ex.observe(handles(results))
+    called = set()
+    for record in fake.requests:
+        found = openapi.find_operation(fake.description_for(record), record.method,
+                                       record.path.removeprefix(fake.prefix))
+        if found:
+            called.add(found[0])
+    return called
+
+
+def test_api_github_com_2022_11_28(fake_github: FakeGitHub) -> None:
+    assert _cycle(fake_github) == OPERATIONS
+    assert {r.api_version for r in fake_github.requests} == {"2022-11-28"}
+    assert fake_github.contract_violations() == []
+
+
+def test_api_github_com_2026_03_10(fake_github: FakeGitHub) -> None:
+    assert _cycle(fake_github, api_version="2026-03-10") == OPERATIONS
+    assert {r.api_version for r in fake_github.requests} == {"2026-03-10"}
+    assert fake_github.contract_violations() == []
+
+
+def test_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
+    assert _cycle(fake_ghes) == OPERATIONS
+    assert {fake_ghes.description_for(r) for r in fake_ghes.requests} == {openapi.GHES}
+    assert fake_ghes.contract_violations() == []
+
+
+# --------------------------------------------------------------------------- the checker
+
+
+def _run_answer(fake: FakeGitHub) -> dict[str, Any]:
+    fake.now = T0
+    results = executor(fake).dispatch([req("a")])
+    run = fake.runs[results[0].handle["ci_run_id"]]
+    return run.to_json(fake.api_url, fake.repository)
+
+
+GET_RUN = "/repos/octo-org/widgets/actions/runs/1"
+DISPATCH = "/repos/octo-org/widgets/actions/workflows/track.yml/dispatches"
+
+
+def test_an_answer_missing_a_required_field_is_drift(fake_github: FakeGitHub) -> None:
+    answer = _run_answer(fake_github)
+    assert openapi.response_violations(openapi.GITHUB, "GET", GET_RUN, 200, answer) == []
+    for field in ("head_repository", "run_number", "node_id"):
+        broken = {k: v for k, v in answer.items() if k != field}
+        [problem] = openapi.response_violations(openapi.GITHUB, "GET", GET_RUN, 200, broken)
+        assert f"'{field}' is a required property" in problem
+    wrong = {**answer, "run_number": "one"}
+    assert openapi.response_violations(openapi.GITHUB, "GET", GET_RUN, 200, wrong)
+    # `startup_failure` is a run conclusion; no job may have it
+    fake_github.set_job(answer["id"], "a", "completed", "success")
+    job = fake_github.runs[answer["id"]].jobs[0].to_json(fake_github.api_url,
+                                                          fake_github.repository)
+    jobs = {"total_count": 1, "jobs": [job]}
+    assert openapi.response_violations(openapi.GITHUB, "GET", GET_RUN + "/jobs", 200,
+                                       jobs) == []
+    odd = copy.deepcopy(jobs)
+    odd["jobs"][0]["conclusion"] = "startup_failure"
+    [problem] = openapi.response_violations(openapi.GITHUB, "GET", GET_RUN + "/jobs", 200, odd)
+    assert "'startup_failure' is not valid" in problem and "jobs/0/conclusion" in problem
+
+
+@pytest.mark.parametrize(("name", "allowed"), [(openapi.GITHUB, True),
+                                               (openapi.GITHUB_2026, False),
+                                               (openapi.GHES, False)])
+def test_return_run_details_exists_only_before_2026_03_10_on_github_com(
+        name: str, allowed: bool) -> None:
+    body = {"ref": "main", "inputs": {"run_id": RUN}, "return_run_details": True}
+    problems = openapi.request_violations(name, "POST", DISPATCH, {}, body)
+    assert (problems == []) is allowed
+    plain = {"ref": "main", "inputs": {"run_id": RUN}}
+    assert openapi.request_violations(name, "POST", DISPATCH, {}, plain) == []
+
+
+def test_the_descriptions_differ_where_github_does() -> None:
+    def dispatch(name: str) -> dict[str, Any]:
+        op: dict[str, Any] = openapi.description(name)["operations"][
+            "actions/create-workflow-dispatch"]
+        return op
+
+    assert set(dispatch(openapi.GITHUB)["responses"]) == {"200", "204"}
+    assert set(dispatch(openapi.GITHUB_2026)["responses"]) == {"200"}
+    assert set(dispatch(openapi.GHES)["responses"]) == {"204"}
+    assert dispatch(openapi.GHES)["request"]["properties"]["inputs"]["maxProperties"] == 10
+    assert dispatch(openapi.GITHUB)["request"]["properties"]["inputs"]["maxProperties"] == 25
+    for name in (openapi.GITHUB, openapi.GITHUB_2026, openapi.GHES):
+        assert openapi.description(name)["package"] == "@octokit/openapi@23.0.2"
+        assert set(openapi.description(name)["operations"]) == OPERATIONS
+
+
+def test_queries_and_statuses_outside_the_description_are_drift() -> None:
+    runs = "/repos/octo-org/widgets/actions/workflows/track.yml/runs"
+    ok = {"event": "workflow_dispatch", "created": "2026-12-01T06:55:30Z..2026-12-01T07:35:30Z",
+          "per_page": "100"}
+    assert openapi.request_violations(openapi.GITHUB, "GET", runs, ok, None) == []
+    [unknown] = openapi.request_violations(openapi.GITHUB, "GET", runs,
+                                           {**ok, "title": "x"}, None)
+    assert "'title' is not in" in unknown
+    assert openapi.request_violations(openapi.GITHUB, "GET", runs,
+                                      {**ok, "per_page": "many"}, None)
+    assert openapi.request_violations(openapi.GITHUB, "GET", runs,
+                                      {**ok, "created": ">=yesterday"}, None)
+    [status] = openapi.response_violations(openapi.GITHUB, "POST", DISPATCH, 201, None)
+    assert "status 201 is not documented" in status
+    # GitHub's error body for an error status it does not list per operation
+    assert openapi.response_violations(openapi.GITHUB, "GET", GET_RUN, 404,
+                                       {"message": "Not Found"}) == []
+    assert openapi.response_violations(openapi.GITHUB, "GET", GET_RUN, 404, ["x"])
+
+
+def test_the_extract_is_small_and_names_its_source() -> None:
+    for path in openapi.DATA.glob("*.json"):
+        assert path.stat().st_size < 200_000, path
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["source"].startswith("generated/") and data["package"].endswith("23.0.2")

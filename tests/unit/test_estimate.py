@@ -1,0 +1,113 @@
+"""The cost model on a virtual clock: exact figures where the delay model is switched
+off, GitHub's limits, and the delay model's documented shape."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from orchestrator.estimate import (
+    Billing,
+    CronDelay,
+    Setup,
+    billed,
+    simulate,
+    simulate_github_schedule,
+)
+from orchestrator.models import Schedule, ScheduleSpec
+
+START = datetime(2026, 12, 7, tzinfo=UTC)  # a Monday
+ON_TIME = CronDelay(median_minutes=0.001, p95_minutes=0.002, drop_rate=0.0)
+
+
+def sched(expr: str, tracks: int = 1, **fields: Any) -> Schedule:
+    data = {"cron": expr, "tracks": [{"name": f"t{i}", "run": "true"} for i in range(tracks)],
+            **fields}
+    return Schedule(id="s", spec=ScheduleSpec.model_validate_json(json.dumps(data)))
+
+
+def test_jobs_are_billed_by_the_started_minute() -> None:
+    assert [billed(s) for s in (1, 59, 60, 61, 600)] == [1, 1, 1, 2, 10]
+
+
+def test_a_lead_tick_lingers_until_the_slot_and_fires_it_at_once() -> None:
+    """Daily 07:00 UTC, one tick at 06:45 arriving on time, linger 20."""
+    daily = sched("0 7 * * *", tracks=4)
+    figures = simulate([daily], Setup(["45 6 * * *"], 20, 45), START, days=30, delay=ON_TIME)
+    # the tick starts at 06:45, sets up 40 s, ticks, waits until 07:00, ticks 10 s
+    assert figures.runner_minutes == {"ticks": 30 * billed(15 * 60 + 10),
+                                      "tracks": 30 * 4, "fan-in": 30}
+    assert figures.lateness(0.95) == pytest.approx(Billing().tick_seconds, abs=1)
+    assert (figures.slots, figures.missed, figures.tick_jobs) == (30, 0, 30)
+    assert figures.pushes == 30 * (1 + 2 + 1)  # heartbeat at 06:45, mark + record, fan-in
+
+
+def test_without_linger_the_slot_waits_for_the_next_tick() -> None:
+    daily = sched("0 7 * * *", catchup_window_minutes=600)
+    figures = simulate([daily], Setup(["45 6 * * *", "17 */6 * * *"], 0, 0), START, days=30,
+                       delay=ON_TIME)
+    # fired by the 12:17 safety tick: 5 h 17 min and a setup late
+    assert figures.lateness(0.5) == pytest.approx((5 * 3600 + 17 * 60) + 40 + 10, abs=1)
+    narrow = simulate([sched("0 7 * * *", catchup_window_minutes=60)],
+                      Setup(["45 6 * * *", "17 */6 * * *"], 0, 0), START, days=30,
+                      delay=ON_TIME)
+    assert narrow.missed == 30 and narrow.lateness_seconds == []
+
+
+def test_max_linger_caps_a_job_that_would_linger_forever() -> None:
+    every5 = sched("*/5 * * * *")
+    figures = simulate([every5], Setup(["4 * * * *"], 20, 45), START, days=1, delay=ON_TIME)
+    # each hourly job (from :04) ticks at :04:40, then at the slots up to 45 minutes
+    # after that: the last at :45, done at :45:10; the next slot is past --max-linger
+    assert figures.tick_jobs == 24
+    assert figures.runner_minutes["ticks"] == 30 * 24 * billed(41 * 60 + 10)
+
+
+def test_ticks_queued_behind_a_lingering_one_wait_and_the_newest_replaces_the_older() -> None:
+    daily = sched("0 7 * * *")
+    # ticks at 06:40, 06:45 and 06:50: the first lingers until 07:00; the second waits,
+    # the third replaces it; only the third runs, after the first, and finds nothing
+    figures = simulate([daily], Setup(["40,45,50 6 * * *"], 25, 45), START, days=1,
+                       delay=ON_TIME)
+    assert figures.tick_jobs == 2
+    assert figures.runner_minutes["ticks"] == 30 * (billed(20 * 60 + 10) + 1)
+
+
+def test_github_s_own_schedule_costs_the_tracks_only() -> None:
+    daily = sched("0 7 * * *", tracks=4)
+    figures = simulate_github_schedule([daily], START, days=30, delay=ON_TIME)
+    assert figures.runner_minutes == {"tracks": 120}
+    assert figures.pushes == figures.api_requests == 0
+
+
+def test_the_delay_model_has_its_documented_median_p95_and_drop_rate() -> None:
+    model = CronDelay()
+    rng = random.Random(1)
+    at = datetime(2026, 12, 7, 6, 45, tzinfo=UTC)
+    samples = [model.sample(rng, at) for _ in range(20000)]
+    minutes = sorted(s.total_seconds() / 60 for s in samples if s is not None)
+    dropped = samples.count(None) / len(samples)
+    assert 0.02 < dropped < 0.04
+    assert 3.7 < statistics.median(minutes) < 4.3
+    assert 28 < minutes[int(0.95 * len(minutes))] < 36
+    assert max(minutes) <= 180
+    top = [model.sample(rng, at.replace(minute=0)) for _ in range(20000)]
+    assert 0.05 < top.count(None) / len(top) < 0.07
+    late = sorted(s.total_seconds() / 60 for s in top if s is not None)
+    assert 7 < statistics.median(late) < 9
+
+
+def test_warnings_past_github_s_limits() -> None:
+    every5 = sched("*/5 * * * *", tracks=100)  # 12 fan-ins an hour, 101 requests each
+    figures = simulate([every5], Setup(["*/5 * * * *"], 0, 0), START, days=2, delay=ON_TIME)
+    warnings = figures.warnings()
+    assert any("more than the 2,000 GitHub Free gives" in w for w in warnings)
+    assert any("API requests in an hour" in w for w in warnings)
+    assert figures.to_json()["warnings"] == warnings
+    assert simulate([sched("0 7 * * *")], Setup(["45 6 * * *"], 20, 45), START, days=7,
+                    delay=ON_TIME).warnings() == []
