@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from . import state_index
 from .machine import RUN_TERMINAL
 from .models import DeadLetter, Run
 from .state import ROOT, parse_record, parse_with_spec, read_specs, run_dir
@@ -92,7 +93,8 @@ def compact(store: Archiver, keep_days: int, now: datetime) -> Plan | None:
     def change(snap: Snapshot) -> Change | None:
         nonlocal last
         last = plan(snap.files, keep_days, now)
-        return last.change
+        # the archived runs' folders leave the index's fingerprint in the same commit
+        return state_index.refresh(snap.files, last.change) if last.change else None
 
     cutoff = now - timedelta(days=keep_days)
     result = store.archive(change, f"compact: archive runs finished before {iso(cutoff)}",

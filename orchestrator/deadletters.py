@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from . import machine
+from . import machine, state_index
 from . import state as st
 from .errors import NotFound, UserError
 from .models import DeadLetter, RunStatus, TrackPhase
@@ -97,7 +97,7 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         run = machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
                                deadline=max(run.deadline, now + allowance))
         out[st.run_path(run.run_id)] = st.to_json(run)
-    return out
+    return state_index.refresh(files, out)  # the reopened run is open again
 
 
 def discard(files: Mapping[str, bytes], key: str, who: str, reason: str) -> Change | None:

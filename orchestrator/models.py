@@ -462,6 +462,9 @@ class Cursor(Frozen):
     notes: list[SlotNote] = Field(default_factory=list)
     paused: Pause | None = None
     """Set while the schedule is paused (``pause_after_failures``); it fires nothing."""
+    failures_in_a_row: int = Field(0, ge=0)
+    """Runs of the schedule that ended ``failed`` in a row, counted as each finishes
+    (a tick reads only open runs, so the count cannot be taken from finished ones)."""
     resumed: Pause | None = None
     """The last resume: failures before it no longer count towards a pause."""
 

@@ -5,17 +5,19 @@ thing looked at outside the schedule is the list of workflow files, passed in.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .cron import NEXT_HORIZON, SlotInfo, SlotKind, dst_note
+from .cron import NEXT_HORIZON, Search, SlotInfo, SlotKind, dst_note
 from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
 from .schedules import LoadResult
 from .times import iso
-from .triggers import Trigger, for_spec, min_interval
+from .triggers import Trigger, for_spec
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes."""
@@ -41,7 +43,17 @@ class Upcoming:
 
 def upcoming(schedule: Schedule, start: datetime, n: int) -> Upcoming:
     """The next ``n`` firing slots after ``start``, with their local times."""
-    found = for_spec(schedule.spec).next(start, n)
+    return _upcoming(for_spec(schedule.spec).next(start, n), start, n)
+
+
+def _first(found: Search, n: int) -> Search:
+    """The search for ``n`` slots, read off a search for at least as many."""
+    if len(found.found) >= n:
+        return Search(found.found[:n])
+    return found  # it gave up before n as well, at the same horizon
+
+
+def _upcoming(found: Search, start: datetime, n: int) -> Upcoming:
     stopped = None
     if found.horizon is not None:
         count = len(found.found)
@@ -93,22 +105,37 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
             if track.run is None] + runner
 
 
+@functools.lru_cache(maxsize=1024)
+def _search(trigger: Trigger, start: datetime, n: int) -> Search:
+    # Schedules that share their timing (the same cron and zone: a repository of a
+    # thousand schedules has far fewer timings) share one search.
+    return trigger.next(start, n)
+
+
+@functools.lru_cache(maxsize=1024)
 def _dst_notes(trigger: Trigger, zone_name: str, start: datetime, until: datetime
-               ) -> list[str]:
+               ) -> tuple[str, ...]:
     notes = [n for n in (dst_note(s, zone_name) for s in trigger.explain(start, until)) if n]
     if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
         notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more runs "
                                    "changed by daylight saving in the preview"]
-    return notes
+    return tuple(notes)  # shared by the schedules with this timing (cached)
 
 
-def _timing_warnings(trigger: Trigger, catchup: str, start: datetime) -> list[str]:
-    """Warnings about when a repeating schedule runs, from a sample of its next runs."""
-    sample = trigger.next(start, 64)
+SAMPLE = 64
+"""Runs the timing warnings look at."""
+
+
+def _timing_warnings(trigger: Trigger, catchup: str, start: datetime,
+                     sample: Search) -> list[str]:
+    """Warnings about when a repeating schedule runs, from ``sample``, its next
+    :data:`SAMPLE` runs."""
     if not sample.found:
         return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
     found: list[str] = []
-    shortest = min_interval(trigger, start)
+    # min_interval(trigger, start) over the sample already in hand (the same 64 runs)
+    gaps = [b.at - a.at for a, b in itertools.pairwise(sample.found)]
+    shortest = min(gaps) if gaps else None
     if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
         minutes = int(shortest.total_seconds() // 60)
         found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
@@ -117,11 +144,20 @@ def _timing_warnings(trigger: Trigger, catchup: str, start: datetime) -> list[st
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
     # the next tick however busy GitHub is.
-    plain = trigger.explain(start, sample.found[-1].at) if trigger.repeats else []
+    # The firing slots up to the sample's last are the sample itself.
+    plain = sample.found if trigger.repeats else ()
     if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not SlotKind.SHIFTED):
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime, n: int
+                            ) -> tuple[str, ...]:
+    """:func:`_timing_warnings`, once per timing (like :func:`_search`)."""
+    sample = _first(_search(trigger, start, max(n, SAMPLE)), SAMPLE)
+    return tuple(_timing_warnings(trigger, catchup, start, sample))
 
 
 def preview(schedule: Schedule, start: datetime, n: int,
@@ -133,14 +169,16 @@ def preview(schedule: Schedule, start: datetime, n: int,
     trigger = for_spec(spec)
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
         schedule, workflows))
+    # One search serves the preview and the timing warnings.
+    sample = _search(trigger, start, max(n, SAMPLE))
     if n > 0:
-        found = upcoming(schedule, start, n)
+        found = _upcoming(_first(sample, n), start, n)
         result.upcoming = found.slots
         if found.slots:
             result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
-    result.warnings += _timing_warnings(trigger, spec.catchup.value, start)
+    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start, n)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result

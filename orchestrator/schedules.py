@@ -85,15 +85,25 @@ def load_all(directory: Path) -> LoadResult:
     by_id: dict[str, list[Path]] = {}
     for path in files:
         by_id.setdefault(path.stem, []).append(path)
+    # The folder is resolved once, not once per file (resolving is a stat per part of
+    # the path, thousands of them for a large repository); a symlinked file still is.
+    folder = display_path(directory, root) if directory.resolve().is_relative_to(
+        root.resolve()) else None
+
+    def display(path: Path) -> str:
+        if folder is None or path.is_symlink():
+            return display_path(path, root)
+        return f"{folder}/{path.name}" if folder != "." else path.name
+
     for stem, paths in sorted(by_id.items()):
         if len(paths) > 1:
-            shown = [display_path(p, root) for p in paths]
+            shown = [display(p) for p in paths]
             for here in shown:
                 others = ", ".join(s for s in shown if s != here)
                 result.errors.append(ScheduleError(
                     here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
             continue
-        loaded = _load(paths[0], display_path(paths[0], root))
+        loaded = _load(paths[0], display(paths[0]))
         if isinstance(loaded, Schedule):
             result.schedules.append(loaded)
         else:

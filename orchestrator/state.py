@@ -134,6 +134,9 @@ class State:
     """Runner label -> its health (``runs_on`` routing), in ``state/health.json``."""
     undos: dict[str, dict[str, Track]] = field(default_factory=dict)
     """Run id -> track -> the compensation of that track (``on_failure: compensate``)."""
+    known_runs: frozenset[str] = frozenset()
+    """Ids of runs on the branch that ``runs`` may leave out (a tick loads only the open
+    ones, see :mod:`orchestrator.state_index`): such a slot has fired already."""
 
     def copy(self) -> State:
         return State(
@@ -145,6 +148,7 @@ class State:
             quarantined=dict(self.quarantined),
             runners=dict(self.runners),
             undos={k: dict(v) for k, v in self.undos.items()},
+            known_runs=self.known_runs,
         )
 
     def held_schedules(self) -> set[str]:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import state as st
+from . import state_index
 from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
@@ -43,7 +44,7 @@ def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime |
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
           now: datetime, max_staleness: timedelta) -> dict[str, Any]:
     """The status report (pure): everything ``status`` prints, as a JSON-able dict."""
-    state = st.load(files)
+    state = state_index.load(files).state  # open runs only, like the tick
     last = st.last_tick_at(files)
     age = now - last if last is not None else None
     rows = []

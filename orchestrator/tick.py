@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import run_scope
+from . import run_scope, state_index
 from . import state as st
 from .breaker import Breaker, merge_breaker
 from .errors import ExecutorError, OrchestratorError, Rewound
@@ -37,6 +37,7 @@ from .models import Run, Schedule
 from .observing import gather as gather
 from .outcomes import Folder
 from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
+from .planner.pause import record_finish
 from .policies import Pause
 from .repo_config import cadence_or_default
 from .schedules import load_all
@@ -221,8 +222,10 @@ class Tick:
 
     # ---------------------------------------------------------------- planning
 
-    def _plan_files(self, snap: Snapshot, state: st.State, schedules: list[Schedule],
-                    invalid: list[str], obs: Observations, breaker: Breaker | None) -> Planned:
+    def _plan_files(self, snap: Snapshot, loaded: state_index.Loaded,
+                    schedules: list[Schedule], invalid: list[str], obs: Observations,
+                    breaker: Breaker | None) -> Planned:
+        state = loaded.state
         others: dict[str, Run] = {}
         if self.scope is not None:
             others = state.runs
@@ -230,6 +233,8 @@ class Tick:
         decision = plan([] if self.scope else schedules, state, obs, self.now,
                         executor=self.executor_name, dispatch_grace=self.grace, invalid=invalid,
                         caps=self._caps)
+        if loaded.note:
+            decision.log.insert(0, loaded.note)
         if breaker is not None:
             decision.state.health[self.executor_name] = merge_breaker(
                 self._breaker_base, state.health.get(self.executor_name), breaker)
@@ -239,6 +244,7 @@ class Tick:
         pauses_moved = _pauses(decision.state) != _pauses(state)
         rendered = self._consolidate(decision, files, snap.files, schedules, summaries,
                                      others, pauses_moved)
+        files = state_index.refresh(snap.files, files, loaded.index)
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
@@ -286,13 +292,20 @@ class Tick:
                                     f"{type(exc).__name__}: {exc}")
                 continue
             decision.state.runs[run_id] = finished
+            cursor = decision.state.cursors.get(run.schedule_id)
+            if cursor is not None:  # the pause rule counts failures as runs finish
+                counted = record_finish(cursor, finished)
+                if counted is not cursor:
+                    decision.state.cursors[run.schedule_id] = counted
+                    files[st.cursor_path(run.schedule_id)] = st.to_json(counted)
             files[st.brief_path(run_id)] = html.encode()
             decision.note(run_id, done)
             rendered.append(run_id)
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
         try:
-            runs = {**others, **decision.state.runs}  # a scoped tick sees one run
+            # the tick loaded only the open runs (a scoped tick: one); the page lists all
+            runs = {**state_index.all_runs(old), **others, **decision.state.runs}
             files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template,
@@ -348,7 +361,8 @@ class Tick:
         if problem:  # reported like an invalid schedule; the schedules are still served
             invalid.append(problem)
         result.schedule_errors = invalid
-        state0 = st.load(snap.files)
+        loaded0 = state_index.load(snap.files)
+        state0 = loaded0.state
         held = state0.held_schedules()
         schedules = [s for s in schedules if s.id not in held]
         result.quarantined = state0.quarantine_lines()
@@ -364,7 +378,7 @@ class Tick:
         breaker = executor.health()
 
         if dry_run:
-            planned = self._plan_files(snap, state0, schedules, invalid, obs, breaker)
+            planned = self._plan_files(snap, loaded0, schedules, invalid, obs, breaker)
             result.decision = planned.decision
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
@@ -379,8 +393,8 @@ class Tick:
             nonlocal marked
             # plan() never mutates its input, so the state parsed for observation is
             # reused while the compare-and-swap still sees the same tip
-            state = state0 if s.tip == snap.tip else st.load(s.files)
-            marked = self._plan_files(s, state, schedules, invalid, obs, breaker)
+            loaded = loaded0 if s.tip == snap.tip else state_index.load(s.files)
+            marked = self._plan_files(s, loaded, schedules, invalid, obs, breaker)
             return marked.changes or None
 
         outcome = self.store.transact(mark, f"tick {iso(self.now)}: decide", snapshot=snap)
@@ -424,7 +438,8 @@ class Tick:
     def _record(self, results: list[DispatchResult], breaker: Breaker | None,
                 result: TickResult) -> None:
         def record(s: Snapshot) -> dict[str, bytes | None] | None:
-            before = st.load(s.files)
+            loaded = state_index.load(s.files)
+            before = loaded.state
             state = before.copy()
             records = record_dispatch(state, results, self.now)
             if breaker is not None:
@@ -434,6 +449,7 @@ class Tick:
             touched: dict[str, list[str]] = {}
             for record in records:
                 touched.setdefault(record.run_id, []).append(record.change)
+            files = state_index.refresh(s.files, files, loaded.index)
             changed = st.changes(s.files, files)
             if changed:
                 for run_id, rows in sorted(touched.items()):
@@ -441,7 +457,8 @@ class Tick:
                                         "changes": rows})
                     files[st.polls_path(run_id)] = _append_lines(
                         s.files, st.polls_path(run_id), [row])
-            result.record_log = [str(r) for r in records]
+            result.record_log = [*([loaded.note] if loaded.note else []),
+                                 *(str(r) for r in records)]
             return st.changes(s.files, files) or None
 
         outcome = self.store.transact(record, f"tick {iso(self.now)}: record dispatch")

@@ -20,7 +20,12 @@ from .times import iso
 
 
 class Trigger(Protocol):
-    """The instants at which a schedule is due, with their local times."""
+    """The instants at which a schedule is due, with their local times.
+
+    Immutable and hashable: two equal triggers give the same slots (a preview shares
+    one search among schedules with the same timing)."""
+
+    def __hash__(self) -> int: ...
 
     @property
     def repeats(self) -> bool:

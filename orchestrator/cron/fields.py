@@ -82,13 +82,18 @@ class CronExpr:
         """
         return not (self.fields[0].startswith("*") or self.fields[1].startswith("*"))
 
-    @property
+    # Cached: the day loop of :meth:`hour_matches` asks for each day it visits.
+    @functools.cached_property
     def day_star(self) -> bool:
         return self.fields[2].startswith("*")
 
-    @property
+    @functools.cached_property
     def weekday_star(self) -> bool:
         return self.fields[4].startswith("*")
+
+    @functools.cached_property
+    def _sorted_days(self) -> tuple[int, ...]:
+        return tuple(sorted(self.days))
 
     @property
     def both_days_restricted(self) -> bool:
@@ -129,6 +134,16 @@ class CronExpr:
             if day.month not in self.months:
                 day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
                 continue
+            if self.weekday_star and day.day not in self.days:
+                # Only the day of the month decides: go to the next day it names.
+                later = [d for d in self._sorted_days if d > day.day]
+                month_end = (28 + _leap(day.year) if day.month == 2
+                             else _MONTH_DAYS[day.month - 1])
+                if later and later[0] <= month_end:
+                    day = date(day.year, day.month, later[0])
+                else:
+                    day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+                continue
             if self.day_matches(day):
                 midnight = datetime(day.year, day.month, day.day)
                 for hour in self.hours:
@@ -145,6 +160,10 @@ class CronExpr:
                         if part:
                             yield base, part
             day += _DAY
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
 _MINUTES = tuple(timedelta(minutes=m) for m in range(60))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -101,6 +102,7 @@ def _day_words(expr: CronExpr) -> str:
     return words
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and asked once per schedule by validate
 def cron_words(expr: str) -> str:
     """The expression in words, e.g. ``"at 02:00 on Monday through Friday"``."""
     parsed = parse_cron(expr)

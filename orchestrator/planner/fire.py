@@ -97,7 +97,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     last_slot = cursor.last_slot
     for slot in fire:
         run_id = run_id_for(sid, slot)
-        if run_id in ctx.st.runs:
+        if run_id in ctx.st.runs or run_id in ctx.st.known_runs:
             continue  # already fired (idempotency key)
         day = utc_date_key(slot, spec.zone)
         if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:

@@ -19,7 +19,7 @@ from datetime import datetime
 from .. import machine
 from .. import state as st
 from ..errors import NotFound, UserError
-from ..models import Cursor, Schedule
+from ..models import Cursor, Run, Schedule
 from ..policies import Pause
 from ..store import Change
 from ..times import iso
@@ -46,6 +46,14 @@ def failure_streak(state: st.State, schedule_id: str, after: datetime | None = N
     return streak
 
 
+def record_finish(cursor: Cursor, run: Run) -> Cursor:
+    """``cursor`` counting the finished ``run``: one more failure in a row, or none."""
+    count = cursor.failures_in_a_row + 1 if run.status is R.FAILED else 0
+    if count == cursor.failures_in_a_row:
+        return cursor
+    return cursor.model_copy(update={"failures_in_a_row": count})
+
+
 def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
     """``cursor``, paused if the schedule's last ``pause_after_failures`` runs failed."""
     limit = schedule.spec.pause_after_failures
@@ -56,12 +64,15 @@ def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
         return cursor
     if limit is None:
         return cursor
+    # The runs the tick loaded (all of them in a full load), or the cursor's count of
+    # failures as runs finished (a tick loads only open runs)
     streak = failure_streak(ctx.st, schedule.id,
                             cursor.resumed.at if cursor.resumed is not None else None)
-    if len(streak) < limit:
+    count = max(len(streak), cursor.failures_in_a_row)
+    if count < limit:
         return cursor
-    reason = (f"{len(streak)} consecutive runs failed (pause_after_failures={limit}), "
-              f"the last {streak[0]}")
+    reason = (f"{count} consecutive runs failed (pause_after_failures={limit})"
+              + (f", the last {streak[0]}" if streak else ""))
     ctx.d.log.append(f"{schedule.id}: paused: {reason}")
     return cursor.model_copy(update={"paused": Pause(by=PAUSED_BY, at=ctx.now,
                                                      reason=reason)})
@@ -79,6 +90,7 @@ def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
     resumed = cursor.model_copy(update={
         "paused": None,
         "resumed": Pause(by=who, at=now, reason=reason),
+        "failures_in_a_row": 0,
         "since": max(cursor.since, now),
     })
     return {st.cursor_path(schedule_id): st.to_json(resumed)}

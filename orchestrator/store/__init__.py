@@ -6,6 +6,7 @@
 - :mod:`.memory`: :class:`InMemoryStateStore`, the fake with a contention hook;
 - :mod:`.push`: how a push ended, read from git's output;
 - :mod:`.plumbing`: the git command wrapper, the transport, redaction, the token header;
+- :mod:`.tree`: the files of one commit, listed by folder and loaded in bulk;
 - :mod:`.git`: :class:`GitStateStore`, the compare-and-swap loop over a git remote.
 
 The store knows nothing of the domain: it writes files under ``state/``, whatever

@@ -17,10 +17,9 @@ import logging
 import os
 import random
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -28,6 +27,7 @@ from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, TransactResult, effective
 from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
+from .tree import TreeFiles
 
 log = logging.getLogger(__name__)
 
@@ -41,84 +41,6 @@ ACCEPT_REWIND = "orchestrator status --accept-rewind"
 # The identity of the state commits on a runner that has none configured.
 FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
-
-
-class _TreeFiles(Mapping[str, bytes]):
-    """Files of one commit: the tree is listed once, contents loaded in bulk on demand.
-
-    A miss loads the requested file together with its not yet loaded siblings (same
-    folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
-    one call (the state parser asks for every ``run.json`` at once, but never for the
-    briefs or the tracks of finished runs). Contents are cached by blob id in a cache
-    shared by the store's snapshots, so reading the same tip twice (the tick reads,
-    then its compare-and-swap reads again) loads nothing the second time.
-    """
-
-    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None) -> None:
-        self._git = git
-        self._tip = tip
-        self._lock = threading.Lock()
-        self._index: dict[str, str] | None = None
-        self._cache: dict[str, bytes] = {} if cache is None else cache
-
-    def _entries(self) -> dict[str, str]:
-        with self._lock:
-            if self._index is None:
-                raw = self._git.run("ls-tree", "-r", "-z", "--full-tree", self._tip).stdout
-                index: dict[str, str] = {}
-                for record in raw.split(b"\0"):
-                    if not record:
-                        continue
-                    meta, _, path = record.partition(b"\t")
-                    _mode, kind, sha = meta.split(b" ")
-                    if kind == b"blob":  # submodules (commit entries) carry no content
-                        index[path.decode("utf-8", "surrogateescape")] = sha.decode()
-                self._index = index
-            return self._index
-
-    def __getitem__(self, path: str) -> bytes:
-        entries = self._entries()
-        if path not in entries:
-            raise KeyError(path)
-        sha = entries[path]
-        with self._lock:
-            if sha not in self._cache:
-                folder = path.rpartition("/")[0] + "/"
-                self._load([sha, *(s for p, s in entries.items() if p.startswith(folder)
-                                   and "/" not in p[len(folder):])])
-            return self._cache[sha]
-
-    def prefetch(self, paths: Iterable[str]) -> None:
-        """Load the contents of ``paths`` (those in the tree) with one git call."""
-        entries = self._entries()
-        with self._lock:
-            self._load([entries[p] for p in paths if p in entries])
-
-    def _load(self, shas: Iterable[str]) -> None:
-        wanted = sorted({s for s in shas if s not in self._cache})
-        if not wanted:
-            return
-        out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in wanted)
-                            .encode()).stdout
-        pos = 0
-        while pos < len(out):
-            end = out.index(b"\n", pos)
-            sha, _kind, size = out[pos:end].decode().split(" ")
-            start = end + 1
-            self._cache[sha] = out[start:start + int(size)]
-            pos = start + int(size) + 1
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._entries()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries())
-
-    def __len__(self) -> int:
-        return len(self._entries())
-
-    def __repr__(self) -> str:
-        return f"<files of {self._tip[:12]}: {len(self)} paths>"
 
 
 _EMPTY: Mapping[str, bytes] = MappingProxyType({})
@@ -216,8 +138,14 @@ class GitStateStore:
             raise UserError(f"invalid state branch name {branch!r}")
         self.url, self.remote_name = self._resolve(remote)
         self._setup_env(token if token is not None else os.environ.get("GITHUB_TOKEN"))
-        self.transport: Transport = transport or GitTransport(self.git, self.url)
         self._depth: int | None = self._fetch_depth()
+        # A shallow clone is a CI runner's checkout: fetch the state without blobs and
+        # then only the blobs a reader asks for, so a fresh runner does not download
+        # every finished run's records. A full clone (a developer's machine) fetches
+        # everything, as it keeps what it fetched.
+        self._partial = self._depth is not None and self._shallow
+        self.transport: Transport = transport or GitTransport(
+            self.git, self.url, partial=self._partial)
 
     # ---------------------------------------------------------------- setup
 
@@ -255,10 +183,10 @@ class GitStateStore:
         self.git.env.update(env)
 
     def _fetch_depth(self) -> int | None:
-        shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
+        self._shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
         local = self.git.run("show-ref", "--verify", "--quiet", self.ref,
                              check=False).returncode == 0
-        return 1 if shallow or not local else None
+        return 1 if self._shallow or not local else None
 
     def where(self) -> str:
         return f"branch {self.branch!r} of {self.remote_name}"
@@ -267,7 +195,27 @@ class GitStateStore:
 
     def read(self) -> Snapshot:
         tip = self._fetch_tip()
-        return Snapshot(tip, _TreeFiles(self.git, tip, self._blobs) if tip else _EMPTY)
+        if not tip:
+            return Snapshot(tip, _EMPTY)
+        fetch = self._fetch_blobs if self._partial else None
+        return Snapshot(tip, TreeFiles(self.git, tip, self._blobs, fetch))
+
+    def _fetch_blobs(self, shas: list[str]) -> None:
+        # Which are here already (a clone that ticked before): rev-list names the
+        # objects it has and, unlike cat-file, never fetches a missing one by itself.
+        have = self.git.run("rev-list", "--objects", "--no-walk", "--missing=print",
+                            "--ignore-missing", "--stdin",
+                            input="".join(f"{s}\n" for s in shas).encode()).stdout
+        present = {line.split(b" ")[0].decode() for line in have.splitlines()}
+        shas = [s for s in shas if s not in present]
+        if not shas:
+            return
+        # A transport injected by a test may not know partial fetches: then git's own
+        # transport fetches the blobs.
+        fetch = getattr(self.transport, "fetch_blobs", None)
+        if fetch is None:
+            fetch = GitTransport(self.git, self.url, partial=True).fetch_blobs
+        fetch(shas)
 
     def _fetch_tip(self) -> str | None:
         for attempt in range(5):
@@ -478,7 +426,9 @@ class GitStateStore:
             info += [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
             self.git.run("update-index", "-z", "--index-info",
                          input="".join(f"{line}\0" for line in info).encode(), env=env)
-            tree = self.git.out("write-tree", env=env)
+            # --missing-ok: in a partial clone the blobs of untouched records are not
+            # here, and checking them would make git fetch each one.
+            tree = self.git.out("write-tree", "--missing-ok", env=env)
         parents = ["-p", tip] if tip is not None and not root else []
         # Two writers applying the same change to the same tip within one second would
         # otherwise build byte-identical commits, and the second push would report

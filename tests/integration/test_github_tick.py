@@ -19,6 +19,7 @@ from orchestrator.store import GitStateStore
 from orchestrator.tick import Tick, TickResult
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
+from tests.indexcheck import assert_index_agrees
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
@@ -27,6 +28,7 @@ BRANCH = "orchestrator-state"
 
 def read_state(repo: Path) -> tuple[st.State, dict[str, bytes]]:
     snap = GitStateStore(repo, "origin", BRANCH).read()
+    assert_index_agrees(snap.files)  # after every step of every test here
     return st.load(snap.files, all_tracks=True), dict(snap.files)
 
 

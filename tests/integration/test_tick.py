@@ -21,6 +21,7 @@ from orchestrator.models import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 from tests.builders import spec_data
 from tests.gitrepo import clone, make_origin
+from tests.indexcheck import assert_index_agrees
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 BRANCH = "orchestrator-state"
@@ -285,6 +286,7 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
                                   stderr=subprocess.PIPE, text=True) for c in clones]
         errors = [p.communicate()[1] for p in procs]
         assert [p.returncode for p in procs] == [0] * 8, errors
+        assert_index_agrees(state_of(clones[0])[1].files)
     state, _ = state_of(clones[0])
     from orchestrator.schedules import load_all
     from orchestrator.triggers import for_spec

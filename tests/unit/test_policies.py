@@ -16,7 +16,7 @@ from orchestrator.errors import UserError
 from orchestrator.executors.base import Observation
 from orchestrator.models import RunStatus, Schedule, TrackPhase
 from orchestrator.planner import Caps, Decision, Observations, finish, plan
-from orchestrator.planner.pause import failure_streak, resume
+from orchestrator.planner.pause import failure_streak, record_finish, resume
 from orchestrator.state import State
 from tests.builders import schedule_factory
 
@@ -154,6 +154,27 @@ def test_pause_after_n_consecutive_failed_runs_then_nothing_fires() -> None:
     assert later.state.cursors["job"] is d.state.cursors["job"]
     assert any("paused since" in line for line in later.log)
     assert sorted(later.state.runs) == sorted(state.runs)
+
+
+def test_the_cursor_s_count_pauses_a_tick_that_reads_only_open_runs() -> None:
+    """A tick reads only open runs (the index): the count kept as runs finish pauses."""
+    s = sched(overlap="skip", pause_after_failures=2)
+    state = fail_run([s], State(), T0)
+    run = state.runs["job--20261201T0700Z"]
+    assert run.status is RunStatus.FAILED
+    counted = record_finish(state.cursors["job"], run)
+    assert counted.failures_in_a_row == 1
+    counted = record_finish(counted, run)
+    assert record_finish(counted, run.model_copy(update={"status": RunStatus.COMPLETED})
+                         ).failures_in_a_row == 0
+    only_open = State(cursors={"job": counted})  # no finished run loaded
+    d = tick([s], only_open, T0 + timedelta(minutes=10))
+    pause = d.state.cursors["job"].paused
+    assert pause is not None and "2 consecutive runs failed" in pause.reason
+    assert d.state.runs == {}
+    files = st.State(cursors=d.state.cursors).dump()
+    change = resume(files, "job", "ops", "fixed", T0 + timedelta(minutes=20))
+    assert json.loads(change[st.cursor_path("job")])["failures_in_a_row"] == 0
 
 
 def test_a_success_breaks_the_streak() -> None:

@@ -1,0 +1,160 @@
+"""The files of one commit of the state branch, as a mapping read lazily and in bulk.
+
+Listed folder by folder (``ls-tree``), contents loaded many at a time (``cat-file
+--batch``), cached by blob id across snapshots; in a partial clone the missing blobs
+are fetched first, in one request. :class:`~.git.GitStateStore` hands one to each
+snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+from ..errors import OrchestratorError
+from .plumbing import Git
+
+
+class TreeFiles(Mapping[str, bytes]):
+    """Files of one commit, listed folder by folder and loaded in bulk on demand.
+
+    A lookup lists only the file's folder (one ``git ls-tree`` of that tree), so a
+    reader that knows where to look never pays for the size of the whole tree: the
+    tick reads a few folders of a state branch that may hold tens of thousands of
+    finished runs. Iterating lists the whole tree once (``ls-tree -r``), as the
+    commands that show every run need.
+
+    A miss loads the requested file together with its not yet loaded siblings (same
+    folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
+    one call (the state parser asks for every record it needs at once).
+    :meth:`listdirs` lists several folders in one call. Contents are cached by blob
+    id in a cache shared by the store's snapshots, so reading the same tip twice (the
+    tick reads, then its compare-and-swap reads again) loads nothing the second time.
+
+    In a partial clone (``fetch_blobs`` given: the tip was fetched without blobs) the
+    blobs a read needs are fetched in one request before ``cat-file`` reads them, so
+    git never fetches them one by one.
+    """
+
+    def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None,
+                 fetch_blobs: Callable[[list[str]], None] | None = None) -> None:
+        self._git = git
+        self._tip = tip
+        self._lock = threading.Lock()
+        self._index: dict[str, str] | None = None
+        self._dirs: dict[str, dict[str, tuple[bool, str]]] = {}
+        """folder -> name -> (is a folder, object id), for the folders listed so far."""
+        self._cache: dict[str, bytes] = {} if cache is None else cache
+        self._fetch_blobs = fetch_blobs
+
+    def _entries(self) -> dict[str, str]:
+        with self._lock:
+            if self._index is None:
+                raw = self._git.run("ls-tree", "-r", "-z", "--full-tree", self._tip).stdout
+                index: dict[str, str] = {}
+                for record in raw.split(b"\0"):
+                    if not record:
+                        continue
+                    meta, _, path = record.partition(b"\t")
+                    _mode, kind, sha = meta.split(b" ")
+                    if kind == b"blob":  # submodules (commit entries) carry no content
+                        index[path.decode("utf-8", "surrogateescape")] = sha.decode()
+                self._index = index
+            return self._index
+
+    def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, tuple[bool, str]]]:
+        """``folder -> name -> (is a folder, object id)`` for each of ``folders`` (paths
+        from the repository root, without a trailing slash); a folder that does not
+        exist lists as empty. Listed with one ``ls-tree`` for all that are not cached."""
+        wanted = sorted({f.strip("/") for f in folders})
+        with self._lock:
+            todo = [f for f in wanted if f not in self._dirs]
+            if todo:
+                self._list(todo)
+            return {f: self._dirs[f] for f in wanted}
+
+    def _list(self, folders: list[str]) -> None:
+        for folder in folders:
+            self._dirs[folder] = {}
+        # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
+        # folder's entries rather than the folder itself; the root needs no pathspec.
+        raw = b""
+        if "" in folders:
+            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip).stdout
+        if any(folders):
+            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip, "--",
+                                 *(f"{f}/" for f in folders if f),
+                                 env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+        for record in raw.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path_b = record.partition(b"\t")
+            _mode, kind, sha = meta.split(b" ")
+            folder, _, name = path_b.decode("utf-8", "surrogateescape").rpartition("/")
+            if folder in self._dirs and kind in (b"blob", b"tree"):
+                self._dirs[folder][name] = (kind == b"tree", sha.decode())
+
+    def _sha(self, path: str) -> str | None:
+        if self._index is not None:
+            return self._index.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.listdirs([folder])[folder].get(name)
+        return entry[1] if entry is not None and not entry[0] else None
+
+    def __getitem__(self, path: str) -> bytes:
+        sha = self._sha(path)
+        if sha is None:
+            raise KeyError(path)
+        with self._lock:
+            if sha not in self._cache:
+                folder = path.rpartition("/")[0]
+                siblings = self._dirs.get(folder)
+                if siblings is None and self._index is not None:
+                    prefix = folder + "/"
+                    self._load([sha, *(s for p, s in self._index.items()
+                                       if p.startswith(prefix) and "/" not in p[len(prefix):])])
+                else:
+                    self._load([sha, *(s for is_dir, s in (siblings or {}).values()
+                                       if not is_dir)])
+            return self._cache[sha]
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Load the contents of ``paths`` (those in the tree) with one git call."""
+        paths = list(paths)
+        if self._index is None:
+            self.listdirs(p.rpartition("/")[0] for p in paths)
+        shas = [s for s in map(self._sha, paths) if s is not None]
+        with self._lock:
+            self._load(shas)
+
+    def _load(self, shas: Iterable[str]) -> None:
+        wanted = sorted({s for s in shas if s not in self._cache})
+        if not wanted:
+            return
+        if self._fetch_blobs is not None:
+            self._fetch_blobs(wanted)
+        out = self._git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in wanted)
+                            .encode()).stdout
+        pos = 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            header = out[pos:end].decode().split(" ")
+            if len(header) != 3:  # "<sha> missing": the fetch did not bring it
+                raise OrchestratorError(f"git object {header[0]} of {self._tip[:12]} is "
+                                        "missing from the local clone")
+            sha, _kind, size = header
+            start = end + 1
+            self._cache[sha] = out[start:start + int(size)]
+            pos = start + int(size) + 1
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._sha(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"<files of {self._tip[:12]}>"

@@ -1,0 +1,20 @@
+"""The check every test of the open-runs index makes: it says what the records say."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from orchestrator import state_index
+
+
+def assert_index_agrees(files: Mapping[str, bytes]) -> None:
+    """``state/open.json`` is present (once there is a run), readable, and exactly what
+    the run records and the run folders of ``files`` call for (every record read,
+    finished ones included)."""
+    index, problem = state_index.read(files)
+    folders = state_index.run_folders(files)
+    if index is None and not folders:
+        return  # a branch without runs gets its index with its first run
+    assert index is not None, f"{state_index.OPEN_INDEX} {problem}"
+    expected = state_index.build(state_index.all_runs(files).values(), folders)
+    assert index == expected

@@ -1,0 +1,161 @@
+"""The index of open runs against real git: rebuilt when broken by hand, kept equal to
+the records while ticks and reports race, and read without the finished runs' blobs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+
+from orchestrator import state as st
+from orchestrator import state_index as si
+from orchestrator.cli import Config
+from orchestrator.commands.tick import make_tick
+from orchestrator.models import Run, RunStatus
+from orchestrator.store import GitStateStore, Snapshot
+from tests.builders import spec_data
+from tests.gitrepo import clone, git, make_origin
+from tests.indexcheck import assert_index_agrees
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+BRANCH = "orchestrator-state"
+
+
+def files_of(repo: Path) -> Snapshot:
+    return GitStateStore(repo, "origin", BRANCH).read()
+
+
+def tick(repo: Path, now: datetime, work: Path) -> list[str]:
+    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
+    try:
+        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
+        return make_tick(cfg, "local", now).run().log
+    finally:
+        del os.environ["ORCHESTRATOR_WORK_DIR"]
+
+
+def by_hand(repo: Path, message: str, edit: dict[str, bytes | None]) -> None:
+    """Edit the state branch the way a person would: a checkout, a commit, a push."""
+    hand = repo.parent / "hand"
+    if not hand.exists():
+        git("clone", "--quiet", "--branch", BRANCH, str(repo / ".." / "origin.git"),
+            str(hand))
+    git("pull", "--quiet", "origin", BRANCH, cwd=hand)
+    for path, data in edit.items():
+        if data is None:
+            git("rm", "--quiet", path, cwd=hand)
+        else:
+            (hand / path).write_bytes(data)
+            git("add", path, cwd=hand)
+    git("commit", "--quiet", "-m", message, cwd=hand)
+    git("push", "--quiet", "origin", f"HEAD:{BRANCH}", cwd=hand)
+
+
+def started(tmp_path: Path, finished: int = 2) -> tuple[Path, Path]:
+    """A branch with three runs of `nightly`, the first ``finished`` of them finished."""
+    origin = make_origin(tmp_path, {"nightly": spec_data(cron="0 7 * * *", overlap="allow",
+                                                         tracks=("a",), run="sleep 30")})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    for day in range(3):
+        tick(repo, T0 + timedelta(days=day, minutes=1), work)
+    snap = GitStateStore(repo, "origin", BRANCH).read()
+    for day in range(finished):  # as a consolidating tick leaves them
+        rid = f"nightly--{T0 + timedelta(days=day):%Y%m%dT%H%MZ}"
+        run = Run.model_validate_json(snap.files[st.run_path(rid)])
+        change = {st.run_path(rid): st.to_json(run.model_copy(
+            update={"status": RunStatus.COMPLETED}))}
+        GitStateStore(repo, "origin", BRANCH).transact(
+            partial(lambda s, c: si.refresh(s.files, c), c=change), f"finish {rid}")
+    assert_index_agrees(files_of(repo).files)
+    return repo, work
+
+
+def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path: Path) -> None:
+    repo, work = started(tmp_path)
+    before = set(si.all_runs(files_of(repo).files))
+    by_hand(repo, "remove the index", {si.OPEN_INDEX: None})
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    assert log[0] == "state/open.json is missing: rebuilt from 3 run record(s), 1 open"
+    files = files_of(repo).files
+    assert_index_agrees(files)
+    assert set(si.all_runs(files)) == before
+    # the open run, found by the rebuild, was served (its track is past its timeout on
+    # the local executor's clock) and consolidated
+    assert "nightly--20261203T0700Z: consolidating (1 tapped_out)" in log
+    assert si.load(files).index.runs == {}
+    # the next tick trusts it again, and the next slot fires beside the open run
+    log = tick(repo, T0 + timedelta(days=3, minutes=1), work)
+    assert not any("open.json" in line for line in log)
+    assert_index_agrees(files_of(repo).files)
+    assert len(si.all_runs(files_of(repo).files)) == 4
+
+
+def test_a_corrupted_index_is_rebuilt_with_a_note(tmp_path: Path) -> None:
+    repo, work = started(tmp_path)
+    by_hand(repo, "break the index", {si.OPEN_INDEX: b'{"format": 1, "runs": {"x": 1}'})
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    assert log[0].startswith("state/open.json is unreadable (state/open.json: (root): "
+                             "Invalid JSON")
+    assert log[0].endswith("rebuilt from 3 run record(s), 1 open")
+    assert_index_agrees(files_of(repo).files)
+
+
+def test_racing_ticks_and_reports_keep_the_index_equal_to_the_records(tmp_path: Path
+                                                                      ) -> None:
+    schedules = {f"s{i}": spec_data(cron="* * * * *", overlap="allow", tracks=("a", "b"),
+                                    run="sleep 10", catchup_window_minutes=2)
+                 for i in range(3)}
+    origin = make_origin(tmp_path, schedules)
+    # one clone a process: processes sharing a clone is another test's subject
+    clones = [clone(origin, tmp_path / f"c{i}") for i in range(16)]
+    env = {**os.environ, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    fired: list[str] = []
+    for step in range(5):
+        now = T0 + timedelta(minutes=step)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        cmds = [["tick", "--now", stamp] for _ in range(3)]
+        # every open run's tracks report at the same moment, one a step
+        cmds += [["report", "--run", rid, "--track", "ab"[step % 2],
+                  "--phase", "complete" if step % 2 else "failed"] for rid in fired]
+        assert len(cmds) <= len(clones)
+        procs = [subprocess.Popen([sys.executable, "-m", "orchestrator", "--repo",
+                                   str(clones[i]), *cmd], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+                 for i, cmd in enumerate(cmds)]
+        errors = [(p.wait(), p.communicate()[1]) for p in procs]
+        assert all(code in (0, 1) for code, _ in errors), errors  # 1: an illegal move
+        assert all(code == 0 for code, _ in errors[:3]), errors
+        files = files_of(clones[0]).files
+        assert_index_agrees(files)
+        runs = si.all_runs(files)
+        fired = sorted(si.load(files).index.runs)
+    assert len(runs) == 3 * 5
+
+
+def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    origin = tmp_path / "origin.git"
+    git("config", "uploadpack.allowFilter", "true", cwd=origin)
+    runner = tmp_path / "runner"
+    git("clone", "--quiet", "--depth=1", f"file://{origin}", str(runner))
+    assert git("rev-parse", "--is-shallow-repository", cwd=runner) == "true"
+    before = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner)
+    assert tick(runner, T0 + timedelta(days=2, minutes=5), work) == []  # nothing to do
+    assert git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner) == before
+    tip = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner).split()[0]
+    missing = git("rev-list", "--objects", "--missing=print", tip, cwd=runner).split("\n")
+    absent = {line[1:] for line in missing if line.startswith("?")}
+    finished = [f"{st.run_dir(f'nightly--{T0 + timedelta(days=d):%Y%m%dT%H%MZ}')}/{name}"
+                for d in range(3) for name in ("run.json", "tracks/a.json")]
+    blobs = {git("rev-parse", f"{tip}:{path}", cwd=runner) for path in finished}
+    assert blobs <= absent  # never fetched
+    # and the runner's tick still fires the next slot, writing through the partial clone
+    tick(runner, T0 + timedelta(days=3, minutes=1), work)
+    files = files_of(repo).files
+    assert_index_agrees(files)
+    assert st.run_path("nightly--20261204T0700Z") in files

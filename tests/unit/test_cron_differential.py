@@ -1,0 +1,102 @@
+"""The cron evaluator against its previous implementation (``tests/cron_reference.py``)
+on random expressions, zones, policies and windows: caching the zones' transitions and
+the faster search changed no slot, no daylight-saving verdict and no zone change."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from orchestrator import cron
+from orchestrator.cron import DstFold, DstGap, DstPolicy
+from tests import cron_reference as ref
+
+ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Dublin", "America/New_York",
+         "America/Santiago", "America/St_Johns", "Australia/Sydney", "Australia/Lord_Howe",
+         "Pacific/Chatham", "Asia/Kolkata", "Asia/Tehran", "Africa/Casablanca",
+         "America/Sao_Paulo", "Pacific/Apia"]
+
+
+def field(rng: random.Random, low: int, high: int) -> str:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return "*"
+    if kind == 1:
+        return f"*/{rng.randint(2, max(2, (high - low) // 2))}"
+    if kind == 2:
+        return str(rng.randint(low, high))
+    if kind == 3:
+        a = rng.randint(low, high)
+        return f"{a}-{rng.randint(a, high)}"
+    if kind == 4:
+        return ",".join(str(v) for v in sorted(rng.sample(range(low, high + 1), 3)))
+    a = rng.randint(low, high)
+    return f"{a}-{high}/{rng.randint(1, 3)}"
+
+
+def expression(rng: random.Random) -> str:
+    hours = field(rng, 0, 23) if rng.random() < 0.7 else rng.choice(["1", "2", "1,2,3", "0-3"])
+    return " ".join([field(rng, 0, 59), hours, field(rng, 1, 28), field(rng, 1, 12),
+                     field(rng, 0, 6)])
+
+
+def policy(rng: random.Random) -> DstPolicy:
+    return DstPolicy(gap=rng.choice(list(DstGap)), fold=rng.choice(list(DstFold)))
+
+
+def moment(rng: random.Random) -> datetime:
+    return (datetime(2000, 1, 1, tzinfo=UTC)
+            + timedelta(minutes=rng.randrange(40 * 366 * 24 * 60)))
+
+
+def explained(items: list[cron.SlotInfo] | list[ref.SlotInfo]) -> list[tuple[object, ...]]:
+    return [(s.at, s.wall, s.kind.value, s.fires, s.local, s.local.utcoffset()) for s in items]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_slots_and_their_dst_verdicts_are_unchanged(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        expr, zone, dst = expression(rng), ZoneInfo(rng.choice(ZONES)), policy(rng)
+        after = moment(rng)
+        until = after + timedelta(hours=rng.choice([1, 6, 30, 24 * 9, 24 * 40]))
+        assert explained(cron.explain(expr, zone, dst, after, until)) == explained(
+            ref.explain(expr, zone, dst, after, until)), (expr, zone, dst, after, until)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_next_slots_and_searches_are_unchanged(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    for _ in range(12):
+        expr, zone, dst = expression(rng), ZoneInfo(rng.choice(ZONES)), policy(rng)
+        start, n = moment(rng), rng.choice([1, 5, 40])
+        assert cron.next_slots(expr, zone, dst, start, n) == ref.next_slots(
+            expr, zone, dst, start, n), (expr, zone, dst, start, n)
+        ours, theirs = cron.search(expr, zone, dst, start, n), ref.search(
+            expr, zone, dst, start, n)
+        assert explained(list(ours.found)) == explained(list(theirs.found))
+        assert ours.horizon == theirs.horizon
+
+
+def test_a_rare_expression_and_the_horizon_are_unchanged() -> None:
+    zone, dst = ZoneInfo("Europe/Berlin"), DstPolicy()
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for expr in ("0 0 29 2 *", "30 2 29 2 1", "0 0 31 12 *"):
+        assert cron.next_slots(expr, zone, dst, start, 3) == ref.next_slots(
+            expr, zone, dst, start, 3)
+        assert cron.search(expr, zone, dst, start, 50).horizon == ref.search(
+            expr, zone, dst, start, 50).horizon
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_zone_changes_are_unchanged(zone: str) -> None:
+    rng = random.Random(zone)
+    tz = ZoneInfo(zone)
+    for _ in range(6):
+        after = moment(rng)
+        until = after + timedelta(days=rng.choice([1, 40, 400, 900]))
+        ours = [(c.at, c.before, c.after) for c in cron.zone_changes(tz, after, until)]
+        assert ours == [(c.at, c.before, c.after) for c in ref.zone_changes(tz, after, until)]

@@ -1,0 +1,166 @@
+"""The index of open runs: kept by every writer, checked and rebuilt by every tick."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from orchestrator import state as st
+from orchestrator import state_index as si
+from orchestrator.deadletters import requeue
+from orchestrator.models import (
+    Cursor,
+    DeadLetter,
+    Run,
+    RunStatus,
+    Schedule,
+    Track,
+    TrackPhase,
+    TrackSpec,
+)
+from orchestrator.planner import Observations, plan
+from tests.builders import schedule
+from tests.indexcheck import assert_index_agrees
+
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+
+
+def run(run_id: str, status: RunStatus, slot: datetime = T0) -> Run:
+    return Run(run_id=run_id, schedule_id=run_id.partition("--")[0], slot=slot, fire_at=slot,
+               created_at=slot, deadline=slot + timedelta(hours=1), status=status,
+               tracks=["a"])
+
+
+def history(finished: int = 20) -> dict[str, bytes]:
+    """A branch with ``finished`` completed runs of ``old``, one running run of
+    ``nightly`` and its cursor, as writers that keep the index leave it."""
+    state = st.State()
+    for i in range(finished):
+        slot = T0 - timedelta(days=1, minutes=i)
+        r = run(f"old--{slot:%Y%m%dT%H%MZ}", RunStatus.COMPLETED, slot)
+        state.runs[r.run_id] = r
+        state.tracks[r.run_id] = {"a": Track(run_id=r.run_id, name="a",
+                                             phase=TrackPhase.COMPLETE,
+                                             spec=TrackSpec(name="a", run="true"))}
+    open_run = run("nightly--20261201T0700Z", RunStatus.RUNNING)
+    state.runs[open_run.run_id] = open_run
+    state.tracks[open_run.run_id] = {"a": Track(run_id=open_run.run_id, name="a",
+                                                phase=TrackPhase.RUNNING,
+                                                spec=TrackSpec(name="a", run="true"))}
+    state.cursors["nightly"] = Cursor(schedule_id="nightly", since=T0)
+    files = state.dump()
+    return {**files, **{k: v for k, v in si.refresh(files, {}, si.build(
+        state.runs.values(), si.run_folders(files))).items() if v is not None}}
+
+
+def test_a_kept_index_loads_only_the_open_runs_and_knows_every_run_id() -> None:
+    files = history()
+    # Finished records are never read: garbage in one of them changes nothing.
+    files["state/runs/old--20261130T0659Z/run.json"] = b"{ not json"
+    loaded = si.load(files)
+    assert loaded.note is None
+    assert list(loaded.state.runs) == ["nightly--20261201T0700Z"]
+    assert list(loaded.state.tracks) == ["nightly--20261201T0700Z"]
+    assert "old--20261130T0659Z" in loaded.state.known_runs
+    assert len(loaded.state.known_runs) == 21
+    assert loaded.index.by_schedule("nightly") == ["nightly--20261201T0700Z"]
+
+
+def test_a_missing_index_is_rebuilt_from_the_records_and_said_so() -> None:
+    files = history()
+    del files[si.OPEN_INDEX]
+    loaded = si.load(files)
+    assert loaded.note == ("state/open.json is missing: rebuilt from 21 run record(s), "
+                           "1 open")
+    change = si.refresh(files, {}, loaded.index)
+    assert_index_agrees({**files, **{k: v for k, v in change.items() if v is not None}})
+
+
+def test_a_corrupted_index_is_rebuilt_and_said_so() -> None:
+    files = history()
+    files[si.OPEN_INDEX] = b'{"format": 1, "runs": 7}\n'
+    loaded = si.load(files)
+    assert loaded.note is not None
+    assert loaded.note.startswith("state/open.json is unreadable (state/open.json: runs:")
+    assert len(loaded.state.runs) == 21  # every record read for the rebuild
+    assert si.OPEN_INDEX in si.refresh(files, {}, loaded.index)
+
+
+def test_an_index_that_disagrees_with_a_record_is_rebuilt() -> None:
+    files = history()
+    finished = run("nightly--20261201T0700Z", RunStatus.COMPLETED)
+    files[st.run_path(finished.run_id)] = st.to_json(finished)  # by hand, index not kept
+    loaded = si.load(files)
+    assert loaded.note is not None and "says nightly--20261201T0700Z is running, its " \
+        "record says completed" in loaded.note
+    assert loaded.index.runs == {}
+
+
+def test_a_run_added_without_the_index_is_noticed_by_the_folder_digest() -> None:
+    files = history()
+    stray = run("nightly--20261202T0700Z", RunStatus.RUNNING)
+    files[st.run_path(stray.run_id)] = st.to_json(stray)
+    loaded = si.load(files)
+    assert loaded.note is not None and "written for 21 run folder(s)" in loaded.note
+    assert set(loaded.index.runs) == {"nightly--20261201T0700Z", stray.run_id}
+
+
+def test_an_empty_branch_gets_no_index_and_no_note() -> None:
+    loaded = si.load({})
+    assert loaded.note is None and loaded.index == si.OpenIndex()
+    assert si.refresh({}, {}, loaded.index) == {}
+
+
+def apply(files: dict[str, bytes], change: dict[str, bytes | None]) -> dict[str, bytes]:
+    out = dict(files)
+    for path, data in change.items():
+        if data is None:
+            out.pop(path, None)
+        else:
+            out[path] = data
+    return out
+
+
+def tick(files: dict[str, bytes], schedules: list[Schedule], now: datetime) -> dict[str, bytes]:
+    loaded = si.load(files)
+    decision = plan(schedules, loaded.state, Observations(), now)
+    change = si.refresh(files, decision.state.dump(base=loaded.state), loaded.index)
+    return apply(files, change)
+
+
+def test_ticks_keep_the_index_equal_to_the_records_and_never_refire_a_finished_slot() -> None:
+    nightly = schedule("nightly", cron="0 7 * * *", tracks=[{"name": "a", "run": "true"}])
+    files = history()
+    for day in range(4):
+        if day:
+            files = tick(files, [nightly], T0 + timedelta(days=day, minutes=1))
+            assert_index_agrees(files)
+        # finish the run through the index-keeping writer, as a consolidating tick does
+        rid = f"nightly--{T0 + timedelta(days=day):%Y%m%dT%H%MZ}"
+        done = Run.model_validate_json(files[st.run_path(rid)]).model_copy(
+            update={"status": RunStatus.COMPLETED})
+        files = apply(files, si.refresh(files, {st.run_path(rid): st.to_json(done)}))
+        assert_index_agrees(files)
+        assert si.load(files).state.runs == {}
+    # The cursor is lost: the schedule is new again, and its latest slot has fired.
+    del files[st.cursor_path("nightly")]
+    again = tick(files, [nightly], T0 + timedelta(days=3, minutes=2))
+    assert si.load(again).state.runs == {}  # nothing fired: that run finished long ago
+
+
+def test_a_requeue_reopens_the_run_in_the_index() -> None:
+    files = history()
+    failed = run("old--20261130T0659Z", RunStatus.FAILED,
+                 T0 - timedelta(days=1, minutes=1))
+    track = Track(run_id=failed.run_id, name="a", phase=TrackPhase.FAILED, attempt=1,
+                  spec=TrackSpec(name="a", run="true"))
+    letter = DeadLetter(run_id=failed.run_id, track="a", key=f"{failed.run_id}--a",
+                        parked_at=T0, reason="failed", attempts=1,
+                        payload=TrackSpec(name="a", run="true"))
+    files = apply(files, si.refresh(files, {
+        st.run_path(failed.run_id): st.to_json(failed),
+        st.track_path(failed.run_id, "a"): st.to_json(track),
+        st.dlq_path(letter.key): st.to_json(letter)}))
+    assert_index_agrees(files)
+    files = apply(files, requeue(files, letter.key, "ops", "", T0))
+    assert_index_agrees(files)
+    assert failed.run_id in si.load(files).index.runs
