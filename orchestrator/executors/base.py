@@ -80,8 +80,8 @@ class DispatchResult:
 class Observation:
     """What the backend knows about one dispatched attempt.
 
-    ``phase`` is ``None`` when the backend has nothing new to say (e.g. still queued
-    on a runner is reported as ``RUNNING`` only once a job exists). Only the phases
+    ``phase`` is ``None`` when the backend has nothing new to say (e.g. a job still
+    queued for a runner: the track stays ``dispatched`` until it starts). Only the phases
     ``RUNNING``, ``COMPLETE``, ``FAILED``, ``TAPPED_OUT``, ``CANCELLED`` and ``WAITING``
     (a poll track answered "not yet", e.g. exit code 75) are used.
     """

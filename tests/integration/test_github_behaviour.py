@@ -111,7 +111,7 @@ def test_a_run_waiting_for_approval_is_no_verdict(fake_github: FakeGitHub) -> No
     fake_github.set_job(ci_run, "approve", "completed", "action_required")
     seen = executor(fake_github).observe(found)
     waiting, approval = seen[found[0].key], seen[found[1].key]
-    assert waiting.phase is TrackPhase.RUNNING and waiting.started_at is None
+    assert waiting.phase is None and waiting.started_at is None  # still dispatched
     assert approval.phase is None and approval.details["conclusion"] == "action_required"
 
 

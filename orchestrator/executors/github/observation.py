@@ -26,7 +26,6 @@ from ...times import parse_utc
 from ..base import Handle, Observation
 from .batching import leg_timeout_minutes
 
-_RUNNING = frozenset({"queued", "in_progress", "waiting", "pending", "requested"})
 _CONCLUSION: Mapping[str, TrackPhase] = {
     "success": TrackPhase.COMPLETE,
     "neutral": TrackPhase.COMPLETE,
@@ -60,11 +59,14 @@ def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Obse
                "conclusion": conclusion, "runner_name": job.get("runner_name"),
                "run_attempt": job.get("run_attempt")}
     url = job.get("html_url") if isinstance(job.get("html_url"), str) else None
-    if status in _RUNNING:
-        started = parse_utc(job.get("started_at")) if status == "in_progress" else None
-        return Observation(key=key, phase=TrackPhase.RUNNING, started_at=started, url=url,
+    if status == "in_progress":
+        return Observation(key=key, phase=TrackPhase.RUNNING,
+                           started_at=parse_utc(job.get("started_at")), url=url,
                            details=details)
     if status != "completed":
+        # queued, waiting (an approval), pending, requested: no runner has taken the job
+        # yet, so the track is still `dispatched`, as a local attempt waiting for a task
+        # slot is, and its timeout has not begun
         return Observation(key=key, phase=None, url=url, details=details)
     if conclusion == "action_required":
         # Waiting for someone to approve the run: no verdict yet. Once approved, GitHub
