@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .models import Schedule, ScheduleSpec, TrackSpec
 from .repo_config import Cadence, RepoConfig
+from .times import iso_minute
 from .wake import cron_slots, lingering_slots
 
 GRID = 5
@@ -367,7 +368,7 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
                 f"{TICK}: no tick in the {int(window(cadence).total_seconds() // 60)} minutes "
                 f"before (or, for a slot not worth lingering for, the "
                 f"{cadence.gather_minutes} minutes after) "
-                f"{len(slots)} slot(s) of {sid!r} (first {slots[0]:%Y-%m-%dT%H:%MZ}); "
+                f"{len(slots)} slot(s) of {sid!r} (first {iso_minute(slots[0])}); "
                 "run `orchestrator cron-sync` and commit the workflow with the schedule")
         linger, _ = read_linger(text)
         need = window(cadence).total_seconds() / 60

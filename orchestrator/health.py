@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field
 
 from .models import Frozen, UTCDateTime
+from .times import iso_minute
 
 RunnerStatus = Literal["healthy", "degraded", "offline"]
 
@@ -72,7 +73,7 @@ def describe(label: str, health: RunnerHealth) -> str:
     """One label's health in words, for ``status`` and the tick's log."""
     if health.status == "healthy":
         return f"{label} healthy"
-    since = f" since {health.last_checked_at:%Y-%m-%dT%H:%MZ}" if health.last_checked_at else ""
+    since = f" since {iso_minute(health.last_checked_at)}" if health.last_checked_at else ""
     probe = ", probing" if health.probe else ""
     return (f"{label} {health.status}{since} ({health.consecutive_failures} failure(s)"
             f"{probe}): {health.notes}")

@@ -44,3 +44,8 @@ def parse_now(value: str | None, option: str = "--now") -> datetime:
 def iso(moment: datetime) -> str:
     """``2026-12-01T07:00:00Z``: UTC, seconds, a ``Z`` suffix."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_minute(moment: datetime) -> str:
+    """``2026-12-01T07:00Z``: UTC to the minute, as slots and run ids are named."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")

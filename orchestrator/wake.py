@@ -36,7 +36,7 @@ from . import machine
 from .models import RunStatus, Schedule, ScheduleSpec, TrackPhase
 from .repo_config import Cadence
 from .state import State
-from .times import iso
+from .times import iso, iso_minute
 from .triggers import for_spec
 
 
@@ -134,14 +134,14 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
         at = spec.at_utc()
         if at is not None:
             if at > now and not (cursor is not None and cursor.done and cursor.last_slot == at):
-                yield Wake(at, f"{schedule.id}: one-shot at {at:%Y-%m-%dT%H:%MZ}")
+                yield Wake(at, f"{schedule.id}: one-shot at {iso_minute(at)}")
             continue
         try:
             slot = next_slot(spec, now)
         except ValueError:  # a spec cron cannot evaluate: the tick reports it
             continue
         if slot is not None:
-            yield Wake(slot, f"{schedule.id}: slot {slot:%Y-%m-%dT%H:%MZ}",
+            yield Wake(slot, f"{schedule.id}: slot {iso_minute(slot)}",
                        lingers_before(schedule, slot, cadence))
 
 

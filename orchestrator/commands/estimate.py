@@ -23,6 +23,7 @@ from ..estimate import Setup, simulate, simulate_github_schedule
 from ..models import Schedule
 from ..repo_config import load_repo_config
 from ..schedules import load_all
+from ..times import iso
 from .schedules import INSTANT
 
 
@@ -49,7 +50,7 @@ def build(root: Path, schedules: list[Schedule], start: datetime,
     ours = simulate(schedules, setup, start, track_minutes=track_minutes)
     theirs = simulate_github_schedule(schedules, start, track_minutes=track_minutes)
     return {
-        "from": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "from": iso(start),
         "track_minutes": track_minutes,
         "setup": {"tick_cron": setup.tick_cron, "linger_minutes": setup.linger_minutes,
                   "max_linger_minutes": setup.max_linger_minutes,

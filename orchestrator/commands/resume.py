@@ -15,7 +15,7 @@ from ..models import Cursor, check_id
 from ..planner.pause import resume
 from ..policies import Pause
 from ..store import Change, GitStateStore, Snapshot
-from ..times import parse_now
+from ..times import iso, parse_now
 from .dlq import _who
 
 
@@ -70,4 +70,4 @@ def pauses(cfg: Config) -> dict[str, Pause]:
 
 
 def pause_text(pause: Pause) -> str:
-    return f"paused since {pause.at:%Y-%m-%dT%H:%M:%SZ} by {pause.by}: {pause.reason}"
+    return f"paused since {iso(pause.at)} by {pause.by}: {pause.reason}"

@@ -23,6 +23,7 @@ from ..models import (
     run_id_for,
     utc_date_key,
 )
+from ..times import iso_minute
 from ..triggers import Trigger, for_spec
 from .context import Context, P
 from .pause import apply_pause
@@ -102,7 +103,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         day = utc_date_key(slot, spec.zone)
         if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
             notes.append(SlotNote(slot=slot, reason="daily_cap", at=now))
-            ctx.d.log.append(f"{sid}: {slot:%Y-%m-%dT%H:%MZ} not fired: "
+            ctx.d.log.append(f"{sid}: {iso_minute(slot)} not fired: "
                               f"daily cap of {spec.max_runs_per_day} reached")
             continue
         if not overlap_allows(ctx, schedule, slot):
@@ -113,7 +114,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         last_run_id, last_slot = run_id, slot
     for note in notes:
         if note.reason in ("missed", "skipped"):
-            ctx.d.log.append(f"{sid}: {note.slot:%Y-%m-%dT%H:%MZ} {note.reason} "
+            ctx.d.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
                               f"(catchup={spec.catchup.value})")
     keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
     upcoming = trigger.next(now, 1).found
@@ -140,7 +141,7 @@ def first_slot_line(schedule: Schedule, trigger: Trigger, fire: list[datetime],
     else:
         upcoming = trigger.next(now, 1).found
         first = upcoming[0].at if upcoming else None
-    when = f"first slot at {first:%Y-%m-%dT%H:%MZ}" if first else "no slot ahead"
+    when = f"first slot at {iso_minute(first)}" if first else "no slot ahead"
     return f"{schedule.id}: new schedule: {when}"
 
 
@@ -174,7 +175,7 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
     open_runs = ctx.open_runs(schedule.id, active=True)
     if not open_runs or spec.overlap is OverlapPolicy.ALLOW:
         return True
-    stamp = f"{slot:%Y-%m-%dT%H:%MZ}"
+    stamp = iso_minute(slot)
     if spec.overlap is OverlapPolicy.SKIP:
         ctx.d.log.append(f"{schedule.id}: {stamp} skipped: {open_runs[-1].run_id} "
                           "still open (overlap=skip)")
@@ -216,7 +217,7 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
         for t in spec.run_tracks
     }
     late = ctx.now - slot
-    ctx.d.note(run_id, f"fired slot {slot:%Y-%m-%dT%H:%MZ} with {len(spec.run_tracks)} "
+    ctx.d.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
                         f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
                             minutes=1) else ""))
 

@@ -11,6 +11,7 @@ from .. import machine
 from ..models import DeadLetter, Run, Track
 from ..state import dlq_key
 from ..text import one_line
+from ..times import iso
 from . import poll
 from .context import Context, P, R, log_line
 
@@ -68,7 +69,7 @@ def observe(ctx: Context, track: Track) -> Track:
         if seen.result is not None:
             changes["result"] = seen.result
     if seen.error:
-        changes["error_log"] = log_line(track, f"{ctx.now:%Y-%m-%dT%H:%M:%SZ} {seen.error}")
+        changes["error_log"] = log_line(track, f"{iso(ctx.now)} {seen.error}")
     reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
     # The transition is dated with the command's own start or end where the backend
     # measured it, not with the tick that noticed: briefs draw durations from it.
@@ -86,7 +87,7 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
     # The deadline counts from the run's start: a run still waiting (jitter, a
     # buffered overlap, an open circuit breaker) has not started its clock.
     if run.status is not R.SCHEDULED and ctx.now >= run.deadline:
-        ctx.tap_out(track, f"run deadline {run.deadline:%Y-%m-%dT%H:%M:%SZ} passed")
+        ctx.tap_out(track, f"run deadline {iso(run.deadline)} passed")
         return ctx.st.tracks[run.run_id][track.name]
     # A track's timeout counts from its start, as the backends do (time queued for
     # a runner or a task slot is not the track's).

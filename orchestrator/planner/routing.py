@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from .. import health as hl
 from ..models import Run, Track
+from ..times import iso
 from .context import Context, P
 
 _STARTED = frozenset({P.COMPLETE, P.FAILED})
@@ -94,7 +95,7 @@ def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, st
         states = "; ".join(hl.describe(label, ctx.st.runners[label]) for label in options)
         ctx.d.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
                          f"pending until the run's deadline "
-                         f"{run.deadline:%Y-%m-%dT%H:%M:%SZ}")
+                         f"{iso(run.deadline)}")
     return out
 
 

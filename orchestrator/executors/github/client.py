@@ -31,6 +31,7 @@ import httpx
 from ... import __version__
 from ...breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
 from ...errors import CircuitOpen, ExecutorError
+from ...times import iso
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ class GitHubClient:
         self.breaker = breaker_now(self.breaker, self.now(), self.policy)
         if self.breaker.state == "open":
             opened = self.breaker.opened_at
-            until = f" until {opened + self.policy.cooldown:%Y-%m-%dT%H:%M:%SZ}" if opened else ""
+            until = f" until {iso(opened + self.policy.cooldown)}" if opened else ""
             raise CircuitOpen(
                 f"GitHub circuit breaker is open{until} after {self.breaker.failures} "
                 f"failed calls (last: {self.breaker.last_error}); no call was made")
@@ -171,7 +172,7 @@ class GitHubClient:
             if wait > 0 and not self.sleep_for(wait):
                 raise GitHubError(
                     f"GitHub rate limit exhausted until "
-                    f"{self._limited_until:%Y-%m-%dT%H:%M:%SZ}; no call was made",
+                    f"{iso(self._limited_until)}; no call was made",
                     rate_limited=True)
             self._limited_until = None
 
@@ -244,7 +245,7 @@ class GitHubClient:
                          response.status_code, wait)
                 if limited > 5 or not self.sleep_for(wait):
                     error = (f"{method} {path}: rate limited ({response.status_code}) "
-                             f"until {until:%Y-%m-%dT%H:%M:%SZ}")
+                             f"until {iso(until)}")
                     self._limited_until = until
                     self._failed(error)
                     raise GitHubError(error, status=response.status_code, rate_limited=True)

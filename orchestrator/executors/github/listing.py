@@ -11,9 +11,10 @@ stays open, would miss batches in a busy repository and cost up to 10 requests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from ...times import iso
 from .batching import run_id_of, slot_of
 from .client import GitHubClient
 
@@ -32,7 +33,7 @@ JOB_PAGES = 30
 
 
 def _stamp(moment: datetime) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    return iso(moment)
 
 
 @dataclass(frozen=True)
