@@ -215,3 +215,41 @@ def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(
     github_tick(checkout, fake_github, datetime.now(UTC))
     state, _ = read_state(repo)
     assert sorted(state.runs) == sorted([run_id, f"later--{due:%Y%m%dT%H%MZ}"])
+
+
+def test_the_consolidate_step_on_github_sees_every_result_and_heads_the_run(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """The fan-in job of the first batch dispatches the consolidate step as a batch of
+    its own; its leg gets ORCHESTRATOR_RESULTS, as a local consolidate step does."""
+    slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    merge = ('python3 -c "import json,os; r=json.load(open(os.environ[\'ORCHESTRATOR_RESULTS\']));'
+             ' json.dump({\'summary\': \',\'.join(sorted(n + \'=\' + r[n][\'phase\'] for n in r))},'
+             ' open(os.environ[\'ORCHESTRATOR_RESULT\'], \'w\'))"')
+    origin = make_origin(tmp_path, {"nightly": {
+        "at": f"{slot:%Y-%m-%dT%H:%M}Z", "tracks": TRACKS[:2],
+        "consolidate": {"run": merge}}})
+    repo = clone(origin, tmp_path / "repo")
+    github_tick(repo, fake_github, datetime.now(UTC))
+    fake_github.now = None
+    [first] = fake_github.dispatches
+    inputs = first.body["inputs"]
+    assert sorted(leg["track"] for leg in json.loads(inputs["tracks"])) == ["broken", "build"]
+    [ci_run] = fake_github.runs
+    player = Player(fake_github, origin, tmp_path / "play")
+    _play_legs(player, ci_run, inputs)
+    assert player.play_fan_in(ci_run, inputs).conclusion == "success"
+
+    # the fan-in job dispatched the next stage: the consolidate step, with the results
+    second = fake_github.dispatches[-1]
+    [leg] = json.loads(second.body["inputs"]["tracks"])
+    assert leg["track"] == "consolidate" and set(leg["results"]) == {"build", "broken"}
+    ci_run2 = max(fake_github.runs)
+    _play_legs(player, ci_run2, second.body["inputs"])
+    assert player.play_fan_in(ci_run2, second.body["inputs"]).conclusion == "success"
+
+    state, _ = read_state(repo)
+    run_id = inputs["run_id"]
+    consolidate = state.tracks[run_id]["consolidate"]
+    assert consolidate.phase is TrackPhase.COMPLETE
+    assert consolidate.result == {"summary": "broken=failed,build=complete"}
+    assert state.runs[run_id].status is RunStatus.FAILED  # `broken` failed

@@ -69,6 +69,8 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         leg["runs_on"] = request.runs_on
     if request.env:
         leg["env"] = dict(sorted(request.env.items()))
+    if request.results is not None:  # a track with needs: what they ended in
+        leg["results"] = request.results
     return leg
 
 
