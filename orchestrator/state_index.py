@@ -160,6 +160,12 @@ def load(files: Mapping[str, bytes]) -> Loaded:
                   if not is_dir and name.endswith(".json")]
         if st.HEALTH.rpartition("/")[2] in top[st.ROOT]:
             wanted.append(st.HEALTH)
+        # A dead letter keeps its track's spec in its run's specs.json, and its run is
+        # usually finished: that one file of it is read too.
+        parked = {name[:-5].rpartition("--")[0] for name in top[f"{st.ROOT}/dlq"]
+                  if name.endswith(".json")}
+        wanted += [path for path in (st.specs_path(r) for r in sorted(parked & folders))
+                   if path not in wanted and path in files]
         if prefetch is not None:
             prefetch(wanted)
         state = st.load({p: files[p] for p in wanted})

@@ -98,8 +98,8 @@ def test_a_corrupted_index_is_rebuilt_with_a_note(tmp_path: Path) -> None:
     repo, work = started(tmp_path)
     by_hand(repo, "break the index", {si.OPEN_INDEX: b'{"format": 1, "runs": {"x": 1}'})
     log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
-    assert log[0].startswith("state/open.json is unreadable (state/open.json: (root): "
-                             "Invalid JSON")
+    assert log[0].startswith("state/open.json is unreadable (state/open.json: (root): ")
+    assert "invalid JSON" in log[0]
     assert log[0].endswith("rebuilt from 3 run record(s), 1 open")
     assert_index_agrees(files_of(repo).files)
 
