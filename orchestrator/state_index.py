@@ -27,7 +27,7 @@ from pydantic import Field
 
 from . import state as st
 from .machine import RUN_OPEN
-from .models import Frozen, Run, RunStatus, UTCDateTime
+from .models import RUN_ID_RE, Frozen, Run, RunStatus, UTCDateTime
 from .store import Change
 
 OPEN_INDEX = f"{st.ROOT}/open.json"
@@ -53,6 +53,9 @@ class OpenIndex(Frozen):
     digest: str = hashlib.sha256(b"").hexdigest()
     """:func:`digest` of those folders' names: a writer that added or removed a run
     without updating the index is caught by the next tick."""
+    quarantined: dict[str, str] = Field(default_factory=dict)
+    """Path -> what is wrong, for records the last load could not read: read again by
+    every tick (and reported, and their run left alone) until someone mends them."""
 
     def by_schedule(self, schedule_id: str) -> list[str]:
         """The open runs of one schedule, by slot (what overlap policies look at)."""
@@ -124,6 +127,10 @@ def _disagreement(index: OpenIndex, folders: set[str], state: st.State) -> str |
         return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
                 f"{len(folders)}" + (" (other ones)" if index.run_folders == len(folders)
                                      else ""))
+    unlisted = sorted(r for r, run in state.runs.items()
+                      if run.status in RUN_OPEN and r not in index.runs)
+    if unlisted:  # a quarantined run that was mended, or a run written behind its back
+        return f"does not list the open run {unlisted[0]}"
     for run_id, entry in sorted(index.runs.items()):
         run = state.runs.get(run_id)
         if run is None:
@@ -152,7 +159,12 @@ def load(files: Mapping[str, bytes]) -> Loaded:
     index, problem = read(files)
     state: st.State | None = None
     if index is not None:
-        open_dirs = [st.run_dir(r) for r in index.runs if r in folders]
+        # the open runs, and the runs of records quarantined before: read again, they
+        # are reported again, or they load (mended) and the index takes them back
+        held = {p.split("/")[2] for p in index.quarantined
+                if p.startswith(f"{RUNS}/") and p.count("/") >= 3}
+        open_dirs = [st.run_dir(r) for r in sorted({*index.runs, *held} & folders)
+                     if RUN_ID_RE.fullmatch(r)]
         listed = {**top, **listdirs(files, [*open_dirs, *(f"{d}/{sub}" for d in open_dirs
                                                          for sub in ("tracks", "undo"))])}
         wanted = [f"{folder}/{name}" for folder, names in listed.items() if folder != st.ROOT
@@ -177,6 +189,11 @@ def load(files: Mapping[str, bytes]) -> Loaded:
         if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
             note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
                     f"record(s), {len(index.runs)} open")
+    for name in sorted(top[RUNS]):  # an entry that is no run id is never read, only named
+        if not RUN_ID_RE.fullmatch(name):
+            state.quarantined.setdefault(
+                f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
+    index = index.model_copy(update={"quarantined": dict(sorted(state.quarantined.items()))})
     state.known_runs = frozenset(folders)
     return Loaded(state, index, note)
 
