@@ -9,8 +9,8 @@
   healthy, or that a probe may try (half-open); with no such label the track stays
   pending (until the run's deadline) and the tick says why.
 
-A track waits for a runner while ``dispatched`` or, on GitHub, ``running`` with no
-start time (GitHub lists a queued job before any runner took it).
+A track waits for a runner while ``dispatched`` (a GitHub job no runner has taken is
+observed as no news), or ``running`` with no start time (an older record).
 """
 
 from __future__ import annotations
