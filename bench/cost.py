@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -42,6 +41,9 @@ from statistics import NormalDist
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench/lateness.py
+
+from lateness import late, pooled, schedule
 
 from orchestrator.cadence import derive
 from orchestrator.estimate import (
@@ -52,7 +54,7 @@ from orchestrator.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.models import Schedule, ScheduleSpec
+from orchestrator.models import Schedule
 from orchestrator.repo_config import RepoConfig
 
 START = datetime(2026, 10, 5, tzinfo=UTC)
@@ -60,12 +62,6 @@ DAYS = 28
 TICK_LINGER = (20.0, 45.0)
 """tick.yml's --linger and --max-linger."""
 OLD = Setup(["7,22,37,52 * * * *"], 0, 0, ["29,59 * * * *"])
-
-
-def schedule(sid: str, expr: str, zone: str = "UTC", tracks: int = 1) -> Schedule:
-    data: dict[str, Any] = {"cron": expr, "timezone": zone,
-                            "tracks": [{"name": f"t{i}", "run": "true"} for i in range(tracks)]}
-    return Schedule(id=sid, spec=ScheduleSpec.model_validate_json(json.dumps(data)))
 
 
 CASES: dict[str, list[Schedule]] = {
@@ -219,25 +215,6 @@ def _coverage_within(delay: CronDelay, wait: float) -> str:
                     best = (found.covered, found.leads)
     return (f"at most {best[0]:.0%} of slots then fire within a minute (leads "
             f"{', '.join(map(str, best[1]))}); the others wait for GitHub's delay")
-
-
-def pooled(runs: list[Figures]) -> Figures:
-    total = Figures()
-    for f in runs:
-        total.lateness_seconds += f.lateness_seconds
-        total.slots += f.slots
-        total.missed += f.missed
-        total.pushes += f.pushes / len(runs)
-        total.api_requests += f.api_requests / len(runs)
-        for k, v in f.runner_minutes.items():
-            total.runner_minutes[k] = total.runner_minutes.get(k, 0) + v / len(runs)
-    return total
-
-
-def late(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def main() -> None:

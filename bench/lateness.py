@@ -65,6 +65,8 @@ def pooled(runs: list[Figures]) -> Figures:
         total.lateness_seconds += f.lateness_seconds
         total.slots += f.slots
         total.missed += f.missed
+        total.pushes += f.pushes / len(runs)
+        total.api_requests += f.api_requests / len(runs)
         for k, v in f.runner_minutes.items():
             total.runner_minutes[k] = total.runner_minutes.get(k, 0) + v / len(runs)
     return total
