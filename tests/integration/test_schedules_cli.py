@@ -237,7 +237,7 @@ def test_list_and_show(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
     rc, out, _ = run(repo, capsys, "schedules", "list", *FROM)
     line = next(x for x in out.splitlines() if x.startswith("health"))
-    assert "enabled" in line and "at minute 7 of every hour (UTC)" in line
+    assert "enabled" in line and "at 00:07, 06:07, 12:07 and 18:07 every day (UTC)" in line
 
     rc, out, _ = run(repo, capsys, "schedules", "show", "nightly", "--json", *FROM)
     shown = json.loads(out)
