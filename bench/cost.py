@@ -15,6 +15,8 @@ and slot-to-dispatch lateness, for:
   (``lead_minutes: [1]``, ``safety_every_hours: 24``);
 - the fixed quarter-hour tick with the watchdog cron-sync gives it, and as it was
   (watchdog twice an hour);
+- every schedule with ``fan_in: next_tick`` (no fan-in jobs: a later tick records
+  each batch), with the cheapest derived cadence and with a fixed tick twice an hour;
 - the same tracks on GitHub's own ``schedule:`` (one workflow per schedule, a job
   per track): what a user would pick instead.
 
@@ -55,6 +57,7 @@ from orchestrator.estimate import (
     simulate_github_schedule,
 )
 from orchestrator.models import Schedule
+from orchestrator.policies import FanIn
 from orchestrator.repo_config import RepoConfig
 
 START = datetime(2026, 10, 5, tzinfo=UTC)
@@ -85,8 +88,15 @@ CHEAP = config(lead_minutes=[1], safety_every_hours=24)
 a daily slot (it lingers at most that long), no separate safety tick (the daily ticks
 are one)."""
 FIXED = config(mode="fixed")
+HALF_HOURLY = config(mode="fixed", fixed_cron=["25,55 * * * *"])
+"""Two ticks an hour: each hourly slot of the mixed case (minutes 7 to 51) has one
+within 30 minutes after it, well inside its 60-minute catch-up window."""
 LIGHT = Billing(setup_seconds=15)
 """A tick job that restores a cached environment and checks out nothing."""
+
+
+def without_fan_in_job(s: Schedule) -> Schedule:
+    return Schedule(id=s.id, spec=s.spec.model_copy(update={"fan_in": FanIn.NEXT_TICK}))
 
 
 def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
@@ -238,12 +248,21 @@ def main() -> None:
             "fixed :07/15": (derived_setup(schedules, (0.0, 0.0), FIXED), None),
             "before: fixed :07/15, watchdog :29/:59": (OLD, None),
         }
+        # `fan_in: next_tick` on every schedule: no fan-in jobs, a tick records batches
+        cheap = [without_fan_in_job(s) for s in schedules]
+        cheap_ways = {
+            "fan_in next_tick, derived cheapest": derived_setup(cheap, TICK_LINGER, CHEAP),
+            "fan_in next_tick, fixed :25/:55": derived_setup(cheap, (0.0, 0.0), HALF_HOURLY),
+        }
         github = pooled([simulate_github_schedule(schedules, START, days=DAYS, seed=s)
                          for s in range(args.seeds)])
         base = github.total_minutes
         results = {how: pooled([orchestrator_month(schedules, setup, START, s, billing=bill)
                                 for s in range(args.seeds)])
                    for how, (setup, bill) in ways.items()}
+        results.update({how: pooled([orchestrator_month(cheap, setup, START, s)
+                                     for s in range(args.seeds)])
+                        for how, setup in cheap_ways.items()})
         results["GitHub schedule:"] = github
         baselines[case] = github
         for how, f in results.items():

@@ -21,7 +21,8 @@ Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
   own ``schedule:``: slot to the run's start), i.e. until the work is handed to
   GitHub's runners, which both then wait for alike;
 - each fired run costs its track legs (whole minutes per job, setup included in the
-  given durations) and one fan-in job; jobs are billed by the started minute.
+  given durations) and one fan-in job (none under ``fan_in: next_tick``, whose batch a
+  later tick records); jobs are billed by the started minute.
 
 Not modelled: retries, timeouts and deadlines (they add ticks only when something
 fails), and runs observed by later ticks (fan-in jobs settle them at once).
@@ -40,6 +41,7 @@ from typing import Any
 
 from .cadence import schedule_slots, scheduled
 from .models import CatchupPolicy, Schedule
+from .policies import FanIn
 from .repo_config import Cadence
 from .wake import lingering_slots
 
@@ -241,11 +243,14 @@ class _Month:
         legs = len(self.specs[sid].run_tracks)
         minutes = self.f.runner_minutes
         minutes["tracks"] = minutes.get("tracks", 0) + legs * billed(self.track_minutes * 60)
-        minutes["fan-in"] = minutes.get("fan-in", 0) + billed(self.b.fan_in_seconds)
         end = dispatched + timedelta(minutes=self.track_minutes)
         self._api(dispatched, 1)  # the workflow_dispatch of the batch
-        self._api(end, 1 + legs)  # the fan-in lists and downloads the legs' artifacts
-        self._push(end, 1)  # the fan-in job records the batch
+        # the fan-in job, or with `fan_in: next_tick` a later tick, lists and downloads
+        # the legs' artifacts and records the batch (counted at the legs' end)
+        self._api(end, 1 + legs)
+        self._push(end, 1)
+        if self.specs[sid].fan_in is FanIn.JOB:
+            minutes["fan-in"] = minutes.get("fan-in", 0) + billed(self.b.fan_in_seconds)
 
     def _api(self, at: datetime, n: int) -> None:
         self.f.api_requests += n

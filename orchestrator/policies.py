@@ -55,6 +55,17 @@ class OnFailure(StrEnum):
     one at a time, in reverse order of completion (a saga)."""
 
 
+class FanIn(StrEnum):
+    """Who records a GitHub batch's outcomes once its legs have ended."""
+
+    JOB = "job"
+    """``track.yml``'s ``fan-in`` job, at once: one billed job per batch."""
+    NEXT_TICK = "next_tick"
+    """No fan-in job: the next tick reads the legs' outcomes from their artifacts. A
+    billed minute saved per batch; the run advances (next tracks, retries, its brief)
+    only at that tick."""
+
+
 class Compensation(BaseModel):
     """The undo of what a track did to an outside system; it must be idempotent."""
 
@@ -109,6 +120,14 @@ class SchedulePolicies(BaseModel):
     runner_cooldown_minutes: float = Field(
         30, gt=0, le=7 * 24 * 60,
         description="With `runs_on`: minutes before one leg probes a degraded label again.")
+    fan_in: FanIn = Field(
+        FanIn.JOB,
+        description="On GitHub, who records a batch once its legs have ended: 'job' "
+        "(track.yml's fan-in job, at once; one billed job per batch) or 'next_tick' (no "
+        "fan-in job: the next tick reads the legs' outcomes from their artifacts, so the "
+        "run's next tracks, retries and brief wait for it; a billed minute saved per "
+        "batch). The local executor ignores it.",
+    )
     pause_after_failures: int | None = Field(
         None, ge=1, le=1000,
         description="Pause the schedule after this many consecutive runs ended failed: "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from .cron import NEXT_HORIZON, Search, SlotInfo, SlotKind, dst_note
 from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
+from .policies import FanIn
 from .schedules import LoadResult
 from .times import iso
 from .triggers import Trigger, for_spec
@@ -98,11 +100,25 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
                 "on GitHub Actions would fail", *runner]
+    if spec.fan_in is FanIn.NEXT_TICK and not _declares_fan_in(workflows / spec.workflow):
+        runner = [f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: GitHub "
+                  "refuses every dispatch of this schedule (copy the shipped track.yml)",
+                  *runner]
     if spec.workflow != "track.yml":
         return runner
     return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "
             "name a 'workflow' that handles its inputs" for track in spec.tracks
             if track.run is None] + runner
+
+
+def _declares_fan_in(path: Path) -> bool:
+    """Whether the workflow at ``path`` declares the ``fan_in`` input (read for the
+    schedules that set ``fan_in: next_tick`` only)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(r"^\s+fan_in:\s*$", text, re.MULTILINE) is not None
 
 
 @functools.lru_cache(maxsize=1024)

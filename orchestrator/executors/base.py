@@ -52,6 +52,9 @@ class DispatchRequest:
     """The compensation of ``track`` (key ``<run_id>--<track>--undo--<attempt>``)."""
     runs_on: str | None = None
     """The runner label of the leg (GitHub's ``runs-on``), when the schedule routes."""
+    fan_in_job: bool = True
+    """Whether the batch's ``fan-in`` job records it (the schedule's ``fan_in``); when
+    not, the next tick reads the outcomes from the legs' artifacts."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment of the command (a compensation's ``ORCHESTRATOR_COMPENSATING``
     and ``ORCHESTRATOR_ORIGINAL_RESULT``)."""

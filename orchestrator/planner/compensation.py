@@ -164,7 +164,7 @@ def dispatch(ctx: Context, run: Run, undo: Track) -> None:
     result = original.result if original is not None else None
     request = DispatchRequest(
         run_id=run.run_id, track=undo.name, attempt=undo.attempt, spec=undo.spec,
-        workflow=run.workflow, compensating=True,
+        workflow=run.workflow, compensating=True, fan_in_job=ctx.fan_in_job(run),
         env={"ORCHESTRATOR_COMPENSATING": "1",
              "ORCHESTRATOR_ORIGINAL_RESULT": json.dumps(result, sort_keys=True)})
     ctx.move(undo, P.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",

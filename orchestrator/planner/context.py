@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from .. import machine
 from ..executors.base import DispatchRequest, DispatchResult, Handle, Observation
 from ..models import Run, RunStatus, Schedule, Track, TrackPhase
+from ..policies import FanIn
 from ..state import State
 from ..times import iso
 
@@ -99,6 +100,12 @@ class Context:
         runs = [r for r in self.st.runs.values() if r.status in wanted
                 and (schedule_id is None or r.schedule_id == schedule_id)]
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
+
+    def fan_in_job(self, run: Run) -> bool:
+        """Whether ``run``'s batches are recorded by a fan-in job (its schedule's
+        ``fan_in``; a schedule gone from the files keeps the default)."""
+        schedule = self.schedules.get(run.schedule_id)
+        return schedule is None or schedule.spec.fan_in is FanIn.JOB
 
     def set_track(self, track: Track) -> None:
         records = self.st.undos if track.compensating else self.st.tracks

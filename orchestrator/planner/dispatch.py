@@ -45,7 +45,8 @@ def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
     tracks = ctx.st.tracks.get(run.run_id, {})
     request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
                               spec=track.spec, workflow=run.workflow, poll=track.polls,
-                              results=graph.results_for(tracks, track))
+                              results=graph.results_for(tracks, track),
+                              fan_in_job=ctx.fan_in_job(run))
     go, runner = pick(ctx, run, track, request.key)
     if not go:
         return

@@ -122,6 +122,7 @@ RATE_LIMIT = 1000
 _INPUT_EXPR = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 _MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}")
 _FROM_JSON = re.compile(r"\$\{\{\s*fromJSON\(\s*inputs\.([A-Za-z0-9_-]+)\s*\)\s*\}\}")
+_SKIP_IF = re.compile(r"always\(\)\s*&&\s*inputs\.([A-Za-z0-9_-]+)\s*!=\s*'([^']*)'")
 _PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/actions/(?P<rest>.*)")
 
 
@@ -147,6 +148,11 @@ class Workflow:
     """(job id, name, the job ids it ``needs``) of jobs that wait for others: GitHub
     creates such a job once every job it needs has completed. The fake waits for every
     job of the run's attempt (track.yml's ``fan-in`` needs all there is: the legs)."""
+    skip_when: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Waiting job name -> (input, value): the job's ``if: always() && inputs.X != 'V'``
+    is false when input X is V, and GitHub then shows the job ``skipped``."""
+    defaults: dict[str, str] = field(default_factory=dict)
+    """Declared inputs' defaults."""
 
     @classmethod
     def load(cls, path: Path) -> Workflow | None:
@@ -158,13 +164,20 @@ class Workflow:
             return None
         declared = (on.get("workflow_dispatch") or {}).get("inputs") or {}
         inputs = {name: bool((spec or {}).get("required")) for name, spec in declared.items()}
+        defaults = {name: str(spec["default"]) for name, spec in declared.items()
+                    if isinstance(spec, dict) and "default" in spec}
         jobs = []
         after = []
+        skip_when = {}
         for job_id, job in (doc.get("jobs") or {}).items():
             needs = (job or {}).get("needs") or ()
             if needs:
-                after.append((job_id, str(job.get("name") or job_id),
+                name = str(job.get("name") or job_id)
+                after.append((job_id, name,
                               (needs,) if isinstance(needs, str) else tuple(needs)))
+                condition = _SKIP_IF.fullmatch(str(job.get("if", "")).strip())
+                if condition:
+                    skip_when[name] = (condition.group(1), condition.group(2))
                 continue
             matrix = ((job or {}).get("strategy") or {}).get("matrix")
             axis = source = None
@@ -174,7 +187,7 @@ class Workflow:
                 source = found.group(1) if found else None
             jobs.append((job_id, str(job.get("name") or job_id), axis, source))
         return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
-                   jobs, after)
+                   jobs, after, skip_when, defaults)
 
     def title(self, inputs: dict[str, str]) -> str:
         if not self.run_name:
@@ -630,6 +643,14 @@ class FakeGitHub:
         if run.waiting_jobs and jobs and all(j.status == "completed" for j in jobs):
             ready, run.waiting_jobs = run.waiting_jobs, []
             self._make_jobs(run, [(name, {}) for _, name, _ in ready])
+            workflow = self.workflows.get(run.workflow)
+            for _, name, _ in ready if workflow is not None else ():
+                skip = workflow.skip_when.get(name)
+                if skip is not None and run.inputs.get(
+                        skip[0], workflow.defaults.get(skip[0], "")) == skip[1]:
+                    [job] = [j for j in run.latest_jobs if j.name == name]
+                    job.status, job.conclusion = "completed", "skipped"
+                    job.started_at = job.completed_at = self._clock()
 
     def start_all(self, run_id: int | None = None) -> None:
         with self._lock:

@@ -143,6 +143,45 @@ def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifact
     assert [r.authorized for r in fake_github.calls("blob")] == [False] * 3
 
 
+def test_fan_in_next_tick_skips_the_job_and_the_next_tick_records_the_batch(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    origin = make_origin(tmp_path, {"nightly": {"at": f"{slot:%Y-%m-%dT%H:%M}Z",
+                                                "fan_in": "next_tick", "tracks": TRACKS}})
+    repo = clone(origin, tmp_path / "repo")
+    github_tick(repo, fake_github, datetime.now(UTC))
+    fake_github.now = None
+    [call] = fake_github.dispatches
+    [ci_run] = fake_github.runs
+    inputs = call.body["inputs"]
+    assert inputs["fan_in"] == "next_tick"  # declared by track.yml, so GitHub takes it
+    run_id = inputs["run_id"]
+    before = _commits(repo)
+    _play_legs(Player(fake_github, origin, tmp_path / "play"), ci_run, inputs)
+
+    # GitHub evaluates the fan-in job's `if` once the legs have ended: skipped, not run
+    [fan_in] = [j for j in fake_github.runs[ci_run].jobs if j.name == "fan-in"]
+    assert (fan_in.status, fan_in.conclusion) == ("completed", "skipped")
+    assert _commits(repo) == before  # nobody recorded the batch yet
+
+    result = github_tick(repo, fake_github, datetime.now(UTC))
+    assert result.rendered == [run_id]
+    state, files = read_state(repo)
+    tracks = state.tracks[run_id]
+    assert tracks["build"].result == {"summary": "built docs"}  # from the artifact
+    assert tracks["stuck"].phase is TrackPhase.TAPPED_OUT
+    assert state.runs[run_id].status is RunStatus.FAILED
+    assert st.brief_path(run_id) in files
+
+
+def test_a_schedule_with_a_fan_in_job_sends_no_fan_in_input(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """An older track.yml without the input keeps taking the default schedules' batches."""
+    _start(tmp_path, fake_github)
+    [call] = fake_github.dispatches
+    assert "fan_in" not in call.body["inputs"]
+
+
 def test_a_missing_artifact_is_recovered_from_the_job_s_conclusion(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:2])

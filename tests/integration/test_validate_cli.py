@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.track_workflow import SHIPPED
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "bad_schedules"
 FROM = ["--from", "2026-11-01T00:00:00Z"]
@@ -271,6 +272,24 @@ def test_a_missing_workflow_or_a_run_less_track_on_the_default_workflow_warns(
     assert any("'trak.yml' is not in .github/workflows" in w for w in warnings["typo"])
     assert any("track 'a' has no 'run'" in w for w in warnings["inputs"])
     assert warnings["fine"] == []
+
+
+def test_fan_in_next_tick_on_a_workflow_without_the_input_warns(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "cheap", cron="7 * * * *", fan_in="next_tick")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "track.yml").write_text("name: track\n")  # from before the input
+    assert main(["--repo", str(repo), "validate", "--format", "json", *FROM]) == 0
+    [cheap] = [s for s in json.loads(capsys.readouterr().out)["schedules"]
+               if s["id"] == "cheap"]
+    assert any("has no 'fan_in' input" in w for w in cheap["warnings"])
+    shutil.copy(SHIPPED, workflows / "track.yml")
+    assert main(["--repo", str(repo), "validate", "--format", "json", *FROM]) == 0
+    [cheap] = [s for s in json.loads(capsys.readouterr().out)["schedules"]
+               if s["id"] == "cheap"]
+    assert not any("fan_in" in w for w in cheap["warnings"])
 
 
 def test_a_preview_cut_short_by_the_search_horizon_says_so(

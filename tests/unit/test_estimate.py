@@ -48,6 +48,17 @@ def test_a_lead_tick_lingers_until_the_slot_and_fires_it_at_once() -> None:
     assert figures.pushes == 30 * (1 + 2 + 1)  # heartbeat at 06:45, mark + record, fan-in
 
 
+def test_fan_in_next_tick_bills_no_fan_in_job_and_keeps_the_pushes_and_requests() -> None:
+    setup = Setup(["45 6 * * *"], 20, 45)
+    job = simulate([sched("0 7 * * *", tracks=4)], setup, START, days=30, delay=ON_TIME)
+    tick = simulate([sched("0 7 * * *", tracks=4, fan_in="next_tick")], setup, START,
+                    days=30, delay=ON_TIME)
+    assert job.runner_minutes.pop("fan-in") == 30
+    assert tick.runner_minutes == job.runner_minutes
+    # the batch is still listed, downloaded and recorded: by a tick instead of a job
+    assert (tick.pushes, tick.api_requests) == (job.pushes, job.api_requests)
+
+
 def test_without_linger_the_slot_waits_for_the_next_tick() -> None:
     daily = sched("0 7 * * *", catchup_window_minutes=600)
     figures = simulate([daily], Setup(["45 6 * * *", "17 */6 * * *"], 0, 0), START, days=30,

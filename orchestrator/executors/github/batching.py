@@ -119,7 +119,15 @@ class Batch:
             "run_id": self.run_id,
             "batch": self.digest,
             "tracks": _compact([_leg(r) for r in self.requests]),
+            **_fan_in_input(self.requests),
         }
+
+
+def _fan_in_input(requests: Iterable[DispatchRequest]) -> dict[str, str]:
+    """``fan_in: next_tick`` for a schedule without fan-in jobs. Sent only then, so a
+    ``track.yml`` older than the input still takes every other dispatch (GitHub
+    refuses an input the workflow does not declare)."""
+    return {} if all(r.fan_in_job for r in requests) else {"fan_in": "next_tick"}
 
 
 def _escaped_len(text: str) -> int:
@@ -146,7 +154,8 @@ def plan_batches(requests: Iterable[DispatchRequest], *, max_legs: int = MAX_LEG
         # Size of {"run_id": ..., "batch": ..., "tracks": "[...]"} with an empty list;
         # each leg adds its escaped JSON plus one comma. Escaping is per character, so
         # the lengths add up exactly.
-        base = len(json.dumps({"run_id": run_id, "batch": "0" * 12, "tracks": "[]"}))
+        base = len(json.dumps({"run_id": run_id, "batch": "0" * 12, "tracks": "[]",
+                               **_fan_in_input(group)}))
         current: list[DispatchRequest] = []
         size = base
         for request in group:
