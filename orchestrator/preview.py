@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .cron import NEXT_HORIZON, Search, SlotInfo, SlotKind, dst_note
+from .executors.github.artifacts import MAX_DOWNLOADS
 from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
 from .policies import FanIn
@@ -100,10 +101,16 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
                 "on GitHub Actions would fail", *runner]
-    if spec.fan_in is FanIn.NEXT_TICK and not _declares_fan_in(workflows / spec.workflow):
-        runner = [f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: GitHub "
-                  "refuses every dispatch of this schedule (copy the shipped track.yml)",
-                  *runner]
+    if spec.fan_in is FanIn.NEXT_TICK:
+        if not _declares_fan_in(workflows / spec.workflow):
+            runner = [f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: "
+                      "GitHub refuses every dispatch of this schedule (copy the shipped "
+                      "track.yml)", *runner]
+        if len(spec.run_tracks) > MAX_DOWNLOADS:
+            runner = [f"fan_in is 'next_tick' with {len(spec.run_tracks)} tracks: a tick "
+                      f"reads at most {MAX_DOWNLOADS} outcomes from artifacts, the other legs "
+                      "from their jobs' conclusions, without results or measured times; keep "
+                      "the fan-in job for a batch this large", *runner]
     if spec.workflow != "track.yml":
         return runner
     return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "

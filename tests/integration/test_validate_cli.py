@@ -290,6 +290,12 @@ def test_fan_in_next_tick_on_a_workflow_without_the_input_warns(
     [cheap] = [s for s in json.loads(capsys.readouterr().out)["schedules"]
                if s["id"] == "cheap"]
     assert not any("fan_in" in w for w in cheap["warnings"])
+    write(repo, "cheap", cron="7 * * * *", fan_in="next_tick",
+          tracks=[{"name": f"t{i}", "run": "true"} for i in range(65)])
+    assert main(["--repo", str(repo), "validate", "--format", "json", *FROM]) == 0
+    [cheap] = [s for s in json.loads(capsys.readouterr().out)["schedules"]
+               if s["id"] == "cheap"]
+    assert any("with 65 tracks: a tick reads at most 64" in w for w in cheap["warnings"])
 
 
 def test_a_preview_cut_short_by_the_search_horizon_says_so(
