@@ -20,6 +20,7 @@ from . import state_index
 from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
+from .planner.compensation import order
 from .times import iso
 from .triggers import for_spec
 from .wake import next_wake
@@ -71,6 +72,9 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "slot": _iso(run.slot),
             "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
         })
+        if state.undos.get(run.run_id):  # a saga's, in the order they run
+            runs[-1]["compensations"] = {u.name: u.phase.value for u in order(
+                tracks, state.undos[run.run_id])}
     wake = next_wake(schedules, state, now)
     return {
         "now": _iso(now),
@@ -133,6 +137,9 @@ def text(report: dict[str, Any]) -> list[str]:
         for run in report["open_runs"]:
             phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
             lines.append(f"  {run['run_id']}  {run['status']}: {phases}")
+            if run.get("compensations"):
+                undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
+                lines.append(f"    compensating (newest first): {undos}")
     lines.append(f"dead letters  {report['dead_letters']}")
     breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
                                                    if b["failures"] else "")

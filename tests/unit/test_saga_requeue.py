@@ -90,3 +90,46 @@ def test_only_a_cancelled_compensation_reopens() -> None:
     with pytest.raises(IllegalTransition, match="not a compensation complete"):
         machine.reopen_compensation(
             state.undos[K]["b"].model_copy(update={"phase": P.COMPLETE}), T0, "x")
+
+
+def test_status_shows_a_saga_s_compensations_in_order() -> None:
+    from orchestrator import status
+
+    state = requeued(parked())
+    report = status.build(state.dump(), [], [], T0 + timedelta(hours=2), timedelta(hours=1))
+    [run] = report["open_runs"]
+    assert list(run["compensations"].items()) == [("c", "pending"), ("b", "pending")]
+    assert "    compensating (newest first): c pending, b pending" in status.text(report)
+
+
+def test_a_requeued_run_that_fails_again_is_not_counted_twice_for_the_pause() -> None:
+    from orchestrator.models import Cursor
+    from orchestrator.planner.pause import record_finish
+
+    state = parked()
+    cursor = Cursor(schedule_id="job", since=T0, failures_in_a_row=1)  # K's failure
+    reopened = requeued(state).runs[K]
+    consolidating = machine.move_run(reopened, RunStatus.CONSOLIDATING, T0 + timedelta(hours=3))
+    again = finish(consolidating, state.tracks[K].values(), T0 + timedelta(hours=3))
+    assert again.status is RunStatus.FAILED
+    assert record_finish(cursor, again) is cursor
+    first = state.runs[K]
+    assert record_finish(cursor, first).failures_in_a_row == 2  # a first failure counts
+
+
+def test_schedules_show_names_every_policy() -> None:
+    from orchestrator.commands.schedules import policy_lines
+    from tests.builders import schedule_spec
+
+    spec = schedule_spec(tracks=[{"name": "a", "run": "make a",
+                                  "compensate": {"run": "unmake a"}},
+                                 {"name": "b", "run": "make b", "runs_on": ["arm"]}],
+                         on_failure="compensate", runs_on=["gpu", "ubuntu-latest"],
+                         max_parallel=2, pause_after_failures=3, queue_timeout_minutes=10)
+    assert policy_lines(spec) == [
+        "  policies:  at most 2 track(s) of a run in flight; pause after 3 failed run(s) "
+        "in a row; on failure: compensate; runs on gpu, then ubuntu-latest; a label is "
+        "degraded after 10 min queued or a failed start, probed after 30 min",
+        "    a: undone by unmake a",
+        "    b: runs on arm"]
+    assert policy_lines(schedule_spec()) == []
