@@ -133,3 +133,15 @@ def test_schedules_show_names_every_policy() -> None:
         "    a: undone by unmake a",
         "    b: runs on arm"]
     assert policy_lines(schedule_spec()) == []
+
+
+def test_status_says_a_run_is_capped_by_max_parallel() -> None:
+    from orchestrator import status
+    from tests.builders import schedule
+
+    s = schedule("job", cron="*/5 * * * *", tracks=3, max_parallel=1)
+    d = tick([s], State(), T0)
+    report = status.build(d.state.dump(), [s], [], T0, timedelta(hours=1))
+    assert report["open_runs"][0]["max_parallel"] == 1
+    assert (f"  {K}  running: t0 dispatched, t1 pending, t2 pending  (at most 1 in flight)"
+            in status.text(report))
