@@ -26,8 +26,11 @@ def slot_now() -> datetime:
 
 def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
         tmp_path: Path, repo_with_origin: Callable[..., Path]) -> None:
-    # `needs` fixes the order of completion, hence of the compensations: three, two, one
-    repo = repo_with_origin({"saga": {"cron": "*/5 * * * *", "on_failure": "compensate",
+    t0 = slot_now()
+    # once a day, so the ticks' clock never reaches a second run; `needs` fixes the
+    # order of completion, hence of the compensations: three, two, one
+    repo = repo_with_origin({"saga": {"cron": f"{t0.minute} {t0.hour} * * *",
+                                      "on_failure": "compensate",
                                       "tracks": [
         {"name": "one", "run": "true", "compensate": {"run": NOTE}},
         {"name": "two", "run": "true", "needs": ["one"], "compensate": {"run": NOTE}},
@@ -38,7 +41,6 @@ def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
     work, undo_log, marker = tmp_path / "work", tmp_path / "undo.log", tmp_path / "fixed"
     env = {"ORCHESTRATOR_WORK_DIR": str(work), "UNDO_LOG": str(undo_log),
            "MARKER": str(marker)}
-    t0 = slot_now()
     run_id = f"saga--{t0:%Y%m%dT%H%MZ}"
     clock = iter(range(10, 100_000, 10))  # seconds after the slot, one step per tick
 
