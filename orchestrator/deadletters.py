@@ -1,8 +1,12 @@
 """The dead letter queue: what ``dlq`` lists and shows, and what requeue and discard change.
 
-A dead letter is a track that failed with no attempts left or was tapped out. It
-stays parked until an operator requeues it (back to ``pending`` with a fresh
-attempt budget; its run reopens) or discards it (kept, marked with who and why).
+A dead letter is a track that failed with no attempts left or was tapped out, or a
+compensation that failed all its attempts (``compensation_failed``). It stays parked
+until an operator requeues it (back to ``pending`` with a fresh attempt budget; its
+run reopens) or discards it (kept, marked with who and why). Requeuing a failed
+compensation reopens the saga where it stopped: the compensations cancelled behind it
+run again after it, in the same order, and the run ends ``failed`` again once none is
+open (the track that set the saga off still failed).
 The changes here are pure; the command runs them through the same compare-and-swap
 as the tick, so they never lose a race.
 """
@@ -15,8 +19,9 @@ from datetime import datetime
 from . import machine, state_index
 from . import state as st
 from .errors import NotFound, UserError
-from .models import DeadLetter, RunStatus, TrackPhase
+from .models import DeadLetter, Run, RunStatus, Track, TrackPhase
 from .planner.compensation import REASON as COMPENSATION_FAILED
+from .planner.compensation import order
 from .store import Change
 from .times import iso
 
@@ -67,19 +72,18 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
     letter = find(state, key)
     if letter.discarded:
         raise UserError(f"dead letter {key!r} was discarded; it cannot be requeued")
-    if letter.reason == COMPENSATION_FAILED:
-        # the saga stopped at this compensation and cancelled the ones after it
-        raise UserError(f"dead letter {key!r} is a failed compensation: undo it by hand "
-                        "(see `dlq show`), then discard it")
+    compensation = letter.reason == COMPENSATION_FAILED
     run = state.runs.get(letter.run_id)
-    track = state.tracks.get(letter.run_id, {}).get(letter.track)
+    records = state.undos if compensation else state.tracks
+    track = records.get(letter.run_id, {}).get(letter.track)
     if run is None or track is None:
         raise NotFound(f"dead letter {key!r}: its run or track record is gone (compacted?)")
     if run.status is RunStatus.CONSOLIDATING:
         raise UserError(f"run {run.run_id} is being consolidated; requeue after the "
                         "next tick")
     if track.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
-        raise UserError(f"track {letter.run_id}/{letter.track} is {track.phase.value}, "
+        what = "compensation" if compensation else "track"
+        raise UserError(f"{what} {letter.run_id}/{letter.track} is {track.phase.value}, "
                         "not failed or tapped out")
     why = f"requeued by {who}" + (f": {reason}" if reason else "")
     track = machine.move_track(
@@ -87,17 +91,41 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         max_attempts=track.attempt + track.spec.max_attempts, not_before=None, handle=None,
         polls=0,
         dispatch_key=None, url=None, dispatched_at=None, started_at=None, finished_at=None)
-    out: Change = {
-        st.track_path(letter.run_id, letter.track): st.record_bytes(
-            track, st.read_specs(files, letter.run_id)),
-        st.dlq_path(key): None,
-    }
+    out: Change = {st.dlq_path(key): None}
+    if compensation:
+        out.update(_reopen_saga(state, track, why, now))
+    else:
+        out[st.track_path(letter.run_id, letter.track)] = st.record_bytes(
+            track, st.read_specs(files, letter.run_id))
     if run.status is RunStatus.FAILED:
-        allowance = run.deadline - max(run.fire_at, run.created_at)
-        run = machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
-                               deadline=max(run.deadline, now + allowance))
-        out[st.run_path(run.run_id)] = st.to_json(run)
+        out[st.run_path(run.run_id)] = st.to_json(_reopen(run, why, now))
     return state_index.refresh(files, out)  # the reopened run is open again
+
+
+def _reopen(run: Run, why: str, now: datetime) -> Run:
+    """A failed run running again, with its whole allowance again, from ``now``."""
+    allowance = run.deadline - max(run.fire_at, run.created_at)
+    return machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
+                            deadline=max(run.deadline, now + allowance))
+
+
+def _reopen_saga(state: st.State, requeued: Track, why: str, now: datetime) -> Change:
+    """The records of a saga reopened at ``requeued`` (already ``pending``): the
+    compensations the saga cancelled after it go back to ``pending`` too. The tick
+    runs them as before, one at a time, in the same order (newest completed track
+    first), each with the attempts it had not used."""
+    undos = dict(state.undos.get(requeued.run_id, {}))
+    undos[requeued.name] = requeued
+    out: Change = {st.undo_path(requeued.run_id, requeued.name): st.to_json(requeued)}
+    chain = order(state.tracks.get(requeued.run_id, {}), undos)
+    after = chain[[u.name for u in chain].index(requeued.name) + 1:]
+    for undo in after:
+        if undo.phase is TrackPhase.CANCELLED:
+            reopened = machine.reopen_compensation(
+                undo, now, f"{why} (the saga reopens at {requeued.name})",
+                finished_at=None, not_before=None)
+            out[st.undo_path(undo.run_id, undo.name)] = st.to_json(reopened)
+    return out
 
 
 def discard(files: Mapping[str, bytes], key: str, who: str, reason: str) -> Change | None:

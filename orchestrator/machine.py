@@ -16,7 +16,9 @@ Run::
     scheduled ──> running ──> consolidating ──> completed | failed
         └────────────────────────^        failed ──(operator requeue)──> running
 
-``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions.
+``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions
+(but a compensation cancelled behind a failed one, reopened by its requeue:
+:func:`reopen_compensation`).
 ``waiting`` (a poll answered "not yet") uses no attempt: it goes back to
 ``dispatched`` under a new dispatch key, or is tapped out or cancelled.
 ``failed`` and ``tapped_out`` tracks leave only through a retry or an operator's
@@ -115,6 +117,20 @@ def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
     history = [*track.state_history, Transition(from_=track.phase.value, to=to.value, at=at,
                                                 reason=reason)]
     return revise(track, **changes, phase=to, state_history=history)
+
+
+def reopen_compensation(undo: Track, at: datetime, reason: str, **changes: Any) -> Track:
+    """A compensation the saga cancelled after an earlier one failed for good, back to
+    ``pending``: the operator requeued the failed one (``dlq requeue``). The only way
+    out of ``cancelled``, and only for a compensation."""
+    if not undo.compensating or undo.phase is not P.CANCELLED:
+        raise IllegalTransition(
+            f"track {undo.run_id}/{undo.name}: only a cancelled compensation reopens, "
+            f"not a {'compensation' if undo.compensating else 'track'} "
+            f"{undo.phase.value}")
+    history = [*undo.state_history, Transition(from_=undo.phase.value, to=P.PENDING.value,
+                                               at=at, reason=reason)]
+    return revise(undo, **changes, phase=P.PENDING, state_history=history)
 
 
 def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes: Any) -> Run:

@@ -20,6 +20,7 @@ from . import state_index
 from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
+from .planner.compensation import order
 from .times import iso
 from .triggers import for_spec
 from .wake import next_wake
@@ -59,7 +60,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "paused": (cursor.paused.model_dump(mode="json")
                        if cursor is not None and cursor.paused is not None else None),
         })
-    runs = []
+    runs: list[dict[str, Any]] = []
+    specs = {s.id: s.spec for s in schedules}
     for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
         if run.status not in RUN_OPEN:
             continue
@@ -71,6 +73,12 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "slot": _iso(run.slot),
             "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
         })
+        spec = specs.get(run.schedule_id)
+        if spec is not None and spec.max_parallel is not None:
+            runs[-1]["max_parallel"] = spec.max_parallel
+        if state.undos.get(run.run_id):  # a saga's, in the order they run
+            runs[-1]["compensations"] = {u.name: u.phase.value for u in order(
+                tracks, state.undos[run.run_id])}
     wake = next_wake(schedules, state, now)
     return {
         "now": _iso(now),
@@ -132,7 +140,12 @@ def text(report: dict[str, Any]) -> list[str]:
         lines.append("open runs")
         for run in report["open_runs"]:
             phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
-            lines.append(f"  {run['run_id']}  {run['status']}: {phases}")
+            cap = (f"  (at most {run['max_parallel']} in flight)"
+                   if run.get("max_parallel") else "")
+            lines.append(f"  {run['run_id']}  {run['status']}: {phases}{cap}")
+            if run.get("compensations"):
+                undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
+                lines.append(f"    compensating (newest first): {undos}")
     lines.append(f"dead letters  {report['dead_letters']}")
     breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
                                                    if b["failures"] else "")

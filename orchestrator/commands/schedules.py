@@ -450,7 +450,20 @@ def policy_lines(spec: ScheduleSpec) -> list[str]:
         words.append(f"at most {spec.max_parallel} track(s) of a run in flight")
     if spec.pause_after_failures is not None:
         words.append(f"pause after {spec.pause_after_failures} failed run(s) in a row")
-    return [f"  policies:  {'; '.join(words)}"] if words else []
+    if spec.on_failure.value != "continue":
+        words.append(f"on failure: {spec.on_failure.value}")
+    if spec.runs_on or any(t.runs_on for t in spec.tracks):
+        where = f"runs on {', then '.join(spec.runs_on)}; " if spec.runs_on else ""
+        words.append(f"{where}a label is degraded after {spec.queue_timeout_minutes:g} "
+                     f"min queued or a failed start, probed after "
+                     f"{spec.runner_cooldown_minutes:g} min")
+    lines = [f"  policies:  {'; '.join(words)}"] if words else []
+    for track in spec.tracks:
+        if track.compensate is not None:
+            lines.append(f"    {track.name}: undone by {track.compensate.run}")
+        if track.runs_on:
+            lines.append(f"    {track.name}: runs on {', then '.join(track.runs_on)}")
+    return lines
 
 
 def _add_runs() -> None:

@@ -100,6 +100,10 @@ class Observation:
     handle: dict[str, Any] | None = None
     """A more precise handle learned while observing (e.g. the CI run id of a dispatch
     that was only correlated by name); the tick stores it on the track."""
+    failed_to_start: bool = False
+    """With ``phase`` ``FAILED``: the attempt never ran its command because its runner
+    failed it (none took the job, or it died while setting up). Not the track's fault:
+    a routed track goes to its next runner label without spending an attempt."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ track's result in ``ORCHESTRATOR_ORIGINAL_RESULT``. It is retried up to its own
 ``max_attempts``; one that still fails is parked in the dead letter queue with reason
 ``compensation_failed`` and the compensations after it are cancelled (undoing an
 older step under a newer one that could not be undone may do harm: a human decides).
+Once the outside cause is fixed, ``dlq requeue`` reopens the saga where it stopped
+(:func:`orchestrator.deadletters.requeue`): the failed compensation with a fresh
+attempt budget, the cancelled ones after it in the same order.
 The run is consolidated (``failed``) only once no compensation is open; the run's
 deadline does not stop them (a tap-out by the deadline is often what they clean up
 after), each attempt's own timeout does.
@@ -23,6 +26,7 @@ after), each attempt's own timeout does.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from .. import machine
@@ -58,13 +62,15 @@ def open_compensations(ctx: Context, run_id: str) -> bool:
 
 def ordered(ctx: Context, run_id: str) -> list[Track]:
     """The run's compensations in the order they run: newest completed track first."""
-    tracks = ctx.st.tracks.get(run_id, {})
+    return order(ctx.st.tracks.get(run_id, {}), ctx.st.undos.get(run_id, {}))
 
+
+def order(tracks: Mapping[str, Track], undos: Mapping[str, Track]) -> list[Track]:
+    """``undos`` (by track name) in the order they run, by their ``tracks``' completion."""
     def completed_at(name: str) -> datetime:
         track = tracks.get(name)
         return (track.finished_at if track is not None and track.finished_at else _EPOCH)
 
-    undos = ctx.st.undos.get(run_id, {})
     return [undos[n] for n in sorted(undos, key=lambda n: (completed_at(n), n), reverse=True)]
 
 

@@ -12,7 +12,7 @@ from ..models import DeadLetter, Run, Track
 from ..state import dlq_key
 from ..text import one_line
 from ..times import iso
-from . import poll
+from . import poll, routing
 from .context import Context, P, R, log_line
 
 
@@ -48,6 +48,8 @@ def observe(ctx: Context, track: Track) -> Track:
         ctx.d.note(track.run_id, f"{track.name}: CI run found for {key}")
     if seen is None or seen.phase is None:
         return track
+    if seen.failed_to_start and track.runner is not None:
+        return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if seen.phase is track.phase:
         news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
                 if v is not None and getattr(track, k) is None}

@@ -47,7 +47,11 @@ def failure_streak(state: st.State, schedule_id: str, after: datetime | None = N
 
 
 def record_finish(cursor: Cursor, run: Run) -> Cursor:
-    """``cursor`` counting the finished ``run``: one more failure in a row, or none."""
+    """``cursor`` counting the finished ``run``: one more failure in a row, or none. A
+    requeued run that fails again was counted when it first failed."""
+    again = sum(1 for h in run.state_history if h.to == R.FAILED.value) > 1
+    if run.status is R.FAILED and again:
+        return cursor
     count = cursor.failures_in_a_row + 1 if run.status is R.FAILED else 0
     if count == cursor.failures_in_a_row:
         return cursor

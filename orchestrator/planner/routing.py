@@ -5,6 +5,13 @@
   ``queue_timeout_minutes`` after its dispatch marks its label degraded, is cancelled
   and goes back to ``pending`` under a fresh attempt number (the attempt budget is
   not spent: the track never ran); a leg that started marks a degraded label healthy.
+* :func:`failed_to_start` (while hygiene observes, before a failure could count as an
+  attempt): a leg whose job completed without ever running the track (no runner took
+  it, or its runner was lost setting up: the executor's rule, e.g.
+  :mod:`orchestrator.executors.github.observation`) is its label's fault, handled as a
+  queue timeout is: the label is degraded and the track goes to the next one under a
+  fresh attempt number, its budget untouched. A track without ``runs_on`` has no
+  other label to go to: its leg fails as any attempt does.
 * :func:`routable` and :func:`pick` (dispatch): a leg goes to the first label that is
   healthy, or that a probe may try (half-open); with no such label the track stays
   pending (until the run's deadline) and the tick says why.
@@ -18,9 +25,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from .. import health as hl
+from ..executors.base import Observation
 from ..models import Run, Track
 from ..times import iso
-from .context import Context, P
+from .context import Context, P, log_line
 
 _STARTED = frozenset({P.COMPLETE, P.FAILED})
 
@@ -66,18 +74,41 @@ def watch_queues(ctx: Context) -> None:
             if ctx.now < track.dispatched_at + queue_timeout:
                 continue
             waited = int(queue_timeout.total_seconds() // 60)
-            if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
-                # one failure per label and tick, however many of its legs waited
-                ctx.st.runners[track.runner] = hl.degrade(
-                    health, ctx.now, f"{track.dispatch_key} waited {waited} min for a runner")
+            _degrade(ctx, track.runner, f"{track.dispatch_key} waited {waited} min for a runner")
             handle = ctx.handle_of(track)
             if handle is not None:
                 ctx.d.cancel.append(handle)
-            ctx.move(track, P.PENDING,
-                     f"no runner took it on {track.runner} within {waited} min; "
-                     "trying the next label", attempt=track.attempt + 1,
-                     max_attempts=track.max_attempts + 1, runner=None, handle=None,
-                     dispatch_key=None, url=None, dispatched_at=None, not_before=None)
+            _next_label(ctx, track, f"no runner took it on {track.runner} within {waited} "
+                                    "min; trying the next label")
+
+
+def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
+    """``track``'s leg failed to start on its label (``seen.failed_to_start``): degrade
+    the label and send the track to the next one, its attempt budget untouched."""
+    assert track.runner is not None
+    _degrade(ctx, track.runner, f"{track.dispatch_key} failed to start")
+    error = seen.error or f"{track.dispatch_key} failed to start"
+    return _next_label(ctx, track, f"failed to start on {track.runner}, not the track's "
+                                   "fault; trying the next label",
+                       error_log=log_line(track, f"{iso(ctx.now)} {error}"))
+
+
+def _degrade(ctx: Context, label: str, note: str) -> None:
+    health = ctx.st.runners.get(label)
+    if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
+        # one failure per label and tick, however many of its legs failed there
+        ctx.st.runners[label] = hl.degrade(health, ctx.now, note)
+
+
+def _next_label(ctx: Context, track: Track, reason: str,
+                error_log: list[str] | None = None) -> Track:
+    # A fresh attempt number gives the leg a new job name; the budget grows with it,
+    # as the track never ran.
+    return ctx.move(track, P.PENDING, reason, attempt=track.attempt + 1,
+                    max_attempts=track.max_attempts + 1, runner=None, handle=None,
+                    dispatch_key=None, url=None, dispatched_at=None, not_before=None,
+                    started_at=None, finished_at=None,
+                    error_log=track.error_log if error_log is None else error_log)
 
 
 def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -23,7 +23,9 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   server (served without a token, as GitHub's blob storage is) or ``410`` once the
   artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`.
 
-Runs and jobs carry every field GitHub's description requires. Jobs may be
+Runs and jobs carry every field GitHub's description requires; a job a runner took
+lists its ``steps`` (``Set up job``, then its work: ``Run the track`` for a matrix
+leg), and its ``labels`` are its leg's ``runs_on``. Jobs may be
 ``queued``, ``waiting``, ``pending``, ``requested``, ``in_progress`` or ``completed``;
 a job running past its leg's ``timeout-minutes`` is cancelled (conclusion
 ``cancelled``, as on GitHub) when :attr:`FakeGitHub.now` passes it; a run that cannot
@@ -67,6 +69,11 @@ each for ``times`` requests:
 - ``supports_run_details = False``: refuse ``return_run_details`` (``422``) without
   saying it is GitHub Enterprise Server (``ghes=`` does);
 - ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
+- ``broken_labels[label] = "no-runner"`` (or ``"lost"``): the queued legs routed to
+  that runner label (their matrix leg's ``runs_on``) fail to start: they complete with
+  conclusion ``failure`` and no ``runner_name`` and no steps (no runner took them), or
+  with a runner whose ``Run the track`` step stayed ``queued`` (it was lost setting
+  up). Remove the label to let its runners work again.
 
 The fake also runs as a process for manual tries: ``python -m tests.fakes.github``
 prints its URL and serves until interrupted.
@@ -243,6 +250,40 @@ class FakeJob:
     run_attempt: int = 1
     workflow_name: str = "track"
     head_branch: str = "main"
+    no_start: str | None = None
+    """``no-runner`` or ``lost``: how the job failed to start (see ``broken_labels``)."""
+
+    @property
+    def is_leg(self) -> bool:
+        """A matrix leg of track.yml (named after a dispatch key), not ``fan-in``."""
+        return isinstance(self.leg, dict) and bool(self.leg.get("key"))
+
+    @property
+    def label(self) -> str:
+        runs_on = self.leg.get("runs_on") if isinstance(self.leg, dict) else None
+        return runs_on if isinstance(runs_on, str) else "ubuntu-latest"
+
+    def steps(self) -> list[dict[str, Any]]:
+        """The steps GitHub lists: none before a runner took the job."""
+        if self.no_start == "no-runner" or self.status not in ("in_progress", "completed"):
+            return []
+        begun = _iso(self.started_at or self.created_at)
+        ended = _iso(self.completed_at)
+        done = self.status == "completed"
+        work = "Run the track" if self.is_leg else "Run"
+        out = [{"name": "Set up job", "number": 1, "status": "completed",
+                "conclusion": "success", "started_at": begun, "completed_at": begun}]
+        if self.no_start == "lost":
+            out.append({"name": work, "number": 2, "status": "queued", "conclusion": None,
+                        "started_at": None, "completed_at": None})
+            return out
+        out.append({"name": work, "number": 2, "status": self.status,
+                    "conclusion": self.conclusion if done else None, "started_at": begun,
+                    "completed_at": ended if done else None})
+        if done:
+            out.append({"name": "Complete job", "number": 3, "status": "completed",
+                        "conclusion": "success", "started_at": ended, "completed_at": ended})
+        return out
 
     @property
     def timeout(self) -> timedelta:
@@ -252,7 +293,8 @@ class FakeJob:
 
     def to_json(self, base: str, repository: str) -> dict[str, Any]:
         api = f"{base}/repos/{repository}"
-        started = self.status not in ("queued", "waiting", "pending", "requested")
+        started = self.status not in ("queued", "waiting", "pending", "requested") \
+            and self.no_start != "no-runner"
         return {
             "id": self.id,
             "node_id": f"CR_kwDO{self.id}",
@@ -272,12 +314,12 @@ class FakeJob:
             # GitHub reports a queued job's started_at as its creation time
             "started_at": _iso(self.started_at or self.created_at),
             "completed_at": _iso(self.completed_at),
-            "labels": ["ubuntu-latest"],
+            "labels": [self.label],
             "runner_id": 7 if started else None,
             "runner_name": "fake-runner" if started else None,
             "runner_group_id": 1 if started else None,
             "runner_group_name": "GitHub Actions" if started else None,
-            "steps": [],
+            "steps": self.steps(),
         }
 
 
@@ -478,6 +520,8 @@ class FakeGitHub:
         """The fake's clock for ``created_at`` and rate-limit resets (default: real time)."""
         self.supports_run_details = ghes is None
         self.jobs_appear = True
+        self.broken_labels: dict[str, str] = {}
+        """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
         self.rate_remaining = RATE_LIMIT
         self.rate_reset_at: datetime | None = None
         """When the spent rate limit window resets (by :attr:`now`); then it refills."""
@@ -677,8 +721,9 @@ class FakeGitHub:
 
     def settle(self) -> None:
         """Carry out what GitHub does on its own as :attr:`now` passes: accepted cancels
-        take effect, and a job running past its ``timeout-minutes`` is cancelled (its
-        conclusion is ``cancelled``, as GitHub documents for a timeout)."""
+        take effect, a job running past its ``timeout-minutes`` is cancelled (its
+        conclusion is ``cancelled``, as GitHub documents for a timeout), and a queued
+        leg on one of :attr:`broken_labels` fails to start."""
         with self._lock:
             now = self._clock()
             for run in self.runs.values():
@@ -690,6 +735,12 @@ class FakeGitHub:
                         job.status, job.conclusion = "completed", "cancelled"
                         job.completed_at = job.started_at + job.timeout
                         run.updated_at = job.completed_at
+                        self._release(run)
+                    how = self.broken_labels.get(job.label)
+                    if how is not None and job.status == "queued" and job.is_leg:
+                        job.status, job.conclusion, job.no_start = "completed", "failure", how
+                        job.started_at = now if how == "lost" else None
+                        job.completed_at = run.updated_at = now
                         self._release(run)
 
     def _cancel_now(self, run: FakeRun, at: datetime) -> None:

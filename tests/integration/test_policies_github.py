@@ -1,6 +1,6 @@
 """Failure policies with the GitHub executor against the fake GitHub: legs left queued
-on one label move to the next, after the cooldown one leg probes the degraded label
-again, and a compensation runs as a leg of its own."""
+on one label, or failing to start there, move to the next, after the cooldown one leg
+probes the degraded label again, and a compensation runs as a leg of its own."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from test_github_tick import cli_tick, read_state, run_ticks
 
 from orchestrator.models import RunStatus, TrackPhase
@@ -119,6 +120,63 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
     gpu = state.runners["gpu-self-hosted"]
     assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
     assert state.tracks[later]["a"].phase is TrackPhase.RUNNING
+
+
+@pytest.mark.parametrize("how", ["no-runner", "lost"])
+def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back(
+        tmp_path: Path, fake_github: FakeGitHub, how: str) -> None:
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0,45 7 * * *", "overlap": "allow",
+        "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
+        "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
+        "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
+    repo = clone(origin, tmp_path / "repo")
+    fake_github.broken_labels["gpu-self-hosted"] = how
+
+    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    assert legs(0, fake_github) == {f"{RUN}--a--1": "gpu-self-hosted",
+                                    f"{RUN}--b--1": "gpu-self-hosted"}
+    [first_ci] = fake_github.runs
+    fake_github.now = T0 + timedelta(minutes=2)
+    fake_github.settle()
+    assert {j.conclusion for j in fake_github.runs[first_ci].jobs if j.is_leg} == {"failure"}
+
+    # well before the queue timeout: the failed start alone moves them
+    out = tick(repo, T0 + timedelta(minutes=3), fake_github)
+    assert "failed to start on gpu-self-hosted, not the track's fault" in out
+    assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
+                                    f"{RUN}--b--2": "ubuntu-latest"}
+    state, _ = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures) == ("degraded", 1)
+    assert gpu.last_checked_at == T0 + timedelta(minutes=3)
+    for name in ("a", "b"):  # the budget is untouched: nothing was spent, nothing parked
+        track = state.tracks[RUN][name]
+        assert (track.attempt, track.max_attempts, track.runner) == (2, 2, "ubuntu-latest")
+        assert "failed to start on gpu-self-hosted" in track.error_log[-1]
+    assert state.dlq == {}
+
+    fake_github.now = T0 + timedelta(minutes=4)
+    fake_github.complete_all(max(fake_github.runs))
+    tick(repo, T0 + timedelta(minutes=5), fake_github)
+    state, _ = read_state(repo)
+    assert state.runs[RUN].status is RunStatus.COMPLETED
+
+    # the label's runners work again; after the cooldown one leg probes it
+    del fake_github.broken_labels["gpu-self-hosted"]
+    later = "nightly--20261201T0745Z"
+    out = tick(repo, T0 + timedelta(minutes=45), fake_github)
+    assert legs(2, fake_github) == {f"{later}--a--1": "gpu-self-hosted",
+                                    f"{later}--b--1": "ubuntu-latest"}
+    assert "runner gpu-self-hosted: a probes it (degraded)" in out
+    probe_ci = max(fake_github.runs)
+    fake_github.now = T0 + timedelta(minutes=46)
+    fake_github.set_job(probe_ci, "a", "in_progress")
+    out = tick(repo, T0 + timedelta(minutes=47), fake_github)
+    assert "runner gpu-self-hosted: healthy again (a started on it)" in out
+    state, _ = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
 
 
 def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,

@@ -13,6 +13,24 @@ A job that reaches its ``timeout-minutes`` is cancelled: GitHub reports
 ``cancelled``, not ``timed_out``. A cancelled job that ran for its whole timeout is
 therefore a track that ran out of time, ``tapped_out``, and never ``cancelled``
 (which the tick neither retries nor parks in the dead letter queue).
+
+A job that **failed to start** is its runner's fault, not the track's
+(:func:`failed_to_start`). GitHub gives every job a ``started_at`` (a queued job's is
+its creation time), so the start is read from the runner and the steps instead. The
+job ``completed`` with conclusion ``failure`` (a cancel is someone's decision: ours, or
+a person's on GitHub) and either
+
+* its ``runner_name`` is empty: no runner ever took it; or
+* its ``steps`` show that the step running the track (:data:`TRACK_STEP`, track.yml's)
+  never began: the list is empty (the runner was lost before it reported a step), or
+  that step is there with no ``started_at``, still ``queued`` or ``skipped``, while no
+  step of the workflow's own set-up concluded ``failure``: checkout or the install
+  failing is the same on every runner (a wrong ``ORCHESTRATOR_PACKAGE``), and GitHub's
+  ``Set up job`` step failing is the runner's. A workflow with no step of that name
+  (a schedule's own ``workflow``) is judged by its runner alone.
+
+A run-level ``startup_failure`` (:func:`missing_job`) is no runner's fault: the
+workflow file is invalid, and every label would fail the same.
 """
 
 from __future__ import annotations
@@ -36,6 +54,10 @@ _CONCLUSION: Mapping[str, TrackPhase] = {
 }
 """Job conclusions but ``action_required``, which is no verdict: see :func:`job_observation`.
 An unknown conclusion fails the attempt."""
+TRACK_STEP = "Run the track"
+"""The name of track.yml's step that runs the track's command."""
+SETUP_STEP = "Set up job"
+"""GitHub's own first step of every job: the runner preparing itself."""
 TIMEOUT_SLACK = timedelta(seconds=30)
 """GitHub's timestamps are whole seconds and its timeout fires a little late or early
 against ``started_at``; a cancel this close to the timeout is the timeout."""
@@ -48,6 +70,36 @@ def ran_out_of_time(job: Mapping[str, Any], timeout_minutes: float) -> bool:
         return False
     return ended - started >= timedelta(minutes=leg_timeout_minutes(timeout_minutes)) - \
         TIMEOUT_SLACK
+
+
+def failed_to_start(job: Mapping[str, Any]) -> bool:
+    """Whether the completed ``job`` never ran the track because of its runner (see the
+    module's docstring for the rule)."""
+    if job.get("status") != "completed" or job.get("conclusion") != "failure":
+        return False
+    if not job.get("runner_name"):
+        return True
+    steps = job.get("steps")
+    if not isinstance(steps, list):
+        return False  # not reported: nothing says it did not run
+    steps = [s for s in steps if isinstance(s, Mapping)]
+    if not steps:
+        return True
+    track = [s for s in steps if s.get("name") == TRACK_STEP]
+    if not track:
+        return False
+    step = track[0]
+    began = (step.get("started_at") is not None and step.get("status") != "queued"
+             and step.get("conclusion") != "skipped")
+    if began:
+        return False
+    before = [s for s in steps if _number(s) < _number(step) and s.get("name") != SETUP_STEP]
+    return not any(s.get("conclusion") == "failure" for s in before)
+
+
+def _number(step: Mapping[str, Any]) -> int:
+    number = step.get("number")
+    return number if isinstance(number, int) else 0
 
 
 def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Observation:
@@ -73,6 +125,15 @@ def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Obse
         # runs it again (a new attempt, whose jobs replace these); left alone, the
         # track's timeout and its run's deadline tap it out.
         return Observation(key=key, phase=None, url=url, details=details)
+    if failed_to_start(job):
+        runner = job.get("runner_name")
+        where = f"its runner {runner} was lost setting up" if runner else "no runner took it"
+        labels = job.get("labels")
+        on = f" on {', '.join(map(str, labels))}" if isinstance(labels, list) and labels else ""
+        return Observation(key=key, phase=TrackPhase.FAILED, failed_to_start=True,
+                           finished_at=parse_utc(job.get("completed_at")), url=url,
+                           error=f"job {key} failed to start{on} ({where})",
+                           details=details)
     phase = _CONCLUSION.get(str(conclusion), TrackPhase.FAILED)
     error = None if phase is TrackPhase.COMPLETE else f"job {key} concluded {conclusion}"
     if conclusion == "cancelled" and ran_out_of_time(job, handle.timeout_minutes):
@@ -106,6 +167,8 @@ def missing_job(handle: Handle, ci_run: int, status: int, run: Any,
         return Observation(key=handle.key, phase=None, url=url,
                            details={"ci_run_id": ci_run, "status": run.get("status"),
                                     "conclusion": conclusion})
+    # startup_failure fails the track, never its runner label: the workflow file is
+    # invalid, and the next label would fail alike (failed_to_start stays False)
     phase = TrackPhase.CANCELLED if conclusion == "cancelled" else TrackPhase.FAILED
     ended = _RUN_ENDED.get(str(conclusion), f"ended ({conclusion})")
     return Observation(
