@@ -116,7 +116,8 @@ class SchedulePolicies(BaseModel):
     queue_timeout_minutes: float = Field(
         15, gt=0, le=24 * 60,
         description="With `runs_on`: minutes a leg may wait for a runner before its label is "
-        "marked degraded and the leg is sent to the next label.")
+        "marked degraded and the leg is sent to the next label (a leg that fails to start "
+        "on it does the same at once).")
     runner_cooldown_minutes: float = Field(
         30, gt=0, le=7 * 24 * 60,
         description="With `runs_on`: minutes before one leg probes a degraded label again.")

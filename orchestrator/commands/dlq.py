@@ -73,7 +73,8 @@ def _transact(cfg: Config, key: str, change: ChangeFn, message: str) -> None:
 @click.option("--now", "now_text", metavar="ISO", help="Time of the requeue (default: now).")
 @pass_config
 def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | None) -> None:
-    """Put a parked track back to pending with a fresh attempt budget."""
+    """Put a parked track back to pending with a fresh attempt budget; for a failed
+    compensation, reopen the saga where it stopped."""
     now = parse_now(now_text)
     who = _who(by)
     _transact(cfg, key, lambda snap: dl.requeue(snap.files, key, who, reason, now),
