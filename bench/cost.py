@@ -210,7 +210,9 @@ def bound_lines(github: dict[str, Figures]) -> list[str]:
         f"alone are {legs + runs:,} runner-minutes, {(legs + runs) / mixed_base:.2f} x "
         f"GitHub's {mixed_base:,.0f}, before any tick; with a tick an hour (720, the "
         f"fewest that reach each hourly slot within its hour) and a watchdog every 2 "
-        f"hours (360): {(legs + runs + 1080) / mixed_base:.2f} x.",
+        f"hours (360): {(legs + runs + 1080) / mixed_base:.2f} x. Without fan-in jobs "
+        f"(`fan_in: next_tick`: a tick records each batch) the same is "
+        f"{(legs + 1080) / mixed_base:.2f} x.",
     ]
 
 
