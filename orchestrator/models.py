@@ -364,10 +364,14 @@ class RunStatus(StrEnum):
     """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
 
 
-class Transition(Frozen):
+class _Deferred(Frozen):  # records a no-op tick never reads: validators built on first use
+    model_config = ConfigDict(defer_build=True)
+
+
+class Transition(_Deferred):
     """One entry of a ``state_history``."""
 
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     from_: str = Field(alias="from")
     to: str
@@ -375,7 +379,7 @@ class Transition(Frozen):
     reason: str = ""
 
 
-class Track(Frozen):
+class Track(_Deferred):
     """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
 
     run_id: str
@@ -414,7 +418,7 @@ class Track(Frozen):
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
 
-class Run(Frozen):
+class Run(_Deferred):
     """``state/runs/<run_id>/run.json``: one firing of a schedule."""
 
     run_id: str
@@ -469,7 +473,7 @@ class Cursor(Frozen):
     """The last resume: failures before it no longer count towards a pause."""
 
 
-class DeadLetter(Frozen):
+class DeadLetter(_Deferred):
     """``state/dlq/<run_id>--<track>.json``: a track that needs a human."""
 
     key: str

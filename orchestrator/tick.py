@@ -201,6 +201,7 @@ class Tick:
         markdown_template: Path | None = None,
         scope: str | None = None,
         outcomes: Folder | None = None,
+        repo_templates: bool = False,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -214,6 +215,9 @@ class Tick:
         self.template = template
         self.index_template = index_template
         self.markdown_template = markdown_template
+        self.repo_templates = repo_templates
+        """Each template not given is looked for in the repository's ``templates/``
+        (when the tick first renders), before the packaged one."""
         self._breaker_base: Breaker | None = None
         self.scope = scope
         """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
@@ -264,6 +268,7 @@ class Tick:
             return []
         # jinja2 is only imported when there is something to render
         from .brief import context_from_files, render_html, render_index, render_markdown
+        self._find_templates()
 
         specs = {s.id: s.spec for s in schedules}
         rendered: list[str] = []
@@ -313,6 +318,17 @@ class Tick:
         except Exception as exc:  # a broken index template keeps the old index
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered
+
+    def _find_templates(self) -> None:
+        if not self.repo_templates:
+            return
+        from .brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
+
+        self.template = repo_template(self.repo, BRIEF_TEMPLATE, self.template)
+        self.index_template = repo_template(self.repo, INDEX_TEMPLATE, self.index_template)
+        self.markdown_template = repo_template(self.repo, MARKDOWN_TEMPLATE,
+                                               self.markdown_template)
+        self.repo_templates = False
 
     def _poll_row(self, changes: list[str]) -> bytes:
         return st.json_line({"at": iso(self.now), "executor": self.executor_name,
