@@ -89,7 +89,11 @@ class When(StrEnum):
 
 
 
-class TrackSpec(Frozen, TrackPolicies):
+class _Deferred(Frozen):  # validators built on first use: a no-op tick needs few of them
+    model_config = ConfigDict(defer_build=True)
+
+
+class TrackSpec(_Deferred, TrackPolicies):
     """One unit of parallel work in a run."""
 
     name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
@@ -144,7 +148,7 @@ class TrackSpec(Frozen, TrackPolicies):
         return self
 
 
-class ConsolidateSpec(Frozen):
+class ConsolidateSpec(_Deferred):
     """The schedule's final step: a track named ``consolidate`` that needs every other
     track with ``when: always`` and sees their results in ``ORCHESTRATOR_RESULTS``."""
 
@@ -160,7 +164,7 @@ class ConsolidateSpec(Frozen):
         return self
 
 
-class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.policies
+class ScheduleSpec(_Deferred, SchedulePolicies):  # the opt-in policies: orchestrator.policies
     """A schedule file: when to fire and which tracks to run in parallel."""
 
     schema_ref: str | None = Field(
@@ -314,7 +318,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         raise KeyError(name)
 
 
-class Schedule(Frozen):
+class Schedule(_Deferred):
     """A loaded schedule: its id (the file stem) and its spec."""
 
     id: Id
@@ -362,10 +366,6 @@ class RunStatus(StrEnum):
     """Every track completed. Terminal."""
     FAILED = "failed"
     """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
-
-
-class _Deferred(Frozen):  # records a no-op tick never reads: validators built on first use
-    model_config = ConfigDict(defer_build=True)
 
 
 class Transition(_Deferred):
@@ -440,7 +440,7 @@ class Run(_Deferred):
     state_history: list[Transition] = Field(default_factory=list)
 
 
-class SlotNote(Frozen):
+class SlotNote(_Deferred):
     """A slot that did not fire, and why (kept short: the newest few per schedule)."""
 
     slot: UTCDateTime
@@ -448,7 +448,7 @@ class SlotNote(Frozen):
     at: UTCDateTime
 
 
-class Cursor(Frozen):
+class Cursor(_Deferred):
     """``state/schedules/<id>.json``: where a schedule stands."""
 
     schedule_id: Id
