@@ -127,6 +127,9 @@ class Memo:
     def read(cls, files: Mapping[str, bytes], repo: Path, now: datetime) -> Memo:
         entries: dict[str, Quiet] = {}
         busy: set[str] = set()
+        lister = getattr(files, "listdirs", None)
+        if lister is not None:  # one git process for the folders the tick lists anyway
+            lister([st.ROOT, CURSORS, f"{st.ROOT}/dlq", state_index.RUNS])
         prefetch = getattr(files, "prefetch", None)
         if prefetch is not None:  # exactly these: state/ also holds the index page
             prefetch([state_index.OPEN_INDEX, QUIET, st.TICKS, st.HEALTH])

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import tempfile
 import time
 import uuid
@@ -44,6 +45,15 @@ FALLBACK_EMAIL = "orchestrator@localhost"
 
 
 _EMPTY: Mapping[str, bytes] = MappingProxyType({})
+
+_PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
+
+
+def _plain_branch(name: str) -> bool:
+    """Whether git certainly accepts ``refs/heads/<name>`` (letters, digits, ``-``,
+    ``_``, single dots and slashes inside), so that no process need ask it."""
+    return bool(_PLAIN_BRANCH.fullmatch(name)) and not any(
+        part.endswith(".lock") for part in name.split("/"))
 
 
 class GitStateStore:
@@ -134,11 +144,14 @@ class GitStateStore:
         self.git = Git(self.repo, self.redact)
         if not self.repo.is_dir():
             raise UserError(f"not a git repository: {self.repo}")
-        if self.git.run("check-ref-format", self.ref, check=False).returncode != 0:
+        if not _plain_branch(branch) and self.git.run(
+                "check-ref-format", self.ref, check=False).returncode != 0:
             raise UserError(f"invalid state branch name {branch!r}")
         self._shallow, local = self._probe()
         self.url, self.remote_name = self._resolve(remote)
-        self._setup_env(token if token is not None else os.environ.get("GITHUB_TOKEN"))
+        self.git.env.update(auth_env(self.url, token if token is not None
+                                     else os.environ.get("GITHUB_TOKEN"), self.redact))
+        self._identified = False
         self._depth: int | None = 1 if self._shallow or not local else None
         # A shallow clone is a CI runner's checkout: fetch the state without blobs and
         # then only the blobs a reader asks for, so a fresh runner does not download
@@ -167,9 +180,14 @@ class GitStateStore:
             return url, url
         return remote, display_url(remote)
 
-    def _setup_env(self, token: str | None) -> None:
-        env = auth_env(self.url, token, self.redact)
-        # A bare CI runner has no identity; commit-tree would refuse to run.
+    def _identify(self) -> None:
+        """Give commits an identity when git has none (a bare CI runner: commit-tree
+        would refuse to run). Asked when first committing: a tick with nothing to
+        commit starts no git process for it."""
+        if self._identified:
+            return
+        self._identified = True
+        env: dict[str, str] = {}
         configured = self.git.run("config", "--get-regexp",
                                   r"^(user|author|committer)\.(name|email)$",
                                   check=False).stdout.decode()
@@ -444,6 +462,7 @@ class GitStateStore:
         # otherwise build byte-identical commits, and the second push would report
         # "up to date": two increments, one landed. A nonce makes every commit unique.
         body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
+        self._identify()
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
                             input=body.encode())
 

@@ -70,7 +70,7 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
     cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
     now, skipped, ticks = T0, 0, 0
     steps = itertools.cycle([timedelta(minutes=m) for m in (4, 13, 9, 1, 11, 7)])
-    end = T0 + timedelta(hours=40)
+    end = T0 + timedelta(hours=30)
     while now < end:
         tick = Tick(store, repo, executor_factory(cfg, "local", now), now)
         result = tick.run()
@@ -88,7 +88,6 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
          for slot in for_spec(s.spec).slots(T0, last)]
         + [run_id_for("once", datetime(2026, 3, 8, 1, 0, tzinfo=UTC))])
     assert fired == expected
-    assert "new-york--20260308T0730Z" not in fired  # 02:30 EST, a day before the change
     # most schedules were left unread on most ticks
     assert skipped > 3 * ticks
     assert quiet.QUIET in files
