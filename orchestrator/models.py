@@ -89,7 +89,11 @@ class When(StrEnum):
 
 
 
-class TrackSpec(Frozen, TrackPolicies):
+class _Deferred(Frozen):  # validators built on first use: a no-op tick needs few of them
+    model_config = ConfigDict(defer_build=True)
+
+
+class TrackSpec(_Deferred, TrackPolicies):
     """One unit of parallel work in a run."""
 
     name: Id = Field(description="Track name, unique in the schedule; [a-z0-9][a-z0-9_-]{0,63}.")
@@ -144,7 +148,7 @@ class TrackSpec(Frozen, TrackPolicies):
         return self
 
 
-class ConsolidateSpec(Frozen):
+class ConsolidateSpec(_Deferred):
     """The schedule's final step: a track named ``consolidate`` that needs every other
     track with ``when: always`` and sees their results in ``ORCHESTRATOR_RESULTS``."""
 
@@ -160,7 +164,7 @@ class ConsolidateSpec(Frozen):
         return self
 
 
-class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.policies
+class ScheduleSpec(_Deferred, SchedulePolicies):  # the opt-in policies: orchestrator.policies
     """A schedule file: when to fire and which tracks to run in parallel."""
 
     schema_ref: str | None = Field(
@@ -314,7 +318,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         raise KeyError(name)
 
 
-class Schedule(Frozen):
+class Schedule(_Deferred):
     """A loaded schedule: its id (the file stem) and its spec."""
 
     id: Id
@@ -364,10 +368,10 @@ class RunStatus(StrEnum):
     """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
 
 
-class Transition(Frozen):
+class Transition(_Deferred):
     """One entry of a ``state_history``."""
 
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     from_: str = Field(alias="from")
     to: str
@@ -375,7 +379,7 @@ class Transition(Frozen):
     reason: str = ""
 
 
-class Track(Frozen):
+class Track(_Deferred):
     """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
 
     run_id: str
@@ -414,7 +418,7 @@ class Track(Frozen):
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
 
-class Run(Frozen):
+class Run(_Deferred):
     """``state/runs/<run_id>/run.json``: one firing of a schedule."""
 
     run_id: str
@@ -436,7 +440,7 @@ class Run(Frozen):
     state_history: list[Transition] = Field(default_factory=list)
 
 
-class SlotNote(Frozen):
+class SlotNote(_Deferred):
     """A slot that did not fire, and why (kept short: the newest few per schedule)."""
 
     slot: UTCDateTime
@@ -444,7 +448,7 @@ class SlotNote(Frozen):
     at: UTCDateTime
 
 
-class Cursor(Frozen):
+class Cursor(_Deferred):
     """``state/schedules/<id>.json``: where a schedule stands."""
 
     schedule_id: Id
@@ -469,7 +473,7 @@ class Cursor(Frozen):
     """The last resume: failures before it no longer count towards a pause."""
 
 
-class DeadLetter(Frozen):
+class DeadLetter(_Deferred):
     """``state/dlq/<run_id>--<track>.json``: a track that needs a human."""
 
     key: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,14 +65,18 @@ def load_schedule(path: Path, root: Path | None = None) -> Schedule:
     loaded = _load(path, display_path(path, root or path.parent.parent))
     if isinstance(loaded, Schedule):
         return loaded
+    assert loaded is not None, "parsed: nothing vouched for it"
     raise loaded[0]
 
 
-def load_all(directory: Path) -> LoadResult:
+def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
+             ) -> LoadResult:
     """Load every ``*.json`` in ``directory`` except the schema.
 
     Files are matched case-insensitively on the ``.json`` suffix, so ``x.JSON`` beside
     ``x.json`` is reported as a duplicate id instead of being silently ignored.
+    A file whose id and bytes ``known`` vouches for is read but not parsed, and left
+    out of the result (the tick's memo of quiet schedules: :mod:`orchestrator.quiet`).
     """
     result = LoadResult()
     if not directory.is_dir():
@@ -103,7 +107,9 @@ def load_all(directory: Path) -> LoadResult:
                 result.errors.append(ScheduleError(
                     here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
             continue
-        loaded = _load(paths[0], display(paths[0]))
+        loaded = _load(paths[0], display(paths[0]), known)
+        if loaded is None:
+            continue
         if isinstance(loaded, Schedule):
             result.schedules.append(loaded)
         else:
@@ -112,14 +118,18 @@ def load_all(directory: Path) -> LoadResult:
     return result
 
 
-def _load(path: Path, shown: str) -> Schedule | list[ScheduleError]:
-    """A schedule, or every problem with it (at least one)."""
+def _load(path: Path, shown: str, known: Callable[[str, bytes], bool] | None = None
+          ) -> Schedule | list[ScheduleError] | None:
+    """A schedule, or every problem with it (at least one); ``None`` when ``known``
+    vouches for its bytes."""
     stem = path.stem
     if not ID_RE.fullmatch(stem):
         return [ScheduleError(shown, "id", f"file name {path.name!r} gives the invalid id "
                               f"{stem!r}: use {ID_RULE}")]
     try:
         raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
+        if known is not None and known(stem, raw):
+            return None
         data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
     except FileNotFoundError:
         return [ScheduleError(shown, "(file)", "vanished while being read")]

@@ -19,7 +19,7 @@ so in one line, which the tick logs and commits with the rebuilt index.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -142,14 +142,17 @@ def _disagreement(index: OpenIndex, folders: set[str], state: st.State) -> str |
     return None
 
 
-def load(files: Mapping[str, bytes]) -> Loaded:
+def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Loaded:
     """The state a tick needs, read through the index (rebuilt when it cannot be trusted).
 
     Reads the index, lists ``state/``, its ``schedules``, ``dlq`` and ``runs`` folders
     and the open runs' folders, and parses only those records: never a finished run.
     ``state.known_runs`` is every run id with a folder, so a slot whose run finished
-    long ago is still never fired twice.
+    long ago is still never fired twice. The cursors of ``skip_cursors`` are not read
+    (schedules the tick does not plan: :mod:`orchestrator.quiet`), unless the index
+    has to be rebuilt.
     """
+    skip = {st.cursor_path(sid) for sid in skip_cursors}
     top = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq", RUNS])
     folders = {name for name, is_dir in top[RUNS].items() if is_dir}
     prefetch = getattr(files, "prefetch", None)
@@ -169,7 +172,7 @@ def load(files: Mapping[str, bytes]) -> Loaded:
                                                          for sub in ("tracks", "undo"))])}
         wanted = [f"{folder}/{name}" for folder, names in listed.items() if folder != st.ROOT
                   and folder != RUNS for name, is_dir in names.items()
-                  if not is_dir and name.endswith(".json")]
+                  if not is_dir and name.endswith(".json") and f"{folder}/{name}" not in skip]
         if st.HEALTH.rpartition("/")[2] in top[st.ROOT]:
             wanted.append(st.HEALTH)
         # A dead letter keeps its track's spec in its run's specs.json, and its run is

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import run_scope, state_index
+from . import quiet, run_scope, state_index
 from . import state as st
 from .breaker import Breaker, merge_breaker
 from .errors import ExecutorError, OrchestratorError, Rewound
@@ -40,10 +40,9 @@ from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
 from .planner.pause import record_finish
 from .policies import Pause
 from .repo_config import cadence_or_default
-from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
-from .wake import Wake, next_wake
+from .wake import Wake
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +200,7 @@ class Tick:
         markdown_template: Path | None = None,
         scope: str | None = None,
         outcomes: Folder | None = None,
+        repo_templates: bool = False,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -214,11 +214,15 @@ class Tick:
         self.template = template
         self.index_template = index_template
         self.markdown_template = markdown_template
+        self.repo_templates = repo_templates
+        """Each template not given is looked for in the repository's ``templates/``
+        (when the tick first renders), before the packaged one."""
         self._breaker_base: Breaker | None = None
         self.scope = scope
         """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
         self.outcomes = outcomes or Folder()
         self._caps: Caps | None = None
+        self._memo: quiet.Memo | None = None
 
     # ---------------------------------------------------------------- planning
 
@@ -248,7 +252,11 @@ class Tick:
         self._append_logs(files, st.changes(snap.files, files), snap.files, decision)
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
-        return Planned(decision, st.changes(snap.files, files), rendered, summaries, parked)
+        change = st.changes(snap.files, files)
+        if self._memo is not None:  # only beside other changes: never a commit of its own
+            change.update(quiet.changes(self._memo, schedules, decision.state, snap.files,
+                                        change, lambda: cadence_or_default(self.repo)))
+        return Planned(decision, change, rendered, summaries, parked)
 
     def _consolidate(self, decision: Decision, files: dict[str, bytes | None],
                      old: Mapping[str, bytes], schedules: list[Schedule],
@@ -264,6 +272,7 @@ class Tick:
             return []
         # jinja2 is only imported when there is something to render
         from .brief import context_from_files, render_html, render_index, render_markdown
+        self._find_templates()
 
         specs = {s.id: s.spec for s in schedules}
         rendered: list[str] = []
@@ -314,6 +323,17 @@ class Tick:
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered
 
+    def _find_templates(self) -> None:
+        if not self.repo_templates:
+            return
+        from .brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
+
+        self.template = repo_template(self.repo, BRIEF_TEMPLATE, self.template)
+        self.index_template = repo_template(self.repo, INDEX_TEMPLATE, self.index_template)
+        self.markdown_template = repo_template(self.repo, MARKDOWN_TEMPLATE,
+                                               self.markdown_template)
+        self.repo_templates = False
+
     def _poll_row(self, changes: list[str]) -> bytes:
         return st.json_line({"at": iso(self.now), "executor": self.executor_name,
                              "changes": changes})
@@ -354,14 +374,15 @@ class Tick:
         rewound = getattr(self.store, "rewound", None)  # only a remote can be rewound
         if rewound:
             raise Rewound(rewound)
-        loaded = load_all(self.repo / "schedules")
+        # schedules the memo vouches for are neither parsed nor planned (see .quiet)
+        self._memo = None if self.scope else quiet.Memo.read(snap.files, self.repo, self.now)
+        loaded, loaded0 = quiet.select(self._memo, self.repo / "schedules", snap.files)
         schedules = loaded.schedules
         invalid = [e.message for e in loaded.errors]
         self._caps, problem = repo_caps(self.repo)
         if problem:  # reported like an invalid schedule; the schedules are still served
             invalid.append(problem)
         result.schedule_errors = invalid
-        loaded0 = state_index.load(snap.files)
         state0 = loaded0.state
         held = state0.held_schedules()
         schedules = [s for s in schedules if s.id not in held]
@@ -383,17 +404,22 @@ class Tick:
             result.rendered, result.summaries = planned.rendered, planned.summaries
             result.tip = snap.tip
             assert result.decision is not None
-            result.wake = next_wake(schedules, result.decision.state, self.now,
-                                    cadence_or_default(self.repo))
+            result.wake = quiet.next_wake(self._memo, schedules, result.decision.state,
+                                          self.now, cadence_or_default(self.repo))
             return result
 
         marked: Planned | None = None
 
         def mark(s: Snapshot) -> dict[str, bytes | None] | None:
-            nonlocal marked
+            nonlocal marked, schedules
             # plan() never mutates its input, so the state parsed for observation is
             # reused while the compare-and-swap still sees the same tip
             loaded = loaded0 if s.tip == snap.tip else state_index.load(s.files)
+            if s.tip != snap.tip and self._memo is not None and self._memo.skipped:
+                # the memo was checked against the tip it lost to: plan everything
+                self._memo.skipped.clear()
+                schedules = [x for x in quiet.select(None, self.repo / "schedules",
+                                                     s.files)[0].schedules if x.id not in held]
             marked = self._plan_files(s, loaded, schedules, invalid, obs, breaker)
             return marked.changes or None
 
@@ -403,8 +429,8 @@ class Tick:
         decision = marked.decision
         result.decision = decision
         result.rendered, result.summaries = marked.rendered, marked.summaries
-        result.wake = next_wake(schedules, decision.state, self.now,
-                                cadence_or_default(self.repo))
+        result.wake = quiet.next_wake(self._memo, schedules, decision.state, self.now,
+                                      cadence_or_default(self.repo))
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
         result.parked = marked.parked if outcome.landed else {}

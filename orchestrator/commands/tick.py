@@ -14,11 +14,9 @@ from types import FrameType
 import click
 
 from .. import executors
-from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
 from ..cli import Config, pass_config
 from ..linger import Linger
 from ..models import check_run_id
-from ..outcomes import read_folder
 from ..store import GitStateStore
 from ..tick import ExecutorFactory, Tick, TickResult
 from ..times import iso, parse_now
@@ -36,14 +34,17 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
               template: Path | None = None, scope: str | None = None,
               outcomes: Path | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
-    folder = read_folder(outcomes, scope) if outcomes is not None else None
+    folder = None
+    if outcomes is not None:
+        from ..outcomes import read_folder
+
+        folder = read_folder(outcomes, scope)
+    # The repository's templates are looked up when the tick renders: a tick with
+    # nothing to render never imports the brief.
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
-                template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
-                index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
-                markdown_template=repo_template(cfg.repo, MARKDOWN_TEMPLATE),
-                scope=scope, outcomes=folder)
+                template=template, repo_templates=True, scope=scope, outcomes=folder)
 
 
 def summary_lines(result: TickResult) -> list[str]:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import tempfile
 import time
 import uuid
@@ -44,6 +45,15 @@ FALLBACK_EMAIL = "orchestrator@localhost"
 
 
 _EMPTY: Mapping[str, bytes] = MappingProxyType({})
+
+_PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
+
+
+def _plain_branch(name: str) -> bool:
+    """Whether git certainly accepts ``refs/heads/<name>`` (letters, digits, ``-``,
+    ``_``, single dots and slashes inside), so that no process need ask it."""
+    return bool(_PLAIN_BRANCH.fullmatch(name)) and not any(
+        part.endswith(".lock") for part in name.split("/"))
 
 
 class GitStateStore:
@@ -132,13 +142,17 @@ class GitStateStore:
         self.redact = Redactor()
         self._blobs: dict[str, bytes] = {}  # blob id -> content, shared by snapshots
         self.git = Git(self.repo, self.redact)
-        if self.git.run("rev-parse", "--git-dir", check=False).returncode != 0:
+        if not self.repo.is_dir():
             raise UserError(f"not a git repository: {self.repo}")
-        if self.git.run("check-ref-format", self.ref, check=False).returncode != 0:
+        if not _plain_branch(branch) and self.git.run(
+                "check-ref-format", self.ref, check=False).returncode != 0:
             raise UserError(f"invalid state branch name {branch!r}")
+        self._shallow, local = self._probe()
         self.url, self.remote_name = self._resolve(remote)
-        self._setup_env(token if token is not None else os.environ.get("GITHUB_TOKEN"))
-        self._depth: int | None = self._fetch_depth()
+        self.git.env.update(auth_env(self.url, token if token is not None
+                                     else os.environ.get("GITHUB_TOKEN"), self.redact))
+        self._identified = False
+        self._depth: int | None = 1 if self._shallow or not local else None
         # A shallow clone is a CI runner's checkout: fetch the state without blobs and
         # then only the blobs a reader asks for, so a fresh runner does not download
         # every finished run's records. A full clone (a developer's machine) fetches
@@ -166,9 +180,14 @@ class GitStateStore:
             return url, url
         return remote, display_url(remote)
 
-    def _setup_env(self, token: str | None) -> None:
-        env = auth_env(self.url, token, self.redact)
-        # A bare CI runner has no identity; commit-tree would refuse to run.
+    def _identify(self) -> None:
+        """Give commits an identity when git has none (a bare CI runner: commit-tree
+        would refuse to run). Asked when first committing: a tick with nothing to
+        commit starts no git process for it."""
+        if self._identified:
+            return
+        self._identified = True
+        env: dict[str, str] = {}
         configured = self.git.run("config", "--get-regexp",
                                   r"^(user|author|committer)\.(name|email)$",
                                   check=False).stdout.decode()
@@ -182,11 +201,18 @@ class GitStateStore:
                 env[f"GIT_{role}_EMAIL"] = FALLBACK_EMAIL
         self.git.env.update(env)
 
-    def _fetch_depth(self) -> int | None:
-        self._shallow = self.git.out("rev-parse", "--is-shallow-repository") == "true"
-        local = self.git.run("show-ref", "--verify", "--quiet", self.ref,
-                             check=False).returncode == 0
-        return 1 if self._shallow or not local else None
+    def _probe(self) -> tuple[bool, bool]:
+        """``(a shallow clone, the branch is also a local branch)``, asked with one git
+        process (every tick pays for each one it starts)."""
+        # Prints the git dir, "true"/"false", then the ref's sha when it exists; exits 1
+        # without the sha when it does not, 128 outside a repository. The ref name was
+        # checked first, so it cannot be read as a range or an option.
+        proc = self.git.run("rev-parse", "--git-dir", "--is-shallow-repository",
+                            "--verify", "--quiet", self.ref, check=False)
+        lines = proc.stdout.decode().splitlines()
+        if proc.returncode not in (0, 1) or len(lines) < 2:
+            raise UserError(f"not a git repository: {self.repo}")
+        return lines[1] == "true", proc.returncode == 0 and len(lines) > 2
 
     def where(self) -> str:
         return f"branch {self.branch!r} of {self.remote_name}"
@@ -221,9 +247,11 @@ class GitStateStore:
         for attempt in range(5):
             refs = self.transport.ls_remote([self.ref, self.high_water])
             tip, mark = refs.get(self.ref), refs.get(self.high_water)
-            if tip is not None and not self.git.has_commit(tip):
+            here = tip is not None and self.git.has_commit(tip)
+            if tip is not None and not here:
                 self.transport.fetch(tip, self.ref, self._depth)
-            if tip is None or self.git.has_commit(tip):
+                here = self.git.has_commit(tip)
+            if tip is None or here:
                 why = self._rewind(tip, mark)
                 # ls-remote reads the two refs one after the other: a push landing in
                 # between shows an old tip with a new mark. Ask again before believing it.
@@ -434,6 +462,7 @@ class GitStateStore:
         # otherwise build byte-identical commits, and the second push would report
         # "up to date": two increments, one landed. A nonce makes every commit unique.
         body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
+        self._identify()
         return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
                             input=body.encode())
 

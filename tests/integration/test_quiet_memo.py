@@ -1,0 +1,160 @@
+"""The memo of quiet schedules (``state/quiet.json``): a tick that leaves a schedule
+unread until its next slot fires exactly what a tick reading everything fires, says the
+same next due moment, rides only on commits made anyway, and never hides a broken file."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from orchestrator import quiet, state_index, wake
+from orchestrator.cli import Config
+from orchestrator.commands.tick import executor_factory, make_tick
+from orchestrator.models import run_id_for
+from orchestrator.repo_config import Cadence
+from orchestrator.schedules import load_all
+from orchestrator.store import GitStateStore, InMemoryStateStore
+from orchestrator.tick import Tick, TickResult
+from orchestrator.triggers import for_spec
+from tests.builders import spec_data
+from tests.gitrepo import clone, git, make_origin
+
+BRANCH = "orchestrator-state"
+# Saturday evening before the United States leave standard time (2026-03-08 02:00 local):
+# New York's 02:30 does not exist that Sunday.
+T0 = datetime(2026, 3, 7, 20, 0, tzinfo=UTC)
+SPECS = {
+    "berlin": spec_data(cron="0 3 * * *", timezone="Europe/Berlin"),
+    "new-york": spec_data(cron="30 2 * * *", timezone="America/New_York"),
+    "three-hourly": spec_data(cron="15 */3 * * *"),
+    "tokyo": spec_data(cron="0 12 * * *", timezone="Asia/Tokyo"),
+    "off": spec_data(cron="*/5 * * * *", enabled=False),
+    "once": spec_data(cron=None, at="2026-03-08T01:00:00Z"),
+}
+
+
+@pytest.fixture(autouse=True)
+def work_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_WORK_DIR", str(tmp_path / "work"))
+
+
+def write_schedules(repo: Path, specs: dict[str, dict[str, object]]) -> None:
+    (repo / "schedules").mkdir(parents=True, exist_ok=True)
+    for sid, spec in specs.items():
+        (repo / "schedules" / f"{sid}.json").write_text(json.dumps(spec, indent=2) + "\n")
+
+
+def reference_wake(repo: Path, files: object, now: datetime) -> wake.Wake | None:
+    """The next due moment with every schedule parsed and every cursor read."""
+    state = state_index.load(files).state  # type: ignore[arg-type]
+    return wake.next_wake(load_all(repo / "schedules").schedules, state, now, Cadence())
+
+
+def same_wake(got: wake.Wake | None, want: wake.Wake | None) -> None:
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        assert (got.at, got.reason, got.worth_waiting) == (want.at, want.reason,
+                                                           want.worth_waiting)
+        same_wake(got.wait_for, want.wait_for)
+
+
+def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_due(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_schedules(repo, SPECS)
+    store = InMemoryStateStore()
+    cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
+    now, skipped, ticks = T0, 0, 0
+    steps = itertools.cycle([timedelta(minutes=m) for m in (4, 13, 9, 1, 11, 7)])
+    end = T0 + timedelta(hours=30)
+    while now < end:
+        tick = Tick(store, repo, executor_factory(cfg, "local", now), now)
+        result = tick.run()
+        assert not result.schedule_errors
+        same_wake(result.wake, reference_wake(repo, store.read().files, now))
+        assert tick._memo is not None
+        skipped += len(tick._memo.skipped)
+        ticks += 1
+        last, now = now, now + next(steps)
+    files = store.read().files
+    fired = sorted(state_index.run_folders(files))
+    expected = sorted(
+        [run_id_for(s.id, slot) for s in load_all(repo / "schedules").schedules
+         if s.spec.enabled and s.spec.at_utc() is None
+         for slot in for_spec(s.spec).slots(T0, last)]
+        + [run_id_for("once", datetime(2026, 3, 8, 1, 0, tzinfo=UTC))])
+    assert fired == expected
+    # most schedules were left unread on most ticks
+    assert skipped > 3 * ticks
+    assert quiet.QUIET in files
+
+
+def git_tick(repo: Path, now: datetime) -> tuple[Tick, TickResult]:
+    cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
+    tick = make_tick(cfg, "local", now)
+    return tick, tick.run()
+
+
+def tip(repo: Path) -> str:
+    return git("ls-remote", "origin", f"refs/heads/{BRANCH}", cwd=repo).split()[0]
+
+
+def test_the_memo_rides_on_commits_and_never_hides_a_broken_or_edited_file(
+        tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"daily": spec_data(cron="0 3 * * *"),
+                                    "other": spec_data(cron="30 4 * * *")})
+    repo = clone(origin, tmp_path / "repo")
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    _, first = git_tick(repo, t0)
+    assert first.mark_landed  # the cursors, and the memo beside them
+    written = tip(repo)
+
+    tick, result = git_tick(repo, t0 + timedelta(minutes=10))
+    assert tick._memo is not None and set(tick._memo.skipped) == {"daily", "other"}
+    assert not result.mark_landed and tip(repo) == written  # never a commit of its own
+    assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
+
+    daily = repo / "schedules" / "daily.json"
+    daily.write_text('{"cron": "0 3 * * *", "tracks": [}')
+    tick, result = git_tick(repo, t0 + timedelta(minutes=20))
+    assert [e for e in result.schedule_errors if "schedules/daily.json" in e]
+    assert tick._memo is not None and set(tick._memo.skipped) == {"other"}
+
+    daily.write_text(json.dumps(spec_data(cron="0 13 * * *")))
+    tick, result = git_tick(repo, t0 + timedelta(minutes=30))
+    assert not result.schedule_errors
+    assert tick._memo is not None and set(tick._memo.skipped) == {"other"}
+    assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-01T13:00Z"
+
+    # the slot comes: the edited schedule fires, on time, once
+    _, result = git_tick(repo, t0 + timedelta(minutes=61))
+    assert result.mark_landed
+    snap = GitStateStore(repo, "origin", BRANCH).read()
+    assert sorted(state_index.run_folders(snap.files)) == ["daily--20261201T1300Z"]
+    memo = json.loads(snap.files[quiet.QUIET])["schedules"]
+    assert "daily" not in memo  # its run is open: parsed until it ends
+    assert memo["other"]["until"] == "2026-12-02T04:30:00Z"
+
+
+def test_an_unreadable_or_forged_memo_makes_the_tick_read_everything(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"daily": spec_data(cron="0 3 * * *")})
+    repo = clone(origin, tmp_path / "repo")
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    git_tick(repo, t0)
+    store = GitStateStore(repo, "origin", BRANCH)
+    memo = json.loads(store.read().files[quiet.QUIET])
+    # an entry that would keep `daily` unread for a year, its key not matching
+    memo["schedules"]["daily"].update(until="2027-12-01T00:00:00Z", key="0" * 64)
+    store.transact(lambda s: {quiet.QUIET: json.dumps(memo).encode()}, "by hand")
+    tick, result = git_tick(repo, t0 + timedelta(minutes=10))
+    assert tick._memo is not None and not tick._memo.skipped
+    assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
+
+    store.transact(lambda s: {quiet.QUIET: b"{not json"}, "by hand")
+    tick, result = git_tick(repo, t0 + timedelta(minutes=20))
+    assert tick._memo is not None and not tick._memo.skipped
+    assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
