@@ -6,23 +6,35 @@ thing looked at outside the schedule is the list of workflow files, passed in.
 from __future__ import annotations
 
 import functools
-import itertools
+import operator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .cron import NEXT_HORIZON, Search, SlotInfo, SlotKind, dst_note
+from .cron import (
+    FOLD_LOOKBACK,
+    NEXT_HORIZON,
+    Firing,
+    Search,
+    SlotInfo,
+    SlotKind,
+    dst_note,
+    firing,
+    zone_changes,
+)
 from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
 from .schedules import LoadResult
 from .times import iso
-from .triggers import Trigger, for_spec
+from .triggers import CronTrigger, Trigger, for_spec
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes."""
 
 DST_NOTES_SHOWN = 3
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 HORIZON_WORDS = f"{NEXT_HORIZON.days // 366} years"
 """How far ahead the search for next runs looks, in words."""
@@ -44,13 +56,6 @@ class Upcoming:
 def upcoming(schedule: Schedule, start: datetime, n: int) -> Upcoming:
     """The next ``n`` firing slots after ``start``, with their local times."""
     return _upcoming(for_spec(schedule.spec).next(start, n), start, n)
-
-
-def _first(found: Search, n: int) -> Search:
-    """The search for ``n`` slots, read off a search for at least as many."""
-    if len(found.found) >= n:
-        return Search(found.found[:n])
-    return found  # it gave up before n as well, at the same horizon
 
 
 def _upcoming(found: Search, start: datetime, n: int) -> Upcoming:
@@ -115,6 +120,9 @@ def _search(trigger: Trigger, start: datetime, n: int) -> Search:
 @functools.lru_cache(maxsize=1024)
 def _dst_notes(trigger: Trigger, zone_name: str, start: datetime, until: datetime
                ) -> tuple[str, ...]:
+    if isinstance(trigger, CronTrigger) and not zone_changes(
+            trigger.zone, start - FOLD_LOOKBACK, until):
+        return ()  # no change of offset, nothing repeated or skipped: every slot is plain
     notes = [n for n in (dst_note(s, zone_name) for s in trigger.explain(start, until)) if n]
     if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
         notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more runs "
@@ -126,38 +134,48 @@ SAMPLE = 64
 """Runs the timing warnings look at."""
 
 
-def _timing_warnings(trigger: Trigger, catchup: str, start: datetime,
-                     sample: Search) -> list[str]:
+def _timing_warnings(trigger: Trigger, catchup: str, sample: Firing) -> list[str]:
     """Warnings about when a repeating schedule runs, from ``sample``, its next
     :data:`SAMPLE` runs."""
-    if not sample.found:
+    if not sample.seconds:
         return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
     found: list[str] = []
-    # min_interval(trigger, start) over the sample already in hand (the same 64 runs)
-    gaps = [b.at - a.at for a, b in itertools.pairwise(sample.found)]
-    shortest = min(gaps) if gaps else None
-    if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
-        minutes = int(shortest.total_seconds() // 60)
+    seconds = sample.seconds
+    shortest = min(map(operator.sub, seconds[1:], seconds[:-1]), default=None)
+    if shortest is not None and shortest < GITHUB_MIN_INTERVAL.total_seconds():
+        minutes = shortest // 60
         found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
                      "apart: GitHub Actions starts scheduled workflows at most every 5 "
                      f"minutes, so the tick sees several slots at once (catchup={catchup} "
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
-    # the next tick however busy GitHub is.
-    # The firing slots up to the sample's last are the sample itself.
-    plain = sample.found if trigger.repeats else ()
-    if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not SlotKind.SHIFTED):
+    # the next tick however busy GitHub is. Every slot of the sample fires.
+    if trigger.repeats and any(s % 3600 < 60 and s not in sample.shifted for s in seconds):
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
 
 
+def _sample(trigger: Trigger, start: datetime) -> Firing:
+    """The next :data:`SAMPLE` runs as seconds: a cron expression's without building
+    a slot for each (a thousand schedules with timings of their own ask for 64 each)."""
+    if isinstance(trigger, CronTrigger):
+        return firing(trigger.expr, trigger.zone, trigger.dst, start, SAMPLE)
+    found = trigger.next(start, SAMPLE)
+    return Firing(tuple(_seconds(s.at) for s in found.found),
+                  frozenset(_seconds(s.at) for s in found.found
+                            if s.kind is SlotKind.SHIFTED), found.horizon)
+
+
+def _seconds(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(seconds=1)
+
+
 @functools.lru_cache(maxsize=1024)
-def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime, n: int
+def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime
                             ) -> tuple[str, ...]:
     """:func:`_timing_warnings`, once per timing (like :func:`_search`)."""
-    sample = _first(_search(trigger, start, max(n, SAMPLE)), SAMPLE)
-    return tuple(_timing_warnings(trigger, catchup, start, sample))
+    return tuple(_timing_warnings(trigger, catchup, _sample(trigger, start)))
 
 
 def preview(schedule: Schedule, start: datetime, n: int,
@@ -169,16 +187,14 @@ def preview(schedule: Schedule, start: datetime, n: int,
     trigger = for_spec(spec)
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
         schedule, workflows))
-    # One search serves the preview and the timing warnings.
-    sample = _search(trigger, start, max(n, SAMPLE))
     if n > 0:
-        found = _upcoming(_first(sample, n), start, n)
+        found = _upcoming(_search(trigger, start, n), start, n)
         result.upcoming = found.slots
         if found.slots:
             result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
-    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start, n)
+    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result

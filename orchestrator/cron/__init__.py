@@ -9,13 +9,16 @@ one interface.
 
 from .dst import DstFold, DstGap, DstPolicy
 from .evaluate import (
+    FOLD_LOOKBACK,
     NEXT_HORIZON,
+    Firing,
     Search,
     SlotInfo,
     SlotKind,
     ZoneChange,
     dst_note,
     explain,
+    firing,
     local_to_utc,
     next_slots,
     search,
@@ -28,11 +31,13 @@ from .words import cron_words, describe
 __all__ = [
     "ALIASES",
     "EXTENSIONS",
+    "FOLD_LOOKBACK",
     "NEXT_HORIZON",
     "CronExpr",
     "DstFold",
     "DstGap",
     "DstPolicy",
+    "Firing",
     "Search",
     "SlotInfo",
     "SlotKind",
@@ -41,6 +46,7 @@ __all__ = [
     "describe",
     "dst_note",
     "explain",
+    "firing",
     "local_to_utc",
     "next_slots",
     "parse_cron",

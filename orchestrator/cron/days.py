@@ -1,0 +1,85 @@
+"""The wall-clock times an expression matches, as whole seconds since 1970-01-01 00:00
+(naive: read in no zone), a calendar year at a time.
+
+A search walks these tables instead of the calendar: a year in which ``0 0 29 2 *``
+cannot match is an empty table, skipped at once, and the days of an expression are
+computed once per year however many schedules share them (``* * *`` is most of a
+repository).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from datetime import date
+
+from .fields import CronExpr
+
+EPOCH_DAY = date(1970, 1, 1).toordinal()
+DAY = 86_400
+
+
+def _month_length(year: int, month: int) -> int:
+    if month == 12:
+        return 31
+    return (date(year, month + 1, 1) - date(year, month, 1)).days
+
+
+def _compute(expr: CronExpr, year: int) -> tuple[int, ...]:
+    found: list[int] = []
+    for month in sorted(expr.months):
+        first = date(year, month, 1)
+        weekday = first.isoweekday() % 7  # 0 = Sunday, as cron counts
+        base = first.toordinal() - EPOCH_DAY
+        for day in range(1, _month_length(year, month) + 1):
+            dom = day in expr.days
+            dow = (weekday + day - 1) % 7 in expr.weekdays
+            if (dom and dow) if (expr.day_star or expr.weekday_star) else (dom or dow):
+                found.append(base + day - 1)
+    return tuple(found)
+
+
+_SHARED: dict[tuple[tuple[str, str, str], int], tuple[int, ...]] = {}
+
+
+def year_days(expr: CronExpr, year: int) -> tuple[int, ...]:
+    """The days of ``year`` that ``expr`` matches, as days since 1970-01-01, ascending.
+
+    Keyed on the three day fields, so expressions that differ only in their times
+    share one table."""
+    key = ((expr.fields[2], expr.fields[3], expr.fields[4]), year)
+    days = _SHARED.get(key)
+    if days is None:
+        if len(_SHARED) > 4096:
+            _SHARED.clear()  # a bound for a long-lived process; tables are cheap
+        days = _SHARED[key] = _compute(expr, year)
+    return days
+
+
+@functools.lru_cache(maxsize=4096)
+def times_of_day(expr: CronExpr) -> tuple[int, ...]:
+    """The seconds after midnight ``expr`` matches on a day it matches, ascending."""
+    return tuple(h * 3600 + m * 60 for h in expr.hours for m in expr.minutes)
+
+
+def matching_seconds(expr: CronExpr, after: int, until: int, limit: int) -> list[int]:
+    """Matched wall times ``w`` with ``after < w <= until`` (seconds), ascending: all of
+    them, or at least the first ``limit`` (a day's worth more may follow)."""
+    found: list[int] = []
+    if until <= after:
+        return found
+    tod = times_of_day(expr)
+    first_day, last_day = after // DAY, until // DAY
+    first_year = date.fromordinal(first_day + EPOCH_DAY).year
+    for year in range(first_year, date.fromordinal(last_day + EPOCH_DAY).year + 1):
+        days = year_days(expr, year)
+        i, stop = bisect.bisect_left(days, first_day), bisect.bisect_right(days, last_day)
+        while i < stop:
+            # Enough days for what is missing, one more for a first day cut short.
+            j = min(stop, i + (limit - len(found)) // len(tod) + 2)
+            chunk = [day * DAY + t for day in days[i:j] for t in tod]
+            found += chunk[bisect.bisect_right(chunk, after):bisect.bisect_right(chunk, until)]
+            if len(found) >= limit:
+                return found
+            i = j
+    return found
