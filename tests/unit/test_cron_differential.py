@@ -100,3 +100,40 @@ def test_zone_changes_are_unchanged(zone: str) -> None:
         until = after + timedelta(days=rng.choice([1, 40, 400, 900]))
         ours = [(c.at, c.before, c.after) for c in cron.zone_changes(tz, after, until)]
         assert ours == [(c.at, c.before, c.after) for c in ref.zone_changes(tz, after, until)]
+
+
+RARE = ["0 0 29 2 *", "30 2 29 2 *", "* * 29 2 *", "0 0 31 * *", "0 0 31 1,3,5 *",
+        "15 2 31 4,6,9,11 1", "0 0 29 2 1", "59 23 31 12 *", "30 1 * 3,10 0",
+        "0,1,2,59 1,2 * * *", "*/7 0-3 * * *", "30 1 * * *", "0 2 * * *"]
+
+
+def near_change(rng: random.Random, zone: ZoneInfo) -> datetime:
+    """An instant from a day before to two hours after one of the zone's changes (a
+    zone without any gives a random instant)."""
+    base = moment(rng)
+    found = cron.zone_changes(zone, base, base + timedelta(days=366))
+    if not found:
+        return base
+    return rng.choice(found).at + timedelta(minutes=rng.randrange(-24 * 60, 120),
+                                            microseconds=rng.choice([0, 0, 1, 999_999]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rare_expressions_and_starts_beside_a_change_are_unchanged(seed: int) -> None:
+    """Searches that skip whole years (29 February, the 31st) or begin beside a gap or
+    a fold find what the day-by-day walk found, and give up at the same horizon."""
+    rng = random.Random(200 + seed)
+    for _ in range(25):
+        zone, dst = ZoneInfo(rng.choice(ZONES)), policy(rng)
+        expr = rng.choice(RARE) if rng.random() < 0.6 else expression(rng)
+        start, n = near_change(rng, zone), rng.choice([1, 3, 64])
+        ours, theirs = cron.search(expr, zone, dst, start, n), ref.search(
+            expr, zone, dst, start, n)
+        assert explained(list(ours.found)) == explained(list(theirs.found)), (
+            expr, zone, dst, start, n)
+        assert ours.horizon == theirs.horizon
+        assert cron.next_slots(expr, zone, dst, start, n) == [s.at for s in theirs.found]
+        sample = cron.firing(expr, zone, dst, start, n)
+        assert sample.seconds == tuple(int(s.at.timestamp()) for s in theirs.found)
+        assert sample.shifted == {int(s.at.timestamp()) for s in theirs.found
+                                  if s.kind.value == "shifted"}
