@@ -10,12 +10,11 @@ import operator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .cron import (
     FOLD_LOOKBACK,
     NEXT_HORIZON,
-    Firing,
     Search,
     SlotInfo,
     SlotKind,
@@ -110,11 +109,39 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
             if track.run is None] + runner
 
 
+class _Sample(NamedTuple):
+    """The next :data:`SAMPLE` runs as UTC seconds since 1970, what the timing warnings
+    read, and where the search gave up (when it did before finding that many)."""
+
+    seconds: tuple[int, ...]
+    shifted: frozenset[int]
+    """The runs moved out of a spring-forward gap (not the author's choice of minute)."""
+    horizon: datetime | None
+
+
+def _first(found: Search, n: int) -> Search:
+    """The search for ``n`` slots, read off a search for at least as many."""
+    if len(found.found) >= n:
+        return Search(found.found[:n])
+    return found  # it gave up before n as well, at the same horizon
+
+
 @functools.lru_cache(maxsize=1024)
-def _search(trigger: Trigger, start: datetime, n: int) -> Search:
-    # Schedules that share their timing (the same cron and zone: a repository of a
-    # thousand schedules has far fewer timings) share one search.
-    return trigger.next(start, n)
+def _search(trigger: Trigger, start: datetime, n: int) -> tuple[Search, _Sample]:
+    """The next ``n`` runs, and the sample of the timing warnings, from one search.
+    Schedules that share their timing (the same cron and zone: a repository of a
+    thousand schedules has far fewer timings) share it."""
+    if isinstance(trigger, CronTrigger):
+        # Only the runs shown are built as SlotInfos: the sample stays seconds.
+        found = firing(trigger.expr, trigger.zone, trigger.dst, start, max(n, SAMPLE))
+        return found.search(n), _Sample(found.seconds[:SAMPLE], found.shifted,
+                                         found.horizon)
+    search = trigger.next(start, max(n, SAMPLE))
+    sample = _first(search, SAMPLE).found
+    return _first(search, n), _Sample(
+        tuple(_seconds(s.at) for s in sample),
+        frozenset(_seconds(s.at) for s in sample if s.kind is SlotKind.SHIFTED),
+        search.horizon)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -134,7 +161,7 @@ SAMPLE = 64
 """Runs the timing warnings look at."""
 
 
-def _timing_warnings(trigger: Trigger, catchup: str, sample: Firing) -> list[str]:
+def _timing_warnings(trigger: Trigger, catchup: str, sample: _Sample) -> list[str]:
     """Warnings about when a repeating schedule runs, from ``sample``, its next
     :data:`SAMPLE` runs."""
     if not sample.seconds:
@@ -156,26 +183,15 @@ def _timing_warnings(trigger: Trigger, catchup: str, sample: Firing) -> list[str
     return found
 
 
-def _sample(trigger: Trigger, start: datetime) -> Firing:
-    """The next :data:`SAMPLE` runs as seconds: a cron expression's without building
-    a slot for each (a thousand schedules with timings of their own ask for 64 each)."""
-    if isinstance(trigger, CronTrigger):
-        return firing(trigger.expr, trigger.zone, trigger.dst, start, SAMPLE)
-    found = trigger.next(start, SAMPLE)
-    return Firing(tuple(_seconds(s.at) for s in found.found),
-                  frozenset(_seconds(s.at) for s in found.found
-                            if s.kind is SlotKind.SHIFTED), found.horizon)
-
-
 def _seconds(moment: datetime) -> int:
     return (moment - EPOCH) // timedelta(seconds=1)
 
 
 @functools.lru_cache(maxsize=1024)
-def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime
+def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime, n: int
                             ) -> tuple[str, ...]:
     """:func:`_timing_warnings`, once per timing (like :func:`_search`)."""
-    return tuple(_timing_warnings(trigger, catchup, _sample(trigger, start)))
+    return tuple(_timing_warnings(trigger, catchup, _search(trigger, start, n)[1]))
 
 
 def preview(schedule: Schedule, start: datetime, n: int,
@@ -188,13 +204,13 @@ def preview(schedule: Schedule, start: datetime, n: int,
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
         schedule, workflows))
     if n > 0:
-        found = _upcoming(_search(trigger, start, n), start, n)
+        found = _upcoming(_search(trigger, start, n)[0], start, n)
         result.upcoming = found.slots
         if found.slots:
             result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
-    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start)
+    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start, n)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result
@@ -226,4 +242,6 @@ class Report:
 
 def build_report(loaded: LoadResult, start: datetime, n: int,
                  workflows: Path | None = None) -> Report:
+    if workflows is not None and not workflows.is_dir():
+        workflows = None  # asked once, not once per schedule
     return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])

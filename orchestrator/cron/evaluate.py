@@ -361,16 +361,20 @@ def _firing(text: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
     return found, (end if len(seconds) < n else None)
 
 
+def _infos(found: _Slots, zone: ZoneInfo, n: int) -> tuple[SlotInfo, ...]:
+    infos = []
+    for i, second in enumerate(found.seconds[:n]):
+        at = _EPOCH + _SECOND * second
+        wall, kind = found.wall_and_kind(i)
+        infos.append(SlotInfo(at, _WALL_EPOCH + _SECOND * wall, kind, True,
+                              at.astimezone(zone)))
+    return tuple(infos)
+
+
 def search(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Search:
     """The first ``n`` firing slots strictly after ``start``, within :data:`NEXT_HORIZON`."""
     found, horizon = _firing(expr, zone, dst, start, n)
-    infos = []
-    for i, second in enumerate(found.seconds):
-        at = _EPOCH + timedelta(seconds=second)
-        wall, kind = found.wall_and_kind(i)
-        infos.append(SlotInfo(at, _WALL_EPOCH + timedelta(seconds=wall), kind, True,
-                              at.astimezone(zone)))
-    return Search(tuple(infos), horizon)
+    return Search(_infos(found, zone, n), horizon)
 
 
 @dataclass(frozen=True)
@@ -382,8 +386,17 @@ class Firing:
     seconds: tuple[int, ...]
     shifted: frozenset[int]
     """The slots (of :attr:`seconds`) moved out of a spring-forward gap."""
-    horizon: datetime | None = None
+    horizon: datetime | None
     """As :attr:`Search.horizon`."""
+    zone: ZoneInfo
+    found: _Slots = field(repr=False, compare=False)
+
+    def search(self, n: int) -> Search:
+        """What :func:`search` gives for the first ``n`` of these (``n`` at most as
+        many as were asked for), without searching again."""
+        if len(self.seconds) >= n:
+            return Search(_infos(self.found, self.zone, n))
+        return Search(_infos(self.found, self.zone, n), self.horizon)
 
 
 def firing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Firing:
@@ -391,13 +404,13 @@ def firing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -
     found, horizon = _firing(expr, zone, dst, start, n)
     shifted = frozenset(found.seconds[i] for i, (_, kind) in found.resolved.items()
                         if kind is SlotKind.SHIFTED)
-    return Firing(tuple(found.seconds), shifted, horizon)
+    return Firing(tuple(found.seconds), shifted, horizon, zone, found)
 
 
 def next_slots(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
                ) -> list[datetime]:
     """The first ``n`` slots strictly after ``start`` (fewer if none within the horizon)."""
-    return [_EPOCH + timedelta(seconds=s) for s in _firing(expr, zone, dst, start, n)[0].seconds]
+    return [_EPOCH + _SECOND * s for s in _firing(expr, zone, dst, start, n)[0].seconds]
 
 
 def dst_note(slot: SlotInfo, zone_name: str) -> str | None:
