@@ -22,7 +22,6 @@ from .cron import (
     firing,
     zone_changes,
 )
-from .executors.github.batching import hosted_runner_warnings
 from .models import Schedule
 from .schedules import LoadResult
 from .times import iso
@@ -98,6 +97,9 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     spec = schedule.spec
     if workflows is None or not workflows.is_dir():
         return []  # local use: no workflows to check against
+    # Imported here: the executors (and httpx) are not needed to preview schedules.
+    from .executors.github.batching import hosted_runner_warnings
+
     runner = hosted_runner_warnings(spec.tracks)
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
@@ -177,7 +179,7 @@ def _timing_warnings(trigger: Trigger, catchup: str, sample: _Sample) -> list[st
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
     # the next tick however busy GitHub is. Every slot of the sample fires.
-    if trigger.repeats and any(s % 3600 < 60 and s not in sample.shifted for s in seconds):
+    if trigger.repeats and [s for s in seconds if s % 3600 < 60 and s not in sample.shifted]:
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
