@@ -6,11 +6,10 @@ thing looked at outside the schedule is the list of workflow files, passed in.
 from __future__ import annotations
 
 import functools
-import operator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from .cron import (
     FOLD_LOOKBACK,
@@ -18,8 +17,9 @@ from .cron import (
     Search,
     SlotInfo,
     SlotKind,
+    Spacing,
     dst_note,
-    firing,
+    spacing,
     zone_changes,
 )
 from .models import Schedule
@@ -111,39 +111,22 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
             if track.run is None] + runner
 
 
-class _Sample(NamedTuple):
-    """The next :data:`SAMPLE` runs as UTC seconds since 1970, what the timing warnings
-    read, and where the search gave up (when it did before finding that many)."""
-
-    seconds: tuple[int, ...]
-    shifted: frozenset[int]
-    """The runs moved out of a spring-forward gap (not the author's choice of minute)."""
-    horizon: datetime | None
-
-
-def _first(found: Search, n: int) -> Search:
-    """The search for ``n`` slots, read off a search for at least as many."""
-    if len(found.found) >= n:
-        return Search(found.found[:n])
-    return found  # it gave up before n as well, at the same horizon
-
-
 @functools.lru_cache(maxsize=1024)
-def _search(trigger: Trigger, start: datetime, n: int) -> tuple[Search, _Sample]:
-    """The next ``n`` runs, and the sample of the timing warnings, from one search.
-    Schedules that share their timing (the same cron and zone: a repository of a
-    thousand schedules has far fewer timings) share it."""
+def _search(trigger: Trigger, start: datetime, n: int) -> Search:
+    # Schedules that share their timing (the same cron and zone: a repository of a
+    # thousand schedules has far fewer timings) share one search.
+    return trigger.next(start, n)
+
+
+def _spacing(trigger: Trigger, start: datetime) -> Spacing:
+    """The spacing of the next :data:`SAMPLE` runs: a cron expression's mostly read off
+    its structure (a thousand schedules with timings of their own ask for 64 runs each)."""
     if isinstance(trigger, CronTrigger):
-        # Only the runs shown are built as SlotInfos: the sample stays seconds.
-        found = firing(trigger.expr, trigger.zone, trigger.dst, start, max(n, SAMPLE))
-        return found.search(n), _Sample(found.seconds[:SAMPLE], found.shifted,
-                                         found.horizon)
-    search = trigger.next(start, max(n, SAMPLE))
-    sample = _first(search, SAMPLE).found
-    return _first(search, n), _Sample(
-        tuple(_seconds(s.at) for s in sample),
-        frozenset(_seconds(s.at) for s in sample if s.kind is SlotKind.SHIFTED),
-        search.horizon)
+        return spacing(trigger.expr, trigger.zone, trigger.dst, start, SAMPLE)
+    found = trigger.next(start, SAMPLE)  # a one-shot: one run at most
+    return Spacing(len(found.found), None, any(
+        s.at.minute == 0 and s.kind is not SlotKind.SHIFTED for s in found.found),
+        found.horizon)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -163,37 +146,32 @@ SAMPLE = 64
 """Runs the timing warnings look at."""
 
 
-def _timing_warnings(trigger: Trigger, catchup: str, sample: _Sample) -> list[str]:
-    """Warnings about when a repeating schedule runs, from ``sample``, its next
+def _timing_warnings(trigger: Trigger, catchup: str, sample: Spacing) -> list[str]:
+    """Warnings about when a repeating schedule runs, from the spacing of its next
     :data:`SAMPLE` runs."""
-    if not sample.seconds:
+    if not sample.count:
         return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
     found: list[str] = []
-    seconds = sample.seconds
-    shortest = min(map(operator.sub, seconds[1:], seconds[:-1]), default=None)
-    if shortest is not None and shortest < GITHUB_MIN_INTERVAL.total_seconds():
-        minutes = shortest // 60
+    shortest = sample.shortest
+    if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
+        minutes = int(shortest.total_seconds() // 60)
         found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
                      "apart: GitHub Actions starts scheduled workflows at most every 5 "
                      f"minutes, so the tick sees several slots at once (catchup={catchup} "
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
-    # the next tick however busy GitHub is. Every slot of the sample fires.
-    if trigger.repeats and [s for s in seconds if s % 3600 < 60 and s not in sample.shifted]:
+    # the next tick however busy GitHub is.
+    if trigger.repeats and sample.minute_zero:
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
 
 
-def _seconds(moment: datetime) -> int:
-    return (moment - EPOCH) // timedelta(seconds=1)
-
-
 @functools.lru_cache(maxsize=1024)
-def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime, n: int
+def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime
                             ) -> tuple[str, ...]:
     """:func:`_timing_warnings`, once per timing (like :func:`_search`)."""
-    return tuple(_timing_warnings(trigger, catchup, _search(trigger, start, n)[1]))
+    return tuple(_timing_warnings(trigger, catchup, _spacing(trigger, start)))
 
 
 def preview(schedule: Schedule, start: datetime, n: int,
@@ -206,13 +184,13 @@ def preview(schedule: Schedule, start: datetime, n: int,
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
         schedule, workflows))
     if n > 0:
-        found = _upcoming(_search(trigger, start, n)[0], start, n)
+        found = _upcoming(_search(trigger, start, n), start, n)
         result.upcoming = found.slots
         if found.slots:
             result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
-    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start, n)
+    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 from datetime import date
 
 from .fields import CronExpr
@@ -83,3 +84,39 @@ def matching_seconds(expr: CronExpr, after: int, until: int, limit: int) -> list
                 return found
             i = j
     return found
+
+
+def plain_spacing(expr: CronExpr, after: int, until: int, n: int) -> int | None:
+    """The shortest time between consecutive ones of the first ``n`` matched wall times
+    after ``after`` (seconds), read off the expression's structure: every time of day
+    of a matching day is among them (it has at most ``n // 2``), so the gaps within a
+    day are all there, and between days only the closest two days matter.
+
+    ``None`` when that does not hold, or the ``n``-th is not well before ``until``
+    (then walk them)."""
+    tod = times_of_day(expr)
+    k = len(tod)
+    if not 0 < k <= n // 2:
+        return None
+    first_day, last_day = after // DAY, until // DAY
+    year = date.fromordinal(first_day + EPOCH_DAY).year
+    table = year_days(expr, year)
+    i = bisect.bisect_left(table, first_day)
+    # Matches on the first day: those after `after` (none if it does not match).
+    first = k - bisect.bisect_right(tod, after - first_day * DAY) if (
+        i < len(table) and table[i] == first_day) else k
+    if first == 0:
+        i += 1
+        first = k
+    needed = 1 + max(0, -(-(n - first) // k))  # days holding the first n matches
+    days = list(table[i:i + needed])
+    while len(days) < needed:
+        year += 1
+        if year > date.fromordinal(last_day + EPOCH_DAY).year:
+            return None
+        days += year_days(expr, year)[:needed - len(days)]
+    if days[-1] >= last_day:
+        return None
+    # n >= 2k: the first n span at least two days
+    between = min(map(operator.sub, days[1:], days[:-1])) * DAY - (tod[-1] - tod[0])
+    return min([between, *map(operator.sub, tod[1:], tod[:-1])])

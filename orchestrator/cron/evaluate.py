@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 from dataclasses import dataclass, field
 from datetime import MAXYEAR, UTC, datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
 from .days import DAY as _DAY_S
-from .days import matching_seconds
+from .days import matching_seconds, plain_spacing, times_of_day
 from .dst import DstFold, DstGap, DstPolicy
 from .fields import parse_cron
 
@@ -378,33 +379,44 @@ def search(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -
 
 
 @dataclass(frozen=True)
-class Firing:
-    """The first firing slots after an instant, as whole UTC seconds since 1970: what
-    a question about many slots (the shortest gap between them, their minutes) reads
-    without building a :class:`SlotInfo` for each."""
+class Spacing:
+    """How the first ``n`` firing slots after an instant are spaced: what a question
+    about many slots (are any two close, is one at minute 0) reads without building a
+    :class:`SlotInfo` for each."""
 
-    seconds: tuple[int, ...]
-    shifted: frozenset[int]
-    """The slots (of :attr:`seconds`) moved out of a spring-forward gap."""
-    horizon: datetime | None
+    count: int
+    """How many there are: ``n``, unless the search gave up (see :attr:`horizon`)."""
+    shortest: timedelta | None
+    """The shortest time between two consecutive ones (None for fewer than two)."""
+    minute_zero: bool
+    """One of them falls on minute 0 of a UTC hour, not moved there out of a gap."""
+    horizon: datetime | None = None
     """As :attr:`Search.horizon`."""
-    zone: ZoneInfo
-    found: _Slots = field(repr=False, compare=False)
-
-    def search(self, n: int) -> Search:
-        """What :func:`search` gives for the first ``n`` of these (``n`` at most as
-        many as were asked for), without searching again."""
-        if len(self.seconds) >= n:
-            return Search(_infos(self.found, self.zone, n))
-        return Search(_infos(self.found, self.zone, n), self.horizon)
 
 
-def firing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Firing:
-    """:func:`search`'s slots as seconds: the same slots, in the same order."""
+def spacing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Spacing:
+    """The spacing of :func:`search`'s slots (the same slots).
+
+    When the zone keeps one offset until well after the ``n``-th slot and the
+    expression's times of day come around at least twice among them, it is read off the
+    expression's structure and its table of days instead of from the slots."""
+    lo = _utc(start, "start")
+    change = _next_change(zone, lo - FOLD_LOOKBACK)
+    near = lo + _YEAR if change is None else change.at - _NEAR
+    if lo < near and n > 1:
+        parsed = parse_cron(expr)
+        offset = _offset(zone, lo) // _SECOND
+        shortest = plain_spacing(parsed, _seconds(lo) + offset, _seconds(near) + offset, n)
+        if shortest is not None:
+            zero = any((t - offset) % 3600 < 60 for t in times_of_day(parsed))
+            return Spacing(n, _SECOND * shortest, zero)
     found, horizon = _firing(expr, zone, dst, start, n)
-    shifted = frozenset(found.seconds[i] for i, (_, kind) in found.resolved.items()
-                        if kind is SlotKind.SHIFTED)
-    return Firing(tuple(found.seconds), shifted, horizon, zone, found)
+    seconds = found.seconds
+    shifted = {seconds[i] for i, (_, kind) in found.resolved.items()
+               if kind is SlotKind.SHIFTED}
+    gap = min(map(operator.sub, seconds[1:], seconds[:-1]), default=None)
+    zero = any(s % 3600 < 60 and s not in shifted for s in seconds)
+    return Spacing(len(seconds), None if gap is None else _SECOND * gap, zero, horizon)
 
 
 def next_slots(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
