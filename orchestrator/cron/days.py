@@ -76,8 +76,18 @@ def matching_seconds(expr: CronExpr, after: int, until: int, limit: int) -> list
         days = year_days(expr, year)
         i, stop = bisect.bisect_left(days, first_day), bisect.bisect_right(days, last_day)
         while i < stop:
+            missing = limit - len(found)
+            if missing <= len(tod):  # one day may do: only the times needed
+                base = days[i] * DAY
+                a = bisect.bisect_right(tod, after - base)
+                b = min(bisect.bisect_right(tod, until - base), a + missing)
+                found += [base + t for t in tod[a:b]]
+                if len(found) >= limit:
+                    return found
+                i += 1
+                continue
             # Enough days for what is missing, one more for a first day cut short.
-            j = min(stop, i + (limit - len(found)) // len(tod) + 2)
+            j = min(stop, i + missing // len(tod) + 2)
             chunk = [day * DAY + t for day in days[i:j] for t in tod]
             found += chunk[bisect.bisect_right(chunk, after):bisect.bisect_right(chunk, until)]
             if len(found) >= limit:
