@@ -17,7 +17,7 @@ git's processes, as a CI runner pays them):
 The machine is shared: compare the ratios, which are measured in the same run, more
 than the absolute times. ``uptime`` is printed with the tables.
 
-    python bench/scale.py [--reps 5] [--quick]
+    python bench/scale.py [--reps 5] [--quick] [--only tick|validate|cron]
 """
 
 from __future__ import annotations
@@ -240,14 +240,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer, smaller cases")
+    parser.add_argument("--only", choices=["tick", "validate", "cron"],
+                        help="measure one table")
     args = parser.parse_args()
     sizes = [(10, 100), (10, 10_000)] if args.quick else [
         (10, 100), (1000, 100), (10, 10_000), (1000, 10_000)]
-    ticks = tick_rows(args.reps, sizes)
-    validates = validate_rows(args.reps, [1000] if args.quick else [1000, 5000])
-    crons = cron_rows(args.reps)
+    wanted = {args.only} if args.only else {"tick", "validate", "cron"}
+    ticks = tick_rows(args.reps, sizes) if "tick" in wanted else []
+    validates = (validate_rows(args.reps, [1000] if args.quick else [1000, 5000])
+                 if "validate" in wanted else [])
+    crons = cron_rows(args.reps) if "cron" in wanted else []
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, medians of {args.reps}; uptime: "
           f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}\n")
+    if ticks:
+        print_ticks(ticks)
+    if validates:
+        print_validates(validates)
+    if crons:
+        print_crons(crons)
+
+
+def print_ticks(ticks: list[dict[str, object]]) -> None:
     base = next(r for r in ticks if r["schedules"] == 10 and r["runs"] == 100)
     print("| schedules | finished runs | no-op tick s | peak MiB | floor s | tick / floor "
           "| tick / same tick with 100 runs | first tick s | fresh shallow clone s "
@@ -260,13 +273,21 @@ def main() -> None:
               f"| {r['floor']:.3f} | {r['noop'] / r['floor']:.2f} "  # type: ignore[operator]
               f"| {r['noop'] / same['noop']:.2f} | {r['first']:.2f} "  # type: ignore[operator]
               f"| {r['cold']:.2f} | {r['fetched']:.1f} |")
-    print("\n| schedule files | timings | validate --preview 3 s | floor s | ratio |")
+    print()
+
+
+def print_validates(validates: list[dict[str, object]]) -> None:
+    print("| schedule files | timings | validate --preview 3 s | floor s | ratio |")
     print("|---:|---|---:|---:|---:|")
     for r in validates:
         timings = "one each" if r["distinct"] else "300"
         print(f"| {r['files']} | {timings} | {r['validate']:.3f} | {r['floor']:.3f} "
               f"| {r['validate'] / r['floor']:.1f} |")  # type: ignore[operator]
-    print("\n| expression | next_slots slots/s | cronsim slots/s | ratio |")
+    print()
+
+
+def print_crons(crons: list[dict[str, object]]) -> None:
+    print("| expression | next_slots slots/s | cronsim slots/s | ratio |")
     print("|---|---:|---:|---:|")
     for r in crons:
         theirs = r["cronsim"]

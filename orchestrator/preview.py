@@ -6,26 +6,35 @@ thing looked at outside the schedule is the list of workflow files, passed in.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .cron import NEXT_HORIZON, Search, SlotInfo, SlotKind, dst_note
-from .executors.github.artifacts import MAX_DOWNLOADS
-from .executors.github.batching import hosted_runner_warnings
+from .cron import (
+    FOLD_LOOKBACK,
+    NEXT_HORIZON,
+    Search,
+    SlotInfo,
+    SlotKind,
+    Spacing,
+    dst_note,
+    spacing,
+    zone_changes,
+)
 from .models import Schedule
 from .policies import FanIn
 from .schedules import LoadResult
 from .times import iso
-from .triggers import Trigger, for_spec
+from .triggers import CronTrigger, Trigger, for_spec
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes."""
 
 DST_NOTES_SHOWN = 3
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 HORIZON_WORDS = f"{NEXT_HORIZON.days // 366} years"
 """How far ahead the search for next runs looks, in words."""
@@ -47,13 +56,6 @@ class Upcoming:
 def upcoming(schedule: Schedule, start: datetime, n: int) -> Upcoming:
     """The next ``n`` firing slots after ``start``, with their local times."""
     return _upcoming(for_spec(schedule.spec).next(start, n), start, n)
-
-
-def _first(found: Search, n: int) -> Search:
-    """The search for ``n`` slots, read off a search for at least as many."""
-    if len(found.found) >= n:
-        return Search(found.found[:n])
-    return found  # it gave up before n as well, at the same horizon
 
 
 def _upcoming(found: Search, start: datetime, n: int) -> Upcoming:
@@ -97,6 +99,10 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     spec = schedule.spec
     if workflows is None or not workflows.is_dir():
         return []  # local use: no workflows to check against
+    # Imported here: the executors (and httpx) are not needed to preview schedules.
+    from .executors.github.artifacts import MAX_DOWNLOADS
+    from .executors.github.batching import hosted_runner_warnings
+
     runner = hosted_runner_warnings(spec.tracks)
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
@@ -135,9 +141,23 @@ def _search(trigger: Trigger, start: datetime, n: int) -> Search:
     return trigger.next(start, n)
 
 
+def _spacing(trigger: Trigger, start: datetime) -> Spacing:
+    """The spacing of the next :data:`SAMPLE` runs: a cron expression's mostly read off
+    its structure (a thousand schedules with timings of their own ask for 64 runs each)."""
+    if isinstance(trigger, CronTrigger):
+        return spacing(trigger.expr, trigger.zone, trigger.dst, start, SAMPLE)
+    found = trigger.next(start, SAMPLE)  # a one-shot: one run at most
+    return Spacing(len(found.found), None, any(
+        s.at.minute == 0 and s.kind is not SlotKind.SHIFTED for s in found.found),
+        found.horizon)
+
+
 @functools.lru_cache(maxsize=1024)
 def _dst_notes(trigger: Trigger, zone_name: str, start: datetime, until: datetime
                ) -> tuple[str, ...]:
+    if isinstance(trigger, CronTrigger) and not zone_changes(
+            trigger.zone, start - FOLD_LOOKBACK, until):
+        return ()  # no change of offset, nothing repeated or skipped: every slot is plain
     notes = [n for n in (dst_note(s, zone_name) for s in trigger.explain(start, until)) if n]
     if len(notes) > DST_NOTES_SHOWN + 1:  # an every-minute job: an hour of notes
         notes[DST_NOTES_SHOWN:] = [f"... and {len(notes) - DST_NOTES_SHOWN} more runs "
@@ -149,16 +169,13 @@ SAMPLE = 64
 """Runs the timing warnings look at."""
 
 
-def _timing_warnings(trigger: Trigger, catchup: str, start: datetime,
-                     sample: Search) -> list[str]:
-    """Warnings about when a repeating schedule runs, from ``sample``, its next
+def _timing_warnings(trigger: Trigger, catchup: str, sample: Spacing) -> list[str]:
+    """Warnings about when a repeating schedule runs, from the spacing of its next
     :data:`SAMPLE` runs."""
-    if not sample.found:
+    if not sample.count:
         return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
     found: list[str] = []
-    # min_interval(trigger, start) over the sample already in hand (the same 64 runs)
-    gaps = [b.at - a.at for a, b in itertools.pairwise(sample.found)]
-    shortest = min(gaps) if gaps else None
+    shortest = sample.shortest
     if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
         minutes = int(shortest.total_seconds() // 60)
         found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
@@ -167,20 +184,17 @@ def _timing_warnings(trigger: Trigger, catchup: str, start: datetime,
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
     # the next tick however busy GitHub is.
-    # The firing slots up to the sample's last are the sample itself.
-    plain = sample.found if trigger.repeats else ()
-    if any(s.at.minute == 0 for s in plain if s.fires and s.kind is not SlotKind.SHIFTED):
+    if trigger.repeats and sample.minute_zero:
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
 
 
 @functools.lru_cache(maxsize=1024)
-def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime, n: int
+def _shared_timing_warnings(trigger: Trigger, catchup: str, start: datetime
                             ) -> tuple[str, ...]:
     """:func:`_timing_warnings`, once per timing (like :func:`_search`)."""
-    sample = _first(_search(trigger, start, max(n, SAMPLE)), SAMPLE)
-    return tuple(_timing_warnings(trigger, catchup, start, sample))
+    return tuple(_timing_warnings(trigger, catchup, _spacing(trigger, start)))
 
 
 def preview(schedule: Schedule, start: datetime, n: int,
@@ -192,16 +206,14 @@ def preview(schedule: Schedule, start: datetime, n: int,
     trigger = for_spec(spec)
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
         schedule, workflows))
-    # One search serves the preview and the timing warnings.
-    sample = _search(trigger, start, max(n, SAMPLE))
     if n > 0:
-        found = _upcoming(_first(sample, n), start, n)
+        found = _upcoming(_search(trigger, start, n), start, n)
         result.upcoming = found.slots
         if found.slots:
             result.warnings += _dst_notes(trigger, spec.timezone, start, found.slots[-1].at)
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
-    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start, n)
+    result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result
@@ -233,4 +245,6 @@ class Report:
 
 def build_report(loaded: LoadResult, start: datetime, n: int,
                  workflows: Path | None = None) -> Report:
+    if workflows is not None and not workflows.is_dir():
+        workflows = None  # asked once, not once per schedule
     return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])

@@ -9,10 +9,12 @@ one interface.
 
 from .dst import DstFold, DstGap, DstPolicy
 from .evaluate import (
+    FOLD_LOOKBACK,
     NEXT_HORIZON,
     Search,
     SlotInfo,
     SlotKind,
+    Spacing,
     ZoneChange,
     dst_note,
     explain,
@@ -20,6 +22,7 @@ from .evaluate import (
     next_slots,
     search,
     slots,
+    spacing,
     zone_changes,
 )
 from .fields import ALIASES, EXTENSIONS, CronExpr, parse_cron, validate_cron
@@ -28,6 +31,7 @@ from .words import cron_words, describe
 __all__ = [
     "ALIASES",
     "EXTENSIONS",
+    "FOLD_LOOKBACK",
     "NEXT_HORIZON",
     "CronExpr",
     "DstFold",
@@ -36,6 +40,7 @@ __all__ = [
     "Search",
     "SlotInfo",
     "SlotKind",
+    "Spacing",
     "ZoneChange",
     "cron_words",
     "describe",
@@ -46,6 +51,7 @@ __all__ = [
     "parse_cron",
     "search",
     "slots",
+    "spacing",
     "validate_cron",
     "zone_changes",
 ]

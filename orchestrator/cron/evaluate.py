@@ -25,12 +25,16 @@ matches rather than a per-minute scan.
 
 from __future__ import annotations
 
+import bisect
 import functools
-from dataclasses import dataclass
+import operator
+from dataclasses import dataclass, field
 from datetime import MAXYEAR, UTC, datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
+from .days import DAY as _DAY_S
+from .days import matching_seconds, plain_spacing, times_of_day
 from .dst import DstFold, DstGap, DstPolicy
 from .fields import parse_cron
 
@@ -270,48 +274,155 @@ class Search:
     start) before finding as many slots as asked for."""
 
 
-MAX_SPAN = timedelta(days=366)
-"""The largest window one step of a search evaluates."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_WALL_EPOCH = datetime(1970, 1, 1)
+_SECOND = timedelta(seconds=1)
+_NEAR = timedelta(hours=1)
+_YEAR = timedelta(days=300)
+
+def _seconds(moment: datetime, epoch: datetime = _EPOCH) -> int:
+    """Whole seconds since ``epoch``, rounded down: a slot (always whole seconds) is
+    after ``moment`` exactly when its seconds are more than these."""
+    return (moment - epoch) // _SECOND
 
 
-def _firing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
-            ) -> tuple[list[_Found], datetime | None]:
-    """The first ``n`` firing slots after ``start`` as found, and where the search gave
-    up (``None`` when it found ``n``). Windows partition ``(start, horizon]``, so the
-    slots do not depend on their sizes."""
-    found: list[_Found] = []
-    begin = lo = _utc(start, "start")
+def _next_change(zone: ZoneInfo, moment: datetime) -> ZoneChange | None:
+    """The first change of ``zone`` after ``moment``, if any before the next year ends
+    (a zone without daylight saving is not scanned to the horizon)."""
+    for year in range(moment.year, min(moment.year + 2, MAXYEAR)):
+        for change in _year_changes(zone, year):
+            if change.at > moment:
+                return change
+    return None
+
+
+@dataclass
+class _Slots:
+    """Firing slots in whole seconds since 1970: the UTC instants, and, to read their
+    wall times and kinds back, the offset of each plain stretch and the few slots
+    resolved near a change of offset."""
+
+    seconds: list[int] = field(default_factory=list)
+    stretches: list[tuple[int, int]] = field(default_factory=list)
+    """(index of the stretch's first slot, its offset in seconds), ascending."""
+    resolved: dict[int, tuple[int, SlotKind]] = field(default_factory=dict)
+    """index -> (wall seconds, kind) of the slots resolved near a change."""
+
+    def wall_and_kind(self, index: int) -> tuple[int, SlotKind]:
+        if index in self.resolved:
+            return self.resolved[index]
+        at = bisect.bisect_right(self.stretches, (index, _MAX_OFFSET)) - 1
+        return self.seconds[index] + self.stretches[at][1], SlotKind.NORMAL
+
+
+_MAX_OFFSET = 10 * 86_400
+
+
+def _firing(text: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
+            ) -> tuple[_Slots, datetime | None]:
+    """The first ``n`` firing slots after ``start``, and where the search gave up
+    (``None`` when it found ``n``).
+
+    Between the zone's changes the offset is constant and nothing is repeated or
+    skipped: there the slots are the expression's wall times (read off tables of the
+    days it matches, so a year without 29 February costs nothing) minus the offset, in
+    whole seconds. Only a window around each change, from an hour before it to a day
+    after (longer than any repeated hour), goes through :func:`_resolve`, and only when
+    the expression matches a wall time near it. Windows partition ``(start, horizon]``
+    and :func:`_resolve` of a window is the restriction of the whole, so the slots do
+    not depend on where the windows fall."""
+    expr = parse_cron(text)
+    found = _Slots()
+    seconds = found.seconds
+    lo = _utc(start, "start")
     end = lo + NEXT_HORIZON
-    span = timedelta(hours=1)
-    while len(found) < n and lo < end:
-        hi = min(lo + span, end)
-        got = [f for f in _resolve(expr, zone, dst, lo, hi) if f[4]]
-        found += got
-        lo = hi
-        # Each window costs a fixed amount besides its slots: size the next one for
-        # what is still missing at the pace seen so far (a fifth more), or, after an
-        # empty one, four times larger. A few windows find 64 daily slots, a dozen
-        # find 29 February.
-        if got:
-            pace = (hi - begin) / len(found)
-            span = max(pace * ((n - len(found)) * 1.2), timedelta(minutes=1))
+    while len(seconds) < n and lo < end:
+        change = _next_change(zone, lo - FOLD_LOOKBACK)
+        near = lo + _YEAR if change is None else change.at - _NEAR
+        lo_s = _seconds(lo)
+        if lo < near:
+            hi = min(near, end)
+            offset = _offset(zone, lo) // _SECOND
+            walls = matching_seconds(expr, lo_s + offset, _seconds(hi) + offset,
+                                     n - len(seconds))
+            if walls:
+                found.stretches.append((len(seconds), offset))
+                seconds += [wall - offset for wall in walls[:n - len(seconds)]]
         else:
-            span *= 4
-        span = min(span, MAX_SPAN)
-    return found[:n], (end if len(found) < n else None)
+            assert change is not None
+            hi = min(change.at + FOLD_LOOKBACK, end)
+            # Offsets are less than a day: no wall time outside this range maps into
+            # the window, so a rare expression skips the change without resolving it.
+            if matching_seconds(expr, lo_s - _DAY_S, _seconds(hi) + _DAY_S, 1):
+                for at, _, wall, kind, fires in _resolve(text, zone, dst, lo, hi):
+                    if fires and len(seconds) < n:
+                        found.resolved[len(seconds)] = (_seconds(wall, _WALL_EPOCH), kind)
+                        seconds.append(_seconds(at))
+        lo = hi
+    return found, (end if len(seconds) < n else None)
+
+
+def _infos(found: _Slots, zone: ZoneInfo, n: int) -> tuple[SlotInfo, ...]:
+    infos = []
+    for i, second in enumerate(found.seconds[:n]):
+        at = _EPOCH + _SECOND * second
+        wall, kind = found.wall_and_kind(i)
+        infos.append(SlotInfo(at, _WALL_EPOCH + _SECOND * wall, kind, True,
+                              at.astimezone(zone)))
+    return tuple(infos)
 
 
 def search(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Search:
     """The first ``n`` firing slots strictly after ``start``, within :data:`NEXT_HORIZON`."""
     found, horizon = _firing(expr, zone, dst, start, n)
-    return Search(tuple(SlotInfo(at, wall, kind, fires, at.astimezone(zone))
-                        for at, _, wall, kind, fires in found), horizon)
+    return Search(_infos(found, zone, n), horizon)
+
+
+@dataclass(frozen=True)
+class Spacing:
+    """How the first ``n`` firing slots after an instant are spaced: what a question
+    about many slots (are any two close, is one at minute 0) reads without building a
+    :class:`SlotInfo` for each."""
+
+    count: int
+    """How many there are: ``n``, unless the search gave up (see :attr:`horizon`)."""
+    shortest: timedelta | None
+    """The shortest time between two consecutive ones (None for fewer than two)."""
+    minute_zero: bool
+    """One of them falls on minute 0 of a UTC hour, not moved there out of a gap."""
+    horizon: datetime | None = None
+    """As :attr:`Search.horizon`."""
+
+
+def spacing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) -> Spacing:
+    """The spacing of :func:`search`'s slots (the same slots).
+
+    When the zone keeps one offset until well after the ``n``-th slot and the
+    expression's times of day come around at least twice among them, it is read off the
+    expression's structure and its table of days instead of from the slots."""
+    lo = _utc(start, "start")
+    change = _next_change(zone, lo - FOLD_LOOKBACK)
+    near = lo + _YEAR if change is None else change.at - _NEAR
+    if lo < near and n > 1:
+        parsed = parse_cron(expr)
+        offset = _offset(zone, lo) // _SECOND
+        shortest = plain_spacing(parsed, _seconds(lo) + offset, _seconds(near) + offset, n)
+        if shortest is not None:
+            zero = any((t - offset) % 3600 < 60 for t in times_of_day(parsed))
+            return Spacing(n, _SECOND * shortest, zero)
+    found, horizon = _firing(expr, zone, dst, start, n)
+    seconds = found.seconds
+    shifted = {seconds[i] for i, (_, kind) in found.resolved.items()
+               if kind is SlotKind.SHIFTED}
+    gap = min(map(operator.sub, seconds[1:], seconds[:-1]), default=None)
+    zero = any(s % 3600 < 60 and s not in shifted for s in seconds)
+    return Spacing(len(seconds), None if gap is None else _SECOND * gap, zero, horizon)
 
 
 def next_slots(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
                ) -> list[datetime]:
     """The first ``n`` slots strictly after ``start`` (fewer if none within the horizon)."""
-    return [f[0] for f in _firing(expr, zone, dst, start, n)[0]]
+    return [_EPOCH + _SECOND * s for s in _firing(expr, zone, dst, start, n)[0].seconds]
 
 
 def dst_note(slot: SlotInfo, zone_name: str) -> str | None:

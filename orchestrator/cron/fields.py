@@ -202,6 +202,12 @@ def _parse_field(text: str, index: int, notes: list[str]) -> set[int]:
     field, low, high, names = _FIELDS[index]
     values: set[int] = set()
     for item in text.split(","):
+        if item.isdigit() and item.isascii():  # the common case, without the regexes below
+            values.add(_value(item, low, high, names, field))
+            continue
+        if item == "*":
+            values.update(range(low, high + 1))
+            continue
         extension = _extension(item)
         if extension is not None:
             raise ValueError(
