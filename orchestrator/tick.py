@@ -40,6 +40,7 @@ from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
 from .planner.pause import record_finish
 from .policies import Pause
 from .repo_config import cadence_or_default
+from .retention import Outcome, retain
 from .schedules import load_all
 from .store import Snapshot, StateStore
 from .times import iso
@@ -87,11 +88,14 @@ class TickResult:
     """The one run this tick advanced (``tick --run``), if it was scoped."""
     parked: dict[str, str] = field(default_factory=dict)
     """Dead letter key -> reason, for each track this tick parked (an alert each)."""
+    retention: Outcome | None = None
+    """What the tick's compaction did, when it ran one (:mod:`.retention`)."""
 
     @property
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
-        return self.quarantined + lines + self.record_log
+        kept = self.retention.lines() if self.retention else []
+        return self.quarantined + lines + self.record_log + kept
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +116,7 @@ class TickResult:
             "next_wake": self.wake.to_json() if self.wake else None,
             "run": self.scope,
             "parked": self.parked,
+            "retention": self.retention.to_json() if self.retention else None,
         }
 
 
@@ -201,6 +206,7 @@ class Tick:
         markdown_template: Path | None = None,
         scope: str | None = None,
         outcomes: Folder | None = None,
+        retention: bool = True,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -219,6 +225,11 @@ class Tick:
         """Only this run is advanced (a fan-in job's tick): see :mod:`.run_scope`."""
         self.outcomes = outcomes or Folder()
         self._caps: Caps | None = None
+        self.retention = retention
+        """Apply ``keep_finished_runs_days`` after the tick's work (``serve
+        --compact-keep-days`` turns it off: its own compaction wins)."""
+        self._start: tuple[Mapping[str, bytes], state_index.Loaded] | None = None
+        """The files the tick read first, and the state loaded from them."""
 
     # ---------------------------------------------------------------- planning
 
@@ -348,6 +359,12 @@ class Tick:
     # ---------------------------------------------------------------- the tick
 
     def run(self, *, dry_run: bool = False) -> TickResult:
+        result = self._tick(dry_run)
+        if not dry_run and self.scope is None and self.retention and self._start:
+            result.retention = retain(self.store, self.repo, *self._start, self.now)
+        return result
+
+    def _tick(self, dry_run: bool) -> TickResult:
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
                             scope=self.scope)
         snap = self.store.read()
@@ -362,6 +379,7 @@ class Tick:
             invalid.append(problem)
         result.schedule_errors = invalid
         loaded0 = state_index.load(snap.files)
+        self._start = (snap.files, loaded0)
         state0 = loaded0.state
         held = state0.held_schedules()
         schedules = [s for s in schedules if s.id not in held]

@@ -34,7 +34,7 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None) -> Tick:
+              outcomes: Path | None = None, retention: bool = True) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = read_folder(outcomes, scope) if outcomes is not None else None
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
@@ -43,7 +43,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 template=repo_template(cfg.repo, BRIEF_TEMPLATE, template),
                 index_template=repo_template(cfg.repo, INDEX_TEMPLATE),
                 markdown_template=repo_template(cfg.repo, MARKDOWN_TEMPLATE),
-                scope=scope, outcomes=folder)
+                scope=scope, outcomes=folder, retention=retention)
 
 
 def summary_lines(result: TickResult) -> list[str]:
