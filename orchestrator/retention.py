@@ -9,9 +9,11 @@ of the whole history.
 
 **Cheap to decide.** A run id ends with its slot (``<schedule>--20261201T0700Z``), a
 lower bound of when the run ended, so the listing of ``state/runs`` the tick makes
-anyway names the candidates (:func:`candidates`): no record is read unless a run's
-slot is more than the retention *plus one day* old. That day is the batch: the tick
-compacts about once a day, each time archiving a day of runs, not a run per tick.
+anyway names the candidates (:func:`candidates`, slots older than the retention):
+no record is read unless a run's slot is more than the retention *plus one day* old
+(:func:`ripe`). That day is the batch: the tick then archives every candidate that
+finished before the cutoff, so the next compaction comes about a day later, each
+archiving a day of runs, not a run per tick.
 :data:`RECORD` (``state/retention.json``, written in the compaction's commit) says
 when it last ran; a tick never compacts twice within a day, even when the candidates
 it found stay (a run that ended long after its slot).
@@ -91,11 +93,20 @@ def slot_of(run_id: str) -> datetime | None:
 
 def candidates(run_ids: Iterable[str], keep_days: int, now: datetime,
                keep: Collection[str] = ()) -> list[str]:
-    """The runs (pure, from their ids) whose slot is more than ``keep_days`` plus
-    :data:`BATCH` before ``now``, except those in ``keep``; sorted."""
-    cutoff = now - timedelta(days=keep_days) - BATCH
+    """The runs (pure, from their ids) whose slot is more than ``keep_days`` before
+    ``now``, except those in ``keep``; sorted. Only these can have finished before the
+    cutoff, so only their records are read."""
+    cutoff = now - timedelta(days=keep_days)
     return sorted(r for r in run_ids
                   if r not in keep and (slot := slot_of(r)) is not None and slot < cutoff)
+
+
+def ripe(run_ids: Iterable[str], keep_days: int, now: datetime) -> bool:
+    """Whether one of ``run_ids`` has a slot more than ``keep_days`` plus :data:`BATCH`
+    before ``now``: what starts a compaction (which then takes every candidate, so the
+    next one comes a day later)."""
+    cutoff = now - timedelta(days=keep_days) - BATCH
+    return any((slot := slot_of(r)) is not None and slot < cutoff for r in run_ids)
 
 
 def read_record(files: Mapping[str, bytes]) -> Record | None:
@@ -115,15 +126,16 @@ def read_record(files: Mapping[str, bytes]) -> Record | None:
 
 def due(state: st.State, open_runs: Iterable[str], record: Record | None, keep_days: int,
         now: datetime) -> list[str]:
-    """The candidates a tick compacts now (pure): none within :data:`BATCH` of the last
-    compaction; never an open run, a run with a dead letter waiting or a quarantined
-    run (whose record cannot be read)."""
+    """The candidates a tick compacts now (pure): none unless one is :func:`ripe`, none
+    within :data:`BATCH` of the last compaction; never an open run, a run with a dead
+    letter waiting or a quarantined run (whose record cannot be read)."""
     if record is not None and timedelta(0) <= now - record.at < BATCH:
         return []
     kept = {*open_runs, *(d.run_id for d in state.dlq.values() if not d.discarded)}
     kept |= {p.split("/")[2] for p in state.quarantined
              if p.startswith(f"{st.ROOT}/runs/") and p.count("/") >= 2}
-    return candidates(state.known_runs, keep_days, now, kept)
+    found = candidates(state.known_runs, keep_days, now, kept)
+    return found if ripe(found, keep_days, now) else []
 
 
 @dataclass(frozen=True)
