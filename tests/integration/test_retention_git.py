@@ -149,6 +149,20 @@ def test_a_tick_archives_the_runs_past_the_retention_under_a_tag(repo: Path) -> 
     assert result.to_json()["retention"]["archived"] == [*sorted(OLD), LATE]
 
 
+def test_status_shows_the_retention_and_the_last_compaction(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = ["--repo", str(repo), "--remote", "origin", "status", "--now"]
+    main([*status, "2026-12-31T12:00:00Z"])
+    assert ("retention     archive runs finished more than 30 days ago; no compaction yet"
+            in capsys.readouterr().out.splitlines())
+    tick(repo, NOW)
+    main([*status, "2026-12-31T12:05:00Z", "--json"])
+    report = json.loads(capsys.readouterr().out)["retention"]
+    assert report["keep_finished_runs_days"] == 30
+    assert report["last_compaction"]["archived"] == 4
+    assert report["last_compaction"]["tag"] == archive_tag(NOW)
+
+
 def test_the_next_compaction_waits_a_day_and_a_day_of_runs(repo: Path) -> None:
     assert tick(repo, NOW).retention is not None
     tip = git("rev-parse", BRANCH, cwd=origin_of(repo))
