@@ -86,7 +86,7 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     old = sorted(run.run_id for run in runs
                  if run.status in RUN_TERMINAL and run.run_id not in waiting
                  and (done := _finished(run)) is not None and done < cutoff)
-    change: Change = dict.fromkeys(_files_under(files, old, whole=candidates is None))
+    change: Change = dict.fromkeys(_files_under(files, old))
     gone = sorted(path for path, letter in letters.items() if letter.run_id in set(old))
     change.update(dict.fromkeys(gone))
     return Plan(tuple(old), tuple(gone), change, tuple(skipped))
@@ -102,7 +102,10 @@ def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
                      skipped: list[str]) -> list[Run]:
     paths = [run_path(run_id) for run_id in run_ids]
     prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:  # one git call for every candidate's record
+    if prefetch is not None and paths:
+        # one git call for every candidate's record, found in the listing of the whole
+        # tree (which the deletions need anyway) rather than folder by folder
+        iter(files)
         prefetch(paths)
     runs: list[Run] = []
     for run_id, path in zip(run_ids, paths, strict=True):
@@ -116,23 +119,14 @@ def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
     return runs
 
 
-def _files_under(files: Mapping[str, bytes], run_ids: list[str], whole: bool) -> list[str]:
-    """Every file in the folders of ``run_ids``: from the full listing when it is at hand
-    (``whole``), else by listing only those folders, level by level."""
+def _files_under(files: Mapping[str, bytes], run_ids: list[str]) -> list[str]:
+    """Every file in the folders of ``run_ids``."""
     if not run_ids:
         return []
-    dirs = [run_dir(run_id) for run_id in run_ids]
-    if whole:
-        prefixes = tuple(d + "/" for d in dirs)
-        return [path for path in files if path.startswith(prefixes)]
-    found: list[str] = []
-    while dirs:
-        listed = state_index.listdirs(files, dirs)
-        found += [f"{folder}/{name}" for folder, names in listed.items()
-                  for name, is_dir in names.items() if not is_dir]
-        dirs = [f"{folder}/{name}" for folder, names in listed.items()
-                for name, is_dir in names.items() if is_dir]
-    return sorted(found)
+    # One listing of the whole tree (``ls-tree -r``: trees only, no blob is read) costs
+    # far less than listing a thousand folders by name, which git matches entry by entry.
+    prefixes = tuple(run_dir(run_id) + "/" for run_id in run_ids)
+    return [path for path in files if path.startswith(prefixes)]
 
 
 def archive_tag(now: datetime) -> str:
