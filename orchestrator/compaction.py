@@ -67,8 +67,9 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
 
     ``candidates`` (run ids) limits the records read to those runs' (the tick, whose
     listing already tells which runs are old enough, never reads the others); a
-    candidate whose record is missing or unreadable is left alone and named in
-    :attr:`Plan.skipped`. Without it every run record is read, as ``compact`` does."""
+    candidate whose record is unreadable is left alone and named in
+    :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
+    Without it every run record is read, as ``compact`` does."""
     cutoff = now - timedelta(days=keep_days)
     dlq_prefix = f"{ROOT}/dlq/"
     letters: dict[str, DeadLetter] = {}
@@ -110,9 +111,9 @@ def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
     runs: list[Run] = []
     for run_id, path in zip(run_ids, paths, strict=True):
         data = files.get(path)
+        if data is None:  # archived meanwhile by a racing compaction (or gone by hand)
+            continue
         try:
-            if data is None:
-                raise CorruptState(f"{path}: missing")
             runs.append(parse_record(Run, path, data))
         except CorruptState as exc:  # one bad record costs only its own run
             skipped.append(f"{run_id}: left alone: {exc.message}")

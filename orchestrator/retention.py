@@ -200,24 +200,37 @@ def compact(store: Store, keep_days: int, now: datetime, run_ids: Iterable[str],
         return {RECORD: st.to_json(done)}
 
     compactor = Compactor(keep_days, now, ids, write_record)
+
+    def unless_done(fn: ChangeFn) -> ChangeFn:
+        # Another tick that compacted since this one read (a racing tick, lingering
+        # ticks) has done the day's work: its record is not overwritten.
+        def change(snap: Snapshot) -> Change | None:
+            other = read_record(snap.files)
+            if other != record and other is not None and timedelta(0) <= now - other.at < BATCH:
+                return None
+            return fn(snap)
+
+        return change
+
     refused_now: str | None = None
     try:
         if tag is not None:
             try:
-                result = store.archive(compactor, compactor.message(), tag)
+                result = store.archive(unless_done(compactor), compactor.message(), tag)
             except PushRejected as exc:
                 refused_now = refused = exc.message
                 refused_at, tag = now, None
-                result = store.transact(compactor, compactor.message())
+                result = store.transact(unless_done(compactor), compactor.message())
         else:
-            result = store.transact(compactor, compactor.message())
+            result = store.transact(unless_done(compactor), compactor.message())
     except OrchestratorError as exc:
         # Written alone, the record still holds the next tick back for a day: a
         # compaction that keeps failing must not cost every tick a failed push.
         note = Record(at=now, keep_days=keep_days, archived=0, refused=refused,
                       refused_at=refused_at)
         with contextlib.suppress(OrchestratorError):
-            store.transact(lambda snap: {RECORD: st.to_json(note)}, compactor.message())
+            store.transact(unless_done(lambda snap: {RECORD: st.to_json(note)}),
+                           compactor.message())
         return Outcome(keep_days, refused=refused_now, problem=exc.message)
     plan = compactor.last
     if not result.landed or plan is None:

@@ -246,6 +246,22 @@ def test_a_report_racing_the_compaction_is_not_lost(repo: Path, tmp_path: Path) 
     assert git("log", "-1", "--format=%s", tagged, cwd=origin_of(repo)).startswith("report ")
 
 
+def test_two_ticks_that_read_the_same_tip_compact_once(repo: Path) -> None:
+    store = GitStateStore(repo, "origin", BRANCH)
+    snap = store.read()
+    loaded = si.load(snap.files)
+    first = retention.retain(store, repo, snap.files, loaded, NOW)
+    assert first is not None and len(first.runs) == 4
+    # the other tick read the tip before the first compacted, and compacts a minute later
+    later = NOW + timedelta(minutes=1)
+    second = retention.retain(store, repo, snap.files, loaded, later)
+    assert second is not None
+    assert (second.runs, second.problem, second.lines()) == ((), None, [])
+    record = retention.read_record(files_of(repo))
+    assert record is not None and (record.at, record.archived) == (NOW, 4)
+    assert tags(repo) == [archive_tag(NOW)]
+
+
 REFUSE_FORCE_PUSH = """#!/bin/sh
 # a protected branch: no update of it that is not a fast-forward
 while read old new ref; do
