@@ -28,7 +28,6 @@ from .state import (
     parse_record,
     parse_with_spec,
     read_specs,
-    run_dir,
     run_path,
 )
 from .store import Change, ChangeFn, Snapshot, TransactResult
@@ -126,8 +125,12 @@ def _files_under(files: Mapping[str, bytes], run_ids: list[str]) -> list[str]:
         return []
     # One listing of the whole tree (``ls-tree -r``: trees only, no blob is read) costs
     # far less than listing a thousand folders by name, which git matches entry by entry.
-    prefixes = tuple(run_dir(run_id) + "/" for run_id in run_ids)
-    return [path for path in files if path.startswith(prefixes)]
+    # a set, not a tuple of prefixes for startswith: thousands of runs, tens of thousands
+    # of paths
+    wanted, runs_prefix = set(run_ids), f"{ROOT}/runs/"
+    return [path for path in files if path.startswith(runs_prefix)
+            and path[len(runs_prefix):].partition("/")[0] in wanted
+            and "/" in path[len(runs_prefix):]]
 
 
 def archive_tag(now: datetime) -> str:
