@@ -9,6 +9,9 @@ git's processes, as a CI runner pays them):
    ``git fetch`` of the state branch. Also the first tick (cursors written, the index
    of open runs built) and the tick in a fresh shallow clone, as on a GitHub runner,
    with what that clone downloaded.
+   Then the tick's own retention: 10,000 finished runs, all but the last day's past the
+   default 30 days, the fresh shallow clone tick with retention off and after the tick
+   that compacted.
 2. **validate** against schedule files. Floor: the same imports, then ``json.load`` of
    the same files.
 3. **cron** ``next_slots`` against cronsim on the same expressions and zones, in one
@@ -67,12 +70,14 @@ def git(*args: str, cwd: Path) -> str:
                           env=ENV, text=True).stdout.strip()
 
 
-def finished_runs(n: int) -> dict[str, bytes | None]:
-    """``n`` completed runs of schedule ``old``: record, two tracks, polls and a brief."""
+def finished_runs(n: int, slots: list[datetime] | None = None) -> dict[str, bytes | None]:
+    """``n`` completed runs of schedule ``old``: record, two tracks, polls and a brief;
+    one a minute from 30 days before ``NOW`` (within the default retention), or at
+    ``slots``."""
     files: dict[str, bytes | None] = {}
     spec = TrackSpec(name="t", run="true")
     for i in range(n):
-        slot = NOW - timedelta(days=30) + timedelta(minutes=i)
+        slot = slots[i] if slots else NOW - timedelta(days=30) + timedelta(minutes=i)
         run_id = f"old--{slot:%Y%m%dT%H%MZ}"
         run = Run(run_id=run_id, schedule_id="old", slot=slot, fire_at=slot, created_at=slot,
                   deadline=slot + timedelta(hours=1), status=RunStatus.COMPLETED,
@@ -99,7 +104,8 @@ def schedule_files(folder: Path, n: int, distinct: bool = False) -> None:
         (folder / f"s{i:04d}.json").write_text(json.dumps(spec) + "\n")
 
 
-def workspace(root: Path, schedules: int, runs: int) -> tuple[Path, Path]:
+def workspace(root: Path, schedules: int, runs: int,
+              slots: list[datetime] | None = None) -> tuple[Path, Path]:
     origin = root / "origin.git"
     repo = root / "repo"
     git("init", "-q", "--bare", "--initial-branch=main", str(origin), cwd=root)
@@ -109,7 +115,7 @@ def workspace(root: Path, schedules: int, runs: int) -> tuple[Path, Path]:
     git("add", ".", cwd=repo)
     git("commit", "-qm", "schedules", cwd=repo)
     git("push", "-q", "origin", "HEAD:main", cwd=repo)
-    GitStateStore(repo, "origin", BRANCH).transact(lambda snap: finished_runs(runs),
+    GitStateStore(repo, "origin", BRANCH).transact(lambda snap: finished_runs(runs, slots),
                                                    "bench: finished runs")
     return origin, repo
 
@@ -172,6 +178,63 @@ def tick_rows(reps: int, sizes: list[tuple[int, int]]) -> list[dict[str, object]
                          "cold": statistics.median(cold),
                          "fetched": statistics.median(fetched)})
             print(f"  tick: {rows[-1]}", file=sys.stderr)
+    return rows
+
+
+def cold_ticks(reps: int, root: Path, origin: Path, env: dict[str, str]
+               ) -> tuple[float, float]:
+    """Median seconds of a tick in a fresh ``git clone --depth=1`` (a GitHub runner),
+    and median MiB that clone's ``.git`` grew by during the tick."""
+    cold: list[float] = []
+    fetched: list[float] = []
+    for i in range(reps):
+        runner = root / f"cold{i}"
+        git("clone", "-q", "--depth=1", f"file://{origin}", str(runner), cwd=root)
+        git_before = size_mib(runner / ".git")
+        cold.append(timed(tick_cmd(), runner, env))
+        fetched.append(size_mib(runner / ".git") - git_before)
+    return statistics.median(cold), statistics.median(fetched)
+
+
+def retention_rows(reps: int, runs: int = 10_000, recent: int = 100
+                   ) -> list[dict[str, object]]:
+    """The tick's own retention (default 30 days): ``runs`` finished runs, all but the
+    last day's ``recent`` past it. The first tick compacts; then the fresh shallow clone
+    tick, before (history kept by hand, ``keep_finished_runs_days: null``) and after."""
+    old = runs - recent
+    rows: list[dict[str, object]] = []
+    # the old ones every 4 minutes ending 32.5 days ago, the recent ones within the day
+    slots = [NOW - timedelta(days=32, hours=12) - timedelta(minutes=4 * (old - i))
+             for i in range(old)]
+    slots += [NOW - timedelta(days=1) + timedelta(minutes=14 * i + 1) for i in range(recent)]
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        root = Path(tmp)
+        origin, repo = workspace(root, 10, runs, slots)
+        env = {**ENV, "ORCHESTRATOR_WORK_DIR": str(root / "work")}
+        keep_all = root / "keep-all"
+        keep_all.mkdir()
+        (repo / "orchestrator.json").write_text('{"keep_finished_runs_days": null}\n')
+        git("add", ".", cwd=repo)
+        git("commit", "-qm", "keep every run", cwd=repo)
+        git("push", "-q", "origin", "HEAD:main", cwd=repo)
+        timed(tick_cmd(), repo, env)  # cursors and the index written, nothing archived
+        cold, fetched = cold_ticks(reps, keep_all, origin, env)
+        rows.append({"case": f"{runs:,} finished runs, retention off", "compact": None,
+                     "cold": cold, "fetched": fetched, "left": runs})
+        git("rm", "-q", "orchestrator.json", cwd=repo)
+        git("commit", "-qm", "default retention", cwd=repo)
+        git("push", "-q", "origin", "HEAD:main", cwd=repo)
+        compact = timed(tick_cmd(), repo, env)  # the tick that compacts
+        left = len([line for line in git("ls-tree", "--name-only", f"{BRANCH}:state/runs",
+                                         cwd=origin).splitlines() if line])
+        assert left <= recent + 10, f"{left} run folders left after the compaction"
+        after = root / "after"
+        after.mkdir()
+        cold, fetched = cold_ticks(reps, after, origin, env)
+        rows.append({"case": f"{runs:,} finished runs, {old:,} past 30 days, after the "
+                     "tick compacted", "compact": compact, "cold": cold,
+                     "fetched": fetched, "left": left})
+        print(f"  retention: {rows}", file=sys.stderr)
     return rows
 
 
@@ -247,6 +310,7 @@ def main() -> None:
         (10, 100), (1000, 100), (10, 10_000), (1000, 10_000)]
     wanted = {args.only} if args.only else {"tick", "validate", "cron"}
     ticks = tick_rows(args.reps, sizes) if "tick" in wanted else []
+    kept = retention_rows(args.reps) if "tick" in wanted else []
     validates = (validate_rows(args.reps, [1000] if args.quick else [1000, 5000])
                  if "validate" in wanted else [])
     crons = cron_rows(args.reps) if "cron" in wanted else []
@@ -254,6 +318,7 @@ def main() -> None:
           f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}\n")
     if ticks:
         print_ticks(ticks)
+        print_retention(kept)
     if validates:
         print_validates(validates)
     if crons:
@@ -273,6 +338,17 @@ def print_ticks(ticks: list[dict[str, object]]) -> None:
               f"| {r['floor']:.3f} | {r['noop'] / r['floor']:.2f} "  # type: ignore[operator]
               f"| {r['noop'] / same['noop']:.2f} | {r['first']:.2f} "  # type: ignore[operator]
               f"| {r['cold']:.2f} | {r['fetched']:.1f} |")
+    print()
+
+
+def print_retention(kept: list[dict[str, object]]) -> None:
+    print("| state branch | compacting tick s | fresh shallow clone tick s "
+          "| it downloaded MiB | run folders left |")
+    print("|---|---:|---:|---:|---:|")
+    for r in kept:
+        compact = "-" if r["compact"] is None else f"{r['compact']:.2f}"
+        print(f"| {r['case']} | {compact} | {r['cold']:.2f} | {r['fetched']:.2f} "
+              f"| {r['left']:,} |")
     print()
 
 

@@ -14,7 +14,7 @@ archived runs are deleted by an ordinary commit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -22,7 +22,14 @@ from typing import Protocol
 from . import state_index
 from .machine import RUN_TERMINAL
 from .models import DeadLetter, Run
-from .state import ROOT, parse_record, parse_with_spec, read_specs, run_dir
+from .state import (
+    ROOT,
+    CorruptState,
+    parse_record,
+    parse_with_spec,
+    read_specs,
+    run_path,
+)
 from .store import Change, ChangeFn, Snapshot, TransactResult
 from .times import iso
 
@@ -34,6 +41,8 @@ class Plan:
     runs: tuple[str, ...]
     dead_letters: tuple[str, ...]
     change: Change
+    skipped: tuple[str, ...] = ()
+    """One line per candidate run left alone because its record could not be read."""
 
 
 class Archiver(Protocol):
@@ -48,35 +57,80 @@ def _finished(run: Run) -> datetime | None:
     return run.state_history[-1].at if run.state_history else None
 
 
-def plan(files: Mapping[str, bytes], keep_days: int, now: datetime) -> Plan:
+def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
+         candidates: Iterable[str] | None = None) -> Plan:
     """The runs to archive (pure): terminal (completed or failed) and finished more than
     ``keep_days`` days before ``now``. Open runs are never touched, nor runs that still
     have a dead letter waiting for a human (a requeue needs the run); discarded dead
-    letters of archived runs go with them."""
+    letters of archived runs go with them.
+
+    ``candidates`` (run ids) limits the records read to those runs' (the tick, whose
+    listing already tells which runs are old enough, never reads the others); a
+    candidate whose record is unreadable is left alone and named in
+    :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
+    Without it every run record is read, as ``compact`` does."""
     cutoff = now - timedelta(days=keep_days)
-    runs_prefix, dlq_prefix = f"{ROOT}/runs/", f"{ROOT}/dlq/"
+    dlq_prefix = f"{ROOT}/dlq/"
     letters: dict[str, DeadLetter] = {}
-    for path in files:
-        if path.startswith(dlq_prefix) and path.endswith(".json"):
-            run_id = path[len(dlq_prefix):-5].rpartition("--")[0]
+    for name, is_dir in sorted(state_index.listdirs(files, [f"{ROOT}/dlq"])[f"{ROOT}/dlq"].items()):
+        if not is_dir and name.endswith(".json"):
+            path, run_id = dlq_prefix + name, name[:-5].rpartition("--")[0]
             letters[path] = parse_with_spec(DeadLetter, path, files[path],
                                             read_specs(files, run_id))
     waiting = {letter.run_id for letter in letters.values() if not letter.discarded}
-    old: list[str] = []
-    for path in files:
-        parts = path.split("/")
-        if path.startswith(runs_prefix) and len(parts) == 4 and parts[3] == "run.json":
-            run = parse_record(Run, path, files[path])
-            done = _finished(run)
-            if (run.status in RUN_TERMINAL and done is not None and done < cutoff
-                    and run.run_id not in waiting):
-                old.append(run.run_id)
-    old.sort()
-    dirs = tuple(run_dir(run_id) + "/" for run_id in old)
-    change: Change = {path: None for path in files if path.startswith(dirs)} if dirs else {}
+    skipped: list[str] = []
+    if candidates is None:
+        runs = [parse_record(Run, path, files[path]) for path in _run_records(files)]
+    else:
+        runs = _read_candidates(files, sorted(set(candidates) - waiting), skipped)
+    old = sorted(run.run_id for run in runs
+                 if run.status in RUN_TERMINAL and run.run_id not in waiting
+                 and (done := _finished(run)) is not None and done < cutoff)
+    change: Change = dict.fromkeys(_files_under(files, old))
     gone = sorted(path for path, letter in letters.items() if letter.run_id in set(old))
     change.update(dict.fromkeys(gone))
-    return Plan(tuple(old), tuple(gone), change)
+    return Plan(tuple(old), tuple(gone), change, tuple(skipped))
+
+
+def _run_records(files: Mapping[str, bytes]) -> list[str]:
+    runs_prefix = f"{ROOT}/runs/"
+    return [path for path in files if path.startswith(runs_prefix)
+            and len(parts := path.split("/")) == 4 and parts[3] == "run.json"]
+
+
+def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
+                     skipped: list[str]) -> list[Run]:
+    paths = [run_path(run_id) for run_id in run_ids]
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None and paths:
+        # one git call for every candidate's record, found in the listing of the whole
+        # tree (which the deletions need anyway) rather than folder by folder
+        iter(files)
+        prefetch(paths)
+    runs: list[Run] = []
+    for run_id, path in zip(run_ids, paths, strict=True):
+        data = files.get(path)
+        if data is None:  # archived meanwhile by a racing compaction (or gone by hand)
+            continue
+        try:
+            runs.append(parse_record(Run, path, data))
+        except CorruptState as exc:  # one bad record costs only its own run
+            skipped.append(f"{run_id}: left alone: {exc.message}")
+    return runs
+
+
+def _files_under(files: Mapping[str, bytes], run_ids: list[str]) -> list[str]:
+    """Every file in the folders of ``run_ids``."""
+    if not run_ids:
+        return []
+    # One listing of the whole tree (``ls-tree -r``: trees only, no blob is read) costs
+    # far less than listing a thousand folders by name, which git matches entry by entry.
+    # a set, not a tuple of prefixes for startswith: thousands of runs, tens of thousands
+    # of paths
+    wanted, runs_prefix = set(run_ids), f"{ROOT}/runs/"
+    return [path for path in files if path.startswith(runs_prefix)
+            and path[len(runs_prefix):].partition("/")[0] in wanted
+            and "/" in path[len(runs_prefix):]]
 
 
 def archive_tag(now: datetime) -> str:
@@ -85,18 +139,37 @@ def archive_tag(now: datetime) -> str:
     return "orchestrator-archive/" + iso(now).replace("-", "").replace(":", "")
 
 
+class Compactor:
+    """A compaction's change function: plans on each snapshot it is given (a lost race
+    re-plans on the new tip) and keeps the plan of the last one in :attr:`last`.
+
+    ``extra`` adds files to the same commit (the tick's retention record), given the
+    snapshot and the plan; the commit lands even when only they change."""
+
+    def __init__(self, keep_days: int, now: datetime, candidates: Iterable[str] | None = None,
+                 extra: Callable[[Snapshot, Plan], Change] | None = None) -> None:
+        self.keep_days = keep_days
+        self.now = now
+        self.candidates = None if candidates is None else tuple(candidates)
+        self.extra = extra
+        self.last: Plan | None = None
+
+    def __call__(self, snap: Snapshot) -> Change | None:
+        self.last = plan(snap.files, self.keep_days, self.now, self.candidates)
+        # the archived runs' folders leave the index's fingerprint in the same commit
+        change = state_index.refresh(snap.files, self.last.change) if self.last.change else {}
+        if self.extra is not None:
+            change.update(self.extra(snap, self.last))
+        return change or None
+
+    def message(self) -> str:
+        cutoff = self.now - timedelta(days=self.keep_days)
+        return f"compact: archive runs finished before {iso(cutoff)}"
+
+
 def compact(store: Archiver, keep_days: int, now: datetime) -> Plan | None:
     """Archive what :func:`plan` finds on the tip (re-planned on a lost race) under
     :func:`archive_tag`; the plan that landed, or ``None`` when nothing was archived."""
-    last: Plan | None = None
-
-    def change(snap: Snapshot) -> Change | None:
-        nonlocal last
-        last = plan(snap.files, keep_days, now)
-        # the archived runs' folders leave the index's fingerprint in the same commit
-        return state_index.refresh(snap.files, last.change) if last.change else None
-
-    cutoff = now - timedelta(days=keep_days)
-    result = store.archive(change, f"compact: archive runs finished before {iso(cutoff)}",
-                           archive_tag(now))
-    return last if result.landed else None
+    compactor = Compactor(keep_days, now)
+    result = store.archive(compactor, compactor.message(), archive_tag(now))
+    return compactor.last if result.landed else None

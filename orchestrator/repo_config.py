@@ -108,6 +108,13 @@ class RepoConfig(Frozen):
         None, ge=1, le=100_000,
         description="At most this many tracks dispatched by one tick; the others wait for "
         "the next tick. Unset: no cap.")
+    keep_finished_runs_days: int | None = Field(
+        30, ge=1, le=36_500,
+        description="Retention: the tick archives runs that finished more than N days ago "
+        "(about once a day, after its own work), as `orchestrator compact --keep-days N` "
+        "does: off the state branch, kept under the tag orchestrator-archive/<time>. Open "
+        "runs and runs with a dead letter waiting are kept. null: keep every run (no "
+        "automatic archiving).")
 
 
 def load_repo_config(root: Path) -> RepoConfig:

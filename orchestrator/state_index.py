@@ -226,9 +226,11 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     folders: set[str] | None = None
     if touched:
         folders = run_folders(files)
+        # once, not per run: a compaction deletes thousands of runs in one change
+        written = {_run_of(p) for p, data in change.items() if data is not None}
         for run_id in sorted(touched):
             record = st.run_path(run_id)
-            writes = any(out[p] is not None for p in change if _run_of(p) == run_id)
+            writes = run_id in written
             if writes:
                 folders.add(run_id)
             if record not in change:

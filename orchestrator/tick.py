@@ -40,6 +40,7 @@ from .planner import Caps, Decision, Observations, finish, plan, record_dispatch
 from .planner.pause import record_finish
 from .policies import Pause
 from .repo_config import cadence_or_default
+from .retention import Outcome, retain
 from .store import Snapshot, StateStore
 from .times import iso
 from .wake import Wake
@@ -86,11 +87,14 @@ class TickResult:
     """The one run this tick advanced (``tick --run``), if it was scoped."""
     parked: dict[str, str] = field(default_factory=dict)
     """Dead letter key -> reason, for each track this tick parked (an alert each)."""
+    retention: Outcome | None = None
+    """What the tick's compaction did, when it ran one (:mod:`.retention`)."""
 
     @property
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
-        return self.quarantined + lines + self.record_log
+        kept = self.retention.lines() if self.retention else []
+        return self.quarantined + lines + self.record_log + kept
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +115,7 @@ class TickResult:
             "next_wake": self.wake.to_json() if self.wake else None,
             "run": self.scope,
             "parked": self.parked,
+            "retention": self.retention.to_json() if self.retention else None,
         }
 
 
@@ -201,6 +206,7 @@ class Tick:
         scope: str | None = None,
         outcomes: Folder | None = None,
         repo_templates: bool = False,
+        retention: bool = True,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -223,6 +229,11 @@ class Tick:
         self.outcomes = outcomes or Folder()
         self._caps: Caps | None = None
         self._memo: quiet.Memo | None = None
+        self.retention = retention
+        """Apply ``keep_finished_runs_days`` after the tick's work (``serve
+        --compact-keep-days`` turns it off: its own compaction wins)."""
+        self._start: tuple[Mapping[str, bytes], state_index.Loaded] | None = None
+        """The files the tick read first, and the state loaded from them."""
 
     # ---------------------------------------------------------------- planning
 
@@ -368,6 +379,12 @@ class Tick:
     # ---------------------------------------------------------------- the tick
 
     def run(self, *, dry_run: bool = False) -> TickResult:
+        result = self._tick(dry_run)
+        if not dry_run and self.scope is None and self.retention and self._start:
+            result.retention = retain(self.store, self.repo, *self._start, self.now)
+        return result
+
+    def _tick(self, dry_run: bool) -> TickResult:
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
                             scope=self.scope)
         snap = self.store.read()
@@ -383,6 +400,7 @@ class Tick:
         if problem:  # reported like an invalid schedule; the schedules are still served
             invalid.append(problem)
         result.schedule_errors = invalid
+        self._start = (snap.files, loaded0)
         state0 = loaded0.state
         held = state0.held_schedules()
         schedules = [s for s in schedules if s.id not in held]

@@ -9,7 +9,9 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
   same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
   older than ``--max-staleness`` (say, pushes are being rejected);
-- ``compact`` once a day, with ``--compact-keep-days N``.
+- ``compact`` once a day, with ``--compact-keep-days N``; then this ``serve``'s ticks
+  leave ``keep_finished_runs_days`` (:mod:`orchestrator.retention`) alone: the flag
+  wins over the setting, so the two never archive on different terms in one process.
 
 SIGINT or SIGTERM stops the wake-ups, lets running consumers finish (a tick in the
 middle of its push completes it) and exits 0. A second signal ends the process at
@@ -48,11 +50,13 @@ PING_EVERY = 60.0
 
 def tick_work(cfg: Config, executor: str, heartbeat_every: float,
               heartbeat_url: str | None,
-              wake_at: Callable[[datetime], None] | None = None) -> Work:
+              wake_at: Callable[[datetime], None] | None = None,
+              retention: bool = True) -> Work:
     last_ping: list[float] = []
 
     def work(now: datetime) -> list[str]:
-        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every).run()
+        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
+                           retention=retention).run()
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
@@ -111,7 +115,8 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
                heartbeat_url: str | None, max_staleness: float,
                compact_keep_days: int | None) -> Loop:
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
-    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at))
+    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at,
+                               retention=compact_keep_days is None))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
@@ -138,7 +143,8 @@ def install_signals(loop: Loop) -> None:
 @click.option("--executor", type=click.Choice(executors.NAMES), envvar="ORCHESTRATOR_EXECUTOR",
               default=executors.LOCAL, show_default=True, help=executors.choice_help())
 @click.option("--compact-keep-days", type=click.IntRange(min=0), metavar="N",
-              help="Once a day, archive runs that finished more than N days ago.")
+              help="Once a day, archive runs that finished more than N days ago (wins "
+              "over keep_finished_runs_days of orchestrator.json for this serve's ticks).")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL",
               help="URL to GET after a successful tick, at most once a minute.")
 @click.option("--heartbeat-every", type=click.FloatRange(min=1), default=60,

@@ -20,6 +20,7 @@ from datetime import timedelta
 
 import click
 
+from .. import retention
 from ..cli import Config, pass_config
 from ..errors import DeadLettersWaiting, Rewound, Stale
 from ..schedules import load_all
@@ -68,10 +69,12 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     report = build(snap.files, loaded.schedules, [e.message for e in loaded.errors], now,
                    timedelta(minutes=max_staleness))
     report["rewound"] = store.rewound
+    report["retention"] = retention.describe(retention.read_record(snap.files),
+                                             retention.configured_days(cfg.repo))
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
-        click.echo("\n".join(text(report)))
+        click.echo("\n".join(text(report) + retention.describe_lines(report["retention"])))
     if store.rewound:
         raise Rewound(store.rewound)
     if report["stale"]:

@@ -32,7 +32,7 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None) -> Tick:
+              outcomes: Path | None = None, retention: bool = True) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
@@ -44,7 +44,8 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
     return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
-                template=template, repo_templates=True, scope=scope, outcomes=folder)
+                template=template, repo_templates=True, scope=scope, outcomes=folder,
+                retention=retention)
 
 
 def summary_lines(result: TickResult) -> list[str]:

@@ -105,3 +105,16 @@ def test_the_stampede_caps(tmp_path: Path) -> None:
         assert info.value.message == f"orchestrator.json: {message}"
     props = repo_config_json_schema()["properties"]
     assert {"max_concurrent_tracks", "max_dispatches_per_tick"} <= set(props)
+
+
+def test_the_retention_setting_defaults_to_30_days_and_refuses_zero(tmp_path: Path) -> None:
+    write(tmp_path, {"keep_finished_runs_days": 0})
+    with pytest.raises(UserError) as info:
+        load_repo_config(tmp_path)
+    assert info.value.message == ("orchestrator.json: keep_finished_runs_days: Input should "
+                                  "be greater than or equal to 1")
+    write(tmp_path, {"keep_finished_runs_days": None})
+    assert load_repo_config(tmp_path).keep_finished_runs_days is None
+    prop = repo_config_json_schema()["properties"]["keep_finished_runs_days"]
+    assert prop["default"] == 30
+    assert "null: keep every run" in prop["description"]
