@@ -11,6 +11,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.cliuser import User, git
 
 RESULT = 'printf \'{"summary": "%s %s"}\' "$ORCHESTRATOR_TRACK" "$ORCHESTRATOR_RUN_ID" ' \
@@ -31,6 +33,7 @@ def slot(stamp: str) -> datetime:
     return datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
 
 
+@pytest.mark.slow
 def test_a_week_across_the_dst_change(tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
     user, origin = scaffolded
 

@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 from orchestrator import state as st
 from orchestrator import state_index as si
 from orchestrator.cli import Config
@@ -104,6 +106,7 @@ def test_a_corrupted_index_is_rebuilt_with_a_note(tmp_path: Path) -> None:
     assert_index_agrees(files_of(repo).files)
 
 
+@pytest.mark.slow
 def test_racing_ticks_and_reports_keep_the_index_equal_to_the_records(tmp_path: Path
                                                                       ) -> None:
     schedules = {f"s{i}": spec_data(cron="* * * * *", overlap="allow", tracks=("a", "b"),
