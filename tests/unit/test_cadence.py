@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -229,3 +230,43 @@ def test_a_gathered_tick_never_serves_two_slots_of_one_schedule() -> None:
         [(datetime(2026, 1, 1, 0, m, tzinfo=UTC), "a") for m in (0, 1, 2)]
         + [(datetime(2026, 1, 1, 0, 3, tzinfo=UTC), "b")], timedelta(minutes=15)) == [
         datetime(2026, 1, 1, 0, 4, tzinfo=UTC)]  # inside one grid minute: one tick
+
+
+def _gathered_in_datetimes(slots: list[tuple[datetime, str]],
+                           within: timedelta) -> list[datetime]:
+    """gathered_ticks as it was written first, in datetimes: the reference."""
+    def on_grid(moment: datetime) -> datetime:
+        moment = moment.replace(second=0, microsecond=0)
+        return moment - timedelta(minutes=(moment.minute - cadence.GRID_OFFSET) % cadence.GRID)
+
+    def after_grid(moment: datetime) -> datetime:
+        earlier = on_grid(moment)
+        return earlier if earlier == moment else earlier + timedelta(minutes=cadence.GRID)
+
+    ordered = sorted(set(slots))
+    ticks: list[datetime] = []
+    i = 0
+    while i < len(ordered):
+        latest = on_grid(ordered[i][0] + within - timedelta(minutes=1))
+        served = {ordered[i][1]}
+        j = i + 1
+        while j < len(ordered) and ordered[j][0] <= latest and ordered[j][1] not in served:
+            served.add(ordered[j][1])
+            j += 1
+        tick = after_grid(ordered[j - 1][0])
+        ticks.append(tick)
+        while j < len(ordered) and ordered[j][0] <= tick:
+            j += 1
+        i = j
+    return ticks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_gathered_ticks_in_seconds_agree_with_the_datetime_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    base = datetime(2026, 3, 1, tzinfo=UTC)
+    slots = [(base + timedelta(minutes=rng.randrange(0, 3 * 24 * 60),
+                               seconds=rng.choice([0, 0, 0, 30])), rng.choice("abcd"))
+             for _ in range(rng.randrange(1, 400))]
+    within = timedelta(minutes=rng.choice([1, 5, 10, 15, 60]))
+    assert cadence.gathered_ticks(slots, within) == _gathered_in_datetimes(slots, within)
