@@ -27,7 +27,9 @@ from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
 from orchestrator.store import GitStateStore
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+# Bytecode caching on, as pip leaves an installed package on a runner (see bench/scale.py).
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+       "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
 
