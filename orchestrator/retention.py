@@ -31,7 +31,7 @@ push, whoever loses re-reads and re-applies (the compaction re-plans on the new 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -91,14 +91,23 @@ def slot_of(run_id: str) -> datetime | None:
         return None
 
 
+def _older(run_ids: Iterable[str], cutoff: datetime) -> Iterator[str]:
+    """The run ids whose slot is before ``cutoff``. A slot's text (``YYYYMMDDTHHMMZ``)
+    sorts as its time, so most ids are ruled out by comparing their last 14 characters
+    with the cutoff's, unparsed: every tick looks at every run id."""
+    bound = f"{cutoff.astimezone(UTC):%Y%m%dT%H%MZ}"  # the cutoff's minute: at or after
+    for run_id in run_ids:
+        if run_id[-14:] <= bound and (slot := slot_of(run_id)) is not None and slot < cutoff:
+            yield run_id
+
+
 def candidates(run_ids: Iterable[str], keep_days: int, now: datetime,
                keep: Collection[str] = ()) -> list[str]:
     """The runs (pure, from their ids) whose slot is more than ``keep_days`` before
     ``now``, except those in ``keep``; sorted. Only these can have finished before the
     cutoff, so only their records are read."""
     cutoff = now - timedelta(days=keep_days)
-    return sorted(r for r in run_ids
-                  if r not in keep and (slot := slot_of(r)) is not None and slot < cutoff)
+    return sorted(r for r in _older(run_ids, cutoff) if r not in keep)
 
 
 def ripe(run_ids: Iterable[str], keep_days: int, now: datetime) -> bool:
@@ -106,7 +115,7 @@ def ripe(run_ids: Iterable[str], keep_days: int, now: datetime) -> bool:
     before ``now``: what starts a compaction (which then takes every candidate, so the
     next one comes a day later)."""
     cutoff = now - timedelta(days=keep_days) - BATCH
-    return any((slot := slot_of(r)) is not None and slot < cutoff for r in run_ids)
+    return any(True for _ in _older(run_ids, cutoff))
 
 
 def read_record(files: Mapping[str, bytes]) -> Record | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
@@ -33,6 +34,22 @@ def test_the_slot_is_read_from_the_run_id() -> None:
 def test_candidates_are_runs_whose_slot_is_older_than_the_retention() -> None:
     ids = [rid(40), rid(30.01), rid(30), rid(29.9), rid(2), "not-a-run", rid(35, "kept")]
     assert candidates(ids, 30, NOW, keep={rid(35, "kept")}) == sorted([rid(40), rid(30.01)])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_candidates_ruled_out_by_their_text_are_those_parsing_rules_out(seed: int) -> None:
+    """The shortcut (comparing the slot's text with the cutoff's) against parsing every
+    id, with cutoffs off the minute and names that are no run ids."""
+    rng = random.Random(seed)
+    now = NOW + timedelta(seconds=rng.choice([0, 1, 30, 59]))
+    ids = [rid(rng.uniform(28, 33), rng.choice(["a", "b-c"])) for _ in range(200)]
+    ids += [rid(30, "x"), rid(31, "y"), "nightly", "a--20261131T0000Z", "z--99999999T9999Z"]
+    for keep_days in (29, 30):
+        cutoff = now - timedelta(days=keep_days)
+        parsed = sorted(r for r in ids if (slot := slot_of(r)) is not None and slot < cutoff)
+        assert candidates(ids, keep_days, now) == parsed
+        slots = [s for s in map(slot_of, ids) if s is not None]
+        assert ripe(ids, keep_days, now) == any(s < cutoff - DAY for s in slots)
 
 
 def test_a_compaction_starts_only_once_a_slot_is_a_day_older_than_the_retention() -> None:
