@@ -25,7 +25,7 @@ import hashlib
 import os
 import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -40,7 +40,7 @@ from .repo_config import CONFIG_FILE, Cadence
 from .schedules import LoadResult, load_all
 from .times import iso_minute
 from .triggers import for_spec
-from .wake import Wake, due_moments, lingers_before, next_slot
+from .wake import Wake, due_moments, earliest, lingers_before, next_slot
 
 QUIET = f"{st.ROOT}/quiet.json"
 CURSORS = f"{st.ROOT}/schedules"
@@ -230,11 +230,5 @@ def changes(memo: Memo, schedules: Iterable[Schedule], state: st.State,
 def next_wake(memo: Memo | None, schedules: Iterable[Schedule], state: st.State,
               now: datetime, cadence: Cadence) -> Wake | None:
     """:func:`.wake.next_wake`, with the slots of the schedules left unread."""
-    moments = sorted([*due_moments(schedules, state, now, cadence),
-                      *(memo.wakes() if memo else [])])
-    if not moments:
-        return None
-    first = moments[0]
-    if first.worth_waiting:
-        return first
-    return replace(first, wait_for=next((m for m in moments if m.worth_waiting), None))
+    return earliest(sorted([*due_moments(schedules, state, now, cadence),
+                            *(memo.wakes() if memo else [])]))

@@ -222,7 +222,12 @@ def next_wake(schedules: Iterable[Schedule], state: State, now: datetime,
               cadence: Cadence | None = None) -> Wake | None:
     """The earliest due moment after ``now`` (None when nothing will ever fall due); when
     it is not worth waiting for, its :attr:`Wake.wait_for` is the earliest that is."""
-    moments = due_moments(schedules, state, now, cadence)
+    return earliest(due_moments(schedules, state, now, cadence))
+
+
+def earliest(moments: Sequence[Wake]) -> Wake | None:
+    """The first of ``moments`` (ascending), with :attr:`Wake.wait_for` the first worth
+    waiting for when it is not."""
     if not moments:
         return None
     first = moments[0]
