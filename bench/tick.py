@@ -13,46 +13,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator import state as st
-from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
-from orchestrator.store import GitStateStore
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench/scale.py
 
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-# Bytecode caching on, as pip leaves an installed package on a runner (see bench/scale.py).
-ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-       "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+from scale import ENV, NOW, finished_runs
+
+from orchestrator.store import GitStateStore
 
 
 def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=ENV)
-
-
-def finished_runs(n: int) -> dict[str, bytes | None]:
-    files: dict[str, bytes | None] = {}
-    spec = TrackSpec(name="t", run="true")
-    for i in range(n):
-        slot = NOW - timedelta(days=30) + timedelta(minutes=i)
-        run_id = f"old--{slot:%Y%m%dT%H%MZ}"
-        run = Run(run_id=run_id, schedule_id="old", slot=slot, fire_at=slot, created_at=slot,
-                  deadline=slot + timedelta(hours=1), status=RunStatus.COMPLETED,
-                  tracks=["a", "b"], finished_at=slot + timedelta(minutes=1))
-        files[st.run_path(run_id)] = st.to_json(run)
-        for name in ("a", "b"):
-            track = Track(run_id=run_id, name=name, phase=TrackPhase.COMPLETE,
-                          spec=spec.model_copy(update={"name": name}))
-            files[st.track_path(run_id, name)] = st.to_json(track)
-        files[st.brief_path(run_id)] = b"<!doctype html><p>brief</p>\n" * 40
-    return files
 
 
 def workspace(root: Path, schedules: int, runs: int) -> Path:
