@@ -164,19 +164,11 @@ def tick_rows(reps: int, sizes: list[tuple[int, int]]) -> list[dict[str, object]
             tip = git("ls-remote", "origin", BRANCH, cwd=repo)
             noop = statistics.median(s for s, _ in samples)
             assert git("ls-remote", "origin", BRANCH, cwd=repo) == tip, "a no-op tick pushed"
-            cold: list[float] = []
-            fetched: list[float] = []
-            for i in range(reps):
-                runner = root / f"runner{i}"
-                git("clone", "-q", "--depth=1", f"file://{origin}", str(runner), cwd=root)
-                git_before = size_mib(runner / ".git")
-                cold.append(timed(tick_cmd(), runner, env))
-                fetched.append(size_mib(runner / ".git") - git_before)
+            cold, fetched = cold_ticks(reps, root, origin, env)
             print(f"  peak MiB per tick: {[r for _, r in samples]}", file=sys.stderr)
             rows.append({"schedules": schedules, "runs": runs, "noop": noop,
                          "rss": max(r for _, r in samples), "floor": floor, "first": first,
-                         "cold": statistics.median(cold),
-                         "fetched": statistics.median(fetched)})
+                         "cold": cold, "fetched": fetched})
             print(f"  tick: {rows[-1]}", file=sys.stderr)
     return rows
 
