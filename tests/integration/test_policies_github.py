@@ -32,14 +32,20 @@ def tick(repo: Path, at: datetime, fake: FakeGitHub) -> str:
     return run_ticks([cli_tick(repo, at, fake)])[0]
 
 
-def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
-        tmp_path: Path, fake_github: FakeGitHub) -> None:
+def routed(tmp_path: Path, cron: str) -> Path:
+    """A clone of an origin with one schedule of two tracks that prefers the label
+    gpu-self-hosted to ubuntu-latest (queue timeout 10 min, cooldown 30)."""
     origin = make_origin(tmp_path, {"nightly": {
-        "cron": "0,40 7 * * *", "overlap": "allow",
+        "cron": cron, "overlap": "allow",
         "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
         "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
         "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
-    repo = clone(origin, tmp_path / "repo")
+    return clone(origin, tmp_path / "repo")
+
+
+def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    repo = routed(tmp_path, "0,40 7 * * *")
 
     tick(repo, T0 + timedelta(minutes=1), fake_github)
     assert legs(0, fake_github) == {f"{RUN}--a--1": "gpu-self-hosted",
@@ -90,12 +96,7 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
 
 def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
                                                        fake_github: FakeGitHub) -> None:
-    origin = make_origin(tmp_path, {"nightly": {
-        "cron": "0,45 7 * * *", "overlap": "allow",
-        "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
-        "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
-        "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
-    repo = clone(origin, tmp_path / "repo")
+    repo = routed(tmp_path, "0,45 7 * * *")
     tick(repo, T0 + timedelta(minutes=1), fake_github)
     tick(repo, T0 + timedelta(minutes=11), fake_github)  # gpu degraded at 07:11
     fake_github.now = T0 + timedelta(minutes=12)
@@ -125,12 +126,7 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
 @pytest.mark.parametrize("how", ["no-runner", "lost"])
 def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back(
         tmp_path: Path, fake_github: FakeGitHub, how: str) -> None:
-    origin = make_origin(tmp_path, {"nightly": {
-        "cron": "0,45 7 * * *", "overlap": "allow",
-        "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
-        "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
-        "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
-    repo = clone(origin, tmp_path / "repo")
+    repo = routed(tmp_path, "0,45 7 * * *")
     fake_github.broken_labels["gpu-self-hosted"] = how
 
     tick(repo, T0 + timedelta(minutes=1), fake_github)
