@@ -7,8 +7,12 @@ schedule file would hold (``model_validate_json``), so tests see what a tick rea
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from orchestrator.models import Schedule, ScheduleSpec, Track, TrackPhase, TrackSpec
@@ -77,3 +81,20 @@ def track(name: str = "a", phase: TrackPhase = TrackPhase.PENDING, *, run_id: st
     """A track record of ``run_id`` whose spec runs ``run``; ``fields`` set the rest."""
     return Track(run_id=run_id, name=name, phase=phase, spec=TrackSpec(name=name, run=run),
                  **fields)
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    """``bench/<name>.py`` as a module (its functions are what some tests check: the
+    cost model's bounds, the figures ``estimate`` must equal). Loaded once."""
+    key = f"bench_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module  # dataclasses look their module up while defined
+    spec.loader.exec_module(module)
+    return module

@@ -4,30 +4,18 @@ it, and estimate prints what bench/cost.py computes for the same inputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 
 from orchestrator.cadence import read_crons, read_linger
 from orchestrator.estimate import Setup, simulate_github_schedule
 from orchestrator.repo_config import Cadence
 from orchestrator.schedules import load_all
 from tests.acceptance.cliuser import git, new_repository
+from tests.builders import bench_module
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 FROM = "2026-12-01T00:00:00Z"
-
-
-def bench_cost() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cost", REPO_ROOT / "bench" / "cost.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defined
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_validate_fails_on_a_stale_tick_yml_until_cron_sync(tmp_path: Path) -> None:
@@ -64,7 +52,7 @@ def test_estimate_prints_what_the_bench_model_computes(tmp_path: Path) -> None:
     text = user.run("estimate", "--from", FROM).stdout
     assert "runner-minutes a month" in text and "GitHub schedule:" in text
 
-    cost = bench_cost()
+    cost = bench_module("cost")
     workflows = user.cwd / ".github" / "workflows"
     tick = (workflows / "tick.yml").read_text()
     setup = Setup(read_crons(tick), *read_linger(tick),
@@ -97,6 +85,6 @@ def test_estimate_follows_orchestrator_json_on_which_slots_a_tick_waits_for(
     schedules = load_all(user.cwd / "schedules").schedules
     start = datetime.fromisoformat(FROM.replace("Z", "+00:00"))
     ours = report["orchestrator"]
-    assert ours == bench_cost().orchestrator_month(schedules, setup, start).to_json()
+    assert ours == bench_module("cost").orchestrator_month(schedules, setup, start).to_json()
     assert ours["runner_minutes_by_job"]["ticks"] < waited["runner_minutes_by_job"]["ticks"]
     assert ours["lateness_seconds"]["median"] > 60 > waited["lateness_seconds"]["median"]

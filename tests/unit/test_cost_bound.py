@@ -3,29 +3,20 @@ simulator that bills the same lead ticks: the bound must not exceed what they co
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from orchestrator.estimate import CronDelay, Setup, simulate
 from orchestrator.models import Schedule, ScheduleSpec
-
-BENCH = Path(__file__).resolve().parent.parent.parent / "bench" / "cost.py"
+from tests.builders import bench_module
 
 
 @pytest.fixture(scope="module")
 def cost() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cost_bound", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defined
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("cost")
 
 
 def test_the_integrated_lead_set_agrees_with_the_simulated_one(cost: ModuleType) -> None:
