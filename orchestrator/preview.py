@@ -27,6 +27,7 @@ from .models import Schedule
 from .policies import FanIn
 from .schedules import LoadResult
 from .times import iso
+from .track_workflow import read_workflow
 from .triggers import CronTrigger, Trigger, for_spec
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
@@ -127,11 +128,8 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
 def _declares_fan_in(path: Path) -> bool:
     """Whether the workflow at ``path`` declares the ``fan_in`` input (read for the
     schedules that set ``fan_in: next_tick`` only)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return re.search(r"^\s+fan_in:\s*$", text, re.MULTILINE) is not None
+    data = read_workflow(path)
+    return data is not None and re.search(rb"^\s+fan_in:\s*$", data, re.MULTILINE) is not None
 
 
 @functools.lru_cache(maxsize=1024)

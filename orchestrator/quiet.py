@@ -34,9 +34,10 @@ from pydantic import Field
 
 from . import __version__, state_index
 from . import state as st
+from .errors import OrchestratorError
 from .machine import RUN_OPEN
 from .models import Frozen, Schedule, UTCDateTime
-from .repo_config import CONFIG_FILE, Cadence
+from .repo_config import Cadence, read_config_bytes
 from .schedules import LoadResult, load_all
 from .times import iso_minute
 from .triggers import for_spec
@@ -144,9 +145,11 @@ class Memo:
                 entries = {}  # rewritten with the next commit
             busy = {run.schedule_id for run in index.runs.values()}
         try:
-            config = (repo / CONFIG_FILE).read_bytes()
-        except OSError:
+            config = read_config_bytes(repo)
+        except FileNotFoundError:
             config = b"(none)"
+        except OrchestratorError:  # reported by the tick; its defaults apply
+            config = b"(unreadable)"
         common = _digest(str(FORMAT), __version__, _tz_version(), config)
         return cls(repo, now, entries, _cursor_ids(files) if entries else {}, busy, common)
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from . import safejson
 from .errors import UserError
 from .models import CronText, Frozen
 
@@ -117,17 +118,27 @@ class RepoConfig(Frozen):
         "automatic archiving).")
 
 
+def read_config_bytes(root: Path) -> bytes:
+    """The bytes of ``orchestrator.json`` at ``root``, read as hostile input: a regular
+    file of at most :data:`MAX_BYTES` (a FIFO, a device or a symlink out of the
+    repository is refused, not waited on). :class:`FileNotFoundError` when there is
+    none, :class:`UserError` naming the file otherwise."""
+    try:
+        return safejson.read_file(root / CONFIG_FILE, max_bytes=MAX_BYTES, root=root)
+    except safejson.UnsafeJSON as exc:
+        raise UserError(f"{CONFIG_FILE}: {exc}") from None
+
+
 def load_repo_config(root: Path) -> RepoConfig:
     """The settings of the repository at ``root``; defaults when it has no file.
 
     Raises :class:`UserError` naming the file and field of the first problem."""
-    path = root / CONFIG_FILE
-    if not path.is_file():
-        return RepoConfig()
-    if path.stat().st_size > MAX_BYTES:
-        raise UserError(f"{CONFIG_FILE}: larger than {MAX_BYTES} bytes")
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        raw = read_config_bytes(root)
+    except FileNotFoundError:
+        return RepoConfig()
+    try:
+        text = raw.decode("utf-8-sig")
         json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{CONFIG_FILE}: not a JSON file: {exc}") from None

@@ -138,6 +138,31 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
     assert problem in line
 
 
+@pytest.mark.parametrize("name", ["fifo", "zero", "outside"])
+def test_an_orchestrator_json_that_is_not_a_regular_file_is_named_and_the_others_fire(
+        repo: Path, tmp_path: Path, name: str) -> None:
+    make, problem = ODD_FILES[name]
+    make(repo / "orchestrator.json")
+    proc = tick(repo, tmp_path / "work", timeout=30)
+    assert_fired(proc)
+    line = next(x for x in proc.stdout.splitlines() if "orchestrator.json" in x)
+    assert problem in line
+
+
+def test_validate_does_not_wait_on_a_workflow_file_that_is_a_fifo(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    os.mkfifo(workflows / "track.yml")
+    (repo / "schedules" / "cheap.json").write_text(
+        _json({"cron": "7 * * * *", "fan_in": "next_tick", "tracks": TRACK}))
+    proc = run_cli(repo, tmp_path / "work", "validate", "--format", "json", timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    [cheap] = [s for s in json.loads(proc.stdout)["schedules"] if s["id"] == "cheap"]
+    # a FIFO is no workflow file: the schedule's workflow is said to be missing
+    assert any("'track.yml' is not in .github/workflows" in w for w in cheap["warnings"])
+
+
 # --------------------------------------------------------------------- state records
 
 
