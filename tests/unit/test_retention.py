@@ -93,6 +93,14 @@ def test_due_waits_a_day_after_the_last_compaction() -> None:
     assert due(state, [], last.model_copy(update={"at": NOW + DAY}), 30, NOW) == [rid(45)]
 
 
+@pytest.mark.parametrize("data", [b"{not json", b"[" * 100_000 + b"]" * 100_000,
+                                  b'{"at": "yesterday"}', b"\xff\xfe"])
+def test_an_unreadable_record_is_no_record_and_the_next_compaction_writes_it_anew(
+        data: bytes) -> None:
+    assert retention.read_record({retention.RECORD: data}) is None
+    assert due(state_with([rid(45)]), [], None, 30, NOW) == [rid(45)]
+
+
 class Counting(Mapping[str, bytes]):
     """Files that remember which were read."""
 
