@@ -38,6 +38,32 @@ ChangeFn = Callable[[Snapshot], Change | None]
 """Computes a writer's change from one snapshot, and from nothing else."""
 
 
+class Stamped(bytes):
+    """File content that names the id git gives ``folder``'s tree in the same commit.
+
+    A reader that finds a folder's tree id equal to the one a file names knows that
+    nothing under the folder changed since that file was written, without listing the
+    folder: the index of open runs vouches for ``state/runs`` this way (see
+    :mod:`orchestrator.state_index`). The bytes are what ``fill(None)`` renders (no id
+    known); the git store writes ``fill(tree_id)`` instead, after the rest of the
+    commit's tree is built. A store without trees (:mod:`.memory`) writes the bytes
+    as they are, so its readers never take the shortcut.
+
+    A change made of stamps alone changes nothing (:func:`changes`): a stamp only
+    describes the rest of its commit.
+    """
+
+    folder: str
+    fill: Callable[[str | None], bytes]
+
+    @classmethod
+    def of(cls, folder: str, fill: Callable[[str | None], bytes]) -> Stamped:
+        stamped = cls(fill(None))
+        stamped.folder = folder.strip("/")
+        stamped.fill = fill
+        return stamped
+
+
 @dataclass(frozen=True)
 class TransactResult:
     """What :meth:`StateStore.transact` did.
@@ -113,7 +139,9 @@ def check_path(path: str) -> str:
 
 
 def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
-    """The entries of ``new`` that differ from ``old`` (``None`` deletes a file)."""
+    """The entries of ``new`` that differ from ``old`` (``None`` deletes a file); none
+    when only :class:`Stamped` files would remain (a stamp describes the rest of its
+    commit: alone, it changes nothing)."""
     out: dict[str, bytes | None] = {}
     for path, data in new.items():
         if data is None:
@@ -121,7 +149,7 @@ def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[s
                 out[path] = None
         elif old.get(path) != data:
             out[path] = data
-    return out
+    return out if any(not isinstance(d, Stamped) for d in out.values()) else {}
 
 
 def effective(files: Mapping[str, bytes], change: Change | None) -> Change:
@@ -132,4 +160,6 @@ def effective(files: Mapping[str, bytes], change: Change | None) -> Change:
         check_path(path)
         if data is not None and not isinstance(data, bytes):
             raise TypeError(f"content of {path} must be bytes, not {type(data).__name__}")
+        if isinstance(data, Stamped) and path.startswith(data.folder + "/"):
+            raise ValueError(f"{path} cannot name the tree of {data.folder}, which holds it")
     return changes(files, change)

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
-from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, TransactResult, effective
+from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, Stamped, TransactResult, effective
 from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
 from .tree import TreeFiles
@@ -435,25 +435,47 @@ class GitStateStore:
                 return commit
         return None
 
+    def _stage(self, tmp: Path, writes: list[tuple[str, bytes]], deletes: list[str],
+               env: Mapping[str, str]) -> None:
+        """Write ``writes`` as blobs and stage them, with ``deletes`` (index-info lines),
+        in the index named by ``env``."""
+        shas: list[str] = []
+        if writes:
+            paths = []
+            for i, (_, data) in enumerate(writes):
+                blob = tmp / f"blob{i}"
+                blob.write_bytes(data)
+                paths.append(str(blob))
+            shas = self.git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
+                                input=("\n".join(paths) + "\n").encode()).split()
+        info = [f"100644 {sha}\t{path}" for (path, _), sha in zip(writes, shas, strict=True)]
+        info += deletes
+        if info:
+            self.git.run("update-index", "-z", "--index-info",
+                         input="".join(f"{line}\0" for line in info).encode(), env=env)
+
+    def _tree_id(self, folder: str, env: Mapping[str, str]) -> str | None:
+        """The id of ``folder``'s tree in the index named by ``env`` (``None`` when the
+        folder is not there)."""
+        proc = self.git.run("write-tree", "--missing-ok", f"--prefix={folder}/", env=env,
+                            check=False)
+        if proc.returncode != 0:  # "prefix ... not found"
+            return None
+        return proc.stdout.decode().strip() or None
+
     def _commit(self, tip: str | None, change: Change, message: str, *, root: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if tip is not None:
                 self.git.read_tree(tip, env)
-            writes = [(p, d) for p, d in change.items() if d is not None]
-            shas: list[str] = []
-            if writes:
-                paths = []
-                for i, (_, data) in enumerate(writes):
-                    blob = Path(tmp) / f"blob{i}"
-                    blob.write_bytes(data)
-                    paths.append(str(blob))
-                shas = self.git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                                    input=("\n".join(paths) + "\n").encode()).split()
-            info = [f"100644 {sha}\t{path}" for (path, _), sha in zip(writes, shas, strict=True)]
-            info += [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
-            self.git.run("update-index", "-z", "--index-info",
-                         input="".join(f"{line}\0" for line in info).encode(), env=env)
+            writes = [(p, d) for p, d in change.items()
+                      if d is not None and not isinstance(d, Stamped)]
+            deletes = [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
+            self._stage(Path(tmp), writes, deletes, env)
+            stamped = [(p, d) for p, d in change.items() if isinstance(d, Stamped)]
+            if stamped:  # the rest of the tree is staged: name its folders' ids
+                self._stage(Path(tmp), [(p, d.fill(self._tree_id(d.folder, env)))
+                                        for p, d in stamped], [], env)
             # --missing-ok: in a partial clone the blobs of untouched records are not
             # here, and checking them would make git fetch each one.
             tree = self.git.out("write-tree", "--missing-ok", env=env)

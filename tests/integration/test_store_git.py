@@ -16,9 +16,11 @@ from orchestrator.store import (
     Change,
     GitStateStore,
     GitTransport,
+    InMemoryStateStore,
     PushOutcome,
     PushStatus,
     Snapshot,
+    Stamped,
 )
 from tests.gitrepo import empty_clone, git
 
@@ -194,6 +196,45 @@ def test_snapshots_load_blobs_in_bulk_and_share_them_by_blob_id(
     again = reader.read()
     assert again.files["state/runs/r9/run.json"] == b"9\n"
     assert len([c for c in calls if c[:2] == ("cat-file", "--batch")]) == 2
+
+
+def test_a_stamped_file_names_the_tree_its_folder_gets_in_the_same_commit(
+        tmp_path: Path, origin: Path) -> None:
+    store = _store(empty_clone(tmp_path / "w"), origin)
+
+    def stamp(tree: str | None) -> bytes:
+        return f"{tree}\n".encode()
+
+    def write(change: Change) -> str:
+        result = store.transact(lambda _: change, "write")
+        assert result.landed
+        assert result.tip is not None
+        return result.tip
+
+    tip = write({"state/runs/a/run.json": b"a\n", "state/index": Stamped.of("state/runs", stamp)})
+    named = store.read().files["state/index"].decode().strip()
+    assert named == git("rev-parse", f"{tip}:state/runs", cwd=origin)
+    # a change under the folder moves the tree, and the stamp with it
+    tip = write({"state/runs/a/tracks/t.json": b"t\n",
+                 "state/index": Stamped.of("state/runs", stamp)})
+    moved = store.read().files["state/index"].decode().strip()
+    assert moved != named and moved == git("rev-parse", f"{tip}:state/runs", cwd=origin)
+    # a stamp alone is no change: nothing is committed
+    assert not store.transact(lambda _: {"state/index": Stamped.of("state/runs", stamp)},
+                              "alone").landed
+    assert git("rev-parse", f"refs/heads/{BRANCH}", cwd=origin) == tip
+    # a folder that is not there is named as such
+    write({"state/runs/a/tracks/t.json": None, "state/runs/a/run.json": None,
+           "state/other": b"1\n", "state/index": Stamped.of("state/runs", stamp)})
+    assert store.read().files["state/index"] == b"None\n"
+    # a stamp cannot name the folder it is in: its own bytes would change the id
+    with pytest.raises(ValueError, match="cannot name the tree"):
+        store.transact(lambda _: {"state/runs/x": Stamped.of("state/runs", stamp)}, "self")
+    # a store without trees writes what the stamp says with no tree known
+    memory = InMemoryStateStore()
+    memory.transact(lambda _: {"state/runs/a": b"1",
+                               "state/index": Stamped.of("state/runs", stamp)}, "write")
+    assert memory.read().files["state/index"] == b"None\n"
 
 
 # --------------------------------------------------------------------------- hooks
