@@ -130,7 +130,7 @@ class Memo:
         busy: set[str] = set()
         lister = getattr(files, "listdirs", None)
         if lister is not None:  # one git process for the folders the tick lists anyway
-            lister([st.ROOT, CURSORS, f"{st.ROOT}/dlq", state_index.RUNS])
+            lister([st.ROOT, CURSORS, f"{st.ROOT}/dlq"])  # state/runs: only if need be
         prefetch = getattr(files, "prefetch", None)
         if prefetch is not None:  # exactly these: state/ also holds the index page
             prefetch([state_index.OPEN_INDEX, QUIET, st.TICKS, st.HEALTH])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -134,9 +134,10 @@ class State:
     """Runner label -> its health (``runs_on`` routing), in ``state/health.json``."""
     undos: dict[str, dict[str, Track]] = field(default_factory=dict)
     """Run id -> track -> the compensation of that track (``on_failure: compensate``)."""
-    known_runs: frozenset[str] = frozenset()
+    known_runs: Collection[str] = frozenset()
     """Ids of runs on the branch that ``runs`` may leave out (a tick loads only the open
-    ones, see :mod:`orchestrator.state_index`): such a slot has fired already."""
+    ones, see :mod:`orchestrator.state_index`): such a slot has fired already. Possibly
+    listed only when first asked (:class:`~orchestrator.state_index.RunFolders`)."""
 
     def copy(self) -> State:
         return State(

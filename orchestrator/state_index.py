@@ -6,8 +6,12 @@ ones: overlap policies look at a schedule's open runs, hygiene and fan-in at the
 tracks, daily caps at the cursors. ``state/open.json`` lists the open runs with what
 those policies need (schedule, status, slot), and the number and a digest of the run
 folders, so a tick reads the index, the cursors, the dead letters and the open runs'
-records, and lists one folder (``state/runs``) to know which run ids exist: its cost
-does not grow with the history.
+records: its cost does not grow with the history. The index also names the id of
+``state/runs``'s tree in the commit that wrote it (a :class:`~.store.Stamped` file):
+while the tip's ``state/runs`` has that id, nothing under it changed since, and the
+tick does not even list the folder (listing 10,000 run ids is most of what a no-op
+tick would otherwise spend on history). It is listed when a slot is about to fire
+(``state.known_runs``) or the tree moved.
 
 The index is never the only truth. Every writer that changes a ``run.json`` updates
 it in the same compare-and-swap commit (:func:`refresh`); :func:`load` checks it
@@ -19,7 +23,7 @@ so in one line, which the tick logs and commits with the rebuilt index.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +32,7 @@ from pydantic import Field
 from . import state as st
 from .machine import RUN_OPEN
 from .models import RUN_ID_RE, Frozen, Run, RunStatus, UTCDateTime
-from .store import Change
+from .store import Change, Stamped
 
 OPEN_INDEX = f"{st.ROOT}/open.json"
 RUNS = f"{st.ROOT}/runs"
@@ -56,6 +60,13 @@ class OpenIndex(Frozen):
     quarantined: dict[str, str] = Field(default_factory=dict)
     """Path -> what is wrong, for records the last load could not read: read again by
     every tick (and reported, and their run left alone) until someone mends them."""
+    runs_tree: str | None = None
+    """The id of ``state/runs``'s tree when this index was last checked against it or
+    written with it (``None``: never, or a store without trees). While the tip's tree
+    has this id, the folder count and digest hold without listing the folder."""
+    oldest_finished: str | None = None
+    """The run folder, not open, with the earliest slot (``None``: there is none): what
+    retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
 
     def by_schedule(self, schedule_id: str) -> list[str]:
         """The open runs of one schedule, by slot (what overlap policies look at)."""
@@ -72,6 +83,8 @@ class Loaded:
     index: OpenIndex
     note: str | None = None
     """Why the index was rebuilt (missing, unreadable, disagreeing), or ``None``."""
+    vouched: bool = False
+    """Whether ``state/runs`` was left unlisted because its tree id is the index's."""
 
 
 def digest(names: Iterable[str]) -> str:
@@ -103,12 +116,56 @@ def run_folders(files: Mapping[str, bytes]) -> set[str]:
     return {name for name, is_dir in listdirs(files, [RUNS])[RUNS].items() if is_dir}
 
 
+def tree_id(files: Mapping[str, bytes], folder: str) -> str | None:
+    """The id of ``folder``'s tree, from its parent's listing (which the tick makes
+    anyway); ``None`` for a store without trees or a folder that is not there."""
+    lister = getattr(files, "listdirs", None)
+    if lister is None:
+        return None
+    parent, _, name = folder.rpartition("/")
+    entry = lister([parent])[parent].get(name)
+    return entry[1] if entry is not None and entry[0] else None
+
+
+class RunFolders(Collection[str]):
+    """The run ids with a folder under ``state/runs/``, listed on first use: a tick
+    that fires nothing never asks (:attr:`~.state.State.known_runs`)."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self._files = files
+        self._names: frozenset[str] | None = None
+
+    @property
+    def listed(self) -> bool:
+        return self._names is not None
+
+    def names(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = frozenset(run_folders(self._files))
+        return self._names
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+
+def oldest_finished(folders: Iterable[str], open_runs: Collection[str]) -> str | None:
+    """The run id, among ``folders`` and not open, with the earliest slot."""
+    return min((r for r in folders if r not in open_runs and RUN_ID_RE.fullmatch(r)),
+               key=lambda r: (r[-14:], r), default=None)
+
+
 def build(runs: Iterable[Run], folders: set[str]) -> OpenIndex:
     """The index the records ``runs`` and the run ``folders`` call for."""
-    return OpenIndex(
-        runs={r.run_id: OpenRun(schedule_id=r.schedule_id, status=r.status, slot=r.slot)
-              for r in sorted(runs, key=lambda r: r.run_id) if r.status in RUN_OPEN},
-        run_folders=len(folders), digest=digest(folders))
+    open_runs = {r.run_id: OpenRun(schedule_id=r.schedule_id, status=r.status, slot=r.slot)
+                 for r in sorted(runs, key=lambda r: r.run_id) if r.status in RUN_OPEN}
+    return OpenIndex(runs=open_runs, run_folders=len(folders), digest=digest(folders),
+                     oldest_finished=oldest_finished(folders, open_runs))
 
 
 def read(files: Mapping[str, bytes]) -> tuple[OpenIndex | None, str | None]:
@@ -122,8 +179,9 @@ def read(files: Mapping[str, bytes]) -> tuple[OpenIndex | None, str | None]:
         return None, f"is unreadable ({exc.message})"
 
 
-def _disagreement(index: OpenIndex, folders: set[str], state: st.State) -> str | None:
-    if index.run_folders != len(folders) or index.digest != digest(folders):
+def _disagreement(index: OpenIndex, folders: set[str] | None, state: st.State) -> str | None:
+    if folders is not None and (index.run_folders != len(folders)
+                                or index.digest != digest(folders)):
         return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
                 f"{len(folders)}" + (" (other ones)" if index.run_folders == len(folders)
                                      else ""))
@@ -145,41 +203,53 @@ def _disagreement(index: OpenIndex, folders: set[str], state: st.State) -> str |
 def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Loaded:
     """The state a tick needs, read through the index (rebuilt when it cannot be trusted).
 
-    Reads the index, lists ``state/``, its ``schedules``, ``dlq`` and ``runs`` folders
-    and the open runs' folders, and parses only those records: never a finished run.
-    ``state.known_runs`` is every run id with a folder, so a slot whose run finished
-    long ago is still never fired twice. The cursors of ``skip_cursors`` are not read
+    Reads the index, lists ``state/``, its ``schedules`` and ``dlq`` folders and the
+    open runs' folders, and parses only those records: never a finished run.
+    ``state/runs`` itself is listed only when its tree is not the one the index names
+    (another writer changed it since: the listing then checks the index);
+    ``state.known_runs`` lists it when asked, so a slot whose run finished long ago
+    is still never fired twice. The cursors of ``skip_cursors`` are not read
     (schedules the tick does not plan: :mod:`orchestrator.quiet`), unless the index
     has to be rebuilt.
     """
     skip = {st.cursor_path(sid) for sid in skip_cursors}
-    top = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq", RUNS])
-    folders = {name for name, is_dir in top[RUNS].items() if is_dir}
+    top = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq"])
     prefetch = getattr(files, "prefetch", None)
     if prefetch is not None:  # exactly these: state/ also holds the index page of every run
         prefetch(p for p in (OPEN_INDEX, st.TICKS, st.HEALTH)
                  if p.rpartition("/")[2] in top[st.ROOT])
     index, problem = read(files)
+    tree = tree_id(files, RUNS)
+    vouched = index is not None and tree is not None and index.runs_tree == tree
+    names: dict[str, bool] | None = None
+    folders: set[str] | None = None
+    if not vouched:
+        names = listdirs(files, [RUNS])[RUNS]
+        folders = {name for name, is_dir in names.items() if is_dir}
     state: st.State | None = None
     if index is not None:
         # the open runs, and the runs of records quarantined before: read again, they
         # are reported again, or they load (mended) and the index takes them back
         held = {p.split("/")[2] for p in index.quarantined
                 if p.startswith(f"{RUNS}/") and p.count("/") >= 3}
-        open_dirs = [st.run_dir(r) for r in sorted({*index.runs, *held} & folders)
+        mine = {*index.runs, *held}
+        open_dirs = [st.run_dir(r) for r in sorted(mine if folders is None else mine & folders)
                      if RUN_ID_RE.fullmatch(r)]
-        listed = {**top, **listdirs(files, [*open_dirs, *(f"{d}/{sub}" for d in open_dirs
-                                                         for sub in ("tracks", "undo"))])}
-        wanted = [f"{folder}/{name}" for folder, names in listed.items() if folder != st.ROOT
-                  and folder != RUNS for name, is_dir in names.items()
+        # A dead letter keeps its track's spec in its run's specs.json, and its run is
+        # usually finished: that one file of it is read too (its folder listed with
+        # the open ones, in the same call).
+        parked = sorted(r for r in (name[:-5].rpartition("--")[0]
+                                    for name in top[f"{st.ROOT}/dlq"] if name.endswith(".json"))
+                        if RUN_ID_RE.fullmatch(r) and (folders is None or r in folders))
+        subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
+        runs_listed = listdirs(files, [*open_dirs, *subs, *map(st.run_dir, parked)])
+        listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
+        wanted = [f"{folder}/{name}" for folder, entries in listed.items()
+                  if folder != st.ROOT for name, is_dir in entries.items()
                   if not is_dir and name.endswith(".json") and f"{folder}/{name}" not in skip]
         if st.HEALTH.rpartition("/")[2] in top[st.ROOT]:
             wanted.append(st.HEALTH)
-        # A dead letter keeps its track's spec in its run's specs.json, and its run is
-        # usually finished: that one file of it is read too.
-        parked = {name[:-5].rpartition("--")[0] for name in top[f"{st.ROOT}/dlq"]
-                  if name.endswith(".json")}
-        wanted += [path for path in (st.specs_path(r) for r in sorted(parked & folders))
+        wanted += [path for path in map(st.specs_path, parked)
                    if path not in wanted and path in files]
         if prefetch is not None:
             prefetch(wanted)
@@ -187,18 +257,32 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
         problem = _disagreement(index, folders, state)
     note = None
     if problem is not None or index is None or state is None:
+        if names is None:
+            names = listdirs(files, [RUNS])[RUNS]
+            folders = {name for name, is_dir in names.items() if is_dir}
+        assert folders is not None
         state = st.load(files)
         index = build(state.runs.values(), folders)
+        vouched = False
         if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
             note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
                     f"record(s), {len(index.runs)} open")
-    for name in sorted(top[RUNS]):  # an entry that is no run id is never read, only named
-        if not RUN_ID_RE.fullmatch(name):
-            state.quarantined.setdefault(
-                f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
-    index = index.model_copy(update={"quarantined": dict(sorted(state.quarantined.items()))})
-    state.known_runs = frozenset(folders)
-    return Loaded(state, index, note)
+    if names is not None:
+        for name in sorted(names):  # an entry that is no run id is never read, only named
+            if not RUN_ID_RE.fullmatch(name):
+                state.quarantined.setdefault(
+                    f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
+    else:  # unlisted: such names are as the index last saw them
+        for path, why in index.quarantined.items():
+            if path.startswith(f"{RUNS}/") and path.count("/") == 2:
+                state.quarantined.setdefault(path, why)
+    update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
+                                 "runs_tree": tree}
+    if folders is not None:  # checked against this tree now
+        update["oldest_finished"] = oldest_finished(folders, index.runs)
+    index = index.model_copy(update=update)
+    state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
+    return Loaded(state, index, note, vouched)
 
 
 def _run_of(path: str) -> str | None:
@@ -210,20 +294,24 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
             index: OpenIndex | None = None) -> Change:
     """``change`` plus the index it calls for, so both land in one commit.
 
-    ``index`` is the index as it stands on ``files`` (a rebuilt one); by default the
-    committed one is read. A writer that finds no readable index leaves it alone: the
-    next tick rebuilds it and says so.
+    ``index`` is the index as it stands on ``files`` (as :func:`load` returned it); by
+    default the committed one is read. A writer that finds no readable index leaves
+    it alone: the next tick rebuilds it and says so. When the change touches
+    ``state/runs`` and the index was good for the tree it changes, the new index is
+    :class:`~.store.Stamped` with the new tree's id; otherwise it names no tree, and
+    the next load lists the folder and checks it.
     """
     out: Change = dict(change)
     touched = {r for r in map(_run_of, change) if r is not None}
+    committed, _ = read(files)
     if index is None:
-        if not touched:
+        if not touched or committed is None:
             return out
-        index, _ = read(files)
-        if index is None:
-            return out
+        index = committed
+    tree = tree_id(files, RUNS)
+    good = tree is not None and index.runs_tree == tree
     runs = dict(index.runs)
-    folders: set[str] | None = None
+    new = index
     if touched:
         folders = run_folders(files)
         # once, not per run: a compaction deletes thousands of runs in one change
@@ -247,13 +335,28 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
                                        slot=run.slot)
             else:
                 runs.pop(run_id, None)
-    new = index.model_copy(update={"runs": dict(sorted(runs.items()))})
-    if folders is not None:
-        new = new.model_copy(update={"run_folders": len(folders), "digest": digest(folders)})
-    data = st.to_json(new)
+        new = index.model_copy(update={
+            "runs": dict(sorted(runs.items())), "run_folders": len(folders),
+            "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
+            "runs_tree": None})
     # A branch without runs gets its index with its first run, not on an idle tick.
-    if files.get(OPEN_INDEX) != data and (OPEN_INDEX in files or new.run_folders):
-        out[OPEN_INDEX] = data
+    if not (OPEN_INDEX in files or new.run_folders):
+        return out
+    if touched and good:
+        stamped = new
+
+        def fill(tree_id: str | None) -> bytes:
+            return st.to_json(stamped.model_copy(update={"runs_tree": tree_id}))
+
+        out[OPEN_INDEX] = Stamped.of(RUNS, fill)
+        return out
+    data = st.to_json(new)
+    if files.get(OPEN_INDEX) == data:
+        return out
+    if not change and committed is not None and committed.model_copy(update={
+            "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new:
+        return out  # only checked against the tree again: not worth a commit of its own
+    out[OPEN_INDEX] = data
     return out
 
 

@@ -17,4 +17,7 @@ def assert_index_agrees(files: Mapping[str, bytes]) -> None:
         return  # a branch without runs gets its index with its first run
     assert index is not None, f"{state_index.OPEN_INDEX} {problem}"
     expected = state_index.build(state_index.all_runs(files).values(), folders)
-    assert index == expected
+    # The tree it names is the one it was written with; a writer of track records
+    # alone (a report) moves the tree on without writing the index: that id then
+    # matches nothing, and the next load lists the runs.
+    assert index.model_copy(update={"runs_tree": None}) == expected

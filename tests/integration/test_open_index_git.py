@@ -50,6 +50,7 @@ def by_hand(repo: Path, message: str, edit: dict[str, bytes | None]) -> None:
         if data is None:
             git("rm", "--quiet", path, cwd=hand)
         else:
+            (hand / path).parent.mkdir(parents=True, exist_ok=True)
             (hand / path).write_bytes(data)
             git("add", path, cwd=hand)
     git("commit", "--quiet", "-m", message, cwd=hand)
@@ -162,3 +163,99 @@ def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> N
     files = files_of(repo).files
     assert_index_agrees(files)
     assert st.run_path("nightly--20261204T0700Z") in files
+
+
+def traced_tick(repo: Path, now: datetime, work: Path, trace: Path) -> list[str]:
+    """:func:`tick`, with every git command it runs written to ``trace``."""
+    trace.unlink(missing_ok=True)
+    os.environ["GIT_TRACE"] = str(trace)
+    try:
+        return tick(repo, now, work)
+    finally:
+        del os.environ["GIT_TRACE"]
+
+
+def lists_the_runs(trace: Path) -> bool:
+    """Whether a traced git command listed ``state/runs`` itself (not one run's folder)."""
+    return any("ls-tree" in line and " state/runs/" in f"{line} "
+               and " state/runs/ " in f"{line} " for line in trace.read_text().splitlines())
+
+
+def runs_tree(repo: Path) -> str:
+    """The id of ``state/runs``'s tree at the tip of the origin's state branch."""
+    return git("rev-parse", f"refs/heads/{BRANCH}:state/runs", cwd=repo.parent / "origin.git")
+
+
+def test_a_no_op_tick_does_not_list_the_runs_while_their_tree_is_the_one_the_index_names(
+        tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    trace = tmp_path / "trace"
+    index = si.load(files_of(repo).files).index
+    assert index.runs_tree == runs_tree(repo)  # the last writer named the tree it made
+    assert index.oldest_finished == "nightly--20261201T0700Z"
+
+    assert traced_tick(repo, T0 + timedelta(days=2, minutes=5), work, trace) == []
+    assert not lists_the_runs(trace)
+    loaded = si.load(files_of(repo).files)
+    assert loaded.vouched and loaded.note is None
+    assert isinstance(loaded.state.known_runs, si.RunFolders)
+    assert not loaded.state.known_runs.listed
+
+    # a slot due asks which runs exist (never fire one twice): the runs are listed
+    traced_tick(repo, T0 + timedelta(days=3, minutes=1), work, trace)
+    assert lists_the_runs(trace)
+    files = files_of(repo).files
+    assert_index_agrees(files)
+    assert si.load(files).index.runs_tree == runs_tree(repo)
+    # the same slot again: its run is on the branch, it does not fire twice
+    tick(repo, T0 + timedelta(days=3, minutes=2), work)
+    assert len(si.all_runs(files_of(repo).files)) == 4
+
+
+def test_a_report_moves_the_tree_and_the_next_tick_checks_the_index_by_listing(
+        tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=2)
+    open_run = "nightly--20261203T0700Z"
+    subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), "report",
+                    "--run", open_run, "--track", "a", "--phase", "running"],
+                   check=True, capture_output=True)
+    files = files_of(repo).files
+    assert si.read(files)[0].runs_tree != runs_tree(repo)  # type: ignore[union-attr]
+    loaded = si.load(files)
+    assert not loaded.vouched and loaded.note is None  # listed, checked, and it holds
+    assert loaded.index.runs_tree == runs_tree(repo)
+    assert loaded.state.runs[open_run].status is RunStatus.RUNNING
+    # the tick that writes the run next names the tree again
+    tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    assert si.load(files_of(repo).files).vouched
+
+
+def test_a_run_added_by_hand_is_found_although_the_index_named_a_tree(
+        tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    files = files_of(repo).files
+    run = Run.model_validate_json(files[st.run_path("nightly--20261201T0700Z")])
+    added = "nightly--20261130T0700Z"
+    by_hand(repo, "a run behind the index's back", {st.run_path(added): st.to_json(
+        run.model_copy(update={"run_id": added, "status": RunStatus.RUNNING,
+                               "slot": T0 - timedelta(days=1)}))})
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    assert log[0] == ("state/open.json was written for 3 run folder(s), state/runs holds 4: "
+                      "rebuilt from 4 run record(s), 1 open")
+    assert_index_agrees(files_of(repo).files)
+
+
+def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
+        tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    by_hand(repo, "a stray folder", {"state/runs/not-a-run/x.json": b"{}\n"})
+    cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
+    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
+    try:
+        lines = [make_tick(cfg, "local", T0 + timedelta(days=2, minutes=m)).run().quarantined
+                 for m in (5, 6)]
+    finally:
+        del os.environ["ORCHESTRATOR_WORK_DIR"]
+    named = "quarantined state/runs/'not-a-run': not a run id; that folder is left alone"
+    assert lines == [[named], [named]]
+    assert si.load(files_of(repo).files).vouched  # the second one did not list the runs
