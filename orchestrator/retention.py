@@ -8,8 +8,10 @@ A fresh runner's shallow clone then downloads the runs of the retention period, 
 of the whole history.
 
 **Cheap to decide.** A run id ends with its slot (``<schedule>--20261201T0700Z``), a
-lower bound of when the run ended, so the listing of ``state/runs`` the tick makes
-anyway names the candidates (:func:`candidates`, slots older than the retention):
+lower bound of when the run ended. The index of open runs names the finished run with
+the earliest slot, so most ticks decide from that one id, without listing
+``state/runs``; when it is old enough, the listing names the candidates
+(:func:`candidates`, slots older than the retention):
 no record is read unless a run's slot is more than the retention *plus one day* old
 (:func:`ripe`). That day is the batch: the tick then archives every candidate that
 finished before the cutoff, so the next compaction comes about a day later, each
@@ -288,9 +290,14 @@ def retain(store: object, repo: Path, files: Mapping[str, bytes], loaded: state_
     keep_days = configured_days(repo)
     if keep_days is None or not isinstance(store, Store):
         return None  # the in-memory store keeps no history to archive into
-    # the candidates first, from the listing: the record is read only when there are some
-    if not due(loaded.state, loaded.index.runs, None, keep_days, now):
-        return None
-    record = read_record(files)
+    if loaded.vouched:  # state/runs was not listed: ask the index and the record first
+        oldest = loaded.index.oldest_finished
+        if oldest is None or not ripe([oldest], keep_days, now):
+            return None
+        record = read_record(files)
+    else:  # the candidates first, from the listing: the record only when there are some
+        if not due(loaded.state, loaded.index.runs, None, keep_days, now):
+            return None
+        record = read_record(files)
     ids = due(loaded.state, loaded.index.runs, record, keep_days, now)
     return compact(store, keep_days, now, ids, record) if ids else None

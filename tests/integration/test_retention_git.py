@@ -307,3 +307,21 @@ def test_a_protected_branch_gets_an_ordinary_commit_and_one_line(repo: Path) -> 
     assert nxt.retention.refused is None and nxt.retention.tag is None
     assert not any("refused" in line for line in nxt.log)
     assert tags(repo) == []
+
+
+def test_a_tick_that_need_not_compact_decides_so_without_listing_the_runs(
+        repo: Path, tmp_path: Path) -> None:
+    assert tick(repo, NOW).retention is not None  # the waiting dead letter's run stays
+    index = si.load(GitStateStore(repo, "origin", BRANCH).read().files).index
+    assert index.oldest_finished == WAITING  # ripe by its slot, but kept
+    trace = tmp_path / "trace"
+    os.environ["GIT_TRACE"] = str(trace)
+    try:
+        later = tick(repo, NOW + timedelta(hours=6))
+    finally:
+        del os.environ["GIT_TRACE"]
+    assert later.retention is None
+    listings = [line for line in trace.read_text().splitlines()
+                if "ls-tree" in line and line.endswith(" state/runs/")]
+    assert listings == []  # the record said a compaction ran within the day
+    assert "state/retention.json" in files_of(repo)
