@@ -84,8 +84,9 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
     root = directory.parent
     # Directories and symlinks named *.json are kept: _load names them as errors
     # rather than skipping them silently.
-    files = sorted(p for p in directory.iterdir()
-                   if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE)
+    files = sorted((p for p in directory.iterdir()
+                    if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE),
+                   key=lambda p: p.name)  # one folder: by name, without pathlib's compare
     by_id: dict[str, list[Path]] = {}
     for path in files:
         by_id.setdefault(path.stem, []).append(path)
