@@ -6,7 +6,8 @@ git's processes, as a CI runner pays them):
 
 1. **no-op tick** against finished runs and schedules, with the tick's peak memory.
    Floor: ``python -c "import click, pydantic, jinja2, httpx"`` plus one shallow
-   ``git fetch`` of the state branch. Also the first tick (cursors written, the index
+   ``git fetch`` of the state branch, timed in turns with the ticks of every size. Also
+   the first tick (cursors written, the index
    of open runs built) and the tick in a fresh shallow clone, as on a GitHub runner,
    with what that clone downloaded.
    Then the tick's own retention: 10,000 finished runs, all but the last day's past the
@@ -149,29 +150,38 @@ def size_mib(folder: Path) -> float:
 
 
 def tick_rows(reps: int, sizes: list[tuple[int, int]]) -> list[dict[str, object]]:
-    rows = []
-    for schedules, runs in sizes:
-        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-            root = Path(tmp)
+    """The no-op tick of each size, and the floor, measured in turns: every repetition
+    times the floor and each size once, so a slow spell of the machine falls on all of
+    them alike (the ratios compare samples taken side by side)."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        cases = []
+        for schedules, runs in sizes:
+            root = Path(tmp) / f"{schedules}-{runs}"
+            root.mkdir()
             origin, repo = workspace(root, schedules, runs)
             env = {**ENV, "ORCHESTRATOR_WORK_DIR": str(root / "work")}
             first = timed(tick_cmd(), repo, env)  # cursors and the index written
-            # floor and tick in turns: a slow spell of the machine falls on both
-            floors: list[float] = []
-            samples: list[tuple[float, int]] = []
-            for _ in range(reps):
-                floors.append(timed([sys.executable, "-c", FLOOR_IMPORTS], repo)
-                              + timed(["git", "fetch", "-q", "--depth=1", "origin", BRANCH],
-                                      repo))
-                samples.append(measured_tick(repo, env))
-            floor = statistics.median(floors)
-            tip = git("ls-remote", "origin", BRANCH, cwd=repo)
-            noop = statistics.median(s for s, _ in samples)
+            cases.append((schedules, runs, root, origin, repo, env, first,
+                          git("ls-remote", "origin", BRANCH, cwd=repo)))
+        floor_repo = cases[0][4]
+        floors: list[float] = []
+        samples: list[list[tuple[float, int]]] = [[] for _ in cases]
+        for _ in range(reps):
+            floors.append(timed([sys.executable, "-c", FLOOR_IMPORTS], floor_repo)
+                          + timed(["git", "fetch", "-q", "--depth=1", "origin", BRANCH],
+                                  floor_repo))
+            for case, taken in zip(cases, samples, strict=True):
+                taken.append(measured_tick(case[4], case[5]))
+        floor = statistics.median(floors)
+        rows = []
+        for (schedules, runs, root, origin, repo, env, first, tip), taken in zip(
+                cases, samples, strict=True):
             assert git("ls-remote", "origin", BRANCH, cwd=repo) == tip, "a no-op tick pushed"
             cold, fetched = cold_ticks(reps, root, origin, env)
-            print(f"  peak MiB per tick: {[r for _, r in samples]}", file=sys.stderr)
-            rows.append({"schedules": schedules, "runs": runs, "noop": noop,
-                         "rss": max(r for _, r in samples), "floor": floor, "first": first,
+            print(f"  peak MiB per tick: {[r for _, r in taken]}", file=sys.stderr)
+            rows.append({"schedules": schedules, "runs": runs,
+                         "noop": statistics.median(t for t, _ in taken),
+                         "rss": max(r for _, r in taken), "floor": floor, "first": first,
                          "cold": cold, "fetched": fetched})
             print(f"  tick: {rows[-1]}", file=sys.stderr)
     return rows

@@ -30,13 +30,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AwareDatetime, Field
 
 from . import __version__, state_index
 from . import state as st
 from .errors import OrchestratorError
 from .machine import RUN_OPEN
-from .models import Frozen, Schedule, UTCDateTime
+from .models import Frozen, Schedule
 from .repo_config import Cadence, read_config_bytes
 from .schedules import LoadResult, load_all
 from .times import iso_minute
@@ -51,10 +51,12 @@ FORMAT = 1
 class Quiet(Frozen):
     """One schedule with nothing to do from ``checked`` until ``until``."""
 
+    # AwareDatetime, checked by pydantic's core: a tick parses one entry per schedule,
+    # and UTCDateTime's Python validator made that most of reading the memo.
     key: str
-    checked: UTCDateTime
+    checked: AwareDatetime
     """The tick that found it quiet."""
-    until: UTCDateTime
+    until: AwareDatetime
     """Its next slot after ``checked``: the first moment a tick must parse it again."""
     lingers: bool
     """Whether that slot is worth a waiting runner (:func:`~.wake.lingers_before`)."""
@@ -169,9 +171,16 @@ class Memo:
         return True
 
     def wakes(self) -> list[Wake]:
-        """The next slot of each schedule left unread, as :mod:`.wake` would say it."""
+        """The next slot of the schedules left unread, as :mod:`.wake` would say it:
+        only the first, and the first worth a waiting runner, which is all
+        :func:`next_wake` takes from them (a Wake orders by time, then by reason, which
+        starts with the schedule id)."""
+        first = min(self.skipped.items(), key=lambda e: (e[1].until, e[0]), default=None)
+        waited = min(((sid, q) for sid, q in self.skipped.items() if q.lingers),
+                     key=lambda e: (e[1].until, e[0]), default=None)
+        picked = dict(e for e in (first, waited) if e is not None)
         return [Wake(q.until, f"{sid}: slot {iso_minute(q.until)}", q.lingers)
-                for sid, q in sorted(self.skipped.items())]
+                for sid, q in picked.items()]
 
 
 def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes]

@@ -12,6 +12,7 @@ import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def load_schedule(path: Path, root: Path | None = None) -> Schedule:
 
     ``root`` is the repository root, used to show the file as ``schedules/<id>.json``.
     """
-    loaded = _load(path, display_path(path, root or path.parent.parent))
+    loaded = _load(path, lambda: display_path(path, root or path.parent.parent))
     if isinstance(loaded, Schedule):
         return loaded
     assert loaded is not None, "parsed: nothing vouched for it"
@@ -108,7 +109,7 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
                 result.errors.append(ScheduleError(
                     here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
             continue
-        loaded = _load(paths[0], display(paths[0]), known)
+        loaded = _load(paths[0], partial(display, paths[0]), known)
         if loaded is None:
             continue
         if isinstance(loaded, Schedule):
@@ -119,13 +120,15 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
     return result
 
 
-def _load(path: Path, shown: str, known: Callable[[str, bytes], bool] | None = None
+def _load(path: Path, show: Callable[[], str],
+          known: Callable[[str, bytes], bool] | None = None
           ) -> Schedule | list[ScheduleError] | None:
-    """A schedule, or every problem with it (at least one); ``None`` when ``known``
-    vouches for its bytes."""
+    """A schedule, or every problem with it (at least one), the file named as
+    ``show()`` says; ``None`` when ``known`` vouches for its bytes (then the file is
+    not even named: naming a file can cost a ``stat``, and a tick skips thousands)."""
     stem = path.stem
     if not ID_RE.fullmatch(stem):
-        return [ScheduleError(shown, "id", f"file name {path.name!r} gives the invalid id "
+        return [ScheduleError(show(), "id", f"file name {path.name!r} gives the invalid id "
                               f"{stem!r}: use {ID_RULE}")]
     try:
         raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
@@ -133,11 +136,12 @@ def _load(path: Path, shown: str, known: Callable[[str, bytes], bool] | None = N
             return None
         data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
     except FileNotFoundError:
-        return [ScheduleError(shown, "(file)", "vanished while being read")]
+        return [ScheduleError(show(), "(file)", "vanished while being read")]
     except safejson.UnsafeJSON as exc:
-        return [ScheduleError(shown, exc.where or "(file)", exc.problem)]
+        return [ScheduleError(show(), exc.where or "(file)", exc.problem)]
     except _DuplicateKey as exc:
-        return [ScheduleError(shown, exc.key, "key appears twice in the same object")]
+        return [ScheduleError(show(), exc.key, "key appears twice in the same object")]
+    shown = show()
     text = safejson.decode(raw)
     if not isinstance(data, dict):
         return [ScheduleError(shown, "(top level)",
