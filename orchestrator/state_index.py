@@ -353,8 +353,9 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     data = st.to_json(new)
     if files.get(OPEN_INDEX) == data:
         return out
-    if not change and committed is not None and committed.model_copy(update={
-            "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new:
+    if committed is not None and committed.model_copy(update={
+            "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new \
+            and not st.changes(files, change):
         return out  # only checked against the tree again: not worth a commit of its own
     out[OPEN_INDEX] = data
     return out

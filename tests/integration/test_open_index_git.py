@@ -259,3 +259,16 @@ def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
     named = "quarantined state/runs/'not-a-run': not a run id; that folder is left alone"
     assert lines == [[named], [named]]
     assert si.load(files_of(repo).files).vouched  # the second one did not list the runs
+
+
+def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    track = f"{st.run_dir('nightly--20261201T0700Z')}/tracks/a.json"
+    by_hand(repo, "reformat a finished track", {track: files_of(repo).files[track] + b"\n"})
+    tip = git("rev-parse", f"refs/heads/{BRANCH}", cwd=tmp_path / "origin.git")
+    assert tick(repo, T0 + timedelta(days=2, minutes=5), work) == []  # nothing to do
+    assert git("rev-parse", f"refs/heads/{BRANCH}", cwd=tmp_path / "origin.git") == tip
+    loaded = si.load(files_of(repo).files)
+    assert not loaded.vouched and loaded.note is None  # listed and checked: it holds
+    tick(repo, T0 + timedelta(days=3, minutes=1), work)  # fires: names the tree again
+    assert si.load(files_of(repo).files).vouched
