@@ -361,6 +361,36 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     return out
 
 
+INDEX_PAGE_RUNS = 200
+"""How many of the newest runs ``state/index.html`` lists (and every open run): the
+page is rendered whenever a run starts or ends, so it must not read the history."""
+
+
+def recent_runs(files: Mapping[str, bytes], limit: int = INDEX_PAGE_RUNS
+                ) -> tuple[dict[str, Run], int]:
+    """The records of the ``limit`` newest runs (by slot, which ends a run id), and how
+    many run folders are left out. Only those records are read; one that cannot be
+    read is left out too (the tick quarantines and reports it)."""
+    folders = run_folders(files)
+    newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
+                    key=lambda r: (r[-14:], r), reverse=True)[:limit]
+    paths = [st.run_path(r) for r in newest]
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)
+    runs: dict[str, Run] = {}
+    for path in paths:
+        data = files.get(path)
+        if data is None:
+            continue
+        try:
+            run = st.parse_record(Run, path, data)
+        except st.CorruptState:
+            continue
+        runs[run.run_id] = run
+    return runs, len(folders) - len(runs)
+
+
 def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
     """Every run record, finished ones included (for the index page of every run)."""
     folders = run_folders(files)

@@ -263,12 +263,16 @@ class Tick:
             summaries[run_id] = functools.partial(render_markdown, ctx,
                                                   template=self.markdown_template)
         try:
-            # the tick loaded only the open runs (a scoped tick: one); the page lists all
-            runs = {**state_index.all_runs(old), **others, **decision.state.runs}
+            # the tick loaded only the open runs (a scoped tick: one); the page lists
+            # them and the newest others, never the whole history
+            recent, _ = state_index.recent_runs(old)
+            runs = {**recent, **others, **decision.state.runs}
+            older = len(state_index.run_folders(old) | set(runs)) - len(runs)
             files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template,
-                                           paused=_pauses(decision.state)).encode()
+                                           paused=_pauses(decision.state),
+                                           older=older).encode()
         except Exception as exc:  # a broken index template keeps the old index
             decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
         return rendered

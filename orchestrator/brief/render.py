@@ -144,10 +144,12 @@ class IndexRow:
 
 
 def render_index(runs: list[Run], *, generated_at: datetime,
-                 template: Path | None = None, paused: Mapping[str, Pause] | None = None
-                 ) -> str:
-    """``state/index.html``: every run, newest first, linking to its brief; paused
-    schedules (``pause_after_failures``) first."""
+                 template: Path | None = None, paused: Mapping[str, Pause] | None = None,
+                 older: int = 0) -> str:
+    """``state/index.html``: ``runs``, newest first, linking to their briefs; paused
+    schedules (``pause_after_failures``) first. ``older`` runs on the branch are not
+    listed (the page shows the newest and the open ones: ``orchestrator runs list``
+    shows every run)."""
     rows = []
     for run in sorted(runs, key=lambda r: (r.slot, r.run_id), reverse=True):
         started = run_started(run, [])
@@ -157,4 +159,5 @@ def render_index(runs: list[Run], *, generated_at: datetime,
         rows.append(IndexRow(run=run, status=run.status.value, schedule_id=run.schedule_id,
                              slot=run.slot, duration=duration, href=href))
     return load(INDEX_TEMPLATE, template).render({"runs": rows, "generated_at": generated_at,
-                                                  "paused": dict(paused or {})})
+                                                  "paused": dict(paused or {}),
+                                                  "older": older})

@@ -8,6 +8,7 @@ import contextlib
 import click
 
 from .. import state as st
+from .. import state_index
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
 from ..cli import Config, pass_config
 from ..errors import OrchestratorError
@@ -37,14 +38,22 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
     def change(snap: Snapshot) -> Change:
         out = resume(snap.files, schedule_id, who, reason, now)
         # the index names paused schedules: it no longer names this one
-        state = st.load({**snap.files, **{k: v for k, v in out.items() if v is not None}})
+        # (the open runs and the newest others, as the tick renders it)
+        loaded = state_index.load(snap.files)
+        resumed = out[st.cursor_path(schedule_id)]
+        assert resumed is not None
+        cursors = {**loaded.state.cursors, schedule_id: st.parse_record(
+            Cursor, st.cursor_path(schedule_id), resumed)}
+        recent, _ = state_index.recent_runs(snap.files)
+        runs = {**recent, **loaded.state.runs}
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[st.INDEX] = render_index(
-                list(state.runs.values()), generated_at=now,
+                list(runs.values()), generated_at=now,
                 template=repo_template(cfg.repo, INDEX_TEMPLATE),
-                paused={sid: c.paused for sid, c in sorted(state.cursors.items())
-                        if c.paused}).encode()
+                paused={sid: c.paused for sid, c in sorted(cursors.items()) if c.paused},
+                older=len(state_index.run_folders(snap.files) | set(runs)) - len(runs)
+            ).encode()
         return out
 
     store.transact(change, f"schedules: resume {schedule_id}")

@@ -86,7 +86,9 @@ def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
            now: datetime) -> Change:
     """End the pause of ``schedule_id``: record who, when and why. Slots that came due
     while it was paused are not fired afterwards (its cursor moves to ``now``)."""
-    cursor = st.load(files).cursors.get(schedule_id)
+    path = st.cursor_path(schedule_id)  # that record alone, not the whole branch
+    data = files.get(path)
+    cursor = None if data is None else st.load({path: data}).cursors.get(schedule_id)
     if cursor is None:
         raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
     if cursor.paused is None:

@@ -164,3 +164,43 @@ def test_a_requeue_reopens_the_run_in_the_index() -> None:
     files = apply(files, requeue(files, letter.key, "ops", "", T0))
     assert_index_agrees(files)
     assert failed.run_id in si.load(files).index.runs
+
+
+class Counting(dict[str, bytes]):
+    """A branch's files that note which ones were read."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        super().__init__(files)
+        self.read: set[str] = set()
+
+    def __getitem__(self, path: str) -> bytes:
+        self.read.add(path)
+        return super().__getitem__(path)
+
+    def get(self, path: str, default: bytes | None = None) -> bytes | None:  # type: ignore[override]
+        if path in self:
+            self.read.add(path)
+        return super().get(path, default)
+
+
+def test_the_page_of_runs_reads_the_newest_records_only() -> None:
+    files = history(finished=30)
+    files["state/runs/old--20261130T0659Z/run.json"] = b"{ not json"  # among the newest
+    counting = Counting(files)
+    shown, older = si.recent_runs(counting, limit=5)
+    records = {p for p in counting.read if p.endswith("/run.json")}
+    assert len(records) == 5  # never the other 26
+    # the open run and the newest finished ones (an unreadable one left out, not fatal)
+    assert sorted(shown) == ["nightly--20261201T0700Z", "old--20261130T0657Z",
+                             "old--20261130T0658Z", "old--20261130T0700Z"]
+    assert older == 27
+
+
+def test_the_page_of_runs_says_how_many_older_runs_it_leaves_out() -> None:
+    from orchestrator.brief import render_index
+
+    runs = [run(f"old--{T0 - timedelta(minutes=i):%Y%m%dT%H%MZ}", RunStatus.COMPLETED,
+                T0 - timedelta(minutes=i)) for i in range(3)]
+    page = render_index(runs, generated_at=T0, older=1234)
+    assert "1234 older not listed here" in page and "orchestrator runs list" in page
+    assert "older not listed" not in render_index(runs, generated_at=T0)
