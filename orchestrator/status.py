@@ -20,7 +20,9 @@ from . import state_index
 from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
+from .planner.capacity import IN_FLIGHT
 from .planner.compensation import order
+from .planner.context import Caps
 from .times import iso
 from .triggers import for_spec
 from .wake import next_wake
@@ -43,8 +45,10 @@ def _next_slot(schedule: Schedule, state: st.State, now: datetime) -> datetime |
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
-          now: datetime, max_staleness: timedelta) -> dict[str, Any]:
-    """The status report (pure): everything ``status`` prints, as a JSON-able dict."""
+          now: datetime, max_staleness: timedelta, caps: Caps | None = None
+          ) -> dict[str, Any]:
+    """The status report (pure): everything ``status`` prints, as a JSON-able dict.
+    ``caps`` are the repository's stampede caps (``orchestrator.json``)."""
     state = state_index.load(files).state  # open runs only, like the tick
     last = st.last_tick_at(files)
     age = now - last if last is not None else None
@@ -80,7 +84,14 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             runs[-1]["compensations"] = {u.name: u.phase.value for u in order(
                 tracks, state.undos[run.run_id])}
     wake = next_wake(schedules, state, now)
+    caps = caps or Caps()
     return {
+        "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
+                 "max_dispatches_per_tick": caps.max_dispatches_per_tick,
+                 "tracks_in_flight": sum(1 for run_id, tracks in state.tracks.items()
+                                         if run_id in state.runs
+                                         and state.runs[run_id].status in RUN_OPEN
+                                         for t in tracks.values() if t.phase in IN_FLIGHT)},
         "now": _iso(now),
         "next_wake": wake.to_json() if wake else None,
         "last_tick": _iso(last),
@@ -146,6 +157,15 @@ def text(report: dict[str, Any]) -> list[str]:
             if run.get("compensations"):
                 undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
                 lines.append(f"    compensating (newest first): {undos}")
+    caps = report["caps"]
+    if caps["max_concurrent_tracks"] or caps["max_dispatches_per_tick"]:
+        parts = []
+        if caps["max_concurrent_tracks"]:
+            parts.append(f"{caps['tracks_in_flight']} of at most "
+                         f"{caps['max_concurrent_tracks']} tracks in flight")
+        if caps["max_dispatches_per_tick"]:
+            parts.append(f"at most {caps['max_dispatches_per_tick']} dispatches a tick")
+        lines.append(f"caps          {'; '.join(parts)} (orchestrator.json)")
     lines.append(f"dead letters  {report['dead_letters']}")
     breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
                                                    if b["failures"] else "")

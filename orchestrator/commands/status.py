@@ -26,6 +26,7 @@ from ..errors import DeadLettersWaiting, Rewound, Stale
 from ..schedules import load_all
 from ..status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..store import GitStateStore
+from ..tick import repo_caps
 from ..times import parse_now
 
 
@@ -66,8 +67,10 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
                    "the state branch is not behind its high-water mark: nothing to accept")
     snap = store.read()
     loaded = load_all(cfg.schedules_dir)
-    report = build(snap.files, loaded.schedules, [e.message for e in loaded.errors], now,
-                   timedelta(minutes=max_staleness))
+    caps, problem = repo_caps(cfg.repo)
+    invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
+    report = build(snap.files, loaded.schedules, invalid, now,
+                   timedelta(minutes=max_staleness), caps)
     report["rewound"] = store.rewound
     report["retention"] = retention.describe(retention.read_record(snap.files),
                                              retention.configured_days(cfg.repo))

@@ -109,3 +109,26 @@ def test_the_report_says_when_the_tick_wakes_next_and_why() -> None:
     idle = build(files, [schedule("off", enabled=False)], [], T0, LIMIT)
     assert idle["next_wake"] is None
     assert "next wake     nothing will fall due" in text(idle)
+
+
+def test_the_repository_caps_and_the_tracks_in_flight() -> None:
+    from orchestrator.planner.context import Caps
+
+    run_id = "nightly--20261201T0700Z"
+    run = Run(run_id=run_id, schedule_id="nightly", slot=T0, fire_at=T0, created_at=T0,
+              deadline=T0 + timedelta(hours=4), status=RunStatus.RUNNING,
+              tracks=["a", "b", "c"])
+    spec = TrackSpec(name="a", run="true")
+    tracks = {name: Track(run_id=run_id, name=name, phase=phase,
+                          spec=spec.model_copy(update={"name": name}))
+              for name, phase in (("a", TrackPhase.RUNNING), ("b", TrackPhase.DISPATCHED),
+                                  ("c", TrackPhase.PENDING))}
+    files = {**st.State(runs={run_id: run}, tracks={run_id: tracks}).dump(),
+             st.TICKS: ticks(T0)}
+    report = build(files, [], [], T0, LIMIT, Caps(max_concurrent_tracks=4,
+                                                  max_dispatches_per_tick=2))
+    assert report["caps"] == {"max_concurrent_tracks": 4, "max_dispatches_per_tick": 2,
+                              "tracks_in_flight": 2}
+    assert ("caps          2 of at most 4 tracks in flight; at most 2 dispatches a tick "
+            "(orchestrator.json)") in text(report)
+    assert not any(line.startswith("caps") for line in text(build(files, [], [], T0, LIMIT)))
