@@ -272,3 +272,33 @@ def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -
     assert not loaded.vouched and loaded.note is None  # listed and checked: it holds
     tick(repo, T0 + timedelta(days=3, minutes=1), work)  # fires: names the tree again
     assert si.load(files_of(repo).files).vouched
+
+
+def test_a_firing_tick_on_a_runner_fetches_only_the_newest_runs_for_the_page(
+        tmp_path: Path) -> None:
+    repo, work = started(tmp_path, finished=3)
+    older = [T0 - timedelta(days=1, minutes=i) for i in range(si.INDEX_PAGE_RUNS)]
+    finished = {}
+    for slot in older:  # as a consolidating tick leaves them, in one commit
+        run = Run(run_id=f"old--{slot:%Y%m%dT%H%MZ}", schedule_id="old", slot=slot,
+                  fire_at=slot, created_at=slot, deadline=slot + timedelta(hours=1),
+                  status=RunStatus.COMPLETED, tracks=["a"], finished_at=slot)
+        finished[st.run_path(run.run_id)] = st.to_json(run)
+    GitStateStore(repo, "origin", BRANCH).transact(
+        lambda s: si.refresh(s.files, finished), "older runs")
+    origin = tmp_path / "origin.git"
+    git("config", "uploadpack.allowFilter", "true", cwd=origin)
+    runner = tmp_path / "runner"
+    git("clone", "--quiet", "--depth=1", f"file://{origin}", str(runner))
+    tick(runner, T0 + timedelta(days=3, minutes=1), work)  # fires: the page is rendered
+    tip = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner).split()[0]
+    page = git("show", f"{tip}:state/index.html", cwd=origin)
+    assert "nightly--20261204T0700Z" in page  # the new run is listed
+    # 204 runs: the newest 200 the tick read, with the one it fired on top
+    assert "201 runs" in page and "3 older not listed here" in page
+    # the three oldest runs are not on the page, and their records were never fetched
+    oldest = [f"old--{slot:%Y%m%dT%H%MZ}" for slot in older[-3:]]
+    assert not any(run_id in page for run_id in oldest)
+    missing = git("rev-list", "--objects", "--missing=print", tip, cwd=runner).split("\n")
+    absent = {line[1:] for line in missing if line.startswith("?")}
+    assert {git("rev-parse", f"{tip}:{st.run_path(r)}", cwd=origin) for r in oldest} <= absent
