@@ -98,7 +98,10 @@ UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False)
+    # defer_build: a model's validator is built on its first use, not at import, so a
+    # command pays only for the models it reads (a no-op tick reads a few of dozens)
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False,
+                              defer_build=True)
 
 
 MAX_RUN_BYTES = 64 * 1024

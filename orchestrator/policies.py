@@ -23,7 +23,7 @@ def _aware_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-_Strict = ConfigDict(strict=True, frozen=True, extra="forbid")
+_Strict = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)
 
 RunnerLabel = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")]
 

@@ -38,7 +38,8 @@ class DstPolicy(BaseModel):
     """
 
     # The same strictness as every schedule model (see orchestrator.models.Frozen).
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False,
+                              defer_build=True)
 
     gap: DstGap = Field(
         DstGap.SHIFT,
