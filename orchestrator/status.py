@@ -20,7 +20,7 @@ from . import state_index
 from .health import describe
 from .machine import RUN_OPEN
 from .models import Schedule
-from .planner.capacity import IN_FLIGHT
+from .planner.capacity import in_flight
 from .planner.compensation import order
 from .planner.context import Caps
 from .times import iso
@@ -88,10 +88,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
     return {
         "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
                  "max_dispatches_per_tick": caps.max_dispatches_per_tick,
-                 "tracks_in_flight": sum(1 for run_id, tracks in state.tracks.items()
-                                         if run_id in state.runs
-                                         and state.runs[run_id].status in RUN_OPEN
-                                         for t in tracks.values() if t.phase in IN_FLIGHT)},
+                 "tracks_in_flight": sum(in_flight(state).values())},
         "now": _iso(now),
         "next_wake": wake.to_json() if wake else None,
         "last_tick": _iso(last),

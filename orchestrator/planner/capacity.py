@@ -18,9 +18,18 @@ from collections import Counter
 from collections.abc import Iterable
 
 from .. import machine
+from ..state import State
 from .context import Context, P
 
 IN_FLIGHT = frozenset({P.DISPATCHED, P.RUNNING})
+
+
+def in_flight(state: State) -> Counter[str]:
+    """Open run id -> how many of its tracks are dispatched or running (what the caps
+    count; compensations are not capped)."""
+    return Counter({run.run_id: sum(1 for t in state.tracks.get(run.run_id, {}).values()
+                                    if t.phase in IN_FLIGHT)
+                    for run in state.runs.values() if run.status in machine.RUN_OPEN})
 
 
 def admit(ctx: Context, wanting: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -29,11 +38,7 @@ def admit(ctx: Context, wanting: Iterable[tuple[str, str]]) -> list[tuple[str, s
     ``wanting`` lists the pending tracks whose time has come, in any order."""
     wanting = list(wanting)
     caps = ctx.caps
-    per_run: Counter[str] = Counter()
-    for run in ctx.st.runs.values():
-        if run.status in machine.RUN_OPEN:
-            per_run[run.run_id] = sum(1 for t in ctx.st.tracks.get(run.run_id, {}).values()
-                                      if t.phase in IN_FLIGHT)
+    per_run = in_flight(ctx.st)
     total = sum(per_run.values())
     admitted: list[tuple[str, str]] = []
     waiting: dict[tuple[str, str], str] = {}
