@@ -303,11 +303,12 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     """
     out: Change = dict(change)
     touched = {r for r in map(_run_of, change) if r is not None}
-    committed, _ = read(files)
     if index is None:
-        if not touched or committed is None:
+        if not touched:
             return out
-        index = committed
+        index, _ = read(files)
+        if index is None:
+            return out
     tree = tree_id(files, RUNS)
     good = tree is not None and index.runs_tree == tree
     runs = dict(index.runs)
@@ -353,6 +354,7 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     data = st.to_json(new)
     if files.get(OPEN_INDEX) == data:
         return out
+    committed, _ = read(files)  # rarely reached: the index differs from the one committed
     if committed is not None and committed.model_copy(update={
             "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new \
             and not st.changes(files, change):
@@ -366,11 +368,12 @@ INDEX_PAGE_RUNS = 200
 page is rendered whenever a run starts or ends, so it must not read the history."""
 
 
-def recent_runs(files: Mapping[str, bytes], limit: int = INDEX_PAGE_RUNS
-                ) -> tuple[dict[str, Run], int]:
-    """The records of the ``limit`` newest runs (by slot, which ends a run id), and how
-    many run folders are left out. Only those records are read; one that cannot be
-    read is left out too (the tick quarantines and reports it)."""
+def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
+              limit: int = INDEX_PAGE_RUNS) -> tuple[dict[str, Run], int]:
+    """The runs ``state/index.html`` lists: the records of the ``limit`` newest runs
+    (by slot, which ends a run id) with ``also`` over them (the open runs and what the
+    writer changes), and how many run folders are left out. Only those records are
+    read; one that cannot be read is left out (the tick quarantines and reports it)."""
     folders = run_folders(files)
     newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
                     key=lambda r: (r[-14:], r), reverse=True)[:limit]
@@ -388,7 +391,8 @@ def recent_runs(files: Mapping[str, bytes], limit: int = INDEX_PAGE_RUNS
         except st.CorruptState:
             continue
         runs[run.run_id] = run
-    return runs, len(folders) - len(runs)
+    runs.update(also)
+    return runs, len(folders | set(runs)) - len(runs)
 
 
 def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:

@@ -265,9 +265,7 @@ class Tick:
         try:
             # the tick loaded only the open runs (a scoped tick: one); the page lists
             # them and the newest others, never the whole history
-            recent, _ = state_index.recent_runs(old)
-            runs = {**recent, **others, **decision.state.runs}
-            older = len(state_index.run_folders(old) | set(runs)) - len(runs)
+            runs, older = state_index.page_runs(old, {**others, **decision.state.runs})
             files[st.INDEX] = render_index(list(runs.values()),
                                            generated_at=self.now,
                                            template=self.index_template,

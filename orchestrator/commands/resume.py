@@ -44,16 +44,14 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
         assert resumed is not None
         cursors = {**loaded.state.cursors, schedule_id: st.parse_record(
             Cursor, st.cursor_path(schedule_id), resumed)}
-        recent, _ = state_index.recent_runs(snap.files)
-        runs = {**recent, **loaded.state.runs}
+        runs, older = state_index.page_runs(snap.files, loaded.state.runs)
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[st.INDEX] = render_index(
                 list(runs.values()), generated_at=now,
                 template=repo_template(cfg.repo, INDEX_TEMPLATE),
                 paused={sid: c.paused for sid, c in sorted(cursors.items()) if c.paused},
-                older=len(state_index.run_folders(snap.files) | set(runs)) - len(runs)
-            ).encode()
+                older=older).encode()
         return out
 
     store.transact(change, f"schedules: resume {schedule_id}")

@@ -187,13 +187,17 @@ def test_the_page_of_runs_reads_the_newest_records_only() -> None:
     files = history(finished=30)
     files["state/runs/old--20261130T0659Z/run.json"] = b"{ not json"  # among the newest
     counting = Counting(files)
-    shown, older = si.recent_runs(counting, limit=5)
+    shown, older = si.page_runs(counting, {}, limit=5)
     records = {p for p in counting.read if p.endswith("/run.json")}
     assert len(records) == 5  # never the other 26
     # the open run and the newest finished ones (an unreadable one left out, not fatal)
     assert sorted(shown) == ["nightly--20261201T0700Z", "old--20261130T0657Z",
                              "old--20261130T0658Z", "old--20261130T0700Z"]
     assert older == 27
+    # what the writer adds (a run it fires now) is listed on top and counted
+    fired = run("nightly--20261202T0700Z", RunStatus.SCHEDULED, T0 + timedelta(days=1))
+    shown, older = si.page_runs(files, {fired.run_id: fired}, limit=5)
+    assert fired.run_id in shown and len(shown) == 5 and older == 27
 
 
 def test_the_page_of_runs_says_how_many_older_runs_it_leaves_out() -> None:
