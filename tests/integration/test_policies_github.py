@@ -14,12 +14,14 @@ import pytest
 from test_github_tick import cli_tick, read_state, run_ticks
 
 from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state import State
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
 LATER = "nightly--20261201T0740Z"
+PROBED = "nightly--20261201T0745Z"
 
 
 def legs(call_index: int, fake: FakeGitHub) -> dict[str, str | None]:
@@ -41,6 +43,26 @@ def routed(tmp_path: Path, cron: str) -> Path:
         "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30,
         "tracks": [{"name": n, "run": f"make {n}"} for n in ("a", "b")]}})
     return clone(origin, tmp_path / "repo")
+
+
+def probe_brings_gpu_back(repo: Path, fake: FakeGitHub, call_index: int) -> State:
+    """07:45, after the cooldown: one leg of the slot probes the degraded gpu label
+    (half-open), the other goes where it works; the probe starts, and the label is
+    healthy again. The state after that."""
+    out = tick(repo, T0 + timedelta(minutes=45), fake)
+    assert legs(call_index, fake) == {f"{PROBED}--a--1": "gpu-self-hosted",
+                                      f"{PROBED}--b--1": "ubuntu-latest"}
+    assert "runner gpu-self-hosted: a probes it (degraded)" in out
+    state, _ = read_state(repo)
+    assert state.runners["gpu-self-hosted"].probe == f"{PROBED}--a--1"
+    fake.now = T0 + timedelta(minutes=46)
+    fake.set_job(max(fake.runs), "a", "in_progress")
+    out = tick(repo, T0 + timedelta(minutes=47), fake)
+    assert "runner gpu-self-hosted: healthy again (a started on it)" in out
+    state, _ = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
+    return state
 
 
 def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
@@ -103,24 +125,8 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
     fake_github.complete_all(max(fake_github.runs))
     tick(repo, T0 + timedelta(minutes=13), fake_github)
 
-    later = "nightly--20261201T0745Z"
-    out = tick(repo, T0 + timedelta(minutes=45), fake_github)
-    # one leg probes the degraded label (half-open); the other goes where it works
-    assert legs(2, fake_github) == {f"{later}--a--1": "gpu-self-hosted",
-                                    f"{later}--b--1": "ubuntu-latest"}
-    assert "runner gpu-self-hosted: a probes it (degraded)" in out
-    state, _ = read_state(repo)
-    assert state.runners["gpu-self-hosted"].probe == f"{later}--a--1"
-
-    probe_ci = max(fake_github.runs)
-    fake_github.now = T0 + timedelta(minutes=46)
-    fake_github.set_job(probe_ci, "a", "in_progress")
-    out = tick(repo, T0 + timedelta(minutes=47), fake_github)
-    assert "runner gpu-self-hosted: healthy again (a started on it)" in out
-    state, _ = read_state(repo)
-    gpu = state.runners["gpu-self-hosted"]
-    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
-    assert state.tracks[later]["a"].phase is TrackPhase.RUNNING
+    state = probe_brings_gpu_back(repo, fake_github, call_index=2)
+    assert state.tracks[PROBED]["a"].phase is TrackPhase.RUNNING
 
 
 @pytest.mark.parametrize("how", ["no-runner", "lost"])
@@ -160,19 +166,7 @@ def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back
 
     # the label's runners work again; after the cooldown one leg probes it
     del fake_github.broken_labels["gpu-self-hosted"]
-    later = "nightly--20261201T0745Z"
-    out = tick(repo, T0 + timedelta(minutes=45), fake_github)
-    assert legs(2, fake_github) == {f"{later}--a--1": "gpu-self-hosted",
-                                    f"{later}--b--1": "ubuntu-latest"}
-    assert "runner gpu-self-hosted: a probes it (degraded)" in out
-    probe_ci = max(fake_github.runs)
-    fake_github.now = T0 + timedelta(minutes=46)
-    fake_github.set_job(probe_ci, "a", "in_progress")
-    out = tick(repo, T0 + timedelta(minutes=47), fake_github)
-    assert "runner gpu-self-hosted: healthy again (a started on it)" in out
-    state, _ = read_state(repo)
-    gpu = state.runners["gpu-self-hosted"]
-    assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
+    probe_brings_gpu_back(repo, fake_github, call_index=2)
 
 
 def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
