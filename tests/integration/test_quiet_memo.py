@@ -17,7 +17,7 @@ from orchestrator.commands.tick import executor_factory, make_tick
 from orchestrator.models import run_id_for
 from orchestrator.repo_config import Cadence
 from orchestrator.schedules import load_all
-from orchestrator.store import GitStateStore, InMemoryStateStore
+from orchestrator.store import GitStateStore, InMemoryStateStore, StateStore
 from orchestrator.tick import Tick, TickResult
 from orchestrator.triggers import for_spec
 from tests.builders import spec_data
@@ -62,22 +62,31 @@ def same_wake(got: wake.Wake | None, want: wake.Wake | None) -> None:
         same_wake(got.wait_for, want.wait_for)
 
 
+@pytest.mark.parametrize(("kind", "hours"), [("memory", 30), ("git", 12)])
 def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_due(
-        tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    write_schedules(repo, SPECS)
-    store = InMemoryStateStore()
+        tmp_path: Path, kind: str, hours: int) -> None:
+    """``memory``: a folder outside git, its files vouched for one by one. ``git``: a
+    clean clone, where the whole folder is vouched for at once whenever every schedule
+    in it is quiet (half a day: it spans the four zones' slots and New York's gap)."""
+    if kind == "git":
+        repo = clone(make_origin(tmp_path, SPECS), tmp_path / "repo")
+        store: StateStore = GitStateStore(repo, "origin", BRANCH)
+    else:
+        repo = tmp_path / "repo"
+        write_schedules(repo, SPECS)
+        store = InMemoryStateStore()
     cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-    now, skipped, ticks = T0, 0, 0
+    now, skipped, ticks, whole = T0, 0, 0, 0
     steps = itertools.cycle([timedelta(minutes=m) for m in (4, 13, 9, 1, 11, 7)])
-    end = T0 + timedelta(hours=30)
+    end = T0 + timedelta(hours=hours)
     while now < end:
         tick = Tick(store, repo, executor_factory(cfg, "local", now), now)
         result = tick.run()
         assert not result.schedule_errors
         same_wake(result.wake, reference_wake(repo, store.read().files, now))
         assert tick._memo is not None
-        skipped += len(tick._memo.skipped)
+        skipped += len(tick._memo.left_out)
+        whole += tick._memo.whole is not None
         ticks += 1
         last, now = now, now + next(steps)
     files = store.read().files
@@ -88,8 +97,9 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
          for slot in for_spec(s.spec).slots(T0, last)]
         + [run_id_for("once", datetime(2026, 3, 8, 1, 0, tzinfo=UTC))])
     assert fired == expected
-    # most schedules were left unread on most ticks
+    # most schedules were left unread on most ticks; in a clean clone, often all of them
     assert skipped > 3 * ticks
+    assert (whole > ticks // 3) if kind == "git" else whole == 0
     assert quiet.QUIET in files
 
 
@@ -114,7 +124,7 @@ def test_the_memo_rides_on_commits_and_never_hides_a_broken_or_edited_file(
     written = tip(repo)
 
     tick, result = git_tick(repo, t0 + timedelta(minutes=10))
-    assert tick._memo is not None and set(tick._memo.skipped) == {"daily", "other"}
+    assert tick._memo is not None and set(tick._memo.left_out) == {"daily", "other"}
     assert not result.mark_landed and tip(repo) == written  # never a commit of its own
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
@@ -122,12 +132,12 @@ def test_the_memo_rides_on_commits_and_never_hides_a_broken_or_edited_file(
     daily.write_text('{"cron": "0 3 * * *", "tracks": [}')
     tick, result = git_tick(repo, t0 + timedelta(minutes=20))
     assert [e for e in result.schedule_errors if "schedules/daily.json" in e]
-    assert tick._memo is not None and set(tick._memo.skipped) == {"other"}
+    assert tick._memo is not None and set(tick._memo.left_out) == {"other"}
 
     daily.write_text(json.dumps(spec_data(cron="0 13 * * *")))
     tick, result = git_tick(repo, t0 + timedelta(minutes=30))
     assert not result.schedule_errors
-    assert tick._memo is not None and set(tick._memo.skipped) == {"other"}
+    assert tick._memo is not None and set(tick._memo.left_out) == {"other"}
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-01T13:00Z"
 
     # the slot comes: the edited schedule fires, on time, once
@@ -147,14 +157,19 @@ def test_an_unreadable_or_forged_memo_makes_the_tick_read_everything(tmp_path: P
     git_tick(repo, t0)
     store = GitStateStore(repo, "origin", BRANCH)
     memo = json.loads(store.read().files[quiet.QUIET])
-    # an entry that would keep `daily` unread for a year, its key not matching
+    folder = json.loads(store.read().files[quiet.FOLDER])
+    # entries that would keep `daily` unread for a year, their keys not matching
     memo["schedules"]["daily"].update(until="2027-12-01T00:00:00Z", key="0" * 64)
-    store.transact(lambda s: {quiet.QUIET: json.dumps(memo).encode()}, "by hand")
+    folder["soonest"][0].update(until="2027-12-01T00:00:00Z")
+    folder["key"] = "0" * 64
+    store.transact(lambda s: {quiet.QUIET: json.dumps(memo).encode(),
+                              quiet.FOLDER: json.dumps(folder).encode()}, "by hand")
     tick, result = git_tick(repo, t0 + timedelta(minutes=10))
-    assert tick._memo is not None and not tick._memo.skipped
+    assert tick._memo is not None and not tick._memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
-    store.transact(lambda s: {quiet.QUIET: b"{not json"}, "by hand")
+    store.transact(lambda s: {quiet.QUIET: b"{not json", quiet.FOLDER: b"{not json"},
+                   "by hand")
     tick, result = git_tick(repo, t0 + timedelta(minutes=20))
-    assert tick._memo is not None and not tick._memo.skipped
+    assert tick._memo is not None and not tick._memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
