@@ -250,12 +250,16 @@ class Memo:
 
     def folder_key(self, listing: worktree.Clean, cursors: Mapping[str, str]) -> str:
         return _digest(self.common, "folder", listing.digest,
-                       *(f"{sid} {cursor}" for sid, cursor in sorted(cursors.items())))
+                       "\n".join(f"{sid} {cursor}" for sid, cursor in sorted(cursors.items())))
 
     def _holds(self, folder: QuietFolder) -> frozenset[str] | None:
         """The folder's schedules when ``folder`` vouches for them all this tick."""
-        ids = schedule_ids(self.listing) if self.listing is not None else None
-        if (ids is None or self.listing is None or ids & self.busy
+        if self.listing is None:
+            return None
+        # not checked name by name: the key covers the listing, and the tick that wrote
+        # it checked every name (:func:`schedule_ids`)
+        ids = self.listing.stems(".json") - {SCHEMA_FILE[:-5]}
+        if (ids & self.busy
                 or not _holds_at(self.now, folder.checked,
                                  folder.soonest[0].until if folder.soonest else None)
                 or any(sid not in self.cursors for sid in ids)

@@ -212,7 +212,8 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     (schedules the tick does not plan: :mod:`orchestrator.quiet`), unless the index
     has to be rebuilt.
     """
-    skip = {st.cursor_path(sid) for sid in skip_cursors}
+    # only compared with the paths listed, never read: no need to check each id
+    skip = {f"{st.ROOT}/schedules/{sid}.json" for sid in skip_cursors}
     top = listdirs(files, [st.ROOT, f"{st.ROOT}/schedules", f"{st.ROOT}/dlq"])
     prefetch = getattr(files, "prefetch", None)
     if prefetch is not None:  # exactly these: state/ also holds the index page of every run

@@ -48,6 +48,12 @@ class Clean:
         return {name.decode("utf-8", "surrogateescape"): blob.decode("ascii")
                 for blob, name in _FILE.findall(self.listing)}
 
+    def stems(self, suffix: str) -> frozenset[str]:
+        """The names of the files directly in the folder that end with ``suffix``,
+        without it."""
+        found = re.findall(rb"\t([^/\0]+)" + re.escape(suffix.encode()) + rb"\0", self.listing)
+        return frozenset(n.decode("utf-8", "surrogateescape") for n in found)
+
     @cached_property
     def names(self) -> frozenset[str]:
         """Every name directly in the folder (files and folders)."""
