@@ -470,3 +470,52 @@ def test_a_report_for_an_attempt_that_is_not_current_is_refused(repo: Path,
                                "is 1\n")
     assert track_record(repo, "slow--20261201T0700Z")["phase"] == "dispatched"
     assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z"), "20261201T0701Z")
+
+
+@pytest.mark.parametrize("given", [None, "1"])
+def test_a_track_sees_its_users_environment_not_the_orchestrators_own_settings(
+        repo: Path, tmp_path: Path, given: str | None) -> None:
+    # the orchestrator turns pydantic's plugins off for itself, unless told otherwise
+    show = ('printf \'{"summary": "[%s]"}\' "${PYDANTIC_DISABLE_PLUGINS-unset}" '
+            '> "$ORCHESTRATOR_RESULT"')
+    (repo / "schedules" / "every.json").write_text(json.dumps(spec_data("* * * * *",
+                                                                        run=show)))
+    env = dict(os.environ)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if given is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = given
+    work = tmp_path / "work"
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+                           "--now", NOW], capture_output=True, text=True, timeout=60,
+                          env={**env, "ORCHESTRATOR_WORK_DIR": str(work)})
+    assert_fired(proc)
+    wait_finished(work, "every--20261201T0700Z--a--1")
+    assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z", env=env), "20261201T0701Z")
+    summary = track_record(repo, "every--20261201T0700Z")["result"]["summary"]
+    assert summary == f"[{given or 'unset'}]"
+
+
+def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
+        repo: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "spy-1.0.dist-info").mkdir(parents=True)
+    (site / "spy-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: spy\n"
+                                                         "Version: 1.0\n")
+    (site / "spy-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nspy = spy:plugin\n")
+    marker = tmp_path / "loaded"
+    (site / "spy.py").write_text(f"open({str(marker)!r}, 'a').write('loaded\\n')\n"
+                                 "class _P:\n    def new_schema_validator(self, *a, **k):\n"
+                                 "        return None, None, None\nplugin = _P()\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env["PYTHONPATH"] = str(site)
+    # pydantic loads it for any other program that validates a model...
+    subprocess.run([sys.executable, "-c", "import pydantic\nclass M(pydantic.BaseModel):\n"
+                    "    x: int\nM(x=1)\n"], env=env, check=True, timeout=60)
+    assert marker.read_text() == "loaded\n"
+    marker.unlink()
+    # ...never for the orchestrator, whose tick validates many
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
+                           "--now", NOW], capture_output=True, text=True, timeout=60,
+                          env={**env, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+    assert_fired(proc)
+    assert not marker.exists()
