@@ -280,6 +280,11 @@ class Memo:
         self.skipped[schedule_id] = entry
         return True
 
+    def record(self, schedule_id: str, raw: bytes) -> bool:
+        """Note the file ``raw`` of ``schedule_id``, to be parsed."""
+        self.files[schedule_id] = blob_id(raw)
+        return False
+
     def wakes(self) -> list[Wake]:
         """The next slot of the schedules left unread, as :mod:`.wake` would say it:
         only the first, and the first worth a waiting runner, which is all
@@ -308,12 +313,13 @@ def _soonest(entries: Mapping[str, Quiet]) -> list[tuple[str, Quiet]]:
     return list({sid: q for _, sid, q in picked}.items())
 
 
-def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes]
-           ) -> tuple[LoadResult, state_index.Loaded]:
+def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
+           everything: bool = False) -> tuple[LoadResult, state_index.Loaded]:
     """The schedules to parse and the state to plan on, leaving out what ``memo``
     vouches for; everything when in doubt (``memo`` is ``None``, the index of open runs
-    was rebuilt, or a schedule left out has an open run after all)."""
-    if memo is not None:
+    was rebuilt, a schedule left out has an open run after all, or ``everything``: the
+    compare-and-swap lost a race to a tip the memo was not checked against)."""
+    if memo is not None and not everything:
         if memo.whole is not None:
             loaded = state_index.load(files, skip_cursors=memo.whole)
             if loaded.note is None and not any(run.schedule_id in memo.whole
@@ -329,8 +335,12 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes]
         if loaded.note is None and not any(run.schedule_id in memo.skipped
                                            for run in loaded.state.runs.values()):
             return result, loaded
-        memo.forget()
-    return load_all(directory), state_index.load(files)
+    if memo is None:
+        return load_all(directory), state_index.load(files)
+    memo.forget()
+    result = load_all(directory, known=memo.record)  # for the entries this tick writes
+    memo.read_all_clean = not result.errors
+    return result, state_index.load(files)
 
 
 def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime

@@ -376,9 +376,9 @@ class Tick:
             loaded = loaded0 if s.tip == snap.tip else state_index.load(s.files)
             if s.tip != snap.tip and self._memo is not None and self._memo.left_out:
                 # the memo was checked against the tip it lost to: plan everything
-                self._memo.forget()
-                schedules = [x for x in quiet.select(None, self.repo / "schedules",
-                                                     s.files)[0].schedules if x.id not in held]
+                schedules = [x for x in quiet.select(self._memo, self.repo / "schedules",
+                                                     s.files, everything=True)[0].schedules
+                             if x.id not in held]
             marked = self._plan_files(s, loaded, schedules, invalid, obs, breaker)
             return marked.changes or None
 

@@ -19,11 +19,11 @@ import pytest
 from orchestrator import quiet, state_index
 from orchestrator import state as st
 from orchestrator.cli import Config
-from orchestrator.commands.tick import make_tick
+from orchestrator.commands.tick import executor_factory, make_tick
 from orchestrator.models import Run, RunStatus, run_id_for
 from orchestrator.repo_config import Cadence
 from orchestrator.schedules import load_all
-from orchestrator.store import GitStateStore
+from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick import Tick, TickResult
 from tests.builders import spec_data
 from tests.gitrepo import clone, git, make_origin
@@ -262,3 +262,43 @@ def test_an_open_run_of_a_quiet_schedule_makes_the_tick_read_it(tmp_path: Path) 
     tick, _ = git_tick(repo, T0 + timedelta(minutes=10))
     assert tick._memo is not None and tick._memo.whole is None
     assert "daily" not in tick._memo.left_out
+
+
+def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
+        tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {**SPECS, "hourly": spec_data(cron="0 * * * *")})
+    repo = clone(origin, tmp_path / "repo")
+    git_tick(repo, T0 - timedelta(minutes=30))
+    git_tick(repo, T0 + timedelta(minutes=1))  # 12:00 fired and, once ended, quiet
+    for minute in range(2, 30):
+        tick, _ = git_tick(repo, T0 + timedelta(minutes=minute))
+        if tick._memo is not None and tick._memo.whole is not None:
+            break
+        time.sleep(0.1)
+    assert tick._memo is not None and tick._memo.whole is not None
+    rival = GitStateStore(clone(origin, tmp_path / "rival"), "origin", BRANCH)
+    cursor = st.cursor_path("hourly")
+
+    def pause(s: Snapshot) -> dict[str, bytes | None]:
+        # another writer lands while the tick observes: hourly is paused
+        data = json.loads(s.files[cursor])
+        paused = {"by": "rival", "at": "2026-12-01T12:39:00Z", "reason": "a test"}
+        return {cursor: json.dumps({**data, "paused": paused}).encode()}
+
+    now = T0 + timedelta(minutes=40)
+    factory = executor_factory(Config(repo=repo, remote="origin", state_branch=BRANCH),
+                               "local", now)
+
+    def observed_while_a_rival_lands(breaker: object) -> object:
+        rival.transact(pause, "rival")
+        return factory(breaker)  # type: ignore[arg-type]
+
+    # a heartbeat is due: the tick has something to commit, and its push loses
+    tick = Tick(GitStateStore(repo, "origin", BRANCH), repo,
+                observed_while_a_rival_lands, now,  # type: ignore[arg-type]
+                heartbeat_every=timedelta(minutes=1))
+    result = tick.run()
+    assert tick._memo is not None and tick._memo.whole is None  # forgotten on the race
+    assert result.mark_landed
+    assert any(line.startswith("hourly: paused since 2026-12-01T12:39")
+               for line in result.log), result.log
