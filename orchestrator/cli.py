@@ -16,8 +16,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .credentials import settle_own_process
+from . import __version__, process
 from .errors import EXIT_REMOTE, EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
 
 
@@ -84,7 +83,7 @@ def cli(ctx: click.Context, repo: Path, remote: str, state_branch: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map every error to one line and one exit code."""
-    settle_own_process()
+    process.settle()
     try:
         rv = cli.main(args=argv, prog_name="orchestrator", standalone_mode=False)
     except click.exceptions.Abort:

@@ -7,18 +7,18 @@ A track is arbitrary code, and what it prints ends up in committed records, the 
   schedule names it in the track's ``credentials`` field (:func:`track_environment`);
 - every text taken from a track (its result, its error and stderr tail, a report's
   message) passes :func:`redactor` before it is committed or printed;
-- what the orchestrator sets in its own environment (:func:`settle_own_process`) is
+- what the orchestrator sets in its own environment (:mod:`orchestrator.process`) is
   not passed on either: a track's environment is its user's.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import process
 from .store.plumbing import Redactor
 
 CREDENTIALS = (
@@ -33,25 +33,6 @@ CREDENTIALS = (
 """Environment variables that hold a credential of the orchestrator (or of its runner)."""
 
 _LOOKS_SECRET = re.compile(r"^ORCHESTRATOR_.*(TOKEN|SECRET|PASSWORD|KEY)$")
-
-OWN_SETTINGS = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
-"""The orchestrator's own process, unless its environment says otherwise: pydantic's
-plugins (pydantic imports every installed distribution's ``pydantic`` entry point the
-first time a model validates) are not loaded, so a plugin installed beside the
-orchestrator neither observes its records nor slows every command (reading the entry
-points costs a tick several milliseconds, a plugin like logfire's over 100)."""
-
-_settled: dict[str, str] = {}
-"""What :func:`settle_own_process` added to this process's environment."""
-
-
-def settle_own_process() -> None:
-    """Apply :data:`OWN_SETTINGS` that the environment does not set (the CLI's first
-    step). A track started later does not inherit them (:func:`track_environment`)."""
-    for name, value in OWN_SETTINGS.items():
-        if name not in os.environ:
-            os.environ[name] = _settled[name] = value
-
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: replacing ``1`` or ``true`` everywhere would
@@ -69,8 +50,7 @@ def track_environment(env: Mapping[str, str], allowed: list[str] | tuple[str, ..
     orchestrator set for itself."""
     keep = set(allowed)
     drop = {name for name in credential_names(env) if name not in keep}
-    drop |= {name for name, value in _settled.items() if env.get(name) == value}
-    return {k: v for k, v in env.items() if k not in drop}
+    return {k: v for k, v in process.given(env).items() if k not in drop}
 
 
 def redactor(env: Mapping[str, str]) -> Redactor:

@@ -513,9 +513,24 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                     "    x: int\nM(x=1)\n"], env=env, check=True, timeout=60)
     assert marker.read_text() == "loaded\n"
     marker.unlink()
-    # ...never for the orchestrator, whose tick validates many
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
-                           "--now", NOW], capture_output=True, text=True, timeout=60,
-                          env={**env, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+    # ...never for the orchestrator, whose tick validates many: it does not even look
+    seen = ("import atexit, runpy, sys\n"
+            "atexit.register(lambda: print('METADATA', 'importlib.metadata' in sys.modules,"
+            " file=sys.stderr))\n"
+            "sys.argv = ['orchestrator', *sys.argv[1:]]\n"
+            "runpy.run_module('orchestrator', run_name='__main__')\n")
+    work = tmp_path / "work"
+    proc = subprocess.run([sys.executable, "-c", seen, "--repo", str(repo), "tick", "--now",
+                           NOW], capture_output=True, text=True, timeout=60,
+                          env={**env, "ORCHESTRATOR_WORK_DIR": str(work)})
     assert_fired(proc)
     assert not marker.exists()
+    assert "METADATA False" in proc.stderr
+    # unless the environment turns plugins on: pydantic's own loader then loads it
+    proc = subprocess.run([sys.executable, "-c", seen, "--repo", str(repo), "tick", "--now",
+                           "2026-12-01T07:01:30Z"], capture_output=True, text=True,
+                          timeout=60, env={**env, "ORCHESTRATOR_WORK_DIR": str(work),
+                                           "PYDANTIC_DISABLE_PLUGINS": ""})
+    assert_fired(proc, "20261201T0701Z")
+    assert marker.read_text() == "loaded\n"
+    assert "METADATA True" in proc.stderr
