@@ -74,8 +74,12 @@ def clean(folder: Path) -> Clean | None:
         on_disk = {entry.name for entry in os.scandir(folder)}
     except (OrchestratorError, OSError):
         return None
-    if proc.returncode != 0 or not _CLEAN.fullmatch(proc.stdout):
-        return None
-    found = Clean(proc.stdout)
+    found = parse(proc.stdout) if proc.returncode == 0 else None
     # untracked and ignored names, and what git never lists (FIFOs, empty folders)
-    return found if found.names == on_disk else None
+    return found if found is not None and found.names == on_disk else None
+
+
+def parse(listing: bytes) -> Clean | None:
+    """The output of ``git ls-files -z -v --stage --modified --deleted``, when every
+    entry in it is a plain file the index holds, unchanged; else ``None``."""
+    return Clean(listing) if _CLEAN.fullmatch(listing) else None
