@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench/la
 
 from lateness import late, pooled, schedule
 
-from orchestrator.cadence import derive
-from orchestrator.estimate import (
+from orchestrator.cadence.derive import derive
+from orchestrator.cadence.estimate import (
     Billing,
     CronDelay,
     Figures,
@@ -56,9 +56,9 @@ from orchestrator.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.models import Schedule
-from orchestrator.policies import FanIn
-from orchestrator.repo_config import RepoConfig
+from orchestrator.spec.config import RepoConfig
+from orchestrator.spec.models import Schedule
+from orchestrator.spec.policies import FanIn
 
 START = datetime(2026, 10, 5, tzinfo=UTC)
 DAYS = 28

@@ -44,11 +44,12 @@ for name, value in (("GIT_AUTHOR_NAME", "bench"), ("GIT_AUTHOR_EMAIL", "bench@lo
                     ("GIT_COMMITTER_NAME", "bench"), ("GIT_COMMITTER_EMAIL", "bench@localhost")):
     os.environ.setdefault(name, value)
 
-from orchestrator import state as st  # noqa: E402
 from orchestrator.executors.github import GitHubExecutor  # noqa: E402
-from orchestrator.models import RunStatus  # noqa: E402
+from orchestrator.state import layout  # noqa: E402
+from orchestrator.state import model as state_model  # noqa: E402
+from orchestrator.state.records import RunStatus  # noqa: E402
 from orchestrator.store import GitStateStore  # noqa: E402
-from orchestrator.tick import Tick  # noqa: E402
+from orchestrator.tick.shell import Tick  # noqa: E402
 from tests.fakes.github import FakeGitHub  # noqa: E402
 from tests.gitrepo import clone, git, make_origin  # noqa: E402
 from tests.workflow_player import Player  # noqa: E402
@@ -108,10 +109,10 @@ def one(n: int, root: Path, *, old: bool = False, lost: bool = False) -> dict[st
         landed = datetime.now(UTC)
         after = _commits(repo)
         snap = GitStateStore(repo, "origin", BRANCH).read()
-        state = st.load(snap.files, all_tracks=True)
+        state = state_model.load(snap.files, all_tracks=True)
         run_id = inputs["run_id"]
         assert state.runs[run_id].status is RunStatus.COMPLETED, state.runs[run_id].status
-        assert st.brief_path(run_id) in snap.files
+        assert layout.brief_path(run_id) in snap.files
         api = [r for r in fake.requests if r.endpoint != "blob"]
         workflow = ("before (legs push)" if old else
                     "fan-in job lost, cron tick" if lost else "fan-in")

@@ -32,10 +32,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.cadence import derive
-from orchestrator.estimate import Figures, Setup, simulate, simulate_github_schedule
-from orchestrator.models import Schedule, ScheduleSpec
-from orchestrator.repo_config import RepoConfig
+from orchestrator.cadence.derive import derive
+from orchestrator.cadence.estimate import Figures, Setup, simulate, simulate_github_schedule
+from orchestrator.spec.config import RepoConfig
+from orchestrator.spec.models import Schedule, ScheduleSpec
 
 START = datetime(2026, 10, 5, tzinfo=UTC)  # four weeks across New York's fall-back
 DAYS = 28

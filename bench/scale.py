@@ -40,8 +40,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from orchestrator import state as st
-from orchestrator.models import Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state.records import Run, RunStatus, Track, TrackPhase
 from orchestrator.store import GitStateStore
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -83,13 +84,13 @@ def finished_runs(n: int, slots: list[datetime] | None = None) -> dict[str, byte
         run = Run(run_id=run_id, schedule_id="old", slot=slot, fire_at=slot, created_at=slot,
                   deadline=slot + timedelta(hours=1), status=RunStatus.COMPLETED,
                   tracks=["a", "b"], finished_at=slot + timedelta(minutes=1))
-        files[st.run_path(run_id)] = st.to_json(run)
+        files[layout.run_path(run_id)] = codec.to_json(run)
         for name in ("a", "b"):
             track = Track(run_id=run_id, name=name, phase=TrackPhase.COMPLETE,
                           spec=spec.model_copy(update={"name": name}))
-            files[st.track_path(run_id, name)] = st.to_json(track)
-        files[st.polls_path(run_id)] = b'{"at":"x","changes":["fired"]}\n' * 3
-        files[st.brief_path(run_id)] = f"<!doctype html><p>{run_id}</p>\n".encode() * 40
+            files[layout.track_path(run_id, name)] = codec.to_json(track)
+        files[layout.polls_path(run_id)] = b'{"at":"x","changes":["fired"]}\n' * 3
+        files[layout.brief_path(run_id)] = f"<!doctype html><p>{run_id}</p>\n".encode() * 40
     return files
 
 

@@ -11,29 +11,14 @@ import errno
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from . import __version__, process
+from . import __version__
+from .commands.context import Config
 from .errors import EXIT_REMOTE, EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
-
-
-@dataclass(frozen=True)
-class Config:
-    """Options common to every command."""
-
-    repo: Path
-    remote: str
-    state_branch: str
-
-    @property
-    def schedules_dir(self) -> Path:
-        return self.repo / "schedules"
-
-
-pass_config = click.make_pass_decorator(Config)
+from .support import process
 
 
 class LazyGroup(click.Group):

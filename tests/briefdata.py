@@ -12,16 +12,9 @@ from typing import Any
 from builders import schedule_spec
 
 from orchestrator.brief import BriefContext
-from orchestrator.machine import move_run, move_track
-from orchestrator.models import (
-    DeadLetter,
-    Run,
-    RunStatus,
-    ScheduleSpec,
-    Track,
-    TrackPhase,
-    TrackSpec,
-)
+from orchestrator.spec.models import ScheduleSpec, TrackSpec
+from orchestrator.state.machine import move_run, move_track
+from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 
 P = TrackPhase
 SLOT = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

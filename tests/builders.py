@@ -15,7 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from orchestrator.models import Schedule, ScheduleSpec, Track, TrackPhase, TrackSpec
+from orchestrator.spec.models import Schedule, ScheduleSpec, TrackSpec
+from orchestrator.state.records import Track, TrackPhase
 
 CRON = "0 7 * * *"
 """07:00 every day: the default timing of a built schedule."""

@@ -15,8 +15,8 @@ import sys
 
 def main() -> int:
     point, *args = sys.argv[1:]
-    from orchestrator import tick
     from orchestrator.cli import main as cli_main
+    from orchestrator.tick import shell as tick
 
     def crash(reached: str) -> None:
         if reached == point:

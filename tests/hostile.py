@@ -13,9 +13,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from orchestrator import state as stt
-from orchestrator.breaker import Breaker
-from orchestrator.models import Cursor, DeadLetter, Run, Track, TrackSpec
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import model as state_model
+from orchestrator.state.breaker import Breaker
+from orchestrator.state.records import Cursor, DeadLetter, Run, Track
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
@@ -63,11 +64,11 @@ def hostile_texts(valid: list[dict[str, Any]]) -> st.SearchStrategy[bytes]:
                      shapes.map(lambda s: s.encode("utf-8", "surrogatepass")), swapped, spliced)
 
 
-def valid_state(run_id: str = "job--20261201T0700Z") -> stt.State:
+def valid_state(run_id: str = "job--20261201T0700Z") -> state_model.State:
     """A small state with one record of every kind, to mutate."""
     slot = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
     schedule_id = run_id.split("--")[0]
-    state = stt.State()
+    state = state_model.State()
     spec = TrackSpec(name="a", run="true")
     state.runs[run_id] = Run(run_id=run_id, schedule_id=schedule_id, slot=slot, fire_at=slot,
                              created_at=slot, deadline=slot + timedelta(hours=1),

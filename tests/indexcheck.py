@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from orchestrator import state_index
+from orchestrator.state import index as state_index
 
 
 def assert_index_agrees(files: Mapping[str, bytes]) -> None:

@@ -14,9 +14,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from orchestrator import cron
-from orchestrator.models import Schedule
-from orchestrator.times import iso
-from orchestrator.triggers import CronTrigger, Trigger, for_spec
+from orchestrator.spec.models import Schedule
+from orchestrator.spec.triggers import CronTrigger, Trigger, for_spec
+from orchestrator.support.times import iso
 from tests import cron_reference as ref
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..machine import RUN_TERMINAL, TRACK_OPEN
-from ..models import Run, RunStatus, Track, TrackPhase
+from ..state.machine import RUN_TERMINAL, TRACK_OPEN
+from ..state.records import Run, RunStatus, Track, TrackPhase
 
 
 @dataclass(frozen=True)

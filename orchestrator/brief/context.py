@@ -10,23 +10,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .. import safejson
 from ..errors import NotFound
-from ..health import RunnerHealth, describe
-from ..models import DeadLetter, Run, ScheduleSpec, Track, check_run_id
-from ..state import (
-    HEALTH,
-    POLLS_MAX_BYTES,
-    ROOT,
-    CorruptState,
-    cut_lines,
-    last_tick_at,
-    load,
-    polls_path,
-    run_dir,
-    run_path,
-    specs_path,
-)
+from ..spec.fields import check_run_id
+from ..spec.models import ScheduleSpec
+from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, last_tick_at
+from ..state.health import RunnerHealth, describe
+from ..state.layout import HEALTH, ROOT, polls_path, run_dir, run_path, specs_path
+from ..state.model import load
+from ..state.records import DeadLetter, Run, Track
+from ..support import safejson
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
 """As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import DeadLetter, TrackPhase
+from ..state.records import DeadLetter, TrackPhase
 from .view import BriefView
 
 MARKDOWN_LIMIT = 1024 * 1024

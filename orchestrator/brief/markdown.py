@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import UserError
-from ..state import run_dir
+from ..state.layout import run_dir
 from .context import BriefContext
 from .cuts import LEVELS, MARKDOWN_LIMIT, Plan, fit
 from .render import MARKDOWN_TEMPLATE, Template, guarded, load

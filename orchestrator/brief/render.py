@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import NotFound, UserError
-from ..machine import RUN_TERMINAL
-from ..models import Run
-from ..policies import Pause
+from ..spec.policies import Pause
+from ..state.machine import RUN_TERMINAL
+from ..state.records import Run
 from .attempts import run_finished, run_started
 from .context import BriefContext
 from .text import fmt_clock, fmt_duration, fmt_when, md

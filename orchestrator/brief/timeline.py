@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..machine import RUN_TERMINAL
-from ..models import Track
+from ..state.machine import RUN_TERMINAL
+from ..state.records import Track
 from .attempts import Attempt, run_finished
 from .context import BriefContext
 from .text import fmt_clock, fmt_duration

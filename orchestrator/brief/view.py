@@ -13,10 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import __version__
-from ..graph import CONSOLIDATE
-from ..machine import TRACK_OPEN
-from ..models import Track, TrackPhase, When
-from ..times import parse_utc
+from ..spec.graph import CONSOLIDATE
+from ..spec.models import When
+from ..state.machine import TRACK_OPEN
+from ..state.records import Track, TrackPhase
+from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext
 from .text import as_text, describe_cron, fmt_duration, safe_url, zone

@@ -11,10 +11,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..cadence import check
+from ..cadence.derive import check
 from ..errors import UserError
-from ..models import Schedule
-from ..repo_config import load_repo_config
+from ..spec.config import load_repo_config
+from ..spec.models import Schedule
 
 
 @dataclass

@@ -1,14 +1,14 @@
 """``orchestrator compact``: archive finished runs, keeping the old tip under a tag
-(see :mod:`orchestrator.compaction`)."""
+(see :mod:`orchestrator.runs.compaction`)."""
 
 from __future__ import annotations
 
 import click
 
-from ..cli import Config, pass_config
-from ..compaction import archive_tag, compact
+from ..runs.compaction import archive_tag, compact
 from ..store import GitStateStore
-from ..times import parse_now
+from ..support.times import parse_now
+from .context import Config, pass_config
 
 
 @click.command("compact")

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 
 import click
 
-from ..cadence import derive, sync
-from ..cli import Config, pass_config
+from ..cadence.derive import derive, sync
 from ..errors import EXIT_OK, EXIT_USER, UserError
-from ..repo_config import load_repo_config
-from ..schedules import load_all
-from ..schedules import write_schedule as write_atomically
+from ..spec.config import load_repo_config
+from ..spec.files import load_all
+from ..spec.files import write_schedule as write_atomically
+from .context import Config, pass_config
 from .schedules import INSTANT
 
 

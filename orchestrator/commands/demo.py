@@ -18,12 +18,13 @@ from pathlib import Path
 import click
 
 from .. import executors
-from .. import state as st
-from ..cli import Config
 from ..errors import UserError
-from ..machine import RUN_TERMINAL
+from ..state import layout
+from ..state import model as state_model
+from ..state.machine import RUN_TERMINAL
 from ..store import GitStateStore
-from ..times import iso
+from ..support.times import iso
+from .context import Config
 from .tick import make_tick
 
 
@@ -100,11 +101,11 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
         for line in result.log:
             click.echo(f"tick {number}: {line}")
         snap = GitStateStore(repo, "origin", cfg.state_branch).read()
-        state = st.load(snap.files, all_tracks=True)
+        state = state_model.load(snap.files, all_tracks=True)
         run_id = next(iter(sorted(state.runs)), None)
         if run_id and state.runs[run_id].status in RUN_TERMINAL:
             brief = root / "brief.html"
-            brief.write_bytes(snap.files[st.brief_path(run_id)])
+            brief.write_bytes(snap.files[layout.brief_path(run_id)])
             phases = sorted(f"{t.name} {t.phase.value} (attempt {t.attempt})"
                             for t in state.tracks[run_id].values())
             click.echo(f"run {run_id} {state.runs[run_id].status.value}: {', '.join(phases)}")

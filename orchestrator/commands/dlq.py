@@ -1,29 +1,18 @@
 """``orchestrator dlq list | show KEY | requeue KEY | discard KEY``: the dead letter queue
-(see :mod:`orchestrator.deadletters`)."""
+(see :mod:`orchestrator.runs.deadletters`)."""
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
 
 import click
 
-from .. import deadletters as dl
-from .. import state as st
-from ..cli import Config, pass_config
+from ..runs import deadletters as dl
+from ..state import layout
 from ..store import ChangeFn, GitStateStore
-from ..times import parse_now
+from ..support.times import parse_now
+from .context import Config, pass_config, who
 from .runs import read_state
-
-
-def _who(by: str | None) -> str:
-    if by:
-        return by
-    try:
-        return os.environ.get("GITHUB_ACTOR") or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 @click.group("dlq")
@@ -51,7 +40,7 @@ def list_letters(cfg: Config, show_all: bool, as_json: bool) -> None:
 @pass_config
 def show_letter(cfg: Config, key: str, as_json: bool) -> None:
     """Show one dead letter: payload, error log, history."""
-    st.dlq_path(key)  # validates the key
+    layout.dlq_path(key)  # validates the key
     letter = dl.find(read_state(cfg), key)
     if as_json:
         click.echo(json.dumps(letter.model_dump(mode="json", by_alias=True), indent=2,
@@ -61,7 +50,7 @@ def show_letter(cfg: Config, key: str, as_json: bool) -> None:
 
 
 def _transact(cfg: Config, key: str, change: ChangeFn, message: str) -> None:
-    st.dlq_path(key)
+    layout.dlq_path(key)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     store.transact(change, message)
 
@@ -76,8 +65,8 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
     """Put a parked track back to pending with a fresh attempt budget; for a failed
     compensation, reopen the saga where it stopped."""
     now = parse_now(now_text)
-    who = _who(by)
-    _transact(cfg, key, lambda snap: dl.requeue(snap.files, key, who, reason, now),
+    actor = who(by)
+    _transact(cfg, key, lambda snap: dl.requeue(snap.files, key, actor, reason, now),
               f"dlq: requeue {key}")
     click.echo(f"requeued {key}; the next tick dispatches it")
 
@@ -89,7 +78,7 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
 @pass_config
 def discard(cfg: Config, key: str, reason: str, by: str | None) -> None:
     """Give up on a parked track; the entry is kept, marked with who and why."""
-    who = _who(by)
-    _transact(cfg, key, lambda snap: dl.discard(snap.files, key, who, reason),
+    actor = who(by)
+    _transact(cfg, key, lambda snap: dl.discard(snap.files, key, actor, reason),
               f"dlq: discard {key}")
     click.echo(f"discarded {key}")

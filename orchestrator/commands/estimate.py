@@ -3,7 +3,7 @@
 Runner-minutes, pushes and API requests, against GitHub's limits, and how late slots
 fire, for the orchestrator as its workflows are configured (tick.yml's cron and
 ``--linger``, watchdog.yml's cron) and for the same tracks on GitHub's own
-``schedule:`` trigger. The model is :mod:`orchestrator.estimate`, the one
+``schedule:`` trigger. The model is :mod:`orchestrator.cadence.estimate`, the one
 ``bench/cost.py`` runs; it simulates four weeks on a virtual clock (seeded, so the
 figures are the same on every run) and scales them to 30 days.
 """
@@ -17,13 +17,13 @@ from typing import Any
 
 import click
 
-from ..cadence import TICK, WATCHDOG, derive, read_crons, read_linger
-from ..cli import Config, pass_config
-from ..estimate import Setup, simulate, simulate_github_schedule
-from ..models import Schedule
-from ..repo_config import load_repo_config
-from ..schedules import load_all
-from ..times import iso
+from ..cadence.derive import TICK, WATCHDOG, derive, read_crons, read_linger
+from ..cadence.estimate import Setup, simulate, simulate_github_schedule
+from ..spec.config import load_repo_config
+from ..spec.files import load_all
+from ..spec.models import Schedule
+from ..support.times import iso
+from .context import Config, pass_config
 from .schedules import INSTANT
 
 

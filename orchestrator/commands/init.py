@@ -26,9 +26,9 @@ from pathlib import Path
 
 import click
 
-from ..cli import Config, pass_config
 from ..errors import UserError
-from ..schedules import SCHEMA_FILE, schema_text, write_schedule
+from ..spec.files import SCHEMA_FILE, schema_text, write_schedule
+from .context import Config, pass_config
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCAFFOLD = DATA / "scaffold"
@@ -152,9 +152,9 @@ def add_local_origin(root: Path, bare: Path) -> list[str]:
 def _sync_cadence(root: Path) -> list[str]:
     """The shipped tick.yml ticks for this project's own schedules: derive it from the
     schedules actually written (what ``cron-sync`` does)."""
-    from ..cadence import sync
-    from ..repo_config import load_repo_config
-    from ..schedules import load_all
+    from ..cadence.derive import sync
+    from ..spec.config import load_repo_config
+    from ..spec.files import load_all
 
     changed = sync(root, load_all(root / "schedules").schedules, load_repo_config(root),
                    datetime.now(UTC))

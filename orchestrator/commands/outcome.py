@@ -1,5 +1,6 @@
-"""``orchestrator outcome``: a leg writes its outcome file (see :mod:`orchestrator.outcomes`)
-instead of pushing a report; the batch's fan-in job records every leg's file at once."""
+"""``orchestrator outcome``: a leg writes its outcome file
+(:mod:`orchestrator.executors.outcomes`) instead of pushing a report; the batch's fan-in
+job records every leg's file at once."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from pathlib import Path
 
 import click
 
-from ..cli import Config, pass_config
 from ..errors import UserError
-from ..models import check_id, check_run_id
-from ..outcomes import build, write
-from ..reporting import load_result
-from ..times import parse_now
+from ..executors.outcomes import build, write
+from ..runs.reporting import load_result
+from ..spec.fields import check_id, check_run_id
+from ..support.times import parse_now
+from .context import Config, pass_config
 
 
 def _read_tail(path: Path | None) -> str:

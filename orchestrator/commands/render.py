@@ -12,12 +12,13 @@ from pathlib import Path
 import click
 
 from .. import brief
-from ..atomic import write_text
-from ..cli import Config, pass_config
 from ..errors import ScheduleError, UserError
-from ..models import ScheduleSpec, check_run_id
-from ..schedules import load_schedule
+from ..spec.fields import check_run_id
+from ..spec.files import load_schedule
+from ..spec.models import ScheduleSpec
 from ..store import GitStateStore
+from ..support.atomic import write_text
+from .context import Config, pass_config
 
 
 def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:

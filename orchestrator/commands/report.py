@@ -1,5 +1,5 @@
 """``orchestrator report``: a track reports its phase by committing its own status file
-(see :mod:`orchestrator.reporting`)."""
+(see :mod:`orchestrator.runs.reporting`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..cli import Config, pass_config
-from ..credentials import redact_value, redactor
 from ..errors import UserError
-from ..models import check_id, check_run_id
-from ..reporting import PHASES, Report, check_message, load_result, report
+from ..runs.reporting import PHASES, Report, check_message, load_result, report
+from ..spec.fields import check_id, check_run_id
 from ..store import GitStateStore
-from ..times import parse_now
+from ..support.credentials import redact_value, redactor
+from ..support.times import parse_now
+from .context import Config, pass_config
 
 
 @click.command("report")

@@ -7,17 +7,17 @@ import contextlib
 
 import click
 
-from .. import state as st
-from .. import state_index
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
-from ..cli import Config, pass_config
 from ..errors import OrchestratorError
-from ..models import Cursor, check_id
 from ..planner.pause import resume
-from ..policies import Pause
+from ..spec.fields import check_id
+from ..spec.policies import Pause
+from ..state import codec, layout
+from ..state import index as state_index
+from ..state.records import Cursor
 from ..store import Change, GitStateStore, Snapshot
-from ..times import iso, parse_now
-from .dlq import _who
+from ..support.times import iso, parse_now
+from .context import Config, pass_config, who
 
 
 @click.command("resume")
@@ -32,22 +32,22 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
     the state branch). Slots that came due while it was paused are not fired."""
     check_id(schedule_id, "schedule id")
     now = parse_now(now_text)
-    who = _who(by)
+    actor = who(by)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
 
     def change(snap: Snapshot) -> Change:
-        out = resume(snap.files, schedule_id, who, reason, now)
+        out = resume(snap.files, schedule_id, actor, reason, now)
         # the index names paused schedules: it no longer names this one
         # (the open runs and the newest others, as the tick renders it)
         loaded = state_index.load(snap.files)
-        resumed = out[st.cursor_path(schedule_id)]
+        resumed = out[layout.cursor_path(schedule_id)]
         assert resumed is not None
-        cursors = {**loaded.state.cursors, schedule_id: st.parse_record(
-            Cursor, st.cursor_path(schedule_id), resumed)}
+        cursors = {**loaded.state.cursors, schedule_id: codec.parse_record(
+            Cursor, layout.cursor_path(schedule_id), resumed)}
         runs, older = state_index.page_runs(snap.files, loaded.state.runs)
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
-            out[st.INDEX] = render_index(
+            out[layout.INDEX] = render_index(
                 list(runs.values()), generated_at=now,
                 template=repo_template(cfg.repo, INDEX_TEMPLATE),
                 paused={sid: c.paused for sid, c in sorted(cursors.items()) if c.paused},
@@ -66,9 +66,9 @@ def pauses(cfg: Config) -> dict[str, Pause]:
         found = {}
         for path in snap.files:
             parts = path.split("/")
-            if len(parts) == 3 and parts[:2] == [st.ROOT, "schedules"] and path.endswith(
+            if len(parts) == 3 and parts[:2] == [layout.ROOT, "schedules"] and path.endswith(
                     ".json"):
-                cursor = st.parse_record(Cursor, path, snap.files[path])
+                cursor = codec.parse_record(Cursor, path, snap.files[path])
                 if cursor.paused is not None:
                     found[cursor.schedule_id] = cursor.paused
         return found

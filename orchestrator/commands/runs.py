@@ -1,5 +1,5 @@
 """``orchestrator runs list | show RUN`` (and ``schedules runs ID``): read-only views
-(see :mod:`orchestrator.runs`)."""
+(see :mod:`orchestrator.runs.views`)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,26 @@ from typing import Any
 
 import click
 
-from .. import state as st
-from ..cli import Config, pass_config
 from ..errors import NotFound
-from ..models import Run, RunStatus, check_id, check_run_id
-from ..runs import rows_text, run_detail, run_rows, run_text
+from ..runs.views import rows_text, run_detail, run_rows, run_text
+from ..spec.fields import check_id, check_run_id
+from ..state import model as state_model
+from ..state.records import Run, RunStatus
 from ..store import GitStateStore
+from .context import Config, pass_config
 
 
-def read_state(cfg: Config) -> st.State:
+def read_state(cfg: Config) -> state_model.State:
     """The whole state branch, parsed (tracks of finished runs included)."""
     snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
-    return st.load(snap.files, all_tracks=True)
+    return state_model.load(snap.files, all_tracks=True)
 
 
 def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
-def print_runs(state: st.State, runs: list[Run], as_json: bool) -> None:
+def print_runs(state: state_model.State, runs: list[Run], as_json: bool) -> None:
     rows = run_rows(state, runs)
     if as_json:
         _echo_json(rows)

@@ -16,12 +16,10 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from ..cli import Config, pass_config
-from ..cron import dst_note
+from ..cron import DstFold, DstGap, dst_note
 from ..errors import NotFound, ScheduleError, UserError
-from ..models import CatchupPolicy, DstFold, DstGap, OverlapPolicy, Schedule, ScheduleSpec, check_id
-from ..preview import slot_dict, upcoming
-from ..schedules import (
+from ..spec.fields import check_id
+from ..spec.files import (
     SCHEMA_FILE,
     SCHEMA_REF,
     describe_error,
@@ -32,8 +30,11 @@ from ..schedules import (
     schema_text,
     write_schedule,
 )
-from ..times import iso, parse_now
-from ..triggers import for_spec
+from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..spec.preview import slot_dict, upcoming
+from ..spec.triggers import for_spec
+from ..support.times import iso, parse_now
+from .context import Config, pass_config
 from .resume import pause_text, pauses
 
 # --------------------------------------------------------------------------- helpers

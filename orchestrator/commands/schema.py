@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..schedules import schema_text
+from ..spec.files import schema_text
 
 
 @click.command("schema")
@@ -18,7 +18,7 @@ def command(config: bool) -> int:
     Regenerate the committed copy with: orchestrator schema > schedules/schedule.schema.json
     """
     if config:
-        from ..repo_config import repo_config_json_schema
+        from ..spec.config import repo_config_json_schema
 
         click.echo(json.dumps(repo_config_json_schema(), indent=2, ensure_ascii=False))
         return 0

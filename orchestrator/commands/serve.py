@@ -10,7 +10,7 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
   older than ``--max-staleness`` (say, pushes are being rejected);
 - ``compact`` once a day, with ``--compact-keep-days N``; then this ``serve``'s ticks
-  leave ``keep_finished_runs_days`` (:mod:`orchestrator.retention`) alone: the flag
+  leave ``keep_finished_runs_days`` (:mod:`orchestrator.runs.retention`) alone: the flag
   wins over the setting, so the two never archive on different terms in one process.
 
 SIGINT or SIGTERM stops the wake-ups, lets running consumers finish (a tick in the
@@ -31,14 +31,14 @@ from types import FrameType
 import click
 
 from .. import executors
-from ..cli import Config, pass_config
-from ..compaction import archive_tag, compact
-from ..models import Schedule
-from ..schedules import load_all
-from ..serve import Loop, Work
-from ..state import last_tick_at
+from ..cadence.serve import Loop, Work
+from ..runs.compaction import archive_tag, compact
+from ..spec.files import load_all
+from ..spec.models import Schedule
+from ..state.codec import last_tick_at
 from ..store import GitStateStore
-from ..times import iso
+from ..support.times import iso
+from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
 from .tick import make_tick, ping
 

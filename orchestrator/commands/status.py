@@ -20,14 +20,15 @@ from datetime import timedelta
 
 import click
 
-from .. import retention
-from ..cli import Config, pass_config
 from ..errors import DeadLettersWaiting, Rewound, Stale
-from ..schedules import load_all
-from ..status import DEFAULT_MAX_STALENESS, age_text, build, text
+from ..planner import Caps
+from ..runs import retention
+from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
+from ..spec.config import RepoSettings
+from ..spec.files import load_all
 from ..store import GitStateStore
-from ..tick import repo_caps
-from ..times import parse_now
+from ..support.times import parse_now
+from .context import Config, pass_config
 
 
 @click.command("status")
@@ -57,7 +58,7 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     now = parse_now(now_text)
     if max_staleness is None:
         # ticks hours apart (a derived cadence) are healthy: judge by the tick's cron
-        from ..cadence import staleness_limit
+        from ..cadence.derive import staleness_limit
 
         max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
@@ -67,13 +68,15 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
                    "the state branch is not behind its high-water mark: nothing to accept")
     snap = store.read()
     loaded = load_all(cfg.schedules_dir)
-    caps, problem = repo_caps(cfg.repo)
+    settings = RepoSettings.read(cfg.repo)
+    caps = Caps(settings.max_concurrent_tracks, settings.max_dispatches_per_tick)
+    problem = settings.caps_problem
     invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
     report = build(snap.files, loaded.schedules, invalid, now,
                    timedelta(minutes=max_staleness), caps)
     report["rewound"] = store.rewound
     report["retention"] = retention.describe(retention.read_record(snap.files),
-                                             retention.configured_days(cfg.repo))
+                                             settings.keep_finished_runs_days)
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:

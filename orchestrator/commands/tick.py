@@ -14,13 +14,13 @@ from types import FrameType
 import click
 
 from .. import executors
-from ..cli import Config, pass_config
-from ..linger import Linger
-from ..models import check_run_id
+from ..cadence.linger import Linger
+from ..cadence.wake import Wake
+from ..spec.fields import check_run_id
 from ..store import GitStateStore
-from ..tick import ExecutorFactory, Tick, TickResult
-from ..times import iso, parse_now
-from ..wake import Wake
+from ..support.times import iso, parse_now
+from ..tick.shell import ExecutorFactory, Tick, TickResult
+from .context import Config, pass_config
 
 
 def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
@@ -36,7 +36,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
-        from ..outcomes import read_folder
+        from ..executors.outcomes import read_folder
 
         folder = read_folder(outcomes, scope)
     # The repository's templates are looked up when the tick renders: a tick with

@@ -1,6 +1,6 @@
 """``orchestrator validate``: check every schedule file and preview its next runs.
 
-The previews and warnings are computed by :mod:`orchestrator.preview`; this module
+The previews and warnings are computed by :mod:`orchestrator.spec.preview`; this module
 reads the options and prints. Made for the pull-request check: every problem is one
 line naming file and field (on stderr, whatever the format), valid files are still
 previewed, and
@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 
 import click
 
-from .. import preview
-from ..cli import Config, pass_config
 from ..errors import EXIT_OK, EXIT_USER
-from ..preview import Report
-from ..schedules import load_all
-from ..track_workflow import outdated_notes
+from ..spec import preview
+from ..spec.files import load_all
+from ..spec.preview import Report
+from ..spec.track_workflow import outdated_notes
 from . import _timing
+from .context import Config, pass_config
 from .schedules import INSTANT, fmt_local, fmt_utc
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..breaker import Breaker
 from ..errors import UserError
+from ..state.breaker import Breaker
 from .base import Executor
 
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..breaker import Breaker
-from ..models import TrackPhase, TrackSpec
+from ..spec.models import TrackSpec
+from ..state.breaker import Breaker
+from ..state.records import TrackPhase
 
 
 @dataclass(frozen=True)

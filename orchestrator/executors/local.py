@@ -70,10 +70,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..breaker import Breaker
-from ..credentials import track_environment
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
-from ..models import ID_RE, RUN_ID_RE, TrackPhase, check_id, check_run_id
+from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
+from ..state.breaker import Breaker
+from ..state.records import TrackPhase
+from ..support.credentials import track_environment
 from . import _supervise as sv
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 from .local_outcome import EX_TEMPFAIL as EX_TEMPFAIL

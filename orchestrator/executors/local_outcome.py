@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .. import safejson
-from ..models import TrackPhase
-from ..times import parse_utc
+from ..state.records import TrackPhase
+from ..support import safejson
+from ..support.times import parse_utc
 from . import _supervise as sv
 from .base import Observation
 

@@ -40,8 +40,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from ..models import Schedule
-from ..state import State
+from ..spec.models import Schedule
+from ..state.model import State
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from .. import machine
-from ..state import State
+from ..state import machine
+from ..state.model import State
 from .context import Context, P
 
 IN_FLIGHT = frozenset({P.DISPATCHED, P.RUNNING})

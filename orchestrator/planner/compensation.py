@@ -16,7 +16,7 @@ track's result in ``ORCHESTRATOR_ORIGINAL_RESULT``. It is retried up to its own
 ``compensation_failed`` and the compensations after it are cancelled (undoing an
 older step under a newer one that could not be undone may do harm: a human decides).
 Once the outside cause is fixed, ``dlq requeue`` reopens the saga where it stopped
-(:func:`orchestrator.deadletters.requeue`): the failed compensation with a fresh
+(:func:`orchestrator.runs.deadletters.requeue`): the failed compensation with a fresh
 attempt budget, the cancelled ones after it in the same order.
 The run is consolidated (``failed``) only once no compensation is open; the run's
 deadline does not stop them (a tap-out by the deadline is often what they clean up
@@ -29,11 +29,12 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from .. import machine
 from ..executors.base import DispatchRequest
-from ..models import DeadLetter, Run, Track, TrackSpec
-from ..policies import OnFailure
-from ..state import dlq_key
+from ..spec.models import TrackSpec
+from ..spec.policies import OnFailure
+from ..state import machine
+from ..state.layout import dlq_key
+from ..state.records import DeadLetter, Run, Track
 from .context import Context, P, R
 from .hygiene import backoff, observe
 

@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .. import machine
 from ..executors.base import DispatchRequest, DispatchResult, Handle, Observation
-from ..models import Run, RunStatus, Schedule, Track, TrackPhase
-from ..policies import FanIn
-from ..state import State
-from ..times import iso
+from ..spec.models import Schedule
+from ..spec.policies import FanIn
+from ..state import machine
+from ..state.model import State
+from ..state.records import Run, RunStatus, Track, TrackPhase
+from ..support.times import iso
 
 P = TrackPhase
 R = RunStatus

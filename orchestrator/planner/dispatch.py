@@ -9,11 +9,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from .. import machine
 from ..executors.base import DispatchRequest, DispatchResult
-from ..models import OverlapPolicy, Run, Track
-from ..state import State
-from ..times import iso
+from ..spec.models import OverlapPolicy
+from ..state import machine
+from ..state.model import State
+from ..state.records import Run, Track
+from ..support.times import iso
 from . import graph
 from .capacity import admit
 from .context import Context, P, R, log_line

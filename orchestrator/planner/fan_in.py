@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from .. import machine
-from ..models import Run, Track
-from ..times import iso
+from ..state import machine
+from ..state.records import Run, Track
+from ..support.times import iso
 from .compensation import open_compensations
 from .context import Context, P, R
 

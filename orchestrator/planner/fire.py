@@ -1,7 +1,7 @@
 """Step 3 of the tick: fire the slots due since each schedule's cursor, under the
 catch-up, overlap and daily-cap policies.
 
-Slots come from the schedule's trigger (:mod:`orchestrator.triggers`); the one thing
+Slots come from the schedule's trigger (:mod:`orchestrator.spec.triggers`); the one thing
 that differs by trigger is catch-up: a one-shot fires once however late it is seen.
 """
 
@@ -10,21 +10,11 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from .. import machine
-from ..models import (
-    CatchupPolicy,
-    Cursor,
-    OverlapPolicy,
-    Run,
-    Schedule,
-    ScheduleSpec,
-    SlotNote,
-    Track,
-    run_id_for,
-    utc_date_key,
-)
-from ..times import iso_minute
-from ..triggers import Trigger, for_spec
+from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..spec.triggers import Trigger, for_spec
+from ..state import machine
+from ..state.records import Cursor, Run, SlotNote, Track, run_id_for, utc_date_key
+from ..support.times import iso_minute
 from .context import Context, P
 from .pause import apply_pause
 

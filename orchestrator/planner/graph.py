@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import machine
-from ..graph import order
-from ..models import Track, When
+from ..spec.graph import order
+from ..spec.models import When
+from ..state import machine
+from ..state.records import Track
 from .context import Context, P, R
 
 ERROR_TAIL_LINES = 5

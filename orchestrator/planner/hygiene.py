@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from .. import machine
-from ..models import DeadLetter, Run, Track
-from ..state import dlq_key
-from ..text import one_line
-from ..times import iso
+from ..state import machine
+from ..state.layout import dlq_key
+from ..state.records import DeadLetter, Run, Track
+from ..support.text import one_line
+from ..support.times import iso
 from . import poll, routing
 from .context import Context, P, R, log_line
 

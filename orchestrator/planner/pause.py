@@ -16,20 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from .. import machine
-from .. import state as st
 from ..errors import NotFound, UserError
-from ..models import Cursor, Run, Schedule
-from ..policies import Pause
+from ..spec.models import Schedule
+from ..spec.policies import Pause
+from ..state import codec, layout, machine
+from ..state import model as state_model
+from ..state.records import Cursor, Run
 from ..store import Change
-from ..times import iso
+from ..support.times import iso
 from .context import Context, R
 
 PAUSED_BY = "orchestrator"
 """Who a pause by the rule is recorded as (a resume records the operator)."""
 
 
-def failure_streak(state: st.State, schedule_id: str, after: datetime | None = None
+def failure_streak(state: state_model.State, schedule_id: str, after: datetime | None = None
                    ) -> list[str]:
     """Run ids of the schedule's newest finished runs that all ended ``failed``, newest
     first (runs finished at or before ``after``, the last resume, are not counted)."""
@@ -86,9 +87,9 @@ def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
            now: datetime) -> Change:
     """End the pause of ``schedule_id``: record who, when and why. Slots that came due
     while it was paused are not fired afterwards (its cursor moves to ``now``)."""
-    path = st.cursor_path(schedule_id)  # that record alone, not the whole branch
+    path = layout.cursor_path(schedule_id)  # that record alone, not the whole branch
     data = files.get(path)
-    cursor = None if data is None else st.load({path: data}).cursors.get(schedule_id)
+    cursor = None if data is None else state_model.load({path: data}).cursors.get(schedule_id)
     if cursor is None:
         raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
     if cursor.paused is None:
@@ -99,4 +100,4 @@ def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
         "failures_in_a_row": 0,
         "since": max(cursor.since, now),
     })
-    return {st.cursor_path(schedule_id): st.to_json(resumed)}
+    return {layout.cursor_path(schedule_id): codec.to_json(resumed)}

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..executors.base import Observation
-from ..models import Track, TrackPhase
-from ..times import iso
+from ..state.records import Track, TrackPhase
+from ..support.times import iso
 from .context import Context, P
 
 DEFAULT_POLL_MINUTES = 5.0

@@ -1,5 +1,5 @@
 """Fallback routing over runner labels (``runs_on``), by the health in
-:mod:`orchestrator.health`.
+:mod:`orchestrator.state.health`.
 
 * :func:`watch_queues` (after hygiene): a leg still waiting for a runner
   ``queue_timeout_minutes`` after its dispatch marks its label degraded, is cancelled
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from .. import health as hl
 from ..executors.base import Observation
-from ..models import Run, Track
-from ..times import iso
+from ..state import health as hl
+from ..state.records import Run, Track
+from ..support.times import iso
 from .context import Context, P, log_line
 
 _STARTED = frozenset({P.COMPLETE, P.FAILED})

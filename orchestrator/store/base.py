@@ -2,7 +2,7 @@
 
 Both stores (:mod:`.memory` and :mod:`.git`) implement this contract and one contract
 test suite runs against both. Nothing here knows what the files mean: the domain
-(``orchestrator.state``) decides which files to write, the store only guarantees how
+(:mod:`orchestrator.state`) decides which files to write, the store only guarantees how
 they land.
 """
 
@@ -44,7 +44,7 @@ class Stamped(bytes):
     A reader that finds a folder's tree id equal to the one a file names knows that
     nothing under the folder changed since that file was written, without listing the
     folder: the index of open runs vouches for ``state/runs`` this way (see
-    :mod:`orchestrator.state_index`). The bytes are what ``fill(None)`` renders (no id
+    :mod:`orchestrator.state.index`). The bytes are what ``fill(None)`` renders (no id
     known); the git store writes ``fill(tree_id)`` instead, after the rest of the
     commit's tree is built. A store without trees (:mod:`.memory`) writes the bytes
     as they are, so its readers never take the shortcut.

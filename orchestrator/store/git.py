@@ -25,8 +25,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
+from ..support.credentials import Redactor
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, Stamped, TransactResult, effective
-from .plumbing import Git, GitTransport, Redactor, Transport, TransportError, auth_env, display_url
+from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
 from .tree import TreeFiles
 

@@ -13,7 +13,6 @@ import base64
 import contextlib
 import ipaddress
 import os
-import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
+from ..support.credentials import Redactor
 from .push import PushOutcome, classify_push, last_error, refused
 
 
@@ -30,23 +30,6 @@ class TransportError(RemoteError):
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)
         self.transient = transient
-
-
-class Redactor:
-    """Removes secrets (the token, its Basic-auth form, URL passwords) from text."""
-
-    def __init__(self, secrets: list[str] | None = None) -> None:
-        self._secrets = sorted({s for s in (secrets or []) if s}, key=len, reverse=True)
-
-    def add(self, secret: str) -> None:
-        if secret:
-            self._secrets = sorted({*self._secrets, secret}, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        # user:password@ in any URL that slipped through
-        return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1***@", text)
 
 
 def display_url(url: str) -> str:

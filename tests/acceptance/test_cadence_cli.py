@@ -8,10 +8,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from orchestrator.cadence import read_crons, read_linger
-from orchestrator.estimate import Setup, simulate_github_schedule
-from orchestrator.repo_config import Cadence
-from orchestrator.schedules import load_all
+from orchestrator.cadence.derive import read_crons, read_linger
+from orchestrator.cadence.estimate import Setup, simulate_github_schedule
+from orchestrator.spec.config import Cadence
+from orchestrator.spec.files import load_all
 from tests.acceptance.cliuser import git, new_repository
 from tests.builders import bench_module
 

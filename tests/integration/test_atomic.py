@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.atomic import DEFAULT_MODE, write_text
+from orchestrator.support.atomic import DEFAULT_MODE, write_text
 
 
 def _mode(path: Path) -> int:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_tick import cli, launches, state_of, wait_until
 
-from orchestrator.models import RunStatus, TrackPhase
-from orchestrator.times import iso
+from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.support.times import iso
 
 UNDO = ('echo "$ORCHESTRATOR_TRACK $ORCHESTRATOR_COMPENSATING $ORCHESTRATOR_ORIGINAL_RESULT"'
         ' >> "$UNDO_LOG"')

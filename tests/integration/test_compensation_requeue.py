@@ -11,9 +11,9 @@ from pathlib import Path
 
 from test_tick import cli, launches, state_of
 
-from orchestrator.models import RunStatus, TrackPhase
-from orchestrator.state import State
-from orchestrator.times import iso
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.support.times import iso
 
 NOTE = 'echo "$ORCHESTRATOR_TRACK $ORCHESTRATOR_ATTEMPT" >> "$UNDO_LOG"'
 

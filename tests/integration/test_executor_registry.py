@@ -9,11 +9,11 @@ import click
 import pytest
 
 from orchestrator import executors
-from orchestrator.breaker import Breaker
 from orchestrator.commands import serve, tick
 from orchestrator.errors import UserError
 from orchestrator.executors.github import GitHubExecutor
 from orchestrator.executors.local import LocalExecutor
+from orchestrator.state.breaker import Breaker
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

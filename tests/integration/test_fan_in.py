@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator import state as st
-from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin
 from tests.integration.test_github_tick import BRANCH, github_tick, read_state, run_ticks
@@ -72,7 +73,7 @@ def _tick(repo: Path, fake: FakeGitHub, *options: str) -> subprocess.Popen[str]:
         text=True)
 
 
-def _history(state: st.State, run_id: str) -> dict[str, list[str]]:
+def _history(state: state_model.State, run_id: str) -> dict[str, list[str]]:
     return {name: [str(h.to) for h in t.state_history]
             for name, t in state.tracks[run_id].items()}
 
@@ -115,7 +116,7 @@ def test_the_fan_in_job_records_the_batch_in_one_push_and_lands_the_brief(
         "finished_at"].replace("Z", "+00:00"))
 
     assert state.runs[run_id].status is RunStatus.FAILED
-    assert st.brief_path(run_id) in files
+    assert layout.brief_path(run_id) in files
     assert run_id in summary.read_text()
     # the fan-in job asked GitHub nothing about the legs it had outcomes for
     assert fake_github.calls("jobs") == [] and fake_github.calls("artifacts") == []
@@ -136,7 +137,7 @@ def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifact
     assert tracks["stuck"].phase is TrackPhase.TAPPED_OUT
     assert "ValueError: no such table" in tracks["broken"].error_log[-1]
     assert state.runs[run_id].status is RunStatus.FAILED
-    assert st.brief_path(run_id) in files
+    assert layout.brief_path(run_id) in files
     # one listing for the run, one archive per leg, fetched without the token
     assert len(fake_github.calls("artifacts")) == 1
     assert len(fake_github.calls("artifact-zip")) == 3
@@ -171,7 +172,7 @@ def test_fan_in_next_tick_skips_the_job_and_the_next_tick_records_the_batch(
     assert tracks["build"].result == {"summary": "built docs"}  # from the artifact
     assert tracks["stuck"].phase is TrackPhase.TAPPED_OUT
     assert state.runs[run_id].status is RunStatus.FAILED
-    assert st.brief_path(run_id) in files
+    assert layout.brief_path(run_id) in files
 
 
 def test_a_schedule_with_a_fan_in_job_sends_no_fan_in_input(
@@ -230,9 +231,9 @@ def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
     run = state.runs[run_id]
     assert [str(h.to) for h in run.state_history].count("consolidating") == 1
     assert run.status is RunStatus.FAILED
-    polls = files[st.polls_path(run_id)].decode()
+    polls = files[layout.polls_path(run_id)].decode()
     assert polls.count("brief rendered") == 1  # one consolidation, one brief
-    assert list(files).count(st.brief_path(run_id)) == 1
+    assert list(files).count(layout.brief_path(run_id)) == 1
 
 
 def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(

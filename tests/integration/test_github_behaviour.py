@@ -17,7 +17,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.executors.base import Handle
-from orchestrator.models import TrackPhase
+from orchestrator.state.records import TrackPhase
 from tests.fakes.github import MAX_RESULTS, FakeGitHub
 from tests.integration.test_github_executor import RUN, T0, executor, handles, req
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import outcomes
+from orchestrator.executors import outcomes
 from orchestrator.executors.base import Handle
 from tests.fakes import openapi
 from tests.fakes.github import FakeGitHub

@@ -14,8 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator import state as st
-from orchestrator.breaker import Breaker, BreakerPolicy
 from orchestrator.errors import UserError
 from orchestrator.executors.base import DispatchRequest, Handle
 from orchestrator.executors.github import (
@@ -23,7 +21,11 @@ from orchestrator.executors.github import (
     GitHubExecutor,
     plan_batches,
 )
-from orchestrator.models import TrackPhase, TrackSpec
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.breaker import Breaker, BreakerPolicy
+from orchestrator.state.records import TrackPhase
 from tests.fakes.github import CANCEL_DELAY, FakeGitHub
 
 T0 = datetime(2026, 12, 1, 7, 0, 30, tzinfo=UTC)
@@ -427,9 +429,9 @@ def test_five_consecutive_500s_open_the_persisted_breaker(fake_github: FakeGitHu
     assert "500" in (breaker.last_error or "")
 
     # Persisted in state/health.json and read back by the next tick.
-    files = st.State(health={"github": breaker}).dump()
-    assert json.loads(files[st.HEALTH])["github"]["state"] == "open"
-    loaded = st.load(files).health["github"]
+    files = state_model.State(health={"github": breaker}).dump()
+    assert json.loads(files[layout.HEALTH])["github"]["state"] == "open"
+    loaded = state_model.load(files).health["github"]
     assert loaded == breaker
 
     fake_github.faults.clear()

@@ -11,12 +11,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator import state as st
-from orchestrator.breaker import Breaker, BreakerPolicy
 from orchestrator.executors.github import GitHubExecutor
-from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.breaker import Breaker, BreakerPolicy
+from orchestrator.state.records import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
-from orchestrator.tick import Tick, TickResult
+from orchestrator.tick.shell import Tick, TickResult
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 from tests.indexcheck import assert_index_agrees
@@ -26,10 +27,10 @@ RUN = "nightly--20261201T0700Z"
 BRANCH = "orchestrator-state"
 
 
-def read_state(repo: Path) -> tuple[st.State, dict[str, bytes]]:
+def read_state(repo: Path) -> tuple[state_model.State, dict[str, bytes]]:
     snap = GitStateStore(repo, "origin", BRANCH).read()
     assert_index_agrees(snap.files)  # after every step of every test here
-    return st.load(snap.files, all_tracks=True), dict(snap.files)
+    return state_model.load(snap.files, all_tracks=True), dict(snap.files)
 
 
 def cli_tick(repo: Path, now: datetime, fake: FakeGitHub,
@@ -101,7 +102,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     state, files = read_state(clones[3])
     assert {t.phase for t in state.tracks[RUN].values()} == {TrackPhase.COMPLETE}
     assert state.runs[RUN].status is RunStatus.COMPLETED
-    brief = files[st.brief_path(RUN)].decode()
+    brief = files[layout.brief_path(RUN)].decode()
     assert RUN in brief and f"/actions/runs/{ci_run}/job/" in brief
     assert RUN in summary.read_text()
 
@@ -154,7 +155,7 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     breaker = state.health["github"]
     assert breaker.state == "open" and breaker.failures == 5
     assert breaker.opened_at is not None
-    assert json.loads(files[st.HEALTH])["github"]["state"] == "open"
+    assert json.loads(files[layout.HEALTH])["github"]["state"] == "open"
     assert [r.status for r in fake_github.requests] == [500] * 5  # then nothing more
     assert len(fake_github.dispatches) == 1
     assert state.tracks[RUN]["a"].phase is TrackPhase.DISPATCHED

@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import safejson
-from orchestrator import state as stt
 from orchestrator.cli import main
 from orchestrator.errors import UserError
 from orchestrator.executors.local_outcome import read_result
-from orchestrator.reporting import load_result
-from orchestrator.schedules import load_all
+from orchestrator.runs.reporting import load_result
+from orchestrator.spec.files import load_all
+from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore
+from orchestrator.support import safejson
 from tests.builders import spec_data
 from tests.gitrepo import clone, make_origin
 from tests.hostile import VALID_RECORDS, hostile_texts, json_values, shapes
@@ -154,4 +154,4 @@ def test_a_tick_and_status_over_a_hostile_record(repo: Path, path: str, bad: byt
         code, out, err = cli("--repo", str(repo), "runs", *run.split())
         assert_clean(code, err)
     store.transact(lambda snap: {path: None} if path in snap.files else None, "unfuzz")
-    stt.load(store.read().files)
+    state_model.load(store.read().files)

@@ -24,7 +24,8 @@ from orchestrator.errors import InvalidId
 from orchestrator.executors import local
 from orchestrator.executors.base import DispatchRequest, Executor, Handle, Observation
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.models import TrackPhase, TrackSpec
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state.records import TrackPhase
 
 RUN_ID = "nightly--20261201T0700Z"
 FINAL = {TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED}

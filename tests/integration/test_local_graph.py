@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator import state as st
-from orchestrator.cli import Config
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import make_tick
-from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
-from orchestrator.times import parse_utc
+from orchestrator.support.times import parse_utc
 from tests.builders import spec_data
 from tests.gitrepo import clone, make_origin
 
@@ -42,9 +43,9 @@ def tick(repo: Path, now: datetime, work: Path) -> Any:
         del os.environ["ORCHESTRATOR_WORK_DIR"]
 
 
-def state_of(repo: Path) -> tuple[st.State, Any]:
+def state_of(repo: Path) -> tuple[state_model.State, Any]:
     snap = GitStateStore(repo, "origin", BRANCH).read()
-    return st.load(snap.files, all_tracks=True), snap
+    return state_model.load(snap.files, all_tracks=True), snap
 
 
 def settled(work: Path, keys: list[str], timeout: float = 20.0) -> None:
@@ -106,7 +107,7 @@ def test_a_three_stage_graph_runs_stage_by_stage_with_measured_times(tmp_path: P
     for t in tracks.values():
         assert t.started_at is not None and t.finished_at is not None
         assert timedelta(0) <= t.finished_at - t.started_at < timedelta(seconds=5)
-    brief = snap.files[st.brief_path(RUN)].decode()
+    brief = snap.files[layout.brief_path(RUN)].decode()
     assert "1m" not in brief.split("<table", 1)[1].split("</table>", 1)[0]
 
 
@@ -138,7 +139,7 @@ def test_a_failure_skips_its_dependants_and_consolidate_sees_every_result(
     # skipped tracks never ran
     assert sorted(line["key"].split("--")[2] for line in launched(work)) == [
         "bad", "consolidate", "ok"]
-    brief = snap.files[st.brief_path(RUN)].decode()
+    brief = snap.files[layout.brief_path(RUN)].decode()
     assert "skipped" in brief
     assert brief.index("merged after skipped") < brief.index("did ok")
 
@@ -166,9 +167,9 @@ def test_a_poll_track_waits_twice_then_completes_on_one_attempt(tmp_path: Path) 
     assert wait.result == {"summary": "ready after 3 polls"}
     assert state.runs[RUN].status is RunStatus.COMPLETED
     assert RUN + "--wait" not in state.dlq
-    lines = [json.loads(x) for x in snap.files[st.polls_path(RUN)].decode().splitlines()]
+    lines = [json.loads(x) for x in snap.files[layout.polls_path(RUN)].decode().splitlines()]
     polls = [x for x in lines if x.get("track") == "wait"]
     assert [(p["poll"], p["answer"]) for p in polls] == [
         (1, "not yet"), (2, "not yet"), (3, "complete")]
-    brief = snap.files[st.brief_path(RUN)].decode()
+    brief = snap.files[layout.brief_path(RUN)].decode()
     assert brief.count('class="poll-mark"') == 3

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import state as st
-from orchestrator import state_index as si
-from orchestrator.cli import Config
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import make_tick
-from orchestrator.models import Run, RunStatus
+from orchestrator.state import codec, layout
+from orchestrator.state import index as si
+from orchestrator.state.records import Run, RunStatus
 from orchestrator.store import GitStateStore, Snapshot
 from tests.builders import spec_data
 from tests.gitrepo import clone, git, make_origin
@@ -68,8 +68,8 @@ def started(tmp_path: Path, finished: int = 2) -> tuple[Path, Path]:
     snap = GitStateStore(repo, "origin", BRANCH).read()
     for day in range(finished):  # as a consolidating tick leaves them
         rid = f"nightly--{T0 + timedelta(days=day):%Y%m%dT%H%MZ}"
-        run = Run.model_validate_json(snap.files[st.run_path(rid)])
-        change = {st.run_path(rid): st.to_json(run.model_copy(
+        run = Run.model_validate_json(snap.files[layout.run_path(rid)])
+        change = {layout.run_path(rid): codec.to_json(run.model_copy(
             update={"status": RunStatus.COMPLETED}))}
         GitStateStore(repo, "origin", BRANCH).transact(
             partial(lambda s, c: si.refresh(s.files, c), c=change), f"finish {rid}")
@@ -154,7 +154,7 @@ def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> N
     tip = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner).split()[0]
     missing = git("rev-list", "--objects", "--missing=print", tip, cwd=runner).split("\n")
     absent = {line[1:] for line in missing if line.startswith("?")}
-    finished = [f"{st.run_dir(f'nightly--{T0 + timedelta(days=d):%Y%m%dT%H%MZ}')}/{name}"
+    finished = [f"{layout.run_dir(f'nightly--{T0 + timedelta(days=d):%Y%m%dT%H%MZ}')}/{name}"
                 for d in range(3) for name in ("run.json", "tracks/a.json")]
     blobs = {git("rev-parse", f"{tip}:{path}", cwd=runner) for path in finished}
     assert blobs <= absent  # never fetched
@@ -162,7 +162,7 @@ def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> N
     tick(runner, T0 + timedelta(days=3, minutes=1), work)
     files = files_of(repo).files
     assert_index_agrees(files)
-    assert st.run_path("nightly--20261204T0700Z") in files
+    assert layout.run_path("nightly--20261204T0700Z") in files
 
 
 def traced_tick(repo: Path, now: datetime, work: Path, trace: Path) -> list[str]:
@@ -234,9 +234,9 @@ def test_a_run_added_by_hand_is_found_although_the_index_named_a_tree(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
     files = files_of(repo).files
-    run = Run.model_validate_json(files[st.run_path("nightly--20261201T0700Z")])
+    run = Run.model_validate_json(files[layout.run_path("nightly--20261201T0700Z")])
     added = "nightly--20261130T0700Z"
-    by_hand(repo, "a run behind the index's back", {st.run_path(added): st.to_json(
+    by_hand(repo, "a run behind the index's back", {layout.run_path(added): codec.to_json(
         run.model_copy(update={"run_id": added, "status": RunStatus.RUNNING,
                                "slot": T0 - timedelta(days=1)}))})
     log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
@@ -263,7 +263,7 @@ def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
 
 def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
-    track = f"{st.run_dir('nightly--20261201T0700Z')}/tracks/a.json"
+    track = f"{layout.run_dir('nightly--20261201T0700Z')}/tracks/a.json"
     by_hand(repo, "reformat a finished track", {track: files_of(repo).files[track] + b"\n"})
     tip = git("rev-parse", f"refs/heads/{BRANCH}", cwd=tmp_path / "origin.git")
     assert tick(repo, T0 + timedelta(days=2, minutes=5), work) == []  # nothing to do
@@ -283,7 +283,7 @@ def test_a_firing_tick_on_a_runner_fetches_only_the_newest_runs_for_the_page(
         run = Run(run_id=f"old--{slot:%Y%m%dT%H%MZ}", schedule_id="old", slot=slot,
                   fire_at=slot, created_at=slot, deadline=slot + timedelta(hours=1),
                   status=RunStatus.COMPLETED, tracks=["a"], finished_at=slot)
-        finished[st.run_path(run.run_id)] = st.to_json(run)
+        finished[layout.run_path(run.run_id)] = codec.to_json(run)
     GitStateStore(repo, "origin", BRANCH).transact(
         lambda s: si.refresh(s.files, finished), "older runs")
     origin = tmp_path / "origin.git"
@@ -301,4 +301,4 @@ def test_a_firing_tick_on_a_runner_fetches_only_the_newest_runs_for_the_page(
     assert not any(run_id in page for run_id in oldest)
     missing = git("rev-list", "--objects", "--missing=print", tip, cwd=runner).split("\n")
     absent = {line[1:] for line in missing if line.startswith("?")}
-    assert {git("rev-parse", f"{tip}:{st.run_path(r)}", cwd=origin) for r in oldest} <= absent
+    assert {git("rev-parse", f"{tip}:{layout.run_path(r)}", cwd=origin) for r in oldest} <= absent

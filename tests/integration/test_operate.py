@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cadence
-from orchestrator import state as st
+from orchestrator.cadence import derive as cadence
 from orchestrator.commands import init
-from orchestrator.repo_config import RepoConfig
+from orchestrator.spec.config import RepoConfig
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore
 from tests.gitrepo import bare_origin, git
 
@@ -70,7 +71,7 @@ def test_init_into_an_empty_folder_then_validate_and_tick(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     assert "nightly--20261201T0715Z: fired slot" in proc.stdout
     files = GitStateStore(repo, "origin", BRANCH).read().files
-    assert st.run_path("nightly--20261201T0715Z") in files
+    assert layout.run_path("nightly--20261201T0715Z") in files
 
 
 def test_init_local_gives_an_origin_so_tick_status_and_runs_work_out_of_the_box(
@@ -291,7 +292,7 @@ def test_serve_ticks_on_the_real_clock_and_a_signal_ends_it_with_0(tmp_path: Pat
     assert f"{signal.Signals(sig).name}: stopping" in err
     assert lines[-1].startswith("stopped after ")
     files = GitStateStore(repo, "origin", BRANCH).read().files
-    runs = st.load(files).runs
+    runs = state_model.load(files).runs
     assert len(runs) in (1, 2) and all(r.startswith("minutely--") for r in runs)
 
 
@@ -366,7 +367,7 @@ def test_serve_compacts_once_at_start_with_compact_keep_days(tmp_path: Path) -> 
            "orchestrator-archive/" in err
     assert err.count("compact: archived") == 1  # once a day, not every wake-up
     files = GitStateStore(repo, "origin", BRANCH).read().files
-    assert st.run_path("nightly--20200107T0715Z") not in files
+    assert layout.run_path("nightly--20200107T0715Z") not in files
 
 
 def test_init_inside_another_repository_makes_a_repository_of_its_own(tmp_path: Path

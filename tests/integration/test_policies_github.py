@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_github_tick import cli_tick, read_state, run_ticks
 
-from orchestrator.models import RunStatus, TrackPhase
-from orchestrator.state import State
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from test_tick import cli, launches, state_of, tick, wait_until
 
-from orchestrator.models import RunStatus
-from orchestrator.times import iso, parse_utc
+from orchestrator.state.records import RunStatus
+from orchestrator.support.times import iso, parse_utc
 from tests.builders import spec_data
 
 

@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import quiet, state_index
-from orchestrator import state as st
-from orchestrator.cli import Config
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import executor_factory, make_tick
-from orchestrator.models import Run, RunStatus, run_id_for
-from orchestrator.repo_config import Cadence
-from orchestrator.schedules import load_all
+from orchestrator.spec.config import Cadence, RepoSettings
+from orchestrator.spec.files import load_all
+from orchestrator.state import codec, layout
+from orchestrator.state import index as state_index
+from orchestrator.state.records import Run, RunStatus, run_id_for
 from orchestrator.store import GitStateStore, Snapshot
-from orchestrator.tick import Tick, TickResult
+from orchestrator.tick import memo as quiet
+from orchestrator.tick.shell import Tick, TickResult
 from tests.builders import spec_data
 from tests.gitrepo import clone, git, make_origin
 
@@ -196,7 +197,7 @@ def test_an_edit_racing_the_tick_costs_the_folder_entry_not_a_slot(tmp_path: Pat
     snap = store.read()
     now = T0 + timedelta(minutes=10)
     # the tick's steps, with an edit between git's listing and the reading of the files
-    memo = quiet.Memo.read(snap.files, repo, now)
+    memo = quiet.Memo.read(snap.files, repo, now, RepoSettings.read(repo).key)
     assert memo.listing is not None and memo.whole is not None
     memo.forget()  # as when a slot of another schedule is due: the folder is read
     (repo / "schedules" / "daily.json").write_text(json.dumps(spec_data(cron="0 4 * * *")))
@@ -257,8 +258,8 @@ def test_an_open_run_of_a_quiet_schedule_makes_the_tick_read_it(tmp_path: Path) 
     run = Run(run_id=run_id, schedule_id="daily", slot=slot, fire_at=slot, created_at=slot,
               deadline=T0 + timedelta(hours=1), status=RunStatus.RUNNING, tracks=["a"])
     # opened again behind the memo's back (say, a dead letter requeued): no cursor moved
-    store.transact(lambda s: state_index.refresh(s.files, {st.run_path(run_id):
-                                                           st.to_json(run)}), "by hand")
+    store.transact(lambda s: state_index.refresh(s.files, {layout.run_path(run_id):
+                                                           codec.to_json(run)}), "by hand")
     tick, _ = git_tick(repo, T0 + timedelta(minutes=10))
     assert tick._memo is not None and tick._memo.whole is None
     assert "daily" not in tick._memo.left_out
@@ -277,7 +278,7 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
         time.sleep(0.1)
     assert tick._memo is not None and tick._memo.whole is not None
     rival = GitStateStore(clone(origin, tmp_path / "rival"), "origin", BRANCH)
-    cursor = st.cursor_path("hourly")
+    cursor = layout.cursor_path("hourly")
 
     def pause(s: Snapshot) -> dict[str, bytes | None]:
         # another writer lands while the tick observes: hourly is paused

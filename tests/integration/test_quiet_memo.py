@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import quiet, state_index, wake
-from orchestrator.cli import Config
+from orchestrator.cadence import wake
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import executor_factory, make_tick
-from orchestrator.models import run_id_for
-from orchestrator.repo_config import Cadence
-from orchestrator.schedules import load_all
+from orchestrator.spec.config import Cadence
+from orchestrator.spec.files import load_all
+from orchestrator.spec.triggers import for_spec
+from orchestrator.state import index as state_index
+from orchestrator.state.records import run_id_for
 from orchestrator.store import GitStateStore, InMemoryStateStore, StateStore
-from orchestrator.tick import Tick, TickResult
-from orchestrator.triggers import for_spec
+from orchestrator.tick import memo as quiet
+from orchestrator.tick.shell import Tick, TickResult
 from tests.builders import spec_data
 from tests.gitrepo import clone, git, make_origin
 

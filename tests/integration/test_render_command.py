@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from briefdata import RUN_ID, XSS, four_track_run
 
-from orchestrator import state as st
 from orchestrator.brief import BriefContext
 from orchestrator.cli import main
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore
 from tests.gitrepo import git
 
@@ -17,12 +18,12 @@ BRANCH = "orchestrator-state"
 
 
 def state_files(ctx: BriefContext) -> dict[str, bytes | None]:
-    state = st.State(runs={ctx.run.run_id: ctx.run},
+    state = state_model.State(runs={ctx.run.run_id: ctx.run},
                      tracks={ctx.run.run_id: {t.name: t for t in ctx.tracks}},
                      dlq={d.key: d for d in ctx.dead_letters})
     files: dict[str, bytes | None] = dict(state.dump())
-    files[st.polls_path(ctx.run.run_id)] = b"".join(st.json_line(p) for p in ctx.polls)
-    files[st.TICKS] = st.json_line({"at": "2026-12-01T07:35:00Z"})
+    files[layout.polls_path(ctx.run.run_id)] = b"".join(codec.json_line(p) for p in ctx.polls)
+    files[layout.TICKS] = codec.json_line({"at": "2026-12-01T07:35:00Z"})
     return files
 
 

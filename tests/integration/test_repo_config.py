@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import UserError
-from orchestrator.repo_config import (
+from orchestrator.spec.config import (
     CONFIG_FILE,
     RepoConfig,
     load_repo_config,

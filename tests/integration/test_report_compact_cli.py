@@ -12,23 +12,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.compaction import plan
-from orchestrator.models import (
-    DeadLetter,
-    Run,
-    RunStatus,
-    Track,
-    TrackPhase,
-    TrackSpec,
-)
-from orchestrator.state import (
-    dlq_path,
-    parse_with_spec,
-    run_path,
-    specs_path,
-    to_json,
-    track_path,
-)
+from orchestrator.runs.compaction import plan
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state.codec import parse_with_spec, to_json
+from orchestrator.state.layout import dlq_path, run_path, specs_path, track_path
+from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 from orchestrator.store import Change, GitStateStore, Snapshot
 from tests.gitrepo import bare_origin, empty_clone, git
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import UserError
-from orchestrator.reporting import load_result
+from orchestrator.runs.reporting import load_result
 
 
 @pytest.mark.parametrize(("content", "match"), [

@@ -12,23 +12,18 @@ from typing import ClassVar
 
 import pytest
 
-from orchestrator import retention
-from orchestrator import state as st
-from orchestrator import state_index as si
-from orchestrator.cli import Config, main
+from orchestrator.cli import main
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import make_tick
-from orchestrator.compaction import archive_tag
-from orchestrator.models import (
-    DeadLetter,
-    Run,
-    RunStatus,
-    Track,
-    TrackPhase,
-    TrackSpec,
-    run_id_for,
-)
+from orchestrator.runs import retention
+from orchestrator.runs.compaction import archive_tag
+from orchestrator.spec.config import RepoConfig
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import index as si
+from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase, run_id_for
 from orchestrator.store import ChangeFn, GitStateStore, TransactResult
-from orchestrator.tick import TickResult
+from orchestrator.tick.shell import TickResult
 from tests.builders import spec_data
 from tests.gitrepo import clone, git, make_origin
 from tests.indexcheck import assert_index_agrees
@@ -60,8 +55,9 @@ def run_files(run_id: str, status: RunStatus, finished: datetime | None) -> dict
               finished_at=finished)
     phase = TrackPhase.RUNNING if finished is None else TrackPhase.COMPLETE
     track = Track(run_id=run_id, name="a", phase=phase, spec=TrackSpec(name="a", run="true"))
-    return {st.run_path(run_id): st.to_json(run), st.track_path(run_id, "a"): st.to_json(track),
-            st.brief_path(run_id): b"<html>\n", st.polls_path(run_id): b"{}\n"}
+    return {layout.run_path(run_id): codec.to_json(run),
+            layout.track_path(run_id, "a"): codec.to_json(track),
+            layout.brief_path(run_id): b"<html>\n", layout.polls_path(run_id): b"{}\n"}
 
 
 def history() -> dict[str, bytes | None]:
@@ -75,7 +71,7 @@ def history() -> dict[str, bytes | None]:
     assert slot is not None
     files.update(run_files(WAITING, RunStatus.FAILED, slot + timedelta(hours=1)))
     key = f"{WAITING}--a"
-    files[st.dlq_path(key)] = st.to_json(DeadLetter(
+    files[layout.dlq_path(key)] = codec.to_json(DeadLetter(
         key=key, run_id=WAITING, track="a", reason="failed", parked_at=slot, attempts=1,
         payload=TrackSpec(name="a", run="true")))
     return files
@@ -138,7 +134,7 @@ def test_a_tick_archives_the_runs_past_the_retention_under_a_tag(repo: Path) -> 
     # kept: open when the tick began (it tapped it out: past its deadline), a dead letter
     # waiting, finished within the retention
     assert folders(repo) == {OPEN, WAITING, YOUNG, RECENT}
-    assert st.dlq_path(f"{WAITING}--a") in paths(repo)
+    assert layout.dlq_path(f"{WAITING}--a") in paths(repo)
     files = files_of(repo)
     assert_index_agrees(files)
     record = retention.read_record(files)
@@ -225,6 +221,10 @@ class Racing(GitStateStore):
         return result
 
 
+KEEP = RepoConfig().keep_finished_runs_days
+"""The default retention (30 days): what the tick applies without orchestrator.json."""
+
+
 def test_a_report_racing_the_compaction_is_not_lost(repo: Path, tmp_path: Path) -> None:
     leg = clone(origin_of(repo), tmp_path / "leg")
     Racing.report = ["--repo", str(leg), "--remote", "origin", "report", "--run", OPEN,
@@ -233,10 +233,11 @@ def test_a_report_racing_the_compaction_is_not_lost(repo: Path, tmp_path: Path) 
     snap = store.read()
     # the tick's retention step, as the tick calls it after its work (a tick would also
     # tap the open run out: it is past its deadline)
-    outcome = retention.retain(store, repo, snap.files, si.load(snap.files), NOW)
+    outcome = retention.retain(store, KEEP, snap.files, si.load(snap.files), NOW)
     assert outcome is not None and outcome.runs == (*sorted(OLD), LATE)
     files = files_of(repo)
-    track = st.parse_record(Track, st.track_path(OPEN, "a"), files[st.track_path(OPEN, "a")])
+    path = layout.track_path(OPEN, "a")
+    track = codec.parse_record(Track, path, files[path])
     assert track.phase is TrackPhase.COMPLETE
     assert folders(repo) == {OPEN, WAITING, YOUNG, RECENT}
     assert_index_agrees(files)
@@ -250,11 +251,11 @@ def test_two_ticks_that_read_the_same_tip_compact_once(repo: Path) -> None:
     store = GitStateStore(repo, "origin", BRANCH)
     snap = store.read()
     loaded = si.load(snap.files)
-    first = retention.retain(store, repo, snap.files, loaded, NOW)
+    first = retention.retain(store, KEEP, snap.files, loaded, NOW)
     assert first is not None and len(first.runs) == 4
     # the other tick read the tip before the first compacted, and compacts a minute later
     later = NOW + timedelta(minutes=1)
-    second = retention.retain(store, repo, snap.files, loaded, later)
+    second = retention.retain(store, KEEP, snap.files, loaded, later)
     assert second is not None
     assert (second.runs, second.problem, second.lines()) == ((), None, [])
     record = retention.read_record(files_of(repo))

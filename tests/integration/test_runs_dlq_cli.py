@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_tick import launches, state_of, tick, wait_until
 
-from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import spec_data
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

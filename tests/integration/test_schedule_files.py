@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ScheduleError, UserError
-from orchestrator.schedules import dumps, load_all, load_schedule, write_schedule
+from orchestrator.spec.files import dumps, load_all, load_schedule, write_schedule
 
 TRACK = {"name": "a", "run": "true"}
 

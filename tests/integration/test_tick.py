@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import state as st
-from orchestrator.cli import Config
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import make_tick
-from orchestrator.models import RunStatus, TrackPhase
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 from tests.builders import spec_data
 from tests.gitrepo import clone, make_origin
@@ -33,9 +34,9 @@ def tip(origin: Path) -> str | None:
     return out.stdout.strip() or None
 
 
-def state_of(repo: Path) -> tuple[st.State, Any]:
+def state_of(repo: Path) -> tuple[state_model.State, Any]:
     snap = GitStateStore(repo, "origin", BRANCH).read()
-    return st.load(snap.files, all_tracks=True), snap
+    return state_model.load(snap.files, all_tracks=True), snap
 
 
 def tick(repo: Path, now: datetime, work: Path, **kw: Any) -> Any:
@@ -102,10 +103,10 @@ def test_a_run_goes_from_due_to_brief(tmp_path: Path) -> None:
     run = state.runs["nightly--20261201T0700Z"]
     assert run.status is RunStatus.COMPLETED
     assert state.tracks[run.run_id]["a"].result == {"summary": "did a"}
-    brief = snap.files[st.brief_path(run.run_id)].decode()
+    brief = snap.files[layout.brief_path(run.run_id)].decode()
     assert "did a" in brief and "did b" in brief
-    assert b"nightly--20261201T0700Z" in snap.files[st.INDEX]
-    polls = snap.files[st.polls_path(run.run_id)].decode().splitlines()
+    assert b"nightly--20261201T0700Z" in snap.files[layout.INDEX]
+    polls = snap.files[layout.polls_path(run.run_id)].decode().splitlines()
     assert len(polls) >= 2
     # The brief is rendered after the finishing tick's poll line is appended: it counts
     # every line of polls.jsonl and shows the consolidation itself.
@@ -113,7 +114,7 @@ def test_a_run_goes_from_due_to_brief(tmp_path: Path) -> None:
     assert "completed; brief rendered" in json.loads(polls[-1])["changes"]
     assert "completed; brief rendered" in brief
     assert sorted(launches(work)) == sorted(first.dispatched)
-    ticks = snap.files[st.TICKS].decode().splitlines()
+    ticks = snap.files[layout.TICKS].decode().splitlines()
     assert len(ticks) >= 2 and json.loads(ticks[-1])["at"] == "2026-12-01T07:04:00Z"
 
 
@@ -246,7 +247,7 @@ def test_a_track_that_dies_silently_fails_and_the_run_still_gets_a_brief(tmp_pat
     run = state.runs["nightly--20261201T0700Z"]
     assert state.tracks[run.run_id]["dies"].phase is TrackPhase.FAILED
     assert run.status is RunStatus.FAILED
-    assert st.brief_path(run.run_id) in snap.files
+    assert layout.brief_path(run.run_id) in snap.files
     assert "nightly--20261201T0700Z--dies" in state.dlq
 
 
@@ -293,8 +294,8 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
         assert [p.returncode for p in procs] == [0] * 8, errors
         assert_index_agrees(state_of(clones[0])[1].files)
     state, _ = state_of(clones[0])
-    from orchestrator.schedules import load_all
-    from orchestrator.triggers import for_spec
+    from orchestrator.spec.files import load_all
+    from orchestrator.spec.triggers import for_spec
 
     expected = set()
     for s in load_all(clones[0] / "schedules").schedules:
@@ -331,7 +332,7 @@ def test_the_job_summary_gets_the_tick_lines_and_the_finished_run_brief(tmp_path
 def test_the_job_summary_shares_its_limit_between_briefs_and_says_what_it_left_out(
         ) -> None:
     from orchestrator.commands.tick import BRIEF_MIN_BYTES, step_summary
-    from orchestrator.tick import TickResult
+    from orchestrator.tick.shell import TickResult
 
     asked: list[int] = []
 
@@ -378,7 +379,7 @@ def test_a_broken_index_or_brief_template_never_blocks_firing(tmp_path: Path) ->
     assert fixed.rendered == ["nightly--20261201T0700Z"]
     state, snap = state_of(repo)
     assert state.runs["nightly--20261201T0700Z"].status is RunStatus.COMPLETED
-    assert st.INDEX in snap.files
+    assert layout.INDEX in snap.files
 
 
 def test_a_malformed_heartbeat_url_never_fails_the_tick(tmp_path: Path) -> None:

@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator import state as st
-from orchestrator.cli import Config
+from orchestrator.commands.context import Config
 from orchestrator.commands.tick import make_tick
-from orchestrator.models import RunStatus
+from orchestrator.state import layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import RunStatus
 from orchestrator.store import GitStateStore
 from tests.gitrepo import clone, make_origin
 
@@ -78,7 +79,7 @@ def test_a_hostile_brief_template_is_refused_and_the_run_waits(tmp_path: Path) -
     assert all("unsafe" in line for line in refused)
     assert "templates/brief.html.j2" in refused[0]
     snap = GitStateStore(repo, "origin", BRANCH).read()
-    state = st.load(snap.files, all_tracks=True)
+    state = state_model.load(snap.files, all_tracks=True)
     assert state.runs[RUN_ID].status is RunStatus.CONSOLIDATING
-    assert st.INDEX not in snap.files and st.brief_path(RUN_ID) not in snap.files
+    assert layout.INDEX not in snap.files and layout.brief_path(RUN_ID) not in snap.files
     assert not any(b"uid=" in data for data in snap.files.values())

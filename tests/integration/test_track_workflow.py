@@ -14,9 +14,9 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from orchestrator import state as st
-from orchestrator.models import RunStatus, TrackPhase
-from orchestrator.track_workflow import SHIPPED
+from orchestrator.spec.track_workflow import SHIPPED
+from orchestrator.state import layout
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin
 from tests.integration.test_github_tick import RUN, T0, github_tick, read_state
@@ -60,7 +60,7 @@ def test_old_style_legs_that_report_by_push_are_still_accepted(
     assert result.rendered == [RUN]
     state, files = read_state(repo)
     assert state.runs[RUN].status is RunStatus.FAILED
-    assert st.brief_path(RUN) in files
+    assert layout.brief_path(RUN) in files
 
 
 def _validate(repo: Path) -> subprocess.CompletedProcess[str]:

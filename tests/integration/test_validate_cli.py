@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.track_workflow import SHIPPED
+from orchestrator.spec.track_workflow import SHIPPED
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "bad_schedules"
 FROM = ["--from", "2026-11-01T00:00:00Z"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.breaker import (
+from orchestrator.state.breaker import (
     Breaker,
     BreakerPolicy,
     breaker_allows,

@@ -21,10 +21,12 @@ from briefdata import (
 from markdown_it import MarkdownIt
 
 from orchestrator import brief
-from orchestrator import state as st
 from orchestrator.errors import InvalidId, NotFound
-from orchestrator.machine import move_run, move_track
-from orchestrator.models import RunStatus, Track, TrackPhase, TrackSpec, When
+from orchestrator.spec.models import TrackSpec, When
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.state.machine import move_run, move_track
+from orchestrator.state.records import RunStatus, Track, TrackPhase
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -308,11 +310,11 @@ def test_tight_limit_cuts_rows_and_counts_them() -> None:
 
 
 def _files(ctx: brief.BriefContext) -> dict[str, bytes]:
-    state = st.State(runs={ctx.run.run_id: ctx.run},
+    state = state_model.State(runs={ctx.run.run_id: ctx.run},
                      tracks={ctx.run.run_id: {t.name: t for t in ctx.tracks}},
                      dlq={d.key: d for d in ctx.dead_letters})
     files = state.dump()
-    files[st.polls_path(ctx.run.run_id)] = b"".join(st.json_line(p) for p in ctx.polls)
+    files[layout.polls_path(ctx.run.run_id)] = b"".join(codec.json_line(p) for p in ctx.polls)
     return files
 
 
@@ -320,8 +322,8 @@ def test_context_from_files_reads_one_run() -> None:
     ctx = four_track_run()
     other = many_track_run(3)
     files = {**_files(ctx), **_files(other)}
-    files[st.TICKS] = (st.json_line({"at": "2026-12-01T07:30:00Z"})
-                       + st.json_line({"at": "2026-12-01T07:35:00Z", "runs": 1}))
+    files[layout.TICKS] = (codec.json_line({"at": "2026-12-01T07:30:00Z"})
+                       + codec.json_line({"at": "2026-12-01T07:35:00Z", "runs": 1}))
     got = brief.context_from_files(files, RUN_ID, now=at(40))
     assert got.run == ctx.run
     assert got.tracks == ctx.tracks  # in the run's order, finished run included
@@ -338,7 +340,7 @@ def test_context_from_files_reads_one_run() -> None:
 
 def test_context_from_files_survives_a_bad_poll_line() -> None:
     files = _files(four_track_run())
-    files[st.polls_path(RUN_ID)] += b"{not json\n[1, 2]\n"
+    files[layout.polls_path(RUN_ID)] += b"{not json\n[1, 2]\n"
     got = brief.context_from_files(files, RUN_ID, now=at(40))
     assert got.polls[-2]["notes"] == ["line 9 of polls.jsonl is not a JSON object"]
     assert got.polls[-1]["notes"] == ["line 10 of polls.jsonl is not a JSON object"]
@@ -405,7 +407,7 @@ def test_fmt_duration() -> None:
 def test_polls_jsonl_round_trip_is_plain_json() -> None:
     # The fixture's poll lines are what the tick writes: JSON objects with "at".
     for poll in four_track_run().polls:
-        assert json.loads(st.json_line(poll))["at"].endswith("Z")
+        assert json.loads(codec.json_line(poll))["at"].endswith("Z")
 
 
 def test_start_reported_without_a_running_phase_is_used() -> None:

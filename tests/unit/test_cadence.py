@@ -14,10 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
-from orchestrator import cadence
-from orchestrator.models import Schedule, ScheduleSpec
-from orchestrator.repo_config import Cadence, RepoConfig
-from orchestrator.triggers import for_spec
+from orchestrator.cadence import derive as cadence
+from orchestrator.spec.config import Cadence, RepoConfig
+from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.spec.triggers import for_spec
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 YEAR = START + timedelta(days=365)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.compaction import archive_tag, plan
-from orchestrator.models import DeadLetter, Run, RunStatus, TrackSpec, Transition
-from orchestrator.state import brief_path, dlq_path, run_path, to_json, track_path
+from orchestrator.runs.compaction import archive_tag, plan
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state.codec import to_json
+from orchestrator.state.layout import brief_path, dlq_path, run_path, track_path
+from orchestrator.state.records import DeadLetter, Run, RunStatus, Transition
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from types import ModuleType
 
 import pytest
 
-from orchestrator.estimate import CronDelay, Setup, simulate
-from orchestrator.models import Schedule, ScheduleSpec
+from orchestrator.cadence.estimate import CronDelay, Setup, simulate
+from orchestrator.spec.models import Schedule, ScheduleSpec
 from tests.builders import bench_module
 
 

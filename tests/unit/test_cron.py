@@ -16,8 +16,8 @@ from croniter import croniter
 
 from orchestrator import cron
 from orchestrator.cron import SlotInfo
-from orchestrator.models import ScheduleSpec
-from orchestrator.triggers import for_spec
+from orchestrator.spec.models import ScheduleSpec
+from orchestrator.spec.triggers import for_spec
 from tests.builders import schedule_spec
 
 NY = "America/New_York"

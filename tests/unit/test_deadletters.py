@@ -6,11 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orchestrator import deadletters as dl
-from orchestrator import state as st
 from orchestrator.errors import NotFound, UserError
-from orchestrator.models import DeadLetter, Run, RunStatus, Track, TrackPhase, TrackSpec
-from orchestrator.runs import rows_text, run_rows, run_text
+from orchestrator.runs import deadletters as dl
+from orchestrator.runs.views import rows_text, run_rows, run_text
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
@@ -30,17 +32,17 @@ def files(*, run_status: RunStatus = RunStatus.FAILED, phase: TrackPhase = Track
     letter = DeadLetter(key=KEY, run_id=RUN, track="b", reason="failed",
                         parked_at=T0 + timedelta(minutes=20), attempts=2, payload=spec,
                         discarded=discarded)
-    state = st.State(runs={RUN: run}, tracks={RUN: {"a": a, "b": b}}, dlq={KEY: letter})
+    state = state_model.State(runs={RUN: run}, tracks={RUN: {"a": a, "b": b}}, dlq={KEY: letter})
     return state.dump()
 
 
 def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> None:
     now = T0 + timedelta(hours=3)
     change = dl.requeue(files(), KEY, "ops", "flaky disk", now)
-    assert change[st.dlq_path(KEY)] is None
+    assert change[layout.dlq_path(KEY)] is None
     # the spec is in the run's specs.json, not in the track record
-    assert b'"spec"' not in (change[st.track_path(RUN, "b")] or b"")
-    after = st.load({**files(), **{p: d for p, d in change.items() if d is not None}},
+    assert b'"spec"' not in (change[layout.track_path(RUN, "b")] or b"")
+    after = state_model.load({**files(), **{p: d for p, d in change.items() if d is not None}},
                     all_tracks=True)
     track = after.tracks[RUN]["b"]
     assert track.spec.run == "false"
@@ -48,7 +50,7 @@ def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> 
     assert track.handle is None and track.dispatch_key is None
     assert track.error_log == ["attempt 2: boom"]  # history stays
     assert track.state_history[-1].reason == "requeued by ops: flaky disk"
-    run = Run.model_validate_json(change[st.run_path(RUN)] or b"")
+    run = Run.model_validate_json(change[layout.run_path(RUN)] or b"")
     assert run.status is RunStatus.RUNNING and run.finished_at is None
     assert run.deadline == now + timedelta(hours=1)  # its whole allowance, from now
 
@@ -68,15 +70,16 @@ def test_requeue_refuses_what_it_cannot_do() -> None:
 def test_discard_marks_who_and_why_once() -> None:
     change = dl.discard(files(), KEY, "ops", "known bug")
     assert change is not None
-    letter = st.parse_with_spec(DeadLetter, st.dlq_path(KEY), change[st.dlq_path(KEY)] or b"",
-                                st.read_specs(files(), RUN))
+    path = layout.dlq_path(KEY)
+    letter = codec.parse_with_spec(DeadLetter, path, change[path] or b"",
+                                   codec.read_specs(files(), RUN))
     assert (letter.discarded, letter.discarded_by, letter.discarded_reason) == (
         True, "ops", "known bug")
     assert dl.discard(files(discarded=True), KEY, "ops", "again") is None
 
 
 def test_views_list_show_and_hide_discarded_letters() -> None:
-    state = st.load(files(discarded=True))
+    state = state_model.load(files(discarded=True))
     assert dl.listed(state) == []
     assert dl.list_text([]) == ["dead letter queue is empty"]
     shown = dl.listed(state, show_all=True)
@@ -88,7 +91,7 @@ def test_views_list_show_and_hide_discarded_letters() -> None:
 
 
 def test_run_rows_count_phases_newest_first() -> None:
-    state = st.load(files(), all_tracks=True)
+    state = state_model.load(files(), all_tracks=True)
     rows = run_rows(state, state.runs.values())
     assert rows == [{"run_id": RUN, "schedule": "nightly", "status": "failed",
                      "slot": "2026-12-01T07:00:00Z", "finished_at": "2026-12-01T07:30:00Z",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.estimate import (
+from orchestrator.cadence.estimate import (
     Billing,
     CronDelay,
     Setup,
@@ -19,8 +19,8 @@ from orchestrator.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.models import Schedule, ScheduleSpec
-from orchestrator.repo_config import Cadence
+from orchestrator.spec.config import Cadence
+from orchestrator.spec.models import Schedule, ScheduleSpec
 
 START = datetime(2026, 12, 7, tzinfo=UTC)  # a Monday
 ON_TIME = CronDelay(median_minutes=0.001, p95_minutes=0.002, drop_rate=0.0)

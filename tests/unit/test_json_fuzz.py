@@ -18,12 +18,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import safejson
-from orchestrator import state as stt
 from orchestrator.brief import context_from_files
-from orchestrator.credentials import redact_value
 from orchestrator.planner import Observations, plan
-from orchestrator.store.plumbing import Redactor
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.support import safejson
+from orchestrator.support.credentials import Redactor, redact_value
 from tests.builders import schedule
 from tests.hostile import hostile_texts, json_values, shapes, valid_state
 
@@ -48,7 +48,7 @@ def bounded_memory() -> Iterator[None]:
 
 VALID = dict(valid_state().dump().items())
 RECORDS = [json.loads(data) for data in VALID.values()]
-PATHS = [*sorted(VALID), stt.polls_path(RUN_ID), stt.TICKS]
+PATHS = [*sorted(VALID), layout.polls_path(RUN_ID), layout.TICKS]
 
 
 @FUZZ
@@ -70,7 +70,7 @@ def test_a_hostile_record_is_quarantined_and_the_planner_goes_on(path: str, data
                                                                  ) -> None:
     files = {**VALID, path: data}
     with bounded_memory():
-        state = stt.load(files)
+        state = state_model.load(files)
         schedules = [schedule(sid, cron="* * * * *") for sid in ("job", "other")
                      if sid not in state.held_schedules()]  # as the tick holds them
         decision = plan(schedules, state, Observations(), T0 + timedelta(minutes=2))
@@ -79,18 +79,18 @@ def test_a_hostile_record_is_quarantined_and_the_planner_goes_on(path: str, data
         assert "\n" not in why
     if path in state.quarantined:
         assert path not in decision.state.dump(base=state)  # left alone, never rewritten
-    stt.last_tick_at(files)
+    codec.last_tick_at(files)
 
 
 @FUZZ
-@given(st.sampled_from([stt.polls_path(RUN_ID), stt.track_path(RUN_ID, "a")]),
+@given(st.sampled_from([layout.polls_path(RUN_ID), layout.track_path(RUN_ID, "a")]),
        hostile_texts(RECORDS))
 def test_the_brief_context_reads_hostile_logs_and_records(path: str, data: bytes) -> None:
     files = {**VALID, path: data}
     with bounded_memory():
         try:
             ctx = context_from_files(files, RUN_ID, now=T0)
-        except stt.CorruptState as exc:
+        except codec.CorruptState as exc:
             assert path.endswith(".json") and "\n" not in exc.message
         else:
             assert ctx.run.run_id == RUN_ID

@@ -6,8 +6,8 @@ import itertools
 import threading
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.linger import Linger, TickFn
-from orchestrator.wake import Wake
+from orchestrator.cadence.linger import Linger, TickFn
+from orchestrator.cadence.wake import Wake
 
 
 def ticker(offsets: list[float]) -> tuple[list[datetime], TickFn]:

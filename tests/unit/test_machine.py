@@ -4,15 +4,9 @@ from functools import partial
 import pytest
 from pydantic import ValidationError
 
-from orchestrator import machine
 from orchestrator.errors import IllegalTransition
-from orchestrator.models import (
-    Cursor,
-    Run,
-    RunStatus,
-    TrackPhase,
-    Transition,
-)
+from orchestrator.state import machine
+from orchestrator.state.records import Cursor, Run, RunStatus, TrackPhase, Transition
 from tests.builders import track
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orchestrator import outcomes
-from orchestrator.models import TrackPhase
+from orchestrator.executors import outcomes
+from orchestrator.state.records import TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"

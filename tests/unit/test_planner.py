@@ -9,12 +9,6 @@ from typing import Any
 import pytest
 
 from orchestrator.executors.base import DispatchResult, Observation
-from orchestrator.models import (
-    RunStatus,
-    Schedule,
-    ScheduleSpec,
-    TrackPhase,
-)
 from orchestrator.planner import (
     Decision,
     DispatchRecord,
@@ -24,7 +18,9 @@ from orchestrator.planner import (
     plan,
     record_dispatch,
 )
-from orchestrator.state import State
+from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
 
 P = TrackPhase

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from orchestrator import machine
 from orchestrator.executors.base import Observation
-from orchestrator.models import RunStatus, Schedule, ScheduleSpec, TrackPhase
 from orchestrator.planner import Decision, Observations, finish, plan
-from orchestrator.schedules import describe_error
-from orchestrator.state import State
+from orchestrator.spec.files import describe_error
+from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.state import machine
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule, spec_data
 
 P = TrackPhase

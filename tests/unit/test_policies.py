@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
-from orchestrator import health as hl
-from orchestrator import state as st
 from orchestrator.errors import UserError
 from orchestrator.executors.base import Observation
-from orchestrator.models import RunStatus, Schedule, TrackPhase
 from orchestrator.planner import Caps, Decision, Observations, finish, plan
 from orchestrator.planner.pause import failure_streak, record_finish, resume
-from orchestrator.state import State
+from orchestrator.spec.models import Schedule
+from orchestrator.state import codec, layout
+from orchestrator.state import health as hl
+from orchestrator.state import model as state_model
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
 
 P = TrackPhase
@@ -172,9 +174,9 @@ def test_the_cursor_s_count_pauses_a_tick_that_reads_only_open_runs() -> None:
     pause = d.state.cursors["job"].paused
     assert pause is not None and "2 consecutive runs failed" in pause.reason
     assert d.state.runs == {}
-    files = st.State(cursors=d.state.cursors).dump()
+    files = state_model.State(cursors=d.state.cursors).dump()
     change = resume(files, "job", "ops", "fixed", T0 + timedelta(minutes=20))
-    assert json.loads(change[st.cursor_path("job")])["failures_in_a_row"] == 0
+    assert json.loads(change[layout.cursor_path("job")])["failures_in_a_row"] == 0
 
 
 def test_a_success_breaks_the_streak() -> None:
@@ -205,7 +207,7 @@ def test_resume_records_who_and_why_and_earlier_failures_no_longer_count() -> No
     files = paused.dump()
     at = T0 + timedelta(minutes=7)
     change = resume(files, "job", "alice", "fixed the credentials", at)
-    state = st.load({**files, **{k: v for k, v in change.items() if v is not None}})
+    state = state_model.load({**files, **{k: v for k, v in change.items() if v is not None}})
     cursor = state.cursors["job"]
     assert cursor.paused is None and cursor.resumed is not None
     assert (cursor.resumed.by, cursor.resumed.reason) == ("alice", "fixed the credentials")
@@ -226,7 +228,7 @@ def test_editing_the_schedule_does_not_resume_it() -> None:
 
 
 def test_status_says_a_schedule_is_paused_by_whom_and_how_to_resume() -> None:
-    from orchestrator.status import build, text
+    from orchestrator.runs.status import build, text
 
     s = sched(overlap="skip", pause_after_failures=1)
     state = fail_run([s], State(), T0)
@@ -333,11 +335,11 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
         ("pending", "dispatched"), ("dispatched", "complete")]
     files = d4.state.dump()
     assert f"state/runs/{K}/undo/c.json" in files
-    assert st.load(files).undos[K]["c"] == undo_c
+    assert state_model.load(files).undos[K]["c"] == undo_c
     # the brief has a compensation section, in the order they ran
     from orchestrator.brief import context_from_files, render_html, render_markdown
 
-    files[st.run_path(K)] = st.to_json(run)
+    files[layout.run_path(K)] = codec.to_json(run)
     ctx = context_from_files(files, K, now=T0 + timedelta(minutes=7), schedule=s.spec)
     assert [u.name for u in ctx.compensations] == ["c", "b"]
     html = render_html(ctx)
@@ -500,7 +502,7 @@ def test_every_policy_is_strictly_validated(fields: dict[str, Any], message: str
 
 
 def test_the_next_wake_knows_a_compensation_retry_and_a_queue_timeout() -> None:
-    from orchestrator.wake import due_moments
+    from orchestrator.cadence.wake import due_moments
 
     s = saga()
     d = complete_then_fail(s)

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orchestrator.errors import IllegalTransition, InvalidId, NotFound
-from orchestrator.models import Run, Track, TrackPhase, TrackSpec
-from orchestrator.reporting import Report, apply, report
-from orchestrator.state import run_path, to_json, track_path
+from orchestrator.runs.reporting import Report, apply, report
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state.codec import to_json
+from orchestrator.state.layout import run_path, track_path
+from orchestrator.state.records import Run, Track, TrackPhase
 from orchestrator.store import InMemoryStateStore
 
 RUN = "nightly--20261201T0700Z"

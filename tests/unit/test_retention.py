@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from orchestrator import retention
-from orchestrator import state as st
-from orchestrator.compaction import plan
-from orchestrator.models import DeadLetter, Run, RunStatus, TrackSpec, run_id_for
-from orchestrator.repo_config import RepoConfig
-from orchestrator.retention import Outcome, Record, candidates, due, ripe, slot_of
+from orchestrator.runs import retention
+from orchestrator.runs.compaction import plan
+from orchestrator.runs.retention import Outcome, Record, candidates, due, ripe, slot_of
+from orchestrator.spec.config import RepoConfig
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import DeadLetter, Run, RunStatus, run_id_for
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -59,8 +61,8 @@ def test_a_compaction_starts_only_once_a_slot_is_a_day_older_than_the_retention(
 
 
 def state_with(runs: list[str], letters: Mapping[str, bool] = {},
-               quarantined: tuple[str, ...] = ()) -> st.State:
-    state = st.State()
+               quarantined: tuple[str, ...] = ()) -> state_model.State:
+    state = state_model.State()
     state.known_runs = frozenset(runs)
     for run_id, discarded in letters.items():
         key = f"{run_id}--a"
@@ -126,8 +128,8 @@ def run_files(run_id: str, finished: datetime | None, status: RunStatus) -> dict
     run = Run(run_id=run_id, schedule_id=run_id.split("--")[0], slot=slot, fire_at=slot,
               created_at=slot, deadline=slot + timedelta(hours=4), status=status,
               tracks=["a"], finished_at=finished)
-    return {st.run_path(run_id): st.to_json(run), st.track_path(run_id, "a"): b"{}\n",
-            f"{st.run_dir(run_id)}/undo/a.json": b"{}\n"}
+    return {layout.run_path(run_id): codec.to_json(run), layout.track_path(run_id, "a"): b"{}\n",
+            f"{layout.run_dir(run_id)}/undo/a.json": b"{}\n"}
 
 
 def test_a_plan_on_candidates_reads_only_their_records() -> None:
@@ -135,12 +137,12 @@ def test_a_plan_on_candidates_reads_only_their_records() -> None:
     files = Counting({**run_files(old, NOW - 40 * DAY, RunStatus.COMPLETED),
                       **run_files(other, NOW - 40 * DAY, RunStatus.COMPLETED),
                       **run_files(late, NOW - DAY, RunStatus.COMPLETED),  # ended yesterday
-                      st.run_path(rid(41, "bad")): b"{not json"})
+                      layout.run_path(rid(41, "bad")): b"{not json"})
     p = plan(files, 30, NOW, candidates=[old, late, rid(41, "bad"), rid(39, "missing")])
     assert p.runs == (old,)
-    assert set(p.change) == {st.run_path(old), st.track_path(old, "a"),
-                             f"{st.run_dir(old)}/undo/a.json"}
-    assert files.read == {st.run_path(r) for r in (old, late, rid(41, "bad"))}
+    assert set(p.change) == {layout.run_path(old), layout.track_path(old, "a"),
+                             f"{layout.run_dir(old)}/undo/a.json"}
+    assert files.read == {layout.run_path(r) for r in (old, late, rid(41, "bad"))}
     assert [line.split(":")[0] for line in p.skipped] == [rid(41, "bad")]
 
 

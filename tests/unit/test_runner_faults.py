@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
-from orchestrator import health as hl
 from orchestrator.executors.base import Handle, Observation
 from orchestrator.executors.github.observation import (
     failed_to_start,
     job_observation,
     missing_job,
 )
-from orchestrator.models import Schedule, TrackPhase
 from orchestrator.planner import Decision, Observations, plan
-from orchestrator.state import State
+from orchestrator.spec.models import Schedule
+from orchestrator.state import health as hl
+from orchestrator.state.model import State
+from orchestrator.state.records import TrackPhase
 from tests.builders import schedule_factory
 
 P = TrackPhase

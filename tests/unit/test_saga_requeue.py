@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from test_policies import T0, K, complete_then_fail, saga, seen, tick
 
-from orchestrator import deadletters as dl
-from orchestrator import machine
-from orchestrator import state as st
 from orchestrator.errors import IllegalTransition, UserError
-from orchestrator.models import RunStatus, TrackPhase
 from orchestrator.planner import finish
-from orchestrator.state import State
+from orchestrator.runs import deadletters as dl
+from orchestrator.state import machine
+from orchestrator.state import model as state_model
+from orchestrator.state.model import State
+from orchestrator.state.records import RunStatus, TrackPhase
 
 P = TrackPhase
 
@@ -37,7 +37,7 @@ def requeued(state: State) -> State:
     files = state.dump()
     change = dl.requeue(files, f"{K}--c", "ops", "fixed", T0 + timedelta(hours=2))
     merged = {p: d for p, d in {**files, **change}.items() if d is not None}
-    return st.load(merged, all_tracks=True)
+    return state_model.load(merged, all_tracks=True)
 
 
 def test_requeue_reopens_the_failed_compensation_the_cancelled_ones_and_the_run() -> None:
@@ -93,7 +93,7 @@ def test_only_a_cancelled_compensation_reopens() -> None:
 
 
 def test_status_shows_a_saga_s_compensations_in_order() -> None:
-    from orchestrator import status
+    from orchestrator.runs import status
 
     state = requeued(parked())
     report = status.build(state.dump(), [], [], T0 + timedelta(hours=2), timedelta(hours=1))
@@ -103,8 +103,8 @@ def test_status_shows_a_saga_s_compensations_in_order() -> None:
 
 
 def test_a_requeued_run_that_fails_again_is_not_counted_twice_for_the_pause() -> None:
-    from orchestrator.models import Cursor
     from orchestrator.planner.pause import record_finish
+    from orchestrator.state.records import Cursor
 
     state = parked()
     cursor = Cursor(schedule_id="job", since=T0, failures_in_a_row=1)  # K's failure
@@ -136,7 +136,7 @@ def test_schedules_show_names_every_policy() -> None:
 
 
 def test_status_says_a_run_is_capped_by_max_parallel() -> None:
-    from orchestrator import status
+    from orchestrator.runs import status
     from tests.builders import schedule
 
     s = schedule("job", cron="*/5 * * * *", tracks=3, max_parallel=1)

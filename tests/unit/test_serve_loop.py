@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from orchestrator.cadence.serve import Loop
 from orchestrator.errors import RemoteError
-from orchestrator.serve import Loop
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

@@ -6,15 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orchestrator import state as st
+from orchestrator import store
 from orchestrator.errors import InvalidId
-from orchestrator.models import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase, TrackSpec
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
 
-def _state() -> st.State:
-    state = st.State()
+def _state() -> state_model.State:
+    state = state_model.State()
     for i, status in enumerate([RunStatus.RUNNING, RunStatus.COMPLETED]):
         run_id = f"job--2026120{i + 1}T0700Z"
         state.runs[run_id] = Run(run_id=run_id, schedule_id="job", slot=T0, fire_at=T0,
@@ -30,7 +33,7 @@ def _state() -> st.State:
 
 def test_dump_then_load_round_trips_byte_for_byte() -> None:
     files = _state().dump()
-    again = st.load(files, all_tracks=True).dump()
+    again = state_model.load(files, all_tracks=True).dump()
     assert again == files
     assert all(data.endswith(b"}\n") for data in files.values())
     assert b'"schedule_id": "job"' in files["state/schedules/job.json"]
@@ -38,8 +41,8 @@ def test_dump_then_load_round_trips_byte_for_byte() -> None:
 
 def test_load_skips_the_tracks_of_finished_runs_unless_asked() -> None:
     files = _state().dump()
-    assert set(st.load(files).tracks) == {"job--20261201T0700Z"}
-    assert set(st.load(files, all_tracks=True).tracks) == {"job--20261201T0700Z",
+    assert set(state_model.load(files).tracks) == {"job--20261201T0700Z"}
+    assert set(state_model.load(files, all_tracks=True).tracks) == {"job--20261201T0700Z",
                                                           "job--20261202T0700Z"}
 
 
@@ -56,16 +59,16 @@ def test_changes_keeps_only_real_differences_and_deletions_of_existing_files() -
     old = {"state/a.json": b"1\n", "state/b.json": b"2\n"}
     new: dict[str, bytes | None] = {"state/a.json": b"1\n", "state/b.json": b"3\n",
                                     "state/c.json": None, "state/a2.json": None}
-    assert st.changes(old, new) == {"state/b.json": b"3\n"}
-    assert st.changes(old, {"state/a.json": None}) == {"state/a.json": None}
+    assert store.changes(old, new) == {"state/b.json": b"3\n"}
+    assert store.changes(old, {"state/a.json": None}) == {"state/a.json": None}
 
 
 def test_a_corrupt_record_names_its_file_and_field() -> None:
     files = _state().dump()
     files["state/schedules/job.json"] = b'{"schedule_id": "job", "since": "yesterday"}\n'
-    with pytest.raises(st.CorruptState, match=r"state/schedules/job.json: since: "):
-        st.parse_record(Cursor, "state/schedules/job.json", files["state/schedules/job.json"])
-    loaded = st.load(files)
+    with pytest.raises(codec.CorruptState, match=r"state/schedules/job.json: since: "):
+        codec.parse_record(Cursor, "state/schedules/job.json", files["state/schedules/job.json"])
+    loaded = state_model.load(files)
     assert "job" not in loaded.cursors
     assert loaded.quarantine_lines()[0].startswith("quarantined state/schedules/job.json: since: ")
 
@@ -73,20 +76,20 @@ def test_a_corrupt_record_names_its_file_and_field() -> None:
 @pytest.mark.parametrize("bad", ["../x", "a/b", "UPPER", "", "x" * 65])
 def test_paths_refuse_ids_that_could_escape_the_state_tree(bad: str) -> None:
     with pytest.raises(InvalidId):
-        st.run_path(bad)
+        layout.run_path(bad)
     with pytest.raises(InvalidId):
-        st.track_path("job--20261201T0700Z", bad)
+        layout.track_path("job--20261201T0700Z", bad)
 
 
 def test_run_ids_must_carry_a_slot() -> None:
     with pytest.raises(InvalidId, match="expected <schedule-id>--<YYYYMMDDTHHMMZ>"):
-        st.run_path("job--2026")
+        layout.run_path("job--2026")
 
 
 def test_a_long_command_is_stored_once_per_run_and_old_records_still_read() -> None:
     run_id = "job--20261201T0700Z"
     spec = TrackSpec(name="a", run="echo " + "x" * 60_000)
-    state = st.State()
+    state = state_model.State()
     state.runs[run_id] = Run(run_id=run_id, schedule_id="job", slot=T0, fire_at=T0,
                              created_at=T0, deadline=T0 + timedelta(hours=1),
                              tracks=["a", "b", "c"])
@@ -97,20 +100,20 @@ def test_a_long_command_is_stored_once_per_run_and_old_records_still_read() -> N
                                 attempts=1, payload=state.tracks[run_id]["a"].spec)
     files = state.dump()
     assert sum(len(data) for data in files.values()) < 3 * 60_000 + 20_000  # not 4 copies
-    assert files[st.specs_path(run_id)].count(b"x" * 60_000) == 3
-    again = st.load(files, all_tracks=True)
+    assert files[layout.specs_path(run_id)].count(b"x" * 60_000) == 3
+    again = state_model.load(files, all_tracks=True)
     assert again.tracks == state.tracks and again.dlq == state.dlq
     assert again.dump() == files
     # Records written before specs.json carry their spec inline, and still read.
-    old = {**files, st.dlq_path(key): st.to_json(state.dlq[key])}
-    old.update({st.track_path(run_id, n): st.to_json(t)
+    old = {**files, layout.dlq_path(key): codec.to_json(state.dlq[key])}
+    old.update({layout.track_path(run_id, n): codec.to_json(t)
                 for n, t in state.tracks[run_id].items()})
-    del old[st.specs_path(run_id)]
-    loaded = st.load(old, all_tracks=True)
+    del old[layout.specs_path(run_id)]
+    loaded = state_model.load(old, all_tracks=True)
     assert loaded.tracks == state.tracks and loaded.dlq == state.dlq
     # Without specs.json, a record that left its spec out is quarantined (with its run).
-    del files[st.specs_path(run_id)]
-    broken = st.load(files, all_tracks=True)
+    del files[layout.specs_path(run_id)]
+    broken = state_model.load(files, all_tracks=True)
     assert run_id not in broken.runs
-    assert broken.quarantined[st.track_path(run_id, "a")].endswith(
+    assert broken.quarantined[layout.track_path(run_id, "a")].endswith(
         "spec: not in the record nor in the run's specs.json")

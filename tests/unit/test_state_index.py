@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator import state as st
-from orchestrator import state_index as si
-from orchestrator.deadletters import requeue
-from orchestrator.models import (
-    Cursor,
-    DeadLetter,
-    Run,
-    RunStatus,
-    Schedule,
-    Track,
-    TrackPhase,
-    TrackSpec,
-)
 from orchestrator.planner import Observations, plan
+from orchestrator.runs.deadletters import requeue
+from orchestrator.spec.models import Schedule, TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import index as si
+from orchestrator.state import model as state_model
+from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
 from tests.builders import schedule
 from tests.indexcheck import assert_index_agrees
 
@@ -33,7 +26,7 @@ def run(run_id: str, status: RunStatus, slot: datetime = T0) -> Run:
 def history(finished: int = 20) -> dict[str, bytes]:
     """A branch with ``finished`` completed runs of ``old``, one running run of
     ``nightly`` and its cursor, as writers that keep the index leave it."""
-    state = st.State()
+    state = state_model.State()
     for i in range(finished):
         slot = T0 - timedelta(days=1, minutes=i)
         r = run(f"old--{slot:%Y%m%dT%H%MZ}", RunStatus.COMPLETED, slot)
@@ -88,7 +81,7 @@ def test_a_corrupted_index_is_rebuilt_and_said_so() -> None:
 def test_an_index_that_disagrees_with_a_record_is_rebuilt() -> None:
     files = history()
     finished = run("nightly--20261201T0700Z", RunStatus.COMPLETED)
-    files[st.run_path(finished.run_id)] = st.to_json(finished)  # by hand, index not kept
+    files[layout.run_path(finished.run_id)] = codec.to_json(finished)  # by hand, index not kept
     loaded = si.load(files)
     assert loaded.note is not None and "says nightly--20261201T0700Z is running, its " \
         "record says completed" in loaded.note
@@ -98,7 +91,7 @@ def test_an_index_that_disagrees_with_a_record_is_rebuilt() -> None:
 def test_a_run_added_without_the_index_is_noticed_by_the_folder_digest() -> None:
     files = history()
     stray = run("nightly--20261202T0700Z", RunStatus.RUNNING)
-    files[st.run_path(stray.run_id)] = st.to_json(stray)
+    files[layout.run_path(stray.run_id)] = codec.to_json(stray)
     loaded = si.load(files)
     assert loaded.note is not None and "written for 21 run folder(s)" in loaded.note
     assert set(loaded.index.runs) == {"nightly--20261201T0700Z", stray.run_id}
@@ -136,13 +129,13 @@ def test_ticks_keep_the_index_equal_to_the_records_and_never_refire_a_finished_s
             assert_index_agrees(files)
         # finish the run through the index-keeping writer, as a consolidating tick does
         rid = f"nightly--{T0 + timedelta(days=day):%Y%m%dT%H%MZ}"
-        done = Run.model_validate_json(files[st.run_path(rid)]).model_copy(
+        done = Run.model_validate_json(files[layout.run_path(rid)]).model_copy(
             update={"status": RunStatus.COMPLETED})
-        files = apply(files, si.refresh(files, {st.run_path(rid): st.to_json(done)}))
+        files = apply(files, si.refresh(files, {layout.run_path(rid): codec.to_json(done)}))
         assert_index_agrees(files)
         assert si.load(files).state.runs == {}
     # The cursor is lost: the schedule is new again, and its latest slot has fired.
-    del files[st.cursor_path("nightly")]
+    del files[layout.cursor_path("nightly")]
     again = tick(files, [nightly], T0 + timedelta(days=3, minutes=2))
     assert si.load(again).state.runs == {}  # nothing fired: that run finished long ago
 
@@ -157,9 +150,9 @@ def test_a_requeue_reopens_the_run_in_the_index() -> None:
                         parked_at=T0, reason="failed", attempts=1,
                         payload=TrackSpec(name="a", run="true"))
     files = apply(files, si.refresh(files, {
-        st.run_path(failed.run_id): st.to_json(failed),
-        st.track_path(failed.run_id, "a"): st.to_json(track),
-        st.dlq_path(letter.key): st.to_json(letter)}))
+        layout.run_path(failed.run_id): codec.to_json(failed),
+        layout.track_path(failed.run_id, "a"): codec.to_json(track),
+        layout.dlq_path(letter.key): codec.to_json(letter)}))
     assert_index_agrees(files)
     files = apply(files, requeue(files, letter.key, "ops", "", T0))
     assert_index_agrees(files)

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator import state as st
-from orchestrator.breaker import Breaker
-from orchestrator.models import (
-    Cursor,
-    DeadLetter,
-    Run,
-    RunStatus,
-    Track,
-    TrackPhase,
-    TrackSpec,
-)
-from orchestrator.state import last_tick_at as last_tick
-from orchestrator.status import build, text
+from orchestrator.runs.status import build, text
+from orchestrator.spec.models import TrackSpec
+from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
+from orchestrator.state.breaker import Breaker
+from orchestrator.state.codec import last_tick_at as last_tick
+from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
 from tests.builders import schedule
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -24,20 +18,20 @@ LIMIT = timedelta(minutes=90)
 
 
 def ticks(*moments: datetime) -> bytes:
-    return b"".join(st.json_line({"at": m.isoformat().replace("+00:00", "Z"),
+    return b"".join(codec.json_line({"at": m.isoformat().replace("+00:00", "Z"),
                                   "executor": "local"}) for m in moments)
 
 
 def test_last_tick_is_the_newest_readable_line() -> None:
     assert last_tick({}) is None
-    assert last_tick({st.TICKS: b""}) is None
+    assert last_tick({layout.TICKS: b""}) is None
     data = ticks(T0, T0 + timedelta(minutes=15)) + b"not json\n" + b'{"no": "at"}\n'
-    assert last_tick({st.TICKS: data}) == T0 + timedelta(minutes=15)
-    assert last_tick({st.TICKS: b'{"at": "2026-12-01T07:00:00"}\n'}) is None  # no offset
+    assert last_tick({layout.TICKS: data}) == T0 + timedelta(minutes=15)
+    assert last_tick({layout.TICKS: b'{"at": "2026-12-01T07:00:00"}\n'}) is None  # no offset
 
 
 def test_fresh_until_the_limit_then_stale() -> None:
-    files = {st.TICKS: ticks(T0)}
+    files = {layout.TICKS: ticks(T0)}
     assert build(files, [], [], T0 + LIMIT, LIMIT)["stale"] is False
     late = build(files, [], [], T0 + LIMIT + timedelta(seconds=1), LIMIT)
     assert late["stale"] is True
@@ -69,7 +63,7 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
     letter = DeadLetter(key=f"{run_id}--b", run_id=run_id, track="b", reason="failed",
                         parked_at=T0, attempts=1, payload=spec)
     gone = letter.model_copy(update={"key": f"{run_id}--c", "track": "c", "discarded": True})
-    state = st.State(
+    state = state_model.State(
         cursors={"nightly": Cursor(schedule_id="nightly", since=T0, last_run_id=run_id),
                  "once": Cursor(schedule_id="once", since=T0, done=True)},
         runs={run.run_id: run, done.run_id: done},
@@ -77,7 +71,7 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
         dlq={letter.key: letter, gone.key: gone},
         health={"github": Breaker(state="open", failures=5, opened_at=T0)},
     )
-    files = {**state.dump(), st.TICKS: ticks(T0)}
+    files = {**state.dump(), layout.TICKS: ticks(T0)}
     schedules = [schedule("nightly"), schedule("off", enabled=False),
                  schedule("once", cron=None, at="2026-12-01T06:00:00Z")]
     report = build(files, schedules, ["schedules/bad.json: cron: nope"],
@@ -100,7 +94,7 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
 
 
 def test_the_report_says_when_the_tick_wakes_next_and_why() -> None:
-    files = {st.TICKS: ticks(T0)}
+    files = {layout.TICKS: ticks(T0)}
     report = build(files, [schedule("daily"), schedule("hourly", cron="30 * * * *")], [],
                    T0 + timedelta(minutes=5), LIMIT)
     assert report["next_wake"] == {"at": "2026-12-01T07:30:00Z",
@@ -123,8 +117,8 @@ def test_the_repository_caps_and_the_tracks_in_flight() -> None:
                           spec=spec.model_copy(update={"name": name}))
               for name, phase in (("a", TrackPhase.RUNNING), ("b", TrackPhase.DISPATCHED),
                                   ("c", TrackPhase.PENDING))}
-    files = {**st.State(runs={run_id: run}, tracks={run_id: tracks}).dump(),
-             st.TICKS: ticks(T0)}
+    files = {**state_model.State(runs={run_id: run}, tracks={run_id: tracks}).dump(),
+             layout.TICKS: ticks(T0)}
     report = build(files, [], [], T0, LIMIT, Caps(max_concurrent_tracks=4,
                                                   max_dispatches_per_tick=2))
     assert report["caps"] == {"max_concurrent_tracks": 4, "max_dispatches_per_tick": 2,

@@ -7,7 +7,6 @@ import pytest
 from orchestrator.store import (
     InMemoryStateStore,
     PushStatus,
-    Redactor,
     Snapshot,
     auth_env,
     check_path,
@@ -15,6 +14,7 @@ from orchestrator.store import (
     display_url,
     token_allowed,
 )
+from orchestrator.support.credentials import Redactor
 
 REF = "refs/heads/orchestrator-state"
 SHA = "90a5ceb0eb04a0f61279e28e10689c27c5314bda"

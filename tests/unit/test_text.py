@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.text import one_line
+from orchestrator.support.text import one_line
 
 
 def test_a_stderr_tail_is_reduced_to_its_last_non_empty_line() -> None:

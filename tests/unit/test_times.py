@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from orchestrator.errors import UserError
-from orchestrator.times import iso, parse_now, parse_utc
+from orchestrator.support.times import iso, parse_now, parse_utc
 
 T = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

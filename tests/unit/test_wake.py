@@ -6,12 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from orchestrator.executors.base import Observation
-from orchestrator.models import Schedule, ScheduleSpec, TrackPhase
-from orchestrator.planner import Observations, plan
-from orchestrator.repo_config import Cadence
-from orchestrator.state import State
-from orchestrator.wake import (
+from orchestrator.cadence.wake import (
     Wake,
     due_moments,
     lingering_slots,
@@ -19,7 +14,13 @@ from orchestrator.wake import (
     next_wake,
     until_words,
 )
-from orchestrator.wake import cron_slots as evaluator_slots
+from orchestrator.cadence.wake import cron_slots as evaluator_slots
+from orchestrator.executors.base import Observation
+from orchestrator.planner import Observations, plan
+from orchestrator.spec.config import Cadence
+from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.state.model import State
+from orchestrator.state.records import TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

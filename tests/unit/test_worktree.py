@@ -1,4 +1,4 @@
-"""Reading git's listing of the schedule folder (``orchestrator.worktree.parse``): what
+"""Reading git's listing of the schedule folder (``orchestrator.tick.worktree.parse``): what
 git may print for a folder that is not exactly its index vouches for nothing, and no
 name, however odd, is misread."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.worktree import parse
+from orchestrator.tick.worktree import parse
 
 A = "a" * 40
 B = "b" * 40

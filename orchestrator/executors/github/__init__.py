@@ -2,7 +2,8 @@
 and naming (:mod:`.batching`), reading jobs (:mod:`.observation`) and the executor
 (:mod:`.executor`)."""
 
-from .batching import MAX_INPUTS_CHARS, MAX_LEGS, Batch, batch_digest, plan_batches
+from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS
+from .batching import Batch, batch_digest, plan_batches
 from .client import API_VERSION, DEFAULT_API_URL, GitHubClient, GitHubError
 from .executor import GitHubExecutor
 

@@ -1,6 +1,6 @@
 """Leg outcomes read back through the artifacts API: the cron tick's safety net.
 
-Each leg uploads its outcome file (:mod:`orchestrator.outcomes`) as an artifact named
+Each leg uploads its outcome file (:mod:`orchestrator.executors.outcomes`) as an artifact named
 after its dispatch key, and the batch's ``fan-in`` job records them all. When that job
 never ran (cancelled, its runner lost), the cron tick finds the legs completed and
 reads the same files here:
@@ -12,7 +12,7 @@ reads the same files here:
   from there without the token, which must never leave the API's host.
 
 An archive is read with care: at most :data:`MAX_ZIP_BYTES`, only its member
-``<key>.json``, at most :data:`~orchestrator.outcomes.MAX_BYTES` uncompressed. A
+``<key>.json``, at most :data:`~orchestrator.executors.outcomes.MAX_BYTES` uncompressed. A
 missing, expired or unreadable artifact is no outcome, and the tick falls back to the
 job's conclusion. At most :data:`MAX_DOWNLOADS` archives are fetched per tick: a
 256-leg batch whose fan-in job died would otherwise cost 512 of the token's 1,000
@@ -27,7 +27,8 @@ import logging
 import zipfile
 from typing import Any
 
-from ... import outcomes
+from ...spec.github_limits import MAX_DOWNLOADS
+from .. import outcomes
 from ..base import Observation
 from .client import GitHubClient, GitHubError, message
 
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 ARTIFACT_PAGES = 10
 MAX_ZIP_BYTES = 2 << 20
-MAX_DOWNLOADS = 64
 
 
 class Artifacts:

@@ -22,35 +22,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import TrackSpec, check_run_id
+from ...spec.fields import check_run_id
+from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS, SETUP_MINUTES
 from ..base import DispatchRequest, DispatchResult
-
-MAX_LEGS = 256
-"""GitHub runs at most 256 jobs from one matrix."""
-MAX_INPUTS_CHARS = 65_535
-"""GitHub rejects ``workflow_dispatch`` inputs longer than this, all inputs together."""
-HOSTED_MAX_MINUTES = 360
-"""A job on a GitHub-hosted runner is stopped after 6 hours, whatever its
-``timeout-minutes`` says (self-hosted runners allow more)."""
-
-
-SETUP_MINUTES = 10
-"""What a leg's job gets beyond its track's limit: checkout, Python and the install run
-before the command, whose own limit ``timeout`` enforces inside the leg."""
 
 
 def leg_timeout_minutes(minutes: float) -> int:
     """A track's timeout as its leg's job ``timeout-minutes``: whole minutes, at least
     one, plus :data:`SETUP_MINUTES`."""
     return max(1, math.ceil(minutes)) + SETUP_MINUTES
-
-
-def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
-    """What GitHub-hosted runners would cut short: tracks whose timeout passes 6 hours."""
-    return [f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: GitHub stops a job "
-            f"on a GitHub-hosted runner after {HOSTED_MAX_MINUTES} minutes (6 hours); run "
-            "it on a self-hosted runner (ORCHESTRATOR_RUNNER) or split it"
-            for t in tracks if t.timeout_minutes > HOSTED_MAX_MINUTES]
 
 
 def _leg(request: DispatchRequest) -> dict[str, Any]:

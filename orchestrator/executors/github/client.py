@@ -5,7 +5,7 @@ retries and the circuit breaker.
 limits (``403``/``429``) are waited out within a bounded budget of seconds per tick.
 Server errors and network failures are retried with exponential backoff (only for
 requests that may be repeated) and counted by the circuit breaker
-(:mod:`orchestrator.breaker`); while it is open and its cooldown has not passed, no
+(:mod:`orchestrator.state.breaker`); while it is open and its cooldown has not passed, no
 HTTP request is made at all.
 
 The client never reads the clock: ``now`` is the tick's time, advanced by the seconds
@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from ... import __version__
-from ...breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
 from ...errors import CircuitOpen, ExecutorError
-from ...times import iso
+from ...state.breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
+from ...support.times import iso
 
 log = logging.getLogger(__name__)
 

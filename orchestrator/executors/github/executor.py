@@ -38,10 +38,11 @@ from typing import Any
 
 import httpx
 
-from ...breaker import Breaker, BreakerPolicy, breaker_allows
 from ...errors import CircuitOpen, ExecutorError, UserError
-from ...models import WORKFLOW_RE, TrackPhase, check_id, check_run_id
-from ...times import iso, parse_utc
+from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
+from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
+from ...state.records import TrackPhase
+from ...support.times import iso, parse_utc
 from ..base import DispatchRequest, DispatchResult, Handle, Observation
 from .artifacts import Artifacts, read_outcomes
 from .batching import Batch, plan_batches

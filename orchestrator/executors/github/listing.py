@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...times import iso
+from ...support.times import iso
 from .batching import run_id_of, slot_of
 from .client import GitHubClient
 

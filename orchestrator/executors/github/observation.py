@@ -39,8 +39,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from ...models import TrackPhase
-from ...times import parse_utc
+from ...state.records import TrackPhase
+from ...support.times import parse_utc
 from ..base import Handle, Observation
 from .batching import leg_timeout_minutes
 

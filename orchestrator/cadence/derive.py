@@ -1,0 +1,411 @@
+"""The tick's cron, derived from the schedules (``orchestrator cron-sync``), and the
+check that ``tick.yml`` still covers every slot (``validate``).
+
+Every GitHub Actions job costs at least one billed minute, so a tick every quarter
+hour spends about 2,900 minutes a month doing nothing. A derived cadence ticks only
+shortly before each slot (``lead_minutes``, several times: GitHub starts scheduled
+runs late and drops some; the first tick to arrive lingers until the slot) plus a
+sparse safety tick (retries, deadlines, runs whose fan-in job never came).
+
+GitHub evaluates ``schedule:`` in UTC, and a schedule's slots move in UTC with
+daylight saving: the ticks are computed from a year of real slots (so both sides
+of every change are in it) and written as UTC cron lines, narrowed to the months,
+weekdays or days of the month in which each tick time is needed. Tick minutes sit
+on a 5-minute grid at minutes 4, 9, ..., 59: never minute 0, when GitHub is busiest,
+and never two ticks closer than GitHub's 5-minute minimum.
+
+Pure except :func:`sync`/:func:`check` reading and writing workflow files.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ..spec.config import Cadence, RepoConfig
+from ..spec.models import Schedule, ScheduleSpec, TrackSpec
+from ..support.times import iso_minute
+from .wake import cron_slots, lingering_slots
+
+GRID = 5
+GRID_OFFSET = 4
+HORIZON = timedelta(days=366)
+"""A year and a day: every daylight-saving change of every zone, both directions."""
+HEARTBEAT_EVERY = 60
+"""Minutes: an idle tick commits a heartbeat line once this long has passed (tick's default)."""
+WATCHDOG_MINUTE = 41
+TICK = Path(".github/workflows/tick.yml")
+WATCHDOG = Path(".github/workflows/watchdog.yml")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What cron-sync writes."""
+
+    tick_cron: list[str]
+    watchdog_cron: str
+    max_staleness_minutes: int
+    window_minutes: int
+    """A slot is covered when a tick is scheduled at most this long before it."""
+
+
+def utc_spec(line: str) -> ScheduleSpec:
+    """A cron line of a workflow as a schedule in UTC (GitHub's reading of it)."""
+    return ScheduleSpec(cron=line, timezone="UTC",
+                        tracks=[TrackSpec(name="tick", run="orchestrator tick")])
+
+
+def window(cadence: Cadence) -> timedelta:
+    return timedelta(minutes=max(cadence.lead_minutes) + GRID)
+
+
+def _on_grid(moment: datetime) -> datetime:
+    """The grid minute at or before ``moment``."""
+    moment = moment.replace(second=0, microsecond=0)
+    back = (moment.minute - GRID_OFFSET) % GRID
+    return moment - timedelta(minutes=back)
+
+
+def cron_schedules(schedules: Iterable[Schedule]) -> list[Schedule]:
+    """The schedules a tick must be there for: enabled ones (a one-shot counts too)."""
+    return [s for s in schedules if s.spec.enabled]
+
+
+def schedule_slots(schedule: Schedule, start: datetime, until: datetime) -> list[datetime]:
+    at = schedule.spec.at_utc()
+    if at is not None:
+        return [at] if start < at <= until else []
+    return cron_slots(schedule.spec, start, until)
+
+
+def _after_grid(moment: datetime) -> datetime:
+    """The grid minute at or after ``moment`` (a tick there never arrives before it)."""
+    earlier = _on_grid(moment)
+    return earlier if earlier == moment else earlier + timedelta(minutes=GRID)
+
+
+def lead_ticks(slot: datetime, cadence: Cadence) -> list[datetime]:
+    """The ticks before a slot worth lingering for (the first to arrive waits for it)."""
+    return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]
+
+
+def gathered_ticks(slots: Iterable[tuple[datetime, str]],
+                   within: timedelta) -> list[datetime]:
+    """The fewest grid ticks with one at most ``within`` after each slot (none before it),
+    a tick serving the slots of several schedules but never two of one schedule (under
+    ``catchup: latest`` the newer would make the older a miss). A tick fires the slots
+    it follows, minutes late, for one billed minute, where lead ticks and a lingering
+    runner would cost about 13. Greedy, so the count is the least: the first slot not
+    yet served gets the latest tick its span allows, serving every slot up to it (or up
+    to its schedule's next one); the tick then moves back to just after the last of
+    them. ``slots``: (slot, schedule id).
+
+    In whole seconds since the epoch (a slot with a fraction of a second is taken at
+    the next second, so no tick comes before it): a year of an every-minute schedule is
+    half a million slots, which datetimes made take seconds."""
+    slots = list(slots)
+    # schedule ids as numbers in the order of their names: ties sort as before
+    ids = {sid: n for n, sid in enumerate(sorted({sid for _, sid in slots}))}
+    # one int per slot, (second, schedule) in its order: sorting ints is what is fast
+    k = max(len(ids), 1)
+    keys = sorted({math.ceil(slot.timestamp()) * k + ids[sid] for slot, sid in slots})
+    at = [key // k for key in keys]
+    of = [key % k for key in keys]
+    span = int(within.total_seconds()) - 60
+    grid, offset = GRID * 60, GRID_OFFSET * 60
+    ticks: list[int] = []
+    i, n = 0, len(at)
+    while i < n:
+        # the grid minute at or before the slot's latest moment, whole minutes first
+        latest = at[i] + span
+        latest -= latest % 60
+        latest -= (latest - offset) % grid
+        served = {of[i]}
+        j = i + 1
+        while j < n and at[j] <= latest and of[j] not in served:
+            served.add(of[j])
+            j += 1
+        last = at[j - 1]
+        # the grid minute at or after the last slot served
+        tick = last - last % 60
+        tick -= (tick - offset) % grid
+        if tick != last:
+            tick += grid
+        ticks.append(tick)
+        # slots inside the tick's own grid minute are served by it all the same
+        while j < n and at[j] <= tick:
+            j += 1
+        i = j
+    return [datetime.fromtimestamp(tick, UTC) for tick in ticks]
+
+
+def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
+                  until: datetime) -> set[datetime]:
+    found: set[datetime] = set()
+    gathered: list[tuple[datetime, str]] = []
+    for schedule in cron_schedules(schedules):
+        slots = schedule_slots(schedule, start, until)
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                 strict=True):
+            if lingers:
+                found.update(lead_ticks(slot, cadence))
+            else:
+                gathered.append((slot, schedule.id))
+    found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
+    return found
+
+
+def _field(values: Iterable[int], full: range) -> str:
+    """``*``, or the values as a cron list with ranges (``1-5,7``)."""
+    chosen = sorted(set(values))
+    if chosen == list(full):
+        return "*"
+    parts: list[str] = []
+    i = 0
+    while i < len(chosen):
+        j = i
+        while j + 1 < len(chosen) and chosen[j + 1] == chosen[j] + 1:
+            j += 1
+        parts.append(str(chosen[i]) if j == i else
+                     f"{chosen[i]},{chosen[j]}" if j == i + 1 else f"{chosen[i]}-{chosen[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def compress(instants: Iterable[datetime]) -> list[str]:
+    """UTC cron lines matching at least every instant (and little more)."""
+    seen: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = defaultdict(
+        lambda: (set(), set(), set()))
+    for moment in instants:
+        months, doms, dows = seen[(moment.hour, moment.minute)]
+        months.add(moment.month)
+        doms.add(moment.day)
+        dows.add((moment.weekday() + 1) % 7)  # cron: 0 is Sunday
+    by_rest: dict[tuple[int, str, str, str], set[int]] = defaultdict(set)
+    for (hour, minute), (months, doms, dows) in seen.items():
+        # Restrict one day field only: cron ORs day-of-month and day-of-week. A few
+        # days of the month (a monthly or one-shot slot) say more than the weekdays.
+        dom, dow = "*", "*"
+        if len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
+            dom = _field(doms, range(1, 32))
+        elif len(dows) < 7:
+            dow = _field(dows, range(7))
+        by_rest[(minute, dom, _field(months, range(1, 13)), dow)].add(hour)
+    by_hours: dict[tuple[str, str, str, str], set[int]] = defaultdict(set)
+    for (minute, dom, month, dow), hours in by_rest.items():
+        by_hours[(_field(hours, range(24)), dom, month, dow)].add(minute)
+    lines = [f"{_field(minutes, range(60))} {hours} {dom} {month} {dow}"
+             for (hours, dom, month, dow), minutes in by_hours.items()]
+    return sorted(lines, key=lambda line: (line.split()[1:], line))
+
+
+def safety_line(hours: int) -> str:
+    hour = "*" if hours == 1 else "0" if hours == 24 else f"*/{hours}"
+    return f"17 {hour} * * *"
+
+
+def scheduled(lines: Iterable[str], start: datetime, until: datetime) -> list[datetime]:
+    """Every instant the cron lines fire in ``(start, until]``, UTC, ascending."""
+    found: set[datetime] = set()
+    for line in lines:
+        found.update(cron_slots(utc_spec(line), start, until))
+    return sorted(found)
+
+
+def max_gap(lines: list[str], start: datetime,
+            span: timedelta = timedelta(days=35)) -> timedelta:
+    """The longest time without a tick (no ticks at all: the whole span)."""
+    ticks = scheduled(lines, start, start + span)
+    if not ticks:
+        return span
+    return max([b - a for a, b in itertools.pairwise([start, *ticks, start + span])])
+
+
+def watchdog_for(gap: timedelta) -> tuple[str, int]:
+    """The watchdog's cron and threshold for ticks at most ``gap`` apart.
+
+    The threshold allows an idle tick's hourly heartbeat, or one dropped tick, plus
+    GitHub's delay; the watchdog then checks about once per threshold (every N hours,
+    N dividing the day), so a stopped tick is reported within twice the threshold:
+    checking twice an hour for a 90-minute limit would only spend minutes."""
+    minutes = int(gap.total_seconds() // 60)
+    staleness = max(HEARTBEAT_EVERY + minutes, 2 * minutes) + 15
+    every = max([h for h in (1, 2, 3, 4, 6, 8, 12, 24) if h * 60 <= staleness], default=1)
+    return safety_line(every).replace("17 ", f"{WATCHDOG_MINUTE} ", 1), staleness
+
+
+def staleness_limit(root: Path, start: datetime) -> int | None:
+    """Minutes after which no tick means trouble, for ``root``'s tick.yml (None without
+    one): what cron-sync gives the watchdog, so ``status`` agrees with it."""
+    tick = root / TICK
+    lines = read_crons(tick.read_text(encoding="utf-8")) if tick.is_file() else []
+    return watchdog_for(max_gap(lines, start))[1] if lines else None
+
+
+def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -> Derived:
+    cadence = config.cadence
+    if cadence.mode == "fixed":
+        lines = list(cadence.fixed_cron)
+    else:
+        instants = tick_instants(schedules, cadence, start, start + HORIZON)
+        lines = compress(instants)
+        # The safety tick only where the slots' ticks leave a longer gap (an hour of
+        # slack for a daily tick that moves with daylight saving): hourly slots' ticks
+        # already come often enough, and a daily safety tick beside a daily slot's
+        # ticks would double what the repository pays for ticking.
+        if max_gap(lines, start, HORIZON) > timedelta(hours=cadence.safety_every_hours + 1):
+            lines.append(safety_line(cadence.safety_every_hours))
+    watchdog, staleness = watchdog_for(max_gap(lines, start))
+    return Derived(lines, watchdog, staleness, int(window(cadence).total_seconds() // 60))
+
+
+def uncovered(lines: list[str], schedules: Iterable[Schedule], cadence: Cadence,
+              start: datetime, until: datetime) -> dict[str, list[datetime]]:
+    """Schedule id -> its slots in ``(start, until]`` without the tick they need: one in
+    the window before a slot worth lingering for, else one less than ``gather_minutes``
+    after it (a tick before a slot it does not wait for would leave the slot to the
+    tick after)."""
+    span = window(cadence)
+    gather = timedelta(minutes=cadence.gather_minutes)
+    ticks = scheduled(lines, start - span, until + gather)
+    missing: dict[str, list[datetime]] = {}
+    for schedule in cron_schedules(schedules):
+        slots = schedule_slots(schedule, start, until)
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                 strict=True):
+            if lingers:
+                i = bisect.bisect_right(ticks, slot)
+                ok = i > 0 and slot - ticks[i - 1] <= span
+            else:
+                i = bisect.bisect_left(ticks, slot)
+                ok = i < len(ticks) and ticks[i] - slot < gather
+            if not ok:
+                missing.setdefault(schedule.id, []).append(slot)
+    return missing
+
+
+# --------------------------------------------------------------------------- the files
+
+_SCHEDULE = re.compile(r"(?m)^  schedule:\n((?:    .*\n|\s*\n)*)")
+_CRON = re.compile(r'^\s*- cron:\s*["\']([^"\']+)["\']', re.M)
+_LINGER = re.compile(r"--linger\s+([0-9.]+)")
+_MAX_LINGER = re.compile(r"--max-linger\s+([0-9.]+)")
+_STALENESS = re.compile(r"(ORCHESTRATOR_MAX_STALENESS \|\| ')(\d+)(')")
+
+
+def read_crons(text: str) -> list[str]:
+    """The ``schedule:`` cron lines of a workflow."""
+    block = _SCHEDULE.search(text)
+    return _CRON.findall(block.group(1)) if block else []
+
+
+def read_linger(text: str) -> tuple[float, float]:
+    """``--linger`` and ``--max-linger`` of the tick step (0 and 60 when absent)."""
+    linger = _LINGER.search(text)
+    most = _MAX_LINGER.search(text)
+    return (float(linger.group(1)) if linger else 0.0, float(most.group(1)) if most else 60.0)
+
+
+def read_staleness(text: str) -> int | None:
+    found = _STALENESS.search(text)
+    return int(found.group(2)) if found else None
+
+
+def with_crons(text: str, lines: list[str], comment: list[str]) -> str:
+    """``text`` with its ``schedule:`` block replaced by ``comment`` and ``lines``."""
+    block = _SCHEDULE.search(text)
+    if block is None:
+        raise ValueError("no 'on: schedule:' block")
+    body = "".join(f"    # {c}\n" if c else "    #\n" for c in comment)
+    body += "".join(f'    - cron: "{line}"\n' for line in lines)
+    return text[:block.start(1)] + body + text[block.end(1):]
+
+
+def tick_comment(config: RepoConfig) -> list[str]:
+    cadence = config.cadence
+    if cadence.mode == "fixed":
+        return ["Fixed cadence (orchestrator.json: cadence.mode \"fixed\"); written by",
+                "`orchestrator cron-sync`. Every tick computes from committed state and the",
+                "time, so a late or missing tick only delays work."]
+    leads = ", ".join(str(m) for m in cadence.lead_minutes)
+    hours = f"{cadence.linger_min_interval_hours:g}"
+    return ["Written by `orchestrator cron-sync` from schedules/ (do not edit by hand;",
+            "`orchestrator validate` fails when it no longer covers a slot), in UTC on both",
+            "sides of daylight-saving changes. A slot with no other slot of its schedule in",
+            f"the {hours} hours before it gets ticks {leads} minutes (up to 5 more) before it",
+            "(the first to arrive lingers until the slot); any other slot a tick in the",
+            f"{cadence.gather_minutes} minutes after it (no runner waits for it). A safety "
+            "tick every",
+            f"{cadence.safety_every_hours} hours for retries and deadlines, where the slots' "
+            "ticks leave a longer gap."]
+
+
+def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
+         start: datetime) -> dict[Path, str]:
+    """The workflow files cron-sync would write (only those that change)."""
+    derived = derive(schedules, config, start)
+    changed: dict[Path, str] = {}
+    tick = root / TICK
+    if not tick.is_file():
+        raise FileNotFoundError(f"{TICK} not found (run orchestrator init)")
+    old = tick.read_text(encoding="utf-8")
+    new = with_crons(old, derived.tick_cron, tick_comment(config))
+    if new != old:
+        changed[tick] = new
+    watchdog = root / WATCHDOG
+    if watchdog.is_file():
+        old = watchdog.read_text(encoding="utf-8")
+        new = with_crons(old, [derived.watchdog_cron], [
+            "Written by `orchestrator cron-sync`: about once per staleness limit, which",
+            "allows the tick cadence's longest gap (see tick.yml) and one dropped tick."])
+        new = _STALENESS.sub(lambda m: f"{m.group(1)}{derived.max_staleness_minutes}"
+                             f"{m.group(3)}", new)
+        if new != old:
+            changed[watchdog] = new
+    return changed
+
+
+def check(root: Path, schedules: list[Schedule], config: RepoConfig,
+          start: datetime) -> tuple[list[str], list[str]]:
+    """(problems, warnings) about tick.yml and watchdog.yml for ``validate``."""
+    tick = root / TICK
+    if not tick.is_file():
+        return [], []
+    text = tick.read_text(encoding="utf-8")
+    lines = read_crons(text)
+    problems: list[str] = []
+    warnings: list[str] = []
+    cadence = config.cadence
+    if cadence.mode == "derived":
+        missing = uncovered(lines, schedules, cadence, start, start + HORIZON)
+        for sid, slots in sorted(missing.items()):
+            problems.append(
+                f"{TICK}: no tick in the {int(window(cadence).total_seconds() // 60)} minutes "
+                f"before (or, for a slot not worth lingering for, the "
+                f"{cadence.gather_minutes} minutes after) "
+                f"{len(slots)} slot(s) of {sid!r} (first {iso_minute(slots[0])}); "
+                "run `orchestrator cron-sync` and commit the workflow with the schedule")
+        linger, _ = read_linger(text)
+        need = window(cadence).total_seconds() / 60
+        if linger < need:
+            warnings.append(f"{TICK}: --linger {linger:g} is shorter than the {need:g} minutes "
+                            "a lead tick may wait for its slot: slots fire at the next tick")
+    elif lines != list(cadence.fixed_cron):
+        problems.append(f"{TICK}: its cron differs from orchestrator.json's fixed_cron; run "
+                        "`orchestrator cron-sync`")
+    watchdog = root / WATCHDOG
+    if watchdog.is_file() and lines:
+        _, staleness = watchdog_for(max_gap(lines, start))
+        limit = read_staleness(watchdog.read_text(encoding="utf-8"))
+        if limit is not None and limit < staleness:
+            warnings.append(f"{WATCHDOG}: its staleness limit ({limit} minutes) is shorter "
+                            f"than the tick cadence needs ({staleness}): it would report a "
+                            "healthy repository stale; run `orchestrator cron-sync`")
+    return problems, warnings

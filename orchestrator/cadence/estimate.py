@@ -1,0 +1,355 @@
+"""What a month of this repository costs on GitHub Actions, on a virtual clock.
+
+One model, shared by ``orchestrator estimate`` and ``bench/cost.py`` /
+``bench/lateness.py``, so the command and the benchmarks agree by construction.
+Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
+(:class:`CronDelay`, seeded), and the rules the tick follows:
+
+- a tick job starts when GitHub starts its scheduled run (late, or never: dropped);
+  runs of ``tick.yml`` share one concurrency group, so one runs, at most one waits
+  and a newer one replaces the waiting one (the replaced one costs nothing);
+- the job sets up (checkout, Python, install), ticks, and lingers as
+  ``tick --linger`` does: while the next slot worth waiting for
+  (:func:`~orchestrator.cadence.wake.lingers_before`, from ``orchestrator.json``'s cadence)
+  falls within ``--linger`` minutes of the tick that just ran and before
+  ``--max-linger`` after the first one; a job that ticks and finds nothing to do
+  (one queued behind a lingering tick, a lead tick arriving after its slot) is
+  billed its minute like any other;
+- a tick fires a schedule's slots that fell due since the last one: under
+  ``catchup: latest`` only the newest inside the catch-up window (the others are
+  missed); dispatch is the tick's end. Lateness is slot to dispatch (for GitHub's
+  own ``schedule:``: slot to the run's start), i.e. until the work is handed to
+  GitHub's runners, which both then wait for alike;
+- each fired run costs its track legs (whole minutes per job, setup included in the
+  given durations) and one fan-in job (none under ``fan_in: next_tick``, whose batch a
+  later tick records); jobs are billed by the started minute.
+
+Not modelled: retries, timeouts and deadlines (they add ticks only when something
+fails), and runs observed by later ticks (fan-in jobs settle them at once).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..spec.config import Cadence
+from ..spec.models import CatchupPolicy, Schedule
+from ..spec.policies import FanIn
+from .derive import schedule_slots, scheduled
+from .wake import lingering_slots
+
+MONTH_DAYS = 30
+FREE_MINUTES = 2000
+"""GitHub Free: runner minutes a month for private repositories (public ones are free)."""
+API_PER_HOUR = 1000
+"""GITHUB_TOKEN: REST API requests an hour per repository."""
+PUSHES_PER_MINUTE = 6
+"""GitHub asks for at most about 6 pushes a minute per repository."""
+
+
+@dataclass(frozen=True)
+class CronDelay:
+    """GitHub's delay and drop of scheduled runs (a model; GitHub publishes no figures).
+
+    Delays are log-normal: median ``median_minutes``, 95th percentile
+    ``p95_minutes``, a long tail as community reports describe. A run is dropped
+    with ``drop_rate``. At minute 0 of an hour, GitHub's busiest, delays are
+    ``top_of_hour_factor`` times longer and drops that many times likelier. No delay
+    exceeds ``max_minutes`` (later than that, reports speak of runs that never came)."""
+
+    median_minutes: float = 4.0
+    p95_minutes: float = 32.0
+    max_minutes: float = 180.0
+    drop_rate: float = 0.03
+    top_of_hour_factor: float = 2.0
+
+    def sample(self, rng: random.Random, scheduled: datetime) -> timedelta | None:
+        factor = self.top_of_hour_factor if scheduled.minute == 0 else 1.0
+        if rng.random() < min(1.0, self.drop_rate * factor):
+            return None
+        sigma = math.log(self.p95_minutes / self.median_minutes) / 1.6449
+        minutes = self.median_minutes * factor * math.exp(rng.gauss(0.0, sigma))
+        return timedelta(minutes=min(minutes, self.max_minutes))
+
+
+@dataclass(frozen=True)
+class Billing:
+    """How long jobs take, and what each costs in pushes and API requests."""
+
+    setup_seconds: float = 40.0
+    """Checkout, setup-python and install before ``orchestrator`` runs."""
+    tick_seconds: float = 10.0
+    """One tick: fetch, plan, commit, dispatch."""
+    fan_in_seconds: float = 50.0
+    watchdog_seconds: float = 50.0
+    heartbeat_every: timedelta = timedelta(minutes=60)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The repository's tick and watchdog, as the workflows configure them."""
+
+    tick_cron: list[str]
+    linger_minutes: float = 0.0
+    max_linger_minutes: float = 60.0
+    watchdog_cron: list[str] = field(default_factory=list)
+    cadence: Cadence = field(default_factory=Cadence)
+    """``orchestrator.json``'s cadence: which slots a lingering tick waits for."""
+
+
+@dataclass
+class Figures:
+    """A month (``MONTH_DAYS``) of one way of running the schedules."""
+
+    runner_minutes: dict[str, float] = field(default_factory=dict)
+    pushes: float = 0.0
+    api_requests: float = 0.0
+    peak_api_per_hour: int = 0
+    peak_pushes_per_minute: int = 0
+    lateness_seconds: list[float] = field(default_factory=list)
+    slots: int = 0
+    missed: int = 0
+    tick_jobs: int = 0
+
+    @property
+    def total_minutes(self) -> float:
+        return sum(self.runner_minutes.values())
+
+    def lateness(self, q: float) -> float | None:
+        if not self.lateness_seconds:
+            return None
+        data = sorted(self.lateness_seconds)
+        return data[min(len(data) - 1, int(q * len(data)))]
+
+    def warnings(self, private: bool = True) -> list[str]:
+        out = []
+        if private and self.total_minutes > FREE_MINUTES:
+            out.append(f"{self.total_minutes:,.0f} runner-minutes a month: more than the "
+                       f"{FREE_MINUTES:,} GitHub Free gives a private repository")
+        if self.peak_api_per_hour > API_PER_HOUR:
+            out.append(f"up to {self.peak_api_per_hour} API requests in an hour: more than "
+                       f"GITHUB_TOKEN's {API_PER_HOUR}")
+        if self.peak_pushes_per_minute > PUSHES_PER_MINUTE:
+            out.append(f"up to {self.peak_pushes_per_minute} pushes in a minute: more than "
+                       f"the about {PUSHES_PER_MINUTE} GitHub asks for")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        def r(value: float | None) -> float | None:
+            return None if value is None else round(value, 1)
+
+        return {
+            "runner_minutes": round(self.total_minutes),
+            "runner_minutes_by_job": {k: round(v) for k, v in sorted(self.runner_minutes.items())},
+            "pushes": round(self.pushes),
+            "api_requests": round(self.api_requests),
+            "peak_api_requests_per_hour": self.peak_api_per_hour,
+            "peak_pushes_per_minute": self.peak_pushes_per_minute,
+            "lateness_seconds": {"median": r(self.lateness(0.5)), "p95": r(self.lateness(0.95)),
+                                 "max": r(max(self.lateness_seconds, default=None) or None)},
+            "slots": self.slots,
+            "missed": self.missed,
+            "tick_jobs": self.tick_jobs,
+            "warnings": self.warnings(),
+        }
+
+
+def billed(seconds: float) -> int:
+    """GitHub bills each job by the started minute."""
+    return max(1, math.ceil(seconds / 60 - 1e-9))
+
+
+def _all_slots(schedules: Iterable[Schedule], start: datetime,
+               end: datetime) -> list[tuple[datetime, str]]:
+    found: list[tuple[datetime, str]] = []
+    for schedule in schedules:
+        if not schedule.spec.enabled:
+            continue
+        found += [(slot, schedule.id) for slot in schedule_slots(schedule, start, end)]
+    return sorted(found)
+
+
+def _waited_for(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
+                end: datetime) -> list[datetime]:
+    """The slots a lingering tick waits for, ascending."""
+    found: set[datetime] = set()
+    for schedule in schedules:
+        if not schedule.spec.enabled:
+            continue
+        slots = schedule_slots(schedule, start, end)
+        found.update(s for s, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+                                             strict=True) if lingers)
+    return sorted(found)
+
+
+def _utc_ticks(lines: list[str], start: datetime, end: datetime) -> list[datetime]:
+    return scheduled(lines, start, end)
+
+
+class _Month:
+    """The tick jobs of one month, on a virtual clock."""
+
+    def __init__(self, schedules: list[Schedule], setup: Setup, track_minutes: float,
+                 billing: Billing, figures: Figures) -> None:
+        self.specs = {s.id: s.spec for s in schedules}
+        self.setup = setup
+        self.track_minutes = track_minutes
+        self.b = billing
+        self.f = figures
+        self.settled = 0
+        """Slots before this index were fired or missed."""
+        self.slots: list[tuple[datetime, str]] = []
+        self.times: list[datetime] = []
+        self.waited: list[datetime] = []
+        """The slots worth waiting for (a subset of ``times``)."""
+        self.last_commit: datetime | None = None
+        self.api: Counter[datetime] = Counter()
+        self.push: Counter[datetime] = Counter()
+
+    def tick(self, now: datetime) -> None:
+        """Fire what fell due up to ``now``; dispatch lands at the tick's end."""
+        done = now + timedelta(seconds=self.b.tick_seconds)
+        hi = bisect.bisect_right(self.times, now)
+        due: dict[str, list[datetime]] = {}
+        for slot, sid in self.slots[self.settled:hi]:  # the clock only moves forward
+            due.setdefault(sid, []).append(slot)
+        self.settled = max(self.settled, hi)
+        fired = 0
+        for sid, slots in due.items():
+            spec = self.specs[sid]
+            window = timedelta(minutes=spec.catchup_window_minutes)
+            eligible = [s for s in slots if now - s <= window]
+            fire = eligible if spec.catchup is CatchupPolicy.ALL else eligible[-1:]
+            self.f.missed += len(slots) - len(fire)
+            for slot in fire:
+                fired += 1
+                self.f.lateness_seconds.append((done - slot).total_seconds())
+                self._run(sid, done)
+        if fired:
+            self._push(done, 2)  # the mark, then the record of the dispatch
+            self.last_commit = done
+        elif self.last_commit is None or done - self.last_commit >= self.b.heartbeat_every:
+            self._push(done, 1)  # the idle tick's heartbeat line
+            self.last_commit = done
+
+    def _run(self, sid: str, dispatched: datetime) -> None:
+        legs = len(self.specs[sid].run_tracks)
+        minutes = self.f.runner_minutes
+        minutes["tracks"] = minutes.get("tracks", 0) + legs * billed(self.track_minutes * 60)
+        end = dispatched + timedelta(minutes=self.track_minutes)
+        self._api(dispatched, 1)  # the workflow_dispatch of the batch
+        # the fan-in job, or with `fan_in: next_tick` a later tick, lists and downloads
+        # the legs' artifacts and records the batch (counted at the legs' end)
+        self._api(end, 1 + legs)
+        self._push(end, 1)
+        if self.specs[sid].fan_in is FanIn.JOB:
+            minutes["fan-in"] = minutes.get("fan-in", 0) + billed(self.b.fan_in_seconds)
+
+    def _api(self, at: datetime, n: int) -> None:
+        self.f.api_requests += n
+        self.api[at.replace(minute=0, second=0, microsecond=0)] += n
+
+    def _push(self, at: datetime, n: int) -> None:
+        self.f.pushes += n
+        self.push[at.replace(second=0, microsecond=0)] += n
+
+    def job(self, begin: datetime) -> datetime:
+        """One tick job from its start; returns when it ends (and bills it)."""
+        first = now = begin + timedelta(seconds=self.b.setup_seconds)
+        linger = timedelta(minutes=self.setup.linger_minutes)
+        ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
+        while True:
+            self.tick(now)
+            end = now + timedelta(seconds=self.b.tick_seconds)
+            i = bisect.bisect_right(self.waited, now)
+            upcoming = self.waited[i] if i < len(self.waited) else None
+            if (not linger or upcoming is None or upcoming - end > linger
+                    or upcoming > ceiling):
+                break
+            now = max(upcoming, end)
+        self.f.tick_jobs += 1
+        minutes = self.f.runner_minutes
+        minutes["ticks"] = minutes.get("ticks", 0) + billed((end - begin).total_seconds())
+        return end
+
+
+def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: int = 28,
+             track_minutes: float = 1.0, delay: CronDelay | None = None,
+             billing: Billing | None = None, seed: int = 0) -> Figures:
+    """A month of the orchestrator on ``setup``, scaled from ``days`` simulated days."""
+    delay = delay or CronDelay()
+    billing = billing or Billing()
+    rng = random.Random(seed)
+    end = start + timedelta(days=days)
+    figures = Figures()
+    month = _Month(schedules, setup, track_minutes, billing, figures)
+    month.slots = _all_slots(schedules, start, end)
+    month.times = [s for s, _ in month.slots]
+    month.waited = _waited_for(schedules, setup.cadence, start, end)
+    figures.slots = len(month.slots)
+    arrivals = []
+    for at in _utc_ticks(setup.tick_cron, start, end):
+        late = delay.sample(rng, at)
+        if late is not None:
+            arrivals.append(at + late)
+    arrivals.sort()
+    running_end: datetime | None = None
+    waiting: datetime | None = None
+    for arrival in arrivals:
+        if waiting is not None and running_end is not None and running_end <= arrival:
+            running_end = month.job(running_end)
+            waiting = None
+        if running_end is None or arrival >= running_end:
+            running_end = month.job(arrival)
+        else:
+            waiting = arrival  # replaces an older waiting run, which then never starts
+    if waiting is not None and running_end is not None:
+        month.job(running_end)
+    # slots after the last tick are neither fired nor missed yet: leave them out
+    fired = len(figures.lateness_seconds)
+    figures.slots = fired + figures.missed
+    for at in _utc_ticks(setup.watchdog_cron, start, end):
+        if delay.sample(rng, at) is not None:
+            figures.runner_minutes["watchdog"] = (figures.runner_minutes.get("watchdog", 0)
+                                                  + billed(billing.watchdog_seconds))
+    return _per_month(figures, days, month.api, month.push)
+
+
+def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days: int = 28,
+                             track_minutes: float = 1.0, delay: CronDelay | None = None,
+                             seed: int = 0) -> Figures:
+    """The same tracks on GitHub's own ``schedule:`` trigger: one workflow per schedule,
+    one job per track, no state, no fan-in."""
+    delay = delay or CronDelay()
+    rng = random.Random(seed)
+    figures = Figures()
+    specs = {s.id: s.spec for s in schedules}
+    for slot, sid in _all_slots(schedules, start, start + timedelta(days=days)):
+        figures.slots += 1
+        late = delay.sample(rng, slot)
+        if late is None:
+            figures.missed += 1
+            continue
+        figures.lateness_seconds.append(late.total_seconds())
+        legs = len(specs[sid].run_tracks)  # the consolidate step is a leg too
+        figures.runner_minutes["tracks"] = (figures.runner_minutes.get("tracks", 0)
+                                            + legs * billed(track_minutes * 60))
+    return _per_month(figures, days, Counter(), Counter())
+
+
+def _per_month(figures: Figures, days: int, api: Counter[datetime],
+               push: Counter[datetime]) -> Figures:
+    scale = MONTH_DAYS / days
+    figures.runner_minutes = {k: v * scale for k, v in figures.runner_minutes.items()}
+    figures.pushes *= scale
+    figures.api_requests *= scale
+    figures.peak_api_per_hour = max(api.values(), default=0)
+    figures.peak_pushes_per_minute = max(push.values(), default=0)
+    return figures

@@ -1,0 +1,231 @@
+"""A leg's outcome file: what one track attempt says about itself, without pushing.
+
+On GitHub a leg never writes to the state branch: it writes one small JSON file,
+named after its dispatch key (``<run_id>--<track>--<attempt>.json``), and uploads it as
+an artifact of the same name. The batch's ``fan-in`` job downloads the batch's
+artifacts into one folder and runs ``orchestrator tick --run RUN --outcomes DIR``,
+which records them all in one commit; the cron tick reads the same files through the
+artifacts API when a fan-in job never ran. This module owns the format: it is written
+by ``orchestrator outcome`` (:func:`build`, :func:`write`) and read by both
+(:func:`parse`, :func:`read_folder`), and :func:`observation` folds one into what the
+planner already understands.
+
+A folder of outcomes comes from a CI job and is read with care: only ``*.json`` files
+up to :data:`MAX_BYTES`, at most :data:`MAX_FILES` of them and two levels deep, symbolic
+links never followed; a file that is not a valid outcome, or whose name does not match
+its key, is named in one line and skipped, and the others are still recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from ..errors import InvalidId
+from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
+from ..state.records import TrackPhase
+from .base import Observation
+
+FORMAT = 1
+"""Version of the outcome file; a reader refuses others instead of guessing."""
+MAX_BYTES = 1 << 20
+"""An outcome is a summary: its result is capped like ``orchestrator report``'s."""
+MAX_FILES = 4096
+"""More files than any batch has legs (256) times a few re-runs: stop reading there."""
+STDERR_LINES = 20
+STDERR_CHARS = 4000
+"""The tail of stderr kept: enough for the exception and its message."""
+TIMEOUT_EXITS = frozenset({124, 137})
+"""``timeout`` exits 124 after TERM ended the command, 137 when KILL had to."""
+TIMEOUT_SLACK = timedelta(seconds=1)
+
+LegPhase = Literal["complete", "failed", "tapped_out", "waiting"]
+
+EX_TEMPFAIL = 75
+"""A poll's "not yet" (``sysexits.h``): the track waits for its next poll."""
+
+
+class Outcome(Frozen):
+    """One leg's outcome, as written to ``<dispatch key>.json``."""
+
+    format: Literal[1] = 1
+    run_id: str
+    track: str
+    attempt: int = Field(ge=1)
+    poll: int = Field(0, ge=0)
+    compensating: bool = False
+    """A compensation's leg (key ``<run_id>--<track>--undo--<attempt>``)."""
+    """Which poll of a poll track this was (0: the first dispatch of the attempt)."""
+    phase: LegPhase
+    exit_code: int | None = None
+    """The command's exit code; ``None`` when it never ran (no ``run`` command)."""
+    started_at: UTCDateTime
+    """When the command started and ended, as the leg measured them."""
+    finished_at: UTCDateTime
+    result: dict[str, Any] | None = None
+    """The JSON object the command wrote to ``ORCHESTRATOR_RESULT``, if any."""
+    error: str | None = None
+    """Why the attempt did not complete, with the last lines of its stderr."""
+
+    @property
+    def key(self) -> str:
+        undo = "--undo" if self.compensating else ""
+        key = f"{self.run_id}--{self.track}{undo}--{self.attempt}"
+        return f"{key}.{self.poll}" if self.poll else key
+
+
+def phase_for(exit_code: int | None, elapsed: timedelta, limit: timedelta | None) -> LegPhase:
+    """``complete`` for exit 0; ``tapped_out`` when ``timeout`` stopped the command at its
+    limit (a command that exits 124 by itself, early, merely failed); else ``failed``."""
+    if exit_code == 0:
+        return "complete"
+    if exit_code == EX_TEMPFAIL:
+        return "waiting"
+    if (exit_code in TIMEOUT_EXITS and limit is not None
+            and elapsed >= limit - TIMEOUT_SLACK):
+        return "tapped_out"
+    return "failed"
+
+
+def stderr_tail(text: str) -> str:
+    """The last :data:`STDERR_LINES` non-empty lines of ``text``, at most
+    :data:`STDERR_CHARS` characters (the end is kept: that is where the error is)."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
+
+
+def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
+          compensating: bool = False, exit_code: int | None,
+          started_at: datetime, finished_at: datetime, limit: timedelta | None = None,
+          result: dict[str, Any] | None = None, stderr: str = "",
+          message: str | None = None) -> Outcome:
+    """The outcome of a finished command (pure)."""
+    check_run_id(run_id)
+    check_id(track, "track name")
+    phase = phase_for(exit_code, finished_at - started_at, limit)
+    error = None
+    if phase == "tapped_out":
+        assert limit is not None
+        error = f"stopped at its timeout of {limit.total_seconds() / 60:g} minutes"
+    elif phase == "failed":
+        error = message or (f"exit code {exit_code}" if exit_code is not None
+                            else "the command did not run")
+    tail = stderr_tail(stderr)
+    if error and tail:
+        error = f"{error}; stderr ends with:\n{tail}"
+    return Outcome(run_id=run_id, track=track, attempt=attempt, poll=poll,
+                   compensating=compensating, phase=phase,
+                   exit_code=exit_code, started_at=started_at, finished_at=finished_at,
+                   result=result, error=error)
+
+
+def dump(outcome: Outcome) -> bytes:
+    data = outcome.model_dump(mode="json", exclude_none=True)
+    return (json.dumps(data, sort_keys=True, indent=2) + "\n").encode()
+
+
+def write(folder: Path, outcome: Outcome) -> Path:
+    """Write ``outcome`` to ``folder/<dispatch key>.json`` (atomically) and return the path."""
+    from ..support.atomic import write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{outcome.key}.json"
+    write_text(path, dump(outcome).decode())
+    return path
+
+
+class BadOutcome(ValueError):
+    """An outcome file that cannot be used; the message names the file and the fault."""
+
+
+def parse(name: str, data: bytes) -> Outcome:
+    """The outcome in ``data`` (from a file called ``name``), or :class:`BadOutcome`."""
+    if len(data) > MAX_BYTES:
+        raise BadOutcome(f"{name}: larger than {MAX_BYTES} bytes")
+    try:
+        outcome = Outcome.model_validate_json(data, strict=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise BadOutcome(f"{name}: {where}: {first['msg']}") from None
+    try:
+        check_run_id(outcome.run_id)
+        check_id(outcome.track, "track name")
+    except InvalidId as exc:
+        raise BadOutcome(f"{name}: {exc.message}") from None
+    if outcome.finished_at < outcome.started_at:
+        raise BadOutcome(f"{name}: finished_at is before started_at")
+    stem = Path(name).name.removesuffix(".json")
+    if stem != outcome.key:
+        raise BadOutcome(f"{name}: holds the outcome of {outcome.key}, not of {stem}")
+    return outcome
+
+
+@dataclass
+class Folder:
+    """What a folder of outcome files held: outcomes by dispatch key, and one line per
+    file that was skipped."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _files(root: Path) -> list[Path]:
+    """``*.json`` files directly in ``root`` or one folder down (``download-artifact``
+    puts each artifact in a folder named after it unless told to merge them)."""
+    found: list[Path] = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.is_dir(follow_symlinks=False):
+            found += [Path(sub.path) for sub in sorted(os.scandir(entry.path),
+                                                       key=lambda e: e.name)
+                      if sub.name.endswith(".json") and sub.is_file(follow_symlinks=False)]
+        elif entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+            found.append(Path(entry.path))
+    return found
+
+
+def read_folder(root: Path, run_id: str | None = None) -> Folder:
+    """Every outcome under ``root`` (of ``run_id`` only, when given); a missing folder is
+    an empty one (no leg got as far as uploading)."""
+    out = Folder()
+    if not root.is_dir():
+        return out
+    for path in _files(root)[:MAX_FILES]:
+        name = str(path.relative_to(root))
+        try:
+            with path.open("rb") as fh:
+                outcome = parse(path.name, fh.read(MAX_BYTES + 1))
+        except BadOutcome as exc:
+            out.problems.append(f"outcome {name} skipped: {str(exc).split(': ', 1)[-1]}")
+            continue
+        except OSError as exc:
+            out.problems.append(f"outcome {name} skipped: {exc.strerror or exc}")
+            continue
+        if run_id is not None and outcome.run_id != run_id:
+            out.problems.append(f"outcome {name} skipped: it belongs to run {outcome.run_id}")
+            continue
+        out.outcomes[outcome.key] = outcome
+    return out
+
+
+_PHASES: Mapping[str, TrackPhase] = {"complete": TrackPhase.COMPLETE,
+                                     "failed": TrackPhase.FAILED,
+                                     "tapped_out": TrackPhase.TAPPED_OUT,
+                                     "waiting": TrackPhase.WAITING}
+
+
+def observation(outcome: Outcome, *, url: str | None = None,
+                details: Mapping[str, Any] | None = None) -> Observation:
+    """``outcome`` as the planner folds executor news into a track."""
+    return Observation(key=outcome.key, phase=_PHASES[outcome.phase],
+                       started_at=outcome.started_at, finished_at=outcome.finished_at,
+                       result=outcome.result, error=outcome.error, url=url,
+                       details={"source": "outcome", "exit_code": outcome.exit_code,
+                                **(details or {})})

@@ -1,0 +1,175 @@
+"""The status report: is the clock still ticking, and what is it doing?
+
+The heartbeat is ``state/ticks.jsonl`` on the state branch: every tick that commits
+appends a line, and an idle tick still appends one once ``--heartbeat-every``
+minutes (default 60) have passed. So the default staleness limit (90 minutes) is
+larger than that: a healthy but idle repository is never reported stale.
+
+Pure: :func:`build` turns the state files, the schedules and an instant into a
+JSON-able report, :func:`text` into lines; ``orchestrator status`` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..cadence.wake import next_wake
+from ..planner.capacity import in_flight
+from ..planner.compensation import order
+from ..planner.context import Caps
+from ..spec.models import Schedule
+from ..spec.triggers import for_spec
+from ..state import codec
+from ..state import index as state_index
+from ..state import model as state_model
+from ..state.health import describe
+from ..state.machine import RUN_OPEN
+from ..support.times import iso
+
+DEFAULT_MAX_STALENESS = 90
+"""Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
+interval (15), so an idle but healthy repository stays fresh."""
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return iso(moment) if moment is not None else None
+
+
+def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> datetime | None:
+    cursor = state.cursors.get(schedule.id)
+    if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
+        return None
+    found = for_spec(schedule.spec).next(now, 1).found
+    return found[0].at if found else None
+
+
+def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
+          now: datetime, max_staleness: timedelta, caps: Caps | None = None
+          ) -> dict[str, Any]:
+    """The status report (pure): everything ``status`` prints, as a JSON-able dict.
+    ``caps`` are the repository's stampede caps (``orchestrator.json``)."""
+    state = state_index.load(files).state  # open runs only, like the tick
+    last = codec.last_tick_at(files)
+    age = now - last if last is not None else None
+    rows = []
+    for schedule in schedules:
+        cursor = state.cursors.get(schedule.id)
+        rows.append({
+            "id": schedule.id,
+            "enabled": schedule.spec.enabled,
+            "next": _iso(_next_slot(schedule, state, now)),
+            "last_run_id": cursor.last_run_id if cursor else None,
+            "last_error": cursor.last_error if cursor else None,
+            "paused": (cursor.paused.model_dump(mode="json")
+                       if cursor is not None and cursor.paused is not None else None),
+        })
+    runs: list[dict[str, Any]] = []
+    specs = {s.id: s.spec for s in schedules}
+    for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
+        if run.status not in RUN_OPEN:
+            continue
+        tracks = state.tracks.get(run.run_id, {})
+        runs.append({
+            "run_id": run.run_id,
+            "schedule": run.schedule_id,
+            "status": run.status.value,
+            "slot": _iso(run.slot),
+            "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
+        })
+        spec = specs.get(run.schedule_id)
+        if spec is not None and spec.max_parallel is not None:
+            runs[-1]["max_parallel"] = spec.max_parallel
+        if state.undos.get(run.run_id):  # a saga's, in the order they run
+            runs[-1]["compensations"] = {u.name: u.phase.value for u in order(
+                tracks, state.undos[run.run_id])}
+    wake = next_wake(schedules, state, now)
+    caps = caps or Caps()
+    return {
+        "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
+                 "max_dispatches_per_tick": caps.max_dispatches_per_tick,
+                 "tracks_in_flight": sum(in_flight(state).values())},
+        "now": _iso(now),
+        "next_wake": wake.to_json() if wake else None,
+        "last_tick": _iso(last),
+        "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
+        "max_staleness_minutes": max_staleness.total_seconds() / 60,
+        "stale": age is None or age > max_staleness,
+        "schedules": rows,
+        "invalid_schedules": invalid,
+        "quarantined": state.quarantine_lines(),
+        "open_runs": runs,
+        "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
+        "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
+        "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
+        "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
+    }
+
+
+def age_text(minutes: float) -> str:
+    whole = int(minutes)
+    return f"{whole // 60}h {whole % 60}m" if whole >= 60 else f"{minutes:g}m"
+
+
+def text(report: dict[str, Any]) -> list[str]:
+    limit = f"{report['max_staleness_minutes']:g}m"
+    if report["last_tick"] is None:
+        lines = [f"last tick     none recorded (stale; limit {limit})"]
+    else:
+        verdict = "STALE" if report["stale"] else "fresh"
+        ago = age_text(report["age_minutes"])
+        lines = [f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"]
+    lines.append(f"now           {report['now']}")
+    wake = report["next_wake"]
+    lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
+                 "next wake     nothing will fall due")
+    if not report["schedules"]:
+        lines.append("schedules     none")
+    else:
+        lines.append("schedules")
+        width = max(len(s["id"]) for s in report["schedules"])
+        for s in report["schedules"]:
+            nxt = "disabled" if not s["enabled"] else (
+                f"next {s['next']}" if s["next"] else "no upcoming run")
+            if s["paused"]:
+                pause = s["paused"]
+                nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
+                       f"(orchestrator schedules resume {s['id']} --reason ...)")
+            last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
+            error = f"  error: {s['last_error']}" if s["last_error"] else ""
+            lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
+    for problem in report["invalid_schedules"]:
+        lines.append(f"  invalid: {problem}")
+    for line in report["quarantined"]:
+        lines.append(f"state         {line}")
+    if not report["open_runs"]:
+        lines.append("open runs     none")
+    else:
+        lines.append("open runs")
+        for run in report["open_runs"]:
+            phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
+            cap = (f"  (at most {run['max_parallel']} in flight)"
+                   if run.get("max_parallel") else "")
+            lines.append(f"  {run['run_id']}  {run['status']}: {phases}{cap}")
+            if run.get("compensations"):
+                undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
+                lines.append(f"    compensating (newest first): {undos}")
+    caps = report["caps"]
+    if caps["max_concurrent_tracks"] or caps["max_dispatches_per_tick"]:
+        parts = []
+        if caps["max_concurrent_tracks"]:
+            parts.append(f"{caps['tracks_in_flight']} of at most "
+                         f"{caps['max_concurrent_tracks']} tracks in flight")
+        if caps["max_dispatches_per_tick"]:
+            parts.append(f"at most {caps['max_dispatches_per_tick']} dispatches a tick")
+        lines.append(f"caps          {'; '.join(parts)} (orchestrator.json)")
+    lines.append(f"dead letters  {report['dead_letters']}")
+    breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
+                                                   if b["failures"] else "")
+                         for name, b in report["breakers"].items())
+    lines.append(f"breakers      {breakers or 'none recorded'}")
+    if report["runner_lines"]:  # only schedules with runs_on record runner health
+        lines.append("runners")
+        lines += [f"  {line}" for line in report["runner_lines"]]
+    return lines

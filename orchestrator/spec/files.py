@@ -1,0 +1,266 @@
+"""Schedule files: loading (with errors that name file and field), schema, atomic writes.
+
+A schedule is ``schedules/<id>.json``; its id is the file stem. Loading never stops
+at the first bad file: :func:`load_all` returns the valid schedules and one
+:class:`~orchestrator.errors.ScheduleError` per problem, so an invalid file never
+blocks the others (the tick fires the valid ones, ``validate`` reports the rest).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import ScheduleError
+from ..support import safejson
+from ..support.atomic import write_text
+from .fields import ID_RE, ID_RULE
+from .models import Schedule, ScheduleSpec
+
+SCHEMA_FILE = "schedule.schema.json"
+"""Lives beside the schedules for editors; not a schedule itself."""
+
+SCHEMA_REF = f"./{SCHEMA_FILE}"
+"""What new schedule files put in ``$schema``."""
+
+MAX_BYTES = 1024 * 1024
+"""A schedule file larger than this is refused rather than parsed."""
+
+
+@dataclass
+class LoadResult:
+    """The outcome of :func:`load_all`."""
+
+    schedules: list[Schedule] = field(default_factory=list)
+    """The valid schedules, sorted by id."""
+    errors: list[ScheduleError] = field(default_factory=list)
+    """Every problem found, sorted by file; a file may have several."""
+
+    @property
+    def invalid_files(self) -> list[str]:
+        return sorted({e.file for e in self.errors})
+
+
+def display_path(path: Path, root: Path | None) -> str:
+    """``path`` relative to ``root`` (the repository), else ``<folder>/<name>``."""
+    if root is not None:
+        try:
+            # the folder resolved, not the file: a symlink is shown by its own name
+            return (path.parent.resolve() / path.name).relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+def load_schedule(path: Path, root: Path | None = None) -> Schedule:
+    """Load one schedule file; raise :class:`ScheduleError` for the first problem.
+
+    ``root`` is the repository root, used to show the file as ``schedules/<id>.json``.
+    """
+    loaded = _load(path, lambda: display_path(path, root or path.parent.parent))
+    if isinstance(loaded, Schedule):
+        return loaded
+    assert loaded is not None, "parsed: nothing vouched for it"
+    raise loaded[0]
+
+
+def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
+             ) -> LoadResult:
+    """Load every ``*.json`` in ``directory`` except the schema.
+
+    Files are matched case-insensitively on the ``.json`` suffix, so ``x.JSON`` beside
+    ``x.json`` is reported as a duplicate id instead of being silently ignored.
+    A file whose id and bytes ``known`` vouches for is read but not parsed, and left
+    out of the result (the tick's memo of quiet schedules: :mod:`orchestrator.tick.memo`).
+    """
+    result = LoadResult()
+    if not directory.is_dir():
+        return result
+    root = directory.parent
+    # Directories and symlinks named *.json are kept: _load names them as errors
+    # rather than skipping them silently.
+    files = sorted((p for p in directory.iterdir()
+                    if p.suffix.lower() == ".json" and p.name != SCHEMA_FILE),
+                   key=lambda p: p.name)  # one folder: by name, without pathlib's compare
+    by_id: dict[str, list[Path]] = {}
+    for path in files:
+        by_id.setdefault(path.stem, []).append(path)
+    # The folder is resolved once, not once per file (resolving is a stat per part of
+    # the path, thousands of them for a large repository); a symlinked file still is.
+    folder = display_path(directory, root) if directory.resolve().is_relative_to(
+        root.resolve()) else None
+
+    def display(path: Path) -> str:
+        if folder is None or path.is_symlink():
+            return display_path(path, root)
+        return f"{folder}/{path.name}" if folder != "." else path.name
+
+    for stem, paths in sorted(by_id.items()):
+        if len(paths) > 1:
+            shown = [display(p) for p in paths]
+            for here in shown:
+                others = ", ".join(s for s in shown if s != here)
+                result.errors.append(ScheduleError(
+                    here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
+            continue
+        loaded = _load(paths[0], partial(display, paths[0]), known)
+        if loaded is None:
+            continue
+        if isinstance(loaded, Schedule):
+            result.schedules.append(loaded)
+        else:
+            result.errors.extend(loaded)
+    result.errors.sort(key=lambda e: e.file)
+    return result
+
+
+def _load(path: Path, show: Callable[[], str],
+          known: Callable[[str, bytes], bool] | None = None
+          ) -> Schedule | list[ScheduleError] | None:
+    """A schedule, or every problem with it (at least one), the file named as
+    ``show()`` says; ``None`` when ``known`` vouches for its bytes (then the file is
+    not even named: naming a file can cost a ``stat``, and a tick skips thousands)."""
+    stem = path.stem
+    if not ID_RE.fullmatch(stem):
+        return [ScheduleError(show(), "id", f"file name {path.name!r} gives the invalid id "
+                              f"{stem!r}: use {ID_RULE}")]
+    try:
+        raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
+        if known is not None and known(stem, raw):
+            return None
+        data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
+    except FileNotFoundError:
+        return [ScheduleError(show(), "(file)", "vanished while being read")]
+    except safejson.UnsafeJSON as exc:
+        return [ScheduleError(show(), exc.where or "(file)", exc.problem)]
+    except _DuplicateKey as exc:
+        return [ScheduleError(show(), exc.key, "key appears twice in the same object")]
+    shown = show()
+    text = safejson.decode(raw)
+    if not isinstance(data, dict):
+        return [ScheduleError(shown, "(top level)",
+                              f"expected a JSON object, got {_json_type(data)}")]
+    try:
+        spec = ScheduleSpec.model_validate_json(text)
+    except ValidationError as exc:
+        return [ScheduleError(shown, *describe_error(err)) for err in exc.errors()]
+    return Schedule(id=stem, spec=spec, path=shown)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _allowed(loc: tuple[int | str, ...]) -> list[str]:
+    """The field names allowed in the object at ``loc`` (for 'did you mean')."""
+    from pydantic import BaseModel
+
+    model: type[BaseModel] = ScheduleSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(part)
+        if info is None:
+            return []
+        inner = getattr(info.annotation, "__args__", (info.annotation,))
+        nested = [a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    names = []
+    for name, info in model.model_fields.items():
+        names.append(info.alias or name)
+    return names
+
+
+def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
+    """(field path, problem) for one pydantic error, in words a schedule author knows."""
+    loc = tuple(err.get("loc", ()))
+    ctx = err.get("ctx") or {}
+    path = ".".join(str(p) for p in loc) or str(ctx.get("field", "")) or "(top level)"
+    kind = err.get("type", "")
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else (
+            f"; allowed: {', '.join(allowed)}" if allowed else "")
+        return path, f"unknown field{hint}"
+    if kind == "missing":
+        return path, "required field is missing"
+    if kind == "string_pattern_mismatch" and path == "workflow":
+        return path, (f"{given!r} is not a workflow file name (e.g. 'track.yml', a file in "
+                      ".github/workflows)")
+    message = str(err.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind.endswith("_type") or kind in {"enum", "literal_error"}:
+        message += f", got {_json_type(given)}" if kind.endswith("_type") else (
+            f", got {given!r}" if isinstance(given, str) else f", got {_json_type(given)}")
+    return path, message[:300]
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def schedule_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a schedule file (committed as ``schedules/schedule.schema.json``)."""
+    schema = ScheduleSpec.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://orchestrator.invalid/schedule.schema.json",
+        "title": "Orchestrator schedule",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(schedule_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """The stable text of a schedule file: 2-space indent, keys as given, final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schedule(path: Path, data: Mapping[str, Any] | str) -> None:
+    """Write a schedule file atomically (:func:`orchestrator.support.atomic.write_text`).
+
+    Readers see the old file or the new one, never a half-written one. ``data`` is a
+    mapping (written with :func:`dumps`) or the exact text to write.
+    """
+    write_text(path, data if isinstance(data, str) else dumps(data))

@@ -1,0 +1,162 @@
+"""When a schedule is due: one interface over ``cron`` and ``at``.
+
+The planner, ``validate`` and the previews (``schedules next``, ``status``) ask a
+:class:`Trigger` for slots and never look at which field a schedule uses. Build one
+with :func:`for_spec`. Like the cron evaluator, a trigger never reads the clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from .. import cron
+from ..cron import Search, SlotInfo, SlotKind
+from ..support.times import iso
+from .models import ScheduleSpec
+
+
+class Trigger(Protocol):
+    """The instants at which a schedule is due, with their local times.
+
+    Immutable and hashable: two equal triggers give the same slots (a preview shares
+    one search among schedules with the same timing)."""
+
+    def __hash__(self) -> int: ...
+
+    @property
+    def repeats(self) -> bool:
+        """False for a one-shot: it fires once, however late (catch-up does not apply)."""
+        ...
+
+    def describe(self) -> str:
+        """In words, with the time zone: ``"at 02:00 on Monday (Europe/Paris)"``."""
+        ...
+
+    def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
+        """Every matched time in ``(after, until]``, also those that do not fire."""
+        ...
+
+    def slots(self, after: datetime, until: datetime) -> list[datetime]:
+        """The firing instants in ``(after, until]``, ascending, aware UTC."""
+        ...
+
+    def next(self, start: datetime, n: int) -> Search:
+        """The first ``n`` firing slots after ``start``, and whether the search gave up."""
+        ...
+
+    def lints(self, start: datetime) -> list[str]:
+        """What is valid but probably not what the author meant, seen from ``start``."""
+        ...
+
+
+@dataclass(frozen=True)
+class CronTrigger:
+    """A five-field expression read in a time zone, with a daylight-saving policy."""
+
+    expr: str
+    timezone: str
+    dst: cron.DstPolicy
+
+    @property
+    def repeats(self) -> bool:
+        return True
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def describe(self) -> str:
+        return f"{cron.cron_words(self.expr)} ({self.timezone})"
+
+    def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
+        return cron.explain(self.expr, self.zone, self.dst, after, until)
+
+    def slots(self, after: datetime, until: datetime) -> list[datetime]:
+        return cron.slots(self.expr, self.zone, self.dst, after, until)
+
+    def next(self, start: datetime, n: int) -> Search:
+        return cron.search(self.expr, self.zone, self.dst, start, n)
+
+    def lints(self, start: datetime) -> list[str]:
+        parsed = cron.parse_cron(self.expr)
+        found = list(parsed.notes)
+        if (parsed.both_days_restricted and len(parsed.days) < 31
+                and len(parsed.weekdays) < 7):
+            found.append(f"both day-of-month ({parsed.fields[2]}) and day-of-week "
+                         f"({parsed.fields[4]}) are restricted: cron runs on days matching "
+                         "EITHER field, not both")
+        return found
+
+
+@dataclass(frozen=True)
+class AtTrigger:
+    """A one-shot: one local wall time (or one instant, when written with an offset)."""
+
+    at: datetime
+    """As written: naive (read in ``timezone``) or aware."""
+    timezone: str
+
+    @property
+    def repeats(self) -> bool:
+        return False
+
+    def _slot(self) -> SlotInfo:
+        zone = ZoneInfo(self.timezone)
+        if self.at.tzinfo is not None:
+            at, kind = self.at.astimezone(UTC), SlotKind.NORMAL
+            wall = at.astimezone(zone).replace(tzinfo=None)
+        else:
+            # A repeated local time means its first occurrence; one skipped by
+            # spring-forward means the first instant after the gap (as cron shifts).
+            wall = self.at
+            at, kind = cron.local_to_utc(wall, zone)
+        return SlotInfo(at, wall, kind, True, at.astimezone(zone))
+
+    def describe(self) -> str:
+        at = self.at if self.at.tzinfo is None else self.at.astimezone(ZoneInfo(self.timezone))
+        return f"once at {at:%Y-%m-%d %H:%M} ({self.timezone})"
+
+    def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
+        slot = self._slot()
+        return [slot] if _utc(after, "after") < slot.at <= _utc(until, "until") else []
+
+    def slots(self, after: datetime, until: datetime) -> list[datetime]:
+        return [s.at for s in self.explain(after, until)]
+
+    def next(self, start: datetime, n: int) -> Search:
+        slot = self._slot()
+        return Search((slot,) if n > 0 and slot.at > _utc(start, "start") else ())
+
+    def lints(self, start: datetime) -> list[str]:
+        slot = self._slot()
+        found = [] if slot.at > start else [
+            f"'at' {iso(slot.at)} is in the past: a one-shot that never fired fires at the "
+            "next tick"]
+        # Said whether or not it is previewed: a one-shot has no other day to get right.
+        note = cron.dst_note(slot, self.timezone)
+        return [*found, note] if note else found
+
+
+def _utc(moment: datetime, name: str) -> datetime:
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{name} must be an aware datetime, got {moment!r}")
+    return moment.astimezone(UTC)
+
+
+def for_spec(spec: ScheduleSpec) -> Trigger:
+    """The trigger of a schedule: its ``cron`` or its ``at``."""
+    if spec.at is not None:
+        return AtTrigger(spec.at, spec.timezone)
+    assert spec.cron is not None  # the model requires exactly one of the two
+    return CronTrigger(spec.cron, spec.timezone, spec.dst)
+
+
+def min_interval(trigger: Trigger, start: datetime, sample: int = 64) -> timedelta | None:
+    """The shortest gap between consecutive slots among the next ``sample`` slots."""
+    upcoming = [s.at for s in trigger.next(start, sample).found]
+    gaps = [b - a for a, b in itertools.pairwise(upcoming)]
+    return min(gaps) if gaps else None

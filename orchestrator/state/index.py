@@ -1,0 +1,411 @@
+"""The index of open runs: what a tick reads instead of every run record.
+
+A state branch keeps every finished run until ``compact`` archives it (an
+every-minute schedule leaves 10,000 runs in a week), but a tick needs only the open
+ones: overlap policies look at a schedule's open runs, hygiene and fan-in at their
+tracks, daily caps at the cursors. ``state/open.json`` lists the open runs with what
+those policies need (schedule, status, slot), and the number and a digest of the run
+folders, so a tick reads the index, the cursors, the dead letters and the open runs'
+records: its cost does not grow with the history. The index also names the id of
+``state/runs``'s tree in the commit that wrote it (a :class:`~.store.Stamped` file):
+while the tip's ``state/runs`` has that id, nothing under it changed since, and the
+tick does not even list the folder (listing 10,000 run ids is most of what a no-op
+tick would otherwise spend on history). It is listed when a slot is about to fire
+(``state.known_runs``) or the tree moved.
+
+The index is never the only truth. Every writer that changes a ``run.json`` updates
+it in the same compare-and-swap commit (:func:`refresh`); :func:`load` checks it
+against what it reads anyway (the run folders, the records of the runs it lists) and,
+when it is missing, unreadable or disagrees, rebuilds it from the records and says
+so in one line, which the tick logs and commits with the rebuilt index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from .. import store
+from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
+from ..store import Change, Stamped
+from . import codec, layout
+from . import model as state_model
+from .machine import RUN_OPEN
+from .records import Run, RunStatus
+
+OPEN_INDEX = f"{layout.ROOT}/open.json"
+RUNS = f"{layout.ROOT}/runs"
+
+
+class OpenRun(Frozen):
+    """One open run, as the index lists it."""
+
+    schedule_id: str
+    status: RunStatus
+    slot: UTCDateTime
+
+
+class OpenIndex(Frozen):
+    """``state/open.json``: the open runs and a fingerprint of the run folders."""
+
+    format: Literal[1] = 1
+    runs: dict[str, OpenRun] = Field(default_factory=dict)
+    """Run id -> the open run (scheduled, running or consolidating)."""
+    run_folders: int = 0
+    """How many folders ``state/runs/`` holds (open and finished runs)."""
+    digest: str = hashlib.sha256(b"").hexdigest()
+    """:func:`digest` of those folders' names: a writer that added or removed a run
+    without updating the index is caught by the next tick."""
+    quarantined: dict[str, str] = Field(default_factory=dict)
+    """Path -> what is wrong, for records the last load could not read: read again by
+    every tick (and reported, and their run left alone) until someone mends them."""
+    runs_tree: str | None = None
+    """The id of ``state/runs``'s tree when this index was last checked against it or
+    written with it (``None``: never, or a store without trees). While the tip's tree
+    has this id, the folder count and digest hold without listing the folder."""
+    oldest_finished: str | None = None
+    """The run folder, not open, with the earliest slot (``None``: there is none): what
+    retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
+
+    def by_schedule(self, schedule_id: str) -> list[str]:
+        """The open runs of one schedule, by slot (what overlap policies look at)."""
+        return sorted((r for r, o in self.runs.items() if o.schedule_id == schedule_id),
+                      key=lambda r: (self.runs[r].slot, r))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The state a tick plans on, and the index as it must stand on the tip."""
+
+    state: state_model.State
+    """Cursors, dead letters, health and the open runs with their tracks."""
+    index: OpenIndex
+    note: str | None = None
+    """Why the index was rebuilt (missing, unreadable, disagreeing), or ``None``."""
+    vouched: bool = False
+    """Whether ``state/runs`` was left unlisted because its tree id is the index's."""
+
+
+def digest(names: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
+
+
+def listdirs(files: Mapping[str, bytes], folders: Iterable[str]) -> dict[str, dict[str, bool]]:
+    """``folder -> name -> is a folder`` for each of ``folders``.
+
+    The git store lists exactly these folders (one ``ls-tree``); any other mapping,
+    such as the in-memory store's, is scanned.
+    """
+    wanted = sorted(set(folders))
+    lister = getattr(files, "listdirs", None)
+    if lister is not None:
+        listed = lister(wanted)
+        return {f: {name: entry[0] for name, entry in listed[f].items()} for f in wanted}
+    out: dict[str, dict[str, bool]] = {f: {} for f in wanted}
+    for path in files:
+        for folder in wanted:
+            if path.startswith(folder + "/"):
+                head, sep, _ = path[len(folder) + 1:].partition("/")
+                out[folder][head] = out[folder].get(head, False) or bool(sep)
+    return out
+
+
+def run_folders(files: Mapping[str, bytes]) -> set[str]:
+    """The run ids that have a folder under ``state/runs/``."""
+    return {name for name, is_dir in listdirs(files, [RUNS])[RUNS].items() if is_dir}
+
+
+def tree_id(files: Mapping[str, bytes], folder: str) -> str | None:
+    """The id of ``folder``'s tree, from its parent's listing (which the tick makes
+    anyway); ``None`` for a store without trees or a folder that is not there."""
+    lister = getattr(files, "listdirs", None)
+    if lister is None:
+        return None
+    parent, _, name = folder.rpartition("/")
+    entry = lister([parent])[parent].get(name)
+    return entry[1] if entry is not None and entry[0] else None
+
+
+class RunFolders(Collection[str]):
+    """The run ids with a folder under ``state/runs/``, listed on first use: a tick
+    that fires nothing never asks (:attr:`~.state.State.known_runs`)."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self._files = files
+        self._names: frozenset[str] | None = None
+
+    @property
+    def listed(self) -> bool:
+        return self._names is not None
+
+    def names(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = frozenset(run_folders(self._files))
+        return self._names
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+
+def oldest_finished(folders: Iterable[str], open_runs: Collection[str]) -> str | None:
+    """The run id, among ``folders`` and not open, with the earliest slot."""
+    return min((r for r in folders if r not in open_runs and RUN_ID_RE.fullmatch(r)),
+               key=lambda r: (r[-14:], r), default=None)
+
+
+def build(runs: Iterable[Run], folders: set[str]) -> OpenIndex:
+    """The index the records ``runs`` and the run ``folders`` call for."""
+    open_runs = {r.run_id: OpenRun(schedule_id=r.schedule_id, status=r.status, slot=r.slot)
+                 for r in sorted(runs, key=lambda r: r.run_id) if r.status in RUN_OPEN}
+    return OpenIndex(runs=open_runs, run_folders=len(folders), digest=digest(folders),
+                     oldest_finished=oldest_finished(folders, open_runs))
+
+
+def read(files: Mapping[str, bytes]) -> tuple[OpenIndex | None, str | None]:
+    """The committed index, or ``None`` and what is wrong with it."""
+    data = files.get(OPEN_INDEX)
+    if data is None:
+        return None, "is missing"
+    try:
+        return codec.parse_record(OpenIndex, OPEN_INDEX, data), None
+    except codec.CorruptState as exc:
+        return None, f"is unreadable ({exc.message})"
+
+
+def _disagreement(index: OpenIndex, folders: set[str] | None,
+                  state: state_model.State) -> str | None:
+    if folders is not None and (index.run_folders != len(folders)
+                                or index.digest != digest(folders)):
+        return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
+                f"{len(folders)}" + (" (other ones)" if index.run_folders == len(folders)
+                                     else ""))
+    unlisted = sorted(r for r, run in state.runs.items()
+                      if run.status in RUN_OPEN and r not in index.runs)
+    if unlisted:  # a quarantined run that was mended, or a run written behind its back
+        return f"does not list the open run {unlisted[0]}"
+    for run_id, entry in sorted(index.runs.items()):
+        run = state.runs.get(run_id)
+        if run is None:
+            return f"lists {run_id}, which has no run record"
+        if (run.status, run.schedule_id, run.slot) != (entry.status, entry.schedule_id,
+                                                       entry.slot):
+            return (f"says {run_id} is {entry.status.value}, its record says "
+                    f"{run.status.value}")
+    return None
+
+
+def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Loaded:
+    """The state a tick needs, read through the index (rebuilt when it cannot be trusted).
+
+    Reads the index, lists ``state/``, its ``schedules`` and ``dlq`` folders and the
+    open runs' folders, and parses only those records: never a finished run.
+    ``state/runs`` itself is listed only when its tree is not the one the index names
+    (another writer changed it since: the listing then checks the index);
+    ``state.known_runs`` lists it when asked, so a slot whose run finished long ago
+    is still never fired twice. The cursors of ``skip_cursors`` are not read
+    (schedules the tick does not plan: :mod:`orchestrator.tick.memo`), unless the index
+    has to be rebuilt.
+    """
+    # only compared with the paths listed, never read: no need to check each id
+    skip = {f"{layout.ROOT}/schedules/{sid}.json" for sid in skip_cursors}
+    top = listdirs(files, [layout.ROOT, f"{layout.ROOT}/schedules", f"{layout.ROOT}/dlq"])
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None:  # exactly these: state/ also holds the index page of every run
+        prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
+                 if p.rpartition("/")[2] in top[layout.ROOT])
+    index, problem = read(files)
+    tree = tree_id(files, RUNS)
+    vouched = index is not None and tree is not None and index.runs_tree == tree
+    names: dict[str, bool] | None = None
+    folders: set[str] | None = None
+    if not vouched:
+        names = listdirs(files, [RUNS])[RUNS]
+        folders = {name for name, is_dir in names.items() if is_dir}
+    state: state_model.State | None = None
+    if index is not None:
+        # the open runs, and the runs of records quarantined before: read again, they
+        # are reported again, or they load (mended) and the index takes them back
+        held = {p.split("/")[2] for p in index.quarantined
+                if p.startswith(f"{RUNS}/") and p.count("/") >= 3}
+        mine = {*index.runs, *held}
+        open_dirs = [layout.run_dir(r) for r in sorted(mine if folders is None else mine & folders)
+                     if RUN_ID_RE.fullmatch(r)]
+        # A dead letter keeps its track's spec in its run's specs.json, and its run is
+        # usually finished: that one file of it is read too (its folder listed with
+        # the open ones, in the same call).
+        parked = sorted(r for r in (name[:-5].rpartition("--")[0]
+                                    for name in top[f"{layout.ROOT}/dlq"] if name.endswith(".json"))
+                        if RUN_ID_RE.fullmatch(r) and (folders is None or r in folders))
+        subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
+        runs_listed = listdirs(files, [*open_dirs, *subs, *map(layout.run_dir, parked)])
+        listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
+        wanted = [f"{folder}/{name}" for folder, entries in listed.items()
+                  if folder != layout.ROOT for name, is_dir in entries.items()
+                  if not is_dir and name.endswith(".json") and f"{folder}/{name}" not in skip]
+        if layout.HEALTH.rpartition("/")[2] in top[layout.ROOT]:
+            wanted.append(layout.HEALTH)
+        wanted += [path for path in map(layout.specs_path, parked)
+                   if path not in wanted and path in files]
+        if prefetch is not None:
+            prefetch(wanted)
+        state = state_model.load({p: files[p] for p in wanted})
+        problem = _disagreement(index, folders, state)
+    note = None
+    if problem is not None or index is None or state is None:
+        if names is None:
+            names = listdirs(files, [RUNS])[RUNS]
+            folders = {name for name, is_dir in names.items() if is_dir}
+        assert folders is not None
+        state = state_model.load(files)
+        index = build(state.runs.values(), folders)
+        vouched = False
+        if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
+            note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
+                    f"record(s), {len(index.runs)} open")
+    if names is not None:
+        for name in sorted(names):  # an entry that is no run id is never read, only named
+            if not RUN_ID_RE.fullmatch(name):
+                state.quarantined.setdefault(
+                    f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
+    else:  # unlisted: such names are as the index last saw them
+        for path, why in index.quarantined.items():
+            if path.startswith(f"{RUNS}/") and path.count("/") == 2:
+                state.quarantined.setdefault(path, why)
+    update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
+                                 "runs_tree": tree}
+    if folders is not None:  # checked against this tree now
+        update["oldest_finished"] = oldest_finished(folders, index.runs)
+    index = index.model_copy(update=update)
+    state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
+    return Loaded(state, index, note, vouched)
+
+
+def _run_of(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[2] if len(parts) >= 4 and parts[:2] == [layout.ROOT, "runs"] else None
+
+
+def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
+            index: OpenIndex | None = None) -> Change:
+    """``change`` plus the index it calls for, so both land in one commit.
+
+    ``index`` is the index as it stands on ``files`` (as :func:`load` returned it); by
+    default the committed one is read. A writer that finds no readable index leaves
+    it alone: the next tick rebuilds it and says so. When the change touches
+    ``state/runs`` and the index was good for the tree it changes, the new index is
+    :class:`~.store.Stamped` with the new tree's id; otherwise it names no tree, and
+    the next load lists the folder and checks it.
+    """
+    out: Change = dict(change)
+    touched = {r for r in map(_run_of, change) if r is not None}
+    if index is None:
+        if not touched:
+            return out
+        index, _ = read(files)
+        if index is None:
+            return out
+    tree = tree_id(files, RUNS)
+    good = tree is not None and index.runs_tree == tree
+    runs = dict(index.runs)
+    new = index
+    if touched:
+        folders = run_folders(files)
+        # once, not per run: a compaction deletes thousands of runs in one change
+        written = {_run_of(p) for p, data in change.items() if data is not None}
+        for run_id in sorted(touched):
+            record = layout.run_path(run_id)
+            writes = run_id in written
+            if writes:
+                folders.add(run_id)
+            if record not in change:
+                continue
+            data = change[record]
+            if data is None:
+                runs.pop(run_id, None)
+                if not writes:  # the run's folder goes with its record (compaction)
+                    folders.discard(run_id)
+                continue
+            run = codec.parse_record(Run, record, data)
+            if run.status in RUN_OPEN:
+                runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
+                                       slot=run.slot)
+            else:
+                runs.pop(run_id, None)
+        new = index.model_copy(update={
+            "runs": dict(sorted(runs.items())), "run_folders": len(folders),
+            "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
+            "runs_tree": None})
+    # A branch without runs gets its index with its first run, not on an idle tick.
+    if not (OPEN_INDEX in files or new.run_folders):
+        return out
+    if touched and good:
+        stamped = new
+
+        def fill(tree_id: str | None) -> bytes:
+            return codec.to_json(stamped.model_copy(update={"runs_tree": tree_id}))
+
+        out[OPEN_INDEX] = Stamped.of(RUNS, fill)
+        return out
+    data = codec.to_json(new)
+    if files.get(OPEN_INDEX) == data:
+        return out
+    committed, _ = read(files)  # rarely reached: the index differs from the one committed
+    if committed is not None and committed.model_copy(update={
+            "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new \
+            and not store.changes(files, change):
+        return out  # only checked against the tree again: not worth a commit of its own
+    out[OPEN_INDEX] = data
+    return out
+
+
+INDEX_PAGE_RUNS = 200
+"""How many of the newest runs ``state/index.html`` lists (and every open run): the
+page is rendered whenever a run starts or ends, so it must not read the history."""
+
+
+def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
+              limit: int = INDEX_PAGE_RUNS) -> tuple[dict[str, Run], int]:
+    """The runs ``state/index.html`` lists: the records of the ``limit`` newest runs
+    (by slot, which ends a run id) with ``also`` over them (the open runs and what the
+    writer changes), and how many run folders are left out. Only those records are
+    read; one that cannot be read is left out (the tick quarantines and reports it)."""
+    folders = run_folders(files)
+    newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
+                    key=lambda r: (r[-14:], r), reverse=True)[:limit]
+    paths = [layout.run_path(r) for r in newest]
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)
+    runs: dict[str, Run] = {}
+    for path in paths:
+        data = files.get(path)
+        if data is None:
+            continue
+        try:
+            run = codec.parse_record(Run, path, data)
+        except codec.CorruptState:
+            continue
+        runs[run.run_id] = run
+    runs.update(also)
+    return runs, len(folders | set(runs)) - len(runs)
+
+
+def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
+    """Every run record, finished ones included (for the index page of every run)."""
+    folders = run_folders(files)
+    paths = [layout.run_path(r) for r in sorted(folders)]
+    prefetch = getattr(files, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)
+    return {run.run_id: run for run in (codec.parse_record(Run, p, files[p])
+                                        for p in paths if p in files)}

@@ -1,0 +1,144 @@
+"""The track and run state machines, as tables.
+
+Track::
+
+    pending ──> dispatched ──> running ──> complete
+       ^  │ │        │  │  ^      │  └───> failed ──(attempts left: retry)──> pending
+       │  │ │        │  │  │      ├──────> waiting ──(poll interval)──> dispatched
+       │  │ │        │  └──┼──────┼──────> failed / tapped_out / cancelled / waiting
+       │  │ │        │     └──────┘ (a poll dispatched again, same attempt)
+       │  │ └────────┴────────────┴──────> tapped_out | cancelled
+       │  └──> skipped (a needed track did not complete)
+       └── failed | tapped_out (operator requeue from the dead letter queue)
+
+Run::
+
+    scheduled ──> running ──> consolidating ──> completed | failed
+        └────────────────────────^        failed ──(operator requeue)──> running
+
+``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions
+(but a compensation cancelled behind a failed one, reopened by its requeue:
+:func:`reopen_compensation`).
+``waiting`` (a poll answered "not yet") uses no attempt: it goes back to
+``dispatched`` under a new dispatch key, or is tapped out or cancelled.
+``failed`` and ``tapped_out`` tracks leave only through a retry or an operator's
+requeue, and a ``failed`` run only through a requeue of one of its tracks. Every
+transition appends ``{from, to, at, reason}`` to the object's ``state_history``;
+an illegal one raises :class:`~orchestrator.errors.IllegalTransition`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from ..errors import IllegalTransition
+from .records import Run, RunStatus, Track, TrackPhase, Transition
+
+P = TrackPhase
+R = RunStatus
+
+TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
+    P.PENDING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED}),
+    # A track may report `complete`/`failed`/`waiting` before the tick saw it running.
+    P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
+                             P.CANCELLED, P.WAITING}),
+    P.RUNNING: frozenset({P.PENDING, P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.WAITING}),
+    P.WAITING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
+    P.FAILED: frozenset({P.PENDING}),
+    P.TAPPED_OUT: frozenset({P.PENDING}),
+    P.COMPLETE: frozenset(),
+    P.CANCELLED: frozenset(),
+    P.SKIPPED: frozenset(),
+}
+"""Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
+dispatch was lost; ``dispatched | running -> pending`` also a leg that no runner took
+(GitHub lists a queued job as running), sent to the next runner label;
+``failed -> pending`` a retry or requeue; ``tapped_out -> pending`` a requeue."""
+
+TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING, P.WAITING})
+"""Phases in which a track still needs the tick's attention."""
+
+TRACK_TERMINAL = frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED})
+"""Phases that count as finished for the run's fan-in (``failed`` only once no retry
+is left: the planner turns a retryable failure back into ``pending`` in the same tick)."""
+
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    R.SCHEDULED: frozenset({R.RUNNING, R.CONSOLIDATING}),
+    R.RUNNING: frozenset({R.CONSOLIDATING}),
+    R.CONSOLIDATING: frozenset({R.COMPLETED, R.FAILED}),
+    R.COMPLETED: frozenset(),
+    R.FAILED: frozenset({R.RUNNING}),
+}
+"""Allowed run transitions. ``scheduled -> consolidating`` happens when every track was
+cancelled, tapped out or skipped before any dispatch; ``failed -> running`` is a requeue."""
+
+RUN_OPEN = frozenset({R.SCHEDULED, R.RUNNING, R.CONSOLIDATING})
+RUN_TERMINAL = frozenset({R.COMPLETED, R.FAILED})
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def revise(model: M, **changes: Any) -> M:
+    """``model`` with ``changes``, validated like a freshly built one.
+
+    ``model_copy(update=...)`` skips validation: a ``done="yes"`` would be stored and
+    serialised as ``"yes"``. Here the fields are merged shallowly and validated again
+    by field name, so a wrong type or an unknown field raises
+    :class:`pydantic.ValidationError`; nested models are reused as they are.
+    """
+    cls = type(model)
+    data: dict[str, Any] = {}
+    for name, value in {**dict(model), **changes}.items():
+        # keyed by alias where there is one: accepted with or without populate_by_name
+        info = cls.model_fields.get(name)
+        data[info.alias if info is not None and info.alias else name] = value
+    return cls.model_validate(data)
+
+
+def can_move_track(src: TrackPhase, dst: TrackPhase) -> bool:
+    return dst in TRACK_TRANSITIONS[src]
+
+
+def can_move_run(src: RunStatus, dst: RunStatus) -> bool:
+    return dst in RUN_TRANSITIONS[src]
+
+
+def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
+               **changes: Any) -> Track:
+    """Return ``track`` in phase ``to`` with the transition recorded, or raise."""
+    if not can_move_track(track.phase, to):
+        raise IllegalTransition(
+            f"track {track.run_id}/{track.name}: illegal transition "
+            f"{track.phase.value} -> {to.value}"
+        )
+    history = [*track.state_history, Transition(from_=track.phase.value, to=to.value, at=at,
+                                                reason=reason)]
+    return revise(track, **changes, phase=to, state_history=history)
+
+
+def reopen_compensation(undo: Track, at: datetime, reason: str, **changes: Any) -> Track:
+    """A compensation the saga cancelled after an earlier one failed for good, back to
+    ``pending``: the operator requeued the failed one (``dlq requeue``). The only way
+    out of ``cancelled``, and only for a compensation."""
+    if not undo.compensating or undo.phase is not P.CANCELLED:
+        raise IllegalTransition(
+            f"track {undo.run_id}/{undo.name}: only a cancelled compensation reopens, "
+            f"not a {'compensation' if undo.compensating else 'track'} "
+            f"{undo.phase.value}")
+    history = [*undo.state_history, Transition(from_=undo.phase.value, to=P.PENDING.value,
+                                               at=at, reason=reason)]
+    return revise(undo, **changes, phase=P.PENDING, state_history=history)
+
+
+def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes: Any) -> Run:
+    """Return ``run`` in status ``to`` with the transition recorded, or raise."""
+    if not can_move_run(run.status, to):
+        raise IllegalTransition(
+            f"run {run.run_id}: illegal transition {run.status.value} -> {to.value}"
+        )
+    history = [*run.state_history, Transition(from_=run.status.value, to=to.value, at=at,
+                                              reason=reason)]
+    return revise(run, **changes, status=to, state_history=history)

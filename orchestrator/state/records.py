@@ -1,0 +1,196 @@
+"""State records: what the tick writes on the state branch.
+
+- Strict, frozen, unknown fields rejected, like the schedule models.
+- Datetimes are always aware UTC.
+- A track record carries the spec it was created with, so an edited schedule file
+  never changes a run that already fired.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+from ..spec.fields import Frozen, Id, UTCDateTime
+from ..spec.models import TrackSpec
+from ..spec.policies import Pause
+
+# --------------------------------------------------------------------------- state
+
+
+class TrackPhase(StrEnum):
+    """Phase of one track of a run. See :mod:`orchestrator.state.machine` for the transitions."""
+
+    PENDING = "pending"
+    """Waiting to be dispatched (first attempt, a retry after backoff, or jitter)."""
+    DISPATCHED = "dispatched"
+    """The mark commit chose to dispatch it; the executor may not have started it yet."""
+    RUNNING = "running"
+    """The executor reports it started."""
+    COMPLETE = "complete"
+    """Finished successfully. Terminal."""
+    FAILED = "failed"
+    """Finished unsuccessfully. Retried while attempts remain, else dead-lettered."""
+    TAPPED_OUT = "tapped_out"
+    """Stopped for exceeding its timeout or the run's deadline. Terminal; dead-lettered."""
+    CANCELLED = "cancelled"
+    """Cancelled by an overlap policy or an operator. Terminal."""
+    SKIPPED = "skipped"
+    """Never dispatched: a needed track did not complete (``when: success``). Terminal."""
+    WAITING = "waiting"
+    """A poll answered "not yet": dispatched again after its poll interval, without
+    using an attempt. Not terminal; the run's deadline taps it out."""
+
+
+class RunStatus(StrEnum):
+    """Status of one firing of a schedule."""
+
+    SCHEDULED = "scheduled"
+    """Created by the mark commit; no track dispatched yet (jitter, buffered overlap)."""
+    RUNNING = "running"
+    """At least one track was dispatched and some track is still open."""
+    CONSOLIDATING = "consolidating"
+    """Every track is terminal; the brief is being rendered."""
+    COMPLETED = "completed"
+    """Every track completed. Terminal."""
+    FAILED = "failed"
+    """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
+
+
+class Transition(Frozen):
+    """One entry of a ``state_history``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    at: UTCDateTime
+    reason: str = ""
+
+
+class Track(Frozen):
+    """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
+
+    run_id: str
+    name: Id
+    phase: TrackPhase = TrackPhase.PENDING
+    attempt: int = Field(1, ge=1)
+    max_attempts: int = Field(1, ge=1)
+    spec: TrackSpec
+    not_before: UTCDateTime | None = None
+    """Earliest dispatch time (jitter, retry backoff)."""
+    dispatch_key: str | None = None
+    """``<run_id>--<track>--<attempt>``: idempotency key of the current dispatch."""
+    handle: dict[str, Any] | None = None
+    """Executor-specific handle of the current attempt (CI run id, process id, ...)."""
+    executor: str | None = None
+    dispatched_at: UTCDateTime | None = None
+    started_at: UTCDateTime | None = None
+    finished_at: UTCDateTime | None = None
+    polls: int = Field(0, ge=0)
+    """"Not yet" answers in the current attempt; part of the dispatch key when > 0."""
+    url: str | None = None
+    """Link to the CI run or the local log of the current attempt."""
+    result: dict[str, Any] | None = None
+    """What the track reported (a JSON object; ``summary`` is shown in the brief)."""
+    error_log: list[str] = Field(default_factory=list)
+    state_history: list[Transition] = Field(default_factory=list)
+    runner: str | None = None
+    """The runner label the current attempt was sent to (``runs_on``)."""
+    compensating: bool = False
+    """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
+
+    @property
+    def key(self) -> str:
+        undo = "--undo" if self.compensating else ""
+        poll = f".{self.polls}" if self.polls else ""
+        return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
+
+
+class Run(Frozen):
+    """``state/runs/<run_id>/run.json``: one firing of a schedule."""
+
+    run_id: str
+    schedule_id: Id
+    slot: UTCDateTime
+    """The cron slot (or ``at`` instant) this run is for."""
+    fire_at: UTCDateTime
+    """Slot plus deterministic jitter: tracks are not dispatched before it."""
+    created_at: UTCDateTime
+    deadline: UTCDateTime
+    status: RunStatus = RunStatus.SCHEDULED
+    tracks: list[Id]
+    description: str = ""
+    cron: str | None = None
+    timezone: str = "UTC"
+    workflow: str = "track.yml"
+    """The track workflow the run was created with (GitHub executor)."""
+    finished_at: UTCDateTime | None = None
+    state_history: list[Transition] = Field(default_factory=list)
+
+
+class SlotNote(Frozen):
+    """A slot that did not fire, and why (kept short: the newest few per schedule)."""
+
+    slot: UTCDateTime
+    reason: Literal["missed", "skipped", "overlap", "daily_cap", "dst_skip"]
+    at: UTCDateTime
+
+
+class Cursor(Frozen):
+    """``state/schedules/<id>.json``: where a schedule stands."""
+
+    schedule_id: Id
+    since: UTCDateTime
+    """Slots at or before this instant are settled (fired, skipped or missed)."""
+    last_slot: UTCDateTime | None = None
+    last_run_id: str | None = None
+    next_run_at: UTCDateTime | None = None
+    last_error: str | None = None
+    done: bool = False
+    """A one-shot (``at``) schedule that has fired."""
+    enabled: bool = True
+    fires_per_day: dict[str, int] = Field(default_factory=dict)
+    """Runs started per local calendar day (ISO date), for ``max_runs_per_day``."""
+    notes: list[SlotNote] = Field(default_factory=list)
+    paused: Pause | None = None
+    """Set while the schedule is paused (``pause_after_failures``); it fires nothing."""
+    failures_in_a_row: int = Field(0, ge=0)
+    """Runs of the schedule that ended ``failed`` in a row, counted as each finishes
+    (a tick reads only open runs, so the count cannot be taken from finished ones)."""
+    resumed: Pause | None = None
+    """The last resume: failures before it no longer count towards a pause."""
+
+
+class DeadLetter(Frozen):
+    """``state/dlq/<run_id>--<track>.json``: a track that needs a human."""
+
+    key: str
+    run_id: str
+    track: Id
+    reason: str
+    parked_at: UTCDateTime
+    attempts: int
+    payload: TrackSpec
+    error_log: list[str] = Field(default_factory=list)
+    state_history: list[Transition] = Field(default_factory=list)
+    discarded: bool = False
+    discarded_by: str | None = None
+    discarded_reason: str | None = None
+
+
+def utc_date_key(moment: datetime, zone: ZoneInfo) -> str:
+    """The local calendar day of ``moment`` in ``zone`` as an ISO date."""
+    return date.isoformat(moment.astimezone(zone).date())
+
+
+def run_id_for(schedule_id: str, slot: datetime) -> str:
+    """Deterministic run id: ``<schedule-id>--<slot UTC as YYYYMMDDTHHMMZ>``."""
+    return f"{schedule_id}--{slot.astimezone(UTC):%Y%m%dT%H%MZ}"

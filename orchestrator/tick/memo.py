@@ -1,0 +1,442 @@
+"""Schedules a tick may leave unread until their next slot: ``state/quiet.json``.
+
+Most ticks decide nothing for most schedules: a daily schedule needs a tick's attention
+once a day. Parsing its file, its cursor and asking cron for its next slot on every
+tick made the tick's cost grow with the number of schedules. So each commit a tick
+makes anyway also writes, per schedule it found quiet, the next moment it needs
+attention (its next slot), keyed by a digest of everything that decision read: the
+schedule file's bytes, its cursor's blob, ``orchestrator.json``, the time zone data
+and this package's version. A later tick before that moment, that finds the same key
+and no open run of the schedule, neither parses the file nor reads the cursor; it
+only takes the slot as its next due moment.
+
+When every schedule file was quiet, a second file keeps one entry for the whole
+folder (``state/quiet-folder.json``: :class:`QuietFolder`), keyed by git's listing of
+the folder (:mod:`orchestrator.tick.worktree`: it names every file's blob id without
+reading a file) and every cursor's blob id. A tick that finds the folder as git's
+index holds it, the same listing and cursors and no open run of the folder's schedules
+reads no schedule file at all, nor the entries of ``state/quiet.json``. That entry is
+only written when the bytes the tick parsed are the blobs the listing names, so an
+edit racing the tick costs only the shortcut.
+
+The memo never stands alone: a schedule it does not name, with another key, with an
+open run, a pause, a one-shot that has not fired or a cursor that is not settled up to
+the moment the memo was taken, is parsed as before; so is every schedule when the
+index of open runs had to be rebuilt, or when the compare-and-swap lost a race
+(:func:`select`). A disabled schedule, and a one-shot that fired, are quiet until their
+file or cursor changes. A file that does not parse never gets an entry, so it is named
+on every tick. The files are only ever written beside other changes (:func:`changes`),
+never in a commit of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import zoneinfo
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AwareDatetime, Field
+
+from .. import __version__
+from ..cadence.wake import Wake, due_moments, earliest, lingers_before, next_slot
+from ..spec.config import Cadence
+from ..spec.fields import ID_RE, Frozen
+from ..spec.files import SCHEMA_FILE, LoadResult, load_all
+from ..spec.models import Schedule
+from ..spec.triggers import for_spec
+from ..state import codec, layout
+from ..state import index as state_index
+from ..state import model as state_model
+from ..state.machine import RUN_OPEN
+from ..state.records import Cursor
+from ..support.times import iso_minute
+from . import worktree
+
+QUIET = f"{layout.ROOT}/quiet.json"
+FOLDER = f"{layout.ROOT}/quiet-folder.json"
+CURSORS = f"{layout.ROOT}/schedules"
+FORMAT = 2
+"""Of the keys (in every key): 2 when a file's bytes became its git blob id."""
+
+
+class Quiet(Frozen):
+    """One schedule with nothing to do from ``checked`` until ``until``."""
+
+    # AwareDatetime, checked by pydantic's core: a tick parses one entry per schedule,
+    # and UTCDateTime's Python validator made that most of reading the memo.
+    key: str
+    checked: AwareDatetime
+    """The tick that found it quiet."""
+    until: AwareDatetime | None
+    """Its next slot after ``checked``: the first moment a tick must parse it again;
+    ``None``: no moment, only a change of its file or cursor (see :func:`_quiet_until`)."""
+    lingers: bool
+    """Whether that slot is worth a waiting runner (:func:`~.wake.lingers_before`)."""
+
+
+class Soonest(Frozen):
+    schedule: str
+    until: AwareDatetime
+    lingers: bool
+
+
+class QuietFolder(Frozen):
+    """``state/quiet-folder.json``: every schedule file of the folder quiet at once (see
+    the module's text). A file of its own, so that a tick it vouches for reads a few
+    hundred bytes of memo, not an entry per schedule."""
+
+    format: Literal[1] = 1
+    key: str
+    """Of git's listing of the folder and the cursor of each of its schedules."""
+    checked: AwareDatetime
+    """The latest ``checked`` of the folder's entries."""
+    soonest: list[Soonest] = Field(max_length=2)
+    """What :meth:`Memo.wakes` takes from the entries: the first slot, and the first
+    worth a waiting runner when that is another."""
+
+
+class QuietFile(Frozen):
+    format: Literal[1] = 1
+    schedules: dict[str, Quiet] = Field(default_factory=dict)
+
+
+def blob_id(data: bytes) -> str:
+    """git's object id of a file with these bytes (what ``ls-tree`` lists)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _cursor_ids(files: Mapping[str, bytes]) -> dict[str, str]:
+    """Schedule id -> the blob id of its cursor, without reading the cursors from git."""
+    lister = getattr(files, "listdirs", None)
+    if lister is not None:
+        listed = lister([CURSORS])[CURSORS]
+        return {name[:-5]: sha for name, (is_dir, sha) in listed.items()
+                if not is_dir and name.endswith(".json")}
+    prefix = CURSORS + "/"
+    return {path[len(prefix):-5]: blob_id(files[path]) for path in files
+            if path.startswith(prefix) and path.endswith(".json") and "/" not in
+            path[len(prefix):]}
+
+
+def _tz_version() -> str:
+    """Which time zone data slots are computed with: a new release may move them."""
+    for folder in zoneinfo.TZPATH:
+        try:
+            with open(os.path.join(folder, "tzdata.zi"), "rb") as fh:
+                return fh.readline(200).decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+    try:
+        import tzdata  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        return ""
+    return f"tzdata {getattr(tzdata, 'IANA_VERSION', '')}"
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def schedule_ids(listing: worktree.Clean) -> frozenset[str] | None:
+    """The ids of the schedule files in ``listing``, or ``None`` when a name the loader
+    would take for a schedule is not a plain ``<id>.json`` file (it would report it)."""
+    ids = set()
+    for name in listing.names:
+        if name[-5:].lower() != ".json" or name == SCHEMA_FILE:
+            continue
+        if name not in listing.blobs or not name.endswith(".json") \
+                or not ID_RE.fullmatch(name[:-5]):
+            return None
+        ids.add(name[:-5])
+    return frozenset(ids)
+
+
+@dataclass
+class Memo:
+    """The memo as the tick read it, and what this tick saw of each schedule."""
+
+    repo: Path
+    now: datetime
+    state: Mapping[str, bytes] | None
+    """The state branch's files, with ``state/quiet.json`` (read on first use:
+    :attr:`entries`); ``None`` when the memo cannot be trusted (no index of open runs)."""
+    cursors: dict[str, str]
+    """Schedule id -> its cursor's blob id on the tip read."""
+    busy: set[str]
+    """Schedules with an open run (from the index of open runs): always parsed."""
+    common: str
+    """The digest of what every entry's key shares (version, zones, repository config)."""
+    listing: worktree.Clean | None = None
+    """git's listing of the schedule folder, when the folder is exactly that."""
+    folder: QuietFolder | None = None
+    """The entry for the whole folder, when it holds this tick."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Schedule id -> the blob id of its file's bytes, for every file this tick read."""
+    skipped: dict[str, Quiet] = field(default_factory=dict)
+    """The schedules this tick did not parse, with the entry that let it (one by one)."""
+    whole: frozenset[str] | None = None
+    """The schedules left unread because :attr:`folder` holds: every one."""
+    read_all_clean: bool = False
+    """Whether every schedule file this tick parsed was valid (:func:`select`)."""
+    _entries: dict[str, Quiet] | None = None
+
+    @classmethod
+    def read(cls, files: Mapping[str, bytes], repo: Path, now: datetime,
+             config_key: bytes) -> Memo:
+        """The memo as ``files`` hold it. ``config_key`` is
+        :attr:`~orchestrator.spec.config.RepoSettings.key`."""
+        busy: set[str] = set()
+        lister = getattr(files, "listdirs", None)
+        if lister is not None:  # one git process for the folders the tick lists anyway
+            lister([layout.ROOT, CURSORS, f"{layout.ROOT}/dlq"])  # state/runs: only if need be
+        listing = worktree.clean(repo / "schedules")
+        prefetch = getattr(files, "prefetch", None)
+        if prefetch is not None:  # exactly these: state/ also holds the index page
+            # the entries only when the folder's cannot hold: a tick it holds for
+            # never reads them
+            prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
+                      *([QUIET] if listing is None else [])])
+        index, _ = state_index.read(files)
+        if index is None and QUIET in files and not state_index.run_folders(files):
+            index = state_index.OpenIndex()  # no run yet, so none open: it needs no index
+        folder: QuietFolder | None = None
+        if index is not None:  # without it, no way to tell the open runs
+            busy = {run.schedule_id for run in index.runs.values()}
+            data = files.get(FOLDER) if listing is not None else None
+            if data is not None:
+                with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
+                    folder = codec.parse_record(QuietFolder, FOLDER, data)
+        common = _digest(str(FORMAT), __version__, _tz_version(), config_key)
+        memo = cls(repo, now, files if index is not None else None,
+                   _cursor_ids(files) if index is not None and QUIET in files else {},
+                   busy, common, listing)
+        if folder is not None:
+            memo.whole = memo._holds(folder)
+            memo.folder = folder if memo.whole is not None else None
+        return memo
+
+    @property
+    def entries(self) -> dict[str, Quiet]:
+        """The memo's entries, one per schedule (parsed on first use)."""
+        if self._entries is None:
+            self._entries = {}
+            data = self.state.get(QUIET) if self.state is not None else None
+            if data is not None:
+                with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
+                    self._entries = codec.parse_record(QuietFile, QUIET, data).schedules
+        return self._entries
+
+    @property
+    def left_out(self) -> Collection[str]:
+        """The schedules this tick neither parses nor plans."""
+        return self.whole if self.whole is not None else self.skipped.keys()
+
+    def forget(self) -> None:
+        """Leave nothing out after all: every schedule is parsed."""
+        self.skipped.clear()
+        self.whole = self.folder = None
+
+    def key(self, schedule_id: str, digest: str, cursor: str) -> str:
+        return _digest(self.common, schedule_id, digest, cursor)
+
+    def folder_key(self, listing: worktree.Clean, cursors: Mapping[str, str]) -> str:
+        return _digest(self.common, "folder", listing.digest,
+                       "\n".join(f"{sid} {cursor}" for sid, cursor in sorted(cursors.items())))
+
+    def _holds(self, folder: QuietFolder) -> frozenset[str] | None:
+        """The folder's schedules when ``folder`` vouches for them all this tick."""
+        if self.listing is None:
+            return None
+        # not checked name by name: the key covers the listing, and the tick that wrote
+        # it checked every name (:func:`schedule_ids`)
+        ids = self.listing.stems(".json") - {SCHEMA_FILE[:-5]}
+        if (ids & self.busy
+                or not _holds_at(self.now, folder.checked,
+                                 folder.soonest[0].until if folder.soonest else None)
+                or any(sid not in self.cursors for sid in ids)
+                or folder.key != self.folder_key(self.listing,
+                                                 {sid: self.cursors[sid] for sid in ids})):
+            return None
+        return ids
+
+    def knows(self, schedule_id: str, raw: bytes) -> bool:
+        """Whether the file ``raw`` of ``schedule_id`` may go unparsed this tick."""
+        digest = self.files[schedule_id] = blob_id(raw)
+        entry = self.entries.get(schedule_id)
+        cursor = self.cursors.get(schedule_id)
+        if (entry is None or cursor is None or schedule_id in self.busy
+                or not _holds_at(self.now, entry.checked, entry.until)
+                or entry.key != self.key(schedule_id, digest, cursor)):
+            return False
+        self.skipped[schedule_id] = entry
+        return True
+
+    def record(self, schedule_id: str, raw: bytes) -> bool:
+        """Note the file ``raw`` of ``schedule_id``, to be parsed."""
+        self.files[schedule_id] = blob_id(raw)
+        return False
+
+    def wakes(self) -> list[Wake]:
+        """The next slot of the schedules left unread, as :mod:`.wake` would say it:
+        only the first, and the first worth a waiting runner, which is all
+        :func:`next_wake` takes from them (a Wake orders by time, then by reason, which
+        starts with the schedule id)."""
+        if self.folder is not None:
+            soonest = [(s.schedule, s.until, s.lingers) for s in self.folder.soonest]
+        else:
+            soonest = [(sid, q.until, q.lingers) for sid, q in _soonest(self.skipped)
+                       if q.until is not None]
+        return [Wake(until, f"{sid}: slot {iso_minute(until)}", lingers)
+                for sid, until, lingers in soonest]
+
+
+def _holds_at(now: datetime, checked: datetime, until: datetime | None) -> bool:
+    return checked <= now and (until is None or now < until)
+
+
+def _soonest(entries: Mapping[str, Quiet]) -> list[tuple[str, Quiet]]:
+    """The entry with the first slot, and the first worth a waiting runner when that is
+    another (by time, then schedule id)."""
+    timed = [(q.until, sid, q) for sid, q in entries.items() if q.until is not None]
+    first = min(timed, default=None)
+    waited = min((e for e in timed if e[2].lingers), default=None)
+    picked = [e for e in (first, waited) if e is not None]
+    return list({sid: q for _, sid, q in picked}.items())
+
+
+def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
+           everything: bool = False) -> tuple[LoadResult, state_index.Loaded]:
+    """The schedules to parse and the state to plan on, leaving out what ``memo``
+    vouches for; everything when in doubt (``memo`` is ``None``, the index of open runs
+    was rebuilt, a schedule left out has an open run after all, or ``everything``: the
+    compare-and-swap lost a race to a tip the memo was not checked against)."""
+    if memo is not None and not everything:
+        if memo.whole is not None:
+            loaded = state_index.load(files, skip_cursors=memo.whole)
+            if loaded.note is None and not any(run.schedule_id in memo.whole
+                                               for run in loaded.state.runs.values()):
+                memo.read_all_clean = True  # as the tick that wrote the entry found them
+                return LoadResult(), loaded
+            memo.forget()
+        result = load_all(directory, known=memo.knows)
+        memo.read_all_clean = not result.errors
+        if not memo.skipped:
+            return result, state_index.load(files)
+        loaded = state_index.load(files, skip_cursors=memo.skipped)
+        if loaded.note is None and not any(run.schedule_id in memo.skipped
+                                           for run in loaded.state.runs.values()):
+            return result, loaded
+    if memo is None:
+        return load_all(directory), state_index.load(files)
+    memo.forget()
+    result = load_all(directory, known=memo.record)  # for the entries this tick writes
+    memo.read_all_clean = not result.errors
+    return result, state_index.load(files)
+
+
+def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
+                 ) -> tuple[bool, datetime | None]:
+    """Whether ``schedule`` with ``cursor`` needs no tick before a moment, and which:
+    its next slot, or ``None`` when only a change of its file or cursor can wake it
+    (disabled, or a one-shot that fired)."""
+    spec = schedule.spec
+    if not spec.enabled:
+        return not cursor.enabled, None  # the first tick after the edit records it
+    if not cursor.enabled or cursor.paused is not None or (  # paused: said every tick
+            spec.pause_after_failures is not None
+            and cursor.failures_in_a_row >= spec.pause_after_failures):
+        return False, None
+    at = spec.at_utc()
+    if at is not None:
+        return cursor.done and cursor.last_slot == at, None
+    try:
+        if for_spec(spec).slots(cursor.since, now):
+            return False, None  # not settled up to now: a later tick has to look again
+        until = next_slot(spec, now)
+    except ValueError:
+        return False, None
+    return until is not None, until
+
+
+def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
+            files: Mapping[str, bytes], change: Mapping[str, bytes | None],
+            cadence: Callable[[], Cadence]) -> dict[str, bytes | None]:
+    """What ``change`` calls for in ``state/quiet.json`` and
+    ``state/quiet-folder.json`` (nothing when ``change`` is empty): the entries of the
+    schedules left unread, one for each parsed schedule that is quiet in ``state`` (the
+    state this change commits), and the entry of the whole folder when every schedule
+    in it has one."""
+    if not change:
+        return {}
+    open_schedules = {run.schedule_id for run in state.runs.values()
+                      if run.status in RUN_OPEN}
+    if memo.whole is not None:
+        entries = {sid: memo.entries[sid] for sid in memo.whole if sid in memo.entries}
+    else:
+        entries = dict(memo.skipped)
+    cursors = {sid: memo.cursors[sid] for sid in entries if sid in memo.cursors}
+    policy: Cadence | None = None
+    for schedule in schedules:
+        sid = schedule.id
+        cursor = state.cursors.get(sid)
+        path = layout.cursor_path(sid)
+        data = change.get(path) if path in change else files.get(path)
+        digest = memo.files.get(sid)
+        if cursor is None or data is None or digest is None or sid in open_schedules:
+            continue
+        quiet, until = _quiet_until(schedule, cursor, memo.now)
+        if not quiet:
+            continue
+        lingers = False
+        if until is not None:
+            policy = policy or cadence()
+            lingers = lingers_before(schedule, until, policy)
+        cursors[sid] = blob_id(data)
+        entries[sid] = Quiet(key=memo.key(sid, digest, cursors[sid]), checked=memo.now,
+                             until=until, lingers=lingers)
+    out: dict[str, bytes | None] = {
+        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
+        FOLDER: codec.to_json(folder) if (folder := _folder(memo, entries, cursors, change))
+        else None}
+    return {path: data for path, data in out.items() if files.get(path) != data}
+
+
+def _folder(memo: Memo, entries: Mapping[str, Quiet], cursors: Mapping[str, str],
+            change: Mapping[str, bytes | None]) -> QuietFolder | None:
+    """The entry of the whole folder, when every schedule in it is quiet and the bytes
+    the tick parsed (or the entry it trusted) are the blobs git's listing names."""
+    listing = memo.listing
+    ids = schedule_ids(listing) if listing is not None else None
+    if listing is None or ids is None or not ids or not memo.read_all_clean:
+        return None
+    for sid in ids:
+        path = layout.cursor_path(sid)
+        if sid not in entries or sid not in cursors or (
+                path in change and blob_id(change[path] or b"") != cursors[sid]):
+            return None
+        if (memo.whole is None or sid not in memo.whole) \
+                and memo.files.get(sid) != listing.blobs[f"{sid}.json"]:
+            return None  # edited since git listed it, or a filter rewrites it
+    mine = {sid: entries[sid] for sid in ids}
+    return QuietFolder(
+        key=memo.folder_key(listing, {sid: cursors[sid] for sid in ids}),
+        checked=max(e.checked for e in mine.values()),
+        soonest=[Soonest(schedule=sid, until=q.until, lingers=q.lingers)
+                 for sid, q in _soonest(mine) if q.until is not None])
+
+
+def next_wake(memo: Memo | None, schedules: Iterable[Schedule], state: state_model.State,
+              now: datetime, cadence: Cadence) -> Wake | None:
+    """:func:`.wake.next_wake`, with the slots of the schedules left unread."""
+    return earliest(sorted([*due_moments(schedules, state, now, cadence),
+                            *(memo.wakes() if memo else [])]))

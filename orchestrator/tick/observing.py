@@ -1,0 +1,95 @@
+"""What the executor says about open attempts, folded in before the tick plans.
+
+Everything a track wrote (a result, stderr, an outcome file a fan-in job downloaded)
+passes here and is made safe to commit and print: redacted, and a result that could not
+be written back as JSON replaced by ``{"error": why}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+
+from ..errors import ExecutorError
+from ..executors.base import DispatchRequest, Executor, Handle, Observation
+from ..planner import Observations
+from ..state import model as state_model
+from ..state.machine import TRACK_OPEN
+from ..state.records import RunStatus, TrackPhase
+from ..support import safejson
+from ..support.credentials import Redactor, redact_value, redactor
+from . import scope as run_scope
+
+log = logging.getLogger(__name__)
+
+
+def _from_track(seen: Observation, redact: Redactor) -> Observation:
+    """``seen`` with what the track wrote made safe to commit and print: redacted, and
+    a result that cannot be written back as JSON replaced by ``{"error": why}``."""
+    result = seen.result
+    if result is not None:
+        try:
+            safejson.check_text(result)
+            result = redact_value(result, redact)
+        except safejson.UnsafeJSON as exc:
+            result = {"error": f"result ignored: {exc}"}
+    error = redact(seen.error) if seen.error else seen.error
+    if result is seen.result and error == seen.error:
+        return seen
+    return dataclasses.replace(seen, result=result, error=error)
+
+
+def gather(executor: Executor, state: state_model.State,
+           known: Mapping[str, Observation] | None = None,
+           redact: Redactor | None = None) -> Observations:
+    """Observe open attempts and look up unrecorded dispatches.
+
+    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
+    what they say is taken as it is.
+
+    These calls change nothing on the state branch; a backend may still repair its
+    own bookkeeping here (the local executor restarts a supervisor whose dispatcher
+    died, and records an attempt whose supervisor vanished). What a track wrote passes
+    ``redact`` (default: a redactor of the credentials in this process's environment).
+    """
+    handles: list[Handle] = []
+    lost: list[DispatchRequest] = []
+    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
+        run = state.runs.get(run_id)
+        if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
+            continue
+        for track in tracks.values():
+            if track.phase not in TRACK_OPEN or track.dispatch_key is None:
+                continue
+            if track.executor not in (None, executor.name):
+                continue  # dispatched by another backend; that one observes it
+            if known and track.dispatch_key in known:
+                continue
+            if track.handle is not None:
+                handles.append(Handle(key=track.dispatch_key, handle=track.handle,
+                                      timeout_minutes=track.spec.timeout_minutes))
+            elif track.phase is TrackPhase.DISPATCHED:
+                lost.append(DispatchRequest(run_id=run_id, track=track.name,
+                                            attempt=track.attempt, spec=track.spec,
+                                            workflow=run.workflow, poll=track.polls,
+                                            marked_at=track.dispatched_at,
+                                            compensating=track.compensating))
+    try:
+        seen = executor.observe(handles) if handles else {}
+        found = executor.lookup(lost) if lost else {}
+    except ExecutorError as exc:
+        log.warning("%s: %s", executor.name, exc)
+        seen, found = {}, {}
+        available = False
+    else:
+        breaker = executor.health()
+        available = breaker is None or breaker.state != "open"
+    if known:
+        seen = run_scope.merge(known, seen)
+    # Everything a track wrote (an outcome file, a result, stderr) is made safe to
+    # commit and print, whichever way it arrived.
+    scrub = redactor(os.environ) if redact is None else redact
+    seen = {key: _from_track(o, scrub) for key, o in seen.items()}
+    return Observations(seen=seen, found=found, executor_available=available)

@@ -1,0 +1,74 @@
+"""What one tick did: :class:`TickResult`, for the CLI's text, ``--json`` output and
+the job summary (the tick itself is :mod:`orchestrator.tick.shell`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..cadence.wake import Wake
+from ..planner import Decision
+from ..runs.retention import Outcome
+from ..support.times import iso
+
+
+@dataclass
+class TickResult:
+    """What one tick did, for the CLI's text and ``--json`` output."""
+
+    now: datetime
+    executor: str
+    dry_run: bool
+    decision: Decision | None = None
+    mark_landed: bool = False
+    record_landed: bool = False
+    tip: str | None = None
+    dispatched: list[str] = field(default_factory=list)
+    dispatch_errors: list[str] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+    record_log: list[str] = field(default_factory=list)
+    schedule_errors: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+    """One line per state record the tick could not read and left alone."""
+    finished: list[str] = field(default_factory=list)
+    summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
+    """Run id -> the Markdown brief of each run this tick finished, rendered within a
+    byte limit (for the job summary, whose limit the briefs share)."""
+    wake: Wake | None = None
+    """The next due moment after this tick, from the state it decided."""
+    scope: str | None = None
+    """The one run this tick advanced (``tick --run``), if it was scoped."""
+    parked: dict[str, str] = field(default_factory=dict)
+    """Dead letter key -> reason, for each track this tick parked (an alert each)."""
+    retention: Outcome | None = None
+    """What the tick's compaction did, when it ran one (:mod:`.retention`)."""
+
+    @property
+    def log(self) -> list[str]:
+        lines = list(self.decision.log) if self.decision else []
+        kept = self.retention.lines() if self.retention else []
+        return self.quarantined + lines + self.record_log + kept
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now": iso(self.now),
+            "executor": self.executor,
+            "dry_run": self.dry_run,
+            "committed": self.mark_landed,
+            "recorded": self.record_landed,
+            "tip": self.tip,
+            "decision": self.decision.to_json() if self.decision else None,
+            "dispatched": self.dispatched,
+            "dispatch_errors": self.dispatch_errors,
+            "rendered": self.rendered,
+            "finished": self.finished,
+            "schedule_errors": self.schedule_errors,
+            "quarantined": self.quarantined,
+            "log": self.log,
+            "next_wake": self.wake.to_json() if self.wake else None,
+            "run": self.scope,
+            "parked": self.parked,
+            "retention": self.retention.to_json() if self.retention else None,
+        }
