@@ -9,7 +9,7 @@ import click
 
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
 from ..errors import OrchestratorError
-from ..planner.pause import resume
+from ..runs.pauses import resume
 from ..spec.fields import check_id
 from ..spec.policies import Pause
 from ..state import codec, layout

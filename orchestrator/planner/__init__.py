@@ -22,9 +22,10 @@ Order inside one call, each step in its own module:
    :mod:`.pause`); then (:mod:`.graph`) skip the tracks whose needs ended without
    completing (``when: success``).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
-   ``consolidating`` and get a render effect; :func:`finish` then marks them
-   ``completed`` or ``failed``. Fan-in also runs before step 3, so a run whose last
-   track this tick saw finish no longer counts as open for the overlap policy.
+   ``consolidating`` and get a render effect; :func:`consolidate` then marks each
+   whose brief rendered ``completed`` or ``failed`` and counts it on its cursor.
+   Fan-in also runs before step 3, so a run whose last track this tick saw finish no
+   longer counts as open for the overlap policy.
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
    and whose needs are terminal, and waiting poll tracks whose next poll is due (after
    fan-in, so a run buffered behind one that just finished starts in the same tick),
@@ -45,7 +46,7 @@ from ..state.model import State
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
-from .fan_in import fan_in, finish
+from .fan_in import Finished, consolidate, fan_in, finish
 from .fire import fire_due_slots, jitter
 from .graph import settle
 from .hygiene import backoff, hygiene
@@ -55,8 +56,10 @@ __all__ = [
     "Caps",
     "Decision",
     "DispatchRecord",
+    "Finished",
     "Observations",
     "backoff",
+    "consolidate",
     "finish",
     "jitter",
     "plan",

@@ -1,17 +1,21 @@
 """Step 4 of the tick: runs whose tracks are all terminal go to ``consolidating`` and
-get a render effect; :func:`finish` then marks them ``completed`` or ``failed``.
+get a render effect; :func:`consolidate` then finishes each one whose brief the shell
+rendered (``completed`` or ``failed``) and counts it on its schedule's cursor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..state import machine
-from ..state.records import Run, Track
+from ..state.model import State
+from ..state.records import Cursor, Run, Track
 from ..support.times import iso
 from .compensation import open_compensations
 from .context import Context, P, R
+from .pause import record_finish
 
 
 def fan_in(ctx: Context) -> None:
@@ -55,3 +59,23 @@ def finish(run: Run, tracks: Iterable[Track], now: datetime) -> Run:
         return machine.move_run(run, R.FAILED, now, f"not complete: {', '.join(sorted(bad))}",
                                 finished_at=now)
     return machine.move_run(run, R.COMPLETED, now, "all tracks complete", finished_at=now)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A consolidated run, finished: what the shell commits beside its brief."""
+
+    run: Run
+    cursor: Cursor | None
+    """The schedule's cursor counting the run (``pause_after_failures``), or ``None``
+    when the count does not change (or the schedule has no cursor)."""
+
+
+def consolidate(state: State, run_id: str, now: datetime) -> Finished:
+    """Finish the ``consolidating`` run ``run_id`` of ``state``. Pure: the shell applies
+    it only once the run's brief rendered (a brief that fails keeps the run open)."""
+    run = state.runs[run_id]
+    finished = finish(run, state.tracks.get(run_id, {}).values(), now)
+    cursor = state.cursors.get(run.schedule_id)
+    counted = record_finish(cursor, finished) if cursor is not None else None
+    return Finished(finished, counted if counted is not cursor else None)

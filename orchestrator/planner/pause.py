@@ -7,22 +7,19 @@ pause: the pause lives on the state branch, not in the schedule file, so editing
 the file (even fixing the command that failed) does not silently resume it. Runs
 that finished before the resume no longer count.
 
-Pure: the rule is a function of the state and ``now``; :func:`resume` turns the
-state files into the change a compare-and-swap commits.
+Pure: the rule is a function of the state and ``now``. The resume that ends a pause
+is an operation on the state branch: :func:`orchestrator.runs.pauses.resume`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 
-from ..errors import NotFound, UserError
 from ..spec.models import Schedule
 from ..spec.policies import Pause
-from ..state import codec, layout, machine
+from ..state import machine
 from ..state import model as state_model
 from ..state.records import Cursor, Run
-from ..store import Change
 from ..support.times import iso
 from .context import Context, R
 
@@ -81,23 +78,3 @@ def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
     ctx.d.log.append(f"{schedule.id}: paused: {reason}")
     return cursor.model_copy(update={"paused": Pause(by=PAUSED_BY, at=ctx.now,
                                                      reason=reason)})
-
-
-def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
-           now: datetime) -> Change:
-    """End the pause of ``schedule_id``: record who, when and why. Slots that came due
-    while it was paused are not fired afterwards (its cursor moves to ``now``)."""
-    path = layout.cursor_path(schedule_id)  # that record alone, not the whole branch
-    data = files.get(path)
-    cursor = None if data is None else state_model.load({path: data}).cursors.get(schedule_id)
-    if cursor is None:
-        raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
-    if cursor.paused is None:
-        raise UserError(f"schedule {schedule_id!r} is not paused")
-    resumed = cursor.model_copy(update={
-        "paused": None,
-        "resumed": Pause(by=who, at=now, reason=reason),
-        "failures_in_a_row": 0,
-        "since": max(cursor.since, now),
-    })
-    return {layout.cursor_path(schedule_id): codec.to_json(resumed)}

@@ -115,7 +115,13 @@ class StateStore(Protocol):
 
     One store may be shared by threads; writers in other processes (or on other
     machines) are just other racers.
+
+    ``rewound`` says why the branch, as of the last :meth:`read`, is behind the
+    high-water mark of the commits this store has seen land (``None``: it is not; a
+    store without history is never rewound). Nothing may fire from a rewound branch.
     """
+
+    rewound: str | None
 
     def read(self) -> Snapshot: ...
 

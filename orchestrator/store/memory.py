@@ -37,6 +37,8 @@ class InMemoryStateStore:
         self.contention = contention
         self.log: list[tuple[str, str, tuple[str, ...]]] = []
         """Every commit: ``(sha, message, changed paths)``, oldest first."""
+        self.rewound: str | None = None
+        """Never set: the branch of an in-memory store cannot be rewound."""
         if files:
             self._commit(self._tip, effective(self._files, dict(files)), "initial state")
 

@@ -12,6 +12,7 @@ from ..cadence.wake import Wake
 from ..planner import Decision
 from ..runs.retention import Outcome
 from ..support.times import iso
+from .memo import Memo
 
 
 @dataclass
@@ -43,7 +44,10 @@ class TickResult:
     parked: dict[str, str] = field(default_factory=dict)
     """Dead letter key -> reason, for each track this tick parked (an alert each)."""
     retention: Outcome | None = None
-    """What the tick's compaction did, when it ran one (:mod:`.retention`)."""
+    """What the tick's compaction did, when it ran one (:mod:`orchestrator.runs.retention`)."""
+    memo: Memo | None = None
+    """The memo of quiet schedules the tick read: which schedules it left unread
+    (``left_out``), whether it vouched for the whole folder (``whole``)."""
 
     @property
     def log(self) -> list[str]:

@@ -57,9 +57,9 @@ def work_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCHESTRATOR_WORK_DIR", str(tmp_path / "work"))
 
 
-def git_tick(repo: Path, now: datetime) -> tuple[Tick, TickResult]:
-    tick = make_tick(Config(repo=repo, remote="origin", state_branch=BRANCH), "local", now)
-    return tick, tick.run()
+def git_tick(repo: Path, now: datetime) -> TickResult:
+    return make_tick(Config(repo=repo, remote="origin", state_branch=BRANCH), "local",
+                     now).run()
 
 
 def tip(repo: Path) -> str:
@@ -80,7 +80,7 @@ def quiet_checkout(tmp_path: Path) -> Path:
     origin = make_origin(tmp_path, SPECS)
     repo = clone(origin, tmp_path / "repo")
     (repo / ".git" / "info" / "exclude").write_text(".work/\n")
-    _, first = git_tick(repo, T0)
+    first = git_tick(repo, T0)
     assert first.mark_landed
     assert quiet.FOLDER in GitStateStore(repo, "origin", BRANCH).read().files
     return repo
@@ -90,8 +90,8 @@ def test_a_quiet_folder_is_not_read_on_this_clone_nor_on_a_fresh_one(tmp_path: P
     repo = quiet_checkout(tmp_path)
     written = tip(repo)
 
-    tick, result = git_tick(repo, T0 + timedelta(minutes=10))
-    assert tick._memo is not None and tick._memo.whole == {"daily", "berlin", "off"}
+    result = git_tick(repo, T0 + timedelta(minutes=10))
+    assert result.memo is not None and result.memo.whole == {"daily", "berlin", "off"}
     assert not result.mark_landed and tip(repo) == written
     # the same next due moment as a tick that reads everything
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
@@ -173,8 +173,8 @@ def test_what_git_sees_changed_in_the_folder_makes_the_tick_read_it(
     repo = quiet_checkout(tmp_path)
     change(repo / "schedules")
     now = T0 + timedelta(minutes=10)
-    tick, result = git_tick(repo, now)
-    assert tick._memo is not None and tick._memo.whole is None
+    result = git_tick(repo, now)
+    assert result.memo is not None and result.memo.whole is None
     files = GitStateStore(repo, "origin", BRANCH).read().files
     if then == FIRES:
         assert "state/runs/daily--20261201T1210Z/run.json" in files
@@ -184,11 +184,11 @@ def test_what_git_sees_changed_in_the_folder_makes_the_tick_read_it(
         assert any(name in e for e in result.schedule_errors
                    for name in ("pipe.json", "dir.json"))
     else:
-        assert "berlin" not in tick._memo.left_out
+        assert "berlin" not in result.memo.left_out
         assert [s.id for s in load_all(repo / "schedules").schedules] == ["daily", "off"]
     # and while the change stays, the folder is never vouched for
-    tick, _ = git_tick(repo, now + timedelta(minutes=1))
-    assert tick._memo is not None and tick._memo.whole is None
+    result = git_tick(repo, now + timedelta(minutes=1))
+    assert result.memo is not None and result.memo.whole is None
 
 
 def test_an_edit_racing_the_tick_costs_the_folder_entry_not_a_slot(tmp_path: Path) -> None:
@@ -217,7 +217,7 @@ def test_a_disabled_schedule_and_a_fired_one_shot_stay_quiet_until_they_change(
                                                                  at="2026-12-01T12:05:00Z")})
     repo = clone(origin, tmp_path / "repo")
     git_tick(repo, T0)
-    _, fired = git_tick(repo, T0 + timedelta(minutes=5))
+    fired = git_tick(repo, T0 + timedelta(minutes=5))
     assert fired.mark_landed  # the one-shot's run, and the memo beside it
     files = GitStateStore(repo, "origin", BRANCH).read().files
     entries = json.loads(files[quiet.QUIET])["schedules"]
@@ -231,8 +231,8 @@ def test_a_disabled_schedule_and_a_fired_one_shot_stay_quiet_until_they_change(
             break
         time.sleep(0.1)
     assert json.loads(files[quiet.QUIET])["schedules"]["once"]["until"] is None
-    tick, result = git_tick(repo, T0 + timedelta(minutes=45))
-    assert tick._memo is not None and tick._memo.whole == {"daily", "berlin", "off", "once"}
+    result = git_tick(repo, T0 + timedelta(minutes=45))
+    assert result.memo is not None and result.memo.whole == {"daily", "berlin", "off", "once"}
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
 
@@ -241,8 +241,8 @@ def test_a_file_git_is_told_to_assume_unchanged_is_never_vouched_for(tmp_path: P
     repo = clone(origin, tmp_path / "repo")
     # set before the memo is written: git would then never see an edit of the file
     git("update-index", "--assume-unchanged", "schedules/daily.json", cwd=repo)
-    tick, first = git_tick(repo, T0)
-    assert first.mark_landed and tick._memo is not None and tick._memo.listing is None
+    first = git_tick(repo, T0)
+    assert first.mark_landed and first.memo is not None and first.memo.listing is None
     assert quiet.FOLDER not in GitStateStore(repo, "origin", BRANCH).read().files
     every_five(repo / "schedules")
     git_tick(repo, T0 + timedelta(minutes=10))
@@ -260,9 +260,9 @@ def test_an_open_run_of_a_quiet_schedule_makes_the_tick_read_it(tmp_path: Path) 
     # opened again behind the memo's back (say, a dead letter requeued): no cursor moved
     store.transact(lambda s: state_index.refresh(s.files, {layout.run_path(run_id):
                                                            codec.to_json(run)}), "by hand")
-    tick, _ = git_tick(repo, T0 + timedelta(minutes=10))
-    assert tick._memo is not None and tick._memo.whole is None
-    assert "daily" not in tick._memo.left_out
+    result = git_tick(repo, T0 + timedelta(minutes=10))
+    assert result.memo is not None and result.memo.whole is None
+    assert "daily" not in result.memo.left_out
 
 
 def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
@@ -272,11 +272,11 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
     git_tick(repo, T0 - timedelta(minutes=30))
     git_tick(repo, T0 + timedelta(minutes=1))  # 12:00 fired and, once ended, quiet
     for minute in range(2, 30):
-        tick, _ = git_tick(repo, T0 + timedelta(minutes=minute))
-        if tick._memo is not None and tick._memo.whole is not None:
+        result = git_tick(repo, T0 + timedelta(minutes=minute))
+        if result.memo is not None and result.memo.whole is not None:
             break
         time.sleep(0.1)
-    assert tick._memo is not None and tick._memo.whole is not None
+    assert result.memo is not None and result.memo.whole is not None
     rival = GitStateStore(clone(origin, tmp_path / "rival"), "origin", BRANCH)
     cursor = layout.cursor_path("hourly")
 
@@ -299,7 +299,7 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
                 observed_while_a_rival_lands, now,  # type: ignore[arg-type]
                 heartbeat_every=timedelta(minutes=1))
     result = tick.run()
-    assert tick._memo is not None and tick._memo.whole is None  # forgotten on the race
+    assert result.memo is not None and result.memo.whole is None  # forgotten on the race
     assert result.mark_landed
     assert any(line.startswith("hourly: paused since 2026-12-01T12:39")
                for line in result.log), result.log

@@ -86,9 +86,9 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
         result = tick.run()
         assert not result.schedule_errors
         same_wake(result.wake, reference_wake(repo, store.read().files, now))
-        assert tick._memo is not None
-        skipped += len(tick._memo.left_out)
-        whole += tick._memo.whole is not None
+        assert result.memo is not None
+        skipped += len(result.memo.left_out)
+        whole += result.memo.whole is not None
         ticks += 1
         last, now = now, now + next(steps)
     files = store.read().files
@@ -105,10 +105,9 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
     assert quiet.QUIET in files
 
 
-def git_tick(repo: Path, now: datetime) -> tuple[Tick, TickResult]:
+def git_tick(repo: Path, now: datetime) -> TickResult:
     cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-    tick = make_tick(cfg, "local", now)
-    return tick, tick.run()
+    return make_tick(cfg, "local", now).run()
 
 
 def tip(repo: Path) -> str:
@@ -121,29 +120,29 @@ def test_the_memo_rides_on_commits_and_never_hides_a_broken_or_edited_file(
                                     "other": spec_data(cron="30 4 * * *")})
     repo = clone(origin, tmp_path / "repo")
     t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-    _, first = git_tick(repo, t0)
+    first = git_tick(repo, t0)
     assert first.mark_landed  # the cursors, and the memo beside them
     written = tip(repo)
 
-    tick, result = git_tick(repo, t0 + timedelta(minutes=10))
-    assert tick._memo is not None and set(tick._memo.left_out) == {"daily", "other"}
+    result = git_tick(repo, t0 + timedelta(minutes=10))
+    assert result.memo is not None and set(result.memo.left_out) == {"daily", "other"}
     assert not result.mark_landed and tip(repo) == written  # never a commit of its own
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
     daily = repo / "schedules" / "daily.json"
     daily.write_text('{"cron": "0 3 * * *", "tracks": [}')
-    tick, result = git_tick(repo, t0 + timedelta(minutes=20))
+    result = git_tick(repo, t0 + timedelta(minutes=20))
     assert [e for e in result.schedule_errors if "schedules/daily.json" in e]
-    assert tick._memo is not None and set(tick._memo.left_out) == {"other"}
+    assert result.memo is not None and set(result.memo.left_out) == {"other"}
 
     daily.write_text(json.dumps(spec_data(cron="0 13 * * *")))
-    tick, result = git_tick(repo, t0 + timedelta(minutes=30))
+    result = git_tick(repo, t0 + timedelta(minutes=30))
     assert not result.schedule_errors
-    assert tick._memo is not None and set(tick._memo.left_out) == {"other"}
+    assert result.memo is not None and set(result.memo.left_out) == {"other"}
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-01T13:00Z"
 
     # the slot comes: the edited schedule fires, on time, once
-    _, result = git_tick(repo, t0 + timedelta(minutes=61))
+    result = git_tick(repo, t0 + timedelta(minutes=61))
     assert result.mark_landed
     snap = GitStateStore(repo, "origin", BRANCH).read()
     assert sorted(state_index.run_folders(snap.files)) == ["daily--20261201T1300Z"]
@@ -166,12 +165,12 @@ def test_an_unreadable_or_forged_memo_makes_the_tick_read_everything(tmp_path: P
     folder["key"] = "0" * 64
     store.transact(lambda s: {quiet.QUIET: json.dumps(memo).encode(),
                               quiet.FOLDER: json.dumps(folder).encode()}, "by hand")
-    tick, result = git_tick(repo, t0 + timedelta(minutes=10))
-    assert tick._memo is not None and not tick._memo.left_out
+    result = git_tick(repo, t0 + timedelta(minutes=10))
+    assert result.memo is not None and not result.memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
     store.transact(lambda s: {quiet.QUIET: b"{not json", quiet.FOLDER: b"{not json"},
                    "by hand")
-    tick, result = git_tick(repo, t0 + timedelta(minutes=20))
-    assert tick._memo is not None and not tick._memo.left_out
+    result = git_tick(repo, t0 + timedelta(minutes=20))
+    assert result.memo is not None and not result.memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"

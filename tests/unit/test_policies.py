@@ -13,7 +13,8 @@ import pytest
 from orchestrator.errors import UserError
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Caps, Decision, Observations, finish, plan
-from orchestrator.planner.pause import failure_streak, record_finish, resume
+from orchestrator.planner.pause import failure_streak, record_finish
+from orchestrator.runs.pauses import resume
 from orchestrator.spec.models import Schedule
 from orchestrator.state import codec, layout
 from orchestrator.state import health as hl

@@ -1,0 +1,152 @@
+"""Finishing runs inside the mark commit: each consolidated run's brief, and the index.
+
+- A run is finished (:func:`orchestrator.planner.consolidate`) only in the commit that
+  holds its brief: a brief that fails to render (a broken user template, say) keeps its
+  run ``consolidating``, and the next tick tries again. Nothing else is held up.
+- Such a failure is logged, never written to the run's poll log: a template that stays
+  broken must not make every tick commit.
+- The page of runs is rendered again whenever a run is created or finished or a pause
+  moves, from the open runs and the newest others only (never the whole history). A
+  broken index template keeps the old page.
+- jinja2 is imported only when there is something to render.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..planner import Decision, consolidate
+from ..spec.models import ScheduleSpec
+from ..spec.policies import Pause
+from ..state import codec, layout
+from ..state import index as state_index
+from ..state.model import State
+from ..state.records import Run
+from . import logs
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The templates a tick renders with; ``None`` means the packaged one."""
+
+    brief: Path | None = None
+    index: Path | None = None
+    markdown: Path | None = None
+    repo: Path | None = None
+    """Look in this repository's ``templates/`` for each template not given."""
+
+    def resolved(self) -> Templates:
+        """The templates, each not given looked for in the repository (on first render:
+        a tick with nothing to render never imports the brief)."""
+        if self.repo is None:
+            return self
+        from ..brief import BRIEF_TEMPLATE, INDEX_TEMPLATE, MARKDOWN_TEMPLATE, repo_template
+
+        return Templates(repo_template(self.repo, BRIEF_TEMPLATE, self.brief),
+                         repo_template(self.repo, INDEX_TEMPLATE, self.index),
+                         repo_template(self.repo, MARKDOWN_TEMPLATE, self.markdown))
+
+
+@dataclass
+class Consolidated:
+    """What finishing the consolidated runs adds to a tick's change."""
+
+    rendered: list[str] = field(default_factory=list)
+    """Runs whose brief rendered: they are finished by this change."""
+    summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
+    """Run id -> its Markdown brief, rendered within a byte limit."""
+
+
+class Overlay(Mapping[str, bytes]):
+    """``top`` over ``base``: the files as they will be once ``top`` is committed."""
+
+    def __init__(self, top: Mapping[str, bytes], base: Mapping[str, bytes]) -> None:
+        self.top = top
+        self.base = base
+
+    def __getitem__(self, path: str) -> bytes:
+        return self.top[path] if path in self.top else self.base[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.top or path in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.top
+        yield from (p for p in self.base if p not in self.top)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def paused_schedules(state: State) -> dict[str, Pause]:
+    """Schedule id -> its pause: the index names paused schedules."""
+    return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
+
+
+def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping[str, bytes],
+                specs: Mapping[str, ScheduleSpec], others: Mapping[str, Run], *,
+                redraw_index: bool, now: datetime, executor: str,
+                templates: Templates) -> Consolidated:
+    """Render the brief of each run in ``decision.render`` into ``files`` and finish the
+    run in ``decision.state``; then the index, when anything it lists moved."""
+    done = Consolidated()
+    created = any(p.endswith("/run.json") and p not in old for p in files)
+    if not decision.render and not created and not redraw_index:
+        return done
+    from ..brief import render_index
+
+    chosen = templates.resolved()
+    for run_id in decision.render:
+        _finish_one(decision, run_id, files, old, specs, now, executor, chosen, done)
+    try:
+        # the tick loaded only the open runs (a scoped tick: one); the page lists them
+        # and the newest others, never the whole history
+        runs, older = state_index.page_runs(old, {**others, **decision.state.runs})
+        files[layout.INDEX] = render_index(list(runs.values()), generated_at=now,
+                                           template=chosen.index,
+                                           paused=paused_schedules(decision.state),
+                                           older=older).encode()
+    except Exception as exc:  # a broken index template keeps the old index
+        decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
+    return done
+
+
+def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
+                old: Mapping[str, bytes], specs: Mapping[str, ScheduleSpec], now: datetime,
+                executor: str, templates: Templates, done: Consolidated) -> None:
+    from ..brief import context_from_files, render_html, render_markdown
+
+    finished = consolidate(decision.state, run_id, now)
+    run = finished.run
+    path = layout.run_path(run_id)
+    files[path] = codec.to_json(run)
+    # The brief shows the poll log, so this tick's line (with the consolidation itself)
+    # is appended before rendering; logs.append_logs writes the same line.
+    line = f"{run.status.value}; brief rendered"
+    polls = layout.polls_path(run_id)
+    files[polls] = logs.append_lines(old, polls, logs.poll_rows(
+        decision, run_id, [*decision.touched_runs.get(run_id, []), line], now, executor))
+    view = Overlay({k: v for k, v in files.items() if v is not None}, old)
+    try:
+        ctx = context_from_files(view, run_id, now=now, last_tick=now,
+                                 schedule=specs.get(run.schedule_id))
+        html = render_html(ctx, templates.brief)
+    except Exception as exc:  # never let one brief block the tick
+        files[path] = codec.to_json(decision.state.runs[run_id])
+        del files[polls]
+        decision.log.append(f"{run_id}: brief not rendered, will retry: "
+                            f"{type(exc).__name__}: {exc}")
+        return
+    decision.state.runs[run_id] = run
+    if finished.cursor is not None:
+        decision.state.cursors[run.schedule_id] = finished.cursor
+        files[layout.cursor_path(run.schedule_id)] = codec.to_json(finished.cursor)
+    files[layout.brief_path(run_id)] = html.encode()
+    decision.note(run_id, line)
+    done.rendered.append(run_id)
+    done.summaries[run_id] = functools.partial(render_markdown, ctx,
+                                               template=templates.markdown)

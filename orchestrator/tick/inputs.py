@@ -1,0 +1,86 @@
+"""What one tick reads before it decides, read once: :class:`TickInputs`.
+
+- The state branch is read once (one snapshot); the schedules and ``orchestrator.json``
+  once each, with the fallbacks of an invalid ``orchestrator.json`` side by side in
+  :class:`~orchestrator.spec.config.RepoSettings`.
+- A schedule whose cursor is quarantined is held (never planned): firing it would
+  overwrite a record a person has to look at.
+- After a lost compare-and-swap, :meth:`TickInputs.on` gives the inputs for the new
+  tip; the schedules are parsed again only when the memo vouched for some of them on
+  the tip it lost to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+from ..planner import Caps
+from ..spec.config import RepoSettings
+from ..spec.models import Schedule
+from ..state import index as state_index
+from ..state.breaker import Breaker
+from ..state.model import State
+from ..store import Snapshot
+from . import memo as quiet
+
+
+@dataclass(frozen=True)
+class TickInputs:
+    """Everything a tick plans on, for one tip of the state branch."""
+
+    snapshot: Snapshot
+    loaded: state_index.Loaded
+    """The state of :attr:`snapshot`, through the index of open runs."""
+    schedules: tuple[Schedule, ...]
+    """The schedules to plan: parsed, valid, not held, not vouched for by the memo."""
+    invalid: tuple[str, ...]
+    """One line per invalid schedule file, and one for an invalid ``orchestrator.json``."""
+    held: frozenset[str]
+    settings: RepoSettings
+    memo: quiet.Memo | None
+    """The memo of quiet schedules (``None`` for a tick scoped to one run)."""
+
+    @classmethod
+    def load(cls, snapshot: Snapshot, repo: Path, now: datetime,
+             scoped: bool = False) -> TickInputs:
+        settings = RepoSettings.read(repo)
+        memo = None if scoped else quiet.Memo.read(snapshot.files, repo, now, settings.key)
+        parsed, loaded = quiet.select(memo, repo / "schedules", snapshot.files)
+        held = frozenset(loaded.state.held_schedules())
+        invalid = [e.message for e in parsed.errors]
+        if settings.caps_problem:  # reported like an invalid schedule; the rest is served
+            invalid.append(settings.caps_problem)
+        return cls(snapshot, loaded, _planned(parsed.schedules, held), tuple(invalid), held,
+                   settings, memo)
+
+    def on(self, snapshot: Snapshot, repo: Path) -> TickInputs:
+        """The inputs for ``snapshot``, the tip a lost compare-and-swap ended on."""
+        if snapshot.tip == self.snapshot.tip:
+            return self
+        schedules = self.schedules
+        if self.memo is not None and self.memo.left_out:
+            # the memo was checked against the tip it lost to: plan everything
+            parsed, _ = quiet.select(self.memo, repo / "schedules", snapshot.files,
+                                     everything=True)
+            schedules = _planned(parsed.schedules, self.held)
+        return replace(self, snapshot=snapshot, loaded=state_index.load(snapshot.files),
+                       schedules=schedules)
+
+    @property
+    def state(self) -> State:
+        return self.loaded.state
+
+    @property
+    def caps(self) -> Caps:
+        return Caps(self.settings.max_concurrent_tracks,
+                    self.settings.max_dispatches_per_tick)
+
+    def breaker(self, executor: str) -> Breaker | None:
+        """The executor's circuit breaker as the branch holds it."""
+        return self.state.health.get(executor)
+
+
+def _planned(schedules: list[Schedule], held: frozenset[str]) -> tuple[Schedule, ...]:
+    return tuple(s for s in schedules if s.id not in held)

@@ -1,0 +1,66 @@
+"""The logs a tick appends: each touched run's ``polls.jsonl`` and ``state/ticks.jsonl``.
+
+- A run's poll log gets one line per poll a track answered, then the tick's own line
+  (what changed); it is kept under :data:`~orchestrator.state.codec.POLLS_MAX_BYTES`.
+- The heartbeat gets one line per tick that changes anything, and one from an idle
+  tick once ``heartbeat_every`` has passed; it keeps the newest
+  :data:`~orchestrator.state.codec.TICKS_KEEP` lines.
+- Logs are only ever appended beside a change: they never make a commit of their own,
+  except the idle heartbeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from ..planner import Decision
+from ..state import codec, layout
+from ..support.times import iso
+
+
+def append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
+                 keep: int | None = None) -> bytes:
+    """``path``'s bytes in ``files`` with ``lines`` appended, cut to its limit."""
+    joined = files.get(path, b"") + b"".join(lines)
+    if keep is not None:
+        return b"".join(joined.splitlines(keepends=True)[-keep:])
+    if path.endswith("/polls.jsonl") and len(joined) > codec.POLLS_MAX_BYTES:
+        return codec.cut_lines(joined, codec.POLLS_MAX_BYTES)
+    return joined
+
+
+def poll_row(now: datetime, executor: str, changes: list[str]) -> bytes:
+    return codec.json_line({"at": iso(now), "executor": executor, "changes": changes})
+
+
+def poll_rows(decision: Decision, run_id: str, changes: list[str], now: datetime,
+              executor: str) -> list[bytes]:
+    """The tick's line for ``run_id``, after one line per poll a track answered."""
+    answers = [codec.json_line({**entry, "executor": executor})
+               for entry in decision.polls.get(run_id, [])]
+    return [*answers, poll_row(now, executor, changes)]
+
+
+def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
+                old: Mapping[str, bytes], decision: Decision, now: datetime,
+                executor: str, heartbeat_every: timedelta) -> None:
+    """Append the poll lines of every run ``decision`` touched, and the heartbeat line
+    when ``changed`` is not empty or the last one is older than ``heartbeat_every``."""
+    for run_id, lines in sorted(decision.touched_runs.items()):
+        if run_id in decision.state.runs:
+            path = layout.polls_path(run_id)
+            files[path] = append_lines(old, path,
+                                       poll_rows(decision, run_id, lines, now, executor))
+    last = codec.last_tick_at(old)
+    if changed or last is None or now - last >= heartbeat_every:
+        summary = {
+            "at": iso(now),
+            "executor": executor,
+            "fired": sum(1 for p in changed if p.endswith("/run.json") and p not in old),
+            "dispatched": len(decision.dispatch),
+            "rendered": len(decision.render),
+            "invalid": len(decision.invalid),
+        }
+        files[layout.TICKS] = append_lines(old, layout.TICKS, [codec.json_line(summary)],
+                                           keep=codec.TICKS_KEEP)
