@@ -25,7 +25,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..executors.base import Observation
-from ..state import health as hl
+from ..state import health as runner_health
 from ..state.records import Run, Track, TrackPhase
 from ..support.times import iso
 from .context import Context, log_line
@@ -64,7 +64,7 @@ def watch_queues(ctx: Context) -> None:
                         health.probe == track.dispatch_key or (
                             health.last_checked_at is not None and track.started_at
                             is not None and track.started_at >= health.last_checked_at)):
-                    ctx.state.runners[track.runner] = hl.recover(
+                    ctx.state.runners[track.runner] = runner_health.recover(
                         ctx.now, f"{track.dispatch_key} started")
                     ctx.decision.note(run.run_id, f"runner {track.runner}: healthy again "
                                            f"({name} started on it)")
@@ -98,7 +98,7 @@ def _degrade(ctx: Context, label: str, note: str) -> None:
     health = ctx.state.runners.get(label)
     if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
         # one failure per label and tick, however many of its legs failed there
-        ctx.state.runners[label] = hl.degrade(health, ctx.now, note)
+        ctx.state.runners[label] = runner_health.degrade(health, ctx.now, note)
 
 
 def _next_label(ctx: Context, track: Track, reason: str,
@@ -120,11 +120,11 @@ def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, st
         run, track = ctx.state.runs[run_id], ctx.state.tracks[run_id][name]
         options = labels(ctx, run, track)
         _, cooldown = _settings(ctx, run)
-        if not options or any(hl.choice(ctx.state.runners.get(label), ctx.now, cooldown)
+        if not options or any(runner_health.choice(ctx.state.runners.get(label), ctx.now, cooldown)
                               != "skip" for label in options):
             out.append((run_id, name))
             continue
-        states = "; ".join(hl.describe(label, ctx.state.runners[label])
+        states = "; ".join(runner_health.describe(label, ctx.state.runners[label])
                            for label in options)
         ctx.decision.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
                          f"pending until the run's deadline "
@@ -142,7 +142,7 @@ def pick(ctx: Context, run: Run, track: Track, key: str) -> tuple[bool, str | No
         return True, None
     for label in options:
         health = ctx.state.runners.get(label)
-        verdict = hl.choice(health, ctx.now, cooldown)
+        verdict = runner_health.choice(health, ctx.now, cooldown)
         if verdict == "use":
             return True, label
         if verdict == "probe" and health is not None:

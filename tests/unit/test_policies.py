@@ -17,7 +17,7 @@ from orchestrator.planner.pause import failure_streak, record_finish
 from orchestrator.runs.pauses import resume
 from orchestrator.spec.models import Schedule
 from orchestrator.state import codec, layout
-from orchestrator.state import health as hl
+from orchestrator.state import health as runner_health
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
@@ -425,7 +425,7 @@ def test_legs_go_to_the_first_label_and_a_queued_one_moves_to_the_next() -> None
 
 def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
     s = route()
-    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0, "queued")})
     d = tick([s], state, T0 + timedelta(minutes=1))
     assert [r.runs_on for r in d.dispatch] == ["ubuntu-latest", "ubuntu-latest"]
     nxt = sched("job", cron="*/5 * * * *", tracks=2, overlap="allow",
@@ -450,26 +450,26 @@ def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
 
 def test_once_the_probe_is_out_a_leg_with_no_other_label_waits() -> None:
     s = sched(tracks=2, runs_on=["gpu"], runner_cooldown_minutes=30)
-    state = State(runners={"gpu": hl.degrade(None, T0 - timedelta(hours=1), "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0 - timedelta(hours=1), "queued")})
     d = tick([s], state, T0)
     assert [(r.key, r.runs_on) for r in d.dispatch] == [(f"{K}--t0--1", "gpu")]
     assert any("being probed; it waits" in line for line in d.log)
 
 
 def test_a_failed_probe_counts_and_three_failures_are_offline() -> None:
-    gpu = hl.degrade(hl.degrade(None, T0, "x"), T0, "y")
+    gpu = runner_health.degrade(runner_health.degrade(None, T0, "x"), T0, "y")
     assert gpu.status == "degraded" and gpu.consecutive_failures == 2
-    assert hl.degrade(gpu, T0, "z").status == "offline"
-    assert hl.choice(gpu, T0 + timedelta(minutes=29), timedelta(minutes=30)) == "skip"
-    assert hl.choice(gpu, T0 + timedelta(minutes=30), timedelta(minutes=30)) == "probe"
+    assert runner_health.degrade(gpu, T0, "z").status == "offline"
+    assert runner_health.choice(gpu, T0 + timedelta(minutes=29), timedelta(minutes=30)) == "skip"
+    assert runner_health.choice(gpu, T0 + timedelta(minutes=30), timedelta(minutes=30)) == "probe"
     probing = gpu.model_copy(update={"probe": "k"})
-    assert hl.choice(probing, T0 + timedelta(hours=5), timedelta(minutes=30)) == "skip"
-    assert hl.choice(None, T0, timedelta(0)) == "use"
+    assert runner_health.choice(probing, T0 + timedelta(hours=5), timedelta(minutes=30)) == "skip"
+    assert runner_health.choice(None, T0, timedelta(0)) == "use"
 
 
 def test_with_no_healthy_label_the_track_stays_pending_and_the_tick_says_so() -> None:
     s = sched(tracks=1, runs_on=["gpu"], runner_cooldown_minutes=30)
-    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0, "queued")})
     d = tick([s], state, T0 + timedelta(minutes=1))
     assert d.dispatch == []
     assert d.state.tracks["job--20261201T0700Z"]["t0"].phase is TrackPhase.PENDING

@@ -17,7 +17,7 @@ from orchestrator.executors.github.observation import (
 )
 from orchestrator.planner import Decision, Observations, plan
 from orchestrator.spec.models import Schedule
-from orchestrator.state import health as hl
+from orchestrator.state import health as runner_health
 from orchestrator.state.model import State
 from orchestrator.state.records import TrackPhase
 from tests.builders import schedule_factory
@@ -181,7 +181,7 @@ def test_without_runs_on_a_leg_that_failed_to_start_spends_an_attempt() -> None:
 
 def test_a_probe_that_fails_to_start_degrades_the_label_again() -> None:
     s = route()
-    state = State(runners={"gpu": hl.degrade(None, T0 - timedelta(hours=1), "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0 - timedelta(hours=1), "queued")})
     d = plan([s], state, Observations(), T0)
     assert [(r.key, r.runs_on) for r in d.dispatch] == [
         (f"{K}--t0--1", "gpu"), (f"{K}--t1--1", "ubuntu-latest")]

@@ -10,7 +10,7 @@ from test_policies import T0, K, complete_then_fail, saga, seen, tick
 
 from orchestrator.errors import IllegalTransition, UserError
 from orchestrator.planner import finish
-from orchestrator.runs import deadletters as dl
+from orchestrator.runs import deadletters
 from orchestrator.state import machine
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
@@ -33,7 +33,7 @@ def parked() -> State:
 
 def requeued(state: State) -> State:
     files = state.dump()
-    change = dl.requeue(files, f"{K}--c", "ops", "fixed", T0 + timedelta(hours=2))
+    change = deadletters.requeue(files, f"{K}--c", "ops", "fixed", T0 + timedelta(hours=2))
     merged = {p: d for p, d in {**files, **change}.items() if d is not None}
     return state_model.load(merged, all_tracks=True)
 
@@ -81,7 +81,7 @@ def test_a_compensation_that_is_not_failed_is_not_requeued() -> None:
     state = parked()
     state.undos[K]["c"] = state.undos[K]["c"].model_copy(update={"phase": TrackPhase.COMPLETE})
     with pytest.raises(UserError, match=r"compensation .* is complete, not failed"):
-        dl.requeue(state.dump(), f"{K}--c", "ops", "", T0 + timedelta(hours=2))
+        deadletters.requeue(state.dump(), f"{K}--c", "ops", "", T0 + timedelta(hours=2))
 
 
 def test_only_a_cancelled_compensation_reopens() -> None:
