@@ -102,7 +102,7 @@ def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
     if done:
         names = ", ".join(u.name for u in ordered(ctx, run.run_id))
         ctx.decision.note(run.run_id, f"compensating {len(done)} completed track(s), newest "
-                               f"first: {names} ({why})")
+                          f"first: {names} ({why})")
 
 
 def undo_record(track: Track) -> Track:

@@ -94,7 +94,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
             notes.append(SlotNote(slot=slot, reason="daily_cap", at=now))
             ctx.decision.log.append(f"{sid}: {iso_minute(slot)} not fired: "
-                              f"daily cap of {spec.max_runs_per_day} reached")
+                                    f"daily cap of {spec.max_runs_per_day} reached")
             continue
         if not overlap_allows(ctx, schedule, slot):
             notes.append(SlotNote(slot=slot, reason="overlap", at=now))
@@ -105,7 +105,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     for note in notes:
         if note.reason in ("missed", "skipped"):
             ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
-                              f"(catchup={spec.catchup.value})")
+                                    f"(catchup={spec.catchup.value})")
     keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
     upcoming = trigger.next(now, 1).found
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
@@ -168,15 +168,15 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
     stamp = iso_minute(slot)
     if spec.overlap is OverlapPolicy.SKIP:
         ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: {open_runs[-1].run_id} "
-                          "still open (overlap=skip)")
+                                "still open (overlap=skip)")
         return False
     if spec.overlap is OverlapPolicy.BUFFER_ONE:
         if len(open_runs) > 1:
             ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: one run already "
-                              "buffered (overlap=buffer_one)")
+                                    "buffered (overlap=buffer_one)")
             return False
         ctx.decision.log.append(f"{schedule.id}: {stamp} buffered behind "
-                          f"{open_runs[0].run_id} (overlap=buffer_one)")
+                                f"{open_runs[0].run_id} (overlap=buffer_one)")
         return True
     # cancel_previous
     for run in open_runs:
@@ -186,7 +186,7 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
                 if handle is not None:
                     ctx.decision.cancel.append(handle)
                 ctx.move(track, TrackPhase.CANCELLED, f"superseded by slot {stamp}",
-                          finished_at=ctx.now)
+                         finished_at=ctx.now)
     return True
 
 
@@ -208,7 +208,7 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
     }
     late = ctx.now - slot
     ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
-                        f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
+                      f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
                             minutes=1) else ""))
 
 

@@ -106,7 +106,7 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         # marked it died before dispatching. Same key again, so an idempotent
         # backend cannot start it twice.
         track = ctx.move(track, TrackPhase.PENDING, "dispatch never recorded; re-dispatching",
-                          not_before=None)
+                         not_before=None)
     return track
 
 
@@ -114,10 +114,10 @@ def retry_or_park(ctx: Context, track: Track) -> None:
     if track.phase is TrackPhase.FAILED and track.attempt < track.max_attempts:
         wait = backoff(track)
         ctx.move(track, TrackPhase.PENDING,
-                  f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
-                  attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None, polls=0,
-                  dispatch_key=None, url=None, started_at=None, finished_at=None,
-                  dispatched_at=None)
+                 f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
+                 attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None, polls=0,
+                 dispatch_key=None, url=None, started_at=None, finished_at=None,
+                 dispatched_at=None)
     elif track.phase in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
         key = dlq_key(track.run_id, track.name)
         current = ctx.state.dlq.get(key)

@@ -61,8 +61,8 @@ def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
     limit = schedule.spec.pause_after_failures
     if cursor.paused is not None:
         ctx.decision.log.append(f"{schedule.id}: paused since {iso(cursor.paused.at)} by "
-                         f"{cursor.paused.by}; fires nothing until `orchestrator schedules "
-                         f"resume {schedule.id}`")
+                                f"{cursor.paused.by}; fires nothing until `orchestrator schedules "
+                                f"resume {schedule.id}`")
         return cursor
     if limit is None:
         return cursor

@@ -67,7 +67,7 @@ def watch_queues(ctx: Context) -> None:
                     ctx.state.runners[track.runner] = runner_health.recover(
                         ctx.now, f"{track.dispatch_key} started")
                     ctx.decision.note(run.run_id, f"runner {track.runner}: healthy again "
-                                           f"({name} started on it)")
+                                      f"({name} started on it)")
                 continue
             if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
                     or track.dispatched_at is None):
@@ -80,7 +80,7 @@ def watch_queues(ctx: Context) -> None:
             if handle is not None:
                 ctx.decision.cancel.append(handle)
             _next_label(ctx, track, f"no runner took it on {track.runner} within {waited} "
-                                    "min; trying the next label")
+                        "min; trying the next label")
 
 
 def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
@@ -90,7 +90,7 @@ def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
     _degrade(ctx, track.runner, f"{track.dispatch_key} failed to start")
     error = seen.error or f"{track.dispatch_key} failed to start"
     return _next_label(ctx, track, f"failed to start on {track.runner}, not the track's "
-                                   "fault; trying the next label",
+                       "fault; trying the next label",
                        error_log=log_line(track, f"{iso(ctx.now)} {error}"))
 
 
@@ -127,8 +127,8 @@ def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, st
         states = "; ".join(runner_health.describe(label, ctx.state.runners[label])
                            for label in options)
         ctx.decision.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
-                         f"pending until the run's deadline "
-                         f"{iso(run.deadline)}")
+                                f"pending until the run's deadline "
+                                f"{iso(run.deadline)}")
     return out
 
 
@@ -148,8 +148,8 @@ def pick(ctx: Context, run: Run, track: Track, key: str) -> tuple[bool, str | No
         if verdict == "probe" and health is not None:
             ctx.state.runners[label] = health.model_copy(update={"probe": key})
             ctx.decision.note(run.run_id, f"runner {label}: {track.name} probes it "
-                                   f"({health.status})")
+                              f"({health.status})")
             return True, label
     ctx.decision.log.append(f"{run.run_id}: {track.name}: its only runner label left is being "
-                     "probed; it waits")
+                            "probed; it waits")
     return False, None

@@ -43,7 +43,7 @@ def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> 
     # the spec is in the run's specs.json, not in the track record
     assert b'"spec"' not in (change[layout.track_path(RUN, "b")] or b"")
     after = state_model.load({**files(), **{p: d for p, d in change.items() if d is not None}},
-                    all_tracks=True)
+                             all_tracks=True)
     track = after.tracks[RUN]["b"]
     assert track.spec.run == "false"
     assert (track.phase, track.attempt, track.max_attempts) == (TrackPhase.PENDING, 3, 4)
@@ -64,7 +64,7 @@ def test_requeue_refuses_what_it_cannot_do() -> None:
         deadletters.requeue(files(run_status=RunStatus.CONSOLIDATING), KEY, "ops", "", T0)
     with pytest.raises(UserError, match="not failed or tapped out"):
         deadletters.requeue(files(phase=TrackPhase.PENDING, run_status=RunStatus.RUNNING), KEY,
-                   "ops", "", T0)
+                            "ops", "", T0)
 
 
 def test_discard_marks_who_and_why_once() -> None:

@@ -303,7 +303,7 @@ def complete_then_fail(s: Schedule) -> Decision:
     """b completes, then c, then a fails for good (d still running)."""
     d = tick([s], State(), T0)
     d = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--b--1", TrackPhase.COMPLETE),
-                                                         result={"summary": "made b"}))
+                                                           result={"summary": "made b"}))
     d = tick([s], d.state, T0 + timedelta(minutes=2), seen((f"{K}--c--1", TrackPhase.COMPLETE)))
     return tick([s], d.state, T0 + timedelta(minutes=3), seen((f"{K}--a--1", TrackPhase.FAILED)))
 
