@@ -359,7 +359,7 @@ DISPATCH_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from orchestrator.executors.base import DispatchRequest
     from orchestrator.executors.local import LocalExecutor
-    from orchestrator.models import TrackSpec
+    from orchestrator.spec.models import TrackSpec
 
     work, go, run, run_id = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     if os.environ.get("CRASH_BEFORE_SUPERVISOR"):
