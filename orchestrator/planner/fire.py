@@ -50,24 +50,14 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     spec = schedule.spec
     sid = schedule.id
     now = ctx.now
-    window = timedelta(minutes=spec.catchup_window_minutes)
     cursor = ctx.state.cursors.get(sid)
     first_seen = cursor is None
     if cursor is None:
+        window = timedelta(minutes=spec.catchup_window_minutes)
         start = now if spec.catchup is CatchupPolicy.NONE else now - window
         cursor = Cursor(schedule_id=sid, since=start, enabled=spec.enabled)
-    if not spec.enabled:
-        if cursor.enabled:
-            cursor = cursor.model_copy(update={"enabled": False})
-            ctx.decision.log.append(f"{sid}: disabled")
-        ctx.state.cursors[sid] = cursor
-        return
-    if not cursor.enabled:
-        since = now if spec.catchup is CatchupPolicy.NONE else cursor.since
-        cursor = cursor.model_copy(update={"enabled": True, "since": since})
-        ctx.decision.log.append(f"{sid}: enabled again")
-    cursor = apply_pause(ctx, schedule, cursor)
-    if cursor.paused is not None:
+    cursor, may_fire = _standing(ctx, schedule, cursor)
+    if not may_fire:
         ctx.state.cursors[sid] = cursor
         return
     trigger = for_spec(spec)
@@ -83,25 +73,7 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         ctx.state.cursors[sid] = cursor  # nothing due: cursor unchanged
         return
 
-    fires = dict(cursor.fires_per_day)
-    last_run_id = cursor.last_run_id
-    last_slot = cursor.last_slot
-    for slot in fire:
-        run_id = run_id_for(sid, slot)
-        if run_id in ctx.state.runs or run_id in ctx.state.known_runs:
-            continue  # already fired (idempotency key)
-        day = utc_date_key(slot, spec.zone)
-        if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
-            notes.append(SlotNote(slot=slot, reason="daily_cap", at=now))
-            ctx.decision.log.append(f"{sid}: {iso_minute(slot)} not fired: "
-                                    f"daily cap of {spec.max_runs_per_day} reached")
-            continue
-        if not overlap_allows(ctx, schedule, slot):
-            notes.append(SlotNote(slot=slot, reason="overlap", at=now))
-            continue
-        create_run(ctx, schedule, slot, run_id)
-        fires[day] = fires.get(day, 0) + 1
-        last_run_id, last_slot = run_id, slot
+    fires, last_run_id, last_slot = _fire_slots(ctx, schedule, cursor, fire, notes)
     for note in notes:
         if note.reason in ("missed", "skipped"):
             ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
@@ -121,6 +93,50 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
         "last_error": None,
     })
+
+
+def _standing(ctx: Context, schedule: Schedule, cursor: Cursor) -> tuple[Cursor, bool]:
+    """``cursor`` after the schedule's ``enabled`` and its pause, and whether it may fire."""
+    spec, sid = schedule.spec, schedule.id
+    if not spec.enabled:
+        if cursor.enabled:
+            cursor = cursor.model_copy(update={"enabled": False})
+            ctx.decision.log.append(f"{sid}: disabled")
+        return cursor, False
+    if not cursor.enabled:
+        since = ctx.now if spec.catchup is CatchupPolicy.NONE else cursor.since
+        cursor = cursor.model_copy(update={"enabled": True, "since": since})
+        ctx.decision.log.append(f"{sid}: enabled again")
+    cursor = apply_pause(ctx, schedule, cursor)
+    return cursor, cursor.paused is None
+
+
+def _fire_slots(ctx: Context, schedule: Schedule, cursor: Cursor, fire: list[datetime],
+                notes: list[SlotNote]) -> tuple[dict[str, int], str | None, datetime | None]:
+    """Create a run for each slot of ``fire`` that the daily cap and the overlap policy
+    allow, noting the others in ``notes``. Returns the cursor's new ``fires_per_day``,
+    ``last_run_id`` and ``last_slot``."""
+    spec, sid = schedule.spec, schedule.id
+    fires = dict(cursor.fires_per_day)
+    last_run_id = cursor.last_run_id
+    last_slot = cursor.last_slot
+    for slot in fire:
+        run_id = run_id_for(sid, slot)
+        if run_id in ctx.state.runs or run_id in ctx.state.known_runs:
+            continue  # already fired (idempotency key)
+        day = utc_date_key(slot, spec.zone)
+        if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
+            notes.append(SlotNote(slot=slot, reason="daily_cap", at=ctx.now))
+            ctx.decision.log.append(f"{sid}: {iso_minute(slot)} not fired: "
+                                    f"daily cap of {spec.max_runs_per_day} reached")
+            continue
+        if not overlap_allows(ctx, schedule, slot):
+            notes.append(SlotNote(slot=slot, reason="overlap", at=ctx.now))
+            continue
+        create_run(ctx, schedule, slot, run_id)
+        fires[day] = fires.get(day, 0) + 1
+        last_run_id, last_slot = run_id, slot
+    return fires, last_run_id, last_slot
 
 
 def first_slot_line(schedule: Schedule, trigger: Trigger, fire: list[datetime],
@@ -207,9 +223,9 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
         for t in spec.run_tracks
     }
     late = ctx.now - slot
+    lateness = f", {_minutes(late)} late" if late >= timedelta(minutes=1) else ""
     ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
-                      f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
-                            minutes=1) else ""))
+                      f"track(s){lateness}")
 
 
 def _minutes(delta: timedelta) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ..executors.base import Observation
 from ..state import machine
 from ..state.layout import dlq_key
 from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
@@ -35,6 +36,23 @@ def observe(ctx: Context, track: Track) -> Track:
     key = track.dispatch_key
     if key is None or track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING):
         return track
+    track = _adopt_handle(ctx, track, key)
+    seen = ctx.obs.seen.get(key)
+    if seen is None or seen.phase is None:
+        return track
+    if seen.failed_to_start and track.runner is not None:
+        return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
+    if seen.phase is track.phase:
+        return _fill_in(ctx, track, seen)
+    if poll.answered_not_yet(seen):
+        return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
+    if not machine.can_move_track(track.phase, seen.phase):
+        return track  # stale or backward news: the state already knows better
+    return _follow(ctx, track, seen, seen.phase)
+
+
+def _adopt_handle(ctx: Context, track: Track, key: str) -> Track:
+    """``track`` with the handle the executor found or saw for ``key``, if it is news."""
     found = ctx.obs.found.get(key)
     if found is not None and track.handle is None and found.handle is not None:
         track = track.model_copy(update={"handle": found.handle, "url": found.url})
@@ -46,27 +64,27 @@ def observe(ctx: Context, track: Track) -> Track:
                                          "url": seen.url or track.url})
         ctx.set_track(track)
         ctx.decision.note(track.run_id, f"{track.name}: CI run found for {key}")
-    if seen is None or seen.phase is None:
-        return track
-    if seen.failed_to_start and track.runner is not None:
-        return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
-    if seen.phase is track.phase:
-        news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
-                if v is not None and getattr(track, k) is None}
-        if news:  # e.g. a queued job that started: its timeout counts from now on
-            track = track.model_copy(update=news)
-            ctx.set_track(track)
-        return track
-    if poll.answered_not_yet(seen):
-        return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
-    if not machine.can_move_track(track.phase, seen.phase):
-        return track  # stale or backward news: the state already knows better
+    return track
+
+
+def _fill_in(ctx: Context, track: Track, seen: Observation) -> Track:
+    """``track`` with the start and URL ``seen`` adds, for news in the same phase."""
+    news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
+            if v is not None and getattr(track, k) is None}
+    if news:  # e.g. a queued job that started: its timeout counts from now on
+        track = track.model_copy(update=news)
+        ctx.set_track(track)
+    return track
+
+
+def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
+    """Move ``track`` to the phase ``to`` that ``seen`` reports, with what it learned."""
     changes: dict[str, object] = {}
     if seen.url and seen.url != track.url:
         changes["url"] = seen.url
     if seen.started_at and track.started_at is None:
         changes["started_at"] = seen.started_at
-    if seen.phase in machine.TRACK_TERMINAL:
+    if to in machine.TRACK_TERMINAL:
         changes["finished_at"] = seen.finished_at or ctx.now
         if seen.result is not None:
             changes["result"] = seen.result
@@ -75,11 +93,10 @@ def observe(ctx: Context, track: Track) -> Track:
     reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
     # The transition is dated with the command's own start or end where the backend
     # measured it, not with the tick that noticed: briefs draw durations from it.
-    at = seen.finished_at if seen.phase in machine.TRACK_TERMINAL else seen.started_at
-    moved = ctx.move(track, seen.phase, one_line(reason), at=at, **changes)
-    if seen.phase in machine.TRACK_TERMINAL and poll.is_poll_track(track):
-        poll.record(ctx, moved, track.polls + 1, seen.phase.value,
-                    moved.state_history[-1].at)
+    at = seen.finished_at if to in machine.TRACK_TERMINAL else seen.started_at
+    moved = ctx.move(track, to, one_line(reason), at=at, **changes)
+    if to in machine.TRACK_TERMINAL and poll.is_poll_track(track):
+        poll.record(ctx, moved, track.polls + 1, to.value, moved.state_history[-1].at)
     return moved
 
 
