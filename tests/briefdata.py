@@ -16,7 +16,6 @@ from orchestrator.spec.models import ScheduleSpec, TrackSpec
 from orchestrator.state.machine import move_run, move_track
 from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 
-P = TrackPhase
 SLOT = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 """02:00 in New York, a Tuesday."""
 RUN_ID = "nightly-refresh--20261201T0700Z"
@@ -40,11 +39,12 @@ def _track(spec: TrackSpec, run_id: str = RUN_ID) -> Track:
 def _attempt(track: Track, dispatched: float, started: float | None, end_phase: TrackPhase,
              ended: float | None, reason: str = "", **changes: Any) -> Track:
     url = f"https://github.com/acme/warehouse/actions/runs/{7_000_000 + int(dispatched * 60)}"
-    track = move_track(track, P.DISPATCHED, at(dispatched), "mark",
+    track = move_track(track, TrackPhase.DISPATCHED, at(dispatched), "mark",
                        dispatched_at=at(dispatched), dispatch_key=track.key, executor="github",
                        handle={"run_id": 7_000_000 + int(dispatched * 60)}, url=url)
     if started is not None:
-        track = move_track(track, P.RUNNING, at(started), "job started", started_at=at(started))
+        track = move_track(track, TrackPhase.RUNNING, at(started), "job started",
+                           started_at=at(started))
     if ended is not None:
         track = move_track(track, end_phase, at(ended), reason, finished_at=at(ended),
                            **changes)
@@ -52,7 +52,7 @@ def _attempt(track: Track, dispatched: float, started: float | None, end_phase: 
 
 
 def _retry(track: Track, when: float, backoff_minutes: float) -> Track:
-    return move_track(track, P.PENDING, at(when), "retry", attempt=track.attempt + 1,
+    return move_track(track, TrackPhase.PENDING, at(when), "retry", attempt=track.attempt + 1,
                       not_before=at(when + backoff_minutes), dispatched_at=None,
                       started_at=None, finished_at=None, handle=None)
 
@@ -73,10 +73,10 @@ def four_track_run(*, summaries: dict[str, str] | None = None,
                   retry_backoff_seconds=60),
         TrackSpec(name="backfill-2019", run="make backfill YEAR=2019", timeout_minutes=30),
     ]
-    ingest = _attempt(_track(specs[0]), 4.5, 5.2, P.COMPLETE, 12.8, "job succeeded",
+    ingest = _attempt(_track(specs[0]), 4.5, 5.2, TrackPhase.COMPLETE, 12.8, "job succeeded",
                       result={"summary": summaries.get(
                           "ingest", "Loaded 1,284,112 rows from 14 sources.")})
-    transform = _attempt(_track(specs[1]), 4.5, 5.0, P.COMPLETE, 21.7, "job succeeded",
+    transform = _attempt(_track(specs[1]), 4.5, 5.0, TrackPhase.COMPLETE, 21.7, "job succeeded",
                          result={"summary": summaries.get(
                              "transform", "Rebuilt 37 tables; 2 schema migrations applied.")})
     publish_errors = [
@@ -85,14 +85,14 @@ def four_track_run(*, summaries: dict[str, str] | None = None,
         "(gave up after 5 retries)",
         *extra,
     ]
-    publish = _attempt(_track(specs[2]), 4.5, 5.3, P.FAILED, 9.0, "job failed",
+    publish = _attempt(_track(specs[2]), 4.5, 5.3, TrackPhase.FAILED, 9.0, "job failed",
                        error_log=publish_errors[:1])
     publish = _retry(publish, 10.0, 1.0)
-    publish = _attempt(publish, 11.1, 11.7, P.FAILED, 16.9, "job failed",
+    publish = _attempt(publish, 11.1, 11.7, TrackPhase.FAILED, 16.9, "job failed",
                        error_log=publish_errors[:2] + extra,
                        result={"summary": summaries.get(
                            "publish", "Rendered 12 reports; upload failed twice.")})
-    backfill = _attempt(_track(specs[3]), 4.5, 6.0, P.TAPPED_OUT, 36.2,
+    backfill = _attempt(_track(specs[3]), 4.5, 6.0, TrackPhase.TAPPED_OUT, 36.2,
                         "timeout_minutes=30 exceeded",
                         error_log=["tapped out: still running after timeout_minutes=30",
                                    *extra],
@@ -155,20 +155,20 @@ def many_track_run(n: int, *, summary_chars: int = 120, errors_per_track: int = 
         errs = [f"shard {i} error {k}: connection reset by peer".ljust(error_chars, ".")
                 for k in range(errors_per_track)]
         if i % 10 == 9:
-            track = _attempt(track, start, start + 0.3, P.FAILED, start + 5, "job failed",
+            track = _attempt(track, start, start + 0.3, TrackPhase.FAILED, start + 5, "job failed",
                              error_log=errs[:1])
             track = _retry(track, start + 6, 1)
-            track = _attempt(track, start + 7.5, start + 8, P.FAILED, start + 12, "job failed",
-                             error_log=errs, result={"summary": summary})
+            track = _attempt(track, start + 7.5, start + 8, TrackPhase.FAILED, start + 12,
+                             "job failed", error_log=errs, result={"summary": summary})
             letters.append(DeadLetter(key=f"{run_id}--{spec.name}", run_id=run_id,
                                       track=spec.name, reason="failed after 2 attempts",
                                       parked_at=at(start + 12), attempts=2, payload=spec,
                                       error_log=errs))
         elif i % 25 == 24:
-            track = _attempt(track, start, start + 0.5, P.TAPPED_OUT, 30, "deadline",
+            track = _attempt(track, start, start + 0.5, TrackPhase.TAPPED_OUT, 30, "deadline",
                              error_log=errs, result={"summary": summary})
         else:
-            track = _attempt(track, start, start + 0.4, P.COMPLETE, start + 3 + (i % 7),
+            track = _attempt(track, start, start + 0.4, TrackPhase.COMPLETE, start + 3 + (i % 7),
                              "job succeeded", result={"summary": summary})
         tracks.append(track)
     run = Run(run_id=run_id, schedule_id="fanout", slot=SLOT, fire_at=SLOT,

@@ -37,10 +37,24 @@ class Attempt:
 
 def attempts_of(track: Track) -> list[Attempt]:
     """The track's attempts, oldest first (from its history, else its current fields)."""
+    out = _from_history(track)
+    if not out and (track.dispatched_at or track.started_at):
+        out.append(Attempt(number=track.attempt, dispatched=track.dispatched_at,
+                           started=track.started_at, finished=track.finished_at,
+                           outcome=track.phase.value))
+    if out:
+        out[-1] = _with_record_times(out[-1], track)
+    return out
+
+
+_TERMINAL = frozenset(p.value for p in TrackPhase if p not in TRACK_OPEN)
+
+
+def _from_history(track: Track) -> list[Attempt]:
+    """The attempts that ``track.state_history`` shows, as the history's steps dated them."""
     out: list[Attempt] = []
     number = 0
     cur: dict[str, Any] | None = None
-    terminal = {p.value for p in TrackPhase if p not in TRACK_OPEN}
     for step in track.state_history:
         if step.to == TrackPhase.DISPATCHED.value:
             if step.from_ == TrackPhase.WAITING.value:
@@ -61,36 +75,33 @@ def attempts_of(track: Track) -> list[Attempt]:
         elif step.to == TrackPhase.RUNNING.value:
             cur["started"] = cur["started"] or step.at  # a poll's later runs go on
             cur["outcome"] = step.to
-        elif step.to in terminal:
+        elif step.to in _TERMINAL:
             cur["finished"] = step.at
             cur["outcome"] = step.to
     if cur is not None:
         out.append(Attempt(**cur))
-    if not out and (track.dispatched_at or track.started_at):
-        out.append(Attempt(number=track.attempt, dispatched=track.dispatched_at,
-                           started=track.started_at, finished=track.finished_at,
-                           outcome=track.phase.value))
-    if out:
-        # The record's own times belong to the current attempt and are the command's
-        # own, measured by the backend; the history may only know the tick that noticed
-        # (and a start never shown as "running": dispatched -> complete in one tick).
-        last = out[-1]
-        current = last.number == track.attempt
-        started = last.started
-        if current and track.started_at is not None and (started is None or (
-                track.polls == 0 and (last.dispatched is None
-                                      or track.started_at >= last.dispatched))):
-            started = track.started_at  # a poll's start is its latest one: keep the first
-        finished = last.finished
-        if track.phase not in TRACK_OPEN and track.finished_at is not None and (
-                finished is None or current):
-            finished = track.finished_at
-        # An attempt still open at render time carries the current phase (e.g. running).
-        outcome = track.phase.value if finished is None else last.outcome
-        out[-1] = Attempt(number=last.number, dispatched=last.dispatched, started=started,
-                          finished=finished, outcome=outcome)
     return out
 
+
+def _with_record_times(last: Attempt, track: Track) -> Attempt:
+    """``last`` with the start and end the track's record holds, where they belong to it."""
+    # The record's own times belong to the current attempt and are the command's
+    # own, measured by the backend; the history may only know the tick that noticed
+    # (and a start never shown as "running": dispatched -> complete in one tick).
+    current = last.number == track.attempt
+    started = last.started
+    if current and track.started_at is not None and (started is None or (
+            track.polls == 0 and (last.dispatched is None
+                                  or track.started_at >= last.dispatched))):
+        started = track.started_at  # a poll's start is its latest one: keep the first
+    finished = last.finished
+    if track.phase not in TRACK_OPEN and track.finished_at is not None and (
+            finished is None or current):
+        finished = track.finished_at
+    # An attempt still open at render time carries the current phase (e.g. running).
+    outcome = track.phase.value if finished is None else last.outcome
+    return Attempt(number=last.number, dispatched=last.dispatched, started=started,
+                   finished=finished, outcome=outcome)
 
 
 def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:

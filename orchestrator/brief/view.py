@@ -136,38 +136,9 @@ class BriefView:
 
 def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bool,
               age: timedelta | None) -> Headline:
-    tick_note = ""
-    if stale:
-        tick_note = (f"The last tick ran {fmt_duration(age)} ago: the scheduler may have "
-                     "stopped." if age is not None else "No tick has been recorded.")
+    tick_note = _tick_note(stale, age)
     if counts.attention or counts.dead_letters:
-        parts = []
-        if counts.failed:
-            retried = sum(1 for r in rows if r.track.phase is TrackPhase.FAILED
-                          and len(r.attempts) > 1)
-            if retried == counts.failed:
-                parts.append(f"{counts.failed} failed after retrying")
-            elif retried:
-                parts.append(f"{counts.failed} failed ({retried} after retrying)")
-            else:
-                parts.append(f"{counts.failed} failed")
-        if counts.tapped_out:
-            parts.append(f"{counts.tapped_out} tapped out")
-        if counts.skipped:
-            parts.append(f"{counts.skipped} skipped")
-        n = counts.attention
-        title = (f"{n} of {counts.total} track{'s' if counts.total != 1 else ''} "
-                 f"need{'s' if n == 1 else ''} attention" if n else "Dead letters need review")
-        detail = ", ".join(parts)
-        action = command = ""
-        if counts.dead_letters:
-            action = (f"{counts.dead_letters} dead letter"
-                      f"{'s' if counts.dead_letters != 1 else ''} waiting for a decision: "
-                      "review, then requeue or discard.")
-            command = "orchestrator dlq list"
-        if tick_note:
-            action = f"{action} {tick_note}".strip()
-        return Headline("bad", title, detail + ("." if detail else ""), action, command)
+        return _trouble_headline(counts, rows, tick_note)
     if counts.open:
         if stale:
             return Headline("warn", "The run is open but the scheduler looks stopped",
@@ -182,6 +153,51 @@ def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bo
     return Headline("warn" if stale else "ok",
                     f"All {counts.total} track{'s' if counts.total != 1 else ''} complete",
                     "", tick_note)
+
+
+def _tick_note(stale: bool, age: timedelta | None) -> str:
+    """What the headline says of a scheduler that stopped ticking (empty when it ticks)."""
+    if not stale:
+        return ""
+    if age is None:
+        return "No tick has been recorded."
+    return f"The last tick ran {fmt_duration(age)} ago: the scheduler may have stopped."
+
+
+def _trouble_headline(counts: Counts, rows: list[TrackRow], tick_note: str) -> Headline:
+    """The headline of a run with tracks that need attention or dead letters."""
+    n = counts.attention
+    title = (f"{n} of {counts.total} track{'s' if counts.total != 1 else ''} "
+             f"need{'s' if n == 1 else ''} attention" if n else "Dead letters need review")
+    detail = ", ".join(_trouble_parts(counts, rows))
+    action = command = ""
+    if counts.dead_letters:
+        action = (f"{counts.dead_letters} dead letter"
+                  f"{'s' if counts.dead_letters != 1 else ''} waiting for a decision: "
+                  "review, then requeue or discard.")
+        command = "orchestrator dlq list"
+    if tick_note:
+        action = f"{action} {tick_note}".strip()
+    return Headline("bad", title, detail + ("." if detail else ""), action, command)
+
+
+def _trouble_parts(counts: Counts, rows: list[TrackRow]) -> list[str]:
+    """One phrase per kind of trouble: failed, tapped out, skipped."""
+    parts = []
+    if counts.failed:
+        retried = sum(1 for r in rows if r.track.phase is TrackPhase.FAILED
+                      and len(r.attempts) > 1)
+        if retried == counts.failed:
+            parts.append(f"{counts.failed} failed after retrying")
+        elif retried:
+            parts.append(f"{counts.failed} failed ({retried} after retrying)")
+        else:
+            parts.append(f"{counts.failed} failed")
+    if counts.tapped_out:
+        parts.append(f"{counts.tapped_out} tapped out")
+    if counts.skipped:
+        parts.append(f"{counts.skipped} skipped")
+    return parts
 
 
 def _poll_view(poll: Mapping[str, Any]) -> dict[str, Any]:

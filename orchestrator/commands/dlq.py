@@ -7,7 +7,7 @@ import json
 
 import click
 
-from ..runs import deadletters as dl
+from ..runs import deadletters
 from ..state import layout
 from ..store import ChangeFn, GitStateStore
 from ..support.times import parse_now
@@ -26,12 +26,12 @@ def command() -> None:
 @pass_config
 def list_letters(cfg: Config, show_all: bool, as_json: bool) -> None:
     """List dead letters, oldest first."""
-    letters = dl.listed(read_state(cfg), show_all=show_all)
+    letters = deadletters.listed(read_state(cfg), show_all=show_all)
     if as_json:
         click.echo(json.dumps([d.model_dump(mode="json", by_alias=True) for d in letters],
                               indent=2, sort_keys=True))
     else:
-        click.echo("\n".join(dl.list_text(letters)))
+        click.echo("\n".join(deadletters.list_text(letters)))
 
 
 @command.command("show")
@@ -41,12 +41,12 @@ def list_letters(cfg: Config, show_all: bool, as_json: bool) -> None:
 def show_letter(cfg: Config, key: str, as_json: bool) -> None:
     """Show one dead letter: payload, error log, history."""
     layout.dlq_path(key)  # validates the key
-    letter = dl.find(read_state(cfg), key)
+    letter = deadletters.find(read_state(cfg), key)
     if as_json:
         click.echo(json.dumps(letter.model_dump(mode="json", by_alias=True), indent=2,
                               sort_keys=True))
     else:
-        click.echo("\n".join(dl.letter_text(letter)))
+        click.echo("\n".join(deadletters.letter_text(letter)))
 
 
 def _transact(cfg: Config, key: str, change: ChangeFn, message: str) -> None:
@@ -66,7 +66,7 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
     compensation, reopen the saga where it stopped."""
     now = parse_now(now_text)
     actor = who(by)
-    _transact(cfg, key, lambda snap: dl.requeue(snap.files, key, actor, reason, now),
+    _transact(cfg, key, lambda snap: deadletters.requeue(snap.files, key, actor, reason, now),
               f"dlq: requeue {key}")
     click.echo(f"requeued {key}; the next tick dispatches it")
 
@@ -79,6 +79,6 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
 def discard(cfg: Config, key: str, reason: str, by: str | None) -> None:
     """Give up on a parked track; the entry is kept, marked with who and why."""
     actor = who(by)
-    _transact(cfg, key, lambda snap: dl.discard(snap.files, key, actor, reason),
+    _transact(cfg, key, lambda snap: deadletters.discard(snap.files, key, actor, reason),
               f"dlq: discard {key}")
     click.echo(f"discarded {key}")

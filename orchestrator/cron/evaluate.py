@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 from .days import DAY as _DAY_S
 from .days import matching_seconds, plain_spacing, times_of_day
 from .dst import DstFold, DstGap, DstPolicy
-from .fields import parse_cron
+from .fields import CronExpr, parse_cron
 
 _TICK = timedelta(microseconds=1)
 
@@ -205,12 +205,21 @@ def _resolve(text: str, zone: ZoneInfo, dst: DstPolicy, after: datetime, until: 
         return []
     expr = parse_cron(text)
     changes = zone_changes(zone, after - FOLD_LOOKBACK, until)
+    found = _matched(expr, zone, dst, after, until, changes)
+    gaps = _in_gaps(expr, dst, after, changes)
+    if not gaps:
+        return found  # ascending already: segments are in order, and so is each one
+    return _once(sorted(found + gaps))
+
+
+def _matched(expr: CronExpr, zone: ZoneInfo, dst: DstPolicy, after: datetime,
+             until: datetime, changes: list[ZoneChange]) -> list[_Found]:
+    """The matches of ``expr`` at instants in ``(after, until]``, ascending; those in the
+    repeated hour of a fall-back are marked so."""
     inside = [c for c in changes if c.at > after]
     folds = [(c.at, c.at + (c.before - c.after)) for c in changes if not c.is_gap]
     repeat_fires = not expr.fixed or dst.fold is DstFold.BOTH
-    shift = expr.fixed and dst.gap is DstGap.SHIFT
     normal, repeated = SlotKind.NORMAL, SlotKind.REPEATED
-
     found: list[_Found] = []
     bounds = [after, *(c.at for c in inside), until + _TICK]
     offsets = [_offset(zone, after), *(c.after for c in inside)]
@@ -227,20 +236,27 @@ def _resolve(text: str, zone: ZoneInfo, dst: DstPolicy, after: datetime, until: 
                     found.append((at, True, base + minute, repeated, repeat_fires))
                 else:
                     found.append((at, False, base + minute, normal, True))
+    return found
+
+
+def _in_gaps(expr: CronExpr, dst: DstPolicy, after: datetime, changes: list[ZoneChange]
+             ) -> list[_Found]:
+    """The wall times ``expr`` matches in the spring-forward gaps after ``after``."""
+    shift = expr.fixed and dst.gap is DstGap.SHIFT
+    kind = SlotKind.SHIFTED if shift else SlotKind.SKIPPED
     gaps: list[_Found] = []
-    for change in inside:
-        if not change.is_gap:
+    for change in changes:
+        if not change.is_gap or change.at <= after:
             continue
         missing = expr.matches(_naive(change.at + change.before), _naive(change.at + change.after))
-        kind = SlotKind.SHIFTED if shift else SlotKind.SKIPPED
         gaps += [(change.at, True, wall, kind, shift) for wall in missing]
-    if not gaps:
-        return found  # ascending already: segments are in order, and so is each one
+    return gaps
 
+
+def _once(found: list[_Found]) -> list[_Found]:
+    """``found`` (sorted) with every instant after its first made not to fire."""
     # A time shifted out of a gap runs once, also when it meets another slot there
     # (Vixie: "0 2,3 * * *" runs once at 03:00 on a spring-forward day).
-    found += gaps
-    found.sort()
     seen: set[datetime] = set()
     result: list[_Found] = []
     for item in found:

@@ -40,7 +40,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 LAUNCH = "launch.json"
 STATUS = "status.json"
@@ -144,6 +144,20 @@ def try_lock(path: Path, shared: bool = False) -> int | None:
     return fd
 
 
+class Launch(NamedTuple):
+    """What ``launch.json`` asks the supervisor to run, and how."""
+
+    run: str
+    timeout: float
+    """Seconds."""
+    grace: float
+    """Seconds between SIGTERM and SIGKILL."""
+    cap: Any
+    """``max_concurrent`` as written: no cap when empty."""
+    env: dict[str, str]
+    cwd: str
+
+
 class Supervisor:
     def __init__(self, attempt_dir: Path) -> None:
         self.dir = attempt_dir
@@ -173,42 +187,17 @@ class Supervisor:
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_sigterm)
-        lock = try_lock(self.dir / LOCK)
-        if lock is None:
-            return 0  # another supervisor is alive and owns this attempt
-        if (self.dir / STATUS).exists():
-            return 0  # claimed before: by a supervisor (maybe dead) or a cancel
-        self.status = {
-            "state": QUEUED, "supervisor_pid": os.getpid(), "queued_at": utc_now(),
-            "pid": None, "pgid": None, "started_at": None, "finished_at": None,
-            "exit_code": None, "signal": None,
-        }
+        if not self.claim():
+            return 0
         try:
-            launch = read_json(self.dir / LAUNCH)
-            run = launch["run"]
-            timeout = float(launch["timeout_minutes"]) * 60
-            grace = float(launch.get("kill_grace_seconds", 5.0))
-            cap = launch.get("max_concurrent")
-            env = dict(os.environ)
-            env.update({
-                "ORCHESTRATOR_RUN_ID": str(launch["run_id"]),
-                "ORCHESTRATOR_TRACK": str(launch["track"]),
-                "ORCHESTRATOR_ATTEMPT": str(launch["attempt"]),
-                "ORCHESTRATOR_POLL": str(launch.get("poll") or 0),
-                "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
-                "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
-            })
-            if launch.get("results"):
-                env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
-            env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
-            cwd = launch.get("cwd") or str(self.dir)
+            launch = self.read_launch()
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             return self.finish(ERROR, error=f"launch.json unreadable: {exc}")
         self.record()  # the claim
 
         slot = None
-        if cap:
-            slot = self.take_slot(int(cap))
+        if launch.cap:
+            slot = self.take_slot(int(launch.cap))
             if slot is None:
                 return self.finish(CANCELLED, error=self.stop_reason)
         if self.cancel_requested():
@@ -217,8 +206,8 @@ class Supervisor:
         with open(self.dir / STDOUT, "ab") as out, open(self.dir / STDERR, "ab") as err:
             try:
                 proc = subprocess.Popen(
-                    ["sh", "-c", run], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=err, process_group=0,
+                    ["sh", "-c", launch.run], cwd=launch.cwd, env=launch.env,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0,
                 )
             except OSError as exc:
                 return self.finish(ERROR, error=f"could not start the track: {exc}")
@@ -228,12 +217,60 @@ class Supervisor:
             "supervisor_pid": os.getpid(),
         })
 
+        outcome = self.watch(proc, launch.timeout, launch.grace)
+        # Whatever the track left running in its group goes with it.
+        kill_group(proc.pid, signal.SIGKILL)
+        changes = self.ending(proc.returncode, outcome, launch.timeout)
+        if slot is not None:
+            os.close(slot)
+        return self.finish(outcome, **changes)
+
+    def claim(self) -> bool:
+        """Take the supervisor lock and the attempt, unless another supervisor (alive,
+        or dead after claiming it) or a cancel got there first."""
+        # The descriptor is never closed: the lock is held until the process exits.
+        lock = try_lock(self.dir / LOCK)
+        if lock is None:
+            return False  # another supervisor is alive and owns this attempt
+        if (self.dir / STATUS).exists():
+            return False  # claimed before: by a supervisor (maybe dead) or a cancel
+        self.status = {
+            "state": QUEUED, "supervisor_pid": os.getpid(), "queued_at": utc_now(),
+            "pid": None, "pgid": None, "started_at": None, "finished_at": None,
+            "exit_code": None, "signal": None,
+        }
+        return True
+
+    def read_launch(self) -> Launch:
+        """What ``launch.json`` asks for, with the environment the track gets."""
+        launch = read_json(self.dir / LAUNCH)
+        run = launch["run"]
+        timeout = float(launch["timeout_minutes"]) * 60
+        grace = float(launch.get("kill_grace_seconds", 5.0))
+        cap = launch.get("max_concurrent")
+        env = dict(os.environ)
+        env.update({
+            "ORCHESTRATOR_RUN_ID": str(launch["run_id"]),
+            "ORCHESTRATOR_TRACK": str(launch["track"]),
+            "ORCHESTRATOR_ATTEMPT": str(launch["attempt"]),
+            "ORCHESTRATOR_POLL": str(launch.get("poll") or 0),
+            "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
+            "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
+        })
+        if launch.get("results"):
+            env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
+        env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
+        cwd = launch.get("cwd") or str(self.dir)
+        return Launch(run=run, timeout=timeout, grace=grace, cap=cap, env=env, cwd=cwd)
+
+    def watch(self, proc: subprocess.Popen[bytes], timeout: float, grace: float) -> str:
+        """Wait for the track to exit, or stop it on a cancel, SIGTERM or the timeout;
+        the outcome (``exited``, ``cancelled`` or ``timed_out``)."""
         deadline = time.monotonic() + timeout
-        outcome = EXITED
         while True:
             try:
                 proc.wait(timeout=POLL_SECONDS)
-                break
+                return EXITED
             except subprocess.TimeoutExpired:
                 pass
             if self.cancel_requested():
@@ -243,10 +280,11 @@ class Supervisor:
             else:
                 continue
             self.stop(proc, grace)
-            break
-        # Whatever the track left running in its group goes with it.
-        kill_group(proc.pid, signal.SIGKILL)
-        rc = proc.returncode
+            return outcome
+
+    def ending(self, rc: int, outcome: str, timeout: float) -> dict[str, Any]:
+        """The status fields an ended track adds: its exit code or signal, and why it
+        was stopped."""
         changes: dict[str, Any] = {
             "exit_code": rc if rc >= 0 else None,
             "signal": -rc if rc < 0 else None,
@@ -255,9 +293,7 @@ class Supervisor:
             changes["error"] = self.stop_reason
         elif outcome == TIMED_OUT:
             changes["error"] = f"timed out after {timeout / 60:g} minutes"
-        if slot is not None:
-            os.close(slot)
-        return self.finish(outcome, **changes)
+        return changes
 
     def stop(self, proc: subprocess.Popen[bytes], grace: float) -> None:
         kill_group(proc.pid, signal.SIGTERM)

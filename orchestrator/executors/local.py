@@ -75,7 +75,7 @@ from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
 from ..state.breaker import Breaker
 from ..state.records import TrackPhase
 from ..support.credentials import track_environment
-from . import _supervise as sv
+from . import _supervise as supervisor
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 from .local_outcome import EX_TEMPFAIL as EX_TEMPFAIL
 from .local_outcome import MAX_RESULT_BYTES as MAX_RESULT_BYTES
@@ -91,7 +91,7 @@ segment."""
 
 log = logging.getLogger(__name__)
 
-SUPERVISOR = Path(sv.__file__)
+SUPERVISOR = Path(supervisor.__file__)
 
 
 def check_key(key: str) -> str:
@@ -185,17 +185,18 @@ class LocalExecutor:
         """The supervisor could not start, so nothing was started. Close the attempt
         (so no later look-up or racing dispatch adopts it) and report the error."""
         error = f"local dispatch: the supervisor failed to start ({reason})"
-        tail = stderr_tail(folder / sv.SUPERVISOR_LOG, lines=5)
+        tail = stderr_tail(folder / supervisor.SUPERVISOR_LOG, lines=5)
         if tail:
             error = f"{error}: {tail}"
         try:
-            fd = sv.try_lock(folder / sv.LOCK)
+            fd = supervisor.try_lock(folder / supervisor.LOCK)
             if fd is None:  # a supervisor started after all (an adoption): it owns it
                 return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
             try:
-                if sv.read_json(folder / sv.STATUS) is None:
-                    sv.write_json_atomic(folder / sv.STATUS, {
-                        "state": sv.ERROR, "finished_at": sv.utc_now(), "error": error})
+                if supervisor.read_json(folder / supervisor.STATUS) is None:
+                    supervisor.write_json_atomic(folder / supervisor.STATUS, {
+                        "state": supervisor.ERROR, "finished_at": supervisor.utc_now(),
+                        "error": error})
             finally:
                 os.close(fd)
         except (OSError, ValueError) as exc:
@@ -213,9 +214,9 @@ class LocalExecutor:
             raise UserError(f"track {request.track!r} has no 'run' command to run locally")
         folder = self.attempt_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        if request.results is not None and not (folder / sv.LAUNCH).exists():
+        if request.results is not None and not (folder / supervisor.LAUNCH).exists():
             # Before launch.json: the supervisor may start the command at once.
-            sv.write_json_atomic(folder / sv.RESULTS, request.results)
+            supervisor.write_json_atomic(folder / supervisor.RESULTS, request.results)
         launch = {
             "key": key,
             "run_id": request.run_id,
@@ -231,11 +232,11 @@ class LocalExecutor:
             "max_concurrent": self.max_concurrent,
             "cwd": str(self.repo) if self.repo is not None else None,
             "results": request.results is not None,
-            "dispatched_at": sv.utc_now(),
+            "dispatched_at": supervisor.utc_now(),
             "dispatcher_pid": os.getpid(),
         }
         launcher = None
-        if self._create_exclusive(folder / sv.LAUNCH, launch):
+        if self._create_exclusive(folder / supervisor.LAUNCH, launch):
             try:
                 launcher = self._start_supervisor(folder)
             except OSError as exc:
@@ -268,11 +269,12 @@ class LocalExecutor:
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
         try:  # the track inherits this: only the credentials its schedule names
-            asked = (sv.read_json(folder / sv.LAUNCH) or {}).get("credentials") or []
+            launch = supervisor.read_json(folder / supervisor.LAUNCH) or {}
+            asked = launch.get("credentials") or []
         except (OSError, ValueError):
             asked = []
         env = track_environment(env, [str(name) for name in asked])
-        with open(folder / sv.SUPERVISOR_LOG, "ab") as log:
+        with open(folder / supervisor.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
             # the user site. setsid: it outlives the tick and ignores its terminal.
             return subprocess.Popen(
@@ -285,10 +287,10 @@ class LocalExecutor:
         """Start a supervisor for a dispatch nobody claimed in time (its dispatcher died
         between creating ``launch.json`` and starting the supervisor). Harmless when a
         supervisor does exist: only the one that claims the attempt launches."""
-        if (folder / sv.STATUS).exists():
+        if (folder / supervisor.STATUS).exists():
             return
         try:
-            age = time.time() - (folder / sv.LAUNCH).stat().st_mtime
+            age = time.time() - (folder / supervisor.LAUNCH).stat().st_mtime
         except FileNotFoundError:
             return
         if age < self.adopt_after_seconds:
@@ -309,7 +311,7 @@ class LocalExecutor:
                 found[request.key] = None  # no such folder can exist
                 continue
             try:
-                exists = (folder / sv.LAUNCH).exists()
+                exists = (folder / supervisor.LAUNCH).exists()
             except OSError as exc:
                 # "Not found" would make the tick dispatch again: fail instead.
                 raise ExecutorError(f"local lookup of {request.key}: {exc}") from exc
@@ -342,35 +344,35 @@ class LocalExecutor:
     def _observe_one(self, key: str) -> Observation:
         folder = self.attempt_dir(key)
         url = self._url(folder)
-        if not (folder / sv.LAUNCH).exists():
+        if not (folder / supervisor.LAUNCH).exists():
             return Observation(key=key, phase=TrackPhase.FAILED, url=url,
                                error=f"no local attempt {key} in {self.work_dir}")
         try:
-            status = sv.read_json(folder / sv.STATUS)
+            status = supervisor.read_json(folder / supervisor.STATUS)
         except ValueError as exc:  # written atomically, so only if tampered with
             return Observation(key=key, phase=None, url=url,
                                error=f"status.json unreadable: {exc}")
         if status is None:
             self._adopt(folder)
             return Observation(key=key, phase=None, url=url, details={"state": "launching"})
-        if status.get("state") not in sv.FINAL_STATES:
+        if status.get("state") not in supervisor.FINAL_STATES:
             status = self._check_supervisor(folder, status)
         return to_observation(key, folder, self._url(folder), status)
 
     def _check_supervisor(self, folder: Path, status: dict[str, Any]) -> dict[str, Any]:
         """If the supervisor of an unfinished attempt is dead (its lock is free), kill
         the orphaned group and record the attempt as ``lost``."""
-        fd = sv.try_lock(folder / sv.LOCK)
+        fd = supervisor.try_lock(folder / supervisor.LOCK)
         if fd is None:
             return status  # alive
         try:
-            fresh = sv.read_json(folder / sv.STATUS) or status
-            if fresh.get("state") in sv.FINAL_STATES:
+            fresh = supervisor.read_json(folder / supervisor.STATUS) or status
+            if fresh.get("state") in supervisor.FINAL_STATES:
                 return dict(fresh)  # it finished just before dying
-            sv.kill_group(fresh.get("pgid"), signal.SIGKILL)
-            fresh.update(state=sv.LOST, finished_at=sv.utc_now(),
+            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            fresh.update(state=supervisor.LOST, finished_at=supervisor.utc_now(),
                          error="supervisor vanished")
-            sv.write_json_atomic(folder / sv.STATUS, fresh)
+            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
             return dict(fresh)
         finally:
             os.close(fd)
@@ -389,27 +391,28 @@ class LocalExecutor:
 
     def _cancel(self, folder: Path) -> None:
         try:
-            status = sv.read_json(folder / sv.STATUS)
+            status = supervisor.read_json(folder / supervisor.STATUS)
         except ValueError:
             status = None
-        if status is not None and status.get("state") in sv.FINAL_STATES:
+        if status is not None and status.get("state") in supervisor.FINAL_STATES:
             return
         folder.mkdir(parents=True, exist_ok=True)
         # The marker first: a live supervisor polls for it and stops the group itself
         # (SIGTERM, grace, SIGKILL); one that claims the attempt later never launches.
-        (folder / sv.CANCEL).touch()
-        fd = sv.try_lock(folder / sv.LOCK)
+        (folder / supervisor.CANCEL).touch()
+        fd = supervisor.try_lock(folder / supervisor.LOCK)
         if fd is None:
             return  # a live supervisor will act on the marker
         try:
-            fresh = sv.read_json(folder / sv.STATUS) or {}
-            if fresh.get("state") in sv.FINAL_STATES:
+            fresh = supervisor.read_json(folder / supervisor.STATUS) or {}
+            if fresh.get("state") in supervisor.FINAL_STATES:
                 return
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
-            sv.kill_group(fresh.get("pgid"), signal.SIGKILL)
-            fresh.update(state=sv.CANCELLED, finished_at=sv.utc_now(), error="cancelled")
-            sv.write_json_atomic(folder / sv.STATUS, fresh)
+            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            fresh.update(state=supervisor.CANCELLED, finished_at=supervisor.utc_now(),
+                         error="cancelled")
+            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
         finally:
             os.close(fd)
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..state.records import TrackPhase
 from ..support import safejson
 from ..support.times import parse_utc
-from . import _supervise as sv
+from . import _supervise as supervisor
 from .base import Observation
 
 EX_TEMPFAIL = 75
@@ -62,8 +62,8 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
         "pid": status.get("pid"),
         "exit_code": status.get("exit_code"),
         "signal": status.get("signal"),
-        "stdout": str(folder / sv.STDOUT),
-        "stderr": str(folder / sv.STDERR),
+        "stdout": str(folder / supervisor.STDOUT),
+        "stderr": str(folder / supervisor.STDERR),
     }
     common: dict[str, Any] = {
         "key": key,
@@ -71,24 +71,24 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
         "started_at": parse_utc(status.get("started_at")),
         "details": details,
     }
-    if state == sv.QUEUED:
+    if state == supervisor.QUEUED:
         return Observation(phase=None, **common)
-    if state == sv.RUNNING:
+    if state == supervisor.RUNNING:
         return Observation(phase=TrackPhase.RUNNING, **common)
     common["finished_at"] = parse_utc(status.get("finished_at"))
     result, result_error = read_result(folder)
-    if state == sv.EXITED and status.get("exit_code") == 0:
+    if state == supervisor.EXITED and status.get("exit_code") == 0:
         return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
                            **common)
-    if state == sv.EXITED and status.get("exit_code") == EX_TEMPFAIL:
+    if state == supervisor.EXITED and status.get("exit_code") == EX_TEMPFAIL:
         return Observation(phase=TrackPhase.WAITING, result=result, **common)
-    if state == sv.CANCELLED:
+    if state == supervisor.CANCELLED:
         return Observation(phase=TrackPhase.CANCELLED, result=result,
                            error=status.get("error") or "cancelled", **common)
-    if state == sv.TIMED_OUT:
+    if state == supervisor.TIMED_OUT:
         phase = TrackPhase.TAPPED_OUT
         error = str(status.get("error") or "timed out")
-    elif state == sv.EXITED:
+    elif state == supervisor.EXITED:
         phase = TrackPhase.FAILED
         code, sig = status.get("exit_code"), status.get("signal")
         error = f"exit code {code}" if code is not None else (
@@ -96,7 +96,7 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
     else:  # error, lost, or something this version does not know
         phase = TrackPhase.FAILED
         error = str(status.get("error") or f"unknown state {state!r}")
-    tail = stderr_tail(folder / sv.STDERR)
+    tail = stderr_tail(folder / supervisor.STDERR)
     if tail:
         error = f"{error}; stderr ends with:\n{tail}"
     return Observation(phase=phase, result=result, error=error, **common)
@@ -106,7 +106,7 @@ def read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The attempt's result, or ``{"error": why}`` and why: the track may have left a
     FIFO, a symlink to ``/dev/zero`` or 100,000 brackets (see :mod:`..safejson`)."""
     try:
-        data = safejson.load_file(folder / sv.RESULT, max_bytes=MAX_RESULT_BYTES)
+        data = safejson.load_file(folder / supervisor.RESULT, max_bytes=MAX_RESULT_BYTES)
     except FileNotFoundError:
         return None, None
     except safejson.UnsafeJSON as exc:

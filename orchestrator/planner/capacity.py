@@ -19,9 +19,10 @@ from collections.abc import Iterable
 
 from ..state import machine
 from ..state.model import State
-from .context import Context, P
+from ..state.records import TrackPhase
+from .context import Context
 
-IN_FLIGHT = frozenset({P.DISPATCHED, P.RUNNING})
+IN_FLIGHT = frozenset({TrackPhase.DISPATCHED, TrackPhase.RUNNING})
 
 
 def in_flight(state: State) -> Counter[str]:
@@ -38,7 +39,7 @@ def admit(ctx: Context, wanting: Iterable[tuple[str, str]]) -> list[tuple[str, s
     ``wanting`` lists the pending tracks whose time has come, in any order."""
     wanting = list(wanting)
     caps = ctx.caps
-    per_run = in_flight(ctx.st)
+    per_run = in_flight(ctx.state)
     total = sum(per_run.values())
     admitted: list[tuple[str, str]] = []
     waiting: dict[tuple[str, str], str] = {}
@@ -78,14 +79,14 @@ def _by_age(ctx: Context, wanting: list[tuple[str, str]]
     """``wanting`` in tiers of runs with the same slot, oldest first; in each tier a
     queue per schedule (in order of schedule id)."""
     tiers: dict[object, dict[str, list[tuple[str, str]]]] = {}
-    for run_id, name in sorted(wanting, key=lambda k: (ctx.st.runs[k[0]].slot, k)):
-        run = ctx.st.runs[run_id]
+    for run_id, name in sorted(wanting, key=lambda k: (ctx.state.runs[k[0]].slot, k)):
+        run = ctx.state.runs[run_id]
         tiers.setdefault(run.slot, {}).setdefault(run.schedule_id, []).append((run_id, name))
     return [{sid: tier[sid] for sid in sorted(tier)} for tier in tiers.values()]
 
 
 def _max_parallel(ctx: Context, run_id: str) -> float:
-    schedule = ctx.schedules.get(ctx.st.runs[run_id].schedule_id)
+    schedule = ctx.schedules.get(ctx.state.runs[run_id].schedule_id)
     cap = schedule.spec.max_parallel if schedule is not None else None
     return float("inf") if cap is None else cap
 
@@ -110,7 +111,7 @@ def _report(ctx: Context, wanting: list[tuple[str, str]],
     for run_id, reasons in by_run.items():
         for why, names in reasons.items():
             line = f"waiting: {', '.join(names)} ({why})"
-            if run_id in ctx.d.touched_runs:
-                ctx.d.note(run_id, line)
+            if run_id in ctx.decision.touched_runs:
+                ctx.decision.note(run_id, line)
             else:
-                ctx.d.log.append(f"{run_id}: {line}")
+                ctx.decision.log.append(f"{run_id}: {line}")

@@ -34,8 +34,8 @@ from ..spec.models import TrackSpec
 from ..spec.policies import OnFailure
 from ..state import machine
 from ..state.layout import dlq_key
-from ..state.records import DeadLetter, Run, Track
-from .context import Context, P, R
+from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from .context import Context
 from .hygiene import backoff, observe
 
 REASON = "compensation_failed"
@@ -46,7 +46,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def on_failure(ctx: Context) -> None:
     for run in ctx.open_runs():
-        if run.status is R.CONSOLIDATING:
+        if run.status is RunStatus.CONSOLIDATING:
             continue
         for undo in ordered(ctx, run.run_id):
             drive(ctx, run, undo)
@@ -58,12 +58,12 @@ def on_failure(ctx: Context) -> None:
 
 def open_compensations(ctx: Context, run_id: str) -> bool:
     """Whether a compensation of the run is still to run or running (fan-in waits)."""
-    return any(u.phase in machine.TRACK_OPEN for u in ctx.st.undos.get(run_id, {}).values())
+    return any(u.phase in machine.TRACK_OPEN for u in ctx.state.undos.get(run_id, {}).values())
 
 
 def ordered(ctx: Context, run_id: str) -> list[Track]:
     """The run's compensations in the order they run: newest completed track first."""
-    return order(ctx.st.tracks.get(run_id, {}), ctx.st.undos.get(run_id, {}))
+    return order(ctx.state.tracks.get(run_id, {}), ctx.state.undos.get(run_id, {}))
 
 
 def order(tracks: Mapping[str, Track], undos: Mapping[str, Track]) -> list[Track]:
@@ -77,14 +77,15 @@ def order(tracks: Mapping[str, Track], undos: Mapping[str, Track]) -> list[Track
 
 def final_failures(tracks: dict[str, Track]) -> list[Track]:
     # After hygiene, a `failed` track with attempts left is already pending again.
-    return sorted((t for t in tracks.values() if t.phase in (P.FAILED, P.TAPPED_OUT)),
+    ended = (TrackPhase.FAILED, TrackPhase.TAPPED_OUT)
+    return sorted((t for t in tracks.values() if t.phase in ended),
                   key=lambda t: (t.finished_at or _EPOCH, t.name))
 
 
 def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
-    tracks = ctx.st.tracks.get(run.run_id, {})
+    tracks = ctx.state.tracks.get(run.run_id, {})
     failed = final_failures(tracks)
-    if not failed or run.run_id in ctx.st.undos:
+    if not failed or run.run_id in ctx.state.undos:
         return
     why = f"on_failure={policy.value}: {failed[0].name} {failed[0].phase.value}"
     for name in sorted(tracks):
@@ -92,16 +93,16 @@ def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
         if track.phase in machine.TRACK_OPEN:
             handle = ctx.handle_of(track)
             if handle is not None:
-                ctx.d.cancel.append(handle)
-            ctx.move(track, P.CANCELLED, why, finished_at=ctx.now)
+                ctx.decision.cancel.append(handle)
+            ctx.move(track, TrackPhase.CANCELLED, why, finished_at=ctx.now)
     if policy is not OnFailure.COMPENSATE:
         return
-    done = [t for t in tracks.values() if t.phase is P.COMPLETE and t.spec.compensate]
-    ctx.st.undos[run.run_id] = {t.name: undo_record(t) for t in done}
+    done = [t for t in tracks.values() if t.phase is TrackPhase.COMPLETE and t.spec.compensate]
+    ctx.state.undos[run.run_id] = {t.name: undo_record(t) for t in done}
     if done:
         names = ", ".join(u.name for u in ordered(ctx, run.run_id))
-        ctx.d.note(run.run_id, f"compensating {len(done)} completed track(s), newest "
-                               f"first: {names} ({why})")
+        ctx.decision.note(run.run_id, f"compensating {len(done)} completed track(s), newest "
+                          f"first: {names} ({why})")
 
 
 def undo_record(track: Track) -> Track:
@@ -121,30 +122,31 @@ def drive(ctx: Context, run: Run, undo: Track) -> None:
     if undo.phase in machine.TRACK_OPEN and undo.started_at is not None \
             and ctx.now >= undo.started_at + limit:
         ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
-        undo = ctx.st.undos[run.run_id][undo.name]
+        undo = ctx.state.undos[run.run_id][undo.name]
     key = undo.dispatch_key or ""
-    if (undo.phase is P.DISPATCHED and undo.handle is None and key in ctx.obs.found
+    if (undo.phase is TrackPhase.DISPATCHED and undo.handle is None and key in ctx.obs.found
             and ctx.obs.found[key] is None and undo.dispatched_at is not None
             and ctx.now >= undo.dispatched_at + ctx.grace):
-        undo = ctx.move(undo, P.PENDING, "dispatch never recorded; re-dispatching")
-    if undo.phase not in (P.FAILED, P.TAPPED_OUT):
+        undo = ctx.move(undo, TrackPhase.PENDING, "dispatch never recorded; re-dispatching")
+    if undo.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
         return
     if undo.attempt < undo.max_attempts:
         wait = backoff(undo)
-        ctx.move(undo, P.PENDING, f"retry {undo.attempt + 1}/{undo.max_attempts} after {wait}",
+        ctx.move(undo, TrackPhase.PENDING,
+                 f"retry {undo.attempt + 1}/{undo.max_attempts} after {wait}",
                  attempt=undo.attempt + 1, not_before=ctx.now + wait, handle=None,
                  dispatch_key=None, url=None, started_at=None, finished_at=None,
                  dispatched_at=None)
         return
     key = dlq_key(run.run_id, undo.name)
-    current = ctx.st.dlq.get(key)
+    current = ctx.state.dlq.get(key)
     if current is not None and current.reason == REASON and current.attempts >= undo.attempt:
         return
-    ctx.st.dlq[key] = DeadLetter(
+    ctx.state.dlq[key] = DeadLetter(
         key=key, run_id=run.run_id, track=undo.name, reason=REASON, parked_at=ctx.now,
         attempts=undo.attempt, payload=undo.spec, error_log=undo.error_log,
         state_history=undo.state_history)
-    ctx.d.note(run.run_id, f"{undo.name} (undo): parked in the dead letter queue ({REASON})")
+    ctx.decision.note(run.run_id, f"{undo.name} (undo): parked in the dead letter queue ({REASON})")
 
 
 def step(ctx: Context, run: Run) -> None:
@@ -152,29 +154,29 @@ def step(ctx: Context, run: Run) -> None:
     failed for good, cancel the rest."""
     undos = ordered(ctx, run.run_id)
     for i, undo in enumerate(undos):
-        if undo.phase is P.COMPLETE:
+        if undo.phase is TrackPhase.COMPLETE:
             continue
-        if undo.phase in (P.FAILED, P.TAPPED_OUT, P.CANCELLED):
+        if undo.phase in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED):
             for later in undos[i + 1:]:
-                if later.phase is P.PENDING:
-                    ctx.move(later, P.CANCELLED, f"compensation of {undo.name} did not "
+                if later.phase is TrackPhase.PENDING:
+                    ctx.move(later, TrackPhase.CANCELLED, f"compensation of {undo.name} did not "
                              "complete", finished_at=ctx.now)
             return
-        if undo.phase is P.PENDING and ctx.obs.executor_available and (
+        if undo.phase is TrackPhase.PENDING and ctx.obs.executor_available and (
                 undo.not_before is None or undo.not_before <= ctx.now):
             dispatch(ctx, run, undo)
         return  # one at a time
 
 
 def dispatch(ctx: Context, run: Run, undo: Track) -> None:
-    original = ctx.st.tracks.get(run.run_id, {}).get(undo.name)
+    original = ctx.state.tracks.get(run.run_id, {}).get(undo.name)
     result = original.result if original is not None else None
     request = DispatchRequest(
         run_id=run.run_id, track=undo.name, attempt=undo.attempt, spec=undo.spec,
         workflow=run.workflow, compensating=True, fan_in_job=ctx.fan_in_job(run),
         env={"ORCHESTRATOR_COMPENSATING": "1",
              "ORCHESTRATOR_ORIGINAL_RESULT": json.dumps(result, sort_keys=True)})
-    ctx.move(undo, P.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",
+    ctx.move(undo, TrackPhase.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",
              dispatch_key=request.key, dispatched_at=ctx.now, executor=ctx.executor,
              handle=None, not_before=None)
-    ctx.d.dispatch.append(request)
+    ctx.decision.dispatch.append(request)

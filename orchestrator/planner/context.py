@@ -19,9 +19,6 @@ from ..state.model import State
 from ..state.records import Run, RunStatus, Track, TrackPhase
 from ..support.times import iso
 
-P = TrackPhase
-R = RunStatus
-
 ERROR_LOG_KEEP = 50
 
 
@@ -85,8 +82,8 @@ class Context:
     def __init__(self, decision: Decision, schedules: dict[str, Schedule],
                  observations: Observations, now: datetime, executor: str,
                  dispatch_grace: timedelta, caps: Caps | None = None) -> None:
-        self.d = decision
-        self.st = decision.state
+        self.decision = decision
+        self.state = decision.state
         self.schedules = schedules
         self.obs = observations
         self.now = now
@@ -97,8 +94,8 @@ class Context:
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is
         done, only the brief is pending), as overlap policies should."""
-        wanted = {R.SCHEDULED, R.RUNNING} if active else machine.RUN_OPEN
-        runs = [r for r in self.st.runs.values() if r.status in wanted
+        wanted = {RunStatus.SCHEDULED, RunStatus.RUNNING} if active else machine.RUN_OPEN
+        runs = [r for r in self.state.runs.values() if r.status in wanted
                 and (schedule_id is None or r.schedule_id == schedule_id)]
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
 
@@ -109,7 +106,7 @@ class Context:
         return schedule is None or schedule.spec.fan_in is FanIn.JOB
 
     def set_track(self, track: Track) -> None:
-        records = self.st.undos if track.compensating else self.st.tracks
+        records = self.state.undos if track.compensating else self.state.tracks
         records.setdefault(track.run_id, {})[track.name] = track
 
     def move(self, track: Track, to: TrackPhase, reason: str, *, at: datetime | None = None,
@@ -119,7 +116,7 @@ class Context:
         moved = machine.move_track(track, to, self.moment(track, at), reason, **changes)
         self.set_track(moved)
         name = f"{track.name} (undo)" if track.compensating else track.name
-        self.d.note(track.run_id, f"{name}: {track.phase.value} -> {to.value} ({reason})")
+        self.decision.note(track.run_id, f"{name}: {track.phase.value} -> {to.value} ({reason})")
         return moved
 
     def moment(self, track: Track, at: datetime | None) -> datetime:
@@ -139,8 +136,8 @@ class Context:
     def tap_out(self, track: Track, reason: str) -> None:
         handle = self.handle_of(track)
         if handle is not None:
-            self.d.cancel.append(handle)
-        self.move(track, P.TAPPED_OUT, reason, finished_at=self.now,
+            self.decision.cancel.append(handle)
+        self.move(track, TrackPhase.TAPPED_OUT, reason, finished_at=self.now,
                   error_log=log_line(track, f"{iso(self.now)} {reason}"))
 
 

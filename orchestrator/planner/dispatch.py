@@ -13,37 +13,39 @@ from ..executors.base import DispatchRequest, DispatchResult
 from ..spec.models import OverlapPolicy
 from ..state import machine
 from ..state.model import State
-from ..state.records import Run, Track
+from ..state.records import Run, RunStatus, Track, TrackPhase
 from ..support.times import iso
 from . import graph
 from .capacity import admit
-from .context import Context, P, R, log_line
+from .context import Context, log_line
 from .routing import pick, routable
 
 
 def dispatch_pending(ctx: Context) -> None:
     if not ctx.obs.executor_available:
-        if any(t.phase is P.PENDING for ts in ctx.st.tracks.values() for t in ts.values()):
-            ctx.d.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
+        if any(t.phase is TrackPhase.PENDING
+               for ts in ctx.state.tracks.values() for t in ts.values()):
+            ctx.decision.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
         return
     wanting: list[tuple[str, str]] = []
     for run in ctx.open_runs():
-        if run.status is R.CONSOLIDATING or buffered(ctx, run):
+        if run.status is RunStatus.CONSOLIDATING or buffered(ctx, run):
             continue
-        tracks = ctx.st.tracks.get(run.run_id, {})
+        tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
             track = tracks[name]
-            if track.phase not in (P.PENDING, P.WAITING) or not graph.ready(tracks, track):
+            if (track.phase not in (TrackPhase.PENDING, TrackPhase.WAITING)
+                    or not graph.ready(tracks, track)):
                 continue
             if track.not_before is not None and track.not_before > ctx.now:
                 continue
             wanting.append((run.run_id, name))
     for run_id, name in admit(ctx, routable(ctx, wanting)):
-        dispatch_one(ctx, ctx.st.runs[run_id], ctx.st.tracks[run_id][name])
+        dispatch_one(ctx, ctx.state.runs[run_id], ctx.state.tracks[run_id][name])
 
 
 def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
-    tracks = ctx.st.tracks.get(run.run_id, {})
+    tracks = ctx.state.tracks.get(run.run_id, {})
     request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
                               spec=track.spec, workflow=run.workflow, poll=track.polls,
                               results=graph.results_for(tracks, track),
@@ -55,18 +57,18 @@ def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
         request = replace(request, runs_on=runner)
     what = (f"poll {track.polls + 1} of attempt {track.attempt}" if track.polls
             else f"attempt {track.attempt}")
-    ctx.move(track, P.DISPATCHED, f"{what} to {ctx.executor}"
+    ctx.move(track, TrackPhase.DISPATCHED, f"{what} to {ctx.executor}"
              + (f" on {runner}" if runner else ""),
              dispatch_key=request.key, dispatched_at=ctx.now, finished_at=None,
              executor=ctx.executor, handle=None, not_before=None, runner=runner)
-    ctx.d.dispatch.append(request)
-    if run.status is R.SCHEDULED:
+    ctx.decision.dispatch.append(request)
+    if run.status is RunStatus.SCHEDULED:
         # The deadline counts from the start: a run that waited behind
         # another (buffer_one) gets its whole allowance once it starts.
         allowance = run.deadline - max(run.fire_at, run.created_at)
-        run = machine.move_run(run, R.RUNNING, ctx.now, "first dispatch",
+        run = machine.move_run(run, RunStatus.RUNNING, ctx.now, "first dispatch",
                                deadline=max(run.deadline, ctx.now + allowance))
-        ctx.st.runs[run.run_id] = run
+        ctx.state.runs[run.run_id] = run
 
 
 def buffered(ctx: Context, run: Run) -> bool:
@@ -114,16 +116,16 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
     for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
         for name, track in list(tracks.items()):
             res = by_key.get(track.dispatch_key or "")
-            if res is None or track.phase is not P.DISPATCHED:
+            if res is None or track.phase is not TrackPhase.DISPATCHED:
                 continue
             if res.error and res.not_sent:
                 tracks[name] = machine.move_track(
-                    track, P.PENDING, now, f"not dispatched: {res.error}", dispatch_key=None,
-                    dispatched_at=None, handle=None)
+                    track, TrackPhase.PENDING, now, f"not dispatched: {res.error}",
+                    dispatch_key=None, dispatched_at=None, handle=None)
                 records.append(DispatchRecord(run_id, name, "not_sent", res.error))
             elif res.error:
                 log = log_line(track, f"{iso(now)} dispatch failed: {res.error}")
-                tracks[name] = machine.move_track(track, P.FAILED, now, "dispatch failed",
+                tracks[name] = machine.move_track(track, TrackPhase.FAILED, now, "dispatch failed",
                                                   error_log=log, finished_at=now)
                 records.append(DispatchRecord(run_id, name, "failed", res.error))
             elif track.handle != res.handle or track.url != res.url:

@@ -11,20 +11,20 @@ from datetime import datetime
 
 from ..state import machine
 from ..state.model import State
-from ..state.records import Cursor, Run, Track
+from ..state.records import Cursor, Run, RunStatus, Track, TrackPhase
 from ..support.times import iso
 from .compensation import open_compensations
-from .context import Context, P, R
+from .context import Context
 from .pause import record_finish
 
 
 def fan_in(ctx: Context) -> None:
     for run in ctx.open_runs():
-        tracks = ctx.st.tracks.get(run.run_id, {})
-        if run.run_id in ctx.d.render:
+        tracks = ctx.state.tracks.get(run.run_id, {})
+        if run.run_id in ctx.decision.render:
             continue  # already seen by this tick (fan-in runs before and after firing)
-        if run.status is R.CONSOLIDATING:
-            ctx.d.render.append(run.run_id)  # a previous render did not land
+        if run.status is RunStatus.CONSOLIDATING:
+            ctx.decision.render.append(run.run_id)  # a previous render did not land
             continue
         if open_compensations(ctx, run.run_id):
             continue  # consolidated once the saga is over
@@ -35,8 +35,8 @@ def fan_in(ctx: Context) -> None:
         if lost and ctx.now < run.deadline:
             line = (f"{run.run_id}: no record of track(s) {', '.join(lost)}; treated as "
                     f"lost, the run ends at its deadline {iso(run.deadline)}")
-            if line not in ctx.d.log:  # fan-in runs twice a tick
-                ctx.d.log.append(line)
+            if line not in ctx.decision.log:  # fan-in runs twice a tick
+                ctx.decision.log.append(line)
             continue
         if (tracks or lost) and all(t.phase in machine.TRACK_TERMINAL
                                     for t in tracks.values()):
@@ -44,21 +44,21 @@ def fan_in(ctx: Context) -> None:
             for t in tracks.values():
                 counts[t.phase.value] = counts.get(t.phase.value, 0) + 1
             summary = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
-            ctx.st.runs[run.run_id] = machine.move_run(
-                run, R.CONSOLIDATING, ctx.now, f"all tracks terminal: {summary}")
-            ctx.d.note(run.run_id, f"consolidating ({summary})")
-            ctx.d.render.append(run.run_id)
+            ctx.state.runs[run.run_id] = machine.move_run(
+                run, RunStatus.CONSOLIDATING, ctx.now, f"all tracks terminal: {summary}")
+            ctx.decision.note(run.run_id, f"consolidating ({summary})")
+            ctx.decision.render.append(run.run_id)
 
 
 def finish(run: Run, tracks: Iterable[Track], now: datetime) -> Run:
     """Mark a ``consolidating`` run ``completed`` (every track complete) or ``failed``."""
     tracks = list(tracks)
-    bad = [t.name for t in tracks if t.phase is not P.COMPLETE]
+    bad = [t.name for t in tracks if t.phase is not TrackPhase.COMPLETE]
     bad += [name for name in run.tracks if name not in {t.name for t in tracks}]  # lost
     if bad:
-        return machine.move_run(run, R.FAILED, now, f"not complete: {', '.join(sorted(bad))}",
-                                finished_at=now)
-    return machine.move_run(run, R.COMPLETED, now, "all tracks complete", finished_at=now)
+        return machine.move_run(run, RunStatus.FAILED, now,
+                                f"not complete: {', '.join(sorted(bad))}", finished_at=now)
+    return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", finished_at=now)
 
 
 @dataclass(frozen=True)

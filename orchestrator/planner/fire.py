@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.triggers import Trigger, for_spec
 from ..state import machine
-from ..state.records import Cursor, Run, SlotNote, Track, run_id_for, utc_date_key
+from ..state.records import Cursor, Run, SlotNote, Track, TrackPhase, run_id_for, utc_date_key
 from ..support.times import iso_minute
-from .context import Context, P
+from .context import Context
 from .pause import apply_pause
 
 NOTES_KEEP = 20
@@ -42,74 +42,46 @@ def fire_due_slots(ctx: Context) -> None:
         try:
             fire_schedule(ctx, schedule)
         except ValueError as exc:  # a spec the model accepted but cron cannot use
-            ctx.d.invalid.append(f"{schedule.path or sid}: {exc}")
-            ctx.d.log.append(f"{sid}: cannot evaluate: {exc}")
+            ctx.decision.invalid.append(f"{schedule.path or sid}: {exc}")
+            ctx.decision.log.append(f"{sid}: cannot evaluate: {exc}")
 
 
 def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     spec = schedule.spec
     sid = schedule.id
     now = ctx.now
-    window = timedelta(minutes=spec.catchup_window_minutes)
-    cursor = ctx.st.cursors.get(sid)
+    cursor = ctx.state.cursors.get(sid)
     first_seen = cursor is None
     if cursor is None:
+        window = timedelta(minutes=spec.catchup_window_minutes)
         start = now if spec.catchup is CatchupPolicy.NONE else now - window
         cursor = Cursor(schedule_id=sid, since=start, enabled=spec.enabled)
-    if not spec.enabled:
-        if cursor.enabled:
-            cursor = cursor.model_copy(update={"enabled": False})
-            ctx.d.log.append(f"{sid}: disabled")
-        ctx.st.cursors[sid] = cursor
-        return
-    if not cursor.enabled:
-        since = now if spec.catchup is CatchupPolicy.NONE else cursor.since
-        cursor = cursor.model_copy(update={"enabled": True, "since": since})
-        ctx.d.log.append(f"{sid}: enabled again")
-    cursor = apply_pause(ctx, schedule, cursor)
-    if cursor.paused is not None:
-        ctx.st.cursors[sid] = cursor
+    cursor, may_fire = _standing(ctx, schedule, cursor)
+    if not may_fire:
+        ctx.state.cursors[sid] = cursor
         return
     trigger = for_spec(spec)
     at = None if trigger.repeats else spec.at_utc()
     if cursor.done and (at is None or cursor.last_slot == at):
-        ctx.st.cursors[sid] = cursor
+        ctx.state.cursors[sid] = cursor
         return  # a one-shot that fired; a new `at` arms it again
 
     due, fire, notes = _due(trigger, spec, cursor, now, first_seen=first_seen)
     if first_seen:
-        ctx.d.log.append(first_slot_line(schedule, trigger, fire, now))
+        ctx.decision.log.append(first_slot_line(schedule, trigger, fire, now))
     if not due and not notes:
-        ctx.st.cursors[sid] = cursor  # nothing due: cursor unchanged
+        ctx.state.cursors[sid] = cursor  # nothing due: cursor unchanged
         return
 
-    fires = dict(cursor.fires_per_day)
-    last_run_id = cursor.last_run_id
-    last_slot = cursor.last_slot
-    for slot in fire:
-        run_id = run_id_for(sid, slot)
-        if run_id in ctx.st.runs or run_id in ctx.st.known_runs:
-            continue  # already fired (idempotency key)
-        day = utc_date_key(slot, spec.zone)
-        if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
-            notes.append(SlotNote(slot=slot, reason="daily_cap", at=now))
-            ctx.d.log.append(f"{sid}: {iso_minute(slot)} not fired: "
-                              f"daily cap of {spec.max_runs_per_day} reached")
-            continue
-        if not overlap_allows(ctx, schedule, slot):
-            notes.append(SlotNote(slot=slot, reason="overlap", at=now))
-            continue
-        create_run(ctx, schedule, slot, run_id)
-        fires[day] = fires.get(day, 0) + 1
-        last_run_id, last_slot = run_id, slot
+    fires, last_run_id, last_slot = _fire_slots(ctx, schedule, cursor, fire, notes)
     for note in notes:
         if note.reason in ("missed", "skipped"):
-            ctx.d.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
-                              f"(catchup={spec.catchup.value})")
+            ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
+                                    f"(catchup={spec.catchup.value})")
     keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
     upcoming = trigger.next(now, 1).found
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
-    ctx.st.cursors[sid] = cursor.model_copy(update={
+    ctx.state.cursors[sid] = cursor.model_copy(update={
         "since": settled,
         "last_run_id": last_run_id,
         "next_run_at": upcoming[0].at if upcoming else None,
@@ -121,6 +93,50 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
         "last_error": None,
     })
+
+
+def _standing(ctx: Context, schedule: Schedule, cursor: Cursor) -> tuple[Cursor, bool]:
+    """``cursor`` after the schedule's ``enabled`` and its pause, and whether it may fire."""
+    spec, sid = schedule.spec, schedule.id
+    if not spec.enabled:
+        if cursor.enabled:
+            cursor = cursor.model_copy(update={"enabled": False})
+            ctx.decision.log.append(f"{sid}: disabled")
+        return cursor, False
+    if not cursor.enabled:
+        since = ctx.now if spec.catchup is CatchupPolicy.NONE else cursor.since
+        cursor = cursor.model_copy(update={"enabled": True, "since": since})
+        ctx.decision.log.append(f"{sid}: enabled again")
+    cursor = apply_pause(ctx, schedule, cursor)
+    return cursor, cursor.paused is None
+
+
+def _fire_slots(ctx: Context, schedule: Schedule, cursor: Cursor, fire: list[datetime],
+                notes: list[SlotNote]) -> tuple[dict[str, int], str | None, datetime | None]:
+    """Create a run for each slot of ``fire`` that the daily cap and the overlap policy
+    allow, noting the others in ``notes``. Returns the cursor's new ``fires_per_day``,
+    ``last_run_id`` and ``last_slot``."""
+    spec, sid = schedule.spec, schedule.id
+    fires = dict(cursor.fires_per_day)
+    last_run_id = cursor.last_run_id
+    last_slot = cursor.last_slot
+    for slot in fire:
+        run_id = run_id_for(sid, slot)
+        if run_id in ctx.state.runs or run_id in ctx.state.known_runs:
+            continue  # already fired (idempotency key)
+        day = utc_date_key(slot, spec.zone)
+        if spec.max_runs_per_day is not None and fires.get(day, 0) >= spec.max_runs_per_day:
+            notes.append(SlotNote(slot=slot, reason="daily_cap", at=ctx.now))
+            ctx.decision.log.append(f"{sid}: {iso_minute(slot)} not fired: "
+                                    f"daily cap of {spec.max_runs_per_day} reached")
+            continue
+        if not overlap_allows(ctx, schedule, slot):
+            notes.append(SlotNote(slot=slot, reason="overlap", at=ctx.now))
+            continue
+        create_run(ctx, schedule, slot, run_id)
+        fires[day] = fires.get(day, 0) + 1
+        last_run_id, last_slot = run_id, slot
+    return fires, last_run_id, last_slot
 
 
 def first_slot_line(schedule: Schedule, trigger: Trigger, fire: list[datetime],
@@ -167,26 +183,26 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
         return True
     stamp = iso_minute(slot)
     if spec.overlap is OverlapPolicy.SKIP:
-        ctx.d.log.append(f"{schedule.id}: {stamp} skipped: {open_runs[-1].run_id} "
-                          "still open (overlap=skip)")
+        ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: {open_runs[-1].run_id} "
+                                "still open (overlap=skip)")
         return False
     if spec.overlap is OverlapPolicy.BUFFER_ONE:
         if len(open_runs) > 1:
-            ctx.d.log.append(f"{schedule.id}: {stamp} skipped: one run already "
-                              "buffered (overlap=buffer_one)")
+            ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: one run already "
+                                    "buffered (overlap=buffer_one)")
             return False
-        ctx.d.log.append(f"{schedule.id}: {stamp} buffered behind "
-                          f"{open_runs[0].run_id} (overlap=buffer_one)")
+        ctx.decision.log.append(f"{schedule.id}: {stamp} buffered behind "
+                                f"{open_runs[0].run_id} (overlap=buffer_one)")
         return True
     # cancel_previous
     for run in open_runs:
-        for _, track in sorted(ctx.st.tracks.get(run.run_id, {}).items()):
+        for _, track in sorted(ctx.state.tracks.get(run.run_id, {}).items()):
             if track.phase in machine.TRACK_OPEN:
                 handle = ctx.handle_of(track)
                 if handle is not None:
-                    ctx.d.cancel.append(handle)
-                ctx.move(track, P.CANCELLED, f"superseded by slot {stamp}",
-                          finished_at=ctx.now)
+                    ctx.decision.cancel.append(handle)
+                ctx.move(track, TrackPhase.CANCELLED, f"superseded by slot {stamp}",
+                         finished_at=ctx.now)
     return True
 
 
@@ -200,16 +216,16 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
         tracks=[t.name for t in spec.run_tracks], description=spec.description,
         cron=spec.cron, timezone=spec.timezone, workflow=spec.workflow,
     )
-    ctx.st.runs[run_id] = run
-    ctx.st.tracks[run_id] = {
+    ctx.state.runs[run_id] = run
+    ctx.state.tracks[run_id] = {
         t.name: Track(run_id=run_id, name=t.name, spec=t, max_attempts=t.max_attempts,
                       not_before=fire_at if fire_at > ctx.now else None)
         for t in spec.run_tracks
     }
     late = ctx.now - slot
-    ctx.d.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
-                        f"track(s)" + (f", {_minutes(late)} late" if late >= timedelta(
-                            minutes=1) else ""))
+    lateness = f", {_minutes(late)} late" if late >= timedelta(minutes=1) else ""
+    ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
+                      f"track(s){lateness}")
 
 
 def _minutes(delta: timedelta) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 from ..spec.graph import order
 from ..spec.models import When
 from ..state import machine
-from ..state.records import Track
-from .context import Context, P, R
+from ..state.records import RunStatus, Track, TrackPhase
+from .context import Context
 
 ERROR_TAIL_LINES = 5
 """Lines of each track's error log handed to a dependant in ``ORCHESTRATOR_RESULTS``."""
@@ -26,21 +26,21 @@ ERROR_TAIL_LINES = 5
 def settle(ctx: Context) -> None:
     """Skip every pending track whose needs ended without all completing (``success``)."""
     for run in ctx.open_runs():
-        if run.status is R.CONSOLIDATING:
+        if run.status is RunStatus.CONSOLIDATING:
             continue
-        tracks = ctx.st.tracks.get(run.run_id, {})
+        tracks = ctx.state.tracks.get(run.run_id, {})
         # Needs first: a skip reaches the dependants of the skipped track in this pass.
         for name in order({n: t.spec.needs for n, t in tracks.items()}):
             track = tracks[name]
-            if (track.phase is not P.PENDING or not track.spec.needs
+            if (track.phase is not TrackPhase.PENDING or not track.spec.needs
                     or track.spec.when is not When.SUCCESS or not needs_terminal(tracks, track)):
                 continue
             missed = [n for n in track.spec.needs
-                      if n not in tracks or tracks[n].phase is not P.COMPLETE]
+                      if n not in tracks or tracks[n].phase is not TrackPhase.COMPLETE]
             if missed:
                 why = ", ".join(f"{n} {tracks[n].phase.value}" if n in tracks else f"{n} absent"
                                 for n in missed)
-                ctx.move(track, P.SKIPPED, f"needs did not complete: {why}",
+                ctx.move(track, TrackPhase.SKIPPED, f"needs did not complete: {why}",
                          finished_at=ctx.now, not_before=None)
 
 

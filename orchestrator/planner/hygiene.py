@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ..executors.base import Observation
 from ..state import machine
 from ..state.layout import dlq_key
-from ..state.records import DeadLetter, Run, Track
+from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 from ..support.text import one_line
 from ..support.times import iso
 from . import poll, routing
-from .context import Context, P, R, log_line
+from .context import Context, log_line
 
 
 def backoff(track: Track) -> timedelta:
@@ -24,7 +25,7 @@ def backoff(track: Track) -> timedelta:
 
 def hygiene(ctx: Context) -> None:
     for run in ctx.open_runs():
-        tracks = ctx.st.tracks.get(run.run_id, {})
+        tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
             track = observe(ctx, tracks[name])
             track = timeouts(ctx, run, track)
@@ -33,40 +34,57 @@ def hygiene(ctx: Context) -> None:
 
 def observe(ctx: Context, track: Track) -> Track:
     key = track.dispatch_key
-    if key is None or track.phase not in (P.DISPATCHED, P.RUNNING):
+    if key is None or track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING):
         return track
-    found = ctx.obs.found.get(key)
-    if found is not None and track.handle is None and found.handle is not None:
-        track = track.model_copy(update={"handle": found.handle, "url": found.url})
-        ctx.set_track(track)
-        ctx.d.note(track.run_id, f"{track.name}: adopted unrecorded dispatch {key}")
+    track = _adopt_handle(ctx, track, key)
     seen = ctx.obs.seen.get(key)
-    if seen is not None and seen.handle is not None and seen.handle != track.handle:
-        track = track.model_copy(update={"handle": seen.handle,
-                                         "url": seen.url or track.url})
-        ctx.set_track(track)
-        ctx.d.note(track.run_id, f"{track.name}: CI run found for {key}")
     if seen is None or seen.phase is None:
         return track
     if seen.failed_to_start and track.runner is not None:
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if seen.phase is track.phase:
-        news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
-                if v is not None and getattr(track, k) is None}
-        if news:  # e.g. a queued job that started: its timeout counts from now on
-            track = track.model_copy(update=news)
-            ctx.set_track(track)
-        return track
+        return _fill_in(ctx, track, seen)
     if poll.answered_not_yet(seen):
         return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
     if not machine.can_move_track(track.phase, seen.phase):
         return track  # stale or backward news: the state already knows better
+    return _follow(ctx, track, seen, seen.phase)
+
+
+def _adopt_handle(ctx: Context, track: Track, key: str) -> Track:
+    """``track`` with the handle the executor found or saw for ``key``, if it is news."""
+    found = ctx.obs.found.get(key)
+    if found is not None and track.handle is None and found.handle is not None:
+        track = track.model_copy(update={"handle": found.handle, "url": found.url})
+        ctx.set_track(track)
+        ctx.decision.note(track.run_id, f"{track.name}: adopted unrecorded dispatch {key}")
+    seen = ctx.obs.seen.get(key)
+    if seen is not None and seen.handle is not None and seen.handle != track.handle:
+        track = track.model_copy(update={"handle": seen.handle,
+                                         "url": seen.url or track.url})
+        ctx.set_track(track)
+        ctx.decision.note(track.run_id, f"{track.name}: CI run found for {key}")
+    return track
+
+
+def _fill_in(ctx: Context, track: Track, seen: Observation) -> Track:
+    """``track`` with the start and URL ``seen`` adds, for news in the same phase."""
+    news = {k: v for k, v in (("started_at", seen.started_at), ("url", seen.url))
+            if v is not None and getattr(track, k) is None}
+    if news:  # e.g. a queued job that started: its timeout counts from now on
+        track = track.model_copy(update=news)
+        ctx.set_track(track)
+    return track
+
+
+def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
+    """Move ``track`` to the phase ``to`` that ``seen`` reports, with what it learned."""
     changes: dict[str, object] = {}
     if seen.url and seen.url != track.url:
         changes["url"] = seen.url
     if seen.started_at and track.started_at is None:
         changes["started_at"] = seen.started_at
-    if seen.phase in machine.TRACK_TERMINAL:
+    if to in machine.TRACK_TERMINAL:
         changes["finished_at"] = seen.finished_at or ctx.now
         if seen.result is not None:
             changes["result"] = seen.result
@@ -75,11 +93,10 @@ def observe(ctx: Context, track: Track) -> Track:
     reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
     # The transition is dated with the command's own start or end where the backend
     # measured it, not with the tick that noticed: briefs draw durations from it.
-    at = seen.finished_at if seen.phase in machine.TRACK_TERMINAL else seen.started_at
-    moved = ctx.move(track, seen.phase, one_line(reason), at=at, **changes)
-    if seen.phase in machine.TRACK_TERMINAL and poll.is_poll_track(track):
-        poll.record(ctx, moved, track.polls + 1, seen.phase.value,
-                    moved.state_history[-1].at)
+    at = seen.finished_at if to in machine.TRACK_TERMINAL else seen.started_at
+    moved = ctx.move(track, to, one_line(reason), at=at, **changes)
+    if to in machine.TRACK_TERMINAL and poll.is_poll_track(track):
+        poll.record(ctx, moved, track.polls + 1, to.value, moved.state_history[-1].at)
     return moved
 
 
@@ -88,46 +105,46 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         return track
     # The deadline counts from the run's start: a run still waiting (jitter, a
     # buffered overlap, an open circuit breaker) has not started its clock.
-    if run.status is not R.SCHEDULED and ctx.now >= run.deadline:
+    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
         ctx.tap_out(track, f"run deadline {iso(run.deadline)} passed")
-        return ctx.st.tracks[run.run_id][track.name]
+        return ctx.state.tracks[run.run_id][track.name]
     # A track's timeout counts from its start, as the backends do (time queued for
     # a runner or a task slot is not the track's).
     limit = timedelta(minutes=track.spec.timeout_minutes)
     if track.started_at is not None and ctx.now >= track.started_at + limit:
         ctx.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
-        return ctx.st.tracks[run.run_id][track.name]
+        return ctx.state.tracks[run.run_id][track.name]
     key = track.dispatch_key or ""
-    if (track.phase is P.DISPATCHED and track.handle is None
+    if (track.phase is TrackPhase.DISPATCHED and track.handle is None
             and key in ctx.obs.found and ctx.obs.found[key] is None
             and track.dispatched_at is not None
             and ctx.now >= track.dispatched_at + ctx.grace):
         # Nobody recorded a dispatch and the look-up found none: the tick that
         # marked it died before dispatching. Same key again, so an idempotent
         # backend cannot start it twice.
-        track = ctx.move(track, P.PENDING, "dispatch never recorded; re-dispatching",
-                          not_before=None)
+        track = ctx.move(track, TrackPhase.PENDING, "dispatch never recorded; re-dispatching",
+                         not_before=None)
     return track
 
 
 def retry_or_park(ctx: Context, track: Track) -> None:
-    if track.phase is P.FAILED and track.attempt < track.max_attempts:
+    if track.phase is TrackPhase.FAILED and track.attempt < track.max_attempts:
         wait = backoff(track)
-        ctx.move(track, P.PENDING,
-                  f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
-                  attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None, polls=0,
-                  dispatch_key=None, url=None, started_at=None, finished_at=None,
-                  dispatched_at=None)
-    elif track.phase in (P.FAILED, P.TAPPED_OUT):
+        ctx.move(track, TrackPhase.PENDING,
+                 f"retry {track.attempt + 1}/{track.max_attempts} after {wait}",
+                 attempt=track.attempt + 1, not_before=ctx.now + wait, handle=None, polls=0,
+                 dispatch_key=None, url=None, started_at=None, finished_at=None,
+                 dispatched_at=None)
+    elif track.phase in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
         key = dlq_key(track.run_id, track.name)
-        current = ctx.st.dlq.get(key)
+        current = ctx.state.dlq.get(key)
         if current is not None and current.attempts >= track.attempt:
             return  # already parked (or parked and discarded) for this attempt
-        reason = (f"failed after {track.attempt} attempt(s)" if track.phase is P.FAILED
+        reason = (f"failed after {track.attempt} attempt(s)" if track.phase is TrackPhase.FAILED
                   else track.state_history[-1].reason if track.state_history
                   else "tapped out")
-        ctx.st.dlq[key] = DeadLetter(
+        ctx.state.dlq[key] = DeadLetter(
             key=key, run_id=track.run_id, track=track.name, reason=reason,
             parked_at=ctx.now, attempts=track.attempt, payload=track.spec,
             error_log=track.error_log, state_history=track.state_history)
-        ctx.d.note(track.run_id, f"{track.name}: parked in the dead letter queue ({reason})")
+        ctx.decision.note(track.run_id, f"{track.name}: parked in the dead letter queue ({reason})")

@@ -19,9 +19,9 @@ from ..spec.models import Schedule
 from ..spec.policies import Pause
 from ..state import machine
 from ..state import model as state_model
-from ..state.records import Cursor, Run
+from ..state.records import Cursor, Run, RunStatus
 from ..support.times import iso
-from .context import Context, R
+from .context import Context
 
 PAUSED_BY = "orchestrator"
 """Who a pause by the rule is recorded as (a resume records the operator)."""
@@ -38,7 +38,7 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
         key=lambda r: (r.slot, r.run_id), reverse=True)
     streak: list[str] = []
     for run in finished:
-        if run.status is not R.FAILED:
+        if run.status is not RunStatus.FAILED:
             break
         streak.append(run.run_id)
     return streak
@@ -47,10 +47,10 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
 def record_finish(cursor: Cursor, run: Run) -> Cursor:
     """``cursor`` counting the finished ``run``: one more failure in a row, or none. A
     requeued run that fails again was counted when it first failed."""
-    again = sum(1 for h in run.state_history if h.to == R.FAILED.value) > 1
-    if run.status is R.FAILED and again:
+    again = sum(1 for h in run.state_history if h.to == RunStatus.FAILED.value) > 1
+    if run.status is RunStatus.FAILED and again:
         return cursor
-    count = cursor.failures_in_a_row + 1 if run.status is R.FAILED else 0
+    count = cursor.failures_in_a_row + 1 if run.status is RunStatus.FAILED else 0
     if count == cursor.failures_in_a_row:
         return cursor
     return cursor.model_copy(update={"failures_in_a_row": count})
@@ -60,21 +60,21 @@ def apply_pause(ctx: Context, schedule: Schedule, cursor: Cursor) -> Cursor:
     """``cursor``, paused if the schedule's last ``pause_after_failures`` runs failed."""
     limit = schedule.spec.pause_after_failures
     if cursor.paused is not None:
-        ctx.d.log.append(f"{schedule.id}: paused since {iso(cursor.paused.at)} by "
-                         f"{cursor.paused.by}; fires nothing until `orchestrator schedules "
-                         f"resume {schedule.id}`")
+        ctx.decision.log.append(f"{schedule.id}: paused since {iso(cursor.paused.at)} by "
+                                f"{cursor.paused.by}; fires nothing until `orchestrator schedules "
+                                f"resume {schedule.id}`")
         return cursor
     if limit is None:
         return cursor
     # The runs the tick loaded (all of them in a full load), or the cursor's count of
     # failures as runs finished (a tick loads only open runs)
-    streak = failure_streak(ctx.st, schedule.id,
+    streak = failure_streak(ctx.state, schedule.id,
                             cursor.resumed.at if cursor.resumed is not None else None)
     count = max(len(streak), cursor.failures_in_a_row)
     if count < limit:
         return cursor
     reason = (f"{count} consecutive runs failed (pause_after_failures={limit})"
               + (f", the last {streak[0]}" if streak else ""))
-    ctx.d.log.append(f"{schedule.id}: paused: {reason}")
+    ctx.decision.log.append(f"{schedule.id}: paused: {reason}")
     return cursor.model_copy(update={"paused": Pause(by=PAUSED_BY, at=ctx.now,
                                                      reason=reason)})

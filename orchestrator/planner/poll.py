@@ -19,7 +19,7 @@ from typing import Any
 from ..executors.base import Observation
 from ..state.records import Track, TrackPhase
 from ..support.times import iso
-from .context import Context, P
+from .context import Context
 
 DEFAULT_POLL_MINUTES = 5.0
 POLL_AGAIN = "poll_again_in_minutes"
@@ -57,7 +57,8 @@ def wait(ctx: Context, track: Track, seen: Observation, at: datetime) -> Track:
     at = ctx.moment(track, at)
     again = at + timedelta(minutes=minutes)
     number = track.polls + 1
-    moved = ctx.move(track, P.WAITING, f"poll {number}: not yet; again after {minutes:g} min",
+    moved = ctx.move(track, TrackPhase.WAITING,
+                     f"poll {number}: not yet; again after {minutes:g} min",
                      at=at, polls=number, not_before=again, handle=None, started_at=None,
                      finished_at=None, result=seen.result if seen.result is not None
                      else track.result)
@@ -73,4 +74,4 @@ def record(ctx: Context, track: Track, number: int, answer: str, at: datetime,
         line += f"; next poll at {iso(again)}"
     entry: dict[str, object] = {"at": iso(at), "track": track.name, "attempt": track.attempt,
                                 "poll": number, "answer": answer, "changes": [line]}
-    ctx.d.polls.setdefault(track.run_id, []).append(entry)
+    ctx.decision.polls.setdefault(track.run_id, []).append(entry)

@@ -25,12 +25,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..executors.base import Observation
-from ..state import health as hl
-from ..state.records import Run, Track
+from ..state import health as runner_health
+from ..state.records import Run, Track, TrackPhase
 from ..support.times import iso
-from .context import Context, P, log_line
+from .context import Context, log_line
 
-_STARTED = frozenset({P.COMPLETE, P.FAILED})
+_STARTED = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED})
 
 
 def labels(ctx: Context, run: Run, track: Track) -> list[str]:
@@ -53,23 +53,24 @@ def _settings(ctx: Context, run: Run) -> tuple[timedelta, timedelta]:
 def watch_queues(ctx: Context) -> None:
     for run in ctx.open_runs():
         queue_timeout, _ = _settings(ctx, run)
-        tracks = ctx.st.tracks.get(run.run_id, {})
+        tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
             track = tracks[name]
             if track.runner is None:
                 continue
-            health = ctx.st.runners.get(track.runner)
+            health = ctx.state.runners.get(track.runner)
             if track.started_at is not None or track.phase in _STARTED:
                 if health is not None and health.status != "healthy" and (
                         health.probe == track.dispatch_key or (
                             health.last_checked_at is not None and track.started_at
                             is not None and track.started_at >= health.last_checked_at)):
-                    ctx.st.runners[track.runner] = hl.recover(
+                    ctx.state.runners[track.runner] = runner_health.recover(
                         ctx.now, f"{track.dispatch_key} started")
-                    ctx.d.note(run.run_id, f"runner {track.runner}: healthy again "
-                                           f"({name} started on it)")
+                    ctx.decision.note(run.run_id, f"runner {track.runner}: healthy again "
+                                      f"({name} started on it)")
                 continue
-            if track.phase not in (P.DISPATCHED, P.RUNNING) or track.dispatched_at is None:
+            if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
+                    or track.dispatched_at is None):
                 continue
             if ctx.now < track.dispatched_at + queue_timeout:
                 continue
@@ -77,9 +78,9 @@ def watch_queues(ctx: Context) -> None:
             _degrade(ctx, track.runner, f"{track.dispatch_key} waited {waited} min for a runner")
             handle = ctx.handle_of(track)
             if handle is not None:
-                ctx.d.cancel.append(handle)
+                ctx.decision.cancel.append(handle)
             _next_label(ctx, track, f"no runner took it on {track.runner} within {waited} "
-                                    "min; trying the next label")
+                        "min; trying the next label")
 
 
 def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
@@ -89,22 +90,22 @@ def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
     _degrade(ctx, track.runner, f"{track.dispatch_key} failed to start")
     error = seen.error or f"{track.dispatch_key} failed to start"
     return _next_label(ctx, track, f"failed to start on {track.runner}, not the track's "
-                                   "fault; trying the next label",
+                       "fault; trying the next label",
                        error_log=log_line(track, f"{iso(ctx.now)} {error}"))
 
 
 def _degrade(ctx: Context, label: str, note: str) -> None:
-    health = ctx.st.runners.get(label)
+    health = ctx.state.runners.get(label)
     if health is None or health.status == "healthy" or health.last_checked_at != ctx.now:
         # one failure per label and tick, however many of its legs failed there
-        ctx.st.runners[label] = hl.degrade(health, ctx.now, note)
+        ctx.state.runners[label] = runner_health.degrade(health, ctx.now, note)
 
 
 def _next_label(ctx: Context, track: Track, reason: str,
                 error_log: list[str] | None = None) -> Track:
     # A fresh attempt number gives the leg a new job name; the budget grows with it,
     # as the track never ran.
-    return ctx.move(track, P.PENDING, reason, attempt=track.attempt + 1,
+    return ctx.move(track, TrackPhase.PENDING, reason, attempt=track.attempt + 1,
                     max_attempts=track.max_attempts + 1, runner=None, handle=None,
                     dispatch_key=None, url=None, dispatched_at=None, not_before=None,
                     started_at=None, finished_at=None,
@@ -116,17 +117,18 @@ def routable(ctx: Context, wanting: list[tuple[str, str]]) -> list[tuple[str, st
     pending, and the tick's log says why."""
     out = []
     for run_id, name in wanting:
-        run, track = ctx.st.runs[run_id], ctx.st.tracks[run_id][name]
+        run, track = ctx.state.runs[run_id], ctx.state.tracks[run_id][name]
         options = labels(ctx, run, track)
         _, cooldown = _settings(ctx, run)
-        if not options or any(hl.choice(ctx.st.runners.get(label), ctx.now, cooldown)
+        if not options or any(runner_health.choice(ctx.state.runners.get(label), ctx.now, cooldown)
                               != "skip" for label in options):
             out.append((run_id, name))
             continue
-        states = "; ".join(hl.describe(label, ctx.st.runners[label]) for label in options)
-        ctx.d.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
-                         f"pending until the run's deadline "
-                         f"{iso(run.deadline)}")
+        states = "; ".join(runner_health.describe(label, ctx.state.runners[label])
+                           for label in options)
+        ctx.decision.log.append(f"{run_id}: {name}: no healthy runner label ({states}); it stays "
+                                f"pending until the run's deadline "
+                                f"{iso(run.deadline)}")
     return out
 
 
@@ -139,15 +141,15 @@ def pick(ctx: Context, run: Run, track: Track, key: str) -> tuple[bool, str | No
     if not options:
         return True, None
     for label in options:
-        health = ctx.st.runners.get(label)
-        verdict = hl.choice(health, ctx.now, cooldown)
+        health = ctx.state.runners.get(label)
+        verdict = runner_health.choice(health, ctx.now, cooldown)
         if verdict == "use":
             return True, label
         if verdict == "probe" and health is not None:
-            ctx.st.runners[label] = health.model_copy(update={"probe": key})
-            ctx.d.note(run.run_id, f"runner {label}: {track.name} probes it "
-                                   f"({health.status})")
+            ctx.state.runners[label] = health.model_copy(update={"probe": key})
+            ctx.decision.note(run.run_id, f"runner {label}: {track.name} probes it "
+                              f"({health.status})")
             return True, label
-    ctx.d.log.append(f"{run.run_id}: {track.name}: its only runner label left is being "
-                     "probed; it waits")
+    ctx.decision.log.append(f"{run.run_id}: {track.name}: its only runner label left is being "
+                            "probed; it waits")
     return False, None

@@ -113,57 +113,15 @@ def age_text(minutes: float) -> str:
 
 
 def text(report: dict[str, Any]) -> list[str]:
-    limit = f"{report['max_staleness_minutes']:g}m"
-    if report["last_tick"] is None:
-        lines = [f"last tick     none recorded (stale; limit {limit})"]
-    else:
-        verdict = "STALE" if report["stale"] else "fresh"
-        ago = age_text(report["age_minutes"])
-        lines = [f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"]
-    lines.append(f"now           {report['now']}")
+    lines = [_tick_line(report), f"now           {report['now']}"]
     wake = report["next_wake"]
     lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
                  "next wake     nothing will fall due")
-    if not report["schedules"]:
-        lines.append("schedules     none")
-    else:
-        lines.append("schedules")
-        width = max(len(s["id"]) for s in report["schedules"])
-        for s in report["schedules"]:
-            nxt = "disabled" if not s["enabled"] else (
-                f"next {s['next']}" if s["next"] else "no upcoming run")
-            if s["paused"]:
-                pause = s["paused"]
-                nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
-                       f"(orchestrator schedules resume {s['id']} --reason ...)")
-            last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
-            error = f"  error: {s['last_error']}" if s["last_error"] else ""
-            lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
-    for problem in report["invalid_schedules"]:
-        lines.append(f"  invalid: {problem}")
-    for line in report["quarantined"]:
-        lines.append(f"state         {line}")
-    if not report["open_runs"]:
-        lines.append("open runs     none")
-    else:
-        lines.append("open runs")
-        for run in report["open_runs"]:
-            phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
-            cap = (f"  (at most {run['max_parallel']} in flight)"
-                   if run.get("max_parallel") else "")
-            lines.append(f"  {run['run_id']}  {run['status']}: {phases}{cap}")
-            if run.get("compensations"):
-                undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
-                lines.append(f"    compensating (newest first): {undos}")
-    caps = report["caps"]
-    if caps["max_concurrent_tracks"] or caps["max_dispatches_per_tick"]:
-        parts = []
-        if caps["max_concurrent_tracks"]:
-            parts.append(f"{caps['tracks_in_flight']} of at most "
-                         f"{caps['max_concurrent_tracks']} tracks in flight")
-        if caps["max_dispatches_per_tick"]:
-            parts.append(f"at most {caps['max_dispatches_per_tick']} dispatches a tick")
-        lines.append(f"caps          {'; '.join(parts)} (orchestrator.json)")
+    lines += _schedule_lines(report["schedules"])
+    lines += [f"  invalid: {problem}" for problem in report["invalid_schedules"]]
+    lines += [f"state         {line}" for line in report["quarantined"]]
+    lines += _run_lines(report["open_runs"])
+    lines += _caps_lines(report["caps"])
     lines.append(f"dead letters  {report['dead_letters']}")
     breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
                                                    if b["failures"] else "")
@@ -173,3 +131,56 @@ def text(report: dict[str, Any]) -> list[str]:
         lines.append("runners")
         lines += [f"  {line}" for line in report["runner_lines"]]
     return lines
+
+
+def _tick_line(report: dict[str, Any]) -> str:
+    limit = f"{report['max_staleness_minutes']:g}m"
+    if report["last_tick"] is None:
+        return f"last tick     none recorded (stale; limit {limit})"
+    verdict = "STALE" if report["stale"] else "fresh"
+    ago = age_text(report["age_minutes"])
+    return f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"
+
+
+def _schedule_lines(schedules: list[dict[str, Any]]) -> list[str]:
+    if not schedules:
+        return ["schedules     none"]
+    lines = ["schedules"]
+    width = max(len(s["id"]) for s in schedules)
+    for s in schedules:
+        nxt = "disabled" if not s["enabled"] else (
+            f"next {s['next']}" if s["next"] else "no upcoming run")
+        if s["paused"]:
+            pause = s["paused"]
+            nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
+                   f"(orchestrator schedules resume {s['id']} --reason ...)")
+        last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
+        error = f"  error: {s['last_error']}" if s["last_error"] else ""
+        lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
+    return lines
+
+
+def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
+    if not runs:
+        return ["open runs     none"]
+    lines = ["open runs"]
+    for run in runs:
+        phases = ", ".join(f"{n} {p}" for n, p in run["tracks"].items()) or "no tracks"
+        cap = (f"  (at most {run['max_parallel']} in flight)"
+               if run.get("max_parallel") else "")
+        lines.append(f"  {run['run_id']}  {run['status']}: {phases}{cap}")
+        if run.get("compensations"):
+            undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
+            lines.append(f"    compensating (newest first): {undos}")
+    return lines
+
+
+def _caps_lines(caps: dict[str, Any]) -> list[str]:
+    """The caps line, when ``orchestrator.json`` sets a cap."""
+    parts = []
+    if caps["max_concurrent_tracks"]:
+        parts.append(f"{caps['tracks_in_flight']} of at most "
+                     f"{caps['max_concurrent_tracks']} tracks in flight")
+    if caps["max_dispatches_per_tick"]:
+        parts.append(f"at most {caps['max_dispatches_per_tick']} dispatches a tick")
+    return [f"caps          {'; '.join(parts)} (orchestrator.json)"] if parts else []

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orchestrator.errors import NotFound, UserError
-from orchestrator.runs import deadletters as dl
+from orchestrator.runs import deadletters
 from orchestrator.runs.views import rows_text, run_rows, run_text
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
@@ -38,12 +38,12 @@ def files(*, run_status: RunStatus = RunStatus.FAILED, phase: TrackPhase = Track
 
 def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> None:
     now = T0 + timedelta(hours=3)
-    change = dl.requeue(files(), KEY, "ops", "flaky disk", now)
+    change = deadletters.requeue(files(), KEY, "ops", "flaky disk", now)
     assert change[layout.dlq_path(KEY)] is None
     # the spec is in the run's specs.json, not in the track record
     assert b'"spec"' not in (change[layout.track_path(RUN, "b")] or b"")
     after = state_model.load({**files(), **{p: d for p, d in change.items() if d is not None}},
-                    all_tracks=True)
+                             all_tracks=True)
     track = after.tracks[RUN]["b"]
     assert track.spec.run == "false"
     assert (track.phase, track.attempt, track.max_attempts) == (TrackPhase.PENDING, 3, 4)
@@ -57,37 +57,37 @@ def test_requeue_gives_a_fresh_budget_reopens_the_run_and_drops_the_letter() -> 
 
 def test_requeue_refuses_what_it_cannot_do() -> None:
     with pytest.raises(NotFound):
-        dl.requeue(files(), f"{RUN}--zz", "ops", "", T0)
+        deadletters.requeue(files(), f"{RUN}--zz", "ops", "", T0)
     with pytest.raises(UserError, match="discarded"):
-        dl.requeue(files(discarded=True), KEY, "ops", "", T0)
+        deadletters.requeue(files(discarded=True), KEY, "ops", "", T0)
     with pytest.raises(UserError, match="being consolidated"):
-        dl.requeue(files(run_status=RunStatus.CONSOLIDATING), KEY, "ops", "", T0)
+        deadletters.requeue(files(run_status=RunStatus.CONSOLIDATING), KEY, "ops", "", T0)
     with pytest.raises(UserError, match="not failed or tapped out"):
-        dl.requeue(files(phase=TrackPhase.PENDING, run_status=RunStatus.RUNNING), KEY,
-                   "ops", "", T0)
+        deadletters.requeue(files(phase=TrackPhase.PENDING, run_status=RunStatus.RUNNING), KEY,
+                            "ops", "", T0)
 
 
 def test_discard_marks_who_and_why_once() -> None:
-    change = dl.discard(files(), KEY, "ops", "known bug")
+    change = deadletters.discard(files(), KEY, "ops", "known bug")
     assert change is not None
     path = layout.dlq_path(KEY)
     letter = codec.parse_with_spec(DeadLetter, path, change[path] or b"",
                                    codec.read_specs(files(), RUN))
     assert (letter.discarded, letter.discarded_by, letter.discarded_reason) == (
         True, "ops", "known bug")
-    assert dl.discard(files(discarded=True), KEY, "ops", "again") is None
+    assert deadletters.discard(files(discarded=True), KEY, "ops", "again") is None
 
 
 def test_views_list_show_and_hide_discarded_letters() -> None:
     state = state_model.load(files(discarded=True))
-    assert dl.listed(state) == []
-    assert dl.list_text([]) == ["dead letter queue is empty"]
-    shown = dl.listed(state, show_all=True)
-    assert dl.list_text(shown) == [f"{KEY}  2026-12-01T07:20:00Z  failed  (discarded)"]
+    assert deadletters.listed(state) == []
+    assert deadletters.list_text([]) == ["dead letter queue is empty"]
+    shown = deadletters.listed(state, show_all=True)
+    assert deadletters.list_text(shown) == [f"{KEY}  2026-12-01T07:20:00Z  failed  (discarded)"]
     # a reason without a count gets one; the planner's own reasons already have it
-    assert dl.letter_text(shown[0])[0] == f"{KEY}: failed (attempt 2)"
+    assert deadletters.letter_text(shown[0])[0] == f"{KEY}: failed (attempt 2)"
     counted = shown[0].model_copy(update={"reason": "failed after 2 attempt(s)"})
-    assert dl.letter_text(counted)[0] == f"{KEY}: failed after 2 attempt(s)"
+    assert deadletters.letter_text(counted)[0] == f"{KEY}: failed after 2 attempt(s)"
 
 
 def test_run_rows_count_phases_newest_first() -> None:

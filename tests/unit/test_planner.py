@@ -23,8 +23,6 @@ from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
 
-P = TrackPhase
-R = RunStatus
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 NONE = Observations()
 
@@ -46,7 +44,7 @@ def phases(state: State, run_id: str) -> dict[str, str]:
     return {n: t.phase.value for n, t in sorted(state.tracks[run_id].items())}
 
 
-def settle(decision: Decision, phase: TrackPhase = P.COMPLETE) -> Observations:
+def settle(decision: Decision, phase: TrackPhase = TrackPhase.COMPLETE) -> Observations:
     """Observations saying every dispatched attempt reached ``phase``."""
     return Observations(seen={r.key: Observation(key=r.key, phase=phase)
                               for r in decision.dispatch})
@@ -60,7 +58,7 @@ def test_first_sight_fires_the_latest_slot_inside_the_window_and_dispatches() ->
     assert run_ids(d.state) == ["job--20261201T0700Z"]
     assert sorted(r.key for r in d.dispatch) == ["job--20261201T0700Z--t0--1",
                                                  "job--20261201T0700Z--t1--1"]
-    assert d.state.runs["job--20261201T0700Z"].status is R.RUNNING
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.RUNNING
     cursor = d.state.cursors["job"]
     assert cursor.since == T0 and cursor.last_run_id == "job--20261201T0700Z"
     assert cursor.next_run_at == T0 + timedelta(minutes=5)
@@ -215,7 +213,7 @@ def test_jitter_is_deterministic_bounded_and_delays_dispatch() -> None:
     d = tick([s], State(), T0)
     run = d.state.runs["job--20261201T0700Z"]
     assert run.fire_at == T0 + jitter(run.run_id, 600) > T0
-    assert d.dispatch == [] and run.status is R.SCHEDULED
+    assert d.dispatch == [] and run.status is RunStatus.SCHEDULED
     later = tick([s], d.state, run.fire_at)
     assert [r.key for r in later.dispatch] == ["job--20261201T0700Z--t0--1"]
 
@@ -242,7 +240,7 @@ def test_overlap_skip_does_not_count_a_run_whose_last_track_just_finished() -> N
     # the tick at the next slot is the first to hear that the open run's track ended
     d = tick([s], first.state, T0 + timedelta(minutes=5), settle(first))
     assert run_ids(d.state) == ["job--20261201T0700Z", "job--20261201T0705Z"]
-    assert d.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.CONSOLIDATING
     assert d.render == ["job--20261201T0700Z"]
     assert [r.key for r in d.dispatch] == ["job--20261201T0705Z--t0--1"]
 
@@ -261,7 +259,7 @@ def test_overlap_buffer_one_waits_then_starts_and_buffers_only_one() -> None:
     third = tick([s], d.state, T0 + timedelta(minutes=10))
     assert "job--20261201T0710Z" not in third.state.runs
     done = Observations(seen={"job--20261201T0700Z--t0--1": Observation(
-        key="job--20261201T0700Z--t0--1", phase=P.COMPLETE)})
+        key="job--20261201T0700Z--t0--1", phase=TrackPhase.COMPLETE)})
     fourth = tick([s], third.state, T0 + timedelta(minutes=11), done)
     assert [r.key for r in fourth.dispatch] == ["job--20261201T0705Z--t0--1"]
 
@@ -275,7 +273,7 @@ def test_overlap_cancel_previous_cancels_open_tracks_and_starts_the_new_run() ->
     d = tick([s], handled, T0 + timedelta(minutes=5))
     assert phases(d.state, "job--20261201T0700Z") == {"t0": "cancelled"}
     assert [h.key for h in d.cancel] == ["job--20261201T0700Z--t0--1"]
-    assert d.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.CONSOLIDATING
     assert [r.key for r in d.dispatch] == ["job--20261201T0705Z--t0--1"]
 
 
@@ -295,13 +293,13 @@ def test_observations_move_tracks_and_stale_news_is_ignored() -> None:
     s, state = _dispatched(tracks=2, overlap="allow")
     k0, k1 = "job--20261201T0700Z--t0--1", "job--20261201T0700Z--t1--1"
     obs = Observations(seen={
-        k0: Observation(key=k0, phase=P.RUNNING, started_at=T0 + timedelta(seconds=5)),
-        k1: Observation(key=k1, phase=P.COMPLETE, result={"summary": "ok"}),
+        k0: Observation(key=k0, phase=TrackPhase.RUNNING, started_at=T0 + timedelta(seconds=5)),
+        k1: Observation(key=k1, phase=TrackPhase.COMPLETE, result={"summary": "ok"}),
     })
     d = tick([s], state, T0 + timedelta(minutes=1), obs)
     assert phases(d.state, "job--20261201T0700Z") == {"t0": "running", "t1": "complete"}
     assert d.state.tracks["job--20261201T0700Z"]["t1"].result == {"summary": "ok"}
-    back = Observations(seen={k1: Observation(key=k1, phase=P.RUNNING)})
+    back = Observations(seen={k1: Observation(key=k1, phase=TrackPhase.RUNNING)})
     d2 = tick([s], d.state, T0 + timedelta(minutes=2), back)
     assert phases(d2.state, "job--20261201T0700Z")["t1"] == "complete"
 
@@ -310,20 +308,21 @@ def test_timeout_counts_from_the_start_then_taps_out_and_cancels() -> None:
     s, state = _dispatched(tracks=1, overlap="allow")
     key = "job--20261201T0700Z--t0--1"
     queued = tick([s], state, T0 + timedelta(minutes=40))  # never started: no timeout
-    assert queued.state.tracks["job--20261201T0700Z"]["t0"].phase is P.DISPATCHED
+    assert queued.state.tracks["job--20261201T0700Z"]["t0"].phase is TrackPhase.DISPATCHED
     started = tick([s], queued.state, T0 + timedelta(minutes=41), Observations(seen={
-        key: Observation(key=key, phase=P.RUNNING, started_at=T0 + timedelta(minutes=40))}))
+        key: Observation(key=key, phase=TrackPhase.RUNNING,
+                         started_at=T0 + timedelta(minutes=40))}))
     assert started.state.tracks["job--20261201T0700Z"]["t0"].started_at == \
         T0 + timedelta(minutes=40)
     early = tick([s], started.state, T0 + timedelta(minutes=69))
-    assert early.state.tracks["job--20261201T0700Z"]["t0"].phase is P.RUNNING
+    assert early.state.tracks["job--20261201T0700Z"]["t0"].phase is TrackPhase.RUNNING
     d = tick([s], started.state, T0 + timedelta(minutes=70))
     track = d.state.tracks["job--20261201T0700Z"]["t0"]
-    assert track.phase is P.TAPPED_OUT
+    assert track.phase is TrackPhase.TAPPED_OUT
     assert "timeout of 30 minutes" in track.error_log[-1]
     assert [h.key for h in d.cancel] == ["job--20261201T0700Z--t0--1"]
     assert "job--20261201T0700Z--t0" in d.state.dlq
-    assert d.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.CONSOLIDATING
     assert d.render == ["job--20261201T0700Z"]
 
 
@@ -334,11 +333,11 @@ def test_deadline_taps_out_every_open_track_including_pending_ones() -> None:
     # t0 stays dispatched; t1 fails for good (one attempt) before the deadline
     k1 = "job--20261201T0700Z--t1--1"
     late = tick([s], state, T0 + timedelta(minutes=1), Observations(seen={
-        k1: Observation(key=k1, phase=P.FAILED, error="boom")}))
+        k1: Observation(key=k1, phase=TrackPhase.FAILED, error="boom")}))
     assert phases(late.state, "job--20261201T0700Z")["t1"] == "failed"  # 1 attempt: parked
     d2 = tick([s], late.state, T0 + timedelta(minutes=20))
     assert phases(d2.state, "job--20261201T0700Z") == {"t0": "tapped_out", "t1": "failed"}
-    assert d2.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d2.state.runs["job--20261201T0700Z"].status is RunStatus.CONSOLIDATING
 
 
 def test_pending_track_tapped_out_by_deadline() -> None:
@@ -348,12 +347,12 @@ def test_pending_track_tapped_out_by_deadline() -> None:
     d = tick([s], State(), T0)
     key = d.dispatch[0].key
     failed = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
-        key: Observation(key=key, phase=P.FAILED, error="exit 1")}))
+        key: Observation(key=key, phase=TrackPhase.FAILED, error="exit 1")}))
     track = failed.state.tracks["job--20261201T0700Z"]["slow"]
-    assert track.phase is P.PENDING and track.attempt == 2
+    assert track.phase is TrackPhase.PENDING and track.attempt == 2
     assert track.not_before == T0 + timedelta(minutes=61)
     end = tick([s], failed.state, T0 + timedelta(minutes=10))
-    assert end.state.tracks["job--20261201T0700Z"]["slow"].phase is P.TAPPED_OUT
+    assert end.state.tracks["job--20261201T0700Z"]["slow"].phase is TrackPhase.TAPPED_OUT
     assert end.cancel == []  # nothing was running
 
 
@@ -364,7 +363,7 @@ def test_retry_with_backoff_then_dead_letter() -> None:
     d = tick([s], State(), T0)
     k1 = d.dispatch[0].key
     d = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
-        k1: Observation(key=k1, phase=P.FAILED, error="exit code 1")}))
+        k1: Observation(key=k1, phase=TrackPhase.FAILED, error="exit code 1")}))
     assert d.dispatch == []
     d = tick([s], d.state, T0 + timedelta(seconds=119))
     assert d.dispatch == []  # backoff not over
@@ -372,14 +371,14 @@ def test_retry_with_backoff_then_dead_letter() -> None:
     assert [r.key for r in d.dispatch] == ["job--20261201T0700Z--flaky--2"]
     d = tick([s], d.state, T0 + timedelta(minutes=3), Observations(seen={
         "job--20261201T0700Z--flaky--2": Observation(
-            key="job--20261201T0700Z--flaky--2", phase=P.FAILED, error="exit code 2")}))
+            key="job--20261201T0700Z--flaky--2", phase=TrackPhase.FAILED, error="exit code 2")}))
     letter = d.state.dlq["job--20261201T0700Z--flaky"]
     assert letter.attempts == 2 and letter.reason == "failed after 2 attempt(s)"
     assert any("exit code 1" in e for e in letter.error_log)
     assert any("exit code 2" in e for e in letter.error_log)
     assert [h.to for h in letter.state_history] == [
         "dispatched", "failed", "pending", "dispatched", "failed"]
-    assert d.state.runs["job--20261201T0700Z"].status is R.CONSOLIDATING
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.CONSOLIDATING
     again = tick([s], d.state, T0 + timedelta(minutes=4))
     assert again.state.dlq == d.state.dlq  # parked once
 
@@ -399,7 +398,7 @@ def test_unrecorded_dispatch_is_adopted_by_lookup_else_redispatched_after_grace(
     unknown = tick([s], d.state, T0 + timedelta(hours=1), dispatch_grace=timedelta(minutes=2))
     # the backend could not be asked: never risk a second start
     assert key not in [r.key for r in unknown.dispatch]
-    assert unknown.state.tracks["job--20261201T0700Z"]["t0"].phase is P.DISPATCHED
+    assert unknown.state.tracks["job--20261201T0700Z"]["t0"].phase is TrackPhase.DISPATCHED
     again = tick([s], d.state, T0 + timedelta(minutes=2), absent,
                  dispatch_grace=timedelta(minutes=2))
     assert [r.key for r in again.dispatch] == [key]  # same key: idempotent backends dedupe
@@ -411,7 +410,7 @@ def test_unrecorded_dispatch_is_adopted_by_lookup_else_redispatched_after_grace(
 def test_breaker_open_defers_dispatch() -> None:
     d = tick([sched()], State(), T0, Observations(executor_available=False))
     assert d.dispatch == []
-    assert d.state.runs["job--20261201T0700Z"].status is R.SCHEDULED
+    assert d.state.runs["job--20261201T0700Z"].status is RunStatus.SCHEDULED
 
 
 def test_record_dispatch_sets_handles_and_turns_errors_into_failures() -> None:
@@ -428,7 +427,7 @@ def test_record_dispatch_sets_handles_and_turns_errors_into_failures() -> None:
     assert record_dispatch(d.state, [DispatchResult(key=k1, error="again")], T0) == []
     t0, t1 = (d.state.tracks["job--20261201T0700Z"][n] for n in ("t0", "t1"))
     assert t0.handle == {"pid": 1} and t0.url == "file:///x"
-    assert t1.phase is P.FAILED and "no run command" in t1.error_log[-1]
+    assert t1.phase is TrackPhase.FAILED and "no run command" in t1.error_log[-1]
 
 
 def test_fan_in_and_finish() -> None:
@@ -436,9 +435,9 @@ def test_fan_in_and_finish() -> None:
     d = tick([s], State(), T0)
     d = tick([s], d.state, T0 + timedelta(minutes=1), settle(d))
     run = d.state.runs["job--20261201T0700Z"]
-    assert run.status is R.CONSOLIDATING and d.render == [run.run_id]
+    assert run.status is RunStatus.CONSOLIDATING and d.render == [run.run_id]
     done = finish(run, d.state.tracks[run.run_id].values(), T0 + timedelta(minutes=1))
-    assert done.status is R.COMPLETED and done.finished_at == T0 + timedelta(minutes=1)
+    assert done.status is RunStatus.COMPLETED and done.finished_at == T0 + timedelta(minutes=1)
     assert [h.to for h in done.state_history] == ["running", "consolidating", "completed"]
 
 
@@ -448,11 +447,11 @@ def test_finish_fails_a_run_with_any_incomplete_track() -> None:
     k0 = d.dispatch[0].key
     k1 = d.dispatch[1].key
     d = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
-        k0: Observation(key=k0, phase=P.COMPLETE),
-        k1: Observation(key=k1, phase=P.CANCELLED)}))
+        k0: Observation(key=k0, phase=TrackPhase.COMPLETE),
+        k1: Observation(key=k1, phase=TrackPhase.CANCELLED)}))
     run = finish(d.state.runs["job--20261201T0700Z"],
                  d.state.tracks["job--20261201T0700Z"].values(), T0)
-    assert run.status is R.FAILED and "t1" in run.state_history[-1].reason
+    assert run.status is RunStatus.FAILED and "t1" in run.state_history[-1].reason
 
 
 def test_a_consolidating_run_is_rendered_again_until_finished() -> None:
@@ -477,13 +476,13 @@ def test_a_handle_learned_while_observing_is_stored_and_the_run_keeps_its_workfl
     assert d.dispatch[0].workflow == "heavy.yml"
     key = d.dispatch[0].key
     record_dispatch(d.state, [DispatchResult(key=key, handle={"run_name": "x"})], T0)
-    seen = Observations(seen={key: Observation(key=key, phase=P.RUNNING,
+    seen = Observations(seen={key: Observation(key=key, phase=TrackPhase.RUNNING,
                                                handle={"run_name": "x", "ci_run_id": 42},
                                                url="https://ci/42")})
     later = tick([s], d.state, T0 + timedelta(minutes=1), seen)
     track = later.state.tracks["job--20261201T0700Z"]["t0"]
     assert track.handle == {"run_name": "x", "ci_run_id": 42}
-    assert track.phase is P.RUNNING and track.url == "https://ci/42"
+    assert track.phase is TrackPhase.RUNNING and track.url == "https://ci/42"
 
 
 def test_a_dispatch_that_was_never_sent_does_not_spend_the_attempt() -> None:
@@ -492,7 +491,7 @@ def test_a_dispatch_that_was_never_sent_does_not_spend_the_attempt() -> None:
     records = record_dispatch(d.state, [DispatchResult(key=key, error="circuit open",
                                                        not_sent=True)], T0)
     track = d.state.tracks["job--20261201T0700Z"]["t0"]
-    assert track.phase is P.PENDING and track.attempt == 1 and track.error_log == []
+    assert track.phase is TrackPhase.PENDING and track.attempt == 1 and track.error_log == []
     assert records == [DispatchRecord("job--20261201T0700Z", "t0", "not_sent", "circuit open")]
     assert records[0].change == "t0: not dispatched, will retry: circuit open"
     assert str(records[0]) == "job--20261201T0700Z/t0: not dispatched, will retry: circuit open"
@@ -507,8 +506,8 @@ def test_a_buffered_run_gets_its_whole_deadline_from_when_it_starts() -> None:
     waiting = second.state.runs["job--20261201T0705Z"]
     assert waiting.deadline == T0 + timedelta(minutes=35)
     key = "job--20261201T0700Z--t0--1"
-    done = Observations(seen={key: Observation(key=key, phase=P.COMPLETE)})
+    done = Observations(seen={key: Observation(key=key, phase=TrackPhase.COMPLETE)})
     third = tick([s], second.state, T0 + timedelta(minutes=25), done)
     started = third.state.runs["job--20261201T0705Z"]
-    assert started.status is R.RUNNING
+    assert started.status is RunStatus.RUNNING
     assert started.deadline == T0 + timedelta(minutes=55)

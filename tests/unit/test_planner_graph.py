@@ -22,8 +22,6 @@ from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule, spec_data
 
-P = TrackPhase
-R = RunStatus
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "g--20261201T0700Z"
 
@@ -99,30 +97,30 @@ def test_each_stage_is_dispatched_by_the_tick_that_sees_its_needs_finish() -> No
     d1 = tick(s, State(), T0)
     assert started(d1) == ["fetch"]
     assert phases(d1.state)["merge"] == "pending"
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.COMPLETE))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.COMPLETE))
     assert started(d2) == ["left", "right"]
     left = next(r for r in d2.dispatch if r.track == "left")
     d3 = tick(s, d2.state, T0 + timedelta(minutes=2),
-              {left.key: Observation(key=left.key, phase=P.COMPLETE)})
+              {left.key: Observation(key=left.key, phase=TrackPhase.COMPLETE)})
     assert started(d3) == []  # right is still running
     right = next(r for r in d2.dispatch if r.track == "right")
     d4 = tick(s, d3.state, T0 + timedelta(minutes=3),
-              {right.key: Observation(key=right.key, phase=P.COMPLETE)})
+              {right.key: Observation(key=right.key, phase=TrackPhase.COMPLETE)})
     assert started(d4) == ["merge"] and d4.render == []
-    d5 = tick(s, d4.state, T0 + timedelta(minutes=4), saw(d4, P.COMPLETE))
+    d5 = tick(s, d4.state, T0 + timedelta(minutes=4), saw(d4, TrackPhase.COMPLETE))
     assert d5.render == [RUN]
-    assert d5.state.runs[RUN].status is R.CONSOLIDATING
+    assert d5.state.runs[RUN].status is RunStatus.CONSOLIDATING
 
 
 def test_a_need_waiting_for_its_retry_holds_its_dependants() -> None:
     s = graph({"name": "a", "max_attempts": 2, "retry_backoff_seconds": 60},
               {"name": "b", "needs": ["a"]})
     d1 = tick(s, State(), T0)
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.FAILED))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.FAILED))
     assert phases(d2.state) == {"a": "pending", "b": "pending"} and started(d2) == []
     d3 = tick(s, d2.state, T0 + timedelta(minutes=2, seconds=1))
     assert started(d3) == ["a"]
-    d4 = tick(s, d3.state, T0 + timedelta(minutes=3), saw(d3, P.COMPLETE))
+    d4 = tick(s, d3.state, T0 + timedelta(minutes=3), saw(d3, TrackPhase.COMPLETE))
     assert started(d4) == ["b"]
 
 
@@ -131,9 +129,9 @@ def test_when_success_skips_the_dependants_of_a_failure_transitively() -> None:
               {"name": "c", "needs": ["b"]})
     d1 = tick(s, State(), T0)
     assert started(d1) == ["a", "ok"]
-    seen = saw(d1, P.COMPLETE)
+    seen = saw(d1, TrackPhase.COMPLETE)
     key_a = next(r.key for r in d1.dispatch if r.track == "a")
-    seen[key_a] = Observation(key=key_a, phase=P.FAILED, error="exit code 1")
+    seen[key_a] = Observation(key=key_a, phase=TrackPhase.FAILED, error="exit code 1")
     d2 = tick(s, d1.state, T0 + timedelta(minutes=1), seen)
     assert phases(d2.state) == {"a": "failed", "b": "skipped", "c": "skipped", "ok": "complete"}
     assert started(d2) == []
@@ -144,15 +142,16 @@ def test_when_success_skips_the_dependants_of_a_failure_transitively() -> None:
     # every track is terminal: the run consolidates in that same tick, and failed
     assert d2.render == [RUN]
     run = finish(d2.state.runs[RUN], d2.state.tracks[RUN].values(), T0 + timedelta(minutes=1))
-    assert run.status is R.FAILED
-    assert P.SKIPPED in machine.TRACK_TERMINAL and not machine.TRACK_TRANSITIONS[P.SKIPPED]
+    assert run.status is RunStatus.FAILED
+    assert TrackPhase.SKIPPED in machine.TRACK_TERMINAL
+    assert not machine.TRACK_TRANSITIONS[TrackPhase.SKIPPED]
 
 
 def test_when_always_runs_whatever_its_needs_ended_in() -> None:
     s = graph({"name": "a"}, {"name": "b", "needs": ["a"]},
               {"name": "cleanup", "needs": ["b"], "when": "always"})
     d1 = tick(s, State(), T0)
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.TAPPED_OUT))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.TAPPED_OUT))
     assert phases(d2.state) == {"a": "tapped_out", "b": "skipped", "cleanup": "dispatched"}
     assert started(d2) == ["cleanup"] and d2.render == []
 
@@ -164,9 +163,10 @@ def test_consolidate_sees_every_result_and_runs_after_a_failure() -> None:
     ka, kb = (next(r.key for r in d1.dispatch if r.track == n) for n in "ab")
     end = T0 + timedelta(seconds=30)
     d2 = tick(s, d1.state, T0 + timedelta(minutes=1), {
-        ka: Observation(key=ka, phase=P.COMPLETE, result={"summary": "3 rows"},
+        ka: Observation(key=ka, phase=TrackPhase.COMPLETE, result={"summary": "3 rows"},
                         started_at=T0 + timedelta(seconds=1), finished_at=end),
-        kb: Observation(key=kb, phase=P.FAILED, error="exit code 2; stderr ends with:\nboom"),
+        kb: Observation(key=kb, phase=TrackPhase.FAILED,
+                        error="exit code 2; stderr ends with:\nboom"),
     })
     assert started(d2) == ["consolidate"]
     results = d2.dispatch[0].results
@@ -177,7 +177,7 @@ def test_consolidate_sees_every_result_and_runs_after_a_failure() -> None:
     assert results["b"]["phase"] == "failed"
     assert "boom" in results["b"]["error_tail"][-1]
     assert [r.results for r in d1.dispatch] == [None, None]  # no needs, no results
-    d3 = tick(s, d2.state, T0 + timedelta(minutes=2), saw(d2, P.COMPLETE))
+    d3 = tick(s, d2.state, T0 + timedelta(minutes=2), saw(d2, TrackPhase.COMPLETE))
     assert d3.render == [RUN]
 
 
@@ -190,14 +190,14 @@ def test_an_observed_end_is_dated_with_the_command_s_own_times() -> None:
     key = d1.dispatch[0].key
     began, ended = T0 + timedelta(seconds=2), T0 + timedelta(seconds=2, milliseconds=1)
     d2 = tick(s, d1.state, T0 + timedelta(minutes=9), {key: Observation(
-        key=key, phase=P.COMPLETE, started_at=began, finished_at=ended)})
+        key=key, phase=TrackPhase.COMPLETE, started_at=began, finished_at=ended)})
     a = d2.state.tracks[RUN]["a"]
     assert (a.started_at, a.finished_at) == (began, ended)
     assert a.state_history[-1].at == ended
     # a clock ahead of the tick's, or behind the previous step, is kept in between
     d1b = tick(s, State(), T0)
     d2b = tick(s, d1b.state, T0 + timedelta(minutes=1), {key: Observation(
-        key=key, phase=P.COMPLETE, finished_at=T0 - timedelta(hours=1))})
+        key=key, phase=TrackPhase.COMPLETE, finished_at=T0 - timedelta(hours=1))})
     assert d2b.state.tracks[RUN]["a"].state_history[-1].at == T0
 
 
@@ -212,9 +212,9 @@ def test_not_yet_waits_then_polls_again_without_using_an_attempt() -> None:
     d1 = tick(s, State(), T0)
     assert [r.key for r in d1.dispatch] == [f"{RUN}--wait--1"]
     t1 = T0 + timedelta(minutes=1)
-    d2 = tick(s, d1.state, t1, saw(d1, P.WAITING, finished_at=T0 + timedelta(seconds=5)))
+    d2 = tick(s, d1.state, t1, saw(d1, TrackPhase.WAITING, finished_at=T0 + timedelta(seconds=5)))
     w = d2.state.tracks[RUN]["wait"]
-    assert (w.phase, w.attempt, w.polls) == (P.WAITING, 1, 1)
+    assert (w.phase, w.attempt, w.polls) == (TrackPhase.WAITING, 1, 1)
     assert w.not_before == T0 + timedelta(minutes=10, seconds=5)
     assert d2.polls[RUN][0]["answer"] == "not yet" and d2.dispatch == []
     assert tick(s, d2.state, T0 + timedelta(minutes=10)).dispatch == []
@@ -222,39 +222,39 @@ def test_not_yet_waits_then_polls_again_without_using_an_attempt() -> None:
     assert [r.key for r in d3.dispatch] == [f"{RUN}--wait--1.1"]
     # a result asking for its own interval wins over poll_interval_minutes
     t3 = T0 + timedelta(minutes=11)
-    d4 = tick(s, d3.state, t3, saw(d3, P.COMPLETE, finished_at=t3,
+    d4 = tick(s, d3.state, t3, saw(d3, TrackPhase.COMPLETE, finished_at=t3,
                                    result={"poll_again_in_minutes": 2}))
     w = d4.state.tracks[RUN]["wait"]
-    assert (w.phase, w.polls, w.not_before) == (P.WAITING, 2, t3 + timedelta(minutes=2))
+    assert (w.phase, w.polls, w.not_before) == (TrackPhase.WAITING, 2, t3 + timedelta(minutes=2))
     d5 = tick(s, d4.state, t3 + timedelta(minutes=2))
     assert [r.key for r in d5.dispatch] == [f"{RUN}--wait--1.2"]
-    d6 = tick(s, d5.state, t3 + timedelta(minutes=3), saw(d5, P.COMPLETE,
+    d6 = tick(s, d5.state, t3 + timedelta(minutes=3), saw(d5, TrackPhase.COMPLETE,
                                                           result={"summary": "ready"}))
     w = d6.state.tracks[RUN]["wait"]
-    assert (w.phase, w.attempt, w.result) == (P.COMPLETE, 1, {"summary": "ready"})
+    assert (w.phase, w.attempt, w.result) == (TrackPhase.COMPLETE, 1, {"summary": "ready"})
     assert d6.polls[RUN][0]["answer"] == "complete" and d6.render == [RUN]
 
 
 def test_a_poll_still_waiting_at_the_run_deadline_is_tapped_out() -> None:
     s = graph(POLLER, deadline_minutes=30)
     d1 = tick(s, State(), T0)
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.WAITING))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.WAITING))
     deadline = d2.state.runs[RUN].deadline
     d3 = tick(s, d2.state, deadline)
     w = d3.state.tracks[RUN]["wait"]
-    assert w.phase is P.TAPPED_OUT and d3.dispatch == [] and d3.cancel == []
+    assert w.phase is TrackPhase.TAPPED_OUT and d3.dispatch == [] and d3.cancel == []
     assert d3.render == [RUN] and f"{RUN}--wait" in d3.state.dlq
 
 
 def test_a_poll_that_fails_follows_the_retry_rules() -> None:
     s = graph({**POLLER, "max_attempts": 2, "retry_backoff_seconds": 30})
     d1 = tick(s, State(), T0)
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.WAITING))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.WAITING))
     d3 = tick(s, d2.state, T0 + timedelta(minutes=11))
     t4 = T0 + timedelta(minutes=12)
-    d4 = tick(s, d3.state, t4, saw(d3, P.FAILED, error="exit code 1"))
+    d4 = tick(s, d3.state, t4, saw(d3, TrackPhase.FAILED, error="exit code 1"))
     w = d4.state.tracks[RUN]["wait"]
-    assert (w.phase, w.attempt, w.polls) == (P.PENDING, 2, 0)
+    assert (w.phase, w.attempt, w.polls) == (TrackPhase.PENDING, 2, 0)
     assert w.not_before == t4 + timedelta(seconds=30)
     assert d4.polls[RUN][0]["answer"] == "failed"
     d5 = tick(s, d4.state, t4 + timedelta(seconds=30))
@@ -264,5 +264,5 @@ def test_a_poll_that_fails_follows_the_retry_rules() -> None:
 def test_a_track_that_is_no_poller_records_no_poll_lines() -> None:
     s = graph({"name": "a"})
     d1 = tick(s, State(), T0)
-    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, P.COMPLETE))
+    d2 = tick(s, d1.state, T0 + timedelta(minutes=1), saw(d1, TrackPhase.COMPLETE))
     assert d2.polls == {}

@@ -17,14 +17,12 @@ from orchestrator.planner.pause import failure_streak, record_finish
 from orchestrator.runs.pauses import resume
 from orchestrator.spec.models import Schedule
 from orchestrator.state import codec, layout
-from orchestrator.state import health as hl
+from orchestrator.state import health as runner_health
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
 
-P = TrackPhase
-R = RunStatus
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 NONE = Observations()
 
@@ -40,7 +38,7 @@ def keys(decision: Decision) -> list[str]:
     return [r.key for r in decision.dispatch]
 
 
-def settle(decision: Decision, phase: TrackPhase = P.COMPLETE, only: int | None = None
+def settle(decision: Decision, phase: TrackPhase = TrackPhase.COMPLETE, only: int | None = None
            ) -> Observations:
     """Every (or the first ``only``) dispatched attempt of ``decision`` reached ``phase``."""
     sent = decision.dispatch[:only] if only is not None else decision.dispatch
@@ -49,7 +47,7 @@ def settle(decision: Decision, phase: TrackPhase = P.COMPLETE, only: int | None 
 
 def in_flight(state: State) -> int:
     return sum(1 for ts in state.tracks.values() for t in ts.values()
-               if t.phase in (P.DISPATCHED, P.RUNNING))
+               if t.phase in (TrackPhase.DISPATCHED, TrackPhase.RUNNING))
 
 
 # ---------------------------------------------------------------- max_parallel
@@ -133,7 +131,7 @@ def test_max_dispatches_per_tick_spreads_a_burst_over_ticks() -> None:
 def fail_run(schedules: list[Schedule], state: State, now: datetime) -> State:
     """Fire the due slot, fail every track and finish the run as the tick's shell does."""
     d = tick(schedules, state, now)
-    d2 = tick(schedules, d.state, now + timedelta(seconds=10), settle(d, P.FAILED))
+    d2 = tick(schedules, d.state, now + timedelta(seconds=10), settle(d, TrackPhase.FAILED))
     for run_id in d2.render:
         d2.state.runs[run_id] = finish(d2.state.runs[run_id],
                                        d2.state.tracks[run_id].values(), now)
@@ -268,22 +266,24 @@ K = "job--20261201T0700Z"
 def test_continue_lets_the_other_tracks_go_on() -> None:
     s = saga("continue")
     d = tick([s], State(), T0)
-    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", P.FAILED)))
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", TrackPhase.FAILED)))
     assert {n: t.phase for n, t in d2.state.tracks[K].items()} == {
-        "a": P.FAILED, "b": P.DISPATCHED, "c": P.DISPATCHED, "d": P.DISPATCHED}
+        "a": TrackPhase.FAILED, "b": TrackPhase.DISPATCHED,
+        "c": TrackPhase.DISPATCHED, "d": TrackPhase.DISPATCHED}
     assert d2.cancel == []
 
 
 def test_cancel_run_cancels_the_open_tracks_at_the_first_final_failure() -> None:
     s = saga("cancel_run")
     d = tick([s], State(), T0)
-    d1 = tick([s], d.state, T0 + timedelta(seconds=30), seen((f"{K}--b--1", P.RUNNING)))
+    d1 = tick([s], d.state, T0 + timedelta(seconds=30), seen((f"{K}--b--1", TrackPhase.RUNNING)))
     b_running = d1.state.tracks[K]["b"].model_copy(update={"handle": {"pid": 1}})
     d1.state.tracks[K]["b"] = b_running
     d2 = tick([s], d1.state, T0 + timedelta(minutes=1),
-              seen((f"{K}--a--1", P.FAILED), (f"{K}--c--1", P.COMPLETE)))
+              seen((f"{K}--a--1", TrackPhase.FAILED), (f"{K}--c--1", TrackPhase.COMPLETE)))
     phases = {n: t.phase for n, t in d2.state.tracks[K].items()}
-    assert phases == {"a": P.FAILED, "b": P.CANCELLED, "c": P.COMPLETE, "d": P.CANCELLED}
+    assert phases == {"a": TrackPhase.FAILED, "b": TrackPhase.CANCELLED,
+                      "c": TrackPhase.COMPLETE, "d": TrackPhase.CANCELLED}
     assert [h.key for h in d2.cancel] == [f"{K}--b--1"]
     assert d2.state.tracks[K]["b"].state_history[-1].reason == \
         "on_failure=cancel_run: a failed"
@@ -294,24 +294,24 @@ def test_a_retry_left_is_not_a_final_failure() -> None:
     s = sched(tracks=[{"name": "a", "run": "true", "max_attempts": 2},
                       {"name": "b", "run": "true"}], on_failure="cancel_run")
     d = tick([s], State(), T0)
-    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", P.FAILED)))
-    assert d2.state.tracks[K]["b"].phase is P.DISPATCHED
-    assert d2.state.tracks[K]["a"].phase is P.PENDING
+    d2 = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--a--1", TrackPhase.FAILED)))
+    assert d2.state.tracks[K]["b"].phase is TrackPhase.DISPATCHED
+    assert d2.state.tracks[K]["a"].phase is TrackPhase.PENDING
 
 
 def complete_then_fail(s: Schedule) -> Decision:
     """b completes, then c, then a fails for good (d still running)."""
     d = tick([s], State(), T0)
-    d = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--b--1", P.COMPLETE),
-                                                         result={"summary": "made b"}))
-    d = tick([s], d.state, T0 + timedelta(minutes=2), seen((f"{K}--c--1", P.COMPLETE)))
-    return tick([s], d.state, T0 + timedelta(minutes=3), seen((f"{K}--a--1", P.FAILED)))
+    d = tick([s], d.state, T0 + timedelta(minutes=1), seen((f"{K}--b--1", TrackPhase.COMPLETE),
+                                                           result={"summary": "made b"}))
+    d = tick([s], d.state, T0 + timedelta(minutes=2), seen((f"{K}--c--1", TrackPhase.COMPLETE)))
+    return tick([s], d.state, T0 + timedelta(minutes=3), seen((f"{K}--a--1", TrackPhase.FAILED)))
 
 
 def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None:
     s = saga()
     d = complete_then_fail(s)
-    assert d.state.tracks[K]["d"].phase is P.CANCELLED
+    assert d.state.tracks[K]["d"].phase is TrackPhase.CANCELLED
     assert sorted(d.state.undos[K]) == ["b", "c"]  # a failed, d has no compensate
     assert [r.key for r in d.dispatch] == [f"{K}--c--undo--1"]  # c completed last
     request = d.dispatch[0]
@@ -323,13 +323,15 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
     # nothing consolidates while a compensation is open
     d2 = tick([s], d.state, T0 + timedelta(minutes=4))
     assert d2.render == [] and d2.dispatch == []
-    d3 = tick([s], d2.state, T0 + timedelta(minutes=5), seen((f"{K}--c--undo--1", P.COMPLETE)))
+    d3 = tick([s], d2.state, T0 + timedelta(minutes=5),
+              seen((f"{K}--c--undo--1", TrackPhase.COMPLETE)))
     assert [r.key for r in d3.dispatch] == [f"{K}--b--undo--1"]
     assert d3.dispatch[0].env["ORCHESTRATOR_ORIGINAL_RESULT"] == '{"summary": "made b"}'
-    d4 = tick([s], d3.state, T0 + timedelta(minutes=6), seen((f"{K}--b--undo--1", P.COMPLETE)))
+    d4 = tick([s], d3.state, T0 + timedelta(minutes=6),
+              seen((f"{K}--b--undo--1", TrackPhase.COMPLETE)))
     assert d4.render == [K] and d4.dispatch == []
     run = finish(d4.state.runs[K], d4.state.tracks[K].values(), T0)
-    assert run.status is R.FAILED
+    assert run.status is RunStatus.FAILED
     # the records say when each action and each compensation ran
     undo_c = d4.state.undos[K]["c"]
     assert [(h.from_, h.to) for h in undo_c.state_history] == [
@@ -355,14 +357,14 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
 def test_a_compensation_that_keeps_failing_is_dead_lettered_and_the_rest_cancelled() -> None:
     s = saga()
     d = complete_then_fail(s)
-    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", P.FAILED)))
-    assert d.state.undos[K]["c"].phase is P.PENDING and d.dispatch == []  # backoff
+    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", TrackPhase.FAILED)))
+    assert d.state.undos[K]["c"].phase is TrackPhase.PENDING and d.dispatch == []  # backoff
     d = tick([s], d.state, T0 + timedelta(minutes=5))
     assert [r.key for r in d.dispatch] == [f"{K}--c--undo--2"]
-    d = tick([s], d.state, T0 + timedelta(minutes=6), seen((f"{K}--c--undo--2", P.FAILED)))
+    d = tick([s], d.state, T0 + timedelta(minutes=6), seen((f"{K}--c--undo--2", TrackPhase.FAILED)))
     letter = d.state.dlq[f"{K}--c"]
     assert letter.reason == "compensation_failed" and letter.attempts == 2
-    assert d.state.undos[K]["b"].phase is P.CANCELLED
+    assert d.state.undos[K]["b"].phase is TrackPhase.CANCELLED
     assert d.render == [K] and d.dispatch == []
 
 
@@ -401,8 +403,8 @@ def test_legs_go_to_the_first_label_and_a_queued_one_moves_to_the_next() -> None
         (f"{K}--t0--1", "gpu"), (f"{K}--t1--1", "gpu")]
     # GitHub lists a queued job as running with no start time; t1 found a runner
     d1 = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
-        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=P.RUNNING),
-        f"{K}--t1--1": Observation(key=f"{K}--t1--1", phase=P.RUNNING,
+        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=TrackPhase.RUNNING),
+        f"{K}--t1--1": Observation(key=f"{K}--t1--1", phase=TrackPhase.RUNNING,
                                    started_at=T0 + timedelta(seconds=50))}))
     d1.state.tracks[K]["t0"] = d1.state.tracks[K]["t0"].model_copy(
         update={"handle": {"ci_run_id": 7}})
@@ -423,12 +425,12 @@ def test_legs_go_to_the_first_label_and_a_queued_one_moves_to_the_next() -> None
 
 def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
     s = route()
-    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0, "queued")})
     d = tick([s], state, T0 + timedelta(minutes=1))
     assert [r.runs_on for r in d.dispatch] == ["ubuntu-latest", "ubuntu-latest"]
     nxt = sched("job", cron="*/5 * * * *", tracks=2, overlap="allow",
                 runs_on=["gpu", "ubuntu-latest"], runner_cooldown_minutes=30)
-    done = Observations(seen={r.key: Observation(key=r.key, phase=P.COMPLETE,
+    done = Observations(seen={r.key: Observation(key=r.key, phase=TrackPhase.COMPLETE,
                                                  started_at=T0 + timedelta(minutes=2))
                               for r in d.dispatch})
     d1 = tick([s], d.state, T0 + timedelta(minutes=3), done)
@@ -440,7 +442,7 @@ def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
     assert d2.state.runners["gpu"].probe == f"{run2}--t0--1"
     # the probe starts: healthy again
     d3 = tick([nxt], d2.state, T0 + timedelta(minutes=31), Observations(seen={
-        f"{run2}--t0--1": Observation(key=f"{run2}--t0--1", phase=P.RUNNING,
+        f"{run2}--t0--1": Observation(key=f"{run2}--t0--1", phase=TrackPhase.RUNNING,
                                       started_at=T0 + timedelta(minutes=30, seconds=20))}))
     gpu = d3.state.runners["gpu"]
     assert (gpu.status, gpu.consecutive_failures, gpu.probe) == ("healthy", 0, None)
@@ -448,29 +450,29 @@ def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:
 
 def test_once_the_probe_is_out_a_leg_with_no_other_label_waits() -> None:
     s = sched(tracks=2, runs_on=["gpu"], runner_cooldown_minutes=30)
-    state = State(runners={"gpu": hl.degrade(None, T0 - timedelta(hours=1), "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0 - timedelta(hours=1), "queued")})
     d = tick([s], state, T0)
     assert [(r.key, r.runs_on) for r in d.dispatch] == [(f"{K}--t0--1", "gpu")]
     assert any("being probed; it waits" in line for line in d.log)
 
 
 def test_a_failed_probe_counts_and_three_failures_are_offline() -> None:
-    gpu = hl.degrade(hl.degrade(None, T0, "x"), T0, "y")
+    gpu = runner_health.degrade(runner_health.degrade(None, T0, "x"), T0, "y")
     assert gpu.status == "degraded" and gpu.consecutive_failures == 2
-    assert hl.degrade(gpu, T0, "z").status == "offline"
-    assert hl.choice(gpu, T0 + timedelta(minutes=29), timedelta(minutes=30)) == "skip"
-    assert hl.choice(gpu, T0 + timedelta(minutes=30), timedelta(minutes=30)) == "probe"
+    assert runner_health.degrade(gpu, T0, "z").status == "offline"
+    assert runner_health.choice(gpu, T0 + timedelta(minutes=29), timedelta(minutes=30)) == "skip"
+    assert runner_health.choice(gpu, T0 + timedelta(minutes=30), timedelta(minutes=30)) == "probe"
     probing = gpu.model_copy(update={"probe": "k"})
-    assert hl.choice(probing, T0 + timedelta(hours=5), timedelta(minutes=30)) == "skip"
-    assert hl.choice(None, T0, timedelta(0)) == "use"
+    assert runner_health.choice(probing, T0 + timedelta(hours=5), timedelta(minutes=30)) == "skip"
+    assert runner_health.choice(None, T0, timedelta(0)) == "use"
 
 
 def test_with_no_healthy_label_the_track_stays_pending_and_the_tick_says_so() -> None:
     s = sched(tracks=1, runs_on=["gpu"], runner_cooldown_minutes=30)
-    state = State(runners={"gpu": hl.degrade(None, T0, "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0, "queued")})
     d = tick([s], state, T0 + timedelta(minutes=1))
     assert d.dispatch == []
-    assert d.state.tracks["job--20261201T0700Z"]["t0"].phase is P.PENDING
+    assert d.state.tracks["job--20261201T0700Z"]["t0"].phase is TrackPhase.PENDING
     line = next(x for x in d.log if "no healthy runner label" in x)
     assert "gpu degraded since 2026-12-01T07:00Z" in line
     assert "stays pending until the run's deadline" in line
@@ -507,7 +509,7 @@ def test_the_next_wake_knows_a_compensation_retry_and_a_queue_timeout() -> None:
 
     s = saga()
     d = complete_then_fail(s)
-    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", P.FAILED)))
+    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", TrackPhase.FAILED)))
     reasons = {w.reason: w.at for w in due_moments([s], d.state, T0 + timedelta(minutes=4))}
     assert reasons[f"{K}: c compensation retry"] == T0 + timedelta(minutes=4, seconds=30)
 

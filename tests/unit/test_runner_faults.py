@@ -17,12 +17,11 @@ from orchestrator.executors.github.observation import (
 )
 from orchestrator.planner import Decision, Observations, plan
 from orchestrator.spec.models import Schedule
-from orchestrator.state import health as hl
+from orchestrator.state import health as runner_health
 from orchestrator.state.model import State
 from orchestrator.state.records import TrackPhase
 from tests.builders import schedule_factory
 
-P = TrackPhase
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 K = "job--20261201T0700Z"
 sched = schedule_factory("job", cron="*/5 * * * *", overlap="skip")
@@ -75,19 +74,19 @@ def test_the_rule_for_a_job_that_failed_to_start(answer: dict[str, Any],
 def test_the_observation_carries_the_fault_and_no_start() -> None:
     handle = Handle(key=f"{K}--t0--1", handle={"ci_run_id": 9}, timeout_minutes=30)
     seen = job_observation(handle, 9, job(runner=None, steps=[]))
-    assert (seen.phase, seen.failed_to_start, seen.started_at) == (P.FAILED, True, None)
+    assert (seen.phase, seen.failed_to_start, seen.started_at) == (TrackPhase.FAILED, True, None)
     assert seen.error == f"job {K}--t0--1 failed to start on gpu (no runner took it)"
     lost = job_observation(handle, 9, job(steps=LOST_IN_SET_UP))
     assert lost.error is not None and "its runner gpu-7 was lost setting up" in lost.error
     ran = job_observation(handle, 9, job(steps=RAN))
-    assert (ran.phase, ran.failed_to_start) == (P.FAILED, False)
+    assert (ran.phase, ran.failed_to_start) == (TrackPhase.FAILED, False)
 
 
 def test_a_startup_failure_of_the_whole_run_is_not_the_label_s_fault() -> None:
     handle = Handle(key=f"{K}--t0--1", handle={"ci_run_id": 9}, timeout_minutes=30)
     seen = missing_job(handle, 9, 200, {"status": "completed",
                                         "conclusion": "startup_failure"}, None)
-    assert (seen.phase, seen.failed_to_start) == (P.FAILED, False)
+    assert (seen.phase, seen.failed_to_start) == (TrackPhase.FAILED, False)
 
 
 # ---------------------------------------------------------------- the planner
@@ -114,7 +113,7 @@ def news(*obs: Observation) -> Observations:
 
 
 def no_start(key: str) -> Observation:
-    return Observation(key=key, phase=P.FAILED, failed_to_start=True,
+    return Observation(key=key, phase=TrackPhase.FAILED, failed_to_start=True,
                        error=f"job {key} failed to start on gpu (no runner took it)",
                        finished_at=T0 + timedelta(minutes=1))
 
@@ -131,7 +130,7 @@ def test_a_leg_that_failed_to_start_degrades_its_label_and_moves_on_free() -> No
     assert [(r.key, r.runs_on) for r in d1.dispatch] == [(f"{K}--t0--2", "ubuntu-latest")]
     t0 = d1.state.tracks[K]["t0"]
     assert (t0.attempt, t0.max_attempts, t0.runner, t0.phase) == (
-        2, 3, "ubuntu-latest", P.DISPATCHED)
+        2, 3, "ubuntu-latest", TrackPhase.DISPATCHED)
     assert t0.error_log[-1].endswith("failed to start on gpu (no runner took it)")
     reasons = [h.reason for h in t0.state_history]
     assert "failed to start on gpu, not the track's fault; trying the next label" in reasons
@@ -155,17 +154,17 @@ def test_legs_failing_together_count_one_failure_of_the_label() -> None:
 def test_a_genuine_failure_on_the_label_does_not_degrade_it() -> None:
     s = route()
     d = dispatched(s)
-    failed = Observation(key=f"{K}--t0--1", phase=P.FAILED,
+    failed = Observation(key=f"{K}--t0--1", phase=TrackPhase.FAILED,
                          started_at=T0 + timedelta(seconds=30),
                          finished_at=T0 + timedelta(minutes=1),
                          error=f"job {K}--t0--1 concluded failure")
-    running = Observation(key=f"{K}--t1--1", phase=P.RUNNING,
+    running = Observation(key=f"{K}--t1--1", phase=TrackPhase.RUNNING,
                           started_at=T0 + timedelta(seconds=40))
     d1 = plan([s], d.state, news(failed, running), T0 + timedelta(minutes=2))
     assert d1.state.runners == {}
     t0 = d1.state.tracks[K]["t0"]
     # an ordinary retry: the attempt is spent, the budget the same, the label kept
-    assert (t0.phase, t0.attempt, t0.max_attempts) == (P.PENDING, 2, 2)
+    assert (t0.phase, t0.attempt, t0.max_attempts) == (TrackPhase.PENDING, 2, 2)
     assert t0.state_history[-1].reason.startswith("retry 2/2")
     later = plan([s], d1.state, Observations(), T0 + timedelta(hours=1))
     assert [(r.key, r.runs_on) for r in later.dispatch] == [(f"{K}--t0--2", "gpu")]
@@ -176,13 +175,13 @@ def test_without_runs_on_a_leg_that_failed_to_start_spends_an_attempt() -> None:
     d = plan([s], State(), Observations(), T0)
     d1 = plan([s], d.state, news(no_start(f"{K}--t0--1")), T0 + timedelta(minutes=2))
     t0 = d1.state.tracks[K]["t0"]
-    assert (t0.phase, t0.attempt, t0.max_attempts) == (P.PENDING, 2, 2)
+    assert (t0.phase, t0.attempt, t0.max_attempts) == (TrackPhase.PENDING, 2, 2)
     assert d1.state.runners == {}
 
 
 def test_a_probe_that_fails_to_start_degrades_the_label_again() -> None:
     s = route()
-    state = State(runners={"gpu": hl.degrade(None, T0 - timedelta(hours=1), "queued")})
+    state = State(runners={"gpu": runner_health.degrade(None, T0 - timedelta(hours=1), "queued")})
     d = plan([s], state, Observations(), T0)
     assert [(r.key, r.runs_on) for r in d.dispatch] == [
         (f"{K}--t0--1", "gpu"), (f"{K}--t1--1", "ubuntu-latest")]

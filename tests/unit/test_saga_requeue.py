@@ -10,13 +10,11 @@ from test_policies import T0, K, complete_then_fail, saga, seen, tick
 
 from orchestrator.errors import IllegalTransition, UserError
 from orchestrator.planner import finish
-from orchestrator.runs import deadletters as dl
+from orchestrator.runs import deadletters
 from orchestrator.state import machine
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
-
-P = TrackPhase
 
 
 def parked() -> State:
@@ -24,9 +22,9 @@ def parked() -> State:
     it; the run was consolidated ``failed``."""
     s = saga()
     d = complete_then_fail(s)
-    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", P.FAILED)))
+    d = tick([s], d.state, T0 + timedelta(minutes=4), seen((f"{K}--c--undo--1", TrackPhase.FAILED)))
     d = tick([s], d.state, T0 + timedelta(minutes=5))
-    d = tick([s], d.state, T0 + timedelta(minutes=6), seen((f"{K}--c--undo--2", P.FAILED)))
+    d = tick([s], d.state, T0 + timedelta(minutes=6), seen((f"{K}--c--undo--2", TrackPhase.FAILED)))
     assert d.render == [K]
     state = d.state
     state.runs[K] = finish(state.runs[K], state.tracks[K].values(), T0 + timedelta(minutes=7))
@@ -35,7 +33,7 @@ def parked() -> State:
 
 def requeued(state: State) -> State:
     files = state.dump()
-    change = dl.requeue(files, f"{K}--c", "ops", "fixed", T0 + timedelta(hours=2))
+    change = deadletters.requeue(files, f"{K}--c", "ops", "fixed", T0 + timedelta(hours=2))
     merged = {p: d for p, d in {**files, **change}.items() if d is not None}
     return state_model.load(merged, all_tracks=True)
 
@@ -46,9 +44,9 @@ def test_requeue_reopens_the_failed_compensation_the_cancelled_ones_and_the_run(
     after = requeued(state)
     assert f"{K}--c" not in after.dlq
     c, b = after.undos[K]["c"], after.undos[K]["b"]
-    assert (c.phase, c.attempt, c.max_attempts) == (P.PENDING, 3, 4)
+    assert (c.phase, c.attempt, c.max_attempts) == (TrackPhase.PENDING, 3, 4)
     assert c.state_history[-1].reason == "requeued by ops: fixed"
-    assert (b.phase, b.attempt, b.finished_at) == (P.PENDING, 1, None)
+    assert (b.phase, b.attempt, b.finished_at) == (TrackPhase.PENDING, 1, None)
     assert [(h.from_, h.to) for h in b.state_history] == [
         ("pending", "cancelled"), ("cancelled", "pending")]
     assert b.state_history[-1].reason == "requeued by ops: fixed (the saga reopens at c)"
@@ -56,7 +54,8 @@ def test_requeue_reopens_the_failed_compensation_the_cancelled_ones_and_the_run(
     assert run.status is RunStatus.RUNNING and run.finished_at is None
     # the actions themselves are untouched: a stays failed (and parked), b and c done
     assert {n: t.phase for n, t in after.tracks[K].items()} == {
-        "a": P.FAILED, "b": P.COMPLETE, "c": P.COMPLETE, "d": P.CANCELLED}
+        "a": TrackPhase.FAILED, "b": TrackPhase.COMPLETE,
+        "c": TrackPhase.COMPLETE, "d": TrackPhase.CANCELLED}
     assert f"{K}--a" in after.dlq
 
 
@@ -66,10 +65,12 @@ def test_the_reopened_saga_runs_on_in_order_and_the_run_fails_again() -> None:
     now = T0 + timedelta(hours=2, minutes=1)
     d = tick([s], state, now)
     assert [r.key for r in d.dispatch] == [f"{K}--c--undo--3"]  # one at a time, c first
-    d = tick([s], d.state, now + timedelta(minutes=1), seen((f"{K}--c--undo--3", P.COMPLETE)))
+    d = tick([s], d.state, now + timedelta(minutes=1),
+             seen((f"{K}--c--undo--3", TrackPhase.COMPLETE)))
     assert [r.key for r in d.dispatch] == [f"{K}--b--undo--1"]
     assert d.render == []  # a compensation is open: no consolidation yet
-    d = tick([s], d.state, now + timedelta(minutes=2), seen((f"{K}--b--undo--1", P.COMPLETE)))
+    d = tick([s], d.state, now + timedelta(minutes=2),
+             seen((f"{K}--b--undo--1", TrackPhase.COMPLETE)))
     assert d.render == [K] and d.dispatch == []
     run = finish(d.state.runs[K], d.state.tracks[K].values(), now + timedelta(minutes=3))
     assert run.status is RunStatus.FAILED
@@ -78,9 +79,9 @@ def test_the_reopened_saga_runs_on_in_order_and_the_run_fails_again() -> None:
 
 def test_a_compensation_that_is_not_failed_is_not_requeued() -> None:
     state = parked()
-    state.undos[K]["c"] = state.undos[K]["c"].model_copy(update={"phase": P.COMPLETE})
+    state.undos[K]["c"] = state.undos[K]["c"].model_copy(update={"phase": TrackPhase.COMPLETE})
     with pytest.raises(UserError, match=r"compensation .* is complete, not failed"):
-        dl.requeue(state.dump(), f"{K}--c", "ops", "", T0 + timedelta(hours=2))
+        deadletters.requeue(state.dump(), f"{K}--c", "ops", "", T0 + timedelta(hours=2))
 
 
 def test_only_a_cancelled_compensation_reopens() -> None:
@@ -89,7 +90,7 @@ def test_only_a_cancelled_compensation_reopens() -> None:
         machine.reopen_compensation(state.tracks[K]["d"], T0, "x")
     with pytest.raises(IllegalTransition, match="not a compensation complete"):
         machine.reopen_compensation(
-            state.undos[K]["b"].model_copy(update={"phase": P.COMPLETE}), T0, "x")
+            state.undos[K]["b"].model_copy(update={"phase": TrackPhase.COMPLETE}), T0, "x")
 
 
 def test_status_shows_a_saga_s_compensations_in_order() -> None:

@@ -209,16 +209,8 @@ class GitHubExecutor:
 
     def observe(self, handles: list[Handle]) -> dict[str, Observation]:
         out: dict[str, Observation] = {}
-        by_run: dict[int, list[Handle]] = {}
+        by_run, pending = self._by_run(handles)
         urls: dict[int, str | None] = {}
-        pending: dict[tuple[str, str], list[Handle]] = {}
-        for handle in handles:
-            ci_run = handle.handle.get("ci_run_id")
-            if isinstance(ci_run, int):
-                by_run.setdefault(ci_run, []).append(handle)
-            elif handle.handle.get("run_name"):
-                wf = self._workflow(str(handle.handle.get("workflow", "track.yml")))
-                pending.setdefault((wf, str(handle.handle["run_name"])), []).append(handle)
         try:
             for (workflow, run_name), group in sorted(pending.items()):
                 try:
@@ -231,29 +223,56 @@ class GitHubExecutor:
                 if run is not None:
                     by_run.setdefault(int(run["id"]), []).extend(group)
                     urls[int(run["id"])] = run.get("html_url")
-                    continue
-                for h in group:
-                    sent = parse_utc(h.handle.get("dispatched_at"))
-                    if sent is not None and self.client.now() - sent >= LOST_AFTER:
-                        out[h.key] = Observation(
-                            key=h.key, phase=TrackPhase.FAILED, error=(
-                                f"no workflow run named {run_name!r} appeared within "
-                                f"{LOST_AFTER} of the dispatch: it created nothing"))
+                else:
+                    out.update(self._lost_dispatches(run_name, group))
             for ci_run, group in sorted(by_run.items()):
-                try:
-                    seen = self._observe_run(ci_run, group, urls.get(ci_run))
-                    for h in group:  # correlated by title: hand the run id back
-                        if h.key in seen and h.handle.get("ci_run_id") != ci_run:
-                            seen[h.key] = dataclasses.replace(
-                                seen[h.key], handle={**h.handle, "ci_run_id": ci_run})
-                    out.update(seen)
-                except CircuitOpen:
-                    raise
-                except ExecutorError as exc:
-                    log.warning("observing workflow run %s failed: %s", ci_run, exc.message)
+                out.update(self._observe_group(ci_run, group, urls.get(ci_run)))
         except CircuitOpen:
-            pass
+            pass  # the breaker opened: no more calls, and what was seen so far stands
         return out
+
+    def _by_run(self, handles: list[Handle]
+                ) -> tuple[dict[int, list[Handle]], dict[tuple[str, str], list[Handle]]]:
+        """The handles by workflow run id, and those without one yet by (workflow,
+        run-name), to be found by their title."""
+        by_run: dict[int, list[Handle]] = {}
+        pending: dict[tuple[str, str], list[Handle]] = {}
+        for handle in handles:
+            ci_run = handle.handle.get("ci_run_id")
+            if isinstance(ci_run, int):
+                by_run.setdefault(ci_run, []).append(handle)
+            elif handle.handle.get("run_name"):
+                wf = self._workflow(str(handle.handle.get("workflow", "track.yml")))
+                pending.setdefault((wf, str(handle.handle["run_name"])), []).append(handle)
+        return by_run, pending
+
+    def _lost_dispatches(self, run_name: str, group: list[Handle]) -> dict[str, Observation]:
+        """Failures for the dispatches of ``group`` whose workflow run never appeared."""
+        out: dict[str, Observation] = {}
+        for h in group:
+            sent = parse_utc(h.handle.get("dispatched_at"))
+            if sent is not None and self.client.now() - sent >= LOST_AFTER:
+                out[h.key] = Observation(
+                    key=h.key, phase=TrackPhase.FAILED, error=(
+                        f"no workflow run named {run_name!r} appeared within "
+                        f"{LOST_AFTER} of the dispatch: it created nothing"))
+        return out
+
+    def _observe_group(self, ci_run: int, group: list[Handle], url: str | None
+                       ) -> dict[str, Observation]:
+        """What workflow run ``ci_run`` shows of ``group``; nothing when asking failed."""
+        try:
+            seen = self._observe_run(ci_run, group, url)
+        except CircuitOpen:
+            raise
+        except ExecutorError as exc:
+            log.warning("observing workflow run %s failed: %s", ci_run, exc.message)
+            return {}
+        for h in group:  # correlated by title: hand the run id back
+            if h.key in seen and h.handle.get("ci_run_id") != ci_run:
+                seen[h.key] = dataclasses.replace(
+                    seen[h.key], handle={**h.handle, "ci_run_id": ci_run})
+        return seen
 
     def cancel(self, handle: Handle) -> None:
         """Cancel the attempt's workflow run once no other leg of it is still wanted.
