@@ -513,10 +513,14 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                     "    x: int\nM(x=1)\n"], env=env, check=True, timeout=60)
     assert marker.read_text() == "loaded\n"
     marker.unlink()
-    # ...never for the orchestrator, whose tick validates many: it does not even look
+    # ...never for the orchestrator, whose tick validates many: it does not even read
+    # an entry point (an audit hook sees every file the process opens)
     seen = ("import atexit, runpy, sys\n"
-            "atexit.register(lambda: print('METADATA', 'importlib.metadata' in sys.modules,"
-            " file=sys.stderr))\n"
+            "opened = []\n"
+            "sys.addaudithook(lambda event, args: opened.append(str(args[0]))"
+            " if event == 'open' else None)\n"
+            "atexit.register(lambda: print('ENTRY POINTS READ', any(p.endswith("
+            "'entry_points.txt') for p in opened), file=sys.stderr))\n"
             "sys.argv = ['orchestrator', *sys.argv[1:]]\n"
             "runpy.run_module('orchestrator', run_name='__main__')\n")
     work = tmp_path / "work"
@@ -525,7 +529,7 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                           env={**env, "ORCHESTRATOR_WORK_DIR": str(work)})
     assert_fired(proc)
     assert not marker.exists()
-    assert "METADATA False" in proc.stderr
+    assert "ENTRY POINTS READ False" in proc.stderr
     # unless the environment turns plugins on: pydantic's own loader then loads it
     proc = subprocess.run([sys.executable, "-c", seen, "--repo", str(repo), "tick", "--now",
                            "2026-12-01T07:01:30Z"], capture_output=True, text=True,
@@ -533,4 +537,4 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                                            "PYDANTIC_DISABLE_PLUGINS": ""})
     assert_fired(proc, "20261201T0701Z")
     assert marker.read_text() == "loaded\n"
-    assert "METADATA True" in proc.stderr
+    assert "ENTRY POINTS READ True" in proc.stderr
