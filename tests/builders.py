@@ -1,4 +1,5 @@
-"""Builders for the objects most tests start from: schedule files, specs, tracks.
+"""Builders for the objects most tests start from: schedule files, specs, tracks, and
+the records of a run on the state branch.
 
 Plain functions rather than fixtures, so module-level helpers, ``partial`` defaults and
 ``parametrize`` lists can use them in every tier. A spec is built from the JSON a
@@ -10,13 +11,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from orchestrator.spec.models import Schedule, ScheduleSpec, TrackSpec
-from orchestrator.state.records import Track, TrackPhase
+from orchestrator.state import codec, layout
+from orchestrator.state.records import Run, RunStatus, Track, TrackPhase
 
 CRON = "0 7 * * *"
 """07:00 every day: the default timing of a built schedule."""
@@ -82,6 +85,38 @@ def track(name: str = "a", phase: TrackPhase = TrackPhase.PENDING, *, run_id: st
     """A track record of ``run_id`` whose spec runs ``run``; ``fields`` set the rest."""
     return Track(run_id=run_id, name=name, phase=phase, spec=TrackSpec(name=name, run=run),
                  **fields)
+
+
+def run_files(run_id: str = RUN_ID, status: RunStatus = RunStatus.RUNNING,
+              finished: datetime | None = None, *, tracks: Sequence[str] = ("a",),
+              phase: TrackPhase | None = None, also: Iterable[str] = ()) -> dict[str, bytes]:
+    """The records of run ``run_id`` on the state branch, by path: its ``run.json`` (slot,
+    fire time and creation at the slot its id names, deadline four hours later) in
+    ``status``, finished at ``finished``, and a record of each of ``tracks`` running
+    ``true`` in ``phase`` (default: ``complete`` once the run finished, else ``running``).
+    ``also`` adds files of the run beside them: ``"brief"`` (its HTML brief), ``"polls"``
+    (its poll log), ``"undo"`` (a compensation record of each track)."""
+    schedule_id, _, stamp = run_id.partition("--")
+    slot = datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
+    run = Run(run_id=run_id, schedule_id=schedule_id, slot=slot, fire_at=slot,
+              created_at=slot, deadline=slot + timedelta(hours=4), status=status,
+              tracks=list(tracks), finished_at=finished)
+    if phase is None:
+        phase = TrackPhase.RUNNING if finished is None else TrackPhase.COMPLETE
+    files = {layout.run_path(run_id): codec.to_json(run)}
+    for name in tracks:
+        files[layout.track_path(run_id, name)] = codec.to_json(
+            Track(run_id=run_id, name=name, phase=phase, spec=TrackSpec(name=name, run="true")))
+    extra = set(also)
+    unknown = extra - {"brief", "polls", "undo"}
+    assert not unknown, f"run_files cannot add {sorted(unknown)}"
+    if "brief" in extra:
+        files[layout.brief_path(run_id)] = b"<html>\n"
+    if "polls" in extra:
+        files[layout.polls_path(run_id)] = b"{}\n"
+    if "undo" in extra:
+        files.update({f"{layout.run_dir(run_id)}/undo/{name}.json": b"{}\n" for name in tracks})
+    return files
 
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"

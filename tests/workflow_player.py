@@ -11,16 +11,25 @@ run, ``download-artifact`` writes the run's matching artifacts into the folder, 
 ``checkout``, ``setup-python`` and the install step are the clone and this
 interpreter. The fake's job status follows: ``in_progress`` while a job plays, then
 ``completed`` with the conclusion its steps give.
+
+A job GitHub cancels while it plays (a cancel the fake carried out) is stopped as a
+runner stops it: the running step's processes get SIGTERM, then SIGKILL, only
+``always()`` steps run after it, and the job keeps the conclusion GitHub gave it. Legs
+may be played from several threads at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +96,8 @@ class Player:
     """Legs share one clone (they only read it); ``False`` gives each its own, as legs
     that push while others do need (two fetches in one clone contend for its locks)."""
     _checkouts: dict[str, Path] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _running: set[subprocess.Popen[str]] = field(default_factory=set, repr=False)
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -96,9 +107,10 @@ class Player:
     def _checkout(self, name: str) -> Path:
         """One clone per kind of job: legs only read theirs (old-style legs push from
         theirs, through the state store, which fetches first)."""
-        if name not in self._checkouts:
-            self._checkouts[name] = clone(self.origin, self.work / f"checkout-{name}")
-        return self._checkouts[name]
+        with self._lock:
+            if name not in self._checkouts:
+                self._checkouts[name] = clone(self.origin, self.work / f"checkout-{name}")
+            return self._checkouts[name]
 
     def _context(self, inputs: dict[str, str], leg: dict[str, Any] | None,
                  temp: Path) -> dict[str, Any]:
@@ -120,8 +132,8 @@ class Player:
         assert evaluate(job["name"], ctx) == leg["key"]  # the name the tick matches on
         self.fake.set_job(ci_run, leg["key"], "in_progress")
         checkout = self._checkout("leg" if self.shared_checkout else leg["key"])
-        played = self._play(job, ctx, ci_run, checkout)
-        self.fake.set_job(ci_run, leg["key"], "completed", played.conclusion)
+        played = self._play(job, ctx, ci_run, checkout, leg["key"])
+        self._complete(ci_run, leg["key"], played)
         return played
 
     def play_fan_in(self, ci_run: int, inputs: dict[str, str]) -> Played:
@@ -132,26 +144,39 @@ class Player:
         assert inputs.get("fan_in", "job") != "next_tick", "GitHub skips this job"
         ctx = self._context(inputs, None, self.work / f"temp-fan-in-{ci_run}")
         self.fake.set_job(ci_run, "fan-in", "in_progress")
-        played = self._play(job, ctx, ci_run, self._checkout("fan-in"))
-        self.fake.set_job(ci_run, "fan-in", "completed", played.conclusion)
+        played = self._play(job, ctx, ci_run, self._checkout("fan-in"), "fan-in")
+        self._complete(ci_run, "fan-in", played)
         return played
+
+    def _complete(self, ci_run: int, name: str, played: Played) -> None:
+        """The job ends with its steps' conclusion, unless GitHub ended it first."""
+        if self.fake.job_status(ci_run, name)[0] != "completed":
+            self.fake.set_job(ci_run, name, "completed", played.conclusion)
+
+    def stop(self) -> None:
+        """Kill every step still running (a test's clean-up)."""
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _kill(proc)
 
     # ------------------------------------------------------------------ steps
 
     def _play(self, job: dict[str, Any], ctx: dict[str, Any], ci_run: int,
-              checkout: Path) -> Played:
+              checkout: Path, name: str) -> Played:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
         job_env = {k: evaluate(v, ctx) for k, v in (job.get("env") or {}).items()}
         played = Played()
         failed = False
         for step in job["steps"]:
+            failed = failed or self._cancelled(ci_run, name)
             condition = str(step.get("if", ""))
             if condition.startswith("vars."):
                 continue  # repository variables are unset here
-            # `always()` steps run after a failure; nothing is cancelled here
+            # `always()` steps run after a failure or a cancel, the others do not
             if failed and not condition.startswith("always()"):
                 continue
-            name = step.get("id") or step.get("name") or step.get("uses", "")
+            step_name = step.get("id") or step.get("name") or step.get("uses", "")
             uses = str(step.get("uses", ""))
             if uses:
                 outcome = self._action(uses, {k: evaluate(v, ctx) for k, v in
@@ -161,16 +186,41 @@ class Player:
             else:
                 env = {**os.environ, **self.fake.env(), **job_env, "PATH": path, **self.env,
                        **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}
-                proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail",
-                                       "-c", step["run"]], cwd=checkout, env=env,
-                                      capture_output=True, text=True, timeout=300)
+                proc = self._run(["bash", "--noprofile", "--norc", "-eo", "pipefail",
+                                  "-c", step["run"]], checkout, env, ci_run, name)
                 played.output.append(proc)
                 outcome = "success" if proc.returncode == 0 else "failure"
-            played.outcomes[name] = outcome
-            ctx["steps"][name] = {"outcome": outcome}
+                if self._cancelled(ci_run, name):
+                    outcome = "cancelled"
+            played.outcomes[step_name] = outcome
+            ctx["steps"][step_name] = {"outcome": outcome}
             if outcome == "failure" and str(step.get("continue-on-error")).lower() != "true":
                 failed = True
         return played
+
+    def _cancelled(self, ci_run: int, name: str) -> bool:
+        return self.fake.job_status(ci_run, name) == ("completed", "cancelled")
+
+    def _run(self, args: list[str], cwd: Path, env: dict[str, str], ci_run: int,
+             name: str) -> subprocess.CompletedProcess[str]:
+        """One ``run`` step in its own session, stopped if GitHub cancels the job."""
+        proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        with self._lock:
+            self._running.add(proc)
+        deadline = time.monotonic() + 300
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline or self._cancelled(ci_run, name):
+                        _kill(proc)
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
     def _action(self, uses: str, given: dict[str, str], ci_run: int) -> str:
         action = uses.split("@", 1)[0]
@@ -195,3 +245,30 @@ class Player:
             # download-artifact fails when a pattern matches nothing
             return "success" if found else "failure"
         return "success"  # checkout, setup-python: the clone and this interpreter
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session ``sid``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[3]) == sid:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _kill(proc: subprocess.Popen[str], grace: float = 1.0) -> None:
+    """What a runner does to a cancelled step: SIGTERM to every process the step
+    started (its session: ``timeout`` puts the track in a process group of its own),
+    SIGKILL to what is left after ``grace`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _session(proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        if sig == signal.SIGTERM:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=grace)

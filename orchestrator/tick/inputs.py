@@ -8,16 +8,20 @@
 - After a lost compare-and-swap, :meth:`TickInputs.on` gives the inputs for the new
   tip; the schedules are parsed again only when the memo vouched for some of them on
   the tip it lost to.
+- :meth:`TickInputs.load` reads the checkout (the schedule files, ``orchestrator.json``,
+  git's listing for the memo); :meth:`TickInputs.of` takes them as given, for a tick
+  whose schedules and settings are already in memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from ..planner import Caps
-from ..spec.config import RepoSettings
+from ..spec.config import RepoConfig, RepoSettings
 from ..spec.models import Schedule
 from ..state import index as state_index
 from ..state.breaker import Breaker
@@ -54,6 +58,25 @@ class TickInputs:
             invalid.append(settings.caps_problem)
         return cls(snapshot, loaded, _planned(parsed.schedules, held), tuple(invalid), held,
                    settings, memo)
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, schedules: Iterable[Schedule],
+           settings: RepoSettings | None = None, *,
+           invalid: Iterable[str] = ()) -> TickInputs:
+        """The inputs for ``snapshot`` with ``schedules`` already parsed, without reading
+        a checkout: no schedule file, no ``orchestrator.json`` (``settings``, default:
+        the defaults of an absent file), no memo of quiet schedules. ``invalid`` are
+        the lines of schedule files that did not parse. Held schedules are left out,
+        as :meth:`load` leaves them out."""
+        if settings is None:
+            settings = RepoSettings(RepoConfig(), None, b"(none)")
+        loaded = state_index.load(snapshot.files)
+        held = frozenset(loaded.state.held_schedules())
+        lines = list(invalid)
+        if settings.caps_problem:
+            lines.append(settings.caps_problem)
+        return cls(snapshot, loaded, _planned(list(schedules), held), tuple(lines), held,
+                   settings, None)
 
     def on(self, snapshot: Snapshot, repo: Path) -> TickInputs:
         """The inputs for ``snapshot``, the tip a lost compare-and-swap ended on."""

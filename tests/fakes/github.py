@@ -16,8 +16,8 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   with ``Link`` headers, newest first);
 - ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (``filter=latest``,
   the default, or ``all``; paginated), ``POST .../actions/runs/{id}/cancel`` (``202``
-  and carried out :data:`CANCEL_DELAY` later, or ``409`` once completed); a deleted run
-  answers ``404``.
+  and carried out :attr:`~FakeGitHub.cancel_delay` later, :data:`CANCEL_DELAY` unless
+  a test sets it, or ``409`` once completed); a deleted run answers ``404``.
 - ``GET .../actions/runs/{id}/artifacts`` (``name`` filter; paginated) and
   ``GET .../actions/artifacts/{id}/zip``, which answers ``302`` to a signed URL on this
   server (served without a token, as GitHub's blob storage is) or ``410`` once the
@@ -519,6 +519,8 @@ class FakeGitHub:
         self.now: datetime | None = None
         """The fake's clock for ``created_at`` and rate-limit resets (default: real time)."""
         self.supports_run_details = ghes is None
+        self.cancel_delay = CANCEL_DELAY
+        """How long after an accepted cancel GitHub carries it out (by :attr:`now`)."""
         self.jobs_appear = True
         self.broken_labels: dict[str, str] = {}
         """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
@@ -679,6 +681,15 @@ class FakeGitHub:
                 job.completed_at = now
             self.runs[run_id].updated_at = now
             self._release(self.runs[run_id])
+
+    def job_status(self, run_id: int, track: str) -> tuple[str, str | None]:
+        """The status and conclusion of the job of ``track`` (as :meth:`set_job` finds
+        it), after carrying out what is due (:meth:`settle`): what a runner asks GitHub
+        while it plays the job."""
+        with self._lock:
+            self.settle()
+            job = self._job(run_id, track)
+            return job.status, job.conclusion
 
     def _release(self, run: FakeRun) -> None:
         """Create the jobs that waited for the others, once those have all completed
@@ -959,7 +970,7 @@ class FakeGitHub:
                 return 409, {"message": "Cannot cancel a workflow run that is completed."}, None
             # GitHub accepts the cancel and carries it out later: the run still reads
             # in progress for a while
-            run.cancel_at = run.cancel_at or self._clock() + CANCEL_DELAY
+            run.cancel_at = run.cancel_at or self._clock() + self.cancel_delay
             return 202, {}, None
         return 404, {"message": "Not Found"}, None
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_tick import cli, launches, state_of, wait_until
 
 from orchestrator.state.records import RunStatus, TrackPhase
 from orchestrator.support.times import iso
+from tests.drive import cli, launches, state_of, wait_until
 
 UNDO = ('echo "$ORCHESTRATOR_TRACK $ORCHESTRATOR_COMPENSATING $ORCHESTRATOR_ORIGINAL_RESULT"'
         ' >> "$UNDO_LOG"')
@@ -93,15 +93,15 @@ def test_a_failing_compensation_is_dead_lettered(tmp_path: Path,
     env = {"ORCHESTRATOR_WORK_DIR": str(work)}
     t0 = slot_now()
     run_id = f"saga--{t0:%Y%m%dT%H%MZ}"
-    cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=10)), env=env)
+    cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=10)), env=env, check=True)
     wait_until(lambda: exited(work, 2))
     for i in range(30):
-        cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=20 + i)), env=env)
+        cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=20 + i)), env=env, check=True)
         state, _ = state_of(repo)
         if state.runs[run_id].status is RunStatus.FAILED:
             break
         time.sleep(0.3)
     assert state.runs[run_id].status is RunStatus.FAILED
     assert state.dlq[f"{run_id}--ok"].reason == "compensation_failed"
-    listed = cli(repo, "dlq", "list").stdout
+    listed = cli(repo, "dlq", "list", check=True).stdout
     assert f"{run_id}--ok" in listed and "compensation_failed" in listed

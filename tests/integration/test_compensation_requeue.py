@@ -9,11 +9,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from test_tick import cli, launches, state_of
-
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from orchestrator.support.times import iso
+from tests.drive import cli, launches, state_of
 
 NOTE = 'echo "$ORCHESTRATOR_TRACK $ORCHESTRATOR_ATTEMPT" >> "$UNDO_LOG"'
 
@@ -46,7 +45,8 @@ def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
 
     def tick_until(done: Callable[[State], bool]) -> State:
         for _ in range(80):
-            cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=next(clock))), env=env)
+            cli(repo, "tick", "--now", iso(t0 + timedelta(seconds=next(clock))), env=env,
+                check=True)
             state, _ = state_of(repo)
             if done(state):
                 return state
@@ -65,7 +65,7 @@ def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
 
     marker.touch()  # the outside cause is fixed
     out = cli(repo, "dlq", "requeue", letter, "--by", "ops", "--reason", "service back",
-              "--now", iso(t0 + timedelta(seconds=next(clock))))
+              "--now", iso(t0 + timedelta(seconds=next(clock))), check=True)
     assert f"requeued {letter}" in out.stdout
     state, _ = state_of(repo)
     assert letter not in state.dlq
@@ -92,5 +92,5 @@ def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
     # compensation waits in the dead letter queue (only `bad` itself, parked)
     assert state.runs[run_id].status is RunStatus.FAILED
     assert sorted(state.dlq) == [f"{run_id}--bad"]
-    listed = cli(repo, "dlq", "list").stdout
+    listed = cli(repo, "dlq", "list", check=True).stdout
     assert "compensation_failed" not in listed

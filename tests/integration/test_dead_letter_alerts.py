@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from test_operate import Monitor
-from test_tick import cli, launches, wait_until
 
 from tests.builders import spec_data
+from tests.drive import cli, launches, wait_until
 
 KEY = "nightly--20261201T0700Z--bad"
 LATE = ("--max-staleness", "100000")  # judged on dead letters, not on the clock
@@ -30,12 +30,13 @@ def monitor() -> Iterator[Monitor]:
 def park(repo: Path, work: Path, *tick_args: str, summary: Path | None = None) -> str:
     """Two ticks: the first dispatches `good` and `bad`, the second parks `bad`."""
     env = {"ORCHESTRATOR_WORK_DIR": str(work)}
-    cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", *tick_args, env=env)
+    cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", *tick_args, env=env, check=True)
     wait_until(lambda: len(launches(work)) == 2)
     time.sleep(0.5)
     if summary is not None:
         env["GITHUB_STEP_SUMMARY"] = str(summary)
-    return cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", *tick_args, env=env).stdout
+    return cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", *tick_args, env=env,
+               check=True).stdout
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_a_parked_track_signals_failure_and_leads_the_job_summary(
     assert f"- `{KEY}`: failed after 1 attempt(s)" in text
     # the next tick parks nothing new: a plain heartbeat again
     cli(repo, "tick", "--now", "2026-12-01T07:03:00Z", "--heartbeat-url", monitor.url,
-        env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+        env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}, check=True)
     assert monitor.paths[-1] == "/ping/abc"
 
 
@@ -82,5 +83,5 @@ def test_status_exits_6_while_dead_letters_wait(tmp_path: Path, repo: Path) -> N
     assert failing.returncode == 6
     assert "1 dead letter(s) wait for a decision" in failing.stderr
     assert "dead letters  1" in failing.stdout  # the report is printed all the same
-    cli(repo, "dlq", "discard", KEY, "--reason", "known flaky")
-    assert cli(repo, "status", *LATE, *now, "--fail-on-dead-letters").returncode == 0
+    cli(repo, "dlq", "discard", KEY, "--reason", "known flaky", check=True)
+    assert cli(repo, "status", *LATE, *now, "--fail-on-dead-letters", check=True).returncode == 0

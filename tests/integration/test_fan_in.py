@@ -10,9 +10,6 @@ one-shot ``at`` schedule a minute ago), since the legs measure their own times.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,9 +17,10 @@ from typing import Any
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus, TrackPhase
+from tests.drive import STATE_BRANCH as BRANCH
+from tests.drive import github_tick, read_state, run_ticks, start_github_tick
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin
-from tests.integration.test_github_tick import BRANCH, github_tick, read_state, run_ticks
 from tests.workflow_player import Player
 
 RESULT = ('python3 -c "import json,os; json.dump({\'summary\': \'built \' + '
@@ -62,15 +60,6 @@ def _play_legs(player: Player, ci_run: int, inputs: dict[str, str]) -> None:
 def _commits(repo: Path) -> int:
     git("fetch", "--quiet", "origin", BRANCH, cwd=repo)
     return int(git("rev-list", "--count", "FETCH_HEAD", cwd=repo))
-
-
-def _tick(repo: Path, fake: FakeGitHub, *options: str) -> subprocess.Popen[str]:
-    """``orchestrator tick --executor github`` as a process, on the real clock."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
-         "--executor", "github", *options],
-        env={**os.environ, **fake.env()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
 
 
 def _history(state: state_model.State, run_id: str) -> dict[str, list[str]]:
@@ -218,8 +207,9 @@ def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
 
     fan_in_repo = clone(origin, tmp_path / "fan-in")
     before = _commits(repo)
-    run_ticks([_tick(fan_in_repo, fake_github, "--run", run_id, "--outcomes", str(outcomes)),
-               *(_tick(c, fake_github) for c in clones)])
+    run_ticks([start_github_tick(fan_in_repo, None, fake_github, "--run", run_id,
+                                 "--outcomes", str(outcomes)),
+               *(start_github_tick(c, None, fake_github) for c in clones)])
 
     assert _commits(repo) == before + 1  # one won; the others re-planned to nothing
     state, files = read_state(repo)

@@ -4,48 +4,19 @@ tick`` processes racing each other, and the fake GitHub server on 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator.executors.github import GitHubExecutor
 from orchestrator.state import layout
-from orchestrator.state import model as state_model
-from orchestrator.state.breaker import Breaker, BreakerPolicy
 from orchestrator.state.records import RunStatus, TrackPhase
-from orchestrator.store import GitStateStore
-from orchestrator.tick.shell import Tick, TickResult
+from tests.drive import github_tick, read_state, run_ticks, start_github_tick
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
-from tests.indexcheck import assert_index_agrees
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
 BRANCH = "orchestrator-state"
-
-
-def read_state(repo: Path) -> tuple[state_model.State, dict[str, bytes]]:
-    snap = GitStateStore(repo, "origin", BRANCH).read()
-    assert_index_agrees(snap.files)  # after every step of every test here
-    return state_model.load(snap.files, all_tracks=True), dict(snap.files)
-
-
-def cli_tick(repo: Path, now: datetime, fake: FakeGitHub,
-             **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
-         "--executor", "github", "--now", f"{now:%Y-%m-%dT%H:%M:%SZ}"],
-        env={**os.environ, **fake.env(), **env}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-
-
-def run_ticks(procs: list[subprocess.Popen[str]]) -> list[str]:
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0] * len(procs), [o[1] for o in outs]
-    return [o[0] for o in outs]
 
 
 def tracks_spec(*names: str, **extra: Any) -> list[dict[str, Any]]:
@@ -60,7 +31,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     fake_github.now = T0 + timedelta(minutes=1)
 
     # Four ticks at once (a late scheduled one and manual ones): one wins the mark.
-    run_ticks([cli_tick(c, T0 + timedelta(minutes=1), fake_github) for c in clones])
+    run_ticks([start_github_tick(c, T0 + timedelta(minutes=1), fake_github) for c in clones])
 
     [call] = fake_github.dispatches
     assert call.status == 200 and call.authorized
@@ -80,7 +51,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     # Legs start: the next tick reads `running` from the jobs API.
     fake_github.now = T0 + timedelta(minutes=3)
     fake_github.start_all(ci_run)
-    run_ticks([cli_tick(clones[1], T0 + timedelta(minutes=3), fake_github)])
+    run_ticks([start_github_tick(clones[1], T0 + timedelta(minutes=3), fake_github)])
     state, _ = read_state(clones[1])
     assert {t.phase for t in state.tracks[RUN].values()} == {TrackPhase.RUNNING}
     assert state.tracks[RUN]["a"].started_at == T0 + timedelta(minutes=3)
@@ -88,7 +59,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     # One finishes, then the others; each tick folds in what it sees.
     fake_github.now = T0 + timedelta(minutes=6)
     fake_github.set_job(ci_run, "a", "completed", "success")
-    run_ticks([cli_tick(clones[2], T0 + timedelta(minutes=7), fake_github)])
+    run_ticks([start_github_tick(clones[2], T0 + timedelta(minutes=7), fake_github)])
     state, _ = read_state(clones[2])
     phases = {n: t.phase for n, t in state.tracks[RUN].items()}
     assert phases == {"a": TrackPhase.COMPLETE, "b": TrackPhase.RUNNING,
@@ -97,8 +68,8 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     fake_github.now = T0 + timedelta(minutes=9)
     fake_github.complete_all(ci_run)
     summary = tmp_path / "summary.md"
-    run_ticks([cli_tick(clones[3], T0 + timedelta(minutes=10), fake_github,
-                        GITHUB_STEP_SUMMARY=str(summary))])
+    run_ticks([start_github_tick(clones[3], T0 + timedelta(minutes=10), fake_github,
+                                 GITHUB_STEP_SUMMARY=str(summary))])
     state, files = read_state(clones[3])
     assert {t.phase for t in state.tracks[RUN].values()} == {TrackPhase.COMPLETE}
     assert state.runs[RUN].status is RunStatus.COMPLETED
@@ -110,28 +81,6 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
     assert all(r.authorized for r in fake_github.requests)
     assert not any(fake_github.token in p.read_text(errors="ignore")
                    for p in (origin / "refs").rglob("*") if p.is_file())
-
-
-class Sleeper:
-    def __init__(self, fake: FakeGitHub) -> None:
-        self.fake = fake
-
-    def __call__(self, seconds: float) -> None:
-        self.fake.now = (self.fake.now or T0) + timedelta(seconds=seconds)
-
-
-def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
-    """A tick in this process, whose executor sleeps on the fake's clock."""
-    policy = BreakerPolicy(threshold=5, cooldown=timedelta(minutes=15))
-    fake.now = now
-
-    def make(breaker: Breaker | None) -> GitHubExecutor:
-        return GitHubExecutor(fake.repository, fake.token, api_url=fake.api_url, now=now,
-                              breaker=breaker, sleep=Sleeper(fake), policy=policy)
-
-    store = GitStateStore(repo, "origin", BRANCH)
-    return Tick(store, repo, make, now, executor_name="github",
-                dispatch_grace=timedelta(minutes=10)).run()
 
 
 def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(

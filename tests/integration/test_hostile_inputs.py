@@ -18,22 +18,12 @@ from typing import Any
 import pytest
 
 from tests.builders import spec_data
+from tests.drive import cli, cli_tick
 from tests.gitrepo import clone, git, make_origin
 
 NOW = "2026-12-01T07:00:30Z"
 EVERY = spec_data("* * * * *", run="true", overlap="allow")
 BRANCH = "orchestrator-state"
-
-
-def run_cli(repo: Path, work: Path, *args: str, env: dict[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work), **(env or {})})
-
-
-def tick(repo: Path, work: Path, now: str = NOW, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return run_cli(repo, work, "tick", "--now", now, **kw)
 
 
 def assert_fired(proc: subprocess.CompletedProcess[str], slot: str = "20261201T0700Z") -> None:
@@ -78,14 +68,14 @@ def test_a_bad_schedule_file_is_named_and_the_others_fire(repo: Path, tmp_path: 
                                                           name: str) -> None:
     text, problem = BAD_SCHEDULES[name]
     (repo / "schedules" / f"{name}.json").write_text(text)
-    proc = tick(repo, tmp_path / "work")
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
     assert problem in line
     assert len(line) < 400  # one line, not the whole input echoed back
-    again = tick(repo, tmp_path / "work", now="2026-12-01T07:01:30Z")
+    again = cli_tick(repo, "2026-12-01T07:01:30Z", work=tmp_path / "work")
     assert_fired(again, "20261201T0701Z")
-    check = run_cli(repo, tmp_path / "work", "validate")
+    check = cli(repo, "validate", work=tmp_path / "work")
     assert check.returncode == 1
     assert f"schedules/{name}.json" in check.stdout + check.stderr
     assert "every" in check.stdout  # the valid file is still previewed
@@ -132,7 +122,7 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
         repo: Path, tmp_path: Path, name: str) -> None:
     make, problem = ODD_FILES[name]
     make(repo / "schedules" / f"{name}.json")
-    proc = tick(repo, tmp_path / "work", timeout=30)
+    proc = cli_tick(repo, NOW, work=tmp_path / "work", timeout=30)
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
     assert problem in line
@@ -143,7 +133,7 @@ def test_an_orchestrator_json_that_is_not_a_regular_file_is_named_and_the_others
         repo: Path, tmp_path: Path, name: str) -> None:
     make, problem = ODD_FILES[name]
     make(repo / "orchestrator.json")
-    proc = tick(repo, tmp_path / "work", timeout=30)
+    proc = cli_tick(repo, NOW, work=tmp_path / "work", timeout=30)
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if "orchestrator.json" in x)
     assert problem in line
@@ -156,7 +146,7 @@ def test_validate_does_not_wait_on_a_workflow_file_that_is_a_fifo(repo: Path,
     os.mkfifo(workflows / "track.yml")
     (repo / "schedules" / "cheap.json").write_text(
         _json({"cron": "7 * * * *", "fan_in": "next_tick", "tracks": TRACK}))
-    proc = run_cli(repo, tmp_path / "work", "validate", "--format", "json", timeout=30)
+    proc = cli(repo, "validate", "--format", "json", work=tmp_path / "work", timeout=30)
     assert proc.returncode == 0, proc.stderr
     [cheap] = [s for s in json.loads(proc.stdout)["schedules"] if s["id"] == "cheap"]
     # a FIFO is no workflow file: the schedule's workflow is said to be missing
@@ -196,7 +186,7 @@ OLD_RUN = "every--20261201T0655Z"
 @pytest.fixture
 def fired(repo: Path, tmp_path: Path) -> Path:
     """``repo`` after a tick at 06:55 fired ``OLD_RUN`` (and its track completed)."""
-    first = tick(repo, tmp_path / "work", now="2026-12-01T06:55:30Z")
+    first = cli_tick(repo, "2026-12-01T06:55:30Z", work=tmp_path / "work")
     assert_fired(first, "20261201T0655Z")
     return repo
 
@@ -220,16 +210,16 @@ def test_a_corrupt_state_record_is_quarantined_and_the_rest_is_served(
         fired: Path, tmp_path: Path, name: str) -> None:
     files, culprit = CORRUPT_RECORDS[name]
     edit_state(origin_of(fired), tmp_path, files)
-    proc = tick(fired, tmp_path / "work")
+    proc = cli_tick(fired, NOW, work=tmp_path / "work")
     if name == "huge-int":  # the schedule's own cursor is held; nothing else is lost
         assert proc.returncode == 0, proc.stderr
     else:
         assert_fired(proc)
     assert f"quarantined {culprit}" in proc.stdout
-    status = run_cli(fired, tmp_path / "work", "status", "--max-staleness", "100000")
+    status = cli(fired, "status", "--max-staleness", "100000", work=tmp_path / "work")
     assert "Traceback" not in status.stderr
     assert culprit in status.stdout
-    again = tick(fired, tmp_path / "work", now="2026-12-01T07:01:30Z")
+    again = cli_tick(fired, "2026-12-01T07:01:30Z", work=tmp_path / "work")
     assert f"quarantined {culprit}" in again.stdout  # on every tick, not once
     snap = git("show", f"{BRANCH}:{next(iter(files))}", cwd=origin_of(fired))
     assert snap.encode()[:50] == next(iter(files.values()))[:50]  # left alone
@@ -241,7 +231,7 @@ def test_a_run_id_that_climbs_out_of_the_state_tree_is_quarantined(
     record = json.loads(git("show", f"{BRANCH}:{path}", cwd=origin_of(fired)))
     record["run_id"] = "../../evil"
     edit_state(origin_of(fired), tmp_path, {path: json.dumps(record).encode()})
-    proc = tick(fired, tmp_path / "work")
+    proc = cli_tick(fired, NOW, work=tmp_path / "work")
     assert_fired(proc)
     assert f"quarantined {path}: run_id: '../../evil' does not match" in proc.stdout
 
@@ -265,7 +255,7 @@ def test_a_tree_entry_named_dot_dot_is_quarantined(fired: Path, tmp_path: Path) 
                 f"{plumb('mktree', cwd=origin, input_text=state)}\tstate\n")
     commit = git("commit-tree", top, "-p", BRANCH, "-m", "a '..' entry", cwd=origin)
     git("update-ref", f"refs/heads/{BRANCH}", commit, cwd=origin)
-    proc = tick(fired, tmp_path / "work")
+    proc = cli_tick(fired, NOW, work=tmp_path / "work")
     assert_fired(proc)
     assert "quarantined state/runs/'..': not a run id" in proc.stdout
 
@@ -275,19 +265,19 @@ def test_a_run_whose_track_record_vanished_ends_at_its_deadline(repo: Path,
     (repo / "schedules" / "gone.json").write_text(json.dumps(
         spec_data("* * * * *", run="true", deadline_minutes=2)))  # overlap: skip
     work = tmp_path / "work"
-    first = tick(repo, work, now="2026-12-01T06:55:30Z")
+    first = cli_tick(repo, "2026-12-01T06:55:30Z", work=work)
     assert "gone--20261201T0655Z: fired" in first.stdout
     edit_state(origin_of(repo), tmp_path,
                {"state/runs/gone--20261201T0655Z/tracks/a.json": None})
-    before = tick(repo, work, now="2026-12-01T06:56:30Z")
+    before = cli_tick(repo, "2026-12-01T06:56:30Z", work=work)
     assert_fired(before, "20261201T0656Z")
     assert ("gone--20261201T0655Z: no record of track(s) a; treated as lost, the run ends "
             "at its deadline 2026-12-01T06:57:30Z") in before.stdout
-    after = tick(repo, work, now="2026-12-01T06:58:30Z")
+    after = cli_tick(repo, "2026-12-01T06:58:30Z", work=work)
     assert_fired(after, "20261201T0658Z")
     assert "gone--20261201T0655Z: consolidating (1 lost)" in after.stdout
     assert "gone--20261201T0655Z: failed; brief rendered" in after.stdout
-    later = tick(repo, work, now="2026-12-01T06:59:30Z")
+    later = cli_tick(repo, "2026-12-01T06:59:30Z", work=work)
     assert "gone--20261201T0659Z: fired" in later.stdout  # overlap: skip no longer blocks
 
 
@@ -297,7 +287,7 @@ def test_a_huge_poll_log_is_cut_to_its_newest_lines_in_the_tick_and_the_brief(
     line = json.dumps({"at": "2026-12-01T06:55:30Z", "executor": "local",
                        "changes": ["x" * 200]}) + "\n"
     edit_state(origin_of(fired), tmp_path, {path: line.encode() * 20_000})  # 4.6 MB
-    proc = tick(fired, tmp_path / "work")
+    proc = cli_tick(fired, NOW, work=tmp_path / "work")
     assert_fired(proc)
     assert f"{OLD_RUN}: completed; brief rendered" in proc.stdout
     origin = origin_of(fired)
@@ -347,14 +337,14 @@ def test_a_poisonous_result_becomes_that_attempts_error(repo: Path, tmp_path: Pa
     (repo / "schedules" / "bad.json").write_text(json.dumps(
         spec_data("* * * * *", run=command, overlap="allow")))
     work = tmp_path / "work"
-    assert_fired(tick(repo, work))
+    assert_fired(cli_tick(repo, NOW, work=work))
     wait_finished(work, "bad--20261201T0700Z--a--1")
-    proc = tick(repo, work, now="2026-12-01T07:01:30Z", timeout=30)
+    proc = cli_tick(repo, "2026-12-01T07:01:30Z", work=work, timeout=30)
     assert_fired(proc, "20261201T0701Z")
     assert "bad--20261201T0700Z: a: dispatched -> complete" in proc.stdout
     record = track_record(repo, "bad--20261201T0700Z")
     assert problem in record["result"]["error"]
-    again = tick(repo, work, now="2026-12-01T07:02:30Z", timeout=30)
+    again = cli_tick(repo, "2026-12-01T07:02:30Z", work=work, timeout=30)
     assert_fired(again, "20261201T0702Z")
 
 
@@ -385,9 +375,9 @@ def test_a_track_gets_no_token_and_what_it_prints_is_redacted(repo: Path,
     env = {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN[::-1]}
     work = tmp_path / "work"
     # a local origin: the token is not sent anywhere, it is only in the environment
-    assert_fired(tick(repo, work, env=env))
+    assert_fired(cli_tick(repo, NOW, work=work, env=env))
     wait_finished(work, "leaky--20261201T0700Z--a--1")
-    proc = tick(repo, work, now="2026-12-01T07:01:30Z", env=env)
+    proc = cli_tick(repo, "2026-12-01T07:01:30Z", work=work, env=env)
     assert_fired(proc, "20261201T0701Z")
     assert "leaky--20261201T0700Z: a: dispatched -> failed" in proc.stdout
     record = track_record(repo, "leaky--20261201T0700Z")
@@ -410,7 +400,7 @@ def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
                               "<img src=x onerror=alert(1)>\n| injected | row |")
     (repo / "schedules" / "shiny.json").write_text(json.dumps(hostile))
     (repo / "schedules" / "bad\n| x | y |\n<script>.json").write_text("{}")
-    proc = run_cli(repo, tmp_path / "work", "validate", "--format", "markdown")
+    proc = cli(repo, "validate", "--format", "markdown", work=tmp_path / "work")
     assert proc.returncode == 1
     html = MarkdownIt("commonmark", {"html": True}).enable(["table"]).render(proc.stdout)
     assert "<script" not in html and "<img" not in html
@@ -418,7 +408,7 @@ def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
     assert "injected" in html and "<td>injected</td>" not in html
     # the invalid-files table (the first; the estimate's follow): its head and one row
     assert html.split("</table>")[0].count("<tr>") == 2
-    assert_fired(tick(repo, tmp_path / "work"))  # and both valid schedules still fire
+    assert_fired(cli_tick(repo, NOW, work=tmp_path / "work"))  # and both valid schedules still fire
 
 
 # --------------------------------------------------------------------- faults
@@ -426,7 +416,7 @@ def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
 
 def test_without_git_on_path_commands_exit_3_with_one_line(repo: Path, tmp_path: Path) -> None:
     for args in (["tick", "--now", NOW], ["status"], ["runs", "list"]):
-        proc = run_cli(repo, tmp_path / "work", *args, env={"PATH": str(tmp_path / "empty")})
+        proc = cli(repo, *args, work=tmp_path / "work", env={"PATH": str(tmp_path / "empty")})
         assert proc.returncode == 3, proc.stderr
         assert proc.stderr == ("orchestrator: cannot run git (No such file or directory): "
                                "install git or put it on PATH\n")
@@ -445,7 +435,7 @@ def _read_only(path: Path) -> list[str]:
 
 def test_a_read_only_checkout_exits_3_with_one_line(repo: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    assert_fired(tick(repo, work, now="2026-12-01T06:55:30Z"), "20261201T0655Z")
+    assert_fired(cli_tick(repo, "2026-12-01T06:55:30Z", work=work), "20261201T0655Z")
     proc = subprocess.run(
         [*_read_only(repo), sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick",
          "--now", NOW], capture_output=True, text=True, timeout=120,
@@ -460,16 +450,16 @@ def test_a_report_for_an_attempt_that_is_not_current_is_refused(repo: Path,
     (repo / "schedules" / "slow.json").write_text(json.dumps(
         spec_data("* * * * *", run="sleep 3", overlap="allow")))
     work = tmp_path / "work"
-    assert_fired(tick(repo, work))
+    assert_fired(cli_tick(repo, NOW, work=work))
     for attempt in ("2", "7"):
-        proc = run_cli(repo, work, "report", "--run", "slow--20261201T0700Z", "--track", "a",
-                       "--phase", "complete", "--attempt", attempt)
+        proc = cli(repo, "report", "--run", "slow--20261201T0700Z", "--track", "a",
+                   "--phase", "complete", "--attempt", attempt, work=work)
         assert proc.returncode == 1
         assert proc.stderr == (f"orchestrator: refused the complete report of attempt "
                                f"{attempt} for slow--20261201T0700Z/a: the current attempt "
                                "is 1\n")
     assert track_record(repo, "slow--20261201T0700Z")["phase"] == "dispatched"
-    assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z"), "20261201T0701Z")
+    assert_fired(cli_tick(repo, "2026-12-01T07:01:30Z", work=work), "20261201T0701Z")
 
 
 @pytest.mark.parametrize("given", [None, "1"])
@@ -490,7 +480,7 @@ def test_a_track_sees_its_users_environment_not_the_orchestrators_own_settings(
                           env={**env, "ORCHESTRATOR_WORK_DIR": str(work)})
     assert_fired(proc)
     wait_finished(work, "every--20261201T0700Z--a--1")
-    assert_fired(tick(repo, work, now="2026-12-01T07:01:30Z", env=env), "20261201T0701Z")
+    assert_fired(cli_tick(repo, "2026-12-01T07:01:30Z", work=work, env=env), "20261201T0701Z")
     summary = track_record(repo, "every--20261201T0700Z")["result"]["summary"]
     assert summary == f"[{given or 'unset'}]"
 
@@ -513,10 +503,14 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                     "    x: int\nM(x=1)\n"], env=env, check=True, timeout=60)
     assert marker.read_text() == "loaded\n"
     marker.unlink()
-    # ...never for the orchestrator, whose tick validates many: it does not even look
+    # ...never for the orchestrator, whose tick validates many: it does not even read
+    # an entry point (an audit hook sees every file the process opens)
     seen = ("import atexit, runpy, sys\n"
-            "atexit.register(lambda: print('METADATA', 'importlib.metadata' in sys.modules,"
-            " file=sys.stderr))\n"
+            "opened = []\n"
+            "sys.addaudithook(lambda event, args: opened.append(str(args[0]))"
+            " if event == 'open' else None)\n"
+            "atexit.register(lambda: print('ENTRY POINTS READ', any(p.endswith("
+            "'entry_points.txt') for p in opened), file=sys.stderr))\n"
             "sys.argv = ['orchestrator', *sys.argv[1:]]\n"
             "runpy.run_module('orchestrator', run_name='__main__')\n")
     work = tmp_path / "work"
@@ -525,7 +519,7 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                           env={**env, "ORCHESTRATOR_WORK_DIR": str(work)})
     assert_fired(proc)
     assert not marker.exists()
-    assert "METADATA False" in proc.stderr
+    assert "ENTRY POINTS READ False" in proc.stderr
     # unless the environment turns plugins on: pydantic's own loader then loads it
     proc = subprocess.run([sys.executable, "-c", seen, "--repo", str(repo), "tick", "--now",
                            "2026-12-01T07:01:30Z"], capture_output=True, text=True,
@@ -533,4 +527,4 @@ def test_a_pydantic_plugin_installed_beside_the_orchestrator_is_never_loaded(
                                            "PYDANTIC_DISABLE_PLUGINS": ""})
     assert_fired(proc, "20261201T0701Z")
     assert marker.read_text() == "loaded\n"
-    assert "METADATA True" in proc.stderr
+    assert "ENTRY POINTS READ True" in proc.stderr

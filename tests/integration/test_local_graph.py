@@ -4,20 +4,16 @@ git (a bare origin in a temp folder), real ticks, real processes."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
 from orchestrator.state import layout
-from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus, TrackPhase
-from orchestrator.store import GitStateStore
 from orchestrator.support.times import parse_utc
 from tests.builders import spec_data
+from tests.drive import state_of, tick
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -32,20 +28,6 @@ CONSOLIDATE = (
     "json.dump({\"summary\": \"merged \" + \", \".join(n + \" \" + v[\"phase\"] for n, v in "
     "sorted(r.items())), \"seen\": r}, open(os.environ[\"ORCHESTRATOR_RESULT\"], \"w\"))'"
 )
-
-
-def tick(repo: Path, now: datetime, work: Path) -> Any:
-    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
-    try:
-        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-        return make_tick(cfg, "local", now).run()
-    finally:
-        del os.environ["ORCHESTRATOR_WORK_DIR"]
-
-
-def state_of(repo: Path) -> tuple[state_model.State, Any]:
-    snap = GitStateStore(repo, "origin", BRANCH).read()
-    return state_model.load(snap.files, all_tracks=True), snap
 
 
 def settled(work: Path, keys: list[str], timeout: float = 20.0) -> None:

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
 from orchestrator.state.records import Run, RunStatus
 from orchestrator.store import GitStateStore, Snapshot
 from tests.builders import spec_data
+from tests.drive import tick
 from tests.gitrepo import clone, git, make_origin
 from tests.indexcheck import assert_index_agrees
 
@@ -28,15 +27,6 @@ BRANCH = "orchestrator-state"
 
 def files_of(repo: Path) -> Snapshot:
     return GitStateStore(repo, "origin", BRANCH).read()
-
-
-def tick(repo: Path, now: datetime, work: Path) -> list[str]:
-    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
-    try:
-        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-        return make_tick(cfg, "local", now).run().log
-    finally:
-        del os.environ["ORCHESTRATOR_WORK_DIR"]
 
 
 def by_hand(repo: Path, message: str, edit: dict[str, bytes | None]) -> None:
@@ -81,7 +71,7 @@ def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path
     repo, work = started(tmp_path)
     before = set(si.all_runs(files_of(repo).files))
     by_hand(repo, "remove the index", {si.OPEN_INDEX: None})
-    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work).log
     assert log[0] == "state/open.json is missing: rebuilt from 3 run record(s), 1 open"
     files = files_of(repo).files
     assert_index_agrees(files)
@@ -91,7 +81,7 @@ def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path
     assert "nightly--20261203T0700Z: consolidating (1 tapped_out)" in log
     assert si.load(files).index.runs == {}
     # the next tick trusts it again, and the next slot fires beside the open run
-    log = tick(repo, T0 + timedelta(days=3, minutes=1), work)
+    log = tick(repo, T0 + timedelta(days=3, minutes=1), work).log
     assert not any("open.json" in line for line in log)
     assert_index_agrees(files_of(repo).files)
     assert len(si.all_runs(files_of(repo).files)) == 4
@@ -100,7 +90,7 @@ def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path
 def test_a_corrupted_index_is_rebuilt_with_a_note(tmp_path: Path) -> None:
     repo, work = started(tmp_path)
     by_hand(repo, "break the index", {si.OPEN_INDEX: b'{"format": 1, "runs": {"x": 1}'})
-    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work).log
     assert log[0].startswith("state/open.json is unreadable (state/open.json: (root): ")
     assert "invalid JSON" in log[0]
     assert log[0].endswith("rebuilt from 3 run record(s), 1 open")
@@ -149,7 +139,7 @@ def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> N
     git("clone", "--quiet", "--depth=1", f"file://{origin}", str(runner))
     assert git("rev-parse", "--is-shallow-repository", cwd=runner) == "true"
     before = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner)
-    assert tick(runner, T0 + timedelta(days=2, minutes=5), work) == []  # nothing to do
+    assert tick(runner, T0 + timedelta(days=2, minutes=5), work).log == []  # nothing to do
     assert git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner) == before
     tip = git("ls-remote", str(origin), f"refs/heads/{BRANCH}", cwd=runner).split()[0]
     missing = git("rev-list", "--objects", "--missing=print", tip, cwd=runner).split("\n")
@@ -170,7 +160,7 @@ def traced_tick(repo: Path, now: datetime, work: Path, trace: Path) -> list[str]
     trace.unlink(missing_ok=True)
     os.environ["GIT_TRACE"] = str(trace)
     try:
-        return tick(repo, now, work)
+        return tick(repo, now, work).log
     finally:
         del os.environ["GIT_TRACE"]
 
@@ -239,7 +229,7 @@ def test_a_run_added_by_hand_is_found_although_the_index_named_a_tree(
     by_hand(repo, "a run behind the index's back", {layout.run_path(added): codec.to_json(
         run.model_copy(update={"run_id": added, "status": RunStatus.RUNNING,
                                "slot": T0 - timedelta(days=1)}))})
-    log = tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    log = tick(repo, T0 + timedelta(days=2, minutes=5), work).log
     assert log[0] == ("state/open.json was written for 3 run folder(s), state/runs holds 4: "
                       "rebuilt from 4 run record(s), 1 open")
     assert_index_agrees(files_of(repo).files)
@@ -249,13 +239,7 @@ def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
     by_hand(repo, "a stray folder", {"state/runs/not-a-run/x.json": b"{}\n"})
-    cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
-    try:
-        lines = [make_tick(cfg, "local", T0 + timedelta(days=2, minutes=m)).run().quarantined
-                 for m in (5, 6)]
-    finally:
-        del os.environ["ORCHESTRATOR_WORK_DIR"]
+    lines = [tick(repo, T0 + timedelta(days=2, minutes=m), work).quarantined for m in (5, 6)]
     named = "quarantined state/runs/'not-a-run': not a run id; that folder is left alone"
     assert lines == [[named], [named]]
     assert si.load(files_of(repo).files).vouched  # the second one did not list the runs
@@ -266,7 +250,7 @@ def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -
     track = f"{layout.run_dir('nightly--20261201T0700Z')}/tracks/a.json"
     by_hand(repo, "reformat a finished track", {track: files_of(repo).files[track] + b"\n"})
     tip = git("rev-parse", f"refs/heads/{BRANCH}", cwd=tmp_path / "origin.git")
-    assert tick(repo, T0 + timedelta(days=2, minutes=5), work) == []  # nothing to do
+    assert tick(repo, T0 + timedelta(days=2, minutes=5), work).log == []  # nothing to do
     assert git("rev-parse", f"refs/heads/{BRANCH}", cwd=tmp_path / "origin.git") == tip
     loaded = si.load(files_of(repo).files)
     assert not loaded.vouched and loaded.note is None  # listed and checked: it holds

@@ -22,16 +22,10 @@ from orchestrator.spec.config import RepoConfig
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore
+from tests.drive import cli
 from tests.gitrepo import bare_origin, git
 
 BRANCH = "orchestrator-state"
-
-
-def cli(repo: Path, *args: str, env: dict[str, str] | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120,
-                          env={**os.environ, **(env or {})})
 
 
 def initialised(tmp: Path) -> Path:

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_github_tick import cli_tick, read_state, run_ticks
 
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
+from tests.drive import github_cli_tick, read_state
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 
@@ -27,11 +27,6 @@ PROBED = "nightly--20261201T0745Z"
 def legs(call_index: int, fake: FakeGitHub) -> dict[str, str | None]:
     body = fake.dispatches[call_index].body
     return {leg["key"]: leg.get("runs_on") for leg in json.loads(body["inputs"]["tracks"])}
-
-
-def tick(repo: Path, at: datetime, fake: FakeGitHub) -> str:
-    fake.now = at
-    return run_ticks([cli_tick(repo, at, fake)])[0]
 
 
 def routed(tmp_path: Path, cron: str) -> Path:
@@ -49,7 +44,7 @@ def probe_brings_gpu_back(repo: Path, fake: FakeGitHub, call_index: int) -> Stat
     """07:45, after the cooldown: one leg of the slot probes the degraded gpu label
     (half-open), the other goes where it works; the probe starts, and the label is
     healthy again. The state after that."""
-    out = tick(repo, T0 + timedelta(minutes=45), fake)
+    out = github_cli_tick(repo, T0 + timedelta(minutes=45), fake)
     assert legs(call_index, fake) == {f"{PROBED}--a--1": "gpu-self-hosted",
                                       f"{PROBED}--b--1": "ubuntu-latest"}
     assert "runner gpu-self-hosted: a probes it (degraded)" in out
@@ -57,7 +52,7 @@ def probe_brings_gpu_back(repo: Path, fake: FakeGitHub, call_index: int) -> Stat
     assert state.runners["gpu-self-hosted"].probe == f"{PROBED}--a--1"
     fake.now = T0 + timedelta(minutes=46)
     fake.set_job(max(fake.runs), "a", "in_progress")
-    out = tick(repo, T0 + timedelta(minutes=47), fake)
+    out = github_cli_tick(repo, T0 + timedelta(minutes=47), fake)
     assert "runner gpu-self-hosted: healthy again (a started on it)" in out
     state, _ = read_state(repo)
     gpu = state.runners["gpu-self-hosted"]
@@ -69,17 +64,17 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = routed(tmp_path, "0,40 7 * * *")
 
-    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
     assert legs(0, fake_github) == {f"{RUN}--a--1": "gpu-self-hosted",
                                     f"{RUN}--b--1": "gpu-self-hosted"}
     [first_ci] = fake_github.runs
     # no runner with that label takes the jobs: they stay queued
-    tick(repo, T0 + timedelta(minutes=6), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=6), fake_github)
     state, _ = read_state(repo)
     assert all(t.started_at is None for t in state.tracks[RUN].values())
     assert state.runners == {}
 
-    out = tick(repo, T0 + timedelta(minutes=11), fake_github)
+    out = github_cli_tick(repo, T0 + timedelta(minutes=11), fake_github)
     assert "no runner took it on gpu-self-hosted within 10 min" in out
     assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
                                     f"{RUN}--b--2": "ubuntu-latest"}
@@ -102,7 +97,7 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
     second_ci = max(fake_github.runs)
     fake_github.now = T0 + timedelta(minutes=12)
     fake_github.complete_all(second_ci)
-    tick(repo, T0 + timedelta(minutes=13), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=13), fake_github)
     state, files = read_state(repo)
     assert state.runs[RUN].status is RunStatus.COMPLETED
     brief = files[f"state/runs/{RUN}/brief.html"].decode()
@@ -111,7 +106,7 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
     assert "ubuntu-latest healthy" in brief
 
     # 07:40: the cooldown (30 min from 07:11) has not passed: both legs skip gpu
-    tick(repo, T0 + timedelta(minutes=40, seconds=30), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=40, seconds=30), fake_github)
     assert legs(2, fake_github) == {f"{LATER}--a--1": "ubuntu-latest",
                                     f"{LATER}--b--1": "ubuntu-latest"}
 
@@ -119,11 +114,11 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
 def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
                                                        fake_github: FakeGitHub) -> None:
     repo = routed(tmp_path, "0,45 7 * * *")
-    tick(repo, T0 + timedelta(minutes=1), fake_github)
-    tick(repo, T0 + timedelta(minutes=11), fake_github)  # gpu degraded at 07:11
+    github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=11), fake_github)  # gpu degraded at 07:11
     fake_github.now = T0 + timedelta(minutes=12)
     fake_github.complete_all(max(fake_github.runs))
-    tick(repo, T0 + timedelta(minutes=13), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=13), fake_github)
 
     state = probe_brings_gpu_back(repo, fake_github, call_index=2)
     assert state.tracks[PROBED]["a"].phase is TrackPhase.RUNNING
@@ -135,7 +130,7 @@ def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back
     repo = routed(tmp_path, "0,45 7 * * *")
     fake_github.broken_labels["gpu-self-hosted"] = how
 
-    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
     assert legs(0, fake_github) == {f"{RUN}--a--1": "gpu-self-hosted",
                                     f"{RUN}--b--1": "gpu-self-hosted"}
     [first_ci] = fake_github.runs
@@ -144,7 +139,7 @@ def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back
     assert {j.conclusion for j in fake_github.runs[first_ci].jobs if j.is_leg} == {"failure"}
 
     # well before the queue timeout: the failed start alone moves them
-    out = tick(repo, T0 + timedelta(minutes=3), fake_github)
+    out = github_cli_tick(repo, T0 + timedelta(minutes=3), fake_github)
     assert "failed to start on gpu-self-hosted, not the track's fault" in out
     assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
                                     f"{RUN}--b--2": "ubuntu-latest"}
@@ -160,7 +155,7 @@ def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back
 
     fake_github.now = T0 + timedelta(minutes=4)
     fake_github.complete_all(max(fake_github.runs))
-    tick(repo, T0 + timedelta(minutes=5), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=5), fake_github)
     state, _ = read_state(repo)
     assert state.runs[RUN].status is RunStatus.COMPLETED
 
@@ -176,12 +171,12 @@ def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
         "tracks": [{"name": "a", "run": "make a", "compensate": {"run": "unmake a"}},
                    {"name": "b", "run": "make b"}]}})
     repo = clone(origin, tmp_path / "repo")
-    tick(repo, T0 + timedelta(minutes=1), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
     [first_ci] = fake_github.runs
     fake_github.now = T0 + timedelta(minutes=2)
     fake_github.set_job(first_ci, "a", "completed", "success")
     fake_github.set_job(first_ci, "b", "completed", "failure")
-    tick(repo, T0 + timedelta(minutes=3), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=3), fake_github)
     body = fake_github.dispatches[1].body
     [leg] = json.loads(body["inputs"]["tracks"])
     assert leg["key"] == f"{RUN}--a--undo--1" and leg["run"] == "unmake a"
@@ -190,7 +185,7 @@ def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
     undo_ci = max(fake_github.runs)
     fake_github.now = T0 + timedelta(minutes=4)
     fake_github.set_job(undo_ci, f"{RUN}--a--undo--1", "completed", "success")
-    tick(repo, T0 + timedelta(minutes=5), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=5), fake_github)
     state, _ = read_state(repo)
     assert state.undos[RUN]["a"].phase is TrackPhase.COMPLETE
     assert state.tracks[RUN]["a"].phase is TrackPhase.COMPLETE  # the action stays done

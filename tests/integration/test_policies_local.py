@@ -11,11 +11,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from test_tick import cli, launches, state_of, tick, wait_until
-
 from orchestrator.state.records import RunStatus
 from orchestrator.support.times import iso, parse_utc
 from tests.builders import spec_data
+from tests.drive import cli, launches, state_of, tick, wait_until
 
 
 def slot_now() -> datetime:
@@ -145,12 +144,12 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     status = cli(repo, "status", "--now", iso(t0 + timedelta(minutes=11)), check=False)
     assert f"PAUSED since {iso(t0 + timedelta(minutes=10, seconds=30))} by orchestrator" \
         in status.stdout
-    listed = cli(repo, "schedules", "list").stdout
+    listed = cli(repo, "schedules", "list", check=True).stdout
     assert listed.startswith("nightly  paused  ")
-    shown = cli(repo, "schedules", "show", "nightly").stdout
+    shown = cli(repo, "schedules", "show", "nightly", check=True).stdout
     assert "PAUSED:    paused since" in shown and "by orchestrator: 2 consecutive" in shown
     assert "policies:  pause after 2 failed run(s) in a row" in shown
-    as_json = json.loads(cli(repo, "schedules", "show", "nightly", "--json").stdout)
+    as_json = json.loads(cli(repo, "schedules", "show", "nightly", "--json", check=True).stdout)
     assert as_json["paused"]["by"] == "orchestrator"
     # fixing the file is not a resume
     spec_file = repo / "schedules" / "nightly.json"
@@ -161,11 +160,11 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     wrong = cli(repo, "schedules", "resume", "other", "--reason", "x", check=False)
     assert wrong.returncode == 1 and "no state yet" in wrong.stderr
     cli(repo, "schedules", "resume", "nightly", "--reason", "credentials rotated",
-        "--by", "alice", "--now", iso(t0 + timedelta(minutes=16)))
+        "--by", "alice", "--now", iso(t0 + timedelta(minutes=16)), check=True)
     state, _ = state_of(repo)
     resumed = state.cursors["nightly"].resumed
     assert state.cursors["nightly"].paused is None and resumed is not None
-    assert "paused" not in cli(repo, "schedules", "list").stdout
+    assert "paused" not in cli(repo, "schedules", "list", check=True).stdout
     _, snap = state_of(repo)
     assert "is paused" not in snap.files["state/index.html"].decode()
     assert (resumed.by, resumed.reason) == ("alice", "credentials rotated")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.commands.context import Config
-from orchestrator.commands.tick import executor_factory, make_tick
+from orchestrator.commands.tick import executor_factory
 from orchestrator.spec.config import Cadence, RepoSettings
 from orchestrator.spec.files import load_all
 from orchestrator.state import codec, layout
@@ -25,8 +25,9 @@ from orchestrator.state import index as state_index
 from orchestrator.state.records import Run, RunStatus, run_id_for
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick import memo as quiet
-from orchestrator.tick.shell import Tick, TickResult
+from orchestrator.tick.shell import Tick
 from tests.builders import spec_data
+from tests.drive import tick
 from tests.gitrepo import clone, git, make_origin
 
 BRANCH = "orchestrator-state"
@@ -57,11 +58,6 @@ def work_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCHESTRATOR_WORK_DIR", str(tmp_path / "work"))
 
 
-def git_tick(repo: Path, now: datetime) -> TickResult:
-    return make_tick(Config(repo=repo, remote="origin", state_branch=BRANCH), "local",
-                     now).run()
-
-
 def tip(repo: Path) -> str:
     return git("ls-remote", "origin", f"refs/heads/{BRANCH}", cwd=repo).split()[0]
 
@@ -80,7 +76,7 @@ def quiet_checkout(tmp_path: Path) -> Path:
     origin = make_origin(tmp_path, SPECS)
     repo = clone(origin, tmp_path / "repo")
     (repo / ".git" / "info" / "exclude").write_text(".work/\n")
-    first = git_tick(repo, T0)
+    first = tick(repo, T0)
     assert first.mark_landed
     assert quiet.FOLDER in GitStateStore(repo, "origin", BRANCH).read().files
     return repo
@@ -90,7 +86,7 @@ def test_a_quiet_folder_is_not_read_on_this_clone_nor_on_a_fresh_one(tmp_path: P
     repo = quiet_checkout(tmp_path)
     written = tip(repo)
 
-    result = git_tick(repo, T0 + timedelta(minutes=10))
+    result = tick(repo, T0 + timedelta(minutes=10))
     assert result.memo is not None and result.memo.whole == {"daily", "berlin", "off"}
     assert not result.mark_landed and tip(repo) == written
     # the same next due moment as a tick that reads everything
@@ -173,7 +169,7 @@ def test_what_git_sees_changed_in_the_folder_makes_the_tick_read_it(
     repo = quiet_checkout(tmp_path)
     change(repo / "schedules")
     now = T0 + timedelta(minutes=10)
-    result = git_tick(repo, now)
+    result = tick(repo, now)
     assert result.memo is not None and result.memo.whole is None
     files = GitStateStore(repo, "origin", BRANCH).read().files
     if then == FIRES:
@@ -187,7 +183,7 @@ def test_what_git_sees_changed_in_the_folder_makes_the_tick_read_it(
         assert "berlin" not in result.memo.left_out
         assert [s.id for s in load_all(repo / "schedules").schedules] == ["daily", "off"]
     # and while the change stays, the folder is never vouched for
-    result = git_tick(repo, now + timedelta(minutes=1))
+    result = tick(repo, now + timedelta(minutes=1))
     assert result.memo is not None and result.memo.whole is None
 
 
@@ -216,8 +212,8 @@ def test_a_disabled_schedule_and_a_fired_one_shot_stay_quiet_until_they_change(
     origin = make_origin(tmp_path, {**SPECS, "once": spec_data(cron=None,
                                                                  at="2026-12-01T12:05:00Z")})
     repo = clone(origin, tmp_path / "repo")
-    git_tick(repo, T0)
-    fired = git_tick(repo, T0 + timedelta(minutes=5))
+    tick(repo, T0)
+    fired = tick(repo, T0 + timedelta(minutes=5))
     assert fired.mark_landed  # the one-shot's run, and the memo beside it
     files = GitStateStore(repo, "origin", BRANCH).read().files
     entries = json.loads(files[quiet.QUIET])["schedules"]
@@ -225,13 +221,13 @@ def test_a_disabled_schedule_and_a_fired_one_shot_stay_quiet_until_they_change(
     assert "once" not in entries  # its run is open
     assert quiet.FOLDER not in files
     for minute in range(7, 30):  # the run ends (its track is a process of its own)
-        git_tick(repo, T0 + timedelta(minutes=minute))
+        tick(repo, T0 + timedelta(minutes=minute))
         files = GitStateStore(repo, "origin", BRANCH).read().files
         if "once" in json.loads(files[quiet.QUIET])["schedules"]:
             break
         time.sleep(0.1)
     assert json.loads(files[quiet.QUIET])["schedules"]["once"]["until"] is None
-    result = git_tick(repo, T0 + timedelta(minutes=45))
+    result = tick(repo, T0 + timedelta(minutes=45))
     assert result.memo is not None and result.memo.whole == {"daily", "berlin", "off", "once"}
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
@@ -241,11 +237,11 @@ def test_a_file_git_is_told_to_assume_unchanged_is_never_vouched_for(tmp_path: P
     repo = clone(origin, tmp_path / "repo")
     # set before the memo is written: git would then never see an edit of the file
     git("update-index", "--assume-unchanged", "schedules/daily.json", cwd=repo)
-    first = git_tick(repo, T0)
+    first = tick(repo, T0)
     assert first.mark_landed and first.memo is not None and first.memo.listing is None
     assert quiet.FOLDER not in GitStateStore(repo, "origin", BRANCH).read().files
     every_five(repo / "schedules")
-    git_tick(repo, T0 + timedelta(minutes=10))
+    tick(repo, T0 + timedelta(minutes=10))
     files = GitStateStore(repo, "origin", BRANCH).read().files
     assert "state/runs/daily--20261201T1210Z/run.json" in files
 
@@ -260,7 +256,7 @@ def test_an_open_run_of_a_quiet_schedule_makes_the_tick_read_it(tmp_path: Path) 
     # opened again behind the memo's back (say, a dead letter requeued): no cursor moved
     store.transact(lambda s: state_index.refresh(s.files, {layout.run_path(run_id):
                                                            codec.to_json(run)}), "by hand")
-    result = git_tick(repo, T0 + timedelta(minutes=10))
+    result = tick(repo, T0 + timedelta(minutes=10))
     assert result.memo is not None and result.memo.whole is None
     assert "daily" not in result.memo.left_out
 
@@ -269,10 +265,10 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
         tmp_path: Path) -> None:
     origin = make_origin(tmp_path, {**SPECS, "hourly": spec_data(cron="0 * * * *")})
     repo = clone(origin, tmp_path / "repo")
-    git_tick(repo, T0 - timedelta(minutes=30))
-    git_tick(repo, T0 + timedelta(minutes=1))  # 12:00 fired and, once ended, quiet
+    tick(repo, T0 - timedelta(minutes=30))
+    tick(repo, T0 + timedelta(minutes=1))  # 12:00 fired and, once ended, quiet
     for minute in range(2, 30):
-        result = git_tick(repo, T0 + timedelta(minutes=minute))
+        result = tick(repo, T0 + timedelta(minutes=minute))
         if result.memo is not None and result.memo.whole is not None:
             break
         time.sleep(0.1)
@@ -295,10 +291,10 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
         return factory(breaker)  # type: ignore[arg-type]
 
     # a heartbeat is due: the tick has something to commit, and its push loses
-    tick = Tick(GitStateStore(repo, "origin", BRANCH), repo,
-                observed_while_a_rival_lands, now,  # type: ignore[arg-type]
-                heartbeat_every=timedelta(minutes=1))
-    result = tick.run()
+    racing = Tick(GitStateStore(repo, "origin", BRANCH), repo,
+                  observed_while_a_rival_lands, now,  # type: ignore[arg-type]
+                  heartbeat_every=timedelta(minutes=1))
+    result = racing.run()
     assert result.memo is not None and result.memo.whole is None  # forgotten on the race
     assert result.mark_landed
     assert any(line.startswith("hourly: paused since 2026-12-01T12:39")

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.cadence import wake
 from orchestrator.commands.context import Config
-from orchestrator.commands.tick import executor_factory, make_tick
+from orchestrator.commands.tick import executor_factory
 from orchestrator.spec.config import Cadence
 from orchestrator.spec.files import load_all
 from orchestrator.spec.triggers import for_spec
@@ -21,8 +21,9 @@ from orchestrator.state import index as state_index
 from orchestrator.state.records import run_id_for
 from orchestrator.store import GitStateStore, InMemoryStateStore, StateStore
 from orchestrator.tick import memo as quiet
-from orchestrator.tick.shell import Tick, TickResult
+from orchestrator.tick.shell import Tick
 from tests.builders import spec_data
+from tests.drive import tick
 from tests.gitrepo import clone, git, make_origin
 
 BRANCH = "orchestrator-state"
@@ -105,11 +106,6 @@ def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_
     assert quiet.QUIET in files
 
 
-def git_tick(repo: Path, now: datetime) -> TickResult:
-    cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-    return make_tick(cfg, "local", now).run()
-
-
 def tip(repo: Path) -> str:
     return git("ls-remote", "origin", f"refs/heads/{BRANCH}", cwd=repo).split()[0]
 
@@ -120,29 +116,29 @@ def test_the_memo_rides_on_commits_and_never_hides_a_broken_or_edited_file(
                                     "other": spec_data(cron="30 4 * * *")})
     repo = clone(origin, tmp_path / "repo")
     t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-    first = git_tick(repo, t0)
+    first = tick(repo, t0)
     assert first.mark_landed  # the cursors, and the memo beside them
     written = tip(repo)
 
-    result = git_tick(repo, t0 + timedelta(minutes=10))
+    result = tick(repo, t0 + timedelta(minutes=10))
     assert result.memo is not None and set(result.memo.left_out) == {"daily", "other"}
     assert not result.mark_landed and tip(repo) == written  # never a commit of its own
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
     daily = repo / "schedules" / "daily.json"
     daily.write_text('{"cron": "0 3 * * *", "tracks": [}')
-    result = git_tick(repo, t0 + timedelta(minutes=20))
+    result = tick(repo, t0 + timedelta(minutes=20))
     assert [e for e in result.schedule_errors if "schedules/daily.json" in e]
     assert result.memo is not None and set(result.memo.left_out) == {"other"}
 
     daily.write_text(json.dumps(spec_data(cron="0 13 * * *")))
-    result = git_tick(repo, t0 + timedelta(minutes=30))
+    result = tick(repo, t0 + timedelta(minutes=30))
     assert not result.schedule_errors
     assert result.memo is not None and set(result.memo.left_out) == {"other"}
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-01T13:00Z"
 
     # the slot comes: the edited schedule fires, on time, once
-    result = git_tick(repo, t0 + timedelta(minutes=61))
+    result = tick(repo, t0 + timedelta(minutes=61))
     assert result.mark_landed
     snap = GitStateStore(repo, "origin", BRANCH).read()
     assert sorted(state_index.run_folders(snap.files)) == ["daily--20261201T1300Z"]
@@ -155,7 +151,7 @@ def test_an_unreadable_or_forged_memo_makes_the_tick_read_everything(tmp_path: P
     origin = make_origin(tmp_path, {"daily": spec_data(cron="0 3 * * *")})
     repo = clone(origin, tmp_path / "repo")
     t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-    git_tick(repo, t0)
+    tick(repo, t0)
     store = GitStateStore(repo, "origin", BRANCH)
     memo = json.loads(store.read().files[quiet.QUIET])
     folder = json.loads(store.read().files[quiet.FOLDER])
@@ -165,12 +161,12 @@ def test_an_unreadable_or_forged_memo_makes_the_tick_read_everything(tmp_path: P
     folder["key"] = "0" * 64
     store.transact(lambda s: {quiet.QUIET: json.dumps(memo).encode(),
                               quiet.FOLDER: json.dumps(folder).encode()}, "by hand")
-    result = git_tick(repo, t0 + timedelta(minutes=10))
+    result = tick(repo, t0 + timedelta(minutes=10))
     assert result.memo is not None and not result.memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"
 
     store.transact(lambda s: {quiet.QUIET: b"{not json", quiet.FOLDER: b"{not json"},
                    "by hand")
-    result = git_tick(repo, t0 + timedelta(minutes=20))
+    result = tick(repo, t0 + timedelta(minutes=20))
     assert result.memo is not None and not result.memo.left_out
     assert result.wake is not None and result.wake.reason == "daily: slot 2026-12-02T03:00Z"

@@ -15,9 +15,10 @@ from orchestrator.cli import main
 from orchestrator.runs.compaction import plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import parse_with_spec, to_json
-from orchestrator.state.layout import dlq_path, run_path, specs_path, track_path
-from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.layout import dlq_path, specs_path, track_path
+from orchestrator.state.records import DeadLetter, RunStatus, Track, TrackPhase
 from orchestrator.store import Change, GitStateStore, Snapshot
+from tests.builders import run_files
 from tests.gitrepo import bare_origin, empty_clone, git
 
 BRANCH = "orchestrator-state"
@@ -30,25 +31,6 @@ def _no_track_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # A CI leg running this suite may itself carry these.
     for var in ("ORCHESTRATOR_RUN_ID", "ORCHESTRATOR_TRACK", "ORCHESTRATOR_ATTEMPT"):
         monkeypatch.delenv(var, raising=False)
-
-
-def run_record(run_id: str, tracks: list[str], status: RunStatus = RunStatus.RUNNING,
-               finished: datetime | None = None) -> Run:
-    slot = datetime.strptime(run_id.split("--")[1], "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
-    return Run(run_id=run_id, schedule_id=run_id.split("--")[0], slot=slot, fire_at=slot,
-               created_at=slot, deadline=slot + timedelta(hours=4), status=status,
-               tracks=tracks, finished_at=finished)
-
-
-def run_files(run_id: str, tracks: list[str], status: RunStatus = RunStatus.RUNNING,
-              finished: datetime | None = None,
-              phase: TrackPhase = TrackPhase.DISPATCHED) -> dict[str, bytes | None]:
-    files: dict[str, bytes | None] = {
-        run_path(run_id): to_json(run_record(run_id, tracks, status, finished))}
-    for name in tracks:
-        files[track_path(run_id, name)] = to_json(Track(
-            run_id=run_id, name=name, phase=phase, spec=TrackSpec(name=name, run="true")))
-    return files
 
 
 class Origin:
@@ -85,7 +67,7 @@ class Origin:
 @pytest.fixture
 def origin(tmp_path: Path) -> Origin:
     o = Origin(tmp_path)
-    o.seed(run_files(RUN, ["a", "b"]))
+    o.seed(run_files(RUN, tracks=["a", "b"], phase=TrackPhase.DISPATCHED))
     return o
 
 
@@ -200,7 +182,7 @@ def test_a_declining_hook_exits_3_at_once_naming_branch_and_reason(
 def test_thirty_two_concurrent_reports_of_one_run_all_land(tmp_path: Path) -> None:
     origin = Origin(tmp_path)
     names = [f"t{i:02d}" for i in range(32)]
-    origin.seed(run_files(RUN, names))
+    origin.seed(run_files(RUN, tracks=names, phase=TrackPhase.DISPATCHED))
     procs = []
     for name in names:
         repo = origin.clone(f"leg-{name}")  # one runner per matrix leg
@@ -229,10 +211,13 @@ OLD = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 def _history(tmp_path: Path, branch: str = BRANCH) -> Origin:
     o = Origin(tmp_path)
     files = {
-        **run_files("old--20261201T0700Z", ["a"], RunStatus.COMPLETED, OLD, TrackPhase.COMPLETE),
-        **run_files("open--20261201T0700Z", ["a"], RunStatus.RUNNING),
-        **run_files("new--20261230T0700Z", ["a"], RunStatus.FAILED,
-                    datetime(2026, 12, 30, 9, 0, tzinfo=UTC), TrackPhase.FAILED),
+        **run_files("old--20261201T0700Z", RunStatus.COMPLETED, OLD, tracks=["a"],
+                    phase=TrackPhase.COMPLETE),
+        **run_files("open--20261201T0700Z", RunStatus.RUNNING, tracks=["a"],
+                    phase=TrackPhase.DISPATCHED),
+        **run_files("new--20261230T0700Z", RunStatus.FAILED,
+                    datetime(2026, 12, 30, 9, 0, tzinfo=UTC), tracks=["a"],
+                    phase=TrackPhase.FAILED),
         dlq_path("old--20261201T0700Z--a"): to_json(DeadLetter(
             key="old--20261201T0700Z--a", run_id="old--20261201T0700Z", track="a",
             reason="failed", parked_at=OLD, attempts=1, payload=TrackSpec(name="a", run="x"),
@@ -280,8 +265,8 @@ def test_compact_in_single_branch_mode_does_not_rewrite_history(tmp_path: Path) 
     git("add", ".", cwd=project)
     git("commit", "--quiet", "-m", "project", cwd=project)
     git("push", "--quiet", str(o.path), "main", cwd=project)
-    o.seed(run_files("old--20261201T0700Z", ["a"], RunStatus.COMPLETED, OLD,
-                     TrackPhase.COMPLETE), "main")
+    o.seed(run_files("old--20261201T0700Z", RunStatus.COMPLETED, OLD, tracks=["a"],
+                     phase=TrackPhase.COMPLETE), "main")
     old_tip = o.tip("main")
     assert main(["--repo", str(o.repo), "--remote", str(o.path), "--state-branch", "main",
                  "compact", "--keep-days", "7", "--now", NOW]) == 0
@@ -292,7 +277,8 @@ def test_compact_in_single_branch_mode_does_not_rewrite_history(tmp_path: Path) 
 
 def test_a_report_racing_the_compaction_is_not_lost(tmp_path: Path) -> None:
     o = _history(tmp_path)
-    o.seed(run_files("open--20261201T0700Z", ["a"], RunStatus.RUNNING))
+    o.seed(run_files("open--20261201T0700Z", RunStatus.RUNNING, tracks=["a"],
+                     phase=TrackPhase.DISPATCHED))
     store = GitStateStore(o.clone("compactor"), str(o.path))
     now = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
     calls = 0

@@ -13,18 +13,16 @@ from typing import ClassVar
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
 from orchestrator.runs import retention
 from orchestrator.runs.compaction import archive_tag
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
-from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase, run_id_for
+from orchestrator.state.records import DeadLetter, RunStatus, Track, TrackPhase, run_id_for
 from orchestrator.store import ChangeFn, GitStateStore, TransactResult
-from orchestrator.tick.shell import TickResult
-from tests.builders import spec_data
+from tests.builders import run_files, spec_data
+from tests.drive import tick
 from tests.gitrepo import clone, git, make_origin
 from tests.indexcheck import assert_index_agrees
 
@@ -47,29 +45,18 @@ YOUNG = rid("daily", NOW - timedelta(days=29, hours=12))
 RECENT = rid("daily", NOW - 2 * DAY)
 
 
-def run_files(run_id: str, status: RunStatus, finished: datetime | None) -> dict[str, bytes]:
-    schedule, _, stamp = run_id.partition("--")
-    slot = datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
-    run = Run(run_id=run_id, schedule_id=schedule, slot=slot, fire_at=slot, created_at=slot,
-              deadline=slot + timedelta(hours=4), status=status, tracks=["a"],
-              finished_at=finished)
-    phase = TrackPhase.RUNNING if finished is None else TrackPhase.COMPLETE
-    track = Track(run_id=run_id, name="a", phase=phase, spec=TrackSpec(name="a", run="true"))
-    return {layout.run_path(run_id): codec.to_json(run),
-            layout.track_path(run_id, "a"): codec.to_json(track),
-            layout.brief_path(run_id): b"<html>\n", layout.polls_path(run_id): b"{}\n"}
-
-
 def history() -> dict[str, bytes | None]:
     files: dict[str, bytes | None] = {}
     for run_id in [*OLD, LATE, YOUNG, RECENT]:
         slot = retention.slot_of(run_id)
         assert slot is not None
-        files.update(run_files(run_id, RunStatus.COMPLETED, slot + timedelta(hours=1)))
-    files.update(run_files(OPEN, RunStatus.RUNNING, None))
+        files.update(run_files(run_id, RunStatus.COMPLETED, slot + timedelta(hours=1),
+                               also=("brief", "polls")))
+    files.update(run_files(OPEN, RunStatus.RUNNING, None, also=("brief", "polls")))
     slot = retention.slot_of(WAITING)
     assert slot is not None
-    files.update(run_files(WAITING, RunStatus.FAILED, slot + timedelta(hours=1)))
+    files.update(run_files(WAITING, RunStatus.FAILED, slot + timedelta(hours=1),
+                           also=("brief", "polls")))
     key = f"{WAITING}--a"
     files[layout.dlq_path(key)] = codec.to_json(DeadLetter(
         key=key, run_id=WAITING, track="a", reason="failed", parked_at=slot, attempts=1,
@@ -89,11 +76,6 @@ def repo(tmp_path: Path) -> Iterator[Path]:
         yield checkout
     finally:
         del os.environ["ORCHESTRATOR_WORK_DIR"]
-
-
-def tick(repo: Path, now: datetime, **kwargs: object) -> TickResult:
-    return make_tick(Config(repo=repo, remote="origin", state_branch=BRANCH), "local", now,
-                     **kwargs).run()  # type: ignore[arg-type]
 
 
 def origin_of(repo: Path) -> Path:
@@ -178,8 +160,8 @@ def test_a_recent_compaction_holds_back_candidates_that_stay(repo: Path) -> None
     # A run whose slot is old but which ended a day ago: a candidate that stays.
     long_run = rid("long", NOW - timedelta(days=40))
     GitStateStore(repo, "origin", BRANCH).transact(
-        lambda snap: si.refresh(snap.files, run_files(long_run, RunStatus.COMPLETED,
-                                                      NOW - DAY)), "a long run")
+        lambda snap: si.refresh(snap.files, run_files(long_run, RunStatus.COMPLETED, NOW - DAY,
+                                                      also=("brief", "polls"))), "a long run")
     assert long_run not in tick(repo, NOW).retention.runs  # type: ignore[union-attr]
     assert tick(repo, NOW + timedelta(hours=6)).retention is None
     assert tick(repo, NOW + timedelta(hours=23)).retention is None

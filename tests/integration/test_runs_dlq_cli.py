@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_tick import launches, state_of, tick, wait_until
 
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import spec_data
+from tests.drive import cli, launches, state_of, tick, wait_until
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
 KEY = f"{RUN}--bad"
-
-
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), *args],
-                          capture_output=True, text=True)
 
 
 @pytest.fixture()

@@ -14,13 +14,10 @@ from typing import Any
 
 import pytest
 
-from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
 from orchestrator.state import layout
-from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus, TrackPhase
-from orchestrator.store import GitStateStore
 from tests.builders import spec_data
+from tests.drive import cli, launches, state_of, tick, wait_until
 from tests.gitrepo import clone, make_origin
 from tests.indexcheck import assert_index_agrees
 
@@ -32,51 +29,6 @@ def tip(origin: Path) -> str | None:
     out = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{BRANCH}"],
                          cwd=origin, capture_output=True, text=True)
     return out.stdout.strip() or None
-
-
-def state_of(repo: Path) -> tuple[state_model.State, Any]:
-    snap = GitStateStore(repo, "origin", BRANCH).read()
-    return state_model.load(snap.files, all_tracks=True), snap
-
-
-def tick(repo: Path, now: datetime, work: Path, **kw: Any) -> Any:
-    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
-    try:
-        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-        return make_tick(cfg, "local", now).run(**kw)
-    finally:
-        del os.environ["ORCHESTRATOR_WORK_DIR"]
-
-
-CRASHPOINT = Path(__file__).resolve().parent.parent / "crashpoint.py"
-
-
-def cli(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,
-        crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``orchestrator --repo REPO ARGS`` in a subprocess; with ``crash_at``, killed with
-    SIGKILL when a tick reaches that checkpoint (see tests/crashpoint.py)."""
-    entry = ["-m", "orchestrator"] if crash_at is None else [str(CRASHPOINT), crash_at]
-    proc = subprocess.run([sys.executable, *entry, "--repo", str(repo), *args],
-                          capture_output=True, text=True, env={**os.environ, **(env or {})})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
-    return proc
-
-
-def launches(work: Path) -> list[str]:
-    log = work / "launches.log"
-    if not log.exists():
-        return []
-    return [json.loads(line)["key"] for line in log.read_text().splitlines() if line.strip()]
-
-
-def wait_until(predicate: Any, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 # The schedule file of these tests: daily at 07:00, tracks a and b running `run`.
@@ -133,7 +85,7 @@ def test_dry_run_prints_the_decision_and_changes_nothing(tmp_path: Path) -> None
     origin = make_origin(tmp_path, {"nightly": spec()})
     repo = clone(origin, tmp_path / "repo")
     proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", "--dry-run", "--json",
-               env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+               env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}, check=True)
     out = json.loads(proc.stdout)
     assert out["dry_run"] is True
     assert sorted(out["decision"]["dispatch"]) == ["nightly--20261201T0700Z--a--1",
@@ -167,11 +119,11 @@ def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Pat
     assert all(t.handle is None for t in tracks.values())
     assert len(launches(work)) == (0 if fault == "after-mark" else 2)
     for minute in (2, 3, 4):
-        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env)
+        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env, check=True)
         time.sleep(0.5)
     wait_until(lambda: len(launches(work)) == 2)
     for minute in (5, 6):
-        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env)
+        cli(repo, "tick", "--now", f"2026-12-01T07:0{minute}:00Z", env=env, check=True)
     state, _ = state_of(repo)
     assert state.runs["nightly--20261201T0700Z"].status is RunStatus.COMPLETED
     assert sorted(launches(work)) == ["nightly--20261201T0700Z--a--1",
@@ -188,7 +140,7 @@ def test_a_rewound_state_branch_fires_nothing_until_a_person_accepts_it(
     repo = clone(origin, tmp_path / "repo")
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     env = {"ORCHESTRATOR_WORK_DIR": str(work)}
-    cli(repo, "tick", "--now", "2026-12-01T06:30:00Z", env=env)  # first sight: a cursor
+    cli(repo, "tick", "--now", "2026-12-01T06:30:00Z", env=env, check=True)  # first sight: a cursor
     backup = tip(origin)
     proc = cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=False,
                crash_at="after-dispatch")
@@ -221,7 +173,7 @@ def test_a_rewound_state_branch_fires_nothing_until_a_person_accepts_it(
                    check=False)
     assert accepted.stdout.startswith("accepted: ")
     assert accepted.returncode in (0, 5)  # fresh, or stale when the heartbeat was deleted
-    again = cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env)
+    again = cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env, check=True)
     assert "nightly--20261201T0700Z" in again.stdout  # the person said fire from here
     # Same work folder, same dispatch keys: the attempts are adopted, not launched again.
     assert sorted(launches(work)) == ["nightly--20261201T0700Z--a--1",
@@ -318,11 +270,11 @@ def test_the_job_summary_gets_the_tick_lines_and_the_finished_run_brief(tmp_path
     work = tmp_path / "work"
     summary = tmp_path / "summary.md"
     env = {"ORCHESTRATOR_WORK_DIR": str(work), "GITHUB_STEP_SUMMARY": str(summary)}
-    cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env)
+    cli(repo, "tick", "--now", "2026-12-01T07:01:00Z", env=env, check=True)
     assert "nightly--20261201T0700Z: fired slot" in summary.read_text()
     wait_until(lambda: len(launches(work)) == 2)
     time.sleep(0.5)
-    cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env)
+    cli(repo, "tick", "--now", "2026-12-01T07:02:00Z", env=env, check=True)
     text = summary.read_text()
     assert text.count("### Orchestrator tick") == 2
     assert "completed; brief rendered" in text
@@ -386,5 +338,5 @@ def test_a_malformed_heartbeat_url_never_fails_the_tick(tmp_path: Path) -> None:
     origin = make_origin(tmp_path, {"nightly": spec()})
     repo = clone(origin, tmp_path / "repo")
     proc = cli(repo, "tick", "--now", "2026-12-01T06:00:00Z", "--heartbeat-url",
-               "http://[::1/", env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")})
+               "http://[::1/", env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}, check=True)
     assert "heartbeat ping failed: InvalidURL" in proc.stdout

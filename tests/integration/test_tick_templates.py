@@ -4,18 +4,16 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus
 from orchestrator.store import GitStateStore
+from tests.drive import tick
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -23,15 +21,6 @@ BRANCH = "orchestrator-state"
 RUN_ID = "nightly--20261201T0700Z"
 SPEC = {"cron": "0 7 * * *", "tracks": [{"name": "a", "run": "true"},
                                          {"name": "b", "run": "true"}]}
-
-
-def tick(repo: Path, now: datetime, work: Path) -> Any:
-    os.environ["ORCHESTRATOR_WORK_DIR"] = str(work)
-    try:
-        cfg = Config(repo=repo, remote="origin", state_branch=BRANCH)
-        return make_tick(cfg, "local", now).run()
-    finally:
-        del os.environ["ORCHESTRATOR_WORK_DIR"]
 
 
 def wait_for_launches(work: Path, n: int, timeout: float = 20.0) -> None:

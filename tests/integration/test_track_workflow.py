@@ -11,17 +11,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from orchestrator.spec.track_workflow import SHIPPED
 from orchestrator.state import layout
 from orchestrator.state.records import RunStatus, TrackPhase
+from tests.drive import github_tick, read_state
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin
-from tests.integration.test_github_tick import RUN, T0, github_tick, read_state
 from tests.workflow_player import Player
 
+T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+RUN = "nightly--20261201T0700Z"
 OLD = Path(__file__).resolve().parents[1] / "data" / "workflows" / "track-v1.yml"
 
 

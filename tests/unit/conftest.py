@@ -3,6 +3,9 @@
 A guard fails any unit test that starts a subprocess, opens or listens on a socket, or
 asks for a temporary folder: such a test belongs in ``tests/integration``. The shared
 schedule, spec and track builders are plain functions in :mod:`tests.builders`.
+
+The tick shell's fixtures: ``memory_store``, ``memory_executor`` and ``shell``, a
+:class:`~tests.memory_tick.MemoryShell` that makes ticks of them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from orchestrator.store import InMemoryStateStore
+from tests.memory_executor import MemoryExecutor
+from tests.memory_tick import MemoryShell
 
 IO_STILL_IN_UNIT: frozenset[str] = frozenset()
 """Unit test files the guard lets do I/O today; the list only ever shrinks."""
@@ -51,3 +58,26 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         _refuse("asked for a temporary folder")()
     return tmp_path_factory.mktemp("unit")
 
+
+
+# --------------------------------------------------------------------------- the tick shell
+
+
+@pytest.fixture
+def memory_store() -> InMemoryStateStore:
+    """An empty in-memory state branch."""
+    return InMemoryStateStore()
+
+
+@pytest.fixture
+def memory_executor() -> MemoryExecutor:
+    """A backend in memory (:mod:`tests.memory_executor`): nothing runs until a test
+    starts or finishes an attempt."""
+    return MemoryExecutor()
+
+
+@pytest.fixture
+def shell(memory_store: InMemoryStateStore, memory_executor: MemoryExecutor) -> MemoryShell:
+    """The store and the executor above, and ticks of the schedules a test puts in
+    ``shell.schedules`` (:mod:`tests.memory_tick`)."""
+    return MemoryShell(memory_store, memory_executor)

@@ -7,19 +7,11 @@ from datetime import UTC, datetime, timedelta
 from orchestrator.runs.compaction import archive_tag, plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import to_json
-from orchestrator.state.layout import brief_path, dlq_path, run_path, track_path
+from orchestrator.state.layout import dlq_path, run_path
 from orchestrator.state.records import DeadLetter, Run, RunStatus, Transition
+from tests.builders import run_files
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
-
-
-def run_files(run_id: str, status: RunStatus, finished: datetime | None) -> dict[str, bytes]:
-    slot = (finished or NOW) - timedelta(hours=1)
-    run = Run(run_id=run_id, schedule_id=run_id.split("--")[0], slot=slot, fire_at=slot,
-              created_at=slot, deadline=slot + timedelta(hours=4), status=status,
-              tracks=["a"], finished_at=finished)
-    return {run_path(run_id): to_json(run), track_path(run_id, "a"): b"{}\n",
-            brief_path(run_id): b"<html>"}
 
 
 def letter(run_id: str, discarded: bool) -> dict[str, bytes]:
@@ -35,14 +27,14 @@ RECENT = NOW - timedelta(days=2)
 
 def test_only_finished_runs_older_than_the_cutoff_are_archived() -> None:
     files = {
-        **run_files("a--20261130T0700Z", RunStatus.COMPLETED, OLD),
-        **run_files("b--20261130T0700Z", RunStatus.FAILED, OLD),
+        **run_files("a--20261130T0700Z", RunStatus.COMPLETED, OLD, also=("brief",)),
+        **run_files("b--20261130T0700Z", RunStatus.FAILED, OLD, also=("brief",)),
         **letter("b--20261130T0700Z", discarded=True),
-        **run_files("c--20261130T0700Z", RunStatus.FAILED, OLD),
+        **run_files("c--20261130T0700Z", RunStatus.FAILED, OLD, also=("brief",)),
         **letter("c--20261130T0700Z", discarded=False),  # waits for a human: keep
-        **run_files("d--20261229T0700Z", RunStatus.COMPLETED, RECENT),
-        **run_files("e--20261130T0700Z", RunStatus.RUNNING, None),
-        **run_files("f--20261130T0700Z", RunStatus.CONSOLIDATING, None),
+        **run_files("d--20261229T0700Z", RunStatus.COMPLETED, RECENT, also=("brief",)),
+        **run_files("e--20261130T0700Z", RunStatus.RUNNING, None, also=("brief",)),
+        **run_files("f--20261130T0700Z", RunStatus.CONSOLIDATING, None, also=("brief",)),
         "state/ticks.jsonl": b"{}\n",
         "state/schedules/a.json": b"{}\n",
     }
@@ -59,14 +51,15 @@ def test_only_finished_runs_older_than_the_cutoff_are_archived() -> None:
 
 
 def test_the_cutoff_is_exclusive_and_keep_days_zero_archives_every_finished_run() -> None:
-    files = run_files("a--20261130T0700Z", RunStatus.COMPLETED, NOW - timedelta(days=7))
+    files = run_files("a--20261130T0700Z", RunStatus.COMPLETED, NOW - timedelta(days=7),
+                      also=("brief",))
     assert plan(files, 7, NOW).runs == ()
     assert plan(files, 6, NOW).runs == ("a--20261130T0700Z",)
     assert plan(files, 0, NOW).runs == ("a--20261130T0700Z",)
 
 
 def test_a_terminal_run_without_finished_at_uses_its_last_transition() -> None:
-    files = run_files("a--20261130T0700Z", RunStatus.COMPLETED, None)
+    files = run_files("a--20261130T0700Z", RunStatus.COMPLETED, None, also=("brief",))
     run = Run.model_validate_json(files[run_path("a--20261130T0700Z")])
     run = run.model_copy(update={"state_history": [
         Transition(from_="consolidating", to="completed", at=OLD)]})
@@ -75,8 +68,8 @@ def test_a_terminal_run_without_finished_at_uses_its_last_transition() -> None:
 
 
 def test_run_ids_sharing_a_prefix_are_not_swept_along() -> None:
-    files = {**run_files("a--20261130T0700Z", RunStatus.COMPLETED, OLD),
-             **run_files("a-b--20261130T0700Z", RunStatus.RUNNING, None)}
+    files = {**run_files("a--20261130T0700Z", RunStatus.COMPLETED, OLD, also=("brief",)),
+             **run_files("a-b--20261130T0700Z", RunStatus.RUNNING, None, also=("brief",))}
     assert all(path.startswith("state/runs/a--") for path in plan(files, 7, NOW).change)
 
 

@@ -15,13 +15,13 @@ from orchestrator.planner import (
     Observations,
     finish,
     jitter,
-    plan,
     record_dispatch,
 )
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
+from tests.planning import tick
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 NONE = Observations()
@@ -29,11 +29,6 @@ NONE = Observations()
 
 # Every five minutes, tracks t0 and t1 (``at`` instead of cron makes a one-shot).
 sched = schedule_factory("job", cron="*/5 * * * *", tracks=2)
-
-
-def tick(schedules: list[Schedule], state: State, now: datetime,
-         obs: Observations = NONE, **kw: Any) -> Decision:
-    return plan(schedules, state, obs, now, **kw)
 
 
 def run_ids(state: State) -> list[str]:

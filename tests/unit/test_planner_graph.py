@@ -14,13 +14,14 @@ import pytest
 from pydantic import ValidationError
 
 from orchestrator.executors.base import Observation
-from orchestrator.planner import Decision, Observations, finish, plan
+from orchestrator.planner import Decision, finish
 from orchestrator.spec.files import describe_error
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state import machine
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule, spec_data
+from tests.planning import tick
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "g--20261201T0700Z"
@@ -30,11 +31,6 @@ def graph(*tracks: dict[str, Any], **fields: Any) -> Schedule:
     """Schedule ``g``, daily at 07:00, with the given track entries."""
     entries = [{"run": "true", **t} for t in tracks]
     return schedule("g", tracks=entries, **fields)
-
-
-def tick(s: Schedule, state: State, now: datetime,
-         seen: dict[str, Observation] | None = None) -> Decision:
-    return plan([s], state, Observations(seen=seen or {}), now)
 
 
 def saw(d: Decision, phase: TrackPhase, **fields: Any) -> dict[str, Observation]:

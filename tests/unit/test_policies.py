@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.errors import UserError
 from orchestrator.executors.base import Observation
-from orchestrator.planner import Caps, Decision, Observations, finish, plan
+from orchestrator.planner import Caps, Decision, Observations, finish
 from orchestrator.planner.pause import failure_streak, record_finish
 from orchestrator.runs.pauses import resume
 from orchestrator.spec.models import Schedule
@@ -22,16 +22,12 @@ from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import schedule_factory
+from tests.planning import tick
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 NONE = Observations()
 
 sched = schedule_factory("job", cron="*/5 * * * *", overlap="allow")
-
-
-def tick(schedules: list[Schedule], state: State, now: datetime,
-         obs: Observations = NONE, **kw: Any) -> Decision:
-    return plan(schedules, state, obs, now, **kw)
 
 
 def keys(decision: Decision) -> list[str]:

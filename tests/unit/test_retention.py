@@ -14,9 +14,10 @@ from orchestrator.runs.compaction import plan
 from orchestrator.runs.retention import Outcome, Record, candidates, due, ripe, slot_of
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import TrackSpec
-from orchestrator.state import codec, layout
+from orchestrator.state import layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import DeadLetter, Run, RunStatus, run_id_for
+from orchestrator.state.records import DeadLetter, RunStatus, run_id_for
+from tests.builders import run_files
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -122,21 +123,12 @@ class Counting(Mapping[str, bytes]):
         return len(self.files)
 
 
-def run_files(run_id: str, finished: datetime | None, status: RunStatus) -> dict[str, bytes]:
-    slot = slot_of(run_id)
-    assert slot is not None
-    run = Run(run_id=run_id, schedule_id=run_id.split("--")[0], slot=slot, fire_at=slot,
-              created_at=slot, deadline=slot + timedelta(hours=4), status=status,
-              tracks=["a"], finished_at=finished)
-    return {layout.run_path(run_id): codec.to_json(run), layout.track_path(run_id, "a"): b"{}\n",
-            f"{layout.run_dir(run_id)}/undo/a.json": b"{}\n"}
-
-
 def test_a_plan_on_candidates_reads_only_their_records() -> None:
     old, other, late = rid(45), rid(44, "t"), rid(40, "late")
-    files = Counting({**run_files(old, NOW - 40 * DAY, RunStatus.COMPLETED),
-                      **run_files(other, NOW - 40 * DAY, RunStatus.COMPLETED),
-                      **run_files(late, NOW - DAY, RunStatus.COMPLETED),  # ended yesterday
+    files = Counting({**run_files(old, RunStatus.COMPLETED, NOW - 40 * DAY, also=("undo",)),
+                      **run_files(other, RunStatus.COMPLETED, NOW - 40 * DAY, also=("undo",)),
+                      # ended yesterday
+                      **run_files(late, RunStatus.COMPLETED, NOW - DAY, also=("undo",)),
                       layout.run_path(rid(41, "bad")): b"{not json"})
     p = plan(files, 30, NOW, candidates=[old, late, rid(41, "bad"), rid(39, "missing")])
     assert p.runs == (old,)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from test_policies import T0, K, complete_then_fail, saga, seen, tick
+from test_policies import T0, K, complete_then_fail, saga, seen
 
 from orchestrator.errors import IllegalTransition, UserError
 from orchestrator.planner import finish
@@ -15,6 +15,7 @@ from orchestrator.state import machine
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
+from tests.planning import tick
 
 
 def parked() -> State:
