@@ -78,11 +78,13 @@ class TreeFiles(Mapping[str, bytes]):
             self._dirs[folder] = {}
         # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
         # folder's entries rather than the folder itself; the root needs no pathspec.
+        # -t: a folder listed with one of its subfolders still shows that subfolder's
+        # entry (without it, git recurses into it and drops the entry).
         raw = b""
         if "" in folders:
             raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip).stdout
         if any(folders):
-            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip, "--",
+            raw += self._git.run("ls-tree", "-z", "-t", "--full-tree", self._tip, "--",
                                  *(f"{f}/" for f in folders if f),
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
         for record in raw.split(b"\0"):
