@@ -24,7 +24,7 @@ from ..state.codec import CorruptState, parse_record, parse_with_spec, read_spec
 from ..state.layout import ROOT, run_path
 from ..state.machine import RUN_TERMINAL
 from ..state.records import DeadLetter, Run
-from ..store import Change, ChangeFn, Snapshot, TransactResult
+from ..store import Change, ChangeFn, Snapshot, StateFiles, TransactResult, as_state_files
 from ..support.times import iso
 
 
@@ -66,7 +66,8 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     cutoff = now - timedelta(days=keep_days)
     dlq_prefix = f"{ROOT}/dlq/"
     letters: dict[str, DeadLetter] = {}
-    for name, is_dir in sorted(state_index.listdirs(files, [f"{ROOT}/dlq"])[f"{ROOT}/dlq"].items()):
+    files = as_state_files(files)
+    for name, is_dir in sorted(files.listdirs([f"{ROOT}/dlq"])[f"{ROOT}/dlq"].items()):
         if not is_dir and name.endswith(".json"):
             path, run_id = dlq_prefix + name, name[:-5].rpartition("--")[0]
             letters[path] = parse_with_spec(DeadLetter, path, files[path],
@@ -92,15 +93,14 @@ def _run_records(files: Mapping[str, bytes]) -> list[str]:
             and len(parts := path.split("/")) == 4 and parts[3] == "run.json"]
 
 
-def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
+def _read_candidates(files: StateFiles, run_ids: list[str],
                      skipped: list[str]) -> list[Run]:
     paths = [run_path(run_id) for run_id in run_ids]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None and paths:
+    if paths:
         # one git call for every candidate's record, found in the listing of the whole
         # tree (which the deletions need anyway) rather than folder by folder
         iter(files)
-        prefetch(paths)
+        files.prefetch(paths)
     runs: list[Run] = []
     for run_id, path in zip(run_ids, paths, strict=True):
         data = files.get(path)

@@ -45,7 +45,7 @@ from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
-from ..store import Change, ChangeFn, Snapshot, TransactResult
+from ..store import Change, ChangeFn, Snapshot, TransactResult, as_state_files
 from .compaction import Archiver, Compactor, Plan, archive_tag
 
 RECORD = f"{layout.ROOT}/retention.json"
@@ -122,9 +122,8 @@ def ripe(run_ids: Iterable[str], keep_days: int, now: datetime) -> bool:
 def read_record(files: Mapping[str, bytes]) -> Record | None:
     """The last compaction's record; ``None`` when there is none or it is unreadable
     (then the next compaction writes it anew)."""
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:  # this file alone, not its siblings (the runs' index page)
-        prefetch([RECORD])
+    files = as_state_files(files)
+    files.prefetch([RECORD])  # this file alone, not its siblings (the runs' index page)
     data = files.get(RECORD)
     if data is None:
         return None

@@ -31,7 +31,7 @@ from pydantic import Field
 
 from .. import store
 from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
-from ..store import Change, Stamped
+from ..store import Change, Stamped, StateFiles, as_state_files
 from . import codec, layout
 from . import model as state_model
 from .machine import RUN_OPEN
@@ -65,8 +65,8 @@ class OpenIndex(Frozen):
     every tick (and reported, and their run left alone) until someone mends them."""
     runs_tree: str | None = None
     """The id of ``state/runs``'s tree when this index was last checked against it or
-    written with it (``None``: never, or a store without trees). While the tip's tree
-    has this id, the folder count and digest hold without listing the folder."""
+    written with it (``None``: not since the folder last changed). While the tip's
+    tree has this id, the folder count and digest hold without listing the folder."""
     oldest_finished: str | None = None
     """The run folder, not open, with the earliest slot (``None``: there is none): what
     retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
@@ -94,47 +94,24 @@ def digest(names: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
-def listdirs(files: Mapping[str, bytes], folders: Iterable[str]) -> dict[str, dict[str, bool]]:
-    """``folder -> name -> is a folder`` for each of ``folders``.
-
-    The git store lists exactly these folders (one ``ls-tree``); any other mapping,
-    such as the in-memory store's, is scanned.
-    """
-    wanted = sorted(set(folders))
-    lister = getattr(files, "listdirs", None)
-    if lister is not None:
-        listed = lister(wanted)
-        return {f: {name: entry[0] for name, entry in listed[f].items()} for f in wanted}
-    out: dict[str, dict[str, bool]] = {f: {} for f in wanted}
-    for path in files:
-        for folder in wanted:
-            if path.startswith(folder + "/"):
-                head, sep, _ = path[len(folder) + 1:].partition("/")
-                out[folder][head] = out[folder].get(head, False) or bool(sep)
-    return out
-
-
 def run_folders(files: Mapping[str, bytes]) -> set[str]:
     """The run ids that have a folder under ``state/runs/``."""
-    return {name for name, is_dir in listdirs(files, [RUNS])[RUNS].items() if is_dir}
+    listed = as_state_files(files).listdirs([RUNS])[RUNS]
+    return {name for name, is_dir in listed.items() if is_dir}
 
 
-def tree_id(files: Mapping[str, bytes], folder: str) -> str | None:
+def tree_id(files: StateFiles, folder: str) -> str | None:
     """The id of ``folder``'s tree, from its parent's listing (which the tick makes
-    anyway); ``None`` for a store without trees or a folder that is not there."""
-    lister = getattr(files, "listdirs", None)
-    if lister is None:
-        return None
+    anyway); ``None`` when there is no such folder."""
     parent, _, name = folder.rpartition("/")
-    entry = lister([parent])[parent].get(name)
-    return entry[1] if entry is not None and entry[0] else None
+    return files.object_id(folder) if files.listdirs([parent])[parent].get(name) else None
 
 
 class RunFolders(Collection[str]):
     """The run ids with a folder under ``state/runs/``, listed on first use: a tick
     that fires nothing never asks (:attr:`~.state.State.known_runs`)."""
 
-    def __init__(self, files: Mapping[str, bytes]) -> None:
+    def __init__(self, files: StateFiles) -> None:
         self._files = files
         self._names: frozenset[str] | None = None
 
@@ -216,20 +193,20 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     (schedules the tick does not plan: :mod:`orchestrator.tick.memo`), unless the index
     has to be rebuilt.
     """
+    files = as_state_files(files)
     # only compared with the paths listed, never read: no need to check each id
     skip = {f"{layout.ROOT}/schedules/{sid}.json" for sid in skip_cursors}
-    top = listdirs(files, [layout.ROOT, f"{layout.ROOT}/schedules", f"{layout.ROOT}/dlq"])
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:  # exactly these: state/ also holds the index page of every run
-        prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
-                 if p.rpartition("/")[2] in top[layout.ROOT])
+    top = files.listdirs([layout.ROOT, f"{layout.ROOT}/schedules", f"{layout.ROOT}/dlq"])
+    # exactly these: state/ also holds the index page of every run
+    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
+                   if p.rpartition("/")[2] in top[layout.ROOT])
     index, problem = read(files)
     tree = tree_id(files, RUNS)
     vouched = index is not None and tree is not None and index.runs_tree == tree
     names: dict[str, bool] | None = None
     folders: set[str] | None = None
     if not vouched:
-        names = listdirs(files, [RUNS])[RUNS]
+        names = files.listdirs([RUNS])[RUNS]
         folders = {name for name, is_dir in names.items() if is_dir}
     state: state_model.State | None = None
     if index is not None:
@@ -247,7 +224,7 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
                                     for name in top[f"{layout.ROOT}/dlq"] if name.endswith(".json"))
                         if RUN_ID_RE.fullmatch(r) and (folders is None or r in folders))
         subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
-        runs_listed = listdirs(files, [*open_dirs, *subs, *map(layout.run_dir, parked)])
+        runs_listed = files.listdirs([*open_dirs, *subs, *map(layout.run_dir, parked)])
         listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
         wanted = [f"{folder}/{name}" for folder, entries in listed.items()
                   if folder != layout.ROOT for name, is_dir in entries.items()
@@ -256,14 +233,13 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
             wanted.append(layout.HEALTH)
         wanted += [path for path in map(layout.specs_path, parked)
                    if path not in wanted and path in files]
-        if prefetch is not None:
-            prefetch(wanted)
+        files.prefetch(wanted)
         state = state_model.load({p: files[p] for p in wanted})
         problem = _disagreement(index, folders, state)
     note = None
     if problem is not None or index is None or state is None:
         if names is None:
-            names = listdirs(files, [RUNS])[RUNS]
+            names = files.listdirs([RUNS])[RUNS]
             folders = {name for name, is_dir in names.items() if is_dir}
         assert folders is not None
         state = state_model.load(files)
@@ -306,6 +282,7 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     :class:`~.store.Stamped` with the new tree's id; otherwise it names no tree, and
     the next load lists the folder and checks it.
     """
+    files = as_state_files(files)
     out: Change = dict(change)
     touched = {r for r in map(_run_of, change) if r is not None}
     if index is None:
@@ -379,13 +356,12 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
     (by slot, which ends a run id) with ``also`` over them (the open runs and what the
     writer changes), and how many run folders are left out. Only those records are
     read; one that cannot be read is left out (the tick quarantines and reports it)."""
+    files = as_state_files(files)
     folders = run_folders(files)
     newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
                     key=lambda r: (r[-14:], r), reverse=True)[:limit]
     paths = [layout.run_path(r) for r in newest]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:
-        prefetch(paths)
+    files.prefetch(paths)
     runs: dict[str, Run] = {}
     for path in paths:
         data = files.get(path)
@@ -402,10 +378,9 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
 
 def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
     """Every run record, finished ones included (for the index page of every run)."""
+    files = as_state_files(files)
     folders = run_folders(files)
     paths = [layout.run_path(r) for r in sorted(folders)]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:
-        prefetch(paths)
+    files.prefetch(paths)
     return {run.run_id: run for run in (codec.parse_record(Run, p, files[p])
                                         for p in paths if p in files)}

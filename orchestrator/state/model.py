@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidId
 from ..spec.fields import check_run_id
+from ..store import as_state_files
 from ..support import safejson
 from .breaker import Breaker
 from .codec import (
@@ -146,13 +147,12 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     """
     from .machine import RUN_TERMINAL
 
+    files = as_state_files(files)
     state = State()
     paths = sorted(files)
-    prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
-    if prefetch is not None:
-        prefetch(p for p in paths
-                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p
-                 and "/undo/" not in p)
+    files.prefetch(p for p in paths
+                   if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p
+                   and "/undo/" not in p)
     finished = set()
     bad_runs: set[str] = set()
     specs = functools.cache(lambda run_id: read_specs(files, run_id))
@@ -172,10 +172,9 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
             state.runs[run.run_id] = run
             if run.status in RUN_TERMINAL and not all_tracks:
                 finished.add(parts[2])
-    if prefetch is not None:
-        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/")
-                 and ("/tracks/" in p or "/undo/" in p)
-                 and p.split("/")[2] not in finished | bad_runs)
+    files.prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/")
+                   and ("/tracks/" in p or "/undo/" in p)
+                   and p.split("/")[2] not in finished | bad_runs)
     for path in paths:
         if not path.startswith(ROOT + "/") or not path.endswith(".json"):
             continue

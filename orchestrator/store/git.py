@@ -27,6 +27,7 @@ from types import MappingProxyType
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from ..support.credentials import Redactor
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, Stamped, TransactResult, effective
+from .memory import MemoryFiles
 from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
 from .tree import TreeFiles
@@ -45,7 +46,8 @@ FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
 
 
-_EMPTY: Mapping[str, bytes] = MappingProxyType({})
+_EMPTY = MemoryFiles(MappingProxyType({}), frozen=True)
+"""The files of a branch that does not exist yet."""
 
 _PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
 

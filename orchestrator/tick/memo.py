@@ -55,6 +55,7 @@ from ..state import index as state_index
 from ..state import model as state_model
 from ..state.machine import RUN_OPEN
 from ..state.records import Cursor
+from ..store import StateFiles, as_state_files, blob_id
 from ..support.times import iso_minute
 from . import worktree
 
@@ -106,22 +107,12 @@ class QuietFile(Frozen):
     schedules: dict[str, Quiet] = Field(default_factory=dict)
 
 
-def blob_id(data: bytes) -> str:
-    """git's object id of a file with these bytes (what ``ls-tree`` lists)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _cursor_ids(files: Mapping[str, bytes]) -> dict[str, str]:
+def _cursor_ids(files: StateFiles) -> dict[str, str]:
     """Schedule id -> the blob id of its cursor, without reading the cursors from git."""
-    lister = getattr(files, "listdirs", None)
-    if lister is not None:
-        listed = lister([CURSORS])[CURSORS]
-        return {name[:-5]: sha for name, (is_dir, sha) in listed.items()
-                if not is_dir and name.endswith(".json")}
-    prefix = CURSORS + "/"
-    return {path[len(prefix):-5]: blob_id(files[path]) for path in files
-            if path.startswith(prefix) and path.endswith(".json") and "/" not in
-            path[len(prefix):]}
+    listed = files.listdirs([CURSORS])[CURSORS]
+    return {name[:-5]: sha for name, is_dir in listed.items()
+            if not is_dir and name.endswith(".json")
+            and (sha := files.object_id(f"{CURSORS}/{name}")) is not None}
 
 
 def _tz_version() -> str:
@@ -195,17 +186,15 @@ class Memo:
              config_key: bytes) -> Memo:
         """The memo as ``files`` hold it. ``config_key`` is
         :attr:`~orchestrator.spec.config.RepoSettings.key`."""
+        files = as_state_files(files)
         busy: set[str] = set()
-        lister = getattr(files, "listdirs", None)
-        if lister is not None:  # one git process for the folders the tick lists anyway
-            lister([layout.ROOT, CURSORS, f"{layout.ROOT}/dlq"])  # state/runs: only if need be
+        # one git process for the folders the tick lists anyway; state/runs only if need be
+        files.listdirs([layout.ROOT, CURSORS, f"{layout.ROOT}/dlq"])
         listing = worktree.clean(repo / "schedules")
-        prefetch = getattr(files, "prefetch", None)
-        if prefetch is not None:  # exactly these: state/ also holds the index page
-            # the entries only when the folder's cannot hold: a tick it holds for
-            # never reads them
-            prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
-                      *([QUIET] if listing is None else [])])
+        # exactly these: state/ also holds the index page. The entries only when the
+        # folder's cannot hold: a tick it holds for never reads them.
+        files.prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
+                        *([QUIET] if listing is None else [])])
         index, _ = state_index.read(files)
         if index is None and QUIET in files and not state_index.run_folders(files):
             index = state_index.OpenIndex()  # no run yet, so none open: it needs no index
