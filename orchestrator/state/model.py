@@ -24,6 +24,7 @@ from .codec import (
     MAX_RECORD_BYTES,
     CorruptState,
     R,
+    first_error,
     parse_record,
     parse_with_spec,
     read_specs,
@@ -223,9 +224,7 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
                 state.health = breakers
             except ValidationError as exc:
                 # A broken breaker file costs only the breaker: it starts closed again.
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(root)"
-                state.quarantined[path] = f"{path}: {where}: {first['msg']}"
+                state.quarantined[path] = first_error(path, exc)
             except (ValueError, AttributeError) as exc:
                 state.quarantined[path] = f"{path}: (root): {exc}"
     for run_id in bad_runs:
