@@ -30,15 +30,15 @@ from typing import Literal
 from pydantic import Field
 
 from .. import store
-from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
+from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
 from . import codec, layout
 from . import model as state_model
 from .machine import RUN_OPEN
 from .records import Run, RunStatus
 
-OPEN_INDEX = f"{layout.ROOT}/open.json"
-RUNS = f"{layout.ROOT}/runs"
+OPEN_INDEX = layout.OPEN_INDEX
+RUNS = layout.RUNS
 
 
 class OpenRun(Frozen):
@@ -136,8 +136,8 @@ class RunFolders(Collection[str]):
 
 def oldest_finished(folders: Iterable[str], open_runs: Collection[str]) -> str | None:
     """The run id, among ``folders`` and not open, with the earliest slot."""
-    return min((r for r in folders if r not in open_runs and RUN_ID_RE.fullmatch(r)),
-               key=lambda r: (r[-14:], r), default=None)
+    return min((r for r in folders if r not in open_runs and layout.is_run_id(r)),
+               key=lambda r: (layout.slot_text(r), r), default=None)
 
 
 def build(runs: Iterable[Run], folders: set[str]) -> OpenIndex:
@@ -195,8 +195,8 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     """
     files = as_state_files(files)
     # only compared with the paths listed, never read: no need to check each id
-    skip = {f"{layout.ROOT}/schedules/{sid}.json" for sid in skip_cursors}
-    top = files.listdirs([layout.ROOT, f"{layout.ROOT}/schedules", f"{layout.ROOT}/dlq"])
+    skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
+    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ])
     # exactly these: state/ also holds the index page of every run
     files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
                    if p.rpartition("/")[2] in top[layout.ROOT])
@@ -212,17 +212,16 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     if index is not None:
         # the open runs, and the runs of records quarantined before: read again, they
         # are reported again, or they load (mended) and the index takes them back
-        held = {p.split("/")[2] for p in index.quarantined
-                if p.startswith(f"{RUNS}/") and p.count("/") >= 3}
+        held = {r for r in map(layout.run_of, index.quarantined) if r is not None}
         mine = {*index.runs, *held}
         open_dirs = [layout.run_dir(r) for r in sorted(mine if folders is None else mine & folders)
-                     if RUN_ID_RE.fullmatch(r)]
+                     if layout.is_run_id(r)]
         # A dead letter keeps its track's spec in its run's specs.json, and its run is
         # usually finished: that one file of it is read too (its folder listed with
         # the open ones, in the same call).
-        parked = sorted(r for r in (name[:-5].rpartition("--")[0]
-                                    for name in top[f"{layout.ROOT}/dlq"] if name.endswith(".json"))
-                        if RUN_ID_RE.fullmatch(r) and (folders is None or r in folders))
+        parked = sorted(r for r in (layout.dead_letter_run(name[:-5])
+                                    for name in top[layout.DLQ] if name.endswith(".json"))
+                        if layout.is_run_id(r) and (folders is None or r in folders))
         subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
         runs_listed = files.listdirs([*open_dirs, *subs, *map(layout.run_dir, parked)])
         listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
@@ -250,12 +249,11 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
                     f"record(s), {len(index.runs)} open")
     if names is not None:
         for name in sorted(names):  # an entry that is no run id is never read, only named
-            if not RUN_ID_RE.fullmatch(name):
-                state.quarantined.setdefault(
-                    f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
+            if not layout.is_run_id(name):
+                state_model.quarantine_folder(state, name)
     else:  # unlisted: such names are as the index last saw them
         for path, why in index.quarantined.items():
-            if path.startswith(f"{RUNS}/") and path.count("/") == 2:
+            if layout.runs_entry(path) is not None and layout.run_of(path) is None:
                 state.quarantined.setdefault(path, why)
     update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
                                  "runs_tree": tree}
@@ -264,11 +262,6 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     index = index.model_copy(update=update)
     state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
     return Loaded(state, index, note, vouched)
-
-
-def _run_of(path: str) -> str | None:
-    parts = path.split("/")
-    return parts[2] if len(parts) >= 4 and parts[:2] == [layout.ROOT, "runs"] else None
 
 
 def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
@@ -284,7 +277,7 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     """
     files = as_state_files(files)
     out: Change = dict(change)
-    touched = {r for r in map(_run_of, change) if r is not None}
+    touched = {r for r in map(layout.run_of, change) if r is not None}
     if index is None:
         if not touched:
             return out
@@ -298,7 +291,7 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     if touched:
         folders = run_folders(files)
         # once, not per run: a compaction deletes thousands of runs in one change
-        written = {_run_of(p) for p, data in change.items() if data is not None}
+        written = {layout.run_of(p) for p, data in change.items() if data is not None}
         for run_id in sorted(touched):
             record = layout.run_path(run_id)
             writes = run_id in written
@@ -358,8 +351,8 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
     read; one that cannot be read is left out (the tick quarantines and reports it)."""
     files = as_state_files(files)
     folders = run_folders(files)
-    newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
-                    key=lambda r: (r[-14:], r), reverse=True)[:limit]
+    newest = sorted((r for r in folders if layout.is_run_id(r)),
+                    key=lambda r: (layout.slot_text(r), r), reverse=True)[:limit]
     paths = [layout.run_path(r) for r in newest]
     files.prefetch(paths)
     runs: dict[str, Run] = {}

@@ -35,9 +35,13 @@ from .health import RUNNERS_KEY, RunnerHealth
 from .layout import (
     HEALTH,
     ROOT,
+    RUNS,
+    Kind,
     cursor_path,
     dlq_path,
+    locate,
     run_path,
+    runs_entry_path,
     specs_path,
     track_path,
     undo_path,
@@ -82,9 +86,8 @@ class State:
     def held_schedules(self) -> set[str]:
         """Schedules whose cursor is quarantined: firing them would overwrite the record
         (and could fire again what it already fired), so they wait for a person."""
-        prefix = f"{ROOT}/schedules/"
-        return {p[len(prefix):].removesuffix(".json") for p in self.quarantined
-                if p.startswith(prefix)}
+        return {found.name for found in map(locate, self.quarantined)
+                if found is not None and found.kind is Kind.CURSOR}
 
     def quarantine_lines(self) -> list[str]:
         """One line per quarantined record, for the tick's output and ``status``."""
@@ -161,9 +164,7 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         parts = path.split("/")
         if len(parts) >= 3 and parts[:2] == [ROOT, "runs"] and not _run_dir_ok(parts[2]):
             bad_runs.add(parts[2])
-            state.quarantined.setdefault(
-                f"{ROOT}/runs/{parts[2]}",
-                f"{ROOT}/runs/{parts[2]!r}: not a run id; that folder is left alone")
+            quarantine_folder(state, parts[2])
             continue
         if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
             run = _record(state, Run, path, files, "run_id", parts[2])
@@ -234,6 +235,14 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
         state.tracks.pop(run_id, None)
         state.undos.pop(run_id, None)
     return state
+
+
+def quarantine_folder(state: State, name: str) -> None:
+    """Quarantine the entry ``name`` of ``state/runs``, which is no run id: it is named
+    on every load and never read."""
+    # the name is quoted: it may hold anything a tree entry can
+    state.quarantined.setdefault(runs_entry_path(name),
+                                 f"{RUNS}/{name!r}: not a run id; that folder is left alone")
 
 
 def _run_dir_ok(name: str) -> bool:

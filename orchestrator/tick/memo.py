@@ -59,9 +59,9 @@ from ..store import StateFiles, as_state_files, blob_id
 from ..support.times import iso_minute
 from . import worktree
 
-QUIET = f"{layout.ROOT}/quiet.json"
-FOLDER = f"{layout.ROOT}/quiet-folder.json"
-CURSORS = f"{layout.ROOT}/schedules"
+QUIET = layout.QUIET
+FOLDER = layout.QUIET_FOLDER
+CURSORS = layout.SCHEDULES
 FORMAT = 2
 """Of the keys (in every key): 2 when a file's bytes became its git blob id."""
 
@@ -189,7 +189,7 @@ class Memo:
         files = as_state_files(files)
         busy: set[str] = set()
         # one git process for the folders the tick lists anyway; state/runs only if need be
-        files.listdirs([layout.ROOT, CURSORS, f"{layout.ROOT}/dlq"])
+        files.listdirs([layout.ROOT, CURSORS, layout.DLQ])
         listing = worktree.clean(repo / "schedules")
         # exactly these: state/ also holds the index page. The entries only when the
         # folder's cannot hold: a tick it holds for never reads them.

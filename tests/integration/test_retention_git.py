@@ -63,11 +63,11 @@ def run_files(run_id: str, status: RunStatus, finished: datetime | None) -> dict
 def history() -> dict[str, bytes | None]:
     files: dict[str, bytes | None] = {}
     for run_id in [*OLD, LATE, YOUNG, RECENT]:
-        slot = retention.slot_of(run_id)
+        slot = layout.run_slot(run_id)
         assert slot is not None
         files.update(run_files(run_id, RunStatus.COMPLETED, slot + timedelta(hours=1)))
     files.update(run_files(OPEN, RunStatus.RUNNING, None))
-    slot = retention.slot_of(WAITING)
+    slot = layout.run_slot(WAITING)
     assert slot is not None
     files.update(run_files(WAITING, RunStatus.FAILED, slot + timedelta(hours=1)))
     key = f"{WAITING}--a"
