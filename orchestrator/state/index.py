@@ -194,67 +194,24 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     has to be rebuilt.
     """
     files = as_state_files(files)
-    # only compared with the paths listed, never read: no need to check each id
-    skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
     top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ])
     # exactly these: state/ also holds the index page of every run
-    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
-                   if p.rpartition("/")[2] in top[layout.ROOT])
+    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files)
     index, problem = read(files)
     tree = tree_id(files, RUNS)
     vouched = index is not None and tree is not None and index.runs_tree == tree
-    names: dict[str, bool] | None = None
-    folders: set[str] | None = None
-    if not vouched:
-        names = files.listdirs([RUNS])[RUNS]
-        folders = {name for name, is_dir in names.items() if is_dir}
+    names = None if vouched else files.listdirs([RUNS])[RUNS]
     state: state_model.State | None = None
     if index is not None:
-        # the open runs, and the runs of records quarantined before: read again, they
-        # are reported again, or they load (mended) and the index takes them back
-        held = {r for r in map(layout.run_of, index.quarantined) if r is not None}
-        mine = {*index.runs, *held}
-        open_dirs = [layout.run_dir(r) for r in sorted(mine if folders is None else mine & folders)
-                     if layout.is_run_id(r)]
-        # A dead letter keeps its track's spec in its run's specs.json, and its run is
-        # usually finished: that one file of it is read too (its folder listed with
-        # the open ones, in the same call).
-        parked = sorted(r for r in (layout.dead_letter_run(name[:-5])
-                                    for name in top[layout.DLQ] if name.endswith(".json"))
-                        if layout.is_run_id(r) and (folders is None or r in folders))
-        subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
-        runs_listed = files.listdirs([*open_dirs, *subs, *map(layout.run_dir, parked)])
-        listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
-        wanted = [f"{folder}/{name}" for folder, entries in listed.items()
-                  if folder != layout.ROOT for name, is_dir in entries.items()
-                  if not is_dir and name.endswith(".json") and f"{folder}/{name}" not in skip]
-        if layout.HEALTH.rpartition("/")[2] in top[layout.ROOT]:
-            wanted.append(layout.HEALTH)
-        wanted += [path for path in map(layout.specs_path, parked)
-                   if path not in wanted and path in files]
-        files.prefetch(wanted)
-        state = state_model.load({p: files[p] for p in wanted})
-        problem = _disagreement(index, folders, state)
+        state = _read_open(files, index, _folders(names), top, skip_cursors)
+        problem = _disagreement(index, _folders(names), state)
     note = None
-    if problem is not None or index is None or state is None:
-        if names is None:
-            names = files.listdirs([RUNS])[RUNS]
-            folders = {name for name, is_dir in names.items() if is_dir}
-        assert folders is not None
-        state = state_model.load(files)
-        index = build(state.runs.values(), folders)
+    if index is None or state is None or problem is not None:
+        names = files.listdirs([RUNS])[RUNS] if names is None else names
+        state, index, note = _rebuild(files, _folders(names) or set(), problem)
         vouched = False
-        if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
-            note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
-                    f"record(s), {len(index.runs)} open")
-    if names is not None:
-        for name in sorted(names):  # an entry that is no run id is never read, only named
-            if not layout.is_run_id(name):
-                state_model.quarantine_folder(state, name)
-    else:  # unlisted: such names are as the index last saw them
-        for path, why in index.quarantined.items():
-            if layout.runs_entry(path) is not None and layout.run_of(path) is None:
-                state.quarantined.setdefault(path, why)
+    _name_stray_entries(state, index, names)
+    folders = _folders(names)
     update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
                                  "runs_tree": tree}
     if folders is not None:  # checked against this tree now
@@ -262,6 +219,71 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     index = index.model_copy(update=update)
     state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
     return Loaded(state, index, note, vouched)
+
+
+def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
+    """The folders among the entries of ``state/runs`` (``None``: not listed)."""
+    return None if names is None else {name for name, is_dir in names.items() if is_dir}
+
+
+def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
+               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str]
+               ) -> state_model.State:
+    """The records the index points at: the cursors, the dead letters, the health file
+    and the open runs' records, found in the listings ``top`` and of the runs."""
+    # only compared with the paths listed, never read: no need to check each id
+    skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
+    # the open runs, and the runs of records quarantined before: read again, they are
+    # reported again, or they load (mended) and the index takes them back
+    mine = {*index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+    open_runs = [r for r in sorted(mine if folders is None else mine & folders)
+                 if layout.is_run_id(r)]
+    open_dirs = [d for r in open_runs
+                 for d in (layout.run_dir(r), layout.tracks_dir(r), layout.undo_dir(r))]
+    # A dead letter keeps its track's spec in its run's specs.json, and its run is
+    # usually finished: that one file of it is read too (its folder listed with the
+    # open ones, in the same call).
+    parked = sorted(r for r in (layout.dead_letter_run(name[:-5])
+                                for name in top[layout.DLQ] if name.endswith(".json"))
+                    if layout.is_run_id(r) and (folders is None or r in folders))
+    runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
+    listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
+    wanted = [path for folder, entries in listed.items() if folder != layout.ROOT
+              for name, is_dir in entries.items()
+              if not is_dir and name.endswith(".json")
+              and (path := f"{folder}/{name}") not in skip]
+    if layout.HEALTH in files:
+        wanted.append(layout.HEALTH)
+    wanted += [path for path in map(layout.specs_path, parked)
+               if path not in wanted and path in files]
+    files.prefetch(wanted)
+    return state_model.load({p: files[p] for p in wanted})
+
+
+def _rebuild(files: StateFiles, folders: set[str], problem: str | None
+             ) -> tuple[state_model.State, OpenIndex, str | None]:
+    """Every record read, the index they call for, and the line that says why."""
+    state = state_model.load(files)
+    index = build(state.runs.values(), folders)
+    note = None
+    if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
+        note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
+                f"record(s), {len(index.runs)} open")
+    return state, index, note
+
+
+def _name_stray_entries(state: state_model.State, index: OpenIndex,
+                        names: Mapping[str, bool] | None) -> None:
+    """Quarantine each entry of ``state/runs`` that is no run id: it is never read, only
+    named. Unlisted (``names`` is ``None``), they are as the index last saw them."""
+    if names is not None:
+        for name in sorted(names):
+            if not layout.is_run_id(name):
+                state_model.quarantine_folder(state, name)
+        return
+    for path, why in index.quarantined.items():
+        if layout.runs_entry(path) is not None and layout.run_of(path) is None:
+            state.quarantined.setdefault(path, why)
 
 
 def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
@@ -278,64 +300,76 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     files = as_state_files(files)
     out: Change = dict(change)
     touched = {r for r in map(layout.run_of, change) if r is not None}
-    if index is None:
-        if not touched:
-            return out
+    if index is None and touched:
         index, _ = read(files)
-        if index is None:
-            return out
+    if index is None:
+        return out
     tree = tree_id(files, RUNS)
     good = tree is not None and index.runs_tree == tree
-    runs = dict(index.runs)
-    new = index
-    if touched:
-        folders = run_folders(files)
-        # once, not per run: a compaction deletes thousands of runs in one change
-        written = {layout.run_of(p) for p, data in change.items() if data is not None}
-        for run_id in sorted(touched):
-            record = layout.run_path(run_id)
-            writes = run_id in written
-            if writes:
-                folders.add(run_id)
-            if record not in change:
-                continue
-            data = change[record]
-            if data is None:
-                runs.pop(run_id, None)
-                if not writes:  # the run's folder goes with its record (compaction)
-                    folders.discard(run_id)
-                continue
-            run = codec.parse_record(Run, record, data)
-            if run.status in RUN_OPEN:
-                runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
-                                       slot=run.slot)
-            else:
-                runs.pop(run_id, None)
-        new = index.model_copy(update={
-            "runs": dict(sorted(runs.items())), "run_folders": len(folders),
-            "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
-            "runs_tree": None})
+    new = _with_runs(index, files, change, touched) if touched else index
     # A branch without runs gets its index with its first run, not on an idle tick.
     if not (OPEN_INDEX in files or new.run_folders):
         return out
-    if touched and good:
-        stamped = new
+    data = _stamped(new) if touched and good else _index_bytes(files, change, new)
+    if data is not None:
+        out[OPEN_INDEX] = data
+    return out
 
-        def fill(tree_id: str | None) -> bytes:
-            return codec.to_json(stamped.model_copy(update={"runs_tree": tree_id}))
 
-        out[OPEN_INDEX] = Stamped.of(RUNS, fill)
-        return out
+def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes | None],
+               touched: Collection[str]) -> OpenIndex:
+    """``index`` after ``change``, which writes or deletes files of the runs
+    ``touched``; it names no tree (the change moves it)."""
+    runs = dict(index.runs)
+    folders = run_folders(files)
+    # once, not per run: a compaction deletes thousands of runs in one change
+    written = {layout.run_of(p) for p, data in change.items() if data is not None}
+    for run_id in sorted(touched):
+        record = layout.run_path(run_id)
+        writes = run_id in written
+        if writes:
+            folders.add(run_id)
+        if record not in change:
+            continue
+        data = change[record]
+        if data is None:
+            runs.pop(run_id, None)
+            if not writes:  # the run's folder goes with its record (compaction)
+                folders.discard(run_id)
+            continue
+        run = codec.parse_record(Run, record, data)
+        if run.status in RUN_OPEN:
+            runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
+                                   slot=run.slot)
+        else:
+            runs.pop(run_id, None)
+    return index.model_copy(update={
+        "runs": dict(sorted(runs.items())), "run_folders": len(folders),
+        "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
+        "runs_tree": None})
+
+
+def _stamped(index: OpenIndex) -> Stamped:
+    """``index`` naming the tree its commit gives ``state/runs``."""
+
+    def fill(tree_id: str | None) -> bytes:
+        return codec.to_json(index.model_copy(update={"runs_tree": tree_id}))
+
+    return Stamped.of(RUNS, fill)
+
+
+def _index_bytes(files: StateFiles, change: Mapping[str, bytes | None],
+                 new: OpenIndex) -> bytes | None:
+    """``new`` as the file to write, or ``None`` when the committed one will do."""
     data = codec.to_json(new)
     if files.get(OPEN_INDEX) == data:
-        return out
+        return None
     committed, _ = read(files)  # rarely reached: the index differs from the one committed
     if committed is not None and committed.model_copy(update={
             "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new \
             and not store.changes(files, change):
-        return out  # only checked against the tree again: not worth a commit of its own
-    out[OPEN_INDEX] = data
-    return out
+        return None  # only checked against the tree again: not worth a commit of its own
+    return data
 
 
 INDEX_PAGE_RUNS = 200

@@ -113,17 +113,25 @@ def run_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/run.json"
 
 
+def tracks_dir(run_id: str) -> str:
+    return f"{run_dir(run_id)}/tracks"
+
+
 def track_path(run_id: str, track: str) -> str:
-    return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
+    return f"{tracks_dir(run_id)}/{check_id(track, 'track name')}.json"
 
 
 def specs_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/specs.json"
 
 
+def undo_dir(run_id: str) -> str:
+    return f"{run_dir(run_id)}/undo"
+
+
 def undo_path(run_id: str, track: str) -> str:
     """The compensation record of ``track`` (a :class:`Track` with ``compensating``)."""
-    return f"{run_dir(run_id)}/undo/{check_id(track, 'track name')}.json"
+    return f"{undo_dir(run_id)}/{check_id(track, 'track name')}.json"
 
 
 def polls_path(run_id: str) -> str:
