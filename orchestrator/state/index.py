@@ -1,23 +1,30 @@
-"""The index of open runs: what a tick reads instead of every run record.
+"""The index of open runs, ``state/open.json``: what a tick reads instead of every run.
 
-A state branch keeps every finished run until ``compact`` archives it (an
-every-minute schedule leaves 10,000 runs in a week), but a tick needs only the open
-ones: overlap policies look at a schedule's open runs, hygiene and fan-in at their
-tracks, daily caps at the cursors. ``state/open.json`` lists the open runs with what
-those policies need (schedule, status, slot), and the number and a digest of the run
-folders, so a tick reads the index, the cursors, the dead letters and the open runs'
-records: its cost does not grow with the history. The index also names the id of
-``state/runs``'s tree in the commit that wrote it (a :class:`~.store.Stamped` file):
-while the tip's ``state/runs`` has that id, nothing under it changed since, and the
-tick does not even list the folder (listing 10,000 run ids is most of what a no-op
-tick would otherwise spend on history). It is listed when a slot is about to fire
-(``state.known_runs``) or the tree moved.
+A branch keeps every finished run until ``compact`` archives it (an every-minute
+schedule leaves 10,000 in a week). A tick needs only the open ones, so its cost does
+not grow with the history.
 
-The index is never the only truth. Every writer that changes a ``run.json`` updates
-it in the same compare-and-swap commit (:func:`refresh`); :func:`load` checks it
-against what it reads anyway (the run folders, the records of the runs it lists) and,
-when it is missing, unreadable or disagrees, rebuilds it from the records and says
-so in one line, which the tick logs and commits with the rebuilt index.
+- The index lists each open run with its schedule, status and slot. It also counts
+  the run folders and digests their names.
+- A tick reads the index, the cursors, the dead letters and the open runs' records;
+  never a finished run's.
+- The index is never the only truth: :func:`load` checks it against every record it
+  reads, and against the run folders when it lists them.
+- When it is missing, unreadable or disagrees, it is rebuilt from every record. One
+  line says so (:attr:`Loaded.note`); the tick logs it and commits the new index.
+- It is trusted without listing ``state/runs`` while that folder's tree id is the one
+  it names (``runs_tree``): nothing under the folder changed since.
+- ``state/runs`` is listed when its tree moved, when the index is rebuilt, or when a
+  slot is about to fire (``state.known_runs``), so no slot fires twice.
+- Records the last load could not read are named in the index and read again by
+  every tick until someone mends them.
+- Every writer of a ``run.json`` updates the index in the same compare-and-swap commit
+  (:func:`refresh`).
+- A writer that changes ``state/runs`` with an index good for the old tree stamps the
+  new tree's id (:class:`~.store.Stamped`). Any other change of the folder leaves the
+  id stale, so the next load lists it.
+- A branch without runs gets its index with its first run, never on an idle tick. An
+  index only checked against the tree again is not worth a commit of its own.
 """
 
 from __future__ import annotations
