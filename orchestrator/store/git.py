@@ -237,14 +237,8 @@ class GitStateStore:
                             input="".join(f"{s}\n" for s in shas).encode()).stdout
         present = {line.split(b" ")[0].decode() for line in have.splitlines()}
         shas = [s for s in shas if s not in present]
-        if not shas:
-            return
-        # A transport injected by a test may not know partial fetches: then git's own
-        # transport fetches the blobs.
-        fetch = getattr(self.transport, "fetch_blobs", None)
-        if fetch is None:
-            fetch = GitTransport(self.git, self.url, partial=True).fetch_blobs
-        fetch(shas)
+        if shas:
+            self.transport.fetch_blobs(shas)
 
     def _fetch_tip(self) -> str | None:
         for attempt in range(5):

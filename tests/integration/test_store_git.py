@@ -295,6 +295,9 @@ class FlakyTransport:
     def fetch(self, sha: str, ref: str, depth: int | None) -> None:
         self.real.fetch(sha, ref, depth)
 
+    def fetch_blobs(self, shas: list[str]) -> None:
+        self.real.fetch_blobs(shas)
+
     def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
              atomic: bool = False) -> PushOutcome:
         self.pushes += 1
