@@ -3,7 +3,8 @@ its paths.
 
 - Every id in a path built here is validated first (:func:`~orchestrator.spec.fields.check_id`,
   :func:`~orchestrator.spec.fields.check_run_id`), so no path built here can leave
-  ``state/``. The one exception, :func:`unchecked_cursor_path`, is only ever compared.
+  ``state/``. The one exception, :func:`unchecked_cursor_path`, is only looked up in
+  listings, never read or written.
 - A path read from a listing is parsed here by position alone (:func:`locate`,
   :func:`runs_entry`, :func:`run_of`); the names it returns are unvalidated, and the
   reader checks them (a record's own id must match its file name).
@@ -101,7 +102,7 @@ def cursor_path(schedule_id: str) -> str:
 
 def unchecked_cursor_path(schedule_id: str) -> str:
     """Where the cursor of ``schedule_id`` would be, without validating the id: only to
-    compare with listed paths (thousands per tick), never to read or write."""
+    look up in listings (thousands per tick), never to read or write."""
     return f"{SCHEDULES}/{schedule_id}.json"
 
 

@@ -34,8 +34,8 @@ class MemoryFiles(StateFiles):
     - :meth:`prefetch` does nothing, and a listing reads no file: a test that counts
       reads sees what the git store would load.
     - An id is computed when asked, from the bytes under the path. It is the id git
-      gives the same files, so the index's tree check (:meth:`object_id` of
-      ``state/runs``) is taken or declined exactly as with the git store.
+      gives the same files, so the open-runs index's tree shortcut is exercised here
+      too: taken while ``state/runs`` is unchanged, declined once it moved.
     - ``frozen``: the mapping never changes (a snapshot of :class:`InMemoryStateStore`),
       so listings and ids are cached. Otherwise each call looks at the mapping afresh,
       since a test may edit a dict between two reads.

@@ -112,7 +112,7 @@ def _cursor_ids(files: StateFiles) -> dict[str, str]:
     listed = files.listdirs([CURSORS])[CURSORS]
     return {name[:-5]: sha for name, is_dir in listed.items()
             if not is_dir and name.endswith(".json")
-            and (sha := files.object_id(f"{CURSORS}/{name}")) is not None}
+            and (sha := files.object_id(layout.unchecked_cursor_path(name[:-5]))) is not None}
 
 
 def _tz_version() -> str:
