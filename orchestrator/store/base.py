@@ -36,14 +36,17 @@ class StateFiles(Mapping[str, bytes]):
     are ignored. It never changes what a read returns.
 
     **listdirs(folders).** ``folder -> name -> is a folder`` for each of ``folders``
-    (paths from the repository root without a trailing slash; ``""`` is the root). A
-    folder that does not exist lists as empty. No file's content is read.
+    (paths from the repository root, slashes around them dropped; ``""`` is the root).
+    A folder that does not exist lists as empty. Folders listed together list as they
+    would alone, a folder and its subfolder too. No file's content is read.
 
     **object_id(path).** The id git gives the file or folder at ``path`` (its blob or
-    tree id, 40 hex digits), or ``None`` when nothing is there. Equal ids mean equal
-    contents, for a folder everything under it. A file's id is :func:`blob_id` of its
-    bytes. A folder's is the tree git holds; :class:`~.memory.MemoryFiles` computes the
-    same id, taking every file as a plain (``100644``) file, as both stores write them.
+    tree id, 40 hex digits), or ``None`` when nothing is there (nor for the root).
+    Equal ids mean equal contents, for a folder everything under it. A file's id is
+    :func:`blob_id` of its bytes. A folder's is the tree git holds;
+    :class:`~.memory.MemoryFiles` computes the same, taking every file as a plain
+    (``100644``) file, as both stores write them. Ids are a question of their own so
+    that a listing never has to read a file to name them.
     """
 
     @abstractmethod
