@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from orchestrator.errors import CASExhausted
-from orchestrator.store import Change, Snapshot, StateStore
+from orchestrator.store import Change, Snapshot, Stamped, StateStore, blob_id
 
 
 @dataclass
@@ -34,6 +34,32 @@ BackendFactory = Callable[..., Backend]
 
 def _put(path: str, data: bytes) -> Callable[[Snapshot], Change]:
     return lambda _snap: {path: data}
+
+
+TREE: dict[str, bytes] = {
+    "state/runs/a--20261201T0700Z/run.json": b'{"x": 1}\n',
+    "state/runs/a--20261201T0700Z/tracks/t.json": b"{}\n",
+    "state/runs/a--20261201T0700Z/tracks/t-b.json": b"[]\n",  # '-' sorts before '.'
+    "state/runs/a-b--20261201T0700Z/run.json": b"2",
+    "state/runs/a--20261202T0700Z/run.json": b"",
+    "state/schedules/a.json": b"c",
+    "state/schedules/a-b.json": b"d",
+    "state/health.json": b"1",
+    "state/dlq.json": b"a file named like a folder: git sorts it before state/dlq/",
+    "state/dlq/a--20261201T0700Z--t.json": b"e",
+}
+"""Files whose listing and ids both stores must give as git does."""
+
+TREE_IDS = {
+    "state": "75865bbb4c979e02a26f6ee0f9ce86d3200b41f2",
+    "state/runs": "355492aa42f31a4008253d89503e624a2a74b27e",
+    "state/runs/a--20261201T0700Z": "11b3b62cae4420cce4700a6fd80d227ea6546ca6",
+    "state/runs/a--20261201T0700Z/tracks": "21ee77e615bf7bdd3aa1d84df5795a46c91376ea",
+    "state/dlq": "44e9ae1f293e5573b737c96a325270c7a324b24b",
+    "state/schedules": "8801460a797e2095503371247b2a5324c246505a",
+}
+"""The ids ``git write-tree`` gives the folders of :data:`TREE` (the git store's run
+of the suite checks them against git itself)."""
 
 
 class StoreContract:
@@ -176,3 +202,62 @@ class StoreContract:
             t.join()
         assert json.loads(backend.store.read().files["state/counter.json"]) == {"n": 6}
         assert backend.commits() == 6
+
+    # ------------------------------------------------------------ the files' questions
+
+    def test_files_list_folders_without_reading_them_as_git_does(self, backend: Backend) -> None:
+        backend.store.transact(lambda _: dict(TREE), "seed")
+        files = backend.store.read().files
+        # a folder listed with its subfolders still names them (git recurses into them)
+        assert files.listdirs(["state", "state/runs/", "state/runs/a--20261201T0700Z",
+                               "state/nope"]) == {
+            "state": {"runs": True, "schedules": True, "health.json": False,
+                      "dlq.json": False, "dlq": True},
+            "state/runs": {"a--20261201T0700Z": True, "a-b--20261201T0700Z": True,
+                           "a--20261202T0700Z": True},
+            "state/runs/a--20261201T0700Z": {"run.json": False, "tracks": True},
+            "state/nope": {},
+        }
+        assert files.listdirs([""]) == {"": {"state": True}}
+
+    def test_object_ids_are_gits_blob_and_tree_ids(self, backend: Backend) -> None:
+        backend.store.transact(lambda _: dict(TREE), "seed")
+        files = backend.store.read().files
+        assert {path: files.object_id(path) for path in TREE} == {
+            path: blob_id(data) for path, data in TREE.items()}
+        assert {folder: files.object_id(folder) for folder in TREE_IDS} == TREE_IDS
+        assert files.object_id("state/nope") is None
+        assert files.object_id("state/runs/nope/run.json") is None
+
+    def test_an_edit_deep_down_changes_the_id_of_every_folder_above(
+            self, backend: Backend) -> None:
+        backend.store.transact(lambda _: dict(TREE), "seed")
+        backend.store.transact(_put("state/runs/a--20261201T0700Z/tracks/t.json", b"!"), "edit")
+        files = backend.store.read().files
+        changed = {f for f in TREE_IDS if files.object_id(f) != TREE_IDS[f]}
+        assert changed == {"state", "state/runs", "state/runs/a--20261201T0700Z",
+                           "state/runs/a--20261201T0700Z/tracks"}
+
+    def test_prefetch_changes_no_read(self, backend: Backend) -> None:
+        backend.store.transact(lambda _: dict(TREE), "seed")
+        files = backend.store.read().files
+        files.prefetch([*TREE, "state/nope", "state/runs/nope/run.json"])
+        assert dict(files) == TREE and "state/nope" not in files
+
+    def test_an_empty_branch_lists_nothing_and_names_no_id(self, backend: Backend) -> None:
+        files = backend.store.read().files
+        files.prefetch(["state/a"])
+        assert files.listdirs(["", "state"]) == {"": {}, "state": {}}
+        assert files.object_id("state") is None
+
+    def test_a_stamp_names_its_folders_tree_in_the_same_commit(self, backend: Backend) -> None:
+        def fill(tree: str | None) -> bytes:
+            return f"{tree}".encode()
+
+        backend.store.transact(lambda _: {**TREE, "state/open.json": Stamped.of(
+            "state/runs", fill), "state/gone.json": Stamped.of("state/gone", fill)}, "seed")
+        files = backend.store.read().files
+        assert files["state/open.json"] == TREE_IDS["state/runs"].encode()
+        assert files["state/gone.json"] == b"None"  # no such folder in the commit
+        assert files.object_id("state/runs") == TREE_IDS["state/runs"]
+        assert files.object_id("state/open.json") == blob_id(TREE_IDS["state/runs"].encode())

@@ -13,9 +13,9 @@ import click
 
 from .. import brief
 from ..errors import ScheduleError, UserError
-from ..spec.fields import check_run_id
 from ..spec.files import load_schedule
 from ..spec.models import ScheduleSpec
+from ..state.layout import parse_run_id
 from ..store import GitStateStore
 from ..support.atomic import write_text
 from .context import Config, pass_config
@@ -44,9 +44,9 @@ def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
 def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
             template: Path | None) -> None:
     """Render the brief of RUN (e.g. nightly--20261201T0700Z)."""
-    check_run_id(run_id)
+    schedule_id, _ = parse_run_id(run_id)
     snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
-    schedule = _schedule(cfg, run_id.rpartition("--")[0])  # run ids are <schedule>--<slot>
+    schedule = _schedule(cfg, schedule_id)
     ctx = brief.context_from_files(snap.files, run_id, now=datetime.now(UTC),
                                    schedule=schedule)
     if fmt == "markdown":

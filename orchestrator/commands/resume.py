@@ -65,9 +65,7 @@ def pauses(cfg: Config) -> dict[str, Pause]:
         snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
         found = {}
         for path in snap.files:
-            parts = path.split("/")
-            if len(parts) == 3 and parts[:2] == [layout.ROOT, "schedules"] and path.endswith(
-                    ".json"):
+            if layout.kind_of(path) is layout.Kind.CURSOR:
                 cursor = codec.parse_record(Cursor, path, snap.files[path])
                 if cursor.paused is not None:
                     found[cursor.schedule_id] = cursor.paused

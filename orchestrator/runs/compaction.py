@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..state import index as state_index
+from ..state import layout
 from ..state.codec import CorruptState, parse_record, parse_with_spec, read_specs
-from ..state.layout import ROOT, run_path
 from ..state.machine import RUN_TERMINAL
 from ..state.records import DeadLetter, Run
-from ..store import Change, ChangeFn, Snapshot, TransactResult
+from ..store import Change, ChangeFn, Snapshot, StateFiles, TransactResult, as_state_files
 from ..support.times import iso
 
 
@@ -64,11 +64,11 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
     Without it every run record is read, as ``compact`` does."""
     cutoff = now - timedelta(days=keep_days)
-    dlq_prefix = f"{ROOT}/dlq/"
     letters: dict[str, DeadLetter] = {}
-    for name, is_dir in sorted(state_index.listdirs(files, [f"{ROOT}/dlq"])[f"{ROOT}/dlq"].items()):
+    files = as_state_files(files)
+    for name, is_dir in sorted(files.listdirs([layout.DLQ])[layout.DLQ].items()):
         if not is_dir and name.endswith(".json"):
-            path, run_id = dlq_prefix + name, name[:-5].rpartition("--")[0]
+            path, run_id = f"{layout.DLQ}/{name}", layout.dead_letter_run(name[:-5])
             letters[path] = parse_with_spec(DeadLetter, path, files[path],
                                             read_specs(files, run_id))
     waiting = {letter.run_id for letter in letters.values() if not letter.discarded}
@@ -87,20 +87,17 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
 
 
 def _run_records(files: Mapping[str, bytes]) -> list[str]:
-    runs_prefix = f"{ROOT}/runs/"
-    return [path for path in files if path.startswith(runs_prefix)
-            and len(parts := path.split("/")) == 4 and parts[3] == "run.json"]
+    return [path for path in files if layout.kind_of(path) is layout.Kind.RUN]
 
 
-def _read_candidates(files: Mapping[str, bytes], run_ids: list[str],
+def _read_candidates(files: StateFiles, run_ids: list[str],
                      skipped: list[str]) -> list[Run]:
-    paths = [run_path(run_id) for run_id in run_ids]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None and paths:
+    paths = [layout.run_path(run_id) for run_id in run_ids]
+    if paths:
         # one git call for every candidate's record, found in the listing of the whole
         # tree (which the deletions need anyway) rather than folder by folder
         iter(files)
-        prefetch(paths)
+        files.prefetch(paths)
     runs: list[Run] = []
     for run_id, path in zip(run_ids, paths, strict=True):
         data = files.get(path)
@@ -121,10 +118,8 @@ def _files_under(files: Mapping[str, bytes], run_ids: list[str]) -> list[str]:
     # far less than listing a thousand folders by name, which git matches entry by entry.
     # a set, not a tuple of prefixes for startswith: thousands of runs, tens of thousands
     # of paths
-    wanted, runs_prefix = set(run_ids), f"{ROOT}/runs/"
-    return [path for path in files if path.startswith(runs_prefix)
-            and path[len(runs_prefix):].partition("/")[0] in wanted
-            and "/" in path[len(runs_prefix):]]
+    wanted = set(run_ids)
+    return [path for path in files if layout.run_of(path) in wanted]
 
 
 def archive_tag(now: datetime) -> str:

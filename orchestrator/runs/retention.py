@@ -35,20 +35,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
 from ..errors import OrchestratorError, PushRejected
-from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
+from ..spec.fields import Frozen, UTCDateTime
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
-from ..store import Change, ChangeFn, Snapshot, TransactResult
+from ..store import Change, ChangeFn, Snapshot, TransactResult, as_state_files
 from .compaction import Archiver, Compactor, Plan, archive_tag
 
-RECORD = f"{layout.ROOT}/retention.json"
+RECORD = layout.RETENTION
 
 BATCH = timedelta(days=1)
 """How much older than the retention a run's slot must be before a tick compacts, and
@@ -82,23 +82,14 @@ class Record(Frozen):
     refused_at: UTCDateTime | None = None
 
 
-def slot_of(run_id: str) -> datetime | None:
-    """The slot a run id ends with, or ``None`` for a name that is no run id."""
-    if not RUN_ID_RE.fullmatch(run_id):
-        return None
-    try:
-        return datetime.strptime(run_id[-14:], "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
 def _older(run_ids: Iterable[str], cutoff: datetime) -> Iterator[str]:
     """The run ids whose slot is before ``cutoff``. A slot's text (``YYYYMMDDTHHMMZ``)
-    sorts as its time, so most ids are ruled out by comparing their last 14 characters
-    with the cutoff's, unparsed: every tick looks at every run id."""
-    bound = f"{cutoff.astimezone(UTC):%Y%m%dT%H%MZ}"  # the cutoff's minute: at or after
+    sorts as its time, so most ids are ruled out by comparing that text with the
+    cutoff's, unparsed (:func:`~.layout.slot_text`): every tick looks at every run id."""
+    bound = layout.slot_stamp(cutoff)  # the cutoff's minute: at or after
     for run_id in run_ids:
-        if run_id[-14:] <= bound and (slot := slot_of(run_id)) is not None and slot < cutoff:
+        if layout.slot_text(run_id) <= bound and (slot := layout.run_slot(run_id)) is not None \
+                and slot < cutoff:
             yield run_id
 
 
@@ -122,9 +113,8 @@ def ripe(run_ids: Iterable[str], keep_days: int, now: datetime) -> bool:
 def read_record(files: Mapping[str, bytes]) -> Record | None:
     """The last compaction's record; ``None`` when there is none or it is unreadable
     (then the next compaction writes it anew)."""
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:  # this file alone, not its siblings (the runs' index page)
-        prefetch([RECORD])
+    files = as_state_files(files)
+    files.prefetch([RECORD])  # this file alone, not its siblings (the runs' index page)
     data = files.get(RECORD)
     if data is None:
         return None
@@ -142,8 +132,7 @@ def due(state: state_model.State, open_runs: Iterable[str], record: Record | Non
     if record is not None and timedelta(0) <= now - record.at < BATCH:
         return []
     kept = {*open_runs, *(d.run_id for d in state.dlq.values() if not d.discarded)}
-    kept |= {p.split("/")[2] for p in state.quarantined
-             if p.startswith(f"{layout.ROOT}/runs/") and p.count("/") >= 2}
+    kept |= {r for r in map(layout.runs_entry, state.quarantined) if r is not None}
     found = candidates(state.known_runs, keep_days, now, kept)
     return found if ripe(found, keep_days, now) else []
 

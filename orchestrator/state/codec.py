@@ -86,14 +86,21 @@ def parse_record(model: type[R], path: str, data: bytes) -> R:
     return _validate(model, path, data)
 
 
+def first_error(path: str, exc: ValidationError) -> str:
+    """One line naming ``path``, the field at fault and what is wrong with it."""
+    first = exc.errors()[0]
+    # a key of a record's mapping may hold anything, a line break too: quoted then
+    where = ".".join(p if isinstance(p, str) and p.isprintable() else
+                     str(p) if isinstance(p, int) else repr(p) for p in first["loc"])
+    return f"{path}: {where or '(root)'}: {first['msg']}"
+
+
 def _validate(model: type[R], path: str, data: bytes) -> R:
     """``data`` (already through :func:`orchestrator.support.safejson.loads`) as a ``model``."""
     try:
         record = model.model_validate_json(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(root)"
-        raise CorruptState(f"{path}: {where}: {first['msg']}") from exc
+        raise CorruptState(first_error(path, exc)) from exc
     for name in type(record).model_fields:
         value = getattr(record, name)
         # Instants far from datetime's edges keep every deadline and window sum total.

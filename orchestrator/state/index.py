@@ -1,23 +1,30 @@
-"""The index of open runs: what a tick reads instead of every run record.
+"""The index of open runs, ``state/open.json``: what a tick reads instead of every run.
 
-A state branch keeps every finished run until ``compact`` archives it (an
-every-minute schedule leaves 10,000 runs in a week), but a tick needs only the open
-ones: overlap policies look at a schedule's open runs, hygiene and fan-in at their
-tracks, daily caps at the cursors. ``state/open.json`` lists the open runs with what
-those policies need (schedule, status, slot), and the number and a digest of the run
-folders, so a tick reads the index, the cursors, the dead letters and the open runs'
-records: its cost does not grow with the history. The index also names the id of
-``state/runs``'s tree in the commit that wrote it (a :class:`~.store.Stamped` file):
-while the tip's ``state/runs`` has that id, nothing under it changed since, and the
-tick does not even list the folder (listing 10,000 run ids is most of what a no-op
-tick would otherwise spend on history). It is listed when a slot is about to fire
-(``state.known_runs``) or the tree moved.
+A branch keeps every finished run until ``compact`` archives it (an every-minute
+schedule leaves 10,000 in a week). A tick needs only the open ones, so its cost does
+not grow with the history.
 
-The index is never the only truth. Every writer that changes a ``run.json`` updates
-it in the same compare-and-swap commit (:func:`refresh`); :func:`load` checks it
-against what it reads anyway (the run folders, the records of the runs it lists) and,
-when it is missing, unreadable or disagrees, rebuilds it from the records and says
-so in one line, which the tick logs and commits with the rebuilt index.
+- The index lists each open run with its schedule, status and slot. It also counts
+  the run folders and digests their names.
+- A tick reads the index, the cursors, the dead letters and the open runs' records;
+  never a finished run's.
+- The index is never the only truth: :func:`load` checks it against every record it
+  reads, and against the run folders when it lists them.
+- When it is missing, unreadable or disagrees, it is rebuilt from every record. One
+  line says so (:attr:`Loaded.note`); the tick logs it and commits the new index.
+- It is trusted without listing ``state/runs`` while that folder's tree id is the one
+  it names (``runs_tree``): nothing under the folder changed since.
+- ``state/runs`` is listed when its tree moved, when the index is rebuilt, or when a
+  slot is about to fire (``state.known_runs``), so no slot fires twice.
+- Records the last load could not read are named in the index and read again by
+  every tick until someone mends them.
+- Every writer of a ``run.json`` updates the index in the same compare-and-swap commit
+  (:func:`refresh`).
+- A writer that changes ``state/runs`` with an index good for the old tree stamps the
+  new tree's id (:class:`~.store.Stamped`). Any other change of the folder leaves the
+  id stale, so the next load lists it.
+- A branch without runs gets its index with its first run, never on an idle tick. An
+  index only checked against the tree again is not worth a commit of its own.
 """
 
 from __future__ import annotations
@@ -30,15 +37,15 @@ from typing import Literal
 from pydantic import Field
 
 from .. import store
-from ..spec.fields import RUN_ID_RE, Frozen, UTCDateTime
-from ..store import Change, Stamped
+from ..spec.fields import Frozen, UTCDateTime
+from ..store import Change, Stamped, StateFiles, as_state_files
 from . import codec, layout
 from . import model as state_model
 from .machine import RUN_OPEN
 from .records import Run, RunStatus
 
-OPEN_INDEX = f"{layout.ROOT}/open.json"
-RUNS = f"{layout.ROOT}/runs"
+OPEN_INDEX = layout.OPEN_INDEX
+RUNS = layout.RUNS
 
 
 class OpenRun(Frozen):
@@ -65,8 +72,8 @@ class OpenIndex(Frozen):
     every tick (and reported, and their run left alone) until someone mends them."""
     runs_tree: str | None = None
     """The id of ``state/runs``'s tree when this index was last checked against it or
-    written with it (``None``: never, or a store without trees). While the tip's tree
-    has this id, the folder count and digest hold without listing the folder."""
+    written with it (``None``: not since the folder last changed). While the tip's
+    tree has this id, the folder count and digest hold without listing the folder."""
     oldest_finished: str | None = None
     """The run folder, not open, with the earliest slot (``None``: there is none): what
     retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
@@ -94,47 +101,24 @@ def digest(names: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
-def listdirs(files: Mapping[str, bytes], folders: Iterable[str]) -> dict[str, dict[str, bool]]:
-    """``folder -> name -> is a folder`` for each of ``folders``.
-
-    The git store lists exactly these folders (one ``ls-tree``); any other mapping,
-    such as the in-memory store's, is scanned.
-    """
-    wanted = sorted(set(folders))
-    lister = getattr(files, "listdirs", None)
-    if lister is not None:
-        listed = lister(wanted)
-        return {f: {name: entry[0] for name, entry in listed[f].items()} for f in wanted}
-    out: dict[str, dict[str, bool]] = {f: {} for f in wanted}
-    for path in files:
-        for folder in wanted:
-            if path.startswith(folder + "/"):
-                head, sep, _ = path[len(folder) + 1:].partition("/")
-                out[folder][head] = out[folder].get(head, False) or bool(sep)
-    return out
-
-
 def run_folders(files: Mapping[str, bytes]) -> set[str]:
     """The run ids that have a folder under ``state/runs/``."""
-    return {name for name, is_dir in listdirs(files, [RUNS])[RUNS].items() if is_dir}
+    listed = as_state_files(files).listdirs([RUNS])[RUNS]
+    return {name for name, is_dir in listed.items() if is_dir}
 
 
-def tree_id(files: Mapping[str, bytes], folder: str) -> str | None:
+def tree_id(files: StateFiles, folder: str) -> str | None:
     """The id of ``folder``'s tree, from its parent's listing (which the tick makes
-    anyway); ``None`` for a store without trees or a folder that is not there."""
-    lister = getattr(files, "listdirs", None)
-    if lister is None:
-        return None
+    anyway); ``None`` when there is no such folder."""
     parent, _, name = folder.rpartition("/")
-    entry = lister([parent])[parent].get(name)
-    return entry[1] if entry is not None and entry[0] else None
+    return files.object_id(folder) if files.listdirs([parent])[parent].get(name) else None
 
 
 class RunFolders(Collection[str]):
     """The run ids with a folder under ``state/runs/``, listed on first use: a tick
     that fires nothing never asks (:attr:`~.state.State.known_runs`)."""
 
-    def __init__(self, files: Mapping[str, bytes]) -> None:
+    def __init__(self, files: StateFiles) -> None:
         self._files = files
         self._names: frozenset[str] | None = None
 
@@ -159,8 +143,8 @@ class RunFolders(Collection[str]):
 
 def oldest_finished(folders: Iterable[str], open_runs: Collection[str]) -> str | None:
     """The run id, among ``folders`` and not open, with the earliest slot."""
-    return min((r for r in folders if r not in open_runs and RUN_ID_RE.fullmatch(r)),
-               key=lambda r: (r[-14:], r), default=None)
+    return min((r for r in folders if r not in open_runs and layout.is_run_id(r)),
+               key=lambda r: (layout.slot_text(r), r), default=None)
 
 
 def build(runs: Iterable[Run], folders: set[str]) -> OpenIndex:
@@ -216,71 +200,25 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     (schedules the tick does not plan: :mod:`orchestrator.tick.memo`), unless the index
     has to be rebuilt.
     """
-    # only compared with the paths listed, never read: no need to check each id
-    skip = {f"{layout.ROOT}/schedules/{sid}.json" for sid in skip_cursors}
-    top = listdirs(files, [layout.ROOT, f"{layout.ROOT}/schedules", f"{layout.ROOT}/dlq"])
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:  # exactly these: state/ also holds the index page of every run
-        prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH)
-                 if p.rpartition("/")[2] in top[layout.ROOT])
+    files = as_state_files(files)
+    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ])
+    # exactly these: state/ also holds the index page of every run
+    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files)
     index, problem = read(files)
     tree = tree_id(files, RUNS)
     vouched = index is not None and tree is not None and index.runs_tree == tree
-    names: dict[str, bool] | None = None
-    folders: set[str] | None = None
-    if not vouched:
-        names = listdirs(files, [RUNS])[RUNS]
-        folders = {name for name, is_dir in names.items() if is_dir}
+    names = None if vouched else files.listdirs([RUNS])[RUNS]
     state: state_model.State | None = None
     if index is not None:
-        # the open runs, and the runs of records quarantined before: read again, they
-        # are reported again, or they load (mended) and the index takes them back
-        held = {p.split("/")[2] for p in index.quarantined
-                if p.startswith(f"{RUNS}/") and p.count("/") >= 3}
-        mine = {*index.runs, *held}
-        open_dirs = [layout.run_dir(r) for r in sorted(mine if folders is None else mine & folders)
-                     if RUN_ID_RE.fullmatch(r)]
-        # A dead letter keeps its track's spec in its run's specs.json, and its run is
-        # usually finished: that one file of it is read too (its folder listed with
-        # the open ones, in the same call).
-        parked = sorted(r for r in (name[:-5].rpartition("--")[0]
-                                    for name in top[f"{layout.ROOT}/dlq"] if name.endswith(".json"))
-                        if RUN_ID_RE.fullmatch(r) and (folders is None or r in folders))
-        subs = [f"{d}/{sub}" for d in open_dirs for sub in ("tracks", "undo")]
-        runs_listed = listdirs(files, [*open_dirs, *subs, *map(layout.run_dir, parked)])
-        listed = {**top, **{f: runs_listed[f] for f in [*open_dirs, *subs]}}
-        wanted = [f"{folder}/{name}" for folder, entries in listed.items()
-                  if folder != layout.ROOT for name, is_dir in entries.items()
-                  if not is_dir and name.endswith(".json") and f"{folder}/{name}" not in skip]
-        if layout.HEALTH.rpartition("/")[2] in top[layout.ROOT]:
-            wanted.append(layout.HEALTH)
-        wanted += [path for path in map(layout.specs_path, parked)
-                   if path not in wanted and path in files]
-        if prefetch is not None:
-            prefetch(wanted)
-        state = state_model.load({p: files[p] for p in wanted})
-        problem = _disagreement(index, folders, state)
+        state = _read_open(files, index, _folders(names), top, skip_cursors)
+        problem = _disagreement(index, _folders(names), state)
     note = None
-    if problem is not None or index is None or state is None:
-        if names is None:
-            names = listdirs(files, [RUNS])[RUNS]
-            folders = {name for name, is_dir in names.items() if is_dir}
-        assert folders is not None
-        state = state_model.load(files)
-        index = build(state.runs.values(), folders)
+    if index is None or state is None or problem is not None:
+        names = files.listdirs([RUNS])[RUNS] if names is None else names
+        state, index, note = _rebuild(files, _folders(names) or set(), problem)
         vouched = False
-        if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
-            note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
-                    f"record(s), {len(index.runs)} open")
-    if names is not None:
-        for name in sorted(names):  # an entry that is no run id is never read, only named
-            if not RUN_ID_RE.fullmatch(name):
-                state.quarantined.setdefault(
-                    f"{RUNS}/{name}", f"{RUNS}/{name!r}: not a run id; that folder is left alone")
-    else:  # unlisted: such names are as the index last saw them
-        for path, why in index.quarantined.items():
-            if path.startswith(f"{RUNS}/") and path.count("/") == 2:
-                state.quarantined.setdefault(path, why)
+    _name_stray_entries(state, index, names)
+    folders = _folders(names)
     update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
                                  "runs_tree": tree}
     if folders is not None:  # checked against this tree now
@@ -290,9 +228,69 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     return Loaded(state, index, note, vouched)
 
 
-def _run_of(path: str) -> str | None:
-    parts = path.split("/")
-    return parts[2] if len(parts) >= 4 and parts[:2] == [layout.ROOT, "runs"] else None
+def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
+    """The folders among the entries of ``state/runs`` (``None``: not listed)."""
+    return None if names is None else {name for name, is_dir in names.items() if is_dir}
+
+
+def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
+               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str]
+               ) -> state_model.State:
+    """The records the index points at: the cursors, the dead letters, the health file
+    and the open runs' records, found in the listings ``top`` and of the runs."""
+    # only compared with the paths listed, never read: no need to check each id
+    skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
+    # the open runs, and the runs of records quarantined before: read again, they are
+    # reported again, or they load (mended) and the index takes them back
+    mine = {*index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+    open_runs = [r for r in sorted(mine if folders is None else mine & folders)
+                 if layout.is_run_id(r)]
+    open_dirs = [d for r in open_runs
+                 for d in (layout.run_dir(r), layout.tracks_dir(r), layout.undo_dir(r))]
+    # A dead letter keeps its track's spec in its run's specs.json, and its run is
+    # usually finished: that one file of it is read too (its folder listed with the
+    # open ones, in the same call).
+    parked = sorted(r for r in (layout.dead_letter_run(name[:-5])
+                                for name in top[layout.DLQ] if name.endswith(".json"))
+                    if layout.is_run_id(r) and (folders is None or r in folders))
+    runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
+    listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
+    wanted = [path for folder, entries in listed.items() if folder != layout.ROOT
+              for name, is_dir in entries.items()
+              if not is_dir and name.endswith(".json")
+              and (path := f"{folder}/{name}") not in skip]
+    if layout.HEALTH in files:
+        wanted.append(layout.HEALTH)
+    wanted += [path for path in map(layout.specs_path, parked)
+               if path not in wanted and path in files]
+    files.prefetch(wanted)
+    return state_model.load({p: files[p] for p in wanted})
+
+
+def _rebuild(files: StateFiles, folders: set[str], problem: str | None
+             ) -> tuple[state_model.State, OpenIndex, str | None]:
+    """Every record read, the index they call for, and the line that says why."""
+    state = state_model.load(files)
+    index = build(state.runs.values(), folders)
+    note = None
+    if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet
+        note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
+                f"record(s), {len(index.runs)} open")
+    return state, index, note
+
+
+def _name_stray_entries(state: state_model.State, index: OpenIndex,
+                        names: Mapping[str, bool] | None) -> None:
+    """Quarantine each entry of ``state/runs`` that is no run id: it is never read, only
+    named. Unlisted (``names`` is ``None``), they are as the index last saw them."""
+    if names is not None:
+        for name in sorted(names):
+            if not layout.is_run_id(name):
+                state_model.quarantine_folder(state, name)
+        return
+    for path, why in index.quarantined.items():
+        if layout.runs_entry(path) is not None and layout.run_of(path) is None:
+            state.quarantined.setdefault(path, why)
 
 
 def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
@@ -306,66 +304,79 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
     :class:`~.store.Stamped` with the new tree's id; otherwise it names no tree, and
     the next load lists the folder and checks it.
     """
+    files = as_state_files(files)
     out: Change = dict(change)
-    touched = {r for r in map(_run_of, change) if r is not None}
-    if index is None:
-        if not touched:
-            return out
+    touched = {r for r in map(layout.run_of, change) if r is not None}
+    if index is None and touched:
         index, _ = read(files)
-        if index is None:
-            return out
+    if index is None:
+        return out
     tree = tree_id(files, RUNS)
     good = tree is not None and index.runs_tree == tree
-    runs = dict(index.runs)
-    new = index
-    if touched:
-        folders = run_folders(files)
-        # once, not per run: a compaction deletes thousands of runs in one change
-        written = {_run_of(p) for p, data in change.items() if data is not None}
-        for run_id in sorted(touched):
-            record = layout.run_path(run_id)
-            writes = run_id in written
-            if writes:
-                folders.add(run_id)
-            if record not in change:
-                continue
-            data = change[record]
-            if data is None:
-                runs.pop(run_id, None)
-                if not writes:  # the run's folder goes with its record (compaction)
-                    folders.discard(run_id)
-                continue
-            run = codec.parse_record(Run, record, data)
-            if run.status in RUN_OPEN:
-                runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
-                                       slot=run.slot)
-            else:
-                runs.pop(run_id, None)
-        new = index.model_copy(update={
-            "runs": dict(sorted(runs.items())), "run_folders": len(folders),
-            "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
-            "runs_tree": None})
+    new = _with_runs(index, files, change, touched) if touched else index
     # A branch without runs gets its index with its first run, not on an idle tick.
     if not (OPEN_INDEX in files or new.run_folders):
         return out
-    if touched and good:
-        stamped = new
+    data = _stamped(new) if touched and good else _index_bytes(files, change, new)
+    if data is not None:
+        out[OPEN_INDEX] = data
+    return out
 
-        def fill(tree_id: str | None) -> bytes:
-            return codec.to_json(stamped.model_copy(update={"runs_tree": tree_id}))
 
-        out[OPEN_INDEX] = Stamped.of(RUNS, fill)
-        return out
+def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes | None],
+               touched: Collection[str]) -> OpenIndex:
+    """``index`` after ``change``, which writes or deletes files of the runs
+    ``touched``; it names no tree (the change moves it)."""
+    runs = dict(index.runs)
+    folders = run_folders(files)
+    # once, not per run: a compaction deletes thousands of runs in one change
+    written = {layout.run_of(p) for p, data in change.items() if data is not None}
+    for run_id in sorted(touched):
+        record = layout.run_path(run_id)
+        writes = run_id in written
+        if writes:
+            folders.add(run_id)
+        if record not in change:
+            continue
+        data = change[record]
+        if data is None:
+            runs.pop(run_id, None)
+            if not writes:  # the run's folder goes with its record (compaction)
+                folders.discard(run_id)
+            continue
+        run = codec.parse_record(Run, record, data)
+        if run.status in RUN_OPEN:
+            runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
+                                   slot=run.slot)
+        else:
+            runs.pop(run_id, None)
+    return index.model_copy(update={
+        "runs": dict(sorted(runs.items())), "run_folders": len(folders),
+        "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
+        "runs_tree": None})
+
+
+def _stamped(index: OpenIndex) -> Stamped:
+    """``index`` naming the tree its commit gives ``state/runs``."""
+
+    def fill(tree_id: str | None) -> bytes:
+        return codec.to_json(index.model_copy(update={"runs_tree": tree_id}))
+
+    return Stamped.of(RUNS, fill)
+
+
+def _index_bytes(files: StateFiles, change: Mapping[str, bytes | None],
+                 new: OpenIndex) -> bytes | None:
+    """``new`` as the file to write, or ``None`` when the committed one will do."""
     data = codec.to_json(new)
     if files.get(OPEN_INDEX) == data:
-        return out
+        return None
     committed, _ = read(files)  # rarely reached: the index differs from the one committed
     if committed is not None and committed.model_copy(update={
             "runs_tree": new.runs_tree, "oldest_finished": new.oldest_finished}) == new \
             and not store.changes(files, change):
-        return out  # only checked against the tree again: not worth a commit of its own
-    out[OPEN_INDEX] = data
-    return out
+        return None  # only checked against the tree again: not worth a commit of its own
+    return data
 
 
 INDEX_PAGE_RUNS = 200
@@ -379,13 +390,12 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
     (by slot, which ends a run id) with ``also`` over them (the open runs and what the
     writer changes), and how many run folders are left out. Only those records are
     read; one that cannot be read is left out (the tick quarantines and reports it)."""
+    files = as_state_files(files)
     folders = run_folders(files)
-    newest = sorted((r for r in folders if RUN_ID_RE.fullmatch(r)),
-                    key=lambda r: (r[-14:], r), reverse=True)[:limit]
+    newest = sorted((r for r in folders if layout.is_run_id(r)),
+                    key=lambda r: (layout.slot_text(r), r), reverse=True)[:limit]
     paths = [layout.run_path(r) for r in newest]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:
-        prefetch(paths)
+    files.prefetch(paths)
     runs: dict[str, Run] = {}
     for path in paths:
         data = files.get(path)
@@ -402,10 +412,9 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
 
 def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
     """Every run record, finished ones included (for the index page of every run)."""
+    files = as_state_files(files)
     folders = run_folders(files)
     paths = [layout.run_path(r) for r in sorted(folders)]
-    prefetch = getattr(files, "prefetch", None)
-    if prefetch is not None:
-        prefetch(paths)
+    files.prefetch(paths)
     return {run.run_id: run for run in (codec.parse_record(Run, p, files[p])
                                         for p in paths if p in files)}

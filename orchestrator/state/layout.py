@@ -1,42 +1,138 @@
-"""Where every record of the state branch lives: the one place that builds its paths.
+"""Where every record of the state branch lives: the one place that builds and parses
+its paths.
 
-- Every id in a path is validated first (:func:`~orchestrator.spec.fields.check_id`),
-  so no path built here can leave ``state/``.
+- Every id in a path built here is validated first (:func:`~orchestrator.spec.fields.check_id`,
+  :func:`~orchestrator.spec.fields.check_run_id`), so no path built here can leave
+  ``state/``. The one exception, :func:`unchecked_cursor_path`, is only looked up in
+  listings, never read or written.
+- A path read from a listing is parsed here by position alone (:func:`locate`,
+  :func:`runs_entry`, :func:`run_of`); the names it returns are unvalidated, and the
+  reader checks them (a record's own id must match its file name).
+- A run id is ``<schedule-id>--<slot>``, the slot in UTC as ``YYYYMMDDTHHMMZ``: that
+  text sorts as the time does. :func:`parse_run_id` is the one parser of run ids.
+- A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`).
 """
 
 from __future__ import annotations
 
-from ..spec.fields import check_id, check_run_id
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..errors import InvalidId
+from ..spec.fields import RUN_ID_RE, check_id, check_run_id
 
 ROOT = "state"
+SCHEDULES = f"{ROOT}/schedules"
+"""The cursors, one ``<schedule-id>.json`` each."""
+RUNS = f"{ROOT}/runs"
+"""One folder per run (``<run-id>/``): its record, tracks, undo records, specs, polls."""
+DLQ = f"{ROOT}/dlq"
+"""The dead letters, one ``<run-id>--<track>.json`` each."""
+
 TICKS = f"{ROOT}/ticks.jsonl"
 HEALTH = f"{ROOT}/health.json"
 INDEX = f"{ROOT}/index.html"
+OPEN_INDEX = f"{ROOT}/open.json"
+"""The index of open runs (:mod:`orchestrator.state.index`)."""
+QUIET = f"{ROOT}/quiet.json"
+"""The memo of quiet schedules (:mod:`orchestrator.tick.memo`)."""
+QUIET_FOLDER = f"{ROOT}/quiet-folder.json"
+"""The memo's entry for the whole schedule folder."""
+RETENTION = f"{ROOT}/retention.json"
+"""The last compaction by a tick (:mod:`orchestrator.runs.retention`)."""
+
+SLOT_FORMAT = "%Y%m%dT%H%MZ"
+"""How a run id writes its slot (in UTC)."""
+_SLOT_CHARS = len("20261201T0700Z")
+
+
+# --------------------------------------------------------------------------- run ids
+
+
+def slot_stamp(moment: datetime) -> str:
+    """``moment`` as a run id writes it: its UTC minute, ``20261201T0700Z``."""
+    return f"{moment.astimezone(UTC):{SLOT_FORMAT}}"
+
+
+def run_id_for(schedule_id: str, slot: datetime) -> str:
+    """Deterministic run id: ``<schedule-id>--<slot UTC as YYYYMMDDTHHMMZ>``."""
+    return f"{schedule_id}--{slot_stamp(slot)}"
+
+
+def parse_run_id(run_id: str) -> tuple[str, datetime]:
+    """``(schedule id, slot)`` of ``run_id``; :class:`~orchestrator.errors.InvalidId`
+    unless it is ``<schedule-id>--<YYYYMMDDTHHMMZ>`` and the slot is a real minute."""
+    schedule_id, _, stamp = check_run_id(run_id).rpartition("--")
+    try:
+        slot = datetime.strptime(stamp, SLOT_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidId(f"invalid run id {run_id!r}: {stamp} is no minute of the "
+                        "calendar") from None
+    return schedule_id, slot
+
+
+def is_run_id(name: str) -> bool:
+    """Whether a name read from a listing has the form of a run id (its slot may still
+    be no real minute: :func:`run_slot` tells)."""
+    return RUN_ID_RE.fullmatch(name) is not None
+
+
+def run_slot(name: str) -> datetime | None:
+    """The slot of ``name`` when it is a run id, else ``None``: for names read from a
+    listing, where a folder made by hand is no error."""
+    try:
+        return parse_run_id(name)[1]
+    except InvalidId:
+        return None
+
+
+def slot_text(run_id: str) -> str:
+    """The slot of a run id as text, unparsed: it sorts as the slot does. Meaningful
+    only for a valid run id (a sort key, cheap enough to take from every run id)."""
+    return run_id[-_SLOT_CHARS:]
+
+
+# --------------------------------------------------------------------------- building
 
 
 def cursor_path(schedule_id: str) -> str:
-    return f"{ROOT}/schedules/{check_id(schedule_id, 'schedule id')}.json"
+    return f"{SCHEDULES}/{check_id(schedule_id, 'schedule id')}.json"
+
+
+def unchecked_cursor_path(schedule_id: str) -> str:
+    """Where the cursor of ``schedule_id`` would be, without validating the id: only to
+    look up in listings (thousands per tick), never to read or write."""
+    return f"{SCHEDULES}/{schedule_id}.json"
 
 
 def run_dir(run_id: str) -> str:
-    return f"{ROOT}/runs/{check_run_id(run_id)}"
+    return f"{RUNS}/{check_run_id(run_id)}"
 
 
 def run_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/run.json"
 
 
+def tracks_dir(run_id: str) -> str:
+    return f"{run_dir(run_id)}/tracks"
+
+
 def track_path(run_id: str, track: str) -> str:
-    return f"{run_dir(run_id)}/tracks/{check_id(track, 'track name')}.json"
+    return f"{tracks_dir(run_id)}/{check_id(track, 'track name')}.json"
 
 
 def specs_path(run_id: str) -> str:
     return f"{run_dir(run_id)}/specs.json"
 
 
+def undo_dir(run_id: str) -> str:
+    return f"{run_dir(run_id)}/undo"
+
+
 def undo_path(run_id: str, track: str) -> str:
     """The compensation record of ``track`` (a :class:`Track` with ``compensating``)."""
-    return f"{run_dir(run_id)}/undo/{check_id(track, 'track name')}.json"
+    return f"{undo_dir(run_id)}/{check_id(track, 'track name')}.json"
 
 
 def polls_path(run_id: str) -> str:
@@ -51,8 +147,107 @@ def dlq_key(run_id: str, track: str) -> str:
     return f"{check_run_id(run_id)}--{check_id(track, 'track name')}"
 
 
-def dlq_path(key: str) -> str:
+def parse_dlq_key(key: str) -> tuple[str, str]:
+    """``(run id, track)`` of a dead letter's key, both validated."""
     run_id, sep, track = key.rpartition("--")
     if not sep:
         check_run_id(key)  # raises with a clear message
-    return f"{ROOT}/dlq/{dlq_key(run_id, track)}.json"
+    check_run_id(run_id)
+    return run_id, check_id(track, "track name")
+
+
+def dlq_path(key: str) -> str:
+    return f"{DLQ}/{dlq_key(*parse_dlq_key(key))}.json"
+
+
+def runs_entry_path(name: str) -> str:
+    """The path of the entry ``name`` of ``state/runs``, as listed (unvalidated: a name
+    that is no run id is quarantined under this path, never read)."""
+    return f"{RUNS}/{name}"
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class Kind(enum.Enum):
+    """What a file of the state branch is, by where it is."""
+
+    CURSOR = "cursor"
+    """``state/schedules/<schedule-id>.json``"""
+    RUN = "run record"
+    """``state/runs/<run-id>/run.json``"""
+    TRACK = "track record"
+    """``state/runs/<run-id>/tracks/<track>.json``"""
+    UNDO = "undo record"
+    """``state/runs/<run-id>/undo/<track>.json``"""
+    SPECS = "track specs"
+    """``state/runs/<run-id>/specs.json``"""
+    POLLS = "poll log"
+    """``state/runs/<run-id>/polls.jsonl``"""
+    DEAD_LETTER = "dead letter"
+    """``state/dlq/<run-id>--<track>.json``"""
+    HEALTH = "health"
+    """``state/health.json``"""
+
+
+@dataclass(frozen=True)
+class Located:
+    """What a path's place says about it (every name as found, unvalidated)."""
+
+    kind: Kind
+    name: str
+    """The schedule id, run id, track name or dead-letter key its file name says."""
+    run: str | None = None
+    """The run folder it is in, for the files of a run."""
+
+
+_RUN_FILES = {"run.json": Kind.RUN, "specs.json": Kind.SPECS, "polls.jsonl": Kind.POLLS}
+_RUN_FOLDERS = {"tracks": Kind.TRACK, "undo": Kind.UNDO}
+_TOP_FOLDERS = {"schedules": Kind.CURSOR, "dlq": Kind.DEAD_LETTER}
+
+
+def locate(path: str) -> Located | None:
+    """What ``path`` is by its place, or ``None`` for any other file."""
+    if path == HEALTH:
+        return Located(Kind.HEALTH, "")
+    parts = path.split("/")
+    if parts[0] != ROOT or len(parts) < 3:
+        return None
+    in_runs = parts[1] == "runs"
+    if len(parts) == 4 and in_runs and parts[3] in _RUN_FILES:
+        return Located(_RUN_FILES[parts[3]], parts[2], parts[2])
+    if not path.endswith(".json"):
+        return None
+    if len(parts) == 3 and parts[1] in _TOP_FOLDERS:
+        return Located(_TOP_FOLDERS[parts[1]], parts[2][:-5])
+    if len(parts) == 5 and in_runs and parts[3] in _RUN_FOLDERS:
+        return Located(_RUN_FOLDERS[parts[3]], parts[4][:-5], parts[2])
+    return None
+
+
+def kind_of(path: str) -> Kind | None:
+    """:attr:`Located.kind` of ``path``, or ``None`` for any other file."""
+    found = locate(path)
+    return found.kind if found is not None else None
+
+
+def runs_entry(path: str) -> str | None:
+    """The entry of ``state/runs`` that ``path`` is or lies under (unvalidated), or
+    ``None`` for a path outside ``state/runs/``."""
+    if not path.startswith(RUNS + "/"):
+        return None
+    return path[len(RUNS) + 1:].partition("/")[0]
+
+
+def run_of(path: str) -> str | None:
+    """The run folder that holds ``path`` (unvalidated), or ``None`` for a path that is
+    not inside a run's folder (``state/runs/<name>`` itself is not)."""
+    if not path.startswith(RUNS + "/"):
+        return None
+    name, sep, _ = path[len(RUNS) + 1:].partition("/")
+    return name if sep else None
+
+
+def dead_letter_run(key: str) -> str:
+    """The run part of a dead letter's key as found (unvalidated)."""
+    return key.rpartition("--")[0]

@@ -2,27 +2,31 @@
 
 - :func:`load` parses a file map into a :class:`State`; ``State.dump`` turns it back
   into files, leaving out records that are the same objects as in its base.
+- Which files are records, and of what kind, is :func:`~.layout.locate`'s to say;
+  :data:`RECORD_KINDS` says how each kind is read and where it lands in the state.
 - A record that cannot be read is quarantined with one line naming it, and everything
   of its run is left alone (never rewritten).
+- So is a record whose own id is not the one its path names, and every file under a
+  ``state/runs`` entry that is no run id.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ..errors import InvalidId
-from ..spec.fields import check_run_id
+from ..store import StateFiles, as_state_files
 from ..support import safejson
 from .breaker import Breaker
 from .codec import (
     MAX_RECORD_BYTES,
     CorruptState,
     R,
+    first_error,
     parse_record,
     parse_with_spec,
     read_specs,
@@ -32,10 +36,17 @@ from .codec import (
 from .health import RUNNERS_KEY, RunnerHealth
 from .layout import (
     HEALTH,
-    ROOT,
+    RUNS,
+    Kind,
+    Located,
     cursor_path,
+    dead_letter_run,
     dlq_path,
+    is_run_id,
+    locate,
     run_path,
+    runs_entry,
+    runs_entry_path,
     specs_path,
     track_path,
     undo_path,
@@ -80,9 +91,8 @@ class State:
     def held_schedules(self) -> set[str]:
         """Schedules whose cursor is quarantined: firing them would overwrite the record
         (and could fire again what it already fired), so they wait for a person."""
-        prefix = f"{ROOT}/schedules/"
-        return {p[len(prefix):].removesuffix(".json") for p in self.quarantined
-                if p.startswith(prefix)}
+        return {found.name for found in map(locate, self.quarantined)
+                if found is not None and found.kind is Kind.CURSOR}
 
     def quarantine_lines(self) -> list[str]:
         """One line per quarantined record, for the tick's output and ``status``."""
@@ -96,154 +106,240 @@ class State:
         unchanged record is an identical object, and a tick over thousands of
         finished runs serialises only what it touched.
         """
+        files = {cursor_path(sid): to_json(cursor) for sid, cursor
+                 in _fresh(self.cursors, base.cursors if base else None)}
+        files.update((run_path(rid), to_json(run))
+                     for rid, run in _fresh(self.runs, base.runs if base else None))
+        specs = self._dump_tracks(files, base)
+        files.update((dlq_path(key), record_bytes(letter, specs.get(letter.run_id, {})))
+                     for key, letter in _fresh(self.dlq, base.dlq if base else None))
+        for rid, undos in self.undos.items():
+            files.update((undo_path(rid, name), to_json(undo)) for name, undo
+                         in _fresh(undos, base.undos.get(rid) if base else None))
+        health = self._dump_health(base)
+        if health is not None:
+            files[HEALTH] = health
+        return files
 
-        def fresh(old: Mapping[str, Any] | None, key: str, value: Any) -> bool:
-            return old is None or old.get(key) is not value
-
-        files: dict[str, bytes] = {}
-        for sid, cursor in self.cursors.items():
-            if fresh(base.cursors if base else None, sid, cursor):
-                files[cursor_path(sid)] = to_json(cursor)
-        for rid, run in self.runs.items():
-            if fresh(base.runs if base else None, rid, run):
-                files[run_path(rid)] = to_json(run)
+    def _dump_tracks(self, files: dict[str, bytes], base: State | None
+                     ) -> dict[str, dict[str, Any]]:
+        """Write the changed tracks into ``files``; every run's specs, by track name."""
         specs: dict[str, dict[str, Any]] = {}
         for rid, tracks in self.tracks.items():
             # The tracks' specs are stored once per run, in specs.json (rewritten with
             # the same bytes whenever a track changes, so it costs no commit).
             specs[rid] = {n: t.spec.model_dump(mode="json", by_alias=True)
                           for n, t in tracks.items()}
-            changed = [t for n, t in tracks.items()
-                       if fresh(base.tracks.get(rid) if base else None, n, t)]
+            changed = [t for _, t in _fresh(tracks, base.tracks.get(rid) if base else None)]
             if changed:
                 files[specs_path(rid)] = to_json(dict(sorted(specs[rid].items())))
             for track in changed:
                 files[track_path(rid, track.name)] = record_bytes(track, specs[rid])
-        for key, letter in self.dlq.items():
-            if fresh(base.dlq if base else None, key, letter):
-                files[dlq_path(key)] = record_bytes(letter, specs.get(letter.run_id, {}))
-        for rid, undos in self.undos.items():
-            for name, undo in undos.items():
-                if fresh(base.undos.get(rid) if base else None, name, undo):
-                    files[undo_path(rid, name)] = to_json(undo)
-        if (self.health or self.runners) and (
-                base is None or base.health != self.health or base.runners != self.runners):
-            health: dict[str, Any] = {k: v.model_dump(mode="json")
-                                      for k, v in self.health.items()}
-            if self.runners:
-                health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
-                                       for k, v in sorted(self.runners.items())}
-            files[HEALTH] = to_json(health)
-        return files
+        return specs
+
+    def _dump_health(self, base: State | None) -> bytes | None:
+        """``state/health.json`` when it has anything to say that ``base`` did not."""
+        if not (self.health or self.runners) or (
+                base is not None and base.health == self.health
+                and base.runners == self.runners):
+            return None
+        health: dict[str, Any] = {k: v.model_dump(mode="json") for k, v in self.health.items()}
+        if self.runners:
+            health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
+                                   for k, v in sorted(self.runners.items())}
+        return to_json(health)
+
+
+V = TypeVar("V")
+
+
+def _fresh(new: Mapping[str, V], old: Mapping[str, V] | None) -> Iterator[tuple[str, V]]:
+    """The entries of ``new`` that are not the very same objects in ``old``."""
+    return ((k, v) for k, v in new.items() if old is None or old.get(k) is not v)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """How one kind of record is read, and where it lands in a :class:`State`."""
+
+    model: type[BaseModel]
+    key: str
+    """The record's field that must equal what its path names."""
+    land: Callable[[State, Any, Located], str | None]
+    """Puts the record in the state, or says why it does not belong where it was found."""
+    of_run: bool = False
+    """A file of a run's folder: not read once its run is left alone, and a bad one
+    leaves the whole run alone."""
+    open_runs_only: bool = False
+    """Not read for a finished run (unless all tracks are asked for): the planner never
+    needs it, and a branch with thousands of finished runs would pay a read for each."""
+    specs_of: Callable[[Located], str] | None = None
+    """The run whose ``specs.json`` holds the record's track spec."""
+
+
+def _land_cursor(state: State, cursor: Cursor, _: Located) -> None:
+    state.cursors[cursor.schedule_id] = cursor
+
+
+def _land_run(state: State, run: Run, _: Located) -> None:
+    state.runs[run.run_id] = run
+
+
+def _land_track(state: State, track: Track, where: Located) -> str | None:
+    if track.run_id != where.run:
+        return f"run_id: {track.run_id!r} is not the run of its folder"
+    state.tracks.setdefault(track.run_id, {})[track.name] = track
+    return None
+
+
+def _land_undo(state: State, undo: Track, _: Located) -> None:
+    state.undos.setdefault(undo.run_id, {})[undo.name] = undo
+
+
+def _land_letter(state: State, letter: DeadLetter, _: Located) -> None:
+    state.dlq[letter.key] = letter
+
+
+def _own_run(where: Located) -> str:
+    assert where.run is not None
+    return where.run
+
+
+def _letter_run(where: Located) -> str:
+    return dead_letter_run(where.name)
+
+
+RECORD_KINDS: dict[Kind, RecordKind] = {
+    Kind.RUN: RecordKind(Run, "run_id", _land_run, of_run=True),
+    Kind.CURSOR: RecordKind(Cursor, "schedule_id", _land_cursor),
+    Kind.TRACK: RecordKind(Track, "name", _land_track, of_run=True, open_runs_only=True,
+                           specs_of=_own_run),
+    Kind.UNDO: RecordKind(Track, "name", _land_undo, of_run=True, open_runs_only=True,
+                          specs_of=_own_run),
+    Kind.DEAD_LETTER: RecordKind(DeadLetter, "key", _land_letter, specs_of=_letter_run),
+}
+"""Every record :func:`load` reads, but ``state/health.json`` (:func:`_load_health`)."""
 
 
 def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     """Parse the state records out of a file map (paths relative to the repository root).
 
-    Track records of finished runs are skipped unless ``all_tracks``: the planner
-    never needs them, and a state branch with thousands of finished runs would
-    otherwise cost a blob read per track on every tick.
+    Run records are read first; then, in path order, everything else, leaving out the
+    records of finished runs :attr:`RecordKind.open_runs_only` names unless
+    ``all_tracks``. Each pass loads its files with one :meth:`~.StateFiles.prefetch`.
     """
     from .machine import RUN_TERMINAL
 
-    state = State()
-    paths = sorted(files)
-    prefetch = getattr(files, "prefetch", None)  # the git store loads blobs in bulk
-    if prefetch is not None:
-        prefetch(p for p in paths
-                 if p.startswith(ROOT + "/") and p.endswith(".json") and "/tracks/" not in p
-                 and "/undo/" not in p)
-    finished = set()
-    bad_runs: set[str] = set()
-    specs = functools.cache(lambda run_id: read_specs(files, run_id))
-    for path in paths:
-        parts = path.split("/")
-        if len(parts) >= 3 and parts[:2] == [ROOT, "runs"] and not _run_dir_ok(parts[2]):
-            bad_runs.add(parts[2])
-            state.quarantined.setdefault(
-                f"{ROOT}/runs/{parts[2]}",
-                f"{ROOT}/runs/{parts[2]!r}: not a run id; that folder is left alone")
-            continue
-        if len(parts) == 4 and parts[:2] == [ROOT, "runs"] and parts[3] == "run.json":
-            run = _record(state, Run, path, files, "run_id", parts[2])
-            if run is None:
-                bad_runs.add(parts[2])
-                continue
-            state.runs[run.run_id] = run
-            if run.status in RUN_TERMINAL and not all_tracks:
-                finished.add(parts[2])
-    if prefetch is not None:
-        prefetch(p for p in paths if p.startswith(f"{ROOT}/runs/")
-                 and ("/tracks/" in p or "/undo/" in p)
-                 and p.split("/")[2] not in finished | bad_runs)
-    for path in paths:
-        if not path.startswith(ROOT + "/") or not path.endswith(".json"):
-            continue
-        parts = path.split("/")
-        if parts[1] == "schedules" and len(parts) == 3:
-            cursor = _record(state, Cursor, path, files, "schedule_id", parts[2][:-5])
-            if cursor is not None:
-                state.cursors[cursor.schedule_id] = cursor
-        elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "tracks":
-            if parts[2] in finished or parts[2] in bad_runs:
-                continue
-            track = _record(state, Track, path, files, "name", parts[4][:-5],
-                            specs(parts[2]))
-            if track is None:
-                bad_runs.add(parts[2])
-            elif track.run_id != parts[2]:
-                state.quarantined[path] = (f"{path}: run_id: {track.run_id!r} is not the "
-                                           "run of its folder")
-                bad_runs.add(parts[2])
-            elif track is not None:
-                state.tracks.setdefault(track.run_id, {})[track.name] = track
-        elif parts[1] == "runs" and len(parts) == 5 and parts[3] == "undo":
-            if parts[2] in finished or parts[2] in bad_runs:
-                continue
-            undo = _record(state, Track, path, files, "name", parts[4][:-5], specs(parts[2]))
-            if undo is None:
-                bad_runs.add(parts[2])
-            else:
-                state.undos.setdefault(undo.run_id, {})[undo.name] = undo
-        elif parts[1] == "dlq" and len(parts) == 3:
-            letter = _record(state, DeadLetter, path, files, "key", parts[2][:-5],
-                             specs(parts[2][:-5].rpartition("--")[0]))
-            if letter is not None:
-                state.dlq[letter.key] = letter
-        elif path == HEALTH:
-            try:
-                raw = safejson.loads(files[path], max_bytes=MAX_RECORD_BYTES)
-                if not isinstance(raw, dict):
-                    raise ValueError(f"a JSON object is expected, not {type(raw).__name__}")
-                runners = raw.pop(RUNNERS_KEY, {})
-                if not isinstance(runners, dict):
-                    raise ValueError(f"{RUNNERS_KEY}: a JSON object is expected")
-                breakers = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
-                state.runners = {k: RunnerHealth.model_validate(v, strict=False)
-                                 for k, v in runners.items()}
-                state.health = breakers
-            except ValidationError as exc:
-                # A broken breaker file costs only the breaker: it starts closed again.
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(root)"
-                state.quarantined[path] = f"{path}: {where}: {first['msg']}"
-            except (ValueError, AttributeError) as exc:
-                state.quarantined[path] = f"{path}: (root): {exc}"
-    for run_id in bad_runs:
-        # Everything of a quarantined run is left alone: the planner never sees a run
-        # with only some of its records, and the dump never rewrites what it skipped.
-        state.runs.pop(run_id, None)
-        state.tracks.pop(run_id, None)
-        state.undos.pop(run_id, None)
-    return state
+    loading = _Loading(as_state_files(files))
+    found = {p: where for p in sorted(loading.files) if (where := locate(p)) is not None}
+    loading.folders_first()
+    runs = [(p, where) for p, where in found.items() if where.kind is Kind.RUN]
+    loading.files.prefetch(p for p, where in found.items() if where.kind in _FIRST)
+    for path, where in runs:
+        loading.read(path, where)
+    if not all_tracks:
+        loading.finished = {r for r, run in loading.state.runs.items()
+                            if run.status in RUN_TERMINAL}
+    loading.files.prefetch(p for p, where in found.items() if loading.wanted_later(where))
+    for path, where in found.items():
+        if where.kind is Kind.HEALTH:
+            _load_health(loading.state, path, loading.files[path])
+        elif where.kind is not Kind.RUN and where.kind in RECORD_KINDS:
+            loading.read(path, where)
+    return loading.done()
 
 
-def _run_dir_ok(name: str) -> bool:
+_FIRST = frozenset({Kind.RUN, Kind.CURSOR, Kind.DEAD_LETTER, Kind.HEALTH})
+"""What :func:`load` loads before it knows which runs are finished."""
+
+
+@dataclass
+class _Loading:
+    """One :func:`load` under way."""
+
+    files: StateFiles
+    state: State = field(default_factory=State)
+    bad_runs: set[str] = field(default_factory=set)
+    """Run folders left alone: a record of theirs is bad, or the name is no run id."""
+    finished: set[str] = field(default_factory=set)
+    """Finished runs, whose :attr:`RecordKind.open_runs_only` records are not read."""
+    specs: Callable[[str], dict[str, Any]] = field(init=False)
+    """A run's track specs, read once."""
+
+    def __post_init__(self) -> None:
+        self.specs = functools.cache(lambda run_id: read_specs(self.files, run_id))
+
+    def folders_first(self) -> None:
+        """Quarantine every entry of ``state/runs`` that is no run id, once, by name."""
+        for entry in sorted({e for e in map(runs_entry, self.files) if e is not None}):
+            if not is_run_id(entry):
+                self.bad_runs.add(entry)
+                quarantine_folder(self.state, entry)
+
+    def wanted_later(self, where: Located) -> bool:
+        """Whether the second pass reads the file (or its track specs)."""
+        if where.kind is Kind.SPECS:
+            return where.run not in self.bad_runs
+        kind = RECORD_KINDS.get(where.kind)
+        return kind is not None and where.kind not in _FIRST and not self._skips(kind, where)
+
+    def _skips(self, kind: RecordKind, where: Located) -> bool:
+        return kind.of_run and (where.run in self.bad_runs
+                                or (kind.open_runs_only and where.run in self.finished))
+
+    def read(self, path: str, where: Located) -> None:
+        kind = RECORD_KINDS[where.kind]
+        if self._skips(kind, where):
+            return
+        specs = self.specs(kind.specs_of(where)) if kind.specs_of is not None else None
+        record = _record(self.state, kind.model, path, self.files, kind.key, where.name,
+                         specs)
+        why = kind.land(self.state, record, where) if record is not None else None
+        if why is not None:
+            self.state.quarantined[path] = f"{path}: {why}"
+        if kind.of_run and (record is None or why is not None):
+            assert where.run is not None
+            self.bad_runs.add(where.run)
+
+    def done(self) -> State:
+        for run_id in self.bad_runs:
+            # Everything of a quarantined run is left alone: the planner never sees a run
+            # with only some of its records, and the dump never rewrites what it skipped.
+            self.state.runs.pop(run_id, None)
+            self.state.tracks.pop(run_id, None)
+            self.state.undos.pop(run_id, None)
+        return self.state
+
+
+def _load_health(state: State, path: str, data: bytes) -> None:
+    """The breakers and runner health of ``state/health.json``, or its quarantine."""
     try:
-        check_run_id(name)
-    except InvalidId:
-        return False
-    return True
+        raw = safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON object is expected, not {type(raw).__name__}")
+        runners = raw.pop(RUNNERS_KEY, {})
+        if not isinstance(runners, dict):
+            raise ValueError(f"{RUNNERS_KEY}: a JSON object is expected")
+        breakers = {k: Breaker.model_validate(v, strict=False) for k, v in raw.items()}
+        state.runners = {k: RunnerHealth.model_validate(v, strict=False)
+                         for k, v in runners.items()}
+        state.health = breakers
+    except ValidationError as exc:
+        # A broken breaker file costs only the breaker: it starts closed again.
+        state.quarantined[path] = first_error(path, exc)
+    except (ValueError, AttributeError) as exc:
+        state.quarantined[path] = f"{path}: (root): {exc}"
+
+
+def quarantine_folder(state: State, name: str) -> None:
+    """Quarantine the entry ``name`` of ``state/runs``, which is no run id: it is named
+    on every load and never read."""
+    # the name is quoted: it may hold anything a tree entry can
+    state.quarantined.setdefault(runs_entry_path(name),
+                                 f"{RUNS}/{name!r}: not a run id; that folder is left alone")
 
 
 def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],

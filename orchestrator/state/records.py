@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -21,6 +21,7 @@ from pydantic import (
 from ..spec.fields import Frozen, Id, UTCDateTime
 from ..spec.models import TrackSpec
 from ..spec.policies import Pause
+from .layout import run_id_for as run_id_for  # where run ids are made; named here too
 
 # --------------------------------------------------------------------------- state
 
@@ -189,8 +190,3 @@ class DeadLetter(Frozen):
 def utc_date_key(moment: datetime, zone: ZoneInfo) -> str:
     """The local calendar day of ``moment`` in ``zone`` as an ISO date."""
     return date.isoformat(moment.astimezone(zone).date())
-
-
-def run_id_for(schedule_id: str, slot: datetime) -> str:
-    """Deterministic run id: ``<schedule-id>--<slot UTC as YYYYMMDDTHHMMZ>``."""
-    return f"{schedule_id}--{slot.astimezone(UTC):%Y%m%dT%H%MZ}"

@@ -1,9 +1,10 @@
 """The state store: the repository as the database, written by compare-and-swap.
 
 - :mod:`.base`: the :class:`StateStore` contract (what is compared, what a lost race
-  does, when a retry is allowed), :class:`Snapshot`, :class:`TransactResult`, the
-  :data:`Change` type and the path rules;
-- :mod:`.memory`: :class:`InMemoryStateStore`, the fake with a contention hook;
+  does, when a retry is allowed), :class:`Snapshot` and its :class:`StateFiles`,
+  :class:`TransactResult`, the :data:`Change` type and the path rules;
+- :mod:`.memory`: :class:`InMemoryStateStore`, the fake with a contention hook, and
+  :func:`as_state_files` for plain mappings;
 - :mod:`.push`: how a push ended, read from git's output;
 - :mod:`.plumbing`: the git command wrapper, the transport, redaction, the token header;
 - :mod:`.tree`: the files of one commit, listed by folder and loaded in bulk;
@@ -19,14 +20,16 @@ from .base import (
     ChangeFn,
     Snapshot,
     Stamped,
+    StateFiles,
     StateStore,
     TransactResult,
+    blob_id,
     changes,
     check_path,
     effective,
 )
 from .git import FALLBACK_EMAIL, FALLBACK_NAME, GitStateStore
-from .memory import InMemoryStateStore
+from .memory import InMemoryStateStore, MemoryFiles, as_state_files
 from .plumbing import (
     GIT_TIMEOUT,
     Git,
@@ -50,15 +53,19 @@ __all__ = [
     "GitStateStore",
     "GitTransport",
     "InMemoryStateStore",
+    "MemoryFiles",
     "PushOutcome",
     "PushStatus",
     "Snapshot",
     "Stamped",
+    "StateFiles",
     "StateStore",
     "TransactResult",
     "Transport",
     "TransportError",
+    "as_state_files",
     "auth_env",
+    "blob_id",
     "changes",
     "check_path",
     "classify_push",

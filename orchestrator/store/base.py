@@ -8,7 +8,9 @@ they land.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,6 +20,48 @@ the tip is carried over untouched."""
 
 Change = dict[str, bytes | None]
 """Files to write (bytes) or delete (``None``), by path relative to the repository root."""
+
+
+class StateFiles(Mapping[str, bytes]):
+    """The files of one snapshot (path -> content), and what a reader may ask of them.
+
+    A reader of a large branch needs more than a mapping: it lists folders without
+    reading their files, and loads many files at once. Both stores answer these
+    questions (:class:`~.tree.TreeFiles` with git, :class:`~.memory.MemoryFiles` from
+    its keys), so the same code runs over both. It is an abstract base class rather
+    than a :class:`typing.Protocol` because a protocol cannot extend ``Mapping``.
+
+    **prefetch(paths).** A hint: the caller is about to read ``paths``. Afterwards every
+    one of them that exists reads without another round trip; paths that do not exist
+    are ignored. It never changes what a read returns.
+
+    **listdirs(folders).** ``folder -> name -> is a folder`` for each of ``folders``
+    (paths from the repository root, slashes around them dropped; ``""`` is the root).
+    A folder that does not exist lists as empty. Folders listed together list as they
+    would alone, a folder and its subfolder too. No file's content is read.
+
+    **object_id(path).** The id git gives the file or folder at ``path`` (its blob or
+    tree id, 40 hex digits), or ``None`` when nothing is there (nor for the root).
+    Equal ids mean equal contents, for a folder everything under it. A file's id is
+    :func:`blob_id` of its bytes. A folder's is the tree git holds;
+    :class:`~.memory.MemoryFiles` computes the same, taking every file as a plain
+    (``100644``) file, as both stores write them. Ids are a question of their own so
+    that a listing never has to read a file to name them.
+    """
+
+    @abstractmethod
+    def prefetch(self, paths: Iterable[str]) -> None: ...
+
+    @abstractmethod
+    def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, bool]]: ...
+
+    @abstractmethod
+    def object_id(self, path: str) -> str | None: ...
+
+
+def blob_id(data: bytes) -> str:
+    """git's object id of a file with these bytes (what ``ls-tree`` lists)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -31,7 +75,7 @@ class Snapshot:
     """
 
     tip: str | None
-    files: Mapping[str, bytes]
+    files: StateFiles
 
 
 ChangeFn = Callable[[Snapshot], Change | None]
@@ -45,9 +89,9 @@ class Stamped(bytes):
     nothing under the folder changed since that file was written, without listing the
     folder: the index of open runs vouches for ``state/runs`` this way (see
     :mod:`orchestrator.state.index`). The bytes are what ``fill(None)`` renders (no id
-    known); the git store writes ``fill(tree_id)`` instead, after the rest of the
-    commit's tree is built. A store without trees (:mod:`.memory`) writes the bytes
-    as they are, so its readers never take the shortcut.
+    known). Both stores write ``fill(tree_id)`` instead, with the folder's id in the
+    new commit (:meth:`StateFiles.object_id`), once the rest of the commit is built;
+    a folder that is not there fills ``None``.
 
     A change made of stamps alone changes nothing (:func:`changes`): a stamp only
     describes the rest of its commit.

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from ..support.credentials import Redactor
 from .base import STATE_PREFIX, Change, ChangeFn, Snapshot, Stamped, TransactResult, effective
+from .memory import MemoryFiles
 from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus
 from .tree import TreeFiles
@@ -45,7 +46,8 @@ FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
 
 
-_EMPTY: Mapping[str, bytes] = MappingProxyType({})
+_EMPTY = MemoryFiles(MappingProxyType({}), frozen=True)
+"""The files of a branch that does not exist yet."""
 
 _PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
 
@@ -235,14 +237,8 @@ class GitStateStore:
                             input="".join(f"{s}\n" for s in shas).encode()).stdout
         present = {line.split(b" ")[0].decode() for line in have.splitlines()}
         shas = [s for s in shas if s not in present]
-        if not shas:
-            return
-        # A transport injected by a test may not know partial fetches: then git's own
-        # transport fetches the blobs.
-        fetch = getattr(self.transport, "fetch_blobs", None)
-        if fetch is None:
-            fetch = GitTransport(self.git, self.url, partial=True).fetch_blobs
-        fetch(shas)
+        if shas:
+            self.transport.fetch_blobs(shas)
 
     def _fetch_tip(self) -> str | None:
         for attempt in range(5):
@@ -354,36 +350,12 @@ class GitStateStore:
         attempt = 0
         while True:
             attempt += 1
-            commit = ""
             began = self._clock()
-            try:
-                snap = first if attempt == 1 and first is not None else self.read()
-                mark, why = self._marks.get(snap.tip, (None, None))
-                if why is not None:
-                    raise Rewound(why)
-                mine = self._which_landed(unsure, snap.tip)
-                if mine:
-                    return TransactResult(True, mine, attempt - 1, unsure[mine])
-                change = effective(snap.files, change_fn(snap))
-                if not change:
-                    return TransactResult(False, snap.tip, attempt)
-                if tag is not None and attempt == 1:
-                    self._check_tag_free(tag)
-                root = tag is not None and snap.tip is not None and all(
-                    p.startswith(STATE_PREFIX) for p in snap.files)
-                commit = self._commit(snap.tip, change, message, root=root)
-                # The high-water mark moves with the branch, in the same atomic push.
-                updates = [(commit, self.ref), (commit, self.high_water)]
-                leases: list[tuple[str, str | None]] = [
-                    (self.ref, snap.tip), (self.high_water, mark)]
-                if tag is not None and snap.tip is not None:
-                    updates.append((snap.tip, f"refs/tags/{tag}"))
-                    leases.append((f"refs/tags/{tag}", None))
-                outcome = self.transport.push(updates, leases, atomic=True)
-            except TransportError as exc:
-                if not exc.transient:
-                    raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
-                outcome = PushOutcome(PushStatus.TRANSIENT, exc.message)
+            pushed = self._attempt(change_fn, message, tag, first if attempt == 1 else None,
+                                   attempt, unsure)
+            if isinstance(pushed, TransactResult):
+                return pushed
+            commit, change, outcome = pushed
             if outcome.status is PushStatus.OK:
                 return TransactResult(True, commit, attempt, tuple(sorted(change)))
             if outcome.status is PushStatus.PERMANENT:
@@ -393,18 +365,62 @@ class GitStateStore:
             if tag is not None and outcome.status is PushStatus.LOST_RACE:
                 self._check_tag_free(tag)  # lost to another compaction: no use retrying
             if outcome.status is PushStatus.TRANSIENT and commit:
-                # The remote may have accepted the push before the connection broke:
-                # ask it, so a landed change is never applied twice.
-                unsure[commit] = tuple(sorted(change))
-                with contextlib.suppress(TransportError):
-                    tip = self.transport.ls_remote([self.ref]).get(self.ref)
-                    mine = self._which_landed(unsure, tip)
-                    if mine:
-                        log.info("%s: push reported %r, but it had landed", self.where(),
-                                 last)
-                        return TransactResult(True, mine, attempt, unsure[mine])
+                landed = self._landed_after_all(unsure, commit, change, attempt, last)
+                if landed is not None:
+                    return landed
             log.info("%s: attempt %d: %s", self.where(), attempt, last)
             self._backoff(attempt, start, last, slot=self._clock() - began)
+
+    def _attempt(self, change_fn: ChangeFn, message: str, tag: str | None,
+                 first: Snapshot | None, attempt: int, unsure: Mapping[str, tuple[str, ...]]
+                 ) -> TransactResult | tuple[str, Change, PushOutcome]:
+        """One read, change and push: the transaction's result when it ends here (it
+        had landed, or there is nothing to do), else ``(commit, change, outcome)``
+        (``commit`` empty when the attempt failed before building it)."""
+        commit, change = "", {}
+        try:
+            snap = first if first is not None else self.read()
+            mark, why = self._marks.get(snap.tip, (None, None))
+            if why is not None:
+                raise Rewound(why)
+            mine = self._which_landed(unsure, snap.tip)
+            if mine:
+                return TransactResult(True, mine, attempt - 1, unsure[mine])
+            change = effective(snap.files, change_fn(snap))
+            if not change:
+                return TransactResult(False, snap.tip, attempt)
+            if tag is not None and attempt == 1:
+                self._check_tag_free(tag)
+            root = tag is not None and snap.tip is not None and all(
+                p.startswith(STATE_PREFIX) for p in snap.files)
+            commit = self._commit(snap.tip, change, message, root=root)
+            # The high-water mark moves with the branch, in the same atomic push.
+            updates = [(commit, self.ref), (commit, self.high_water)]
+            leases: list[tuple[str, str | None]] = [
+                (self.ref, snap.tip), (self.high_water, mark)]
+            if tag is not None and snap.tip is not None:
+                updates.append((snap.tip, f"refs/tags/{tag}"))
+                leases.append((f"refs/tags/{tag}", None))
+            return commit, change, self.transport.push(updates, leases, atomic=True)
+        except TransportError as exc:
+            if not exc.transient:
+                raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None
+            return commit, change, PushOutcome(PushStatus.TRANSIENT, exc.message)
+
+    def _landed_after_all(self, unsure: dict[str, tuple[str, ...]], commit: str,
+                          change: Change, attempt: int, last: str) -> TransactResult | None:
+        """The transaction's result when ``commit``, or an earlier commit of it whose push
+        failed the same way, is on the remote after all."""
+        # The remote may have accepted the push before the connection broke: ask it, so
+        # a landed change is never applied twice.
+        unsure[commit] = tuple(sorted(change))
+        with contextlib.suppress(TransportError):
+            tip = self.transport.ls_remote([self.ref]).get(self.ref)
+            mine = self._which_landed(unsure, tip)
+            if mine:
+                log.info("%s: push reported %r, but it had landed", self.where(), last)
+                return TransactResult(True, mine, attempt, unsure[mine])
+        return None
 
     def _backoff(self, attempt: int, start: float, last: str, slot: float = 0.0) -> None:
         # The "slot time" of the exponential back-off is what one attempt costs here

@@ -177,7 +177,7 @@ class Git:
 
 
 class Transport(Protocol):
-    """The three conversations with the remote. Injectable for tests."""
+    """The conversations with the remote. Injectable for tests."""
 
     def ls_remote(self, refs: list[str]) -> dict[str, str]:
         """Current sha of each of ``refs`` that exists. Raises :class:`TransportError`."""
@@ -186,6 +186,11 @@ class Transport(Protocol):
     def fetch(self, sha: str, ref: str, depth: int | None) -> None:
         """Bring ``sha`` (the tip of ``ref``) and its tree into the local object store,
         writing no ref and no ``FETCH_HEAD``. Raises :class:`TransportError`."""
+        ...
+
+    def fetch_blobs(self, shas: list[str]) -> None:
+        """Bring the blobs ``shas`` into a partial clone, in one request. Raises
+        :class:`TransportError`."""
         ...
 
     def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],

@@ -77,22 +77,15 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
     says the remote refused us (authentication, permission, no such repository).
     In an atomic push the refs rejected only because another was are ignored.
     """
-    lines: dict[str, tuple[str, str]] = {}
-    for line in stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 3 and len(parts[0]) == 1 and ":" in parts[1]:
-            lines[parts[1].rsplit(":", 1)[1]] = (parts[0], parts[2])
+    lines = _porcelain(stdout)
     remote = remote_lines(stderr)
     suffix = f"; remote says: {remote}" if remote else ""
     worst: PushOutcome | None = None
     atomic_failed = False
-    rank = {PushStatus.LOST_RACE: 1, PushStatus.TRANSIENT: 2, PushStatus.PERMANENT: 3}
     for ref in refs:
         if ref not in lines:
-            if refused(stderr):
-                outcome = PushOutcome(PushStatus.PERMANENT, last_error(stderr) + suffix)
-            else:
-                outcome = PushOutcome(PushStatus.TRANSIENT, last_error(stderr) + suffix)
+            status = PushStatus.PERMANENT if refused(stderr) else PushStatus.TRANSIENT
+            outcome = PushOutcome(status, last_error(stderr) + suffix)
         else:
             flag, summary = lines[ref]
             if flag in " +*=-":
@@ -101,23 +94,42 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
             if "atomic push failed" in low or "atomic transaction failed" in low:
                 atomic_failed = True
                 continue
-            # receive-pack says why it failed to update a ref only on stderr.
-            if any(p in low or p in remote.lower() for p in _LOST_RACE):
-                outcome = PushOutcome(PushStatus.LOST_RACE, summary)
-            elif low.strip() in ("[remote rejected] (failed)", "[remote failure] (failed)") \
-                    or any(p in low for p in _TRANSIENT):
-                outcome = PushOutcome(PushStatus.TRANSIENT, summary + suffix)
-            else:
-                outcome = PushOutcome(PushStatus.PERMANENT, summary + suffix)
-        if worst is None or rank[outcome.status] > rank[worst.status]:
+            outcome = _rejection(summary, remote, suffix)
+        if worst is None or _RANK[outcome.status] > _RANK[worst.status]:
             worst = outcome
-    if worst is None:
-        if atomic_failed and any(p in remote.lower() for p in _LOST_RACE):
-            # Every ref says only "atomic transaction failed": the remote's own
-            # message (e.g. "cannot lock ref ... reference already exists") says why.
-            return PushOutcome(PushStatus.LOST_RACE, remote)
-        if all(r in lines for r in refs) and not atomic_failed:
-            return PushOutcome(PushStatus.OK, "accepted")
-        # Only "atomic push failed" lines: some ref failed without saying why.
-        return PushOutcome(PushStatus.TRANSIENT, last_error(stderr) + suffix)
-    return worst
+    if worst is not None:
+        return worst
+    if atomic_failed and any(p in remote.lower() for p in _LOST_RACE):
+        # Every ref says only "atomic transaction failed": the remote's own
+        # message (e.g. "cannot lock ref ... reference already exists") says why.
+        return PushOutcome(PushStatus.LOST_RACE, remote)
+    if all(r in lines for r in refs) and not atomic_failed:
+        return PushOutcome(PushStatus.OK, "accepted")
+    # Only "atomic push failed" lines: some ref failed without saying why.
+    return PushOutcome(PushStatus.TRANSIENT, last_error(stderr) + suffix)
+
+
+_RANK = {PushStatus.LOST_RACE: 1, PushStatus.TRANSIENT: 2, PushStatus.PERMANENT: 3}
+"""Of the refs of one push, the worst outcome is the push's."""
+
+
+def _porcelain(stdout: str) -> dict[str, tuple[str, str]]:
+    """Destination ref -> ``(flag, summary)``, from ``--porcelain``'s ref lines."""
+    lines: dict[str, tuple[str, str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1 and ":" in parts[1]:
+            lines[parts[1].rsplit(":", 1)[1]] = (parts[0], parts[2])
+    return lines
+
+
+def _rejection(summary: str, remote: str, suffix: str) -> PushOutcome:
+    """What the summary of one rejected ref says (``remote``: the remote's own lines)."""
+    low = summary.lower()
+    # receive-pack says why it failed to update a ref only on stderr.
+    if any(p in low or p in remote.lower() for p in _LOST_RACE):
+        return PushOutcome(PushStatus.LOST_RACE, summary)
+    if low.strip() in ("[remote rejected] (failed)", "[remote failure] (failed)") \
+            or any(p in low for p in _TRANSIENT):
+        return PushOutcome(PushStatus.TRANSIENT, summary + suffix)
+    return PushOutcome(PushStatus.PERMANENT, summary + suffix)

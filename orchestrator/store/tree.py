@@ -9,13 +9,14 @@ snapshot.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import OrchestratorError
+from .base import StateFiles
 from .plumbing import Git
 
 
-class TreeFiles(Mapping[str, bytes]):
+class TreeFiles(StateFiles):
     """Files of one commit, listed folder by folder and loaded in bulk on demand.
 
     A lookup lists only the file's folder (one ``git ls-tree`` of that tree), so a
@@ -27,7 +28,8 @@ class TreeFiles(Mapping[str, bytes]):
     A miss loads the requested file together with its not yet loaded siblings (same
     folder) in one ``git cat-file --batch``; :meth:`prefetch` loads an exact set in
     one call (the state parser asks for every record it needs at once).
-    :meth:`listdirs` lists several folders in one call. Contents are cached by blob
+    :meth:`listdirs` lists several folders in one call, and :meth:`object_id` answers
+    from the listing of the path's folder. Contents are cached by blob
     id in a cache shared by the store's snapshots, so reading the same tip twice (the
     tick reads, then its compare-and-swap reads again) loads nothing the second time.
 
@@ -62,10 +64,22 @@ class TreeFiles(Mapping[str, bytes]):
                 self._index = index
             return self._index
 
-    def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, tuple[bool, str]]]:
-        """``folder -> name -> (is a folder, object id)`` for each of ``folders`` (paths
-        from the repository root, without a trailing slash); a folder that does not
-        exist lists as empty. Listed with one ``ls-tree`` for all that are not cached."""
+    def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, bool]]:
+        """See :class:`~.base.StateFiles`; one ``ls-tree`` for all folders not listed
+        before."""
+        return {folder: {name: entry[0] for name, entry in entries.items()}
+                for folder, entries in self._listed(folders).items()}
+
+    def object_id(self, path: str) -> str | None:
+        if not path:
+            return None  # the root tree is the commit's: no listing names it
+        folder, _, name = path.rpartition("/")
+        entry = self._listed([folder])[folder].get(name)
+        return entry[1] if entry is not None else None
+
+    def _listed(self, folders: Iterable[str]) -> dict[str, dict[str, tuple[bool, str]]]:
+        """``folder -> name -> (is a folder, object id)`` for each of ``folders``, listed
+        with one ``ls-tree`` for all that are not cached."""
         wanted = sorted({f.strip("/") for f in folders})
         with self._lock:
             todo = [f for f in wanted if f not in self._dirs]
@@ -78,11 +92,13 @@ class TreeFiles(Mapping[str, bytes]):
             self._dirs[folder] = {}
         # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
         # folder's entries rather than the folder itself; the root needs no pathspec.
+        # -t: a folder listed with one of its subfolders still shows that subfolder's
+        # entry (without it, git recurses into it and drops the entry).
         raw = b""
         if "" in folders:
             raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip).stdout
         if any(folders):
-            raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip, "--",
+            raw += self._git.run("ls-tree", "-z", "-t", "--full-tree", self._tip, "--",
                                  *(f"{f}/" for f in folders if f),
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
         for record in raw.split(b"\0"):
@@ -98,7 +114,7 @@ class TreeFiles(Mapping[str, bytes]):
         if self._index is not None:
             return self._index.get(path)
         folder, _, name = path.rpartition("/")
-        entry = self.listdirs([folder])[folder].get(name)
+        entry = self._listed([folder])[folder].get(name)
         return entry[1] if entry is not None and not entry[0] else None
 
     def __getitem__(self, path: str) -> bytes:
@@ -122,7 +138,7 @@ class TreeFiles(Mapping[str, bytes]):
         """Load the contents of ``paths`` (those in the tree) with one git call."""
         paths = list(paths)
         if self._index is None:
-            self.listdirs(p.rpartition("/")[0] for p in paths)
+            self._listed(p.rpartition("/")[0] for p in paths)
         shas = [s for s in map(self._sha, paths) if s is not None]
         with self._lock:
             self._load(shas)

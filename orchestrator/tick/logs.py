@@ -25,7 +25,7 @@ def append_lines(files: Mapping[str, bytes], path: str, lines: list[bytes],
     joined = files.get(path, b"") + b"".join(lines)
     if keep is not None:
         return b"".join(joined.splitlines(keepends=True)[-keep:])
-    if path.endswith("/polls.jsonl") and len(joined) > codec.POLLS_MAX_BYTES:
+    if layout.kind_of(path) is layout.Kind.POLLS and len(joined) > codec.POLLS_MAX_BYTES:
         return codec.cut_lines(joined, codec.POLLS_MAX_BYTES)
     return joined
 
@@ -57,7 +57,8 @@ def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
         summary = {
             "at": iso(now),
             "executor": executor,
-            "fired": sum(1 for p in changed if p.endswith("/run.json") and p not in old),
+            "fired": sum(1 for p in changed
+                         if layout.kind_of(p) is layout.Kind.RUN and p not in old),
             "dispatched": len(decision.dispatch),
             "rendered": len(decision.render),
             "invalid": len(decision.invalid),

@@ -1,32 +1,32 @@
-"""Schedules a tick may leave unread until their next slot: ``state/quiet.json``.
+"""The memo of quiet schedules: what lets a tick leave a schedule unread until its slot.
 
-Most ticks decide nothing for most schedules: a daily schedule needs a tick's attention
-once a day. Parsing its file, its cursor and asking cron for its next slot on every
-tick made the tick's cost grow with the number of schedules. So each commit a tick
-makes anyway also writes, per schedule it found quiet, the next moment it needs
-attention (its next slot), keyed by a digest of everything that decision read: the
-schedule file's bytes, its cursor's blob, ``orchestrator.json``, the time zone data
-and this package's version. A later tick before that moment, that finds the same key
-and no open run of the schedule, neither parses the file nor reads the cursor; it
-only takes the slot as its next due moment.
+A daily schedule needs a tick's attention once a day; parsing it on every tick made a
+tick's cost grow with the number of schedules. The memo is two files:
+``state/quiet.json`` (a :class:`Quiet` entry per schedule) and
+``state/quiet-folder.json`` (:class:`QuietFolder`, one entry for the whole folder).
 
-When every schedule file was quiet, a second file keeps one entry for the whole
-folder (``state/quiet-folder.json``: :class:`QuietFolder`), keyed by git's listing of
-the folder (:mod:`orchestrator.tick.worktree`: it names every file's blob id without
-reading a file) and every cursor's blob id. A tick that finds the folder as git's
-index holds it, the same listing and cursors and no open run of the folder's schedules
-reads no schedule file at all, nor the entries of ``state/quiet.json``. That entry is
-only written when the bytes the tick parsed are the blobs the listing names, so an
-edit racing the tick costs only the shortcut.
-
-The memo never stands alone: a schedule it does not name, with another key, with an
-open run, a pause, a one-shot that has not fired or a cursor that is not settled up to
-the moment the memo was taken, is parsed as before; so is every schedule when the
-index of open runs had to be rebuilt, or when the compare-and-swap lost a race
-(:func:`select`). A disabled schedule, and a one-shot that fired, are quiet until their
-file or cursor changes. A file that does not parse never gets an entry, so it is named
-on every tick. The files are only ever written beside other changes (:func:`changes`),
-never in a commit of their own.
+- An entry holds from the tick that found its schedule quiet (``checked``) until the
+  schedule's next slot (``until``).
+- An entry's key digests everything that decision read: the file's blob id, the
+  cursor's blob id, ``orchestrator.json``, the time zone data and this package's
+  version.
+- A schedule may go unread when its entry holds now, its key matches and it has no
+  open run. The tick then only takes the slot as its next due moment.
+- The folder entry lets a tick read no schedule file at all. Its key covers git's
+  listing of the folder and every cursor's blob id (:mod:`orchestrator.tick.worktree`).
+- It holds when the folder is exactly git's listing, the key matches, none of its
+  schedules has an open run and its soonest slot is still ahead.
+- In doubt, everything is parsed: no trusted index of open runs, an index rebuilt, a
+  left-out schedule with an open run, or a lost compare-and-swap race (:func:`select`).
+- Never quiet: a schedule with an open run, a pause, a one-shot that has not fired, or
+  a cursor not settled up to the moment.
+- Quiet until its file or cursor changes (``until`` is ``None``): a disabled schedule,
+  and a one-shot that fired.
+- A file that does not parse gets no entry, so it is reported on every tick.
+- Both files are written only beside other changes (:func:`changes`), never in a
+  commit of their own.
+- The folder entry is written only when the bytes the tick parsed are the blobs git
+  listed, so an edit racing the tick costs only the shortcut.
 """
 
 from __future__ import annotations
@@ -55,12 +55,13 @@ from ..state import index as state_index
 from ..state import model as state_model
 from ..state.machine import RUN_OPEN
 from ..state.records import Cursor
+from ..store import StateFiles, as_state_files, blob_id
 from ..support.times import iso_minute
 from . import worktree
 
-QUIET = f"{layout.ROOT}/quiet.json"
-FOLDER = f"{layout.ROOT}/quiet-folder.json"
-CURSORS = f"{layout.ROOT}/schedules"
+QUIET = layout.QUIET
+FOLDER = layout.QUIET_FOLDER
+CURSORS = layout.SCHEDULES
 FORMAT = 2
 """Of the keys (in every key): 2 when a file's bytes became its git blob id."""
 
@@ -106,22 +107,12 @@ class QuietFile(Frozen):
     schedules: dict[str, Quiet] = Field(default_factory=dict)
 
 
-def blob_id(data: bytes) -> str:
-    """git's object id of a file with these bytes (what ``ls-tree`` lists)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _cursor_ids(files: Mapping[str, bytes]) -> dict[str, str]:
+def _cursor_ids(files: StateFiles) -> dict[str, str]:
     """Schedule id -> the blob id of its cursor, without reading the cursors from git."""
-    lister = getattr(files, "listdirs", None)
-    if lister is not None:
-        listed = lister([CURSORS])[CURSORS]
-        return {name[:-5]: sha for name, (is_dir, sha) in listed.items()
-                if not is_dir and name.endswith(".json")}
-    prefix = CURSORS + "/"
-    return {path[len(prefix):-5]: blob_id(files[path]) for path in files
-            if path.startswith(prefix) and path.endswith(".json") and "/" not in
-            path[len(prefix):]}
+    listed = files.listdirs([CURSORS])[CURSORS]
+    return {name[:-5]: sha for name, is_dir in listed.items()
+            if not is_dir and name.endswith(".json")
+            and (sha := files.object_id(layout.unchecked_cursor_path(name[:-5]))) is not None}
 
 
 def _tz_version() -> str:
@@ -195,17 +186,15 @@ class Memo:
              config_key: bytes) -> Memo:
         """The memo as ``files`` hold it. ``config_key`` is
         :attr:`~orchestrator.spec.config.RepoSettings.key`."""
+        files = as_state_files(files)
         busy: set[str] = set()
-        lister = getattr(files, "listdirs", None)
-        if lister is not None:  # one git process for the folders the tick lists anyway
-            lister([layout.ROOT, CURSORS, f"{layout.ROOT}/dlq"])  # state/runs: only if need be
+        # one git process for the folders the tick lists anyway; state/runs only if need be
+        files.listdirs([layout.ROOT, CURSORS, layout.DLQ])
         listing = worktree.clean(repo / "schedules")
-        prefetch = getattr(files, "prefetch", None)
-        if prefetch is not None:  # exactly these: state/ also holds the index page
-            # the entries only when the folder's cannot hold: a tick it holds for
-            # never reads them
-            prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
-                      *([QUIET] if listing is None else [])])
+        # exactly these: state/ also holds the index page. The entries only when the
+        # folder's cannot hold: a tick it holds for never reads them.
+        files.prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
+                        *([QUIET] if listing is None else [])])
         index, _ = state_index.read(files)
         if index is None and QUIET in files and not state_index.run_folders(files):
             index = state_index.OpenIndex()  # no run yet, so none open: it needs no index

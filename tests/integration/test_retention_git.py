@@ -48,12 +48,12 @@ RECENT = rid("daily", NOW - 2 * DAY)
 def history() -> dict[str, bytes | None]:
     files: dict[str, bytes | None] = {}
     for run_id in [*OLD, LATE, YOUNG, RECENT]:
-        slot = retention.slot_of(run_id)
+        slot = layout.run_slot(run_id)
         assert slot is not None
         files.update(run_files(run_id, RunStatus.COMPLETED, slot + timedelta(hours=1),
                                also=("brief", "polls")))
     files.update(run_files(OPEN, RunStatus.RUNNING, None, also=("brief", "polls")))
-    slot = retention.slot_of(WAITING)
+    slot = layout.run_slot(WAITING)
     assert slot is not None
     files.update(run_files(WAITING, RunStatus.FAILED, slot + timedelta(hours=1),
                            also=("brief", "polls")))

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from orchestrator.runs import retention
 from orchestrator.runs.compaction import plan
-from orchestrator.runs.retention import Outcome, Record, candidates, due, ripe, slot_of
+from orchestrator.runs.retention import Outcome, Record, candidates, due, ripe
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
@@ -28,10 +28,10 @@ def rid(days_ago: float, schedule: str = "s") -> str:
 
 
 def test_the_slot_is_read_from_the_run_id() -> None:
-    assert slot_of("nightly--20261201T0700Z") == datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
-    assert slot_of("a-b_c--20260229T0000Z") is None  # no such day
-    assert slot_of("nightly") is None
-    assert slot_of("..") is None
+    assert layout.run_slot("nightly--20261201T0700Z") == datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    assert layout.run_slot("a-b_c--20260229T0000Z") is None  # no such day
+    assert layout.run_slot("nightly") is None
+    assert layout.run_slot("..") is None
 
 
 def test_candidates_are_runs_whose_slot_is_older_than_the_retention() -> None:
@@ -49,9 +49,10 @@ def test_candidates_ruled_out_by_their_text_are_those_parsing_rules_out(seed: in
     ids += [rid(30, "x"), rid(31, "y"), "nightly", "a--20261131T0000Z", "z--99999999T9999Z"]
     for keep_days in (29, 30):
         cutoff = now - timedelta(days=keep_days)
-        parsed = sorted(r for r in ids if (slot := slot_of(r)) is not None and slot < cutoff)
+        parsed = sorted(r for r in ids
+                        if (slot := layout.run_slot(r)) is not None and slot < cutoff)
         assert candidates(ids, keep_days, now) == parsed
-        slots = [s for s in map(slot_of, ids) if s is not None]
+        slots = [s for s in map(layout.run_slot, ids) if s is not None]
         assert ripe(ids, keep_days, now) == any(s < cutoff - DAY for s in slots)
 
 

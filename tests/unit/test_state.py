@@ -117,3 +117,14 @@ def test_a_long_command_is_stored_once_per_run_and_old_records_still_read() -> N
     assert run_id not in broken.runs
     assert broken.quarantined[layout.track_path(run_id, "a")].endswith(
         "spec: not in the record nor in the run's specs.json")
+
+
+def test_a_field_named_with_a_line_break_is_quoted_in_its_one_line() -> None:
+    broken = state_model.load({
+        "state/health.json": b'{"local": {"\\n": 1}}',
+        "state/schedules/job.json": b'{"schedule_id": "job", "since": "2026-12-01T07:00:00Z", '
+                                    b'"fires_per_day": {"\\n": "many"}}'})
+    lines = broken.quarantine_lines()
+    assert len(lines) == 2 and not any("\n" in line for line in lines)
+    assert "state/health.json: '\\n': Extra inputs" in lines[0]
+    assert "state/schedules/job.json: fires_per_day.'\\n': " in lines[1]

@@ -201,3 +201,25 @@ def test_the_page_of_runs_says_how_many_older_runs_it_leaves_out() -> None:
     page = render_index(runs, generated_at=T0, older=1234)
     assert "1234 older not listed here" in page and "orchestrator runs list" in page
     assert "older not listed" not in render_index(runs, generated_at=T0)
+
+
+def test_the_in_memory_store_takes_and_declines_the_tree_shortcut_as_git_does() -> None:
+    from orchestrator.store import InMemoryStateStore
+
+    store = InMemoryStateStore(history())
+    rid = "nightly--20261201T0700Z"
+    change = {layout.run_path(rid): codec.to_json(run(rid, RunStatus.COMPLETED))}
+    # a writer that loaded the index stamps it with the tree its commit gives state/runs
+    store.transact(lambda s: si.refresh(s.files, change, si.load(s.files).index), "finish")
+    files = store.read().files
+    assert si.read(files)[0].runs_tree == files.object_id(si.RUNS)  # type: ignore[union-attr]
+    loaded = si.load(files)
+    assert loaded.vouched and loaded.note is None and loaded.state.runs == {}
+    assert isinstance(loaded.state.known_runs, si.RunFolders)
+    assert not loaded.state.known_runs.listed
+    # a run written without the index moves the tree: the runs are listed and checked
+    stray = run("nightly--20261202T0700Z", RunStatus.RUNNING)
+    store.transact(lambda _: {layout.run_path(stray.run_id): codec.to_json(stray)}, "by hand")
+    loaded = si.load(store.read().files)
+    assert not loaded.vouched
+    assert loaded.note is not None and "written for 21 run folder(s)" in loaded.note
