@@ -15,7 +15,7 @@ from ..spec.fields import check_run_id
 from ..spec.models import ScheduleSpec
 from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, last_tick_at
 from ..state.health import RunnerHealth, describe
-from ..state.layout import HEALTH, ROOT, polls_path, run_dir, run_path, specs_path
+from ..state.layout import DLQ, HEALTH, polls_path, run_dir, run_path, specs_path
 from ..state.model import load
 from ..state.records import DeadLetter, Run, Track
 from ..support import safejson
@@ -102,7 +102,7 @@ def context_from_files(
     if run_path(run_id) not in files:
         raise NotFound(f"no run {run_id!r} on the state branch")
     prefix = run_dir(run_id) + "/"
-    dlq_prefix = f"{ROOT}/dlq/{run_id}--"
+    dlq_prefix = f"{DLQ}/{run_id}--"
     # Filter on paths first: a git snapshot loads contents lazily, on access.
     mine = {p: files[p] for p in files
             if p in (run_path(run_id), specs_path(run_id)) or p.startswith(prefix + "tracks/")

@@ -67,10 +67,10 @@ def cut_lines(data: bytes, limit: int) -> bytes:
     return note + data[start:]
 
 
-R = TypeVar("R", bound=BaseModel)
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 
-def parse_record(model: type[R], path: str, data: bytes) -> R:
+def parse_record(model: type[RecordT], path: str, data: bytes) -> RecordT:
     """The record of type ``model`` in the file ``path``, or :class:`CorruptState` naming
     the file and the first field at fault (invalid JSON is reported at the root).
 
@@ -95,7 +95,7 @@ def first_error(path: str, exc: ValidationError) -> str:
     return f"{path}: {where or '(root)'}: {first['msg']}"
 
 
-def _validate(model: type[R], path: str, data: bytes) -> R:
+def _validate(model: type[RecordT], path: str, data: bytes) -> RecordT:
     """``data`` (already through :func:`orchestrator.support.safejson.loads`) as a ``model``."""
     try:
         record = model.model_validate_json(data)
@@ -132,7 +132,8 @@ def read_specs(files: Mapping[str, bytes], run_id: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def parse_with_spec(model: type[R], path: str, data: bytes, specs: Mapping[str, Any]) -> R:
+def parse_with_spec(model: type[RecordT], path: str, data: bytes,
+                    specs: Mapping[str, Any]) -> RecordT:
     """:func:`parse_record` of a track record or dead letter, taking its spec from the
     run's ``specs`` when the record leaves it out (records written before specs.json
     carry their own)."""

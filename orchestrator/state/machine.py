@@ -37,46 +37,50 @@ from pydantic import BaseModel
 from ..errors import IllegalTransition
 from .records import Run, RunStatus, Track, TrackPhase, Transition
 
-P = TrackPhase
-R = RunStatus
-
 TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
-    P.PENDING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED}),
+    TrackPhase.PENDING: frozenset({
+        TrackPhase.DISPATCHED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.SKIPPED}),
     # A track may report `complete`/`failed`/`waiting` before the tick saw it running.
-    P.DISPATCHED: frozenset({P.PENDING, P.RUNNING, P.COMPLETE, P.FAILED, P.TAPPED_OUT,
-                             P.CANCELLED, P.WAITING}),
-    P.RUNNING: frozenset({P.PENDING, P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.WAITING}),
-    P.WAITING: frozenset({P.DISPATCHED, P.TAPPED_OUT, P.CANCELLED}),
-    P.FAILED: frozenset({P.PENDING}),
-    P.TAPPED_OUT: frozenset({P.PENDING}),
-    P.COMPLETE: frozenset(),
-    P.CANCELLED: frozenset(),
-    P.SKIPPED: frozenset(),
+    TrackPhase.DISPATCHED: frozenset({
+        TrackPhase.PENDING, TrackPhase.RUNNING, TrackPhase.COMPLETE, TrackPhase.FAILED,
+        TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.WAITING}),
+    TrackPhase.RUNNING: frozenset({
+        TrackPhase.PENDING, TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
+        TrackPhase.CANCELLED, TrackPhase.WAITING}),
+    TrackPhase.WAITING: frozenset({
+        TrackPhase.DISPATCHED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED}),
+    TrackPhase.FAILED: frozenset({TrackPhase.PENDING}),
+    TrackPhase.TAPPED_OUT: frozenset({TrackPhase.PENDING}),
+    TrackPhase.COMPLETE: frozenset(),
+    TrackPhase.CANCELLED: frozenset(),
+    TrackPhase.SKIPPED: frozenset(),
 }
 """Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
 dispatch was lost; ``dispatched | running -> pending`` also a leg that no runner took
 (GitHub lists a queued job as running), sent to the next runner label;
 ``failed -> pending`` a retry or requeue; ``tapped_out -> pending`` a requeue."""
 
-TRACK_OPEN = frozenset({P.PENDING, P.DISPATCHED, P.RUNNING, P.WAITING})
+TRACK_OPEN = frozenset({TrackPhase.PENDING, TrackPhase.DISPATCHED, TrackPhase.RUNNING,
+                        TrackPhase.WAITING})
 """Phases in which a track still needs the tick's attention."""
 
-TRACK_TERMINAL = frozenset({P.COMPLETE, P.FAILED, P.TAPPED_OUT, P.CANCELLED, P.SKIPPED})
+TRACK_TERMINAL = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
+                            TrackPhase.CANCELLED, TrackPhase.SKIPPED})
 """Phases that count as finished for the run's fan-in (``failed`` only once no retry
 is left: the planner turns a retryable failure back into ``pending`` in the same tick)."""
 
 RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
-    R.SCHEDULED: frozenset({R.RUNNING, R.CONSOLIDATING}),
-    R.RUNNING: frozenset({R.CONSOLIDATING}),
-    R.CONSOLIDATING: frozenset({R.COMPLETED, R.FAILED}),
-    R.COMPLETED: frozenset(),
-    R.FAILED: frozenset({R.RUNNING}),
+    RunStatus.SCHEDULED: frozenset({RunStatus.RUNNING, RunStatus.CONSOLIDATING}),
+    RunStatus.RUNNING: frozenset({RunStatus.CONSOLIDATING}),
+    RunStatus.CONSOLIDATING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING}),
 }
 """Allowed run transitions. ``scheduled -> consolidating`` happens when every track was
 cancelled, tapped out or skipped before any dispatch; ``failed -> running`` is a requeue."""
 
-RUN_OPEN = frozenset({R.SCHEDULED, R.RUNNING, R.CONSOLIDATING})
-RUN_TERMINAL = frozenset({R.COMPLETED, R.FAILED})
+RUN_OPEN = frozenset({RunStatus.SCHEDULED, RunStatus.RUNNING, RunStatus.CONSOLIDATING})
+RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -123,14 +127,14 @@ def reopen_compensation(undo: Track, at: datetime, reason: str, **changes: Any) 
     """A compensation the saga cancelled after an earlier one failed for good, back to
     ``pending``: the operator requeued the failed one (``dlq requeue``). The only way
     out of ``cancelled``, and only for a compensation."""
-    if not undo.compensating or undo.phase is not P.CANCELLED:
+    if not undo.compensating or undo.phase is not TrackPhase.CANCELLED:
         raise IllegalTransition(
             f"track {undo.run_id}/{undo.name}: only a cancelled compensation reopens, "
             f"not a {'compensation' if undo.compensating else 'track'} "
             f"{undo.phase.value}")
-    history = [*undo.state_history, Transition(from_=undo.phase.value, to=P.PENDING.value,
+    history = [*undo.state_history, Transition(from_=undo.phase.value, to=TrackPhase.PENDING.value,
                                                at=at, reason=reason)]
-    return revise(undo, **changes, phase=P.PENDING, state_history=history)
+    return revise(undo, **changes, phase=TrackPhase.PENDING, state_history=history)
 
 
 def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes: Any) -> Run:

@@ -25,7 +25,7 @@ from .breaker import Breaker
 from .codec import (
     MAX_RECORD_BYTES,
     CorruptState,
-    R,
+    RecordT,
     first_error,
     parse_record,
     parse_with_spec,
@@ -342,8 +342,8 @@ def quarantine_folder(state: State, name: str) -> None:
                                  f"{RUNS}/{name!r}: not a run id; that folder is left alone")
 
 
-def _record(state: State, model: type[R], path: str, files: Mapping[str, bytes],
-            key: str, expected: str, specs: Mapping[str, Any] | None = None) -> R | None:
+def _record(state: State, model: type[RecordT], path: str, files: Mapping[str, bytes],
+            key: str, expected: str, specs: Mapping[str, Any] | None = None) -> RecordT | None:
     """The record at ``path``, or ``None`` after quarantining it with the reason.
 
     A record whose identifying field (``key``) disagrees with its file name is

@@ -94,7 +94,7 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
     """Render the brief of each run in ``decision.render`` into ``files`` and finish the
     run in ``decision.state``; then the index, when anything it lists moved."""
     done = Consolidated()
-    created = any(p.endswith("/run.json") and p not in old for p in files)
+    created = any(p not in old and layout.kind_of(p) is layout.Kind.RUN for p in files)
     if not decision.render and not created and not redraw_index:
         return done
     from ..brief import render_index

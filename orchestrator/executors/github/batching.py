@@ -19,10 +19,8 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from ...spec.fields import check_run_id
 from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS, SETUP_MINUTES
 from ..base import DispatchRequest, DispatchResult
 
@@ -60,12 +58,6 @@ def _compact(data: Any) -> str:
 
 def batch_digest(keys: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:12]
-
-
-def slot_of(run_id: str) -> datetime:
-    """The slot a run id names (``<schedule-id>--<YYYYMMDDTHHMMZ>``)."""
-    stamp = check_run_id(run_id).rsplit("--", 1)[1]
-    return datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
 
 
 def run_id_of(run_name: str) -> str:

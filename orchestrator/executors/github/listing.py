@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ...state.layout import parse_run_id
 from ...support.times import iso
-from .batching import run_id_of, slot_of
+from .batching import run_id_of
 from .client import GitHubClient
 
 CLOCK_SKEW = timedelta(minutes=5)
@@ -62,7 +63,7 @@ class Window:
     def since_slot(cls, run_name: str, now: datetime) -> Window:
         """From the run's slot until ``now``: only for a handle that names no time
         (written before handles carried ``dispatched_at``)."""
-        return cls(slot_of(run_id_of(run_name)) - CLOCK_SKEW, now + CLOCK_SKEW)
+        return cls(parse_run_id(run_id_of(run_name))[1] - CLOCK_SKEW, now + CLOCK_SKEW)
 
 
 class Listing:
