@@ -5,7 +5,8 @@ Every GitHub Actions job costs at least one billed minute, so a tick every quart
 hour spends about 2,900 minutes a month doing nothing. A derived cadence ticks only
 shortly before each slot (``lead_minutes``, several times: GitHub starts scheduled
 runs late and drops some; the first tick to arrive lingers until the slot) plus a
-sparse safety tick (retries, deadlines, runs whose fan-in job never came).
+sparse safety tick (retries, deadlines, runs whose fan-in job never came), placed
+only in the gaps the slots' ticks leave, so no day pays for one it does not need.
 
 GitHub evaluates ``schedule:`` in UTC, and a schedule's slots move in UTC with
 daylight saving: the ticks are computed from a year of real slots (so both sides
@@ -38,6 +39,13 @@ GRID = 5
 GRID_OFFSET = 4
 HORIZON = timedelta(days=366)
 """A year and a day: every daylight-saving change of every zone, both directions."""
+MARGIN = timedelta(days=35)
+"""Ticks are derived this much beyond the year on both sides, so the safety ticks at
+its ends fall where the days before and after put them (the lines stay the same
+whatever the hour cron-sync runs at)."""
+SLACK = timedelta(hours=1)
+"""A gap between ticks may exceed ``safety_every_hours`` by this much (a daily tick
+moves by an hour with daylight saving) before a safety tick fills it."""
 HEARTBEAT_EVERY = 60
 """Minutes: an idle tick commits a heartbeat line once this long has passed (tick's default)."""
 WATCHDOG_MINUTE = 41
@@ -162,6 +170,47 @@ def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: dateti
     return found
 
 
+def safety_ticks(ticks: Iterable[datetime], hours: int) -> set[datetime]:
+    """Grid ticks that leave no gap between ``ticks`` longer than ``hours`` (plus
+    :data:`SLACK`): each ``hours`` after the tick before it. Anchored to the slots'
+    ticks, so a daily slot's lead ticks count as one of the day's safety ticks."""
+    every = timedelta(hours=hours)
+    ordered = sorted(set(ticks))
+    added: set[datetime] = set()
+    for before, after in itertools.pairwise(ordered):
+        last = before
+        while after - last > every + SLACK:
+            last = _on_grid(last + every)
+            added.add(last)
+    return added
+
+
+def _ticks_with_safety(schedules: list[Schedule], cadence: Cadence,
+                       start: datetime) -> list[str]:
+    """The slots' ticks of the year from ``start``, with the safety ticks between them,
+    as cron lines; the plain safety line when no slot needs a tick at all."""
+    until = start + HORIZON
+    limit = timedelta(hours=cadence.safety_every_hours) + SLACK
+    instants = tick_instants(schedules, cadence, start, until)
+    if not instants:
+        return [safety_line(cadence.safety_every_hours)]
+    if _longest_gap(instants, start, until) > limit:
+        wide = tick_instants(schedules, cadence, start - MARGIN, until + MARGIN)
+        instants |= {t for t in safety_ticks(wide, cadence.safety_every_hours)
+                     if start < t <= until}
+    lines = compress(instants)
+    # A year with one slot (a one-shot) leaves the rest of it to the plain safety line.
+    # The lines match at least the instants: no gap between those, none between them.
+    if _longest_gap(instants, start, until) > limit and max_gap(lines, start, HORIZON) > limit:
+        lines.append(safety_line(cadence.safety_every_hours))
+    return lines
+
+
+def _longest_gap(instants: Iterable[datetime], start: datetime, until: datetime) -> timedelta:
+    ordered = sorted(t for t in instants if start < t <= until)
+    return max(b - a for a, b in itertools.pairwise([start, *ordered, until]))
+
+
 def _field(values: Iterable[int], full: range) -> str:
     """``*``, or the values as a cron list with ranges (``1-5,7``)."""
     chosen = sorted(set(values))
@@ -254,14 +303,10 @@ def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -
     if cadence.mode == "fixed":
         lines = list(cadence.fixed_cron)
     else:
-        instants = tick_instants(schedules, cadence, start, start + HORIZON)
-        lines = compress(instants)
-        # The safety tick only where the slots' ticks leave a longer gap (an hour of
-        # slack for a daily tick that moves with daylight saving): hourly slots' ticks
-        # already come often enough, and a daily safety tick beside a daily slot's
-        # ticks would double what the repository pays for ticking.
-        if max_gap(lines, start, HORIZON) > timedelta(hours=cadence.safety_every_hours + 1):
-            lines.append(safety_line(cadence.safety_every_hours))
+        # The safety tick only where the slots' ticks leave a longer gap: hourly slots'
+        # ticks already come often enough, and a safety tick beside a daily slot's
+        # ticks would add to what the repository pays for ticking.
+        lines = _ticks_with_safety(list(schedules), cadence, start)
     watchdog, staleness = watchdog_for(max_gap(lines, start))
     return Derived(lines, watchdog, staleness, int(window(cadence).total_seconds() // 60))
 
