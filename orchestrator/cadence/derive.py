@@ -8,6 +8,10 @@ runs late and drops some; the first tick to arrive lingers until the slot) plus 
 sparse safety tick (retries, deadlines, runs whose fan-in job never came), placed
 only in the gaps the slots' ticks leave, so no day pays for one it does not need.
 
+Under an external clock (``"mode": "external"``) the clock starts a tick at each slot
+(:mod:`.clock`): ``tick.yml`` keeps the safety tick alone, placed a few minutes after
+each slot that would have lingered (there it also catches a call the clock missed).
+
 GitHub evaluates ``schedule:`` in UTC, and a schedule's slots move in UTC with
 daylight saving: the ticks are computed from a year of real slots (so both sides
 of every change are in it) and written as UTC cron lines, narrowed to the months,
@@ -15,7 +19,7 @@ weekdays or days of the month in which each tick time is needed. Tick minutes si
 on a 5-minute grid at minutes 4, 9, ..., 59: never minute 0, when GitHub is busiest,
 and never two ticks closer than GitHub's 5-minute minimum.
 
-Pure except :func:`sync`/:func:`check` reading and writing workflow files.
+Pure except :func:`sync`/:func:`check` reading workflow files (and the clock's).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 from ..spec.config import Cadence, RepoConfig
 from ..spec.models import Schedule, ScheduleSpec, TrackSpec
 from ..support.times import iso_minute
+from . import clock
 from .wake import cron_slots, lingering_slots
 
 GRID = 5
@@ -156,15 +161,21 @@ def gathered_ticks(slots: Iterable[tuple[datetime, str]],
 
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
                   until: datetime) -> set[datetime]:
+    """The ticks the slots in ``(start, until]`` need: lead ticks before the slots worth
+    lingering for, gathered ticks after the others. Under an external clock, a gathered
+    tick after each slot that would have lingered and none for the others: the clock
+    fires them, this tick catches a missed call and anchors the safety ticks."""
     found: set[datetime] = set()
     gathered: list[tuple[datetime, str]] = []
+    external = cadence.mode == "external"
+    view = cadence.model_copy(update={"mode": "derived"}) if external else cadence
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
-        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, view),
                                  strict=True):
-            if lingers:
+            if lingers and not external:
                 found.update(lead_ticks(slot, cadence))
-            else:
+            elif lingers or not external:
                 gathered.append((slot, schedule.id))
     found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
@@ -375,6 +386,14 @@ def with_crons(text: str, lines: list[str], comment: list[str]) -> str:
 
 def tick_comment(config: RepoConfig) -> list[str]:
     cadence = config.cadence
+    if cadence.mode == "external":
+        return ["External clock (orchestrator.json: cadence.mode \"external\"): a clock "
+                "outside",
+                "GitHub dispatches this workflow at each slot (.github/orchestrator-clock.json;",
+                "`orchestrator cron-sync --external` says how). Written by `orchestrator",
+                "cron-sync`, in UTC: the safety ticks alone, a few minutes after each slot that",
+                "a tick would otherwise linger for (a call the clock missed fires there) and",
+                f"at least every {cadence.safety_every_hours} hours for retries and deadlines."]
     if cadence.mode == "fixed":
         return ["Fixed cadence (orchestrator.json: cadence.mode \"fixed\"); written by",
                 "`orchestrator cron-sync`. Every tick computes from committed state and the",
@@ -404,6 +423,11 @@ def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
     new = with_crons(old, derived.tick_cron, tick_comment(config))
     if new != old:
         changed[tick] = new
+    if config.cadence.mode == "external":
+        path = root / clock.CLOCK_FILE
+        text = clock.file_text(schedules)
+        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
+            changed[path] = text
     watchdog = root / WATCHDOG
     if watchdog.is_file():
         old = watchdog.read_text(encoding="utf-8")
@@ -417,18 +441,44 @@ def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
     return changed
 
 
+_DISPATCH = re.compile(r"(?m)^  repository_dispatch:\s*\n\s+types:\s*\[([^\]]*)\]")
+
+
+def _external_check(text: str, lines: list[str], cadence: Cadence,
+                    start: datetime) -> list[str]:
+    """Warnings about tick.yml under an external clock: the safety tick is missing, or
+    the clock's repository_dispatch would start nothing."""
+    warnings = []
+    limit = timedelta(hours=cadence.safety_every_hours) + SLACK
+    if max_gap(lines, start) > limit:
+        warnings.append(f"{TICK}: no safety tick at least every {cadence.safety_every_hours} "
+                        "hours: a call the clock misses, a retry or a lost fan-in waits "
+                        "longer; run `orchestrator cron-sync`")
+    types = _DISPATCH.search(text)
+    if types is None or clock.EVENT_TYPE not in types.group(1):
+        warnings.append(f"{TICK}: no `repository_dispatch` trigger of type "
+                        f"{clock.EVENT_TYPE}: the clock's repository dispatch starts nothing "
+                        "(its workflow dispatch still works); see README, 'The cadence'")
+    return warnings
+
+
 def check(root: Path, schedules: list[Schedule], config: RepoConfig,
           start: datetime) -> tuple[list[str], list[str]]:
-    """(problems, warnings) about tick.yml and watchdog.yml for ``validate``."""
+    """(problems, warnings) about tick.yml, watchdog.yml and, under an external clock,
+    the clock's file for ``validate``."""
+    cadence = config.cadence
+    problems: list[str] = []
+    if cadence.mode == "external":
+        problems += clock.check(root, schedules, start, start + HORIZON)
     tick = root / TICK
     if not tick.is_file():
-        return [], []
+        return problems, []
     text = tick.read_text(encoding="utf-8")
     lines = read_crons(text)
-    problems: list[str] = []
     warnings: list[str] = []
-    cadence = config.cadence
-    if cadence.mode == "derived":
+    if cadence.mode == "external":
+        warnings += _external_check(text, lines, cadence, start)
+    elif cadence.mode == "derived":
         missing = uncovered(lines, schedules, cadence, start, start + HORIZON)
         for sid, slots in sorted(missing.items()):
             problems.append(
