@@ -205,11 +205,16 @@ def _ticks_with_safety(schedules: list[Schedule], cadence: Cadence,
     instants = tick_instants(schedules, cadence, start, until)
     if not instants:
         return [safety_line(cadence.safety_every_hours)]
+    lines = compress(instants)
     if _longest_gap(instants, start, until) > limit:
         wide = tick_instants(schedules, cadence, start - MARGIN, until + MARGIN)
-        instants |= {t for t in safety_ticks(wide, cadence.safety_every_hours)
-                     if start < t <= until}
-    lines = compress(instants)
+        added = {t for t in safety_ticks(wide, cadence.safety_every_hours)
+                 if start < t <= until} - instants
+        instants |= added
+        # A safety tick on a few days only (where a daylight-saving change moves the
+        # slots' ticks) runs on every such weekday of its months: the same each year.
+        lines = sorted({*lines, *compress(added, days_of_month=False)},
+                       key=lambda line: (line.split()[1:], line))
     # A year with one slot (a one-shot) leaves the rest of it to the plain safety line.
     # The lines match at least the instants: no gap between those, none between them.
     if _longest_gap(instants, start, until) > limit and max_gap(lines, start, HORIZON) > limit:
@@ -239,8 +244,10 @@ def _field(values: Iterable[int], full: range) -> str:
     return ",".join(parts)
 
 
-def compress(instants: Iterable[datetime]) -> list[str]:
-    """UTC cron lines matching at least every instant (and little more)."""
+def compress(instants: Iterable[datetime], *, days_of_month: bool = True) -> list[str]:
+    """UTC cron lines matching at least every instant (and little more). Without
+    ``days_of_month`` no line names days of the month: it matches every day of its
+    months (or of its weekdays), so it reads the same in any year."""
     seen: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = defaultdict(
         lambda: (set(), set(), set()))
     for moment in instants:
@@ -253,7 +260,7 @@ def compress(instants: Iterable[datetime]) -> list[str]:
         # Restrict one day field only: cron ORs day-of-month and day-of-week. A few
         # days of the month (a monthly or one-shot slot) say more than the weekdays.
         dom, dow = "*", "*"
-        if len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
+        if days_of_month and len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
             dom = _field(doms, range(1, 32))
         elif len(dows) < 7:
             dow = _field(dows, range(7))

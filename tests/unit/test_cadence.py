@@ -196,8 +196,8 @@ def test_the_safety_tick_only_where_the_slots_ticks_leave_a_longer_gap() -> None
     # the lead ticks are the day's first safety tick: three more, 6, 12 and 18 hours
     # after the last lead tick (10:54 UTC in summer time, 11:54 in winter), where a
     # fixed safety line would add four
-    assert six == ["44,49 10 * 3-10 *", "54 10,16,22 * 3-10 *", "44,49 11 * 1-3,11,12 *",
-                   "54 4 * 3-11 *", "54 5,11,17,23 * 1-3,11,12 *"]
+    assert six == ["44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *", "54 16,22 * 3-10 *",
+                   "54 4 * 3-11 *", "54 5,17,23 * 1-3,11,12 *"]
     ticks = croniter_ticks(six, datetime(2026, 6, 1), datetime(2026, 6, 2, 23, 59))
     assert [f"{t:%H:%M}" for t in ticks] == ["04:54", "10:44", "10:49", "10:54", "16:54",
                                              "22:54"] * 2
@@ -206,8 +206,9 @@ def test_the_safety_tick_only_where_the_slots_ticks_leave_a_longer_gap() -> None
     assert cadence.derive([daily], config, START).tick_cron == [
         "44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *"]
     weekly = sched("weekly", "0 9 * * 1", "UTC")
-    assert cadence.derive([weekly], config, START).tick_cron == ["54 8 * * *",
-                                                                 "44,49 8 * * 1"]
+    # a weekly slot's lead ticks, then a safety tick every 24 hours after the last one
+    assert cadence.derive([weekly], config, START).tick_cron == ["54 8 * * 0,2-6",
+                                                                 "44,49,54 8 * * 1"]
     # the same lines whatever the hour cron-sync runs at (the safety ticks follow the
     # slots' ticks, not the moment of the derivation)
     for hour in (0, 7, 13, 23):
