@@ -104,8 +104,9 @@ class Billing:
 class ClockModel:
     """An external clock (a model): it calls GitHub's API at each of its times, to the
     second, and the tick runs a runner's start-up later. GitHub publishes no start-up
-    figures; its docs say standard hosted runners wait "warm" for jobs, so most of the
-    start-up is the job's own set-up (checkout, Python, install)."""
+    figures; its "Larger runners reference" says runners for labels such as
+    ``ubuntu-latest`` are always "warm", so most of the start-up is the job's own
+    set-up (checkout, Python, install)."""
 
     startup_seconds: tuple[float, float] = (20.0, 60.0)
     """From the call to the tick running, uniform in this range. The job is billed for

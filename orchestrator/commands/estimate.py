@@ -104,8 +104,12 @@ def markdown(report: dict[str, Any]) -> str:
     out = ["### Estimate: a month on GitHub Actions", "",
            "| | orchestrator | GitHub's own `schedule:` |", "|---|---:|---:|"]
     out += [f"| {name} | {fmt(ours)} | {fmt(theirs)} |" for name, fmt in ROWS]
-    out += ["", f"Tracks taken as {report['track_minutes']:g} minute(s) each; "
-            "`orchestrator estimate` explains the model.", ""]
+    outside = report["setup"]["external_clock"]
+    out += ["", f"Tracks taken as {report['track_minutes']:g} minute(s) each"
+            + (", with an external clock calling at each slot (a tick "
+               f"{outside['startup_seconds'][0]:g} to {outside['startup_seconds'][1]:g} s "
+               f"later; {outside['failure_rate']:.0%} of calls lost)" if outside else "")
+            + "; `orchestrator estimate` explains the model.", ""]
     out += [f"> ⚠️ {w}  " for w in ours["warnings"]]
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -87,7 +87,10 @@ def test_cron_sync_external_prints_the_evaluators_calls_across_both_changes(
             in failed.stderr), failed.stderr
     user.run("cron-sync", "--check", expect=1)
     assert "wrote .github/orchestrator-clock.json" in user.run("cron-sync").stdout
-    user.run("validate")
+    ok = user.run("validate", "--format", "markdown")
+    assert "✅ the external clock calls at every slot of the next year" in ok.stdout
+    assert "with an external clock calling at each slot (a tick 20 to 60 s later" in ok.stdout
+    assert "### Estimate: a month on GitHub Actions" in ok.stdout
     assert "?? .github/orchestrator-clock.json" in git("status", "--porcelain", cwd=user.cwd)
 
 
