@@ -240,37 +240,42 @@ def external_bound_lines(github: dict[str, Figures]) -> list[str]:
     mixed = github["ten schedules, 5 hourly + 5 daily"].total_minutes
     legs, runs = 5 * 24 * 30 * 2 + 5 * 30 * 4, 5 * 24 * 30 + 5 * 30
     return [
-        f"Bound 3 (external clock, daily, within 1.3 x): the four legs (120) and one tick "
-        f"job a fire (30, a billed minute each) are 150 runner-minutes, "
-        f"{150 / daily:.2f} x GitHub's {daily:.0f}, with no fan-in job, no safety tick "
-        f"and no watchdog; each of those adds 30 ({30 / daily:.2f} x). GitHub's own "
-        f"schedule runs four jobs a fire and drops some; the clock's tick is a fifth job.",
+        f"Bound 3 (external clock, daily, within 1.3 x): every fire is a tick job beside "
+        f"the four legs, a billed minute at the least. The legs (120) and those ticks "
+        f"(30) are 150 runner-minutes, {150 / daily:.2f} x GitHub's {daily:.0f}, with no "
+        f"fan-in job, no safety tick and no watchdog; each of those adds 30 "
+        f"({30 / daily:.2f} x).",
         f"Bound 3' (external clock, mixed, within 1.3 x): {legs:,} leg minutes and "
-        f"{runs:,} tick jobs (one a slot: the slots are 11 minutes apart, too far for one "
-        f"tick to serve two within 90 s) are {legs + runs:,}, "
-        f"{(legs + runs) / mixed:.2f} x GitHub's {mixed:,.0f}, before any fan-in job.",
+        f"{runs:,} tick jobs are {legs + runs:,}, {(legs + runs) / mixed:.2f} x GitHub's "
+        f"{mixed:,.0f}, before any fan-in job. The slots are 11 minutes apart: one tick "
+        f"cannot serve two of them within 90 s.",
     ]
 
 
-def grid_bound_line(daily: float, delay: CronDelay | None = None) -> str:
-    """The derived default's floor for the daily case on cron-sync's grid (minutes 4, 9,
-    ..., 59: a slot at minute 0 can have lead ticks 1, 6, 11, ... minutes before it)."""
+def grid_bound(delay: CronDelay | None = None, target: float = 0.95) -> Bound:
+    """:func:`punctual_bound` on cron-sync's grid (minutes 4, 9, ..., 59): a slot at
+    minute 0 can have lead ticks 1, 6, 11, ... minutes before it, up to four of them."""
     delay = delay or CronDelay()
     best: Bound | None = None
     for n in (1, 2, 3, 4):
         for leads in itertools.combinations(range(1, 32, 5), n):
             found = lead_set(tuple(sorted(leads, reverse=True)), delay, step=0.25)
-            if found.covered >= 0.95 and (best is None or found.wait_minutes
-                                          < best.wait_minutes):
+            if found.covered >= target and (best is None or found.wait_minutes
+                                            < best.wait_minutes):
                 best = found
     assert best is not None
-    best = lead_set(best.leads, delay)
+    return lead_set(best.leads, delay)
+
+
+def grid_bound_line(daily: float, delay: CronDelay | None = None) -> str:
+    """The derived default's floor for the daily case on cron-sync's grid."""
+    best = grid_bound(delay)
     floor = 150 + 30 * best.per_fire
     return (f"Bound 4 (the derived default, daily, on cron-sync's grid): a slot at minute 0 "
-            f"can have lead ticks 1, 6, 11, ... minutes before it; the cheapest with P(one "
+            f"can have lead ticks 1, 6, 11, ... minutes before it. The cheapest with P(one "
             f"runs at the slot) >= 0.95 are {', '.join(map(str, best.leads))} "
-            f"({best.covered:.3f}), a wait of {best.wait_minutes:.1f} minutes, "
-            f"{best.per_fire:.1f} a fire: 150 (legs and fan-in) + 30 x "
+            f"({best.covered:.3f}): a wait of {best.wait_minutes:.1f} minutes, "
+            f"{best.per_fire:.1f} a fire. A month: 150 (legs and fan-in) + 30 x "
             f"{best.per_fire:.1f} = {floor:.0f} runner-minutes, {floor / daily:.2f} x "
             f"GitHub's {daily:.0f}, before any safety tick, later lead tick or watchdog.")
 
