@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cadence import clock
-from orchestrator.cadence.derive import check
+from orchestrator.cadence.derive import check, read_crons, sync
 from orchestrator.executors.github.client import GitHubClient, GitHubError
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.files import load_all
@@ -187,3 +187,50 @@ def test_a_bad_entry_costs_only_itself(tmp_path: Path) -> None:
         ".github/orchestrator-clock.json: no call at 52 slot(s) of 'weekly' (first "
         "2026-12-07T09:00Z); run `orchestrator cron-sync --external` and commit the file "
         "with the schedule"]
+
+
+def _synced(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose tick.yml and clock file cron-sync wrote under the clock."""
+    root = _repo(tmp_path)
+    (root / ".github" / "workflows").mkdir()
+    tick = root / ".github" / "workflows" / "tick.yml"
+    tick.write_text((WORKFLOWS / "tick.yml").read_text(encoding="utf-8"))
+    schedules = load_all(root / "schedules").schedules
+    for path, text in sync(root, schedules, EXTERNAL, START).items():
+        path.write_text(text, encoding="utf-8")
+    return root, tick.read_text(encoding="utf-8")
+
+
+def _warnings(root: Path) -> list[str]:
+    return check(root, load_all(root / "schedules").schedules, EXTERNAL, START)[1]
+
+
+def test_validate_warns_when_tick_yml_would_not_answer_the_clock(tmp_path: Path) -> None:
+    root, text = _synced(tmp_path)
+    assert _problems(root) == [] and _warnings(root) == []
+    tick = root / ".github" / "workflows" / "tick.yml"
+    block = "  repository_dispatch:\n    types: [orchestrator-tick]\n"
+    assert block in text
+    tick.write_text(text.replace(block, ""), encoding="utf-8")
+    [warning] = _warnings(root)
+    assert warning.startswith(".github/workflows/tick.yml: no `repository_dispatch` "
+                              "trigger of type orchestrator-tick"), warning
+    tick.write_text(text.replace("[orchestrator-tick]", "[something-else]"), encoding="utf-8")
+    assert [w.split(":")[1].strip() for w in _warnings(root)] == [
+        "no `repository_dispatch` trigger of type orchestrator-tick"]
+
+
+def test_validate_warns_when_tick_yml_lost_its_safety_tick(tmp_path: Path) -> None:
+    root, text = _synced(tmp_path)
+    tick = root / ".github" / "workflows" / "tick.yml"
+    # one weekly tick left: a lost call, a retry or a fan-in would wait days
+    lines = read_crons(text)
+    assert lines
+    weekly = text
+    for line in lines:
+        weekly = weekly.replace(f'    - cron: "{line}"\n', "")
+    weekly = weekly.replace("  schedule:\n", '  schedule:\n    - cron: "0 9 * * 1"\n', 1)
+    tick.write_text(weekly, encoding="utf-8")
+    [warning] = _warnings(root)
+    assert warning.startswith(".github/workflows/tick.yml: no safety tick at least every 6 "
+                              "hours"), warning
