@@ -17,6 +17,12 @@ and slot-to-dispatch lateness, for:
   (watchdog twice an hour);
 - every schedule with ``fan_in: next_tick`` (no fan-in jobs: a later tick records
   each batch), with the cheapest derived cadence and with a fixed tick twice an hour;
+- an external clock (``"mode": "external"``): a clock outside GitHub calls tick.yml at
+  each slot, to the second; the tick runs 20 to 60 s later, once; 1 % of the calls are
+  lost and wait for the safety tick; with the default 6-hour safety tick, a daily one,
+  and a daily one with ``fan_in: next_tick``;
+- a machine of one's own that ticks itself (``serve --executor github``, not
+  ``--clock-only``) with ``fan_in: next_tick``: the tracks still run on GitHub;
 - the same tracks on GitHub's own ``schedule:`` (one workflow per schedule, a job
   per track): what a user would pick instead.
 
@@ -50,6 +56,7 @@ from lateness import late, pooled, schedule
 from orchestrator.cadence.derive import derive
 from orchestrator.cadence.estimate import (
     Billing,
+    ClockModel,
     CronDelay,
     Figures,
     Setup,
@@ -93,6 +100,13 @@ HALF_HOURLY = config(mode="fixed", fixed_cron=["25,55 * * * *"])
 within 30 minutes after it, well inside its 60-minute catch-up window."""
 LIGHT = Billing(setup_seconds=15)
 """A tick job that restores a cached environment and checks out nothing."""
+EXTERNAL = config(mode="external")
+EXTERNAL_DAILY = config(mode="external", safety_every_hours=24)
+OWN_MACHINE = Setup([], cadence=EXTERNAL.cadence,
+                    clock=ClockModel(startup_seconds=(0.0, 0.0), on_runner=False))
+"""``serve --executor github`` on a machine of one's own: it ticks at each slot's second
+(the loop wakes for it) and no runner waits; no safety tick, no watchdog workflow (its
+heartbeat consumer watches the state branch)."""
 
 
 def without_fan_in_job(s: Schedule) -> Schedule:
@@ -104,8 +118,9 @@ def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
     """What cron-sync writes for these schedules, with tick.yml's linger."""
     config = config or RepoConfig()
     derived = derive(schedules, config, START)
+    outside = ClockModel() if config.cadence.mode == "external" else None
     return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron],
-                 config.cadence)
+                 config.cadence, outside)
 
 
 def orchestrator_month(schedules: list[Schedule], setup: Setup, start: datetime,
@@ -213,7 +228,56 @@ def bound_lines(github: dict[str, Figures]) -> list[str]:
         f"hours (360): {(legs + runs + 1080) / mixed_base:.2f} x. Without fan-in jobs "
         f"(`fan_in: next_tick`: a tick records each batch) the same is "
         f"{(legs + 1080) / mixed_base:.2f} x.",
+        *external_bound_lines(github),
+        grid_bound_line(github[daily].total_minutes),
     ]
+
+
+def external_bound_lines(github: dict[str, Figures]) -> list[str]:
+    """What an external clock cannot go below: every call starts a tick job, a billed
+    minute at least, however punctual the clock."""
+    daily = github["one daily schedule, 4 tracks"].total_minutes
+    mixed = github["ten schedules, 5 hourly + 5 daily"].total_minutes
+    legs, runs = 5 * 24 * 30 * 2 + 5 * 30 * 4, 5 * 24 * 30 + 5 * 30
+    return [
+        f"Bound 3 (external clock, daily, within 1.3 x): every fire is a tick job beside "
+        f"the four legs, a billed minute at the least. The legs (120) and those ticks "
+        f"(30) are 150 runner-minutes, {150 / daily:.2f} x GitHub's {daily:.0f}, with no "
+        f"fan-in job, no safety tick and no watchdog; each of those adds 30 "
+        f"({30 / daily:.2f} x).",
+        f"Bound 3' (external clock, mixed, within 1.3 x): {legs:,} leg minutes and "
+        f"{runs:,} tick jobs are {legs + runs:,}, {(legs + runs) / mixed:.2f} x GitHub's "
+        f"{mixed:,.0f}, before any fan-in job. The slots are 11 minutes apart: one tick "
+        f"cannot serve two of them within 90 s.",
+    ]
+
+
+def grid_bound(delay: CronDelay | None = None, target: float = 0.95) -> Bound:
+    """:func:`punctual_bound` on cron-sync's grid (minutes 4, 9, ..., 59): a slot at
+    minute 0 can have lead ticks 1, 6, 11, ... minutes before it, up to four of them."""
+    delay = delay or CronDelay()
+    best: Bound | None = None
+    for n in (1, 2, 3, 4):
+        for leads in itertools.combinations(range(1, 32, 5), n):
+            found = lead_set(tuple(sorted(leads, reverse=True)), delay, step=0.25)
+            if found.covered >= target and (best is None or found.wait_minutes
+                                            < best.wait_minutes):
+                best = found
+    assert best is not None
+    return lead_set(best.leads, delay)
+
+
+def grid_bound_line(daily: float, delay: CronDelay | None = None) -> str:
+    """The derived default's floor for the daily case on cron-sync's grid."""
+    best = grid_bound(delay)
+    floor = 150 + 30 * best.per_fire
+    return (f"Bound 4 (the derived default, daily, on cron-sync's grid): a slot at minute 0 "
+            f"can have lead ticks 1, 6, 11, ... minutes before it. The cheapest with P(one "
+            f"runs at the slot) >= 0.95 are {', '.join(map(str, best.leads))} "
+            f"({best.covered:.3f}): a wait of {best.wait_minutes:.1f} minutes, "
+            f"{best.per_fire:.1f} a fire. A month: 150 (legs and fan-in) + 30 x "
+            f"{best.per_fire:.1f} = {floor:.0f} runner-minutes, {floor / daily:.2f} x "
+            f"GitHub's {daily:.0f}, before any safety tick, later lead tick or watchdog.")
 
 
 def _coverage_within(delay: CronDelay, wait: float) -> str:
@@ -252,9 +316,17 @@ def main() -> None:
         }
         # `fan_in: next_tick` on every schedule: no fan-in jobs, a tick records batches
         cheap = [without_fan_in_job(s) for s in schedules]
+        ways |= {
+            "external clock": (derived_setup(schedules, TICK_LINGER, EXTERNAL), None),
+            "external clock, safety 24 h": (
+                derived_setup(schedules, TICK_LINGER, EXTERNAL_DAILY), None),
+        }
         cheap_ways = {
             "fan_in next_tick, derived cheapest": derived_setup(cheap, TICK_LINGER, CHEAP),
             "fan_in next_tick, fixed :25/:55": derived_setup(cheap, (0.0, 0.0), HALF_HOURLY),
+            "fan_in next_tick, external clock, safety 24 h": derived_setup(
+                cheap, TICK_LINGER, EXTERNAL_DAILY),
+            "fan_in next_tick, own machine ticks (serve)": OWN_MACHINE,
         }
         github = pooled([simulate_github_schedule(schedules, START, days=DAYS, seed=s)
                          for s in range(args.seeds)])

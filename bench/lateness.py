@@ -15,8 +15,10 @@ and lingering before every slot (``orchestrator.json``: ``linger_min_interval_ho
 missed, and runner-minutes a day spent by tick jobs, pooled over ``--seeds``
 independent four-week runs; then the default cadence (lead ticks and lingering only
 for slots 12 hours or more after the schedule's previous one, else a tick just after
-the slot), GitHub's own ``schedule:`` (a workflow per schedule) and the old fixed
-quarter-hour tick (minutes 7, 22, 37, 52, no linger) for comparison.
+the slot), an external clock (``"mode": "external"``: a call at each slot's second,
+the tick 20 to 60 s later, 1 % of calls lost), GitHub's own ``schedule:`` (a workflow
+per schedule) and the old fixed quarter-hour tick (minutes 7, 22, 37, 52, no linger)
+for comparison.
 
     python bench/lateness.py [--seeds 10] [--markdown]
 """
@@ -33,7 +35,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.cadence.derive import derive
-from orchestrator.cadence.estimate import Figures, Setup, simulate, simulate_github_schedule
+from orchestrator.cadence.estimate import (
+    ClockModel,
+    Figures,
+    Setup,
+    simulate,
+    simulate_github_schedule,
+)
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import Schedule, ScheduleSpec
 
@@ -43,6 +51,7 @@ LINGERS = (0, 5, 10, 15, 20)
 MAX_LINGER = 45
 FIXED = ["7,22,37,52 * * * *"]
 EVERY_SLOT = RepoConfig.model_validate({"cadence": {"linger_min_interval_hours": 0}})
+EXTERNAL = RepoConfig.model_validate({"cadence": {"mode": "external"}})
 
 
 def schedule(sid: str, expr: str, zone: str = "UTC", tracks: int = 1) -> Schedule:
@@ -103,6 +112,10 @@ def main() -> None:
                         MAX_LINGER)
         runs = [simulate([sched], default, START, days=DAYS, seed=s) for s in seeds]
         rows.append(row(label, "default cadence", pooled(runs)))
+        outside = Setup(derive([sched], EXTERNAL, START).tick_cron, LINGERS[-1], MAX_LINGER,
+                        cadence=EXTERNAL.cadence, clock=ClockModel())
+        runs = [simulate([sched], outside, START, days=DAYS, seed=s) for s in seeds]
+        rows.append(row(label, "external clock", pooled(runs)))
         fixed = [simulate([sched], Setup(FIXED, 0, 0), START, days=DAYS, seed=s)
                  for s in seeds]
         rows.append(row(label, "fixed :07/15", pooled(fixed)))

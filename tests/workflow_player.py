@@ -1,4 +1,5 @@
-"""The jobs of ``.github/workflows/track.yml`` played as a runner would play them.
+"""The jobs of ``.github/workflows/track.yml`` (and ``tick.yml``'s tick) played as a
+runner would play them.
 
 A tick dispatches to the fake GitHub server; :class:`Player` then runs each matrix leg
 the dispatch carried, and the ``fan-in`` job once the fake has created it (after every
@@ -16,6 +17,11 @@ A job GitHub cancels while it plays (a cancel the fake carried out) is stopped a
 runner stops it: the running step's processes get SIGTERM, then SIGKILL, only
 ``always()`` steps run after it, and the job keeps the conclusion GitHub gave it. Legs
 may be played from several threads at once.
+
+:meth:`Player.play_tick` plays the ``tick`` job of a ``tick.yml`` run the fake started
+(a workflow or repository dispatch, say an external clock's), in a clone of its own,
+with ``github.event_name`` as the run's event: its ``Tick`` step decides whether to
+linger, as on GitHub.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ def _value(text: str, ctx: dict[str, Any]) -> Any:
     if "||" in text:
         first, rest = text.split("||", 1)
         return _value(first, ctx) or _value(rest, ctx)
+    if "&&" in text:  # binds tighter than ||: `a && 'x' || ''`
+        first, rest = text.split("&&", 1)
+        return _value(first, ctx) and _value(rest, ctx)
     if text.startswith("'") and text.endswith("'"):
         return text[1:-1]
     if text.startswith("toJSON(") and text.endswith(")"):
@@ -113,10 +122,11 @@ class Player:
             return self._checkouts[name]
 
     def _context(self, inputs: dict[str, str], leg: dict[str, Any] | None,
-                 temp: Path) -> dict[str, Any]:
+                 temp: Path, event: str = "workflow_dispatch") -> dict[str, Any]:
         temp.mkdir(parents=True, exist_ok=True)
         return {"inputs": inputs, "matrix": {"leg": leg} if leg is not None else {},
-                "vars": {}, "secrets": {}, "github": {"token": self.fake.token},
+                "vars": {}, "secrets": {},
+                "github": {"token": self.fake.token, "event_name": event},
                 "steps": {}, "runner": {"temp": str(temp)}}
 
     # ------------------------------------------------------------------ jobs
@@ -146,6 +156,19 @@ class Player:
         self.fake.set_job(ci_run, "fan-in", "in_progress")
         played = self._play(job, ctx, ci_run, self._checkout("fan-in"), "fan-in")
         self._complete(ci_run, "fan-in", played)
+        return played
+
+    def play_tick(self, ci_run: int) -> Played:
+        """Run the ``tick`` job of a tick.yml run, in a clone of its own (ticks that run
+        at once each fetch and push)."""
+        run = self.fake.runs[ci_run]
+        assert run.workflow == "tick.yml", run.workflow
+        job = self.doc["jobs"]["tick"]
+        ctx = self._context(dict(run.inputs), None, self.work / f"temp-tick-{ci_run}",
+                            run.event)
+        self.fake.set_job(ci_run, "tick", "in_progress")
+        played = self._play(job, ctx, ci_run, self._checkout(f"tick-{ci_run}"), "tick")
+        self._complete(ci_run, "tick", played)
         return played
 
     def _complete(self, ci_run: int, name: str, played: Played) -> None:

@@ -5,7 +5,12 @@ Every GitHub Actions job costs at least one billed minute, so a tick every quart
 hour spends about 2,900 minutes a month doing nothing. A derived cadence ticks only
 shortly before each slot (``lead_minutes``, several times: GitHub starts scheduled
 runs late and drops some; the first tick to arrive lingers until the slot) plus a
-sparse safety tick (retries, deadlines, runs whose fan-in job never came).
+sparse safety tick (retries, deadlines, runs whose fan-in job never came), placed
+only in the gaps the slots' ticks leave, so no day pays for one it does not need.
+
+Under an external clock (``"mode": "external"``) the clock starts a tick at each slot
+(:mod:`.clock`): ``tick.yml`` keeps the safety tick alone, placed a few minutes after
+each slot that would have lingered (there it also catches a call the clock missed).
 
 GitHub evaluates ``schedule:`` in UTC, and a schedule's slots move in UTC with
 daylight saving: the ticks are computed from a year of real slots (so both sides
@@ -14,7 +19,7 @@ weekdays or days of the month in which each tick time is needed. Tick minutes si
 on a 5-minute grid at minutes 4, 9, ..., 59: never minute 0, when GitHub is busiest,
 and never two ticks closer than GitHub's 5-minute minimum.
 
-Pure except :func:`sync`/:func:`check` reading and writing workflow files.
+Pure except :func:`sync`/:func:`check` reading workflow files (and the clock's).
 """
 
 from __future__ import annotations
@@ -32,12 +37,20 @@ from pathlib import Path
 from ..spec.config import Cadence, RepoConfig
 from ..spec.models import Schedule, ScheduleSpec, TrackSpec
 from ..support.times import iso_minute
+from . import clock
 from .wake import cron_slots, lingering_slots
 
 GRID = 5
 GRID_OFFSET = 4
 HORIZON = timedelta(days=366)
 """A year and a day: every daylight-saving change of every zone, both directions."""
+MARGIN = timedelta(days=35)
+"""Ticks are derived this much beyond the year on both sides, so the safety ticks at
+its ends fall where the days before and after put them (the lines stay the same
+whatever the hour cron-sync runs at)."""
+SLACK = timedelta(hours=1)
+"""A gap between ticks may exceed ``safety_every_hours`` by this much (a daily tick
+moves by an hour with daylight saving) before a safety tick fills it."""
 HEARTBEAT_EVERY = 60
 """Minutes: an idle tick commits a heartbeat line once this long has passed (tick's default)."""
 WATCHDOG_MINUTE = 41
@@ -148,18 +161,70 @@ def gathered_ticks(slots: Iterable[tuple[datetime, str]],
 
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
                   until: datetime) -> set[datetime]:
+    """The ticks the slots in ``(start, until]`` need: lead ticks before the slots worth
+    lingering for, gathered ticks after the others. Under an external clock, a gathered
+    tick after each slot that would have lingered and none for the others: the clock
+    fires them, this tick catches a missed call and anchors the safety ticks."""
     found: set[datetime] = set()
     gathered: list[tuple[datetime, str]] = []
+    external = cadence.mode == "external"
+    view = cadence.model_copy(update={"mode": "derived"}) if external else cadence
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
-        for slot, lingers in zip(slots, lingering_slots(schedule, slots, cadence),
+        for slot, lingers in zip(slots, lingering_slots(schedule, slots, view),
                                  strict=True):
-            if lingers:
+            if lingers and not external:
                 found.update(lead_ticks(slot, cadence))
-            else:
+            elif lingers or not external:
                 gathered.append((slot, schedule.id))
     found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
+
+
+def safety_ticks(ticks: Iterable[datetime], hours: int) -> set[datetime]:
+    """Grid ticks that leave no gap between ``ticks`` longer than ``hours`` (plus
+    :data:`SLACK`): each ``hours`` after the tick before it. Anchored to the slots'
+    ticks, so a daily slot's lead ticks count as one of the day's safety ticks."""
+    every = timedelta(hours=hours)
+    ordered = sorted(set(ticks))
+    added: set[datetime] = set()
+    for before, after in itertools.pairwise(ordered):
+        last = before
+        while after - last > every + SLACK:
+            last = _on_grid(last + every)
+            added.add(last)
+    return added
+
+
+def _ticks_with_safety(schedules: list[Schedule], cadence: Cadence,
+                       start: datetime) -> list[str]:
+    """The slots' ticks of the year from ``start``, with the safety ticks between them,
+    as cron lines; the plain safety line when no slot needs a tick at all."""
+    until = start + HORIZON
+    limit = timedelta(hours=cadence.safety_every_hours) + SLACK
+    instants = tick_instants(schedules, cadence, start, until)
+    if not instants:
+        return [safety_line(cadence.safety_every_hours)]
+    lines = compress(instants)
+    if _longest_gap(instants, start, until) > limit:
+        wide = tick_instants(schedules, cadence, start - MARGIN, until + MARGIN)
+        added = {t for t in safety_ticks(wide, cadence.safety_every_hours)
+                 if start < t <= until} - instants
+        instants |= added
+        # A safety tick on a few days only (where a daylight-saving change moves the
+        # slots' ticks) runs on every such weekday of its months: the same each year.
+        lines = sorted({*lines, *compress(added, days_of_month=False)},
+                       key=lambda line: (line.split()[1:], line))
+    # A year with one slot (a one-shot) leaves the rest of it to the plain safety line.
+    # The lines match at least the instants: no gap between those, none between them.
+    if _longest_gap(instants, start, until) > limit and max_gap(lines, start, HORIZON) > limit:
+        lines.append(safety_line(cadence.safety_every_hours))
+    return lines
+
+
+def _longest_gap(instants: Iterable[datetime], start: datetime, until: datetime) -> timedelta:
+    ordered = sorted(t for t in instants if start < t <= until)
+    return max(b - a for a, b in itertools.pairwise([start, *ordered, until]))
 
 
 def _field(values: Iterable[int], full: range) -> str:
@@ -179,8 +244,10 @@ def _field(values: Iterable[int], full: range) -> str:
     return ",".join(parts)
 
 
-def compress(instants: Iterable[datetime]) -> list[str]:
-    """UTC cron lines matching at least every instant (and little more)."""
+def compress(instants: Iterable[datetime], *, days_of_month: bool = True) -> list[str]:
+    """UTC cron lines matching at least every instant (and little more). Without
+    ``days_of_month`` no line names days of the month: it matches every day of its
+    months (or of its weekdays), so it reads the same in any year."""
     seen: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = defaultdict(
         lambda: (set(), set(), set()))
     for moment in instants:
@@ -193,7 +260,7 @@ def compress(instants: Iterable[datetime]) -> list[str]:
         # Restrict one day field only: cron ORs day-of-month and day-of-week. A few
         # days of the month (a monthly or one-shot slot) say more than the weekdays.
         dom, dow = "*", "*"
-        if len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
+        if days_of_month and len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
             dom = _field(doms, range(1, 32))
         elif len(dows) < 7:
             dow = _field(dows, range(7))
@@ -254,14 +321,10 @@ def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -
     if cadence.mode == "fixed":
         lines = list(cadence.fixed_cron)
     else:
-        instants = tick_instants(schedules, cadence, start, start + HORIZON)
-        lines = compress(instants)
-        # The safety tick only where the slots' ticks leave a longer gap (an hour of
-        # slack for a daily tick that moves with daylight saving): hourly slots' ticks
-        # already come often enough, and a daily safety tick beside a daily slot's
-        # ticks would double what the repository pays for ticking.
-        if max_gap(lines, start, HORIZON) > timedelta(hours=cadence.safety_every_hours + 1):
-            lines.append(safety_line(cadence.safety_every_hours))
+        # The safety tick only where the slots' ticks leave a longer gap: hourly slots'
+        # ticks already come often enough, and a safety tick beside a daily slot's
+        # ticks would add to what the repository pays for ticking.
+        lines = _ticks_with_safety(list(schedules), cadence, start)
     watchdog, staleness = watchdog_for(max_gap(lines, start))
     return Derived(lines, watchdog, staleness, int(window(cadence).total_seconds() // 60))
 
@@ -330,6 +393,14 @@ def with_crons(text: str, lines: list[str], comment: list[str]) -> str:
 
 def tick_comment(config: RepoConfig) -> list[str]:
     cadence = config.cadence
+    if cadence.mode == "external":
+        return ["External clock (orchestrator.json: cadence.mode \"external\"): a clock "
+                "outside",
+                "GitHub dispatches this workflow at each slot (.github/orchestrator-clock.json;",
+                "`orchestrator cron-sync --external` says how). Written by `orchestrator",
+                "cron-sync`, in UTC: the safety ticks alone, a few minutes after each slot that",
+                "a tick would otherwise linger for (a call the clock missed fires there) and",
+                f"at least every {cadence.safety_every_hours} hours for retries and deadlines."]
     if cadence.mode == "fixed":
         return ["Fixed cadence (orchestrator.json: cadence.mode \"fixed\"); written by",
                 "`orchestrator cron-sync`. Every tick computes from committed state and the",
@@ -359,6 +430,11 @@ def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
     new = with_crons(old, derived.tick_cron, tick_comment(config))
     if new != old:
         changed[tick] = new
+    if config.cadence.mode == "external":
+        path = root / clock.CLOCK_FILE
+        text = clock.file_text(schedules)
+        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
+            changed[path] = text
     watchdog = root / WATCHDOG
     if watchdog.is_file():
         old = watchdog.read_text(encoding="utf-8")
@@ -372,18 +448,44 @@ def sync(root: Path, schedules: list[Schedule], config: RepoConfig,
     return changed
 
 
+_DISPATCH = re.compile(r"(?m)^  repository_dispatch:\s*\n\s+types:\s*\[([^\]]*)\]")
+
+
+def _external_check(text: str, lines: list[str], cadence: Cadence,
+                    start: datetime) -> list[str]:
+    """Warnings about tick.yml under an external clock: the safety tick is missing, or
+    the clock's repository_dispatch would start nothing."""
+    warnings = []
+    limit = timedelta(hours=cadence.safety_every_hours) + SLACK
+    if max_gap(lines, start) > limit:
+        warnings.append(f"{TICK}: no safety tick at least every {cadence.safety_every_hours} "
+                        "hours: a call the clock misses, a retry or a lost fan-in waits "
+                        "longer; run `orchestrator cron-sync`")
+    types = _DISPATCH.search(text)
+    if types is None or clock.EVENT_TYPE not in types.group(1):
+        warnings.append(f"{TICK}: no `repository_dispatch` trigger of type "
+                        f"{clock.EVENT_TYPE}: the clock's repository dispatch starts nothing "
+                        "(its workflow dispatch still works); see README, 'The cadence'")
+    return warnings
+
+
 def check(root: Path, schedules: list[Schedule], config: RepoConfig,
           start: datetime) -> tuple[list[str], list[str]]:
-    """(problems, warnings) about tick.yml and watchdog.yml for ``validate``."""
+    """(problems, warnings) about tick.yml, watchdog.yml and, under an external clock,
+    the clock's file for ``validate``."""
+    cadence = config.cadence
+    problems: list[str] = []
+    if cadence.mode == "external":
+        problems += clock.check(root, schedules, start, start + HORIZON)
     tick = root / TICK
     if not tick.is_file():
-        return [], []
+        return problems, []
     text = tick.read_text(encoding="utf-8")
     lines = read_crons(text)
-    problems: list[str] = []
     warnings: list[str] = []
-    cadence = config.cadence
-    if cadence.mode == "derived":
+    if cadence.mode == "external":
+        warnings += _external_check(text, lines, cadence, start)
+    elif cadence.mode == "derived":
         missing = uncovered(lines, schedules, cadence, start, start + HORIZON)
         for sid, slots in sorted(missing.items()):
             problems.append(

@@ -24,6 +24,13 @@ Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
   given durations) and one fan-in job (none under ``fan_in: next_tick``, whose batch a
   later tick records); jobs are billed by the started minute.
 
+Under an external clock (:class:`ClockModel`, ``"mode": "external"``) a second kind
+of tick job starts at each call :mod:`.clock` lists: the clock is punctual to the
+second, drops a share of its calls, and the tick runs a runner's start-up after the
+call, once, without lingering. Those jobs have their own concurrency group (the
+clock's ``workflow_dispatch`` or ``repository_dispatch``), beside the scheduled
+safety ticks'; a slot whose call was lost waits for the next tick of either.
+
 Not modelled: retries, timeouts and deadlines (they add ticks only when something
 fails), and runs observed by later ticks (fan-in jobs settle them at once).
 """
@@ -42,6 +49,7 @@ from typing import Any
 from ..spec.config import Cadence
 from ..spec.models import CatchupPolicy, Schedule
 from ..spec.policies import FanIn
+from . import clock
 from .derive import schedule_slots, scheduled
 from .wake import lingering_slots
 
@@ -93,6 +101,24 @@ class Billing:
 
 
 @dataclass(frozen=True)
+class ClockModel:
+    """An external clock (a model): it calls GitHub's API at each of its times, to the
+    second, and the tick runs a runner's start-up later. GitHub publishes no start-up
+    figures; its "Larger runners reference" says runners for labels such as
+    ``ubuntu-latest`` are always "warm", so most of the start-up is the job's own
+    set-up (checkout, Python, install)."""
+
+    startup_seconds: tuple[float, float] = (20.0, 60.0)
+    """From the call to the tick running, uniform in this range. The job is billed for
+    all of it (the few seconds before a runner takes the job are not, in fact)."""
+    failure_rate: float = 0.01
+    """Calls that never start a tick (the clock's host down, a refused request)."""
+    on_runner: bool = True
+    """False: the tick runs on the clock's own machine (``serve --executor github``, not
+    ``--clock-only``), and costs no runner-minutes."""
+
+
+@dataclass(frozen=True)
 class Setup:
     """The repository's tick and watchdog, as the workflows configure them."""
 
@@ -102,6 +128,8 @@ class Setup:
     watchdog_cron: list[str] = field(default_factory=list)
     cadence: Cadence = field(default_factory=Cadence)
     """``orchestrator.json``'s cadence: which slots a lingering tick waits for."""
+    clock: ClockModel | None = None
+    """An external clock calling at the slots (``"mode": "external"``), or none."""
 
 
 @dataclass
@@ -260,10 +288,12 @@ class _Month:
         self.f.pushes += n
         self.push[at.replace(second=0, microsecond=0)] += n
 
-    def job(self, begin: datetime) -> datetime:
-        """One tick job from its start; returns when it ends (and bills it)."""
-        first = now = begin + timedelta(seconds=self.b.setup_seconds)
-        linger = timedelta(minutes=self.setup.linger_minutes)
+    def job(self, begin: datetime, startup: float | None = None) -> datetime:
+        """One tick job from its start; returns when it ends (and bills it). With a
+        ``startup`` (seconds), a job the clock started: it ticks once, after it."""
+        first = now = begin + timedelta(seconds=self.b.setup_seconds if startup is None
+                                        else startup)
+        linger = timedelta(minutes=self.setup.linger_minutes if startup is None else 0)
         ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
         while True:
             self.tick(now)
@@ -274,6 +304,9 @@ class _Month:
                     or upcoming > ceiling):
                 break
             now = max(upcoming, end)
+        if startup is not None and self.setup.clock is not None \
+                and not self.setup.clock.on_runner:
+            return end  # a tick on the clock's own machine: no job, no runner-minutes
         self.f.tick_jobs += 1
         minutes = self.f.runner_minutes
         minutes["ticks"] = minutes.get("ticks", 0) + billed((end - begin).total_seconds())
@@ -294,24 +327,14 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month.times = [s for s, _ in month.slots]
     month.waited = _waited_for(schedules, setup.cadence, start, end)
     figures.slots = len(month.slots)
-    arrivals = []
+    arrivals: list[tuple[datetime, int, float | None]] = []
     for at in _utc_ticks(setup.tick_cron, start, end):
         late = delay.sample(rng, at)
         if late is not None:
-            arrivals.append(at + late)
-    arrivals.sort()
-    running_end: datetime | None = None
-    waiting: datetime | None = None
-    for arrival in arrivals:
-        if waiting is not None and running_end is not None and running_end <= arrival:
-            running_end = month.job(running_end)
-            waiting = None
-        if running_end is None or arrival >= running_end:
-            running_end = month.job(arrival)
-        else:
-            waiting = arrival  # replaces an older waiting run, which then never starts
-    if waiting is not None and running_end is not None:
-        month.job(running_end)
+            arrivals.append((at + late, 0, None))
+    if setup.clock is not None:
+        arrivals += _clock_arrivals(schedules, setup.clock, start, end, rng)
+    _run_groups(month, sorted(arrivals, key=lambda a: (a[0], a[1])))
     # slots after the last tick are neither fired nor missed yet: leave them out
     fired = len(figures.lateness_seconds)
     figures.slots = fired + figures.missed
@@ -320,6 +343,44 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
             figures.runner_minutes["watchdog"] = (figures.runner_minutes.get("watchdog", 0)
                                                   + billed(billing.watchdog_seconds))
     return _per_month(figures, days, month.api, month.push)
+
+
+def _clock_arrivals(schedules: list[Schedule], model: ClockModel, start: datetime,
+                    end: datetime, rng: random.Random) -> list[tuple[datetime, int, float]]:
+    """The clock's calls that start a tick: (call, group 1, the runner's start-up)."""
+    low, high = model.startup_seconds
+    out = []
+    for at in clock.calls(schedules, start, end):
+        if rng.random() >= model.failure_rate:
+            out.append((at, 1, rng.uniform(low, high)))
+    return out
+
+
+def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]]) -> None:
+    """Tick jobs in their concurrency groups (0: GitHub's schedule, 1: the clock's
+    calls): one runs, at most one waits and a newer one replaces the waiting one, which
+    then never starts. ``arrivals``: (time, group, start-up or None), in time order."""
+    running: dict[int, datetime] = {}
+    waiting: dict[int, tuple[datetime, float | None]] = {}
+
+    def start_waiting(until: datetime | None) -> None:
+        # the waiting jobs whose group freed up by ``until`` start, earliest first
+        while True:
+            ready = sorted((running[g], g) for g in waiting
+                           if until is None or running[g] <= until)
+            if not ready:
+                return
+            begin, group = ready[0]
+            _, startup = waiting.pop(group)
+            running[group] = month.job(begin, startup)
+
+    for at, group, startup in arrivals:
+        start_waiting(at)
+        if group not in running or at >= running[group]:
+            running[group] = month.job(at, startup)
+        else:
+            waiting[group] = (at, startup)
+    start_waiting(None)
 
 
 def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days: int = 28,

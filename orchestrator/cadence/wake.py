@@ -18,7 +18,8 @@ Not every moment is worth keeping a runner waiting for (GitHub bills the wait). 
 slot is, when its schedule has no other slot in the ``linger_min_interval_hours``
 before it (:func:`lingers_before`; ``orchestrator.json`` can say otherwise per
 schedule): a daily slot is, an hourly one is not (cron-sync gives it a tick just
-after it instead). A retry's back-off end is (it is short and follows a failure); a
+after it instead). Under an external clock no slot is: the clock starts a tick at
+each one. A retry's back-off end is (it is short and follows a failure); a
 timeout or a run's deadline is not: the fan-in job settles a run that ends, and only
 a hung track waits for the next tick to be tapped out. ``tick --linger`` waits for
 the earliest moment worth it (:attr:`Wake.linger_target`); ``status`` still shows the
@@ -51,6 +52,9 @@ class Wake:
     """Whether a lingering tick keeps its runner waiting for this moment."""
     wait_for: Wake | None = field(default=None, compare=False)
     """When this moment is not worth waiting for: the earliest after it that is."""
+    slot: bool = field(default=False, compare=False)
+    """A schedule's slot (or a one-shot's ``at``): an external clock calls at every one,
+    worth a waiting runner or not."""
 
     @property
     def linger_target(self) -> Wake | None:
@@ -97,8 +101,11 @@ def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
 
 def lingers_before(schedule: Schedule, slot: datetime, cadence: Cadence) -> bool:
     """Whether ``slot`` deserves lead ticks and a tick waiting on its runner until it:
-    ``orchestrator.json``'s word for the schedule, else whether no other slot of the
-    schedule falls in the ``linger_min_interval_hours`` before it (a one-shot: yes)."""
+    never under an external clock (it calls at the slot); else ``orchestrator.json``'s
+    word for the schedule, else whether no other slot of the schedule falls in the
+    ``linger_min_interval_hours`` before it (a one-shot: yes)."""
+    if cadence.mode == "external":
+        return False
     override = cadence.linger_schedules.get(schedule.id)
     if override is not None:
         return override
@@ -118,7 +125,7 @@ def lingering_slots(schedule: Schedule, slots: Sequence[datetime],
     if not slots:
         return []
     override = cadence.linger_schedules.get(schedule.id)
-    if override is not None or schedule.spec.at_utc() is not None:
+    if cadence.mode == "external" or override is not None or schedule.spec.at_utc() is not None:
         return [lingers_before(schedule, slots[0], cadence)] * len(slots)
     gap = timedelta(hours=cadence.linger_min_interval_hours)
     first = lingers_before(schedule, slots[0], cadence)
@@ -135,7 +142,8 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
         at = spec.at_utc()
         if at is not None:
             if at > now and not (cursor is not None and cursor.done and cursor.last_slot == at):
-                yield Wake(at, f"{schedule.id}: one-shot at {iso_minute(at)}")
+                yield Wake(at, f"{schedule.id}: one-shot at {iso_minute(at)}",
+                           lingers_before(schedule, at, cadence), slot=True)
             continue
         try:
             slot = next_slot(spec, now)
@@ -143,7 +151,7 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
             continue
         if slot is not None:
             yield Wake(slot, f"{schedule.id}: slot {iso_minute(slot)}",
-                       lingers_before(schedule, slot, cadence))
+                       lingers_before(schedule, slot, cadence), slot=True)
 
 
 def _tracks(schedules: Sequence[Schedule], state: State, now: datetime,

@@ -1,7 +1,7 @@
 """What ``validate`` says about the tick's cadence (and, in Markdown, the estimate).
 
 Kept out of ``validate.py`` so that command stays about schedule files: this part
-reads the workflows and ``orchestrator.json``.
+reads the workflows, ``orchestrator.json`` and, under an external clock, its file.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ class CadenceReport:
     problems: list[str] = field(default_factory=list)
     """Each fails the check (a stale tick.yml, an invalid orchestrator.json)."""
     warnings: list[str] = field(default_factory=list)
+    external: bool = False
+    """Under an external clock (``"mode": "external"``): its file was checked too."""
 
     def to_json(self) -> dict[str, Any]:
         return {"problems": self.problems, "warnings": self.warnings}
@@ -33,7 +35,7 @@ def cadence_report(root: Path, schedules: list[Schedule], start: datetime) -> Ca
     except UserError as exc:
         return CadenceReport(problems=[exc.message])
     problems, warnings = check(root, schedules, config, start)
-    return CadenceReport(problems, warnings)
+    return CadenceReport(problems, warnings, config.cadence.mode == "external")
 
 
 def text(report: CadenceReport) -> str:
@@ -48,7 +50,9 @@ def markdown(report: CadenceReport, root: Path, schedules: list[Schedule],
     out += [f"> ❌ {p}  " for p in report.problems]
     out += [f"> ⚠️ {w}  " for w in report.warnings]
     if not report.problems and not report.warnings:
-        out.append("✅ tick.yml has the ticks every slot of the next year needs.")
+        out.append("✅ the external clock calls at every slot of the next year, and "
+                   "tick.yml has its safety ticks." if report.external else
+                   "✅ tick.yml has the ticks every slot of the next year needs.")
     out.append("")
     moment = start.replace(second=0, microsecond=0)
     out.append(estimate.markdown(estimate.build(root, schedules, moment)))

@@ -2,53 +2,204 @@
 
 GitHub's token cannot edit workflow files, so the tick never rewrites its own
 cron: the change travels in the pull request that changes a schedule, and
-``validate`` (the pull request check) fails until it does.
+``validate`` (the pull request check) fails until it does. Under an external clock
+it also writes the clock's schedule (``.github/orchestrator-clock.json``), and
+``--external`` prints what the clock must do: when to call, how, with which token.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+import os
+import re
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import click
 
-from ..cadence.derive import derive, sync
+from ..cadence import clock
+from ..cadence.derive import HORIZON, Derived, derive, sync
 from ..errors import EXIT_OK, EXIT_USER, UserError
-from ..spec.config import load_repo_config
+from ..executors.github.client import API_VERSION, DEFAULT_API_URL
+from ..spec.config import RepoConfig, load_repo_config
 from ..spec.files import load_all
 from ..spec.files import write_schedule as write_atomically
+from ..spec.models import Schedule
+from ..support.times import iso
 from .context import Config, pass_config
 from .schedules import INSTANT
+
+_GITHUB_REMOTE = re.compile(
+    r"(?:https?://(?:[^@/]+@)?|ssh://git@|git@)github\.com[:/]"
+    r"(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+NEXT_CALLS = 5
+
+
+def _git(root: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def repository_of(cfg: Config) -> str:
+    """``owner/name`` on GitHub: ``GITHUB_REPOSITORY``, else the remote's URL, else a
+    placeholder the user replaces."""
+    named = os.environ.get("GITHUB_REPOSITORY")
+    if named:
+        return named
+    url = _git(cfg.repo, "remote", "get-url", cfg.remote) or cfg.remote
+    found = _GITHUB_REMOTE.match(url)
+    return found["repo"] if found else "OWNER/REPO"
+
+
+def default_branch(cfg: Config) -> str:
+    """The branch tick.yml runs from: ``ORCHESTRATOR_DISPATCH_REF``, else the remote's
+    HEAD as the clone knows it, else ``main``."""
+    named = os.environ.get("ORCHESTRATOR_DISPATCH_REF")
+    if named:
+        return named
+    head = _git(cfg.repo, "symbolic-ref", "--short", f"refs/remotes/{cfg.remote}/HEAD")
+    return head.split("/", 1)[1] if "/" in head else "main"
+
+
+def offset_changes(zone: str, start: datetime, until: datetime) -> list[datetime]:
+    """The instants in ``(start, until]`` at which ``zone``'s UTC offset changes (to the
+    hour: every zone changes on a whole hour of UTC or half of one, and a change is
+    reported at the first hour after it)."""
+    tz = ZoneInfo(zone)
+    changes: list[datetime] = []
+    moment = start.replace(minute=0, second=0, microsecond=0)
+    before = moment.astimezone(tz).utcoffset()
+    while moment < until:
+        moment += timedelta(hours=1)
+        offset = moment.astimezone(tz).utcoffset()
+        if offset != before:
+            changes.append(moment)
+            before = offset
+    return changes
+
+
+def external_report(cfg: Config, schedules: list[Schedule], start: datetime) -> dict[str, Any]:
+    """What the external clock must do for the year from ``start``: its entries, every
+    UTC call, the two requests and their tokens (``--external``, ``--json``)."""
+    until = start + HORIZON
+    repository = repository_of(cfg)
+    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    listed = []
+    for entry in clock.entries(schedules):
+        ids = set(entry["schedules"])
+        mine = clock.calls([s for s in schedules if s.id in ids], start, until)
+        around = []
+        for change in offset_changes(entry.get("timezone", "UTC"), start, until):
+            before = [c for c in mine if c < change][-1:]
+            after = [c for c in mine if c >= change][:1]
+            around.append({"change": iso(change), "before": [iso(c) for c in before],
+                           "after": [iso(c) for c in after]})
+        listed.append({**entry, "calls": len(mine), "next": [iso(c) for c in mine[:NEXT_CALLS]],
+                       "around_changes": around})
+    jittered = sorted(s.id for s in schedules if s.spec.enabled and s.spec.jitter_seconds)
+    return {
+        "from": iso(start), "until": iso(until), "repository": repository,
+        "entries": listed,
+        "calls": [iso(c) for c in clock.calls(schedules, start, until)],
+        "requests": {name: request.to_json(api_url, API_VERSION) for name, request in
+                     clock.requests(repository, default_branch(cfg)).items()},
+        "token_variable": clock.TOKEN_VARIABLE,
+        "jittered": jittered,
+    }
+
+
+def external_text(report: dict[str, Any]) -> list[str]:
+    lines = [f"external clock: {len(report['calls'])} call(s) from {report['from']} to "
+             f"{report['until']}, at these times (each in its time zone; --json lists "
+             "every UTC time):"]
+    for entry in report["entries"]:
+        if "at" in entry:
+            lines.append(f"  once at {entry['at']}: {', '.join(entry['schedules'])}")
+            continue
+        lines.append(f"  {entry['cron']} ({entry['timezone']}; daylight saving: gap "
+                     f"{entry['dst']['gap']}, fold {entry['dst']['fold']}): "
+                     f"{', '.join(entry['schedules'])}; {entry['calls']} call(s)")
+        if entry["next"]:
+            lines.append(f"    next (UTC): {', '.join(entry['next'])}")
+        for around in entry["around_changes"]:
+            lines.append(f"    across the change at {around['change']}: "
+                         f"{', '.join(around['before']) or '-'} then "
+                         f"{', '.join(around['after']) or '-'}")
+    for jittered in report["jittered"]:
+        lines.append(f"  note: {jittered!r} has jitter_seconds: a clock that takes the cron "
+                     "calls at the slot and the run waits for the next tick; the UTC times "
+                     "of --json include the jitter")
+    lines.append("a retry's back-off end and a poll's next time are left to the safety ticks "
+                 "(`serve --clock-only` calls at them too)")
+    for name, request in report["requests"].items():
+        lines.append(f"request ({name}), token in ${report['token_variable']}:")
+        lines.append(f"  {request['curl']}")
+        lines.append(f"  token: {request['token']}")
+    lines.append("the workflow dispatch needs the narrower token (Actions cannot push "
+                 "code, Contents can)")
+    return lines
+
+
+def _summary(derived: Derived, config: RepoConfig) -> list[str]:
+    lines = [f"tick cron ({config.cadence.mode}, UTC):"]
+    lines += [f"  {line}" for line in derived.tick_cron]
+    lines.append(f"watchdog: {derived.watchdog_cron}, stale after "
+                 f"{derived.max_staleness_minutes} minutes")
+    return lines
 
 
 @click.command("cron-sync")
 @click.option("--check", is_flag=True, help="Change nothing; exit 1 if a workflow is stale.")
 @click.option("--from", "start", type=INSTANT, default=None, metavar="ISO",
               help="Derive from this instant's next year of slots (default: now).")
+@click.option("--external", is_flag=True,
+              help="With cadence.mode \"external\": also print when the clock must call "
+              "tick.yml, the request to make and the token it needs.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was derived as JSON.")
 @pass_config
-def command(cfg: Config, check: bool, start: datetime | None) -> int:
+def command(cfg: Config, check: bool, start: datetime | None, external: bool,
+            as_json: bool) -> int:
     """Derive tick.yml's schedule from the schedules (UTC, both sides of daylight-saving
-    changes) and the watchdog's from the tick's; write the workflows that changed."""
+    changes) and the watchdog's from the tick's; under an external clock, its schedule
+    file too; write the files that changed."""
     loaded = load_all(cfg.schedules_dir)
     for error in loaded.errors:
         click.echo(f"orchestrator: {error.message} (ignored)", err=True)
     config = load_repo_config(cfg.repo)
+    if external and config.cadence.mode != "external":
+        raise UserError(f"--external: orchestrator.json's cadence.mode is "
+                        f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
+                        "README, 'The cadence')")
     moment = start or datetime.now(UTC)
     try:
         changed = sync(cfg.repo, loaded.schedules, config, moment)
     except (FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
     derived = derive(loaded.schedules, config, moment)
-    click.echo(f"tick cron ({config.cadence.mode}, UTC):")
-    click.echo("".join(f"  {line}\n" for line in derived.tick_cron), nl=False)
-    click.echo(f"watchdog: {derived.watchdog_cron}, stale after "
-               f"{derived.max_staleness_minutes} minutes")
-    for path in changed:
-        rel = path.relative_to(cfg.repo).as_posix()
-        click.echo(f"{'stale' if check else 'wrote'} {rel}")
-    if not changed:
-        click.echo("workflows up to date")
+    files = [path.relative_to(cfg.repo).as_posix() for path in changed]
+    report = external_report(cfg, loaded.schedules, moment) if external else None
+    if as_json:
+        click.echo(json.dumps({
+            "mode": config.cadence.mode, "tick_cron": derived.tick_cron,
+            "watchdog_cron": derived.watchdog_cron,
+            "max_staleness_minutes": derived.max_staleness_minutes,
+            "stale" if check else "written": files, "external": report,
+        }, indent=2))
+    else:
+        lines = _summary(derived, config)
+        if config.cadence.mode == "external":
+            lines.append(f"external clock: {clock.CLOCK_FILE.as_posix()} (see --external)")
+        lines += [f"{'stale' if check else 'wrote'} {rel}" for rel in files]
+        lines += [] if files else ["workflows up to date"]
+        lines += external_text(report) if report is not None else []
+        click.echo("\n".join(lines))
     if check:
         return EXIT_USER if changed else EXIT_OK
     for path, text in changed.items():
         write_atomically(path, text)
     return EXIT_OK
+

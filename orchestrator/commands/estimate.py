@@ -2,10 +2,11 @@
 
 Runner-minutes, pushes and API requests, against GitHub's limits, and how late slots
 fire, for the orchestrator as its workflows are configured (tick.yml's cron and
-``--linger``, watchdog.yml's cron) and for the same tracks on GitHub's own
-``schedule:`` trigger. The model is :mod:`orchestrator.cadence.estimate`, the one
-``bench/cost.py`` runs; it simulates four weeks on a virtual clock (seeded, so the
-figures are the same on every run) and scales them to 30 days.
+``--linger``, watchdog.yml's cron; under ``"mode": "external"``, a clock calling at
+each slot) and for the same tracks on GitHub's own ``schedule:`` trigger. The model
+is :mod:`orchestrator.cadence.estimate`, the one ``bench/cost.py`` runs; it simulates
+four weeks on a virtual clock (seeded, so the figures are the same on every run) and
+scales them to 30 days.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import click
 
 from ..cadence.derive import TICK, WATCHDOG, derive, read_crons, read_linger
-from ..cadence.estimate import Setup, simulate, simulate_github_schedule
+from ..cadence.estimate import ClockModel, Setup, simulate, simulate_github_schedule
 from ..spec.config import load_repo_config
 from ..spec.files import load_all
 from ..spec.models import Schedule
@@ -29,7 +30,8 @@ from .schedules import INSTANT
 
 def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> Setup:
     """The tick and watchdog as this repository's workflows configure them (what
-    cron-sync would write, for a workflow that is missing)."""
+    cron-sync would write, for a workflow that is missing), and under an external
+    clock the clock's calls (:class:`ClockModel`'s start-up and failures)."""
     tick = root / TICK
     watchdog = root / WATCHDOG
     config = load_repo_config(root)
@@ -41,7 +43,8 @@ def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> 
         lines = derive(schedules, config, start).tick_cron
         linger, most = 0.0, 60.0
     watch = read_crons(watchdog.read_text(encoding="utf-8")) if watchdog.is_file() else []
-    return Setup(lines, linger, most, watch, config.cadence)
+    outside = ClockModel() if config.cadence.mode == "external" else None
+    return Setup(lines, linger, most, watch, config.cadence, outside)
 
 
 def build(root: Path, schedules: list[Schedule], start: datetime,
@@ -54,7 +57,10 @@ def build(root: Path, schedules: list[Schedule], start: datetime,
         "track_minutes": track_minutes,
         "setup": {"tick_cron": setup.tick_cron, "linger_minutes": setup.linger_minutes,
                   "max_linger_minutes": setup.max_linger_minutes,
-                  "watchdog_cron": setup.watchdog_cron},
+                  "watchdog_cron": setup.watchdog_cron,
+                  "external_clock": None if setup.clock is None else {
+                      "startup_seconds": list(setup.clock.startup_seconds),
+                      "failure_rate": setup.clock.failure_rate}},
         "orchestrator": ours.to_json(),
         "github_schedule": theirs.to_json(),
     }
@@ -79,8 +85,12 @@ ROWS = (
 
 def text(report: dict[str, Any]) -> list[str]:
     ours, theirs = report["orchestrator"], report["github_schedule"]
+    outside = report["setup"]["external_clock"]
     lines = [f"a month of these schedules on GitHub Actions (tracks taken as "
              f"{report['track_minutes']:g} min each; model: orchestrator/estimate.py)",
+             *([f"  with an external clock calling at each slot (start-up "
+                f"{outside['startup_seconds'][0]:g} to {outside['startup_seconds'][1]:g} s, "
+                f"{outside['failure_rate']:.0%} of calls lost)"] if outside else []),
              f"  {'':<34}{'orchestrator':>14}{'GitHub schedule:':>18}"]
     lines += [f"  {name:<34}{fmt(ours):>14}{fmt(theirs):>18}" for name, fmt in ROWS]
     parts = ", ".join(f"{k} {v:,}" for k, v in ours["runner_minutes_by_job"].items())
@@ -94,8 +104,12 @@ def markdown(report: dict[str, Any]) -> str:
     out = ["### Estimate: a month on GitHub Actions", "",
            "| | orchestrator | GitHub's own `schedule:` |", "|---|---:|---:|"]
     out += [f"| {name} | {fmt(ours)} | {fmt(theirs)} |" for name, fmt in ROWS]
-    out += ["", f"Tracks taken as {report['track_minutes']:g} minute(s) each; "
-            "`orchestrator estimate` explains the model.", ""]
+    outside = report["setup"]["external_clock"]
+    out += ["", f"Tracks taken as {report['track_minutes']:g} minute(s) each"
+            + (", with an external clock calling at each slot (a tick "
+               f"{outside['startup_seconds'][0]:g} to {outside['startup_seconds'][1]:g} s "
+               f"later; {outside['failure_rate']:.0%} of calls lost)" if outside else "")
+            + "; `orchestrator estimate` explains the model.", ""]
     out += [f"> ⚠️ {w}  " for w in ours["warnings"]]
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -13,6 +13,12 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
   leave ``keep_finished_runs_days`` (:mod:`orchestrator.runs.retention`) alone: the flag
   wins over the setting, so the two never archive on different terms in one process.
 
+With ``--executor github --clock-only`` the machine is an external clock instead:
+the ``clock`` consumer replaces ``tick`` and, at each due moment (every slot, a
+retry's back-off end, a poll), dispatches tick.yml through GitHub's API
+(:class:`~orchestrator.cadence.clock.Clock`); the tick runs on GitHub, with GitHub's
+token and permissions, and this machine only reads the state branch.
+
 SIGINT or SIGTERM stops the wake-ups, lets running consumers finish (a tick in the
 middle of its push completes it) and exits 0. A second signal ends the process at
 once. Nothing is kept in memory between wake-ups: all state is on the state branch,
@@ -21,21 +27,26 @@ so a restarted ``serve`` carries on where the last one stopped.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 
 import click
 
 from .. import executors
 from ..cadence.serve import Loop, Work
+from ..errors import UserError
 from ..runs.compaction import archive_tag, compact
+from ..spec.config import Cadence, RepoSettings
 from ..spec.files import load_all
 from ..spec.models import Schedule
+from ..state import index as state_index
 from ..state.codec import last_tick_at
+from ..state.model import State
 from ..store import GitStateStore
 from ..support.times import iso
 from .context import Config, pass_config
@@ -60,6 +71,56 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
+        if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
+            last_ping[:] = [time.monotonic()]
+            problem = ping(heartbeat_url)
+            if problem:
+                lines.append(problem)
+        return lines
+
+    return work
+
+
+def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
+               wake_at: Callable[[datetime], None], started: datetime) -> Work:
+    """The ``clock`` consumer: one dispatch of tick.yml per due moment (``via``: the
+    event it starts it with), with the token of ``ORCHESTRATOR_CLOCK_TOKEN`` (else
+    ``GITHUB_TOKEN``)."""
+    from ..cadence.clock import TOKEN_VARIABLE, Clock, dispatch, requests
+    from ..executors.github.client import DEFAULT_API_URL, GitHubClient
+    from .cron_sync import default_branch, repository_of
+
+    token = os.environ.get(TOKEN_VARIABLE) or os.environ.get("GITHUB_TOKEN") or ""
+    if not token:
+        raise UserError(f"--clock-only needs a token: set {TOKEN_VARIABLE} (see "
+                        "`orchestrator cron-sync --external` for the one it needs)")
+    repository = repository_of(cfg)
+    if repository == "OWNER/REPO":
+        raise UserError("--clock-only: set GITHUB_REPOSITORY to owner/name (the remote is "
+                        "not on github.com)")
+    request = requests(repository, default_branch(cfg))[via]
+    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+
+    def read() -> tuple[list[Schedule], State, Cadence]:
+        state = state_index.load(store.read().files).state
+        return (load_all(cfg.schedules_dir).schedules, state,
+                RepoSettings.read(cfg.repo).cadence)
+
+    def call(now: datetime) -> str:
+        client = GitHubClient(token, api_url=api_url, now=now)
+        try:
+            return dispatch(client, request)
+        finally:
+            client.close()
+
+    loop_clock = Clock(read, call, started)
+    last_ping: list[float] = []
+
+    def work(now: datetime) -> list[str]:
+        lines = loop_clock.work(now)
+        if loop_clock.next_at is not None:
+            wake_at(loop_clock.next_at)
         if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
             last_ping[:] = [time.monotonic()]
             problem = ping(heartbeat_url)
@@ -113,10 +174,16 @@ def backoff_warnings(schedules: list[Schedule], interval: float) -> list[str]:
 
 def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
                heartbeat_url: str | None, max_staleness: float,
-               compact_keep_days: int | None) -> Loop:
+               compact_keep_days: int | None, clock_via: str | None = None) -> Loop:
+    """The loop and its consumers; ``clock_via`` (an event name): the ``clock`` consumer
+    instead of the ``tick``."""
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
-    loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at,
-                               retention=compact_keep_days is None))
+    if clock_via is not None:
+        loop.add("clock", clock_work(cfg, clock_via, heartbeat_url, loop.wake_at,
+                                     datetime.now(UTC)))
+    else:
+        loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url,
+                                   loop.wake_at, retention=compact_keep_days is None))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
@@ -153,20 +220,38 @@ def install_signals(loop: Loop) -> None:
 @click.option("--max-staleness", type=click.FloatRange(min=1), metavar="MINUTES",
               default=DEFAULT_MAX_STALENESS, show_default=True,
               help="Warn when the last tick on the state branch is older than this.")
+@click.option("--clock-only", is_flag=True,
+              help="With --executor github: do not tick; at each due moment dispatch "
+              "tick.yml through GitHub's API (this machine is the external clock).")
+@click.option("--clock-via", type=click.Choice(["workflow_dispatch", "repository_dispatch"]),
+              default="workflow_dispatch", show_default=True,
+              help="With --clock-only: the request that starts tick.yml (the workflow "
+              "dispatch needs the narrower token).")
 @pass_config
 def command(cfg: Config, interval: float, executor: str, compact_keep_days: int | None,
-            heartbeat_url: str | None, heartbeat_every: float, max_staleness: float) -> int:
+            heartbeat_url: str | None, heartbeat_every: float, max_staleness: float,
+            clock_only: bool, clock_via: str) -> int:
     """Tick every --interval seconds until SIGINT or SIGTERM (then finish the running
-    tick and exit 0). Logs one line per wake-up to stderr."""
+    tick and exit 0); with --clock-only, dispatch tick.yml at each due moment instead.
+    Logs one line per wake-up to stderr."""
+    if clock_only and executor != "github":
+        raise click.UsageError("--clock-only starts tick.yml on GitHub: it needs "
+                               "--executor github")
+    if clock_only and compact_keep_days is not None:
+        raise click.UsageError("--clock-only writes nothing to the state branch: "
+                               "--compact-keep-days is the ticks' to do")
     GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)  # fail now on a bad repo/remote
     loop = build_loop(cfg, interval=interval, executor=executor,
                       heartbeat_every=heartbeat_every, heartbeat_url=heartbeat_url,
-                      max_staleness=max_staleness, compact_keep_days=compact_keep_days)
+                      max_staleness=max_staleness, compact_keep_days=compact_keep_days,
+                      clock_via=clock_via if clock_only else None)
     install_signals(loop)
     names = ", ".join(c.name for c in loop.consumers)
+    what = f"clock for tick.yml via {clock_via}" if clock_only else f"executor {executor}"
     loop.say(f"serving {cfg.repo} (state branch {cfg.state_branch!r} of {cfg.remote}, "
-             f"executor {executor}) every {interval:g}s: {names}")
-    for line in backoff_warnings(load_all(cfg.schedules_dir).schedules, interval):
+             f"{what}) every {interval:g}s: {names}")
+    for line in [] if clock_only else backoff_warnings(load_all(cfg.schedules_dir).schedules,
+                                                      interval):
         loop.say(line)
     sys.stderr.flush()
     loop.run()

@@ -29,13 +29,16 @@ DAY_DIVISORS = (1, 2, 3, 4, 6, 8, 12, 24)
 
 
 class Cadence(Frozen):
-    """When ``tick.yml`` runs: derived from the schedules, or a fixed cron."""
+    """When ``tick.yml`` runs: derived from the schedules, a fixed cron, or called by an
+    external clock at each slot."""
 
-    mode: Literal["derived", "fixed"] = Field(
+    mode: Literal["derived", "fixed", "external"] = Field(
         "derived",
         description="'derived': `orchestrator cron-sync` writes tick.yml's cron from the "
         "schedules (ticks shortly before each slot, plus a sparse safety tick); 'fixed': "
-        "tick.yml runs on `fixed_cron` whatever the schedules say.",
+        "tick.yml runs on `fixed_cron` whatever the schedules say; 'external': a clock "
+        "outside GitHub dispatches tick.yml at each slot (`orchestrator cron-sync "
+        "--external` says when and how), and tick.yml keeps only the safety tick.",
     )
     lead_minutes: list[int] = Field(
         [15, 10, 5], min_length=1, max_length=6,
@@ -46,8 +49,9 @@ class Cadence(Frozen):
     )
     safety_every_hours: int = Field(
         6,
-        description="Derived mode: a tick every N hours (a divisor of 24) whatever the "
-        "schedules, for retries, deadlines and runs whose fan-in job never came.",
+        description="Derived and external modes: a tick at least every N hours (a "
+        "divisor of 24), for retries, deadlines, runs whose fan-in job never came and "
+        "an external clock's missed calls.",
     )
     linger_min_interval_hours: float = Field(
         12, ge=0, le=8784,

@@ -285,7 +285,7 @@ class Memo:
         else:
             soonest = [(sid, q.until, q.lingers) for sid, q in _soonest(self.skipped)
                        if q.until is not None]
-        return [Wake(until, f"{sid}: slot {iso_minute(until)}", lingers)
+        return [Wake(until, f"{sid}: slot {iso_minute(until)}", lingers, slot=True)
                 for sid, until, lingers in soonest]
 
 

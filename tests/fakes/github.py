@@ -11,6 +11,13 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   ``workflow_run_id``, ``run_url`` and ``html_url`` when ``return_run_details`` is
   true, or always with API version 2026-03-10 (which no longer knows the field); else
   ``204``.
+- ``POST /repos/{o}/{r}/dispatches`` (a ``repository_dispatch``): ``event_type`` of 1
+  to 100 characters, ``client_payload`` an object of at most 10 properties (else
+  ``422``); answers ``204`` and starts a run (event ``repository_dispatch``, on the
+  default branch) of every workflow whose ``on.repository_dispatch`` takes that type
+  (no ``types``: every type), as GitHub's docs say ("Create a repository dispatch
+  event"; "Events that trigger workflows": the workflow file must be on the default
+  branch). A workflow without ``workflow_dispatch`` refuses the workflow dispatch (``422``).
 - ``GET .../actions/workflows/{wf}/runs`` and ``GET .../actions/runs`` (filters
   ``event``, ``status``, ``created``, which cap the listing at 1,000 runs; paginated
   with ``Link`` headers, newest first);
@@ -53,8 +60,9 @@ Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
         fake_github.dispatches                   # recorded dispatch requests
         fake_github.requests                     # every request, in order
 
-Faults are scripted per endpoint (``"dispatch"``, ``"runs"``, ``"run"``, ``"jobs"``,
-``"cancel"``, ``"artifacts"``, ``"artifact-zip"`` or ``"any"``) and consumed in order,
+Faults are scripted per endpoint (``"dispatch"``, ``"repository-dispatch"``, ``"runs"``,
+``"run"``, ``"jobs"``, ``"cancel"``, ``"artifacts"``, ``"artifact-zip"`` or ``"any"``)
+and consumed in order,
 each for ``times`` requests:
 
 - ``fail(endpoint, status=500)``: an error answer;
@@ -131,6 +139,11 @@ _MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)(?:\.([A-Za-z0-9_-]
 _FROM_JSON = re.compile(r"\$\{\{\s*fromJSON\(\s*inputs\.([A-Za-z0-9_-]+)\s*\)\s*\}\}")
 _SKIP_IF = re.compile(r"always\(\)\s*&&\s*inputs\.([A-Za-z0-9_-]+)\s*!=\s*'([^']*)'")
 _PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/actions/(?P<rest>.*)")
+_REPOSITORY_DISPATCH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches")
+MAX_EVENT_TYPE = 100
+MAX_CLIENT_PAYLOAD = 10
+"""``event_type`` is at most 100 characters; ``client_payload`` has at most 10
+top-level properties (the operation's request schema in GitHub's description)."""
 
 
 _iso = payloads.iso
@@ -160,6 +173,10 @@ class Workflow:
     is false when input X is V, and GitHub then shows the job ``skipped``."""
     defaults: dict[str, str] = field(default_factory=dict)
     """Declared inputs' defaults."""
+    manual: bool = True
+    """Whether it has ``on: workflow_dispatch`` (the workflow dispatch endpoint)."""
+    dispatch_types: tuple[str, ...] | None = None
+    """Its ``on.repository_dispatch.types`` (``()``: every type), ``None`` without one."""
 
     @classmethod
     def load(cls, path: Path) -> Workflow | None:
@@ -167,8 +184,11 @@ class Workflow:
         if not isinstance(doc, dict):
             return None
         on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as true
-        if not isinstance(on, dict) or "workflow_dispatch" not in on:
+        if not isinstance(on, dict) or not {"workflow_dispatch", "repository_dispatch"} & set(on):
             return None
+        types: tuple[str, ...] | None = None
+        if "repository_dispatch" in on:
+            types = tuple((on.get("repository_dispatch") or {}).get("types") or ())
         declared = (on.get("workflow_dispatch") or {}).get("inputs") or {}
         inputs = {name: bool((spec or {}).get("required")) for name, spec in declared.items()}
         defaults = {name: str(spec["default"]) for name, spec in declared.items()
@@ -194,7 +214,7 @@ class Workflow:
                 source = found.group(1) if found else None
             jobs.append((job_id, str(job.get("name") or job_id), axis, source))
         return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
-                   jobs, after, skip_when, defaults)
+                   jobs, after, skip_when, defaults, "workflow_dispatch" in on, types)
 
     def title(self, inputs: dict[str, str]) -> str:
         if not self.run_name:
@@ -344,6 +364,8 @@ class FakeRun:
     stale: bool = False
     waiting_jobs: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
     """Jobs that ``need`` others (the workflow's ``after``), not created yet."""
+    event: str = "workflow_dispatch"
+    """What started it: ``workflow_dispatch`` or ``repository_dispatch``."""
 
     @property
     def latest_jobs(self) -> list[FakeJob]:
@@ -391,7 +413,7 @@ class FakeRun:
             "node_id": f"WFR_kwLO{self.id}",
             "name": self.workflow_name,
             "display_title": self.display_title,
-            "event": "workflow_dispatch",
+            "event": self.event,
             "status": self.status,
             "conclusion": self.conclusion,
             "head_branch": self.ref.removeprefix("refs/heads/").removeprefix("refs/tags/"),
@@ -826,6 +848,11 @@ class FakeGitHub:
         """Every dispatch request received, accepted or not."""
         return [r for r in self.requests if r.endpoint == "dispatch"]
 
+    def runs_of(self, workflow: str, event: str | None = None) -> list[FakeRun]:
+        """The runs of one workflow file (started by ``event``), oldest first."""
+        return sorted((r for r in self.runs.values() if r.workflow == workflow
+                       and (event is None or r.event == event)), key=lambda r: r.id)
+
     def calls(self, endpoint: str | None = None) -> list[Recorded]:
         return [r for r in self.requests if endpoint is None or r.endpoint == endpoint]
 
@@ -929,6 +956,8 @@ class FakeGitHub:
 
     def _route_call(self, endpoint: str, match: re.Match[str], record: Recorded, body: Any,
                     fault: Fault | None) -> tuple[int, Any, str | None]:
+        if endpoint == "repository-dispatch":
+            return (*self._repository_dispatch(body), None)
         rest = match["rest"]
         if endpoint == "dispatch":
             workflow = rest.split("/")[1]
@@ -974,11 +1003,53 @@ class FakeGitHub:
             return 202, {}, None
         return 404, {"message": "Not Found"}, None
 
+    def _repository_dispatch(self, body: Any) -> tuple[int, Any]:
+        """``POST /repos/{o}/{r}/dispatches``: a run of each workflow that takes the type."""
+        if body is ValueError or not isinstance(body, dict):
+            return 400, {"message": "Problems parsing JSON"}
+        kind = body.get("event_type")
+        if not isinstance(kind, str) or not 1 <= len(kind) <= MAX_EVENT_TYPE:
+            return 422, {"message": "Invalid request.\n\n\"event_type\" wasn't supplied or "
+                                    f"is not 1 to {MAX_EVENT_TYPE} characters.",
+                         "documentation_url": "https://docs.github.com/rest/repos/repos"
+                                              "#create-a-repository-dispatch-event"}
+        payload = body.get("client_payload", {})
+        if not isinstance(payload, dict) or len(payload) > MAX_CLIENT_PAYLOAD:
+            return 422, {"message": "Invalid request.\n\n\"client_payload\" is not an "
+                                    f"object of at most {MAX_CLIENT_PAYLOAD} properties.",
+                         "documentation_url": "https://docs.github.com/rest/repos/repos"
+                                              "#create-a-repository-dispatch-event"}
+        default = "main" if "main" in self.branches else sorted(self.branches)[0]
+        for name, workflow in sorted(self.workflows.items()):
+            types = workflow.dispatch_types
+            if types is None or (types and kind not in types):
+                continue
+            self._start_run(name, workflow, default, {}, event="repository_dispatch")
+        return 204, None
+
+    def _start_run(self, workflow_file: str, workflow: Workflow, ref: str,
+                   inputs: dict[str, str], *, event: str = "workflow_dispatch") -> FakeRun:
+        run = FakeRun(id=next(self._ids), workflow=workflow_file, workflow_name=workflow.name,
+                      display_title=workflow.title(inputs), ref=ref, inputs=dict(inputs),
+                      created_at=self._clock(), run_number=len(self.runs) + 1, event=event)
+        legs = workflow.expand(inputs)
+        run.waiting_jobs = list(workflow.after)
+        if legs is None:
+            run.startup_failure = True
+        elif self.jobs_appear:
+            self._make_jobs(run, legs)
+        else:
+            run.pending_jobs = legs
+        self.runs[run.id] = run
+        return run
+
     def _dispatch(self, workflow_file: str, body: Any, api_version: str | None, *,
                   no_details: bool) -> tuple[int, Any]:
         workflow = self.workflows.get(workflow_file)
         if workflow is None:
             return 404, {"message": "Not Found"}
+        if not workflow.manual:
+            return 422, {"message": "Workflow does not have 'workflow_dispatch' trigger"}
         if body is ValueError or not isinstance(body, dict):
             return 400, {"message": "Problems parsing JSON"}
         always = api_version == DETAILS_ALWAYS and not self.ghes
@@ -1015,19 +1086,7 @@ class FakeGitHub:
         for name, required in workflow.inputs.items():
             if required and not inputs.get(name):
                 return 422, {"message": f'Required input "{name}" not provided'}
-        now = self._clock()
-        run = FakeRun(id=next(self._ids), workflow=workflow_file, workflow_name=workflow.name,
-                      display_title=workflow.title(inputs), ref=ref, inputs=dict(inputs),
-                      created_at=now, run_number=len(self.runs) + 1)
-        legs = workflow.expand(inputs)
-        run.waiting_jobs = list(workflow.after)
-        if legs is None:
-            run.startup_failure = True
-        elif self.jobs_appear:
-            self._make_jobs(run, legs)
-        else:
-            run.pending_jobs = legs
-        self.runs[run.id] = run
+        run = self._start_run(workflow_file, workflow, ref, inputs)
         if (details or always) and not no_details:
             return 200, {
                 "workflow_run_id": run.id,
@@ -1071,8 +1130,8 @@ class FakeGitHub:
                    record: Recorded) -> tuple[int, Any, str | None]:
         runs = [r for r in self.runs.values() if workflow is None or r.workflow == workflow]
         event = record.query.get("event")
-        if event and event != "workflow_dispatch":
-            runs = []
+        if event:
+            runs = [r for r in runs if r.event == event]
         status = record.query.get("status")
         if status:
             runs = [r for r in runs if status in (r.status, r.conclusion)]
@@ -1100,6 +1159,9 @@ class FakeGitHub:
 
 
 def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
+    dispatch = _REPOSITORY_DISPATCH.fullmatch(path)
+    if dispatch is not None:
+        return ("repository-dispatch", dispatch) if method == "POST" else ("other", None)
     match = _PATH.fullmatch(path)
     if match is None:
         return "other", None

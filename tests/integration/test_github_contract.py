@@ -5,7 +5,8 @@ versions 2022-11-28 and 2026-03-10) and GitHub Enterprise Server 3.17.
 
 The ``fake_github`` and ``fake_ghes`` fixtures run the same check after every test
 that uses them; here a whole dispatch / observe / lookup / cancel cycle runs in each
-kind of GitHub, and the checker itself is shown to catch drift.
+kind of GitHub, so do an external clock's two calls, and the checker itself is shown
+to catch drift.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from orchestrator.cadence import clock
 from orchestrator.executors import outcomes
 from orchestrator.executors.base import Handle
+from orchestrator.executors.github.client import GitHubClient
 from tests.fakes import openapi
 from tests.fakes.github import FakeGitHub
 from tests.integration.test_github_executor import RUN, T0, executor, handles, req
@@ -32,6 +35,26 @@ OPERATIONS = {
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
 }
+CLOCK_OPERATIONS = {"repos/create-dispatch-event"}
+"""What an external clock calls besides (its workflow dispatch is the executor's)."""
+
+
+@pytest.mark.parametrize(("kind", "version"), [("github", "2022-11-28"),
+                                               ("github", "2026-03-10"),
+                                               ("ghes", "2022-11-28")])
+def test_the_clocks_calls_keep_to_each_description(kind: str, version: str) -> None:
+    with FakeGitHub(ghes="3.17.4" if kind == "ghes" else None) as fake:
+        for event in ("workflow_dispatch", "repository_dispatch"):
+            client = GitHubClient(fake.token, api_url=fake.api_url, now=T0,
+                                  api_version=version)
+            assert clock.dispatch(client, clock.requests(fake.repository, "main")[event])
+        assert sorted(r.event for r in fake.runs_of("tick.yml")) == [
+            "repository_dispatch", "workflow_dispatch"]
+    assert fake.contract_violations() == []
+    operations = {openapi.find_operation(fake.description_for(r), r.method,
+                                         r.path.removeprefix(fake.prefix))[0]
+                  for r in fake.requests}
+    assert operations == {"actions/create-workflow-dispatch", *CLOCK_OPERATIONS}
 
 
 def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
@@ -152,7 +175,7 @@ def test_the_descriptions_differ_where_github_does() -> None:
     assert dispatch(openapi.GITHUB)["request"]["properties"]["inputs"]["maxProperties"] == 25
     for name in (openapi.GITHUB, openapi.GITHUB_2026, openapi.GHES):
         assert openapi.description(name)["package"] == "@octokit/openapi@23.0.2"
-        assert set(openapi.description(name)["operations"]) == OPERATIONS
+        assert set(openapi.description(name)["operations"]) == OPERATIONS | CLOCK_OPERATIONS
 
 
 def test_queries_and_statuses_outside_the_description_are_drift() -> None:

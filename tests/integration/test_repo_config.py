@@ -48,7 +48,7 @@ def test_which_slots_a_tick_lingers_for(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("data", "message"), [
     ({"cadense": {}}, "orchestrator.json: cadense: unknown field"),
     ({"cadence": {"mode": "hourly"}}, "orchestrator.json: cadence.mode: Input should be "
-                                      "'derived' or 'fixed'"),
+                                      "'derived', 'fixed' or 'external'"),
     ({"cadence": {"lead_minutes": [10, 10]}}, "cadence.lead_minutes: leads must differ"),
     ({"cadence": {"lead_minutes": [90]}}, "cadence.lead_minutes: each lead is 1 to 55"),
     ({"cadence": {"safety_every_hours": 5}}, "cadence.safety_every_hours: must divide 24"),

@@ -5,6 +5,7 @@ changes of New York and London and in UTC."""
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -88,8 +89,9 @@ def test_the_spring_and_fall_days_in_new_york_and_london(derived: cadence.Derive
 def test_ticks_avoid_minute_0_and_keep_githubs_5_minute_spacing(
         derived: cadence.Derived) -> None:
     ticks = croniter_ticks(derived.tick_cron, datetime(2026, 1, 1), datetime(2027, 1, 1))
-    assert all(t.minute % 5 == 4 or t.minute == 17 for t in ticks)
-    assert derived.tick_cron[-1] == "17 */6 * * *"  # the safety tick
+    assert all(t.minute % 5 == 4 for t in ticks)  # the safety ticks are on the grid too
+    # and fill every gap the slots' ticks leave: none is longer than 6 hours and 1
+    assert max(b - a for a, b in itertools.pairwise(ticks)) <= timedelta(hours=7)
 
 
 def test_uncovered_names_the_slots_a_stale_cron_misses() -> None:
@@ -191,13 +193,33 @@ def test_orchestrator_json_decides_per_schedule_or_for_all() -> None:
 def test_the_safety_tick_only_where_the_slots_ticks_leave_a_longer_gap() -> None:
     daily = sched("daily", "0 7 * * *", "America/New_York")
     six = cadence.derive([daily], RepoConfig(), START).tick_cron
-    assert six[-1] == "17 */6 * * *"
+    # the lead ticks are the day's first safety tick: three more, 6, 12 and 18 hours
+    # after the last lead tick (10:54 UTC in summer time, 11:54 in winter), where a
+    # fixed safety line would add four
+    assert six == ["44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *", "54 16,22 * 3-10 *",
+                   "54 4 * 3-11 *", "54 5,17,23 * 1-3,11,12 *"]
+    ticks = croniter_ticks(six, datetime(2026, 6, 1), datetime(2026, 6, 2, 23, 59))
+    assert [f"{t:%H:%M}" for t in ticks] == ["04:54", "10:44", "10:49", "10:54", "16:54",
+                                             "22:54"] * 2
     config = RepoConfig.model_validate({"cadence": {"safety_every_hours": 24}})
     # daily lead ticks come every 23 to 25 hours (daylight saving): the safety tick too
     assert cadence.derive([daily], config, START).tick_cron == [
         "44,49,54 10 * 3-10 *", "44,49,54 11 * 1-3,11,12 *"]
     weekly = sched("weekly", "0 9 * * 1", "UTC")
-    assert cadence.derive([weekly], config, START).tick_cron[-1] == "17 0 * * *"
+    # a weekly slot's lead ticks, then a safety tick every 24 hours after the last one
+    assert cadence.derive([weekly], config, START).tick_cron == ["54 8 * * 0,2-6",
+                                                                 "44,49,54 8 * * 1"]
+    # the same lines whatever the hour cron-sync runs at (the safety ticks follow the
+    # slots' ticks, not the moment of the derivation)
+    for hour in (0, 7, 13, 23):
+        later = START.replace(month=2, hour=hour, minute=31)
+        assert cadence.derive([daily], RepoConfig(), later).tick_cron == six
+    # a year with one slot, or none, keeps the plain safety line
+    once = Schedule(id="once", spec=ScheduleSpec.model_validate_json(json.dumps(
+        {"at": "2026-06-01T10:00:00Z", "tracks": [{"name": "t", "run": "true"}]})))
+    assert cadence.derive([once], RepoConfig(), START).tick_cron == ["44,49,54 9 1 6 *",
+                                                                     "17 */6 * * *"]
+    assert cadence.derive([], RepoConfig(), START).tick_cron == ["17 */6 * * *"]
 
 
 def test_one_tick_serves_the_frequent_slots_of_every_schedule_in_gather_minutes() -> None:

@@ -46,3 +46,40 @@ def test_the_cheapest_punctual_lead_set_reaches_the_target_and_nothing_beats_it(
     # a cron that starts its runs sooner needs less of a wait
     assert cost.punctual_bound(CronDelay(median_minutes=1, p95_minutes=8)).wait_minutes < (
         bound.wait_minutes)
+
+
+def test_on_cron_syncs_grid_the_defaults_daily_floor_is_above_4_5_times(
+        cost: ModuleType) -> None:
+    """Why the derived default cannot come within 4.5 times GitHub's own schedule for the
+    daily case at its lateness: the legs, the fan-in job and the cheapest punctual lead
+    set on the grid already cost more."""
+    bound = cost.grid_bound()
+    assert bound.covered >= 0.95 and all(lead % 5 == 1 for lead in bound.leads)
+    assert bound.wait_minutes > 10.9
+    # nothing on the grid with the same coverage waits less
+    for leads in [(16, 11, 6), (11, 6, 1), (16, 6), (21, 11, 1), (11, 6, 1)]:
+        other = cost.lead_set(leads, CronDelay())
+        assert other.covered < 0.95 or other.wait_minutes >= bound.wait_minutes, leads
+    github = 4 * 30 * (1 - 22 / 280)  # bench/cost.py's GitHub schedule: 111 a month
+    assert 150 + 30 * bound.per_fire > 4.5 * github
+    # off the grid the bound is lower: the grid, not the model, sets this floor
+    assert cost.punctual_bound(CronDelay()).wait_minutes < bound.wait_minutes - 2
+
+
+def test_the_external_clock_is_on_time_and_no_cheaper_than_its_floor(
+        cost: ModuleType) -> None:
+    """bench/cost.py's external clock rows, two seeds: p95 under 90 s in the daily and
+    the mixed case; runner-minutes above Bound 3's floor (a billed tick job a fire)."""
+    for case, floor in (("one daily schedule, 4 tracks", 1.36),
+                        ("ten schedules, 5 hourly + 5 daily", 1.53)):
+        schedules = [cost.without_fan_in_job(s) for s in cost.CASES[case]]
+        setup = cost.derived_setup(schedules, cost.TICK_LINGER, cost.EXTERNAL_DAILY)
+        assert setup.clock is not None and setup.cadence.mode == "external"
+        ours = cost.pooled([cost.orchestrator_month(schedules, setup, cost.START, s)
+                            for s in range(2)])
+        github = cost.pooled([cost.simulate_github_schedule(cost.CASES[case], cost.START,
+                                                            days=cost.DAYS, seed=s)
+                              for s in range(2)])
+        p95 = ours.lateness(0.95)
+        assert p95 is not None and 30 < p95 < 90, (case, p95)
+        assert ours.total_minutes / github.total_minutes > floor * 0.97, case

@@ -11,10 +11,11 @@ Enterprise Server 3.17::
 
 OpenAPI 3.0's ``nullable: true`` becomes JSON Schema's "or null", so that
 ``jsonschema`` reads the extract as GitHub means it. One more change is made on
-purpose: the dispatch request body gets
+purpose: the workflow dispatch request body gets
 ``additionalProperties: false``. GitHub refuses unknown keys there (``422``), and
 the contract must fail when the executor sends a field a version does not have
-(``return_run_details`` to GitHub Enterprise Server or to 2026-03-10).
+(``return_run_details`` to GitHub Enterprise Server or to 2026-03-10). The
+repository dispatch (an external clock's call) keeps its body as described.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ OPERATIONS = (
     "actions/cancel-workflow-run",
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
+    "repos/create-dispatch-event",
 )
+CLOSED_BODIES = ("actions/create-workflow-dispatch",)
+"""Operations whose request body refuses keys it does not list (see above)."""
 DESCRIPTIONS = {
     # output name: (file in the package's generated/ folder, API version or None)
     "api.github.com": ("api.github.com.deref.json", None),
@@ -92,6 +96,7 @@ def _patch(document: dict[str, Any], ops: list[dict[str, Any]]) -> None:
 
 
 def _operation(op: dict[str, Any], version: str | None) -> dict[str, Any]:
+    closed = op.get("operationId") in CLOSED_BODIES
     op = copy.deepcopy(op)
     if version is not None:
         for change in op.get("x-github-breaking-changes", []):
@@ -99,7 +104,7 @@ def _operation(op: dict[str, Any], version: str | None) -> dict[str, Any]:
                 _patch(op, change["patch"])
     body = (op.get("requestBody") or {}).get("content", {}).get("application/json", {})
     request = body.get("schema")
-    if request is not None:
+    if request is not None and closed:
         request = {**request, "additionalProperties": False}
     responses = {}
     for status, answer in op["responses"].items():

@@ -1,0 +1,321 @@
+"""The external clock: a scheduler outside GitHub that starts ``tick.yml`` at each slot.
+
+GitHub starts scheduled runs minutes late, and a runner that waits for a slot is
+billed. A clock that calls GitHub's API at the minute starts the tick within a
+runner's start-up, for one billed minute. This module owns:
+
+- the clock's entries: each schedule's timing as a clock takes it (its cron, zone and
+  daylight-saving policy, or a one-shot's instant), schedules with the same timing
+  sharing one entry;
+- the exact UTC calls of a span (each slot, plus its run's jitter; one call per
+  instant however many schedules share it);
+- the clock file ``cron-sync --external`` writes (``.github/orchestrator-clock.json``)
+  and its check for ``validate``: every slot of the next year has an entry;
+- the two requests GitHub accepts for it, and the one permission each needs;
+- :class:`Clock`, the loop of ``serve --clock-only``: at each due moment, one call.
+
+Invariants: the file holds only what the schedules say (no URL, no token), so every
+checkout writes the same bytes. The file is read as hostile input: a bad byte costs a
+line naming it, and every entry that still reads counts. A due moment gets one call;
+a failed call is tried again at the next wake-ups for :data:`RETRY_FOR`, then left to
+the safety tick. The token travels only in the request's header, never in a message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..cron import DstPolicy
+from ..errors import OrchestratorError
+from ..executors.github.client import GitHubClient, GitHubError, message
+from ..planner.fire import jitter
+from ..spec.config import Cadence
+from ..spec.models import Schedule, ScheduleSpec, TrackSpec
+from ..spec.triggers import Trigger, for_spec
+from ..state.layout import run_id_for
+from ..state.model import State
+from ..support import safejson
+from ..support.times import iso, iso_minute
+from .wake import Wake, due_moments
+
+CLOCK_FILE = Path(".github/orchestrator-clock.json")
+FORMAT = 1
+MAX_BYTES = 1024 * 1024
+EVENT_TYPE = "orchestrator-tick"
+"""The ``event_type`` of the clock's ``repository_dispatch``: tick.yml answers it."""
+TICK_WORKFLOW = "tick.yml"
+TOKEN_VARIABLE = "ORCHESTRATOR_CLOCK_TOKEN"
+"""Where the clock keeps its token: the curl lines read it, ``serve --clock-only`` too."""
+RETRY_FOR = timedelta(minutes=10)
+"""How long a failed call is tried again at the next wake-ups."""
+_COMMENT = ("Written by `orchestrator cron-sync --external` from schedules/ (do not edit "
+            "by hand; `orchestrator validate` fails when it misses a slot). An external "
+            "clock dispatches tick.yml at each entry's times: a cron in its time zone, or "
+            "a one-shot's instant. `cron-sync --external` prints the requests and the "
+            "exact UTC times.")
+
+
+# --------------------------------------------------------------------------- entries
+
+
+def _timing(spec: ScheduleSpec) -> tuple[Any, ...]:
+    at = spec.at_utc()
+    if at is not None:
+        return ("at", iso(at))
+    return ("cron", spec.cron, spec.timezone, spec.dst.gap.value, spec.dst.fold.value)
+
+
+def entries(schedules: Iterable[Schedule]) -> list[dict[str, Any]]:
+    """The clock's entries for the enabled schedules, in the file's order (timing, then
+    schedule ids); schedules with the same timing share one."""
+    grouped: dict[tuple[Any, ...], list[str]] = {}
+    for schedule in schedules:
+        if schedule.spec.enabled:
+            grouped.setdefault(_timing(schedule.spec), []).append(schedule.id)
+    out: list[dict[str, Any]] = []
+    for timing, ids in sorted(grouped.items(), key=lambda item: (item[0], item[1])):
+        if timing[0] == "at":
+            out.append({"at": timing[1], "schedules": sorted(ids)})
+        else:
+            _, expr, zone, gap, fold = timing
+            out.append({"cron": expr, "timezone": zone, "dst": {"gap": gap, "fold": fold},
+                        "schedules": sorted(ids)})
+    return out
+
+
+def file_text(schedules: Iterable[Schedule]) -> str:
+    """The clock file for ``schedules``: the same bytes from the same schedules."""
+    data = {"$comment": _COMMENT, "format": FORMAT, "entries": entries(schedules)}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def calls(schedules: Iterable[Schedule], start: datetime, until: datetime) -> list[datetime]:
+    """Every instant in ``(start, until]`` the clock must call, UTC, ascending, once each:
+    each enabled schedule's slots, each delayed by its run's jitter (the tick at the slot
+    would only mark the run; the one at slot plus jitter dispatches it)."""
+    found: set[datetime] = set()
+    for schedule in schedules:
+        spec = schedule.spec
+        if not spec.enabled:
+            continue
+        at = spec.at_utc()
+        slots = ([at] if start < at <= until else []) if at is not None else \
+            for_spec(spec).slots(start, until)
+        for slot in slots:
+            found.add(slot + jitter(run_id_for(schedule.id, slot), spec.jitter_seconds))
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- the file
+
+
+@dataclass(frozen=True)
+class ClockFile:
+    """What the clock file holds, as far as it reads."""
+
+    triggers: list[Trigger]
+    problems: list[str]
+    """One line per part that does not read (the file, or one entry)."""
+    readable: bool = True
+    """Whether its list of entries read (else nothing in it can be checked)."""
+
+
+def _entry_trigger(entry: Any) -> Trigger:
+    """The trigger of one entry; :class:`ValueError` (in words) for a bad one."""
+    if not isinstance(entry, dict):
+        raise ValueError("not an object")
+    track = [TrackSpec(name="tick", run="true")]
+    if "at" in entry:
+        return for_spec(ScheduleSpec.model_validate(
+            {"at": entry["at"], "timezone": "UTC", "tracks": track}, strict=False))
+    dst = entry.get("dst", {})
+    spec = ScheduleSpec(cron=entry.get("cron"), timezone=entry.get("timezone", "UTC"),
+                        dst=DstPolicy.model_validate(dst, strict=False), tracks=track)
+    return for_spec(spec)
+
+
+def read_clock_file(root: Path) -> ClockFile | None:
+    """The clock file at ``root`` (``None`` when there is none), read as hostile input:
+    a FIFO, a symlink out of the repository, a huge or deep file is one problem line."""
+    where = CLOCK_FILE.as_posix()
+    try:
+        raw = safejson.read_file(root / CLOCK_FILE, max_bytes=MAX_BYTES, root=root)
+        data = safejson.loads(raw, max_bytes=MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except safejson.UnsafeJSON as exc:
+        return ClockFile([], [f"{where}: {exc}"], readable=False)
+    listed = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return ClockFile([], [f"{where}: no 'entries' list"], readable=False)
+    triggers: list[Trigger] = []
+    problems: list[str] = []
+    for n, entry in enumerate(listed):
+        try:
+            triggers.append(_entry_trigger(entry))
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is one
+            problem = str(exc).splitlines()[0][:200]
+            problems.append(f"{where}: entry {n}: {problem} (left out)")
+    return ClockFile(triggers, problems)
+
+
+def uncovered(triggers: Sequence[Trigger], schedules: Iterable[Schedule], start: datetime,
+              until: datetime) -> dict[str, list[datetime]]:
+    """Schedule id -> its slots in ``(start, until]`` no entry calls at."""
+    called: set[datetime] = set()
+    for trigger in triggers:
+        called.update(trigger.slots(start, until))
+    missing: dict[str, list[datetime]] = {}
+    for schedule in schedules:
+        if not schedule.spec.enabled:
+            continue
+        at = schedule.spec.at_utc()
+        slots = ([at] if start < at <= until else []) if at is not None else \
+            for_spec(schedule.spec).slots(start, until)
+        lost = [slot for slot in slots if slot not in called]
+        if lost:
+            missing[schedule.id] = lost
+    return missing
+
+
+def check(root: Path, schedules: list[Schedule], start: datetime,
+          until: datetime) -> list[str]:
+    """``validate``'s problems with the clock file: it is missing, does not read, or
+    leaves slots of ``(start, until]`` without a call."""
+    where = CLOCK_FILE.as_posix()
+    found = read_clock_file(root)
+    if found is None:
+        return [f"{where} not found: the external clock has no schedule; run "
+                "`orchestrator cron-sync --external` and commit it"]
+    problems = list(found.problems)
+    if not found.readable:
+        return problems
+    for sid, slots in sorted(uncovered(found.triggers, schedules, start, until).items()):
+        problems.append(f"{where}: no call at {len(slots)} slot(s) of {sid!r} (first "
+                        f"{iso_minute(slots[0])}); run `orchestrator cron-sync --external` "
+                        "and commit the file with the schedule")
+    return problems
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Request:
+    """One way to start tick.yml through GitHub's API, and the token it needs."""
+
+    event: str
+    """``workflow_dispatch`` or ``repository_dispatch``: the run's event."""
+    path: str
+    """Below the API's URL: ``repos/OWNER/REPO/...``."""
+    body: dict[str, str]
+    permission: str
+    """The one repository permission a fine-grained token needs for it (GitHub's
+    "Permissions required for fine-grained personal access tokens")."""
+
+    def url(self, api_url: str) -> str:
+        return f"{api_url.rstrip('/')}/{self.path}"
+
+    def curl(self, api_url: str, api_version: str) -> str:
+        """The call as a shell line; the token is the variable :data:`TOKEN_VARIABLE`."""
+        body = json.dumps(self.body, separators=(",", ":"))
+        return (f'curl -fsS -X POST -H "Authorization: Bearer ${TOKEN_VARIABLE}" '
+                f'-H "Accept: application/vnd.github+json" '
+                f'-H "X-GitHub-Api-Version: {api_version}" '
+                f"{self.url(api_url)} -d '{body}'")
+
+    @property
+    def token(self) -> str:
+        return (f"a fine-grained personal access token for this repository only, with the "
+                f"repository permission {self.permission}: Read and write (and nothing "
+                "else; GitHub adds Metadata: Read)")
+
+    def to_json(self, api_url: str, api_version: str) -> dict[str, Any]:
+        return {"event": self.event, "method": "POST", "url": self.url(api_url),
+                "body": self.body, "permission": f"{self.permission}: write",
+                "token": self.token, "curl": self.curl(api_url, api_version)}
+
+
+def dispatch(client: GitHubClient, request: Request) -> str:
+    """Make ``request`` through ``client``; a few words on it, or :class:`GitHubError`.
+    The client repeats it after a server error or no answer: a call GitHub took twice
+    starts a second tick, which finds nothing left to do."""
+    response = client.request("POST", request.path, body=request.body)
+    if response.status_code not in (200, 204):
+        raise GitHubError(f"POST {request.path}: {response.status_code} {message(response)}",
+                          status=response.status_code)
+    return f"dispatched {TICK_WORKFLOW} ({request.event})"
+
+
+def requests(repository: str, ref: str) -> dict[str, Request]:
+    """The two requests, by event. The workflow dispatch needs the narrower token:
+    Actions can start and cancel runs, Contents could also push code."""
+    return {
+        "workflow_dispatch": Request(
+            "workflow_dispatch", f"repos/{repository}/actions/workflows/{TICK_WORKFLOW}/"
+            "dispatches", {"ref": ref}, "Actions"),
+        "repository_dispatch": Request(
+            "repository_dispatch", f"repos/{repository}/dispatches",
+            {"event_type": EVENT_TYPE}, "Contents"),
+    }
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def clock_moments(schedules: Iterable[Schedule], state: State, after: datetime,
+                  cadence: Cadence) -> list[Wake]:
+    """The due moments after ``after`` worth a call: every slot (a call costs no
+    waiting) and what a lingering tick waits for (a retry's back-off end, a poll, a
+    run's jitter); not a timeout or a deadline, which the safety tick settles."""
+    return [m for m in due_moments(schedules, state, after, cadence)
+            if m.slot or m.worth_waiting]
+
+
+Read = Callable[[], tuple[list[Schedule], State, Cadence]]
+"""The schedules of the checkout, the state branch's open runs and the cadence."""
+Call = Callable[[datetime], str]
+"""Starts tick.yml once; returns a few words on what it did, raises on failure."""
+
+
+class Clock:
+    """The loop of ``serve --clock-only``: one call for each due moment that passed.
+
+    It remembers only the instant of its last look: a moment in ``(last, now]`` is due
+    now. A failed call leaves the look where it was, so the next wake-up tries again,
+    until :data:`RETRY_FOR` after the moment."""
+
+    def __init__(self, read: Read, call: Call, started: datetime) -> None:
+        self._read = read
+        self._call = call
+        self.last = started
+        self.next_at: datetime | None = None
+        """The next moment worth a call after the last look (the loop wakes for it)."""
+        self.calls = 0
+
+    def work(self, now: datetime) -> list[str]:
+        schedules, state, cadence = self._read()
+        due = [m for m in clock_moments(schedules, state, self.last, cadence) if m.at <= now]
+        lines: list[str] = []
+        if due:
+            try:
+                done = self._call(now)
+            except OrchestratorError as exc:
+                if now - due[0].at < RETRY_FOR:
+                    upcoming = clock_moments(schedules, state, now, cadence)
+                    self.next_at = upcoming[0].at if upcoming else None
+                    return [f"call failed ({exc.message}); trying again at the next wake-up"]
+                lines.append(f"call failed ({exc.message}); gave up on {due[0].reason}: "
+                             "the safety tick catches up")
+            else:
+                self.calls += 1
+                lines.append(f"{done} for {due[0].reason}")
+        self.last = now
+        upcoming = clock_moments(schedules, state, now, cadence)
+        self.next_at = upcoming[0].at if upcoming else None
+        return lines
