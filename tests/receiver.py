@@ -4,7 +4,8 @@ It answers every POST as its ``mode`` says and records what arrived:
 
 - ``ok``: ``200 ok`` (what Slack's incoming webhooks answer);
 - ``fail``: ``500``;
-- ``hang``: reads the request, then never answers until the receiver stops;
+- ``hang``: reads the request, then never answers until the receiver stops; it notes
+  how long the sender kept the connection open (:attr:`Receiver.held`);
 - ``slack-429``: ``429`` with ``Retry-After: 0`` the first time, then ``200``.
 
 Use the ``receiver`` factory fixture (registered in ``tests/conftest.py``)::
@@ -19,7 +20,10 @@ Use the ``receiver`` factory fixture (registered in ``tests/conftest.py``)::
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +47,8 @@ class Receiver:
     def __init__(self, mode: str = "ok") -> None:
         self.mode = mode
         self.requests: list[Received] = []
+        self.held: list[float] = []
+        """Seconds each hung request's sender waited before it hung up (``hang``)."""
         self.lock = threading.Lock()
         self.release = threading.Event()
         receiver = self
@@ -71,7 +77,7 @@ class Receiver:
 
     def answer(self, handler: BaseHTTPRequestHandler, count: int) -> None:
         if self.mode == "hang":
-            self.release.wait(60)
+            self._hang(handler.connection)
             return
         status, extra = 200, {}
         if self.mode == "fail":
@@ -86,6 +92,16 @@ class Receiver:
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)
+
+    def _hang(self, connection: socket.socket) -> None:
+        """Answer nothing; note when the sender closes its end (the socket reads EOF)."""
+        start = time.monotonic()
+        while not self.release.is_set() and time.monotonic() - start < 60:
+            readable, _, _ = select.select([connection], [], [], 0.05)
+            if readable and connection.recv(1, socket.MSG_PEEK) == b"":
+                with self.lock:
+                    self.held.append(time.monotonic() - start)
+                return
 
     def events(self) -> list[Any]:
         """The JSON bodies received, in order."""
