@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from tests.acceptance.cliuser import User, wait
@@ -41,6 +42,8 @@ def test_notify_test_says_what_each_channel_answered(
     assert "1 of 2 channel(s) did not accept the test event" in proc.stderr
     assert slack.events()[0]["blocks"][0]["text"]["text"] == "Dead letter: nightly"
     assert broken.events()[0]["kind"] == "dead_letter"
+    # what a json webhook gets is what `schema --event` describes
+    jsonschema.validate(broken.events()[0], json.loads(user.run("schema", "--event").stdout))
     assert slack.url not in proc.stdout + proc.stderr
     broken.mode = "ok"
     user.run("notify", "test")  # every channel accepts: exit 0

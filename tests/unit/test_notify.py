@@ -33,7 +33,12 @@ from orchestrator.state import layout
 from orchestrator.state.health import RunnerHealth
 from orchestrator.state.model import State
 from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Transition
-from orchestrator.support.credentials import Redactor, is_credential
+from orchestrator.support.credentials import (
+    Redactor,
+    is_credential,
+    redactor,
+    track_environment,
+)
 from tests.builders import schedule_spec
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -372,6 +377,9 @@ def test_a_webhook_names_a_variable_kept_from_tracks() -> None:
 def test_webhook_variables_are_credentials_and_token_shapes_are_redacted() -> None:
     assert is_credential("SLACK_WEBHOOK") and is_credential("ORCHESTRATOR_WEBHOOK_URL")
     assert not is_credential("SLACK_CHANNEL") and not is_credential("HOME")
+    env = {"SLACK_WEBHOOK": "https://hooks.slack.com/services/T/B/x", "HOME": "/home/u"}
+    assert track_environment(env) == {"HOME": "/home/u"}  # a track never sees the URL
+    assert "hooks.slack.com" not in redactor(env)("posting to " + env["SLACK_WEBHOOK"])
     redact = Redactor()
     for shaped in (TOKEN, "github_pat_" + "A1_" * 10, "xoxb-1234567890-abcdef",
                    "https://hooks.slack.com/services/T00/B00/XXXX",
