@@ -28,7 +28,9 @@ from .record import MAX_OUTBOX, NotifyRecord, Pending, Streak
 CLAIM_GRACE = timedelta(minutes=5)
 """An entry claimed this long ago and still in the outbox was left by a tick that died:
 a later tick claims it again. Longer than a tick spends between its commit and its
-deliveries (the dispatch, then the delivery budget)."""
+deliveries: the dispatch (its API waits end after 2 minutes), then the delivery budget
+(a budget over 3 minutes lengthens the grace by as much)."""
+DISPATCH_ALLOWANCE = timedelta(minutes=3)
 MAX_ATTEMPTS = 3
 """Claims of one entry before it is dropped with a line."""
 
@@ -97,7 +99,9 @@ def prepare(record: NotifyRecord, events: Sequence[Event], routes: Routes, now: 
                                  streak=streak.since if streak else None,
                                  issue=streak.issue if streak else None))
     if scoped is None:
-        kept, again, lines = _reclaim(record.outbox, now)
+        grace = max(CLAIM_GRACE, DISPATCH_ALLOWANCE + timedelta(
+            seconds=routes.repo.budget_seconds))
+        kept, again, lines = _reclaim(record.outbox, now, grace)
     else:
         kept, again = list(record.outbox), []
     outbox = [*kept, *again, *fresh]
@@ -128,7 +132,7 @@ def _move_streak(streaks: dict[str, Streak], event: Event) -> Streak | None:
     return streak
 
 
-def _reclaim(outbox: Iterable[Pending], now: datetime
+def _reclaim(outbox: Iterable[Pending], now: datetime, grace: timedelta
              ) -> tuple[list[Pending], list[Pending], list[str]]:
     """The entries left as they are, those claimed again by this tick, and a line per
     entry given up."""
@@ -136,7 +140,7 @@ def _reclaim(outbox: Iterable[Pending], now: datetime
     again: list[Pending] = []
     lines: list[str] = []
     for entry in outbox:
-        if now < entry.claimed_at + CLAIM_GRACE:
+        if now < entry.claimed_at + grace:
             kept.append(entry)
         elif entry.attempt >= MAX_ATTEMPTS:
             lines.append(f"notify: {entry.event.id} dropped after {entry.attempt} attempts "

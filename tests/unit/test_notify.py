@@ -232,6 +232,10 @@ def test_an_entry_left_by_a_tick_that_died_is_claimed_again_after_its_grace() ->
     assert "dropped after 3 attempts" in dropped.lines[0]
     # a tick scoped to one run leaves the others' entries to the cron tick
     assert prepare(record, [], routes, later, State(), scoped=RUN).claims == ()
+    # a long delivery budget lengthens the grace: the claimant may still be delivering
+    slow = Routes(NotifySpec(github_issues=True, budget_seconds=300))
+    assert prepare(record, [], slow, later, State()).claims == ()
+    assert prepare(record, [], slow, NOW + timedelta(minutes=8), State()).claims
 
 
 def test_the_outbox_is_bounded() -> None:
