@@ -249,3 +249,23 @@ def test_a_token_a_track_prints_is_in_no_issue_comment_or_payload(
     for text in texts:  # not even Markdown-escaped (github\\_pat\\_...)
         assert "Sh4pedLikeAT0ken" not in text and "D3scr1pt10n" not in text
     assert "using \\*\\*\\*" in issue.body or "using ***" in issue.body
+
+
+def test_notify_test_opens_a_test_issue_and_closes_it(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    repo = Repo(tmp_path, fake_github)
+    proc = cli(repo.path, "notify", "test", "--event", "run_failed", env=repo.env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("github_issues: opened #1 (")
+    assert proc.stdout.rstrip().endswith("and closed it")
+    [issue] = fake_github.issues.issues.values()
+    assert issue.title == "orchestrator: notification test (run_failed)"
+    assert (issue.state, issue.labels) == ("closed", ["orchestrator"])
+    assert "nothing happened" in (issue.body or "")
+
+    fake_github.issues.issues_write = False
+    proc = cli(repo.path, "notify", "test", env=repo.env)
+    assert proc.returncode == 1
+    assert "github_issues: not sent: the token cannot write issues" in proc.stdout
+    assert "1 of 1 channel(s) did not accept the test event" in proc.stderr
+    assert len(fake_github.issues.issues) == 1
