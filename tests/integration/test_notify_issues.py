@@ -269,3 +269,19 @@ def test_notify_test_opens_a_test_issue_and_closes_it(
     assert "github_issues: not sent: the token cannot write issues" in proc.stdout
     assert "1 of 1 channel(s) did not accept the test event" in proc.stderr
     assert len(fake_github.issues.issues) == 1
+
+
+def test_a_schedule_id_longer_than_a_label_is_cut_to_github_s_50_characters(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    sid = "nightly_report_for_the_finance_team_in_europe_and_the_americas"  # 62
+    origin = make_origin(tmp_path, {sid: spec_data(tracks=[{"name": "check", "run": "false"}])})
+    path = clone(origin, tmp_path / "repo")
+    (path / "orchestrator.json").write_text(json.dumps({"notify": {"github_issues": True}}))
+    work, env = tmp_path / "work", {**os.environ, **fake_github.env()}
+    tick_here(path, datetime.fromisoformat(DAY.format(1, 1)), work, environ=env)
+    wait_until(lambda: finished(work, f"{sid}--20261201T0700Z--check--1"))
+    log = tick_here(path, datetime.fromisoformat(DAY.format(1, 2)), work, environ=env).log
+    assert any("opened #1" in line for line in log), log
+    [issue] = fake_github.issues.issues.values()
+    assert issue.labels == ["orchestrator", sid[:50]]
+    assert issue.title == f"orchestrator: {sid} is failing"
