@@ -6,7 +6,9 @@ It answers every POST as its ``mode`` says and records what arrived:
 - ``fail``: ``500``;
 - ``hang``: reads the request, then never answers until the receiver stops; it notes
   how long the sender kept the connection open (:attr:`Receiver.held`);
-- ``slack-429``: ``429`` with ``Retry-After: 0`` the first time, then ``200``.
+- ``slack-429``: ``429`` with ``Retry-After: 0`` the first time, then ``200``;
+- ``endless-200``, ``endless-400``: that status, then a body that never ends: a byte
+  every 50 ms until the receiver stops (a minute at most).
 
 Use the ``receiver`` factory fixture (registered in ``tests/conftest.py``)::
 
@@ -79,6 +81,9 @@ class Receiver:
         if self.mode == "hang":
             self._hang(handler.connection)
             return
+        if self.mode.startswith("endless-"):
+            self._endless(handler, int(self.mode.removeprefix("endless-")))
+            return
         status, extra = 200, {}
         if self.mode == "fail":
             status = 500
@@ -92,6 +97,19 @@ class Receiver:
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)
+
+    def _endless(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Length", str(10**9))
+        handler.end_headers()
+        start = time.monotonic()
+        try:
+            while not self.release.wait(0.05) and time.monotonic() - start < 60:
+                handler.wfile.write(b"x")
+                handler.wfile.flush()
+        except OSError:
+            pass  # the sender hung up
 
     def _hang(self, connection: socket.socket) -> None:
         """Answer nothing; note when the sender closes its end (the socket reads EOF)."""

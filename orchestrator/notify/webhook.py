@@ -8,6 +8,8 @@
 - A ``2xx`` answer delivers. ``429``, ``5xx``, a timeout or no answer is tried again
   with back-off (``Retry-After`` when given) while the deadline allows; any other
   answer, or the deadline, drops the event with one line. Redirects are not followed.
+- An answer's body is read only to quote the start of a refusal, at most
+  :data:`SAID_LIMIT` bytes: a receiver that answers without end costs nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from .text import json_payload, slack_payload
 REQUEST_TIMEOUT = 10.0
 """Seconds one request may take at most (less when the deadline is nearer)."""
 FIRST_BACKOFF = 0.5
+SAID_LIMIT = 200
+"""Bytes of a refusal's body a line quotes; no more is read."""
+SAID_SECONDS = 1.0
+"""Seconds spent reading a refusal's body at most: it is only quoted."""
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -97,18 +103,35 @@ class Webhook:
         or ``dropped`` when there is no next)."""
         timeout = max(0.1, min(REQUEST_TIMEOUT, deadline.left()))
         try:
-            response = client.post(self.url, content=body, headers=headers, timeout=timeout)
+            with client.stream("POST", self.url, content=body, headers=headers,
+                               timeout=timeout) as response:
+                status = response.status_code
+                if 200 <= status < 300:  # the status says it all: the body is not read
+                    return None, f"delivered ({status})", "delivered"
+                said = self.redact(_start_of(response, deadline))
         except httpx.TimeoutException:
             return None, f"no answer within {timeout:.1f}s", None
         except httpx.HTTPError as exc:
             return None, f"no answer ({type(exc).__name__})", None
-        said = self.redact(response.text[:200].strip().replace("\n", " "))
-        status = response.status_code
-        if 200 <= status < 300:
-            return None, f"delivered ({status})", "delivered"
         if status == 429 or status >= 500:
             return _retry_after(response), f"answered {status} {said}".strip(), None
         return None, f"answered {status} {said}".strip(), "dropped"
+
+
+def _start_of(response: httpx.Response, deadline: Deadline) -> str:
+    """The first :data:`SAID_LIMIT` bytes of an answer (what came within
+    :data:`SAID_SECONDS`), as one line: a receiver that answers without end, or a byte
+    at a time, costs neither memory nor the budget."""
+    start, until = b"", time.monotonic() + SAID_SECONDS
+    try:
+        for chunk in response.iter_raw():
+            start += chunk
+            if len(start) >= SAID_LIMIT or deadline.passed or time.monotonic() > until:
+                break
+    except httpx.HTTPError:
+        pass  # the status is the answer; its text is a courtesy
+    text = start[:SAID_LIMIT].decode("utf-8", "replace")
+    return " ".join(text.split())
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -201,3 +201,24 @@ def test_an_unreadable_notify_record_holds_notifications_and_costs_nothing_else(
     assert len(hook.requests) == before
     _, files = read_state(repo.path)
     assert files["state/notify.json"] == b"[" * 5000  # never rewritten
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_an_answer_without_end_is_not_read_to_its_end(
+        tmp_path: Path, receiver: Callable[[str], Receiver], status: int) -> None:
+    """The status is the answer: a 2xx delivers at once, a refusal's first bytes are
+    quoted, and a body trickling for a minute holds nothing up."""
+    endless = receiver(f"endless-{status}")
+    repo = Repo(tmp_path, [{"url_secret": "TEAM_WEBHOOK", "events": ["run_failed"]}],
+                {"TEAM_WEBHOOK": endless.url}, budget_seconds=20)
+    repo.fire()
+    started = time.monotonic()
+    lines = repo.tick(at(2))
+    took = time.monotonic() - started
+    [said] = [line for line in lines if "TEAM_WEBHOOK" in line]
+    if status == 200:
+        assert said.endswith(f"run_failed:{RUN}:1: delivered (200)"), said
+    else:
+        assert f"run_failed:{RUN}:1: answered 400 {'x' * 5}" in said, said
+    assert len(endless.requests) == 1
+    assert took < 12, took  # not the budget, nor the minute the body would take
