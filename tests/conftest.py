@@ -10,8 +10,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# The fake GitHub server and its `fake_github` fixture (tests/fakes/github.py).
-pytest_plugins = ["tests.fakes.github"]
+# The fake GitHub server and its `fake_github` fixture (tests/fakes/github.py), and the
+# webhook receiver's `receiver` fixture (tests/receiver.py).
+pytest_plugins = ["tests.fakes.github", "tests.receiver"]
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +29,8 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.invalid")
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
     for var in ("GITHUB_TOKEN", "GH_TOKEN", "ORCHESTRATOR_REPO", "ORCHESTRATOR_REMOTE",
-                "ORCHESTRATOR_STATE_BRANCH", "GITHUB_STEP_SUMMARY"):
+                "ORCHESTRATOR_STATE_BRANCH", "GITHUB_STEP_SUMMARY", "GITHUB_REPOSITORY",
+                "GITHUB_RUN_ID", "ORCHESTRATOR_TOKEN", "SLACK_WEBHOOK"):
         monkeypatch.delenv(var, raising=False)
     real_state = REPO_ROOT / "state"
     before = sorted(p.name for p in real_state.iterdir()) if real_state.exists() else []

@@ -11,8 +11,9 @@ origin (:mod:`tests.gitrepo`) with the local or the GitHub executor:
   :func:`cli_tick` is its ``tick --now``, :func:`github_cli_tick` the same with the
   GitHub executor; :func:`start_cli` and :func:`start_github_tick` start one without
   waiting (ticks that race), and :func:`run_ticks` waits for them;
-- :func:`state_of`, :func:`read_state`, :func:`launches`, :func:`wait_until`: what a
-  tick left behind, on the state branch and in the local work folder.
+- :func:`state_of`, :func:`read_state`, :func:`launches`, :func:`finished`,
+  :func:`wait_until`: what a tick left behind, on the state branch and in the local
+  work folder.
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ class Sleeper:
         self.fake.now = (self.fake.now or self.start) + timedelta(seconds=seconds)
 
 
-def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
+def github_tick(repo: Path, fake: FakeGitHub, now: datetime,
+                environ: Mapping[str, str] | None = None) -> TickResult:
     """A tick in this process with the GitHub executor against ``fake``, whose clock is
-    set to ``now``; the executor sleeps on the fake's clock."""
+    set to ``now``; the executor sleeps on the fake's clock. ``environ``: the tick's
+    environment (its notifications' channels), default this process's."""
     policy = BreakerPolicy(threshold=5, cooldown=timedelta(minutes=15))
     fake.now = now
 
@@ -100,7 +103,7 @@ def github_tick(repo: Path, fake: FakeGitHub, now: datetime) -> TickResult:
 
     store = GitStateStore(repo, "origin", STATE_BRANCH)
     return Tick(store, repo, make, now, executor_name="github",
-                dispatch_grace=timedelta(minutes=10)).run()
+                dispatch_grace=timedelta(minutes=10), environ=environ).run()
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -179,6 +182,16 @@ def read_state(repo: Path) -> tuple[state_model.State, dict[str, bytes]]:
     snap = GitStateStore(repo, "origin", STATE_BRANCH).read()
     assert_index_agrees(snap.files)
     return state_model.load(snap.files, all_tracks=True), dict(snap.files)
+
+
+def finished(work: Path, key: str) -> bool:
+    """Whether the local attempt ``key`` in ``work`` has ended: its ``status.json`` says
+    neither ``queued`` nor ``running``."""
+    try:
+        status = json.loads((work / key / "status.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    return isinstance(status, dict) and status.get("state") not in ("queued", "running")
 
 
 def launches(work: Path) -> list[str]:

@@ -1,4 +1,5 @@
-"""``orchestrator schema``: print the JSON Schema of a schedule file (or of orchestrator.json)."""
+"""``orchestrator schema``: print the JSON Schema of a schedule file, of orchestrator.json
+or of a notification event."""
 
 from __future__ import annotations
 
@@ -12,11 +13,20 @@ from ..spec.files import schema_text
 @click.command("schema")
 @click.option("--config", "config", is_flag=True,
               help="The schema of orchestrator.json (repository settings) instead.")
-def command(config: bool) -> int:
+@click.option("--event", "event", is_flag=True,
+              help="The schema of a notification event (what a json webhook receives).")
+def command(config: bool, event: bool) -> int:
     """Print the JSON Schema of schedules/*.json.
 
     Regenerate the committed copy with: orchestrator schema > schedules/schedule.schema.json
     """
+    if config and event:
+        raise click.UsageError("--config and --event: give one")
+    if event:
+        from ..notify.events import event_json_schema
+
+        click.echo(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
+        return 0
     if config:
         from ..spec.config import repo_config_json_schema
 

@@ -8,7 +8,9 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
   several ``serve`` processes (or a ``serve`` and the GitHub workflow) may tick the
   same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
-  older than ``--max-staleness`` (say, pushes are being rejected);
+  older than ``--max-staleness`` (say, pushes are being rejected), and tells the
+  channels of ``orchestrator.json`` (``tick_stale``, once per silence; the watchdog's
+  issue is closed when ticks resume), as ``status --notify`` does;
 - ``compact`` once a day, with ``--compact-keep-days N``; then this ``serve``'s ticks
   leave ``keep_finished_runs_days`` (:mod:`orchestrator.runs.retention`) alone: the flag
   wins over the setting, so the two never archive on different terms in one process.
@@ -40,6 +42,8 @@ import click
 from .. import executors
 from ..cadence.serve import Loop, Work
 from ..errors import UserError
+from ..notify.events import Links
+from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
 from ..spec.config import Cadence, RepoSettings
 from ..spec.files import load_all
@@ -132,15 +136,27 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
 
 
 def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
+    watchers: list[Watcher] = []
+
     def work(now: datetime) -> list[str]:
-        files = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+        store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+        files = store.read().files
+        spec = RepoSettings.read(cfg.repo).notify
+        if not watchers or watchers[0].spec != spec:  # orchestrator.json changed
+            watchers[:] = [Watcher(spec, os.environ, *(
+                (watchers[0].sent, watchers[0].stale_told) if watchers else ()))]
+        watcher, links = watchers[0], Links.from_env(spec.brief_url, os.environ)
+        if store.rewound:
+            return [f"warning: {store.rewound}",
+                    *watcher.send(rewind_event(store.rewound, now, links), now, once=True)]
         last = last_tick_at(files)
-        if last is None:
-            return ["warning: no tick recorded on the state branch yet"]
-        if now - last > timedelta(minutes=max_staleness):
+        if last is None or now - last > timedelta(minutes=max_staleness):
+            told = watcher.send(stale_event(last, now, max_staleness, links), now, once=True)
+            if last is None:
+                return ["warning: no tick recorded on the state branch yet", *told]
             return [f"warning: the last tick on the state branch is from "
-                    f"{iso(last)}, more than {max_staleness:g} minutes ago"]
-        return []
+                    f"{iso(last)}, more than {max_staleness:g} minutes ago", *told]
+        return watcher.resumed(last, now) if watcher.stale_told else []
 
     return work
 

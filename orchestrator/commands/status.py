@@ -6,6 +6,10 @@ minutes (default 60) have passed. So the default ``--max-staleness`` is larger t
 that plus the longest gap between the ticks tick.yml schedules (90 minutes without a
 tick.yml): a healthy but idle repository is never reported stale.
 
+With ``--notify`` (what ``watchdog.yml`` runs) a stale clock or a rewound state branch
+also goes to the channels of ``orchestrator.json`` (:mod:`orchestrator.notify.watch`),
+and the watchdog's issue is closed once ticks resume.
+
 Exit codes: 0 when the last tick is recent enough, 5 (:class:`~orchestrator.errors.Stale`)
 when it is older than ``--max-staleness`` or there is none, 6
 (:class:`~orchestrator.errors.DeadLettersWaiting`) with ``--fail-on-dead-letters``
@@ -16,7 +20,9 @@ every case, so a watchdog's log shows what it saw.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+import os
+from datetime import datetime, timedelta
+from typing import Any
 
 import click
 
@@ -44,9 +50,12 @@ from .context import Config, pass_config
 @click.option("--accept-rewind", is_flag=True,
               help="The state branch was rewound (or deleted) behind its high-water mark "
                    "and a person has checked it: fire from it as it is now.")
+@click.option("--notify", is_flag=True, envvar="ORCHESTRATOR_NOTIFY",
+              help="Send tick_stale (or rewind_refused) to the channels of "
+                   "orchestrator.json, and close the watchdog's issue once ticks resume.")
 @pass_config
 def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool,
-            as_json: bool, now_text: str | None, accept_rewind: bool) -> int:
+            as_json: bool, now_text: str | None, accept_rewind: bool, notify: bool) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
@@ -81,6 +90,9 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
         click.echo("\n".join(text(report) + retention.describe_lines(report["retention"])))
+    if notify:
+        for line in alert(settings, report, store.rewound, now, max_staleness):
+            click.echo(line, err=True)
     if store.rewound:
         raise Rewound(store.rewound)
     if report["stale"]:
@@ -93,3 +105,24 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         raise DeadLettersWaiting(f"{report['dead_letters']} dead letter(s) wait for a "
                                  "decision: see `orchestrator dlq list`")
     return 0
+
+
+def alert(settings: RepoSettings, report: dict[str, Any], rewound: str | None,
+          now: datetime, limit: float) -> list[str]:
+    """What ``--notify`` tells the channels: the rewind, the silence, or that ticks
+    resumed (the watchdog's issue is closed then); one line per delivery."""
+    from ..notify.events import Links
+    from ..notify.watch import Watcher, rewind_event, stale_event
+    from ..support.times import parse_utc
+
+    spec = settings.notify
+    if not spec.enabled:
+        return ["notify: no channel in orchestrator.json (notify): nothing sent"]
+    watcher = Watcher(spec, os.environ)
+    links = Links.from_env(spec.brief_url, os.environ)
+    last = parse_utc(report["last_tick"])
+    if rewound:
+        return watcher.send(rewind_event(rewound, now, links), now)
+    if report["stale"]:
+        return watcher.send(stale_event(last, now, limit, links), now)
+    return watcher.resumed(last, now) if last is not None else []

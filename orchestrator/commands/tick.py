@@ -6,7 +6,7 @@ import functools
 import json
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -32,7 +32,8 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None, retention: bool = True) -> Tick:
+              outcomes: Path | None = None, retention: bool = True,
+              environ: Mapping[str, str] | None = None) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
@@ -45,7 +46,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention)
+                retention=retention, environ=environ)
 
 
 def summary_lines(result: TickResult) -> list[str]:

@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from ..errors import OrchestratorError, UserError
 from ..support import safejson
 from .fields import CronText, Frozen
+from .notify import NotifySpec
 
 CONFIG_FILE = "orchestrator.json"
 MAX_BYTES = 64 * 1024
@@ -121,6 +122,10 @@ class RepoConfig(Frozen):
         "does: off the state branch, kept under the tag orchestrator-archive/<time>. Open "
         "runs and runs with a dead letter waiting are kept. null: keep every run (no "
         "automatic archiving).")
+    notify: NotifySpec = Field(
+        default_factory=NotifySpec,
+        description="Where events worth a person's attention go: a GitHub issue per failing "
+        "schedule, webhooks (see README, 'Notifications').")
 
 
 def read_config_bytes(root: Path) -> bytes:
@@ -210,6 +215,11 @@ class RepoSettings:
         """Invalid file: ``None``, keep every run. Archiving on defaults the user may have
         meant to change would lose nothing, but surprise them."""
         return self.config.keep_finished_runs_days if self.config else None
+
+    @property
+    def notify(self) -> NotifySpec:
+        """Invalid file: no channel. Its problem is reported by every tick instead."""
+        return self.config.notify if self.config else NotifySpec()
 
     @property
     def caps_problem(self) -> str | None:

@@ -1,4 +1,5 @@
-"""Failure and capacity policies of a schedule, and the pause record of its cursor.
+"""Failure, capacity and notification policies of a schedule, and the pause record of
+its cursor.
 
 Every policy is opt-in: a field left out (``null``) keeps the behaviour a schedule
 had without it. :class:`SchedulePolicies` is a base of
@@ -15,6 +16,8 @@ from enum import StrEnum
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from .notify import ScheduleNotify
 
 
 def _aware_utc(value: datetime) -> datetime:
@@ -134,6 +137,17 @@ class SchedulePolicies(BaseModel):
         description="Pause the schedule after this many consecutive runs ended failed: "
         "a paused schedule fires nothing until `orchestrator schedules resume ID --reason "
         "R`. Editing the file does not resume it. Unset: never paused.",
+    )
+    sla_minutes: float | None = Field(
+        None, gt=0, le=7 * 24 * 60,
+        description="A run not finished this many minutes after its slot is an SLA miss: "
+        "the event sla_missed, once per run (noticed by the first tick after it). Unset: "
+        "no SLA.",
+    )
+    notify: ScheduleNotify | None = Field(
+        None,
+        description="This schedule's own notifications over orchestrator.json's: "
+        "github_issues on or off, and webhooks of its own.",
     )
 
 

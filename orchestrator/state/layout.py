@@ -41,6 +41,9 @@ QUIET_FOLDER = f"{ROOT}/quiet-folder.json"
 """The memo's entry for the whole schedule folder."""
 RETENTION = f"{ROOT}/retention.json"
 """The last compaction by a tick (:mod:`orchestrator.runs.retention`)."""
+NOTIFY = f"{ROOT}/notify.json"
+"""Notifications: failing streaks and their issues, events not yet delivered
+(:mod:`orchestrator.notify.record`)."""
 
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
 """How a run id writes its slot (in UTC)."""

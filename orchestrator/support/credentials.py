@@ -6,7 +6,8 @@ A track is arbitrary code, and what it prints ends up in committed records, the 
 - a track command gets no orchestrator credential in its environment unless its
   schedule names it in the track's ``credentials`` field (:func:`track_environment`);
 - every text taken from a track (its result, its error and stderr tail, a report's
-  message) passes :func:`redactor` before it is committed or printed;
+  message) passes :func:`redactor` before it is committed or printed, and so does every
+  text a notification sends out;
 - what the orchestrator sets in its own environment (:mod:`orchestrator.support.process`) is
   not passed on either: a track's environment is its user's.
 """
@@ -32,6 +33,21 @@ CREDENTIALS = (
 """Environment variables that hold a credential of the orchestrator (or of its runner)."""
 
 _LOOKS_SECRET = re.compile(r"^ORCHESTRATOR_.*(TOKEN|SECRET|PASSWORD|KEY)$")
+_WEBHOOK = re.compile(r"^[A-Z0-9_]*WEBHOOK[A-Z0-9_]*$")
+"""A webhook URL is a credential: whoever has it may post to the channel behind it
+(``SLACK_WEBHOOK``, ``ORCHESTRATOR_WEBHOOK_URL``)."""
+
+_U = r"\\?_"
+"""An underscore, or Markdown's escaped one (a token inside an escaped text)."""
+TOKEN_SHAPES = re.compile(
+    # GitHub's prefixes (personal, OAuth, user, server, refresh) on [A-Za-z0-9_], up to
+    # 255 characters: github.blog/changelog/2021-03-31-authentication-token-format-updates
+    rf"\b(?:gh[pousr]{_U}(?:[A-Za-z0-9]|{_U}){{36,255}}"
+    rf"|github{_U}pat{_U}(?:[A-Za-z0-9]|{_U}){{22,255}}"  # a fine-grained access token
+    r"|xox[abposr]-[A-Za-z0-9-]{10,250})\b"  # Slack's bot, user and app tokens
+    r"|https://hooks\.slack\.com/[A-Za-z0-9/_-]+")  # a Slack webhook URL
+"""Text shaped like a token, whatever its origin: a track may print a token the
+orchestrator never held (its own, or one it came across)."""
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: replacing ``1`` or ``true`` everywhere would
@@ -40,7 +56,14 @@ garble every text and protect nothing."""
 
 def credential_names(env: Mapping[str, str]) -> list[str]:
     """The names in ``env`` that hold an orchestrator credential."""
-    return sorted(name for name in env if name in CREDENTIALS or _LOOKS_SECRET.match(name))
+    return sorted(name for name in env if is_credential(name))
+
+
+def is_credential(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a credential: one of
+    :data:`CREDENTIALS`, ``ORCHESTRATOR_*TOKEN`` (``SECRET``, ``PASSWORD``, ``KEY``), or a
+    name with ``WEBHOOK`` in it."""
+    return name in CREDENTIALS or bool(_LOOKS_SECRET.match(name) or _WEBHOOK.match(name))
 
 
 def track_environment(env: Mapping[str, str], allowed: list[str] | tuple[str, ...] = ()
@@ -77,7 +100,8 @@ def redact_value(value: Any, redact: Redactor) -> Any:
 
 
 class Redactor:
-    """Removes secrets (the token, its Basic-auth form, URL passwords) from text."""
+    """Removes secrets (the token, its Basic-auth form, URL passwords) and anything
+    shaped like a token (:data:`TOKEN_SHAPES`) from text."""
 
     def __init__(self, secrets: list[str] | None = None) -> None:
         self._secrets = sorted({s for s in (secrets or []) if s}, key=len, reverse=True)
@@ -89,5 +113,6 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
+        text = TOKEN_SHAPES.sub("***", text)
         # user:password@ in any URL that slipped through
         return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1***@", text)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ..cadence.wake import Wake
+from ..notify.events import Event
 from ..planner import Decision
 from ..runs.retention import Outcome
 from ..support.times import iso
@@ -48,12 +49,16 @@ class TickResult:
     memo: Memo | None = None
     """The memo of quiet schedules the tick read: which schedules it left unread
     (``left_out``), whether it vouched for the whole folder (``whole``)."""
+    events: list[Event] = field(default_factory=list)
+    """The events this tick's decision derived (:mod:`orchestrator.notify.events`)."""
+    notify_log: list[str] = field(default_factory=list)
+    """One line per delivery, and per notification problem."""
 
     @property
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
         kept = self.retention.lines() if self.retention else []
-        return self.quarantined + lines + self.record_log + kept
+        return self.quarantined + lines + self.record_log + self.notify_log + kept
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,4 +80,6 @@ class TickResult:
             "run": self.scope,
             "parked": self.parked,
             "retention": self.retention.to_json() if self.retention else None,
+            "events": [event.to_json() for event in self.events],
+            "notify": self.notify_log,
         }

@@ -11,14 +11,18 @@ returned and returns what it did; nothing is kept on the :class:`Tick` between s
    on the new tip, which is safe because planning is pure. Consolidated runs get their
    brief inside this commit (:mod:`.consolidate`);
 4. **act**, only once the mark landed: cancel and dispatch, outside the "lock";
-5. **record** the dispatch results in a second compare-and-swap commit;
-6. **retain**: archive finished runs past ``keep_finished_runs_days``, about once a day.
+5. **notify**: deliver the events the mark commit claimed (:mod:`.notifying`), after the
+   dispatches and within the notification budget;
+6. **record** the dispatch results and the deliveries in a second compare-and-swap
+   commit;
+7. **retain**: archive finished runs past ``keep_finished_runs_days``, about once a day.
 
 Invariants:
 
-- A crash between 3 and 5 is repaired by a later tick: a ``dispatched`` track without
+- A crash between 3 and 6 is repaired by a later tick: a ``dispatched`` track without
   a handle is looked up by its dispatch key, and only re-dispatched, under the same
-  key, after a grace period.
+  key, after a grace period; an event still in the outbox is claimed again after its
+  grace and delivered under the same event id.
 - A tick with nothing to do commits and pushes nothing, except a heartbeat line once
   ``heartbeat_every`` has passed since the last one.
 - Every commit appends to the touched runs' ``polls.jsonl`` and to
@@ -28,7 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,10 +48,10 @@ from ..state import layout
 from ..state.breaker import Breaker, merge_breaker
 from ..store import Snapshot, StateStore
 from ..support.times import iso
-from . import logs
+from . import logs, notifying
 from . import memo as quiet
 from . import scope as run_scope
-from .consolidate import Consolidated, Templates, finish_runs, paused_schedules
+from .consolidate import Consolidated, Overlay, Templates, finish_runs, paused_schedules
 from .inputs import TickInputs
 from .observing import gather
 from .result import TickResult
@@ -58,8 +62,9 @@ ExecutorFactory = Callable[[Breaker | None], Executor]
 
 Checkpoint = Callable[[str], None]
 """A hook called with the name of each point of no return a tick passes:
-``after-mark`` (the mark landed, nothing dispatched yet) and ``after-dispatch``
-(dispatched, nothing recorded yet)."""
+``after-mark`` (the mark landed, nothing dispatched yet), ``after-dispatch``
+(dispatched, nothing notified nor recorded yet) and ``after-notify`` (notified,
+nothing recorded yet)."""
 
 CHECKPOINTS: list[Checkpoint] = []
 """Installed checkpoint hooks; the product installs none. Crash tests install one
@@ -91,6 +96,7 @@ class Planned:
     consolidated: Consolidated
     parked: dict[str, str]
     """Dead letter key -> reason, for each track this change parks."""
+    notify: notifying.Planned = notifying.OFF
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ class Tick:
         outcomes: Folder | None = None,
         repo_templates: bool = False,
         retention: bool = True,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -145,6 +152,9 @@ class Tick:
         self.retention = retention
         """Apply ``keep_finished_runs_days`` after the tick's work (``serve
         --compact-keep-days`` turns it off: its own compaction wins)."""
+        self.notifications = notifying.Notifications(self.now, environ)
+        """Where events go: the channels of ``orchestrator.json``, in ``environ`` (default:
+        this process's environment, which holds the webhooks' URLs and the token)."""
 
     # ---------------------------------------------------------------- the pipeline
 
@@ -174,8 +184,12 @@ class Tick:
             result.dispatched = [r.key for r in acted.results if r.error is None]
             result.dispatch_errors = acted.errors
             result.record_log += acted.cancel_errors
-            if acted.results or (acted.breaker is not None and acted.breaker != seen.breaker):
-                self.record(inputs, acted, result)
+            sent = self.notify(final, planned)
+            _checkpoint("after-notify")
+            result.notify_log += [d.line for d in sent]
+            if sent or acted.results or (acted.breaker is not None
+                                         and acted.breaker != seen.breaker):
+                self.record(inputs, acted, result, planned.notify, sent)
         result.retention = self.retain(inputs)
         return result
 
@@ -213,6 +227,8 @@ class Tick:
             decision, files, files0, {s.id: s.spec for s in inputs.schedules}, others,
             redraw_index=paused_schedules(decision.state) != paused_schedules(state),
             now=self.now, executor=self.executor_name, templates=self.templates)
+        notes = self.notifications.plan(inputs, state, decision.state, files, files0,
+                                        self.scope)
         files = state_index.refresh(files0, files, loaded.index)
         logs.append_logs(files, store.changes(files0, files), files0, decision, self.now,
                          self.executor_name, self.heartbeat_every)
@@ -222,7 +238,7 @@ class Tick:
                                         change, lambda: inputs.settings.cadence))
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
-        return Planned(decision, change, consolidated, parked)
+        return Planned(decision, change, consolidated, parked, notes)
 
     def mark(self, inputs: TickInputs,
              seen: Seen) -> tuple[Planned, store.TransactResult, TickInputs]:
@@ -264,8 +280,21 @@ class Tick:
         errors += [f"{r.key}: {r.error}" for r in results if r.error]
         return Acted(results, errors, cancel_errors, executor.health())
 
-    def record(self, inputs: TickInputs, acted: Acted, result: TickResult) -> None:
-        """Commit the dispatch results and the executor's breaker."""
+    def notify(self, inputs: TickInputs, planned: Planned) -> list[notifying.Delivery]:
+        """Deliver the events the landed mark claimed; never raises, never waits past
+        the notification budget."""
+        if planned.notify.prepared is None or not planned.notify.prepared.claims:
+            return []
+        view = Overlay({k: v for k, v in planned.changes.items() if v is not None},
+                       inputs.snapshot.files)
+        markdown = notifying.markdown_of(planned.consolidated.summaries, view,
+                                         {s.id: s.spec for s in inputs.schedules}, self.now)
+        return self.notifications.deliver_safely(planned.notify, markdown)
+
+    def record(self, inputs: TickInputs, acted: Acted, result: TickResult,
+               notes: notifying.Planned = notifying.OFF,
+               sent: list[notifying.Delivery] | None = None) -> None:
+        """Commit the dispatch results, the executor's breaker and what was notified."""
         base = inputs.breaker(self.executor_name)
         lines: list[str] = []
 
@@ -282,6 +311,9 @@ class Tick:
             for record in records:
                 touched.setdefault(record.run_id, []).append(record.change)
             files = state_index.refresh(snap.files, files, loaded.index)
+            told = notifying.Notifications.settle(snap.files, notes, sent or [])
+            if told is not None:
+                files[layout.NOTIFY] = told
             if store.changes(snap.files, files):
                 for run_id, rows in sorted(touched.items()):
                     path = layout.polls_path(run_id)
@@ -308,5 +340,7 @@ class Tick:
         result.decision = decision
         result.rendered = list(planned.consolidated.rendered)
         result.summaries = planned.consolidated.summaries
+        result.events = list(planned.notify.events)
+        result.notify_log = planned.notify.log
         result.wake = quiet.next_wake(inputs.memo, inputs.schedules, decision.state,
                                       self.now, inputs.settings.cadence)

@@ -60,10 +60,13 @@ Use the ``fake_github`` fixture (registered in ``tests/conftest.py``)::
         fake_github.dispatches                   # recorded dispatch requests
         fake_github.requests                     # every request, in order
 
+Issues, their comments and labels are served too (:mod:`tests.fakes.github_issues`,
+:attr:`FakeGitHub.issues`), for the notifications' issue channel.
+
 Faults are scripted per endpoint (``"dispatch"``, ``"repository-dispatch"``, ``"runs"``,
-``"run"``, ``"jobs"``, ``"cancel"``, ``"artifacts"``, ``"artifact-zip"`` or ``"any"``)
-and consumed in order,
-each for ``times`` requests:
+``"run"``, ``"jobs"``, ``"cancel"``, ``"artifacts"``, ``"artifact-zip"``, ``"issues"``,
+``"issue"``, ``"comments"`` or ``"any"``) and consumed in order, each for ``times``
+requests:
 
 - ``fail(endpoint, status=500)``: an error answer;
 - ``rate_limit(endpoint, retry_after=1)``: ``429`` with ``Retry-After``;
@@ -108,8 +111,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import yaml
 
+from tests.fakes import github_issues, openapi
 from tests.fakes import github_payloads as payloads
-from tests.fakes import openapi
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
@@ -554,6 +557,8 @@ class FakeGitHub:
         self.requests: list[Recorded] = []
         self.runs: dict[int, FakeRun] = {}
         self.artifacts: dict[int, FakeArtifact] = {}
+        self.issues = github_issues.Issues()
+        """The repository's issues (see :mod:`tests.fakes.github_issues`)."""
         self.faults: list[Fault] = []
         self.url = ""
         self._lock = threading.RLock()
@@ -871,6 +876,10 @@ class FakeGitHub:
         if self.prefix:
             path = path.removeprefix(self.prefix) if path.startswith(self.prefix + "/") else ""
         endpoint, match = _route(method, path)
+        if endpoint == "other":
+            found, names = github_issues.route(method, path)
+            if found != "other":
+                endpoint, match = found, names
         if method == "GET" and parts.path.startswith("/_blob/"):
             return self._blob(parts.path, query, headers)
         try:
@@ -924,7 +933,7 @@ class FakeGitHub:
             "x-ratelimit-resource": "core",
         }
 
-    def _answer(self, record: Recorded, match: re.Match[str] | None, body: Any,
+    def _answer(self, record: Recorded, match: Any, body: Any,
                 endpoint: str) -> tuple[int, dict[str, str], Any, float]:
         if not record.authorized:
             return 401, {}, {"message": "Bad credentials"}, 0.0
@@ -954,10 +963,14 @@ class FakeGitHub:
             headers["location" if status == 302 else "link"] = link
         return status, headers, payload, delay
 
-    def _route_call(self, endpoint: str, match: re.Match[str], record: Recorded, body: Any,
+    def _route_call(self, endpoint: str, match: Any, record: Recorded, body: Any,
                     fault: Fault | None) -> tuple[int, Any, str | None]:
         if endpoint == "repository-dispatch":
             return (*self._repository_dispatch(body), None)
+        if endpoint in ("issues", "issue", "comments"):
+            return self.issues.answer(endpoint, record.method, match, record.query, body,
+                                      self.api_url, self.repository, self._clock(),
+                                      lambda items, _query: self._page(items, record))
         rest = match["rest"]
         if endpoint == "dispatch":
             workflow = rest.split("/")[1]
@@ -1247,6 +1260,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = _serve
     do_POST = _serve
+    do_PATCH = _serve
 
 
 @pytest.fixture

@@ -10,10 +10,12 @@ one-shot ``at`` schedule a minute ago), since the legs measure their own times.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from orchestrator.notify import record as notify_record
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus, TrackPhase
@@ -283,3 +285,39 @@ def test_the_consolidate_step_on_github_sees_every_result_and_heads_the_run(
     assert consolidate.phase is TrackPhase.COMPLETE
     assert consolidate.result == {"summary": "broken=failed,build=complete"}
     assert state.runs[run_id].status is RunStatus.FAILED  # `broken` failed
+
+
+def test_the_fan_in_job_opens_the_issue_of_the_run_it_finishes_failed(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """The fan-in job is the tick that sees the run fail, so it tells the issue channel
+    (track.yml gives it ``issues: write``); the cron tick after it opens nothing more."""
+    slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    origin = make_origin(tmp_path, {"nightly": {"at": f"{slot:%Y-%m-%dT%H:%M}Z",
+                                                "tracks": TRACKS[:2]}})
+    seed = tmp_path / "seed"
+    (seed / "orchestrator.json").write_text(json.dumps({"notify": {"github_issues": True}}))
+    git("add", "orchestrator.json", cwd=seed)
+    git("commit", "--quiet", "-m", "issues", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+    repo = clone(origin, tmp_path / "repo")
+    github_tick(repo, fake_github, datetime.now(UTC))
+    fake_github.now = None
+    [call] = fake_github.dispatches
+    [ci_run] = fake_github.runs
+    inputs, run_id = call.body["inputs"], call.body["inputs"]["run_id"]
+    player = Player(fake_github, origin, tmp_path / "play")
+    _play_legs(player, ci_run, inputs)
+    played = player.play_fan_in(ci_run, inputs)
+    assert played.conclusion == "success", [p.stderr for p in played.output]
+    said = "".join(p.stdout + p.stderr for p in played.output)
+    assert f"run_failed:{run_id}:1: opened #1" in said
+    [issue] = fake_github.issues.issues.values()
+    assert (issue.title, issue.state) == ("orchestrator: nightly is failing", "open")
+    assert f"<!-- orchestrator:streak {run_id} -->" in (issue.body or "")
+    github_tick(repo, fake_github, datetime.now(UTC), {**os.environ, **fake_github.env()})
+    assert len(fake_github.issues.issues) == 1
+    state, files = read_state(repo)
+    assert state.runs[run_id].status is RunStatus.FAILED
+    record, problem = notify_record.read(files)
+    assert record is not None, problem
+    assert record.streaks["nightly"].issue == 1 and record.outbox == []

@@ -1,12 +1,13 @@
-"""The contract with GitHub: every request the executor sends and every answer the fake
-gives, checked against GitHub's published API description (an extract of
+"""The contract with GitHub: every request the executor and the issue channel send and
+every answer the fake gives, checked against GitHub's published API description (an
+extract of
 ``@octokit/openapi`` in ``tests/data/github-openapi``), for api.github.com (API
 versions 2022-11-28 and 2026-03-10) and GitHub Enterprise Server 3.17.
 
 The ``fake_github`` and ``fake_ghes`` fixtures run the same check after every test
-that uses them; here a whole dispatch / observe / lookup / cancel cycle runs in each
-kind of GitHub, so do an external clock's two calls, and the checker itself is shown
-to catch drift.
+that uses them; here a whole dispatch / observe / lookup / cancel cycle, and a whole
+open / comment / find / close cycle of issues, runs in each kind of GitHub, so do an
+external clock's two calls, and the checker itself is shown to catch drift.
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def test_the_clocks_calls_keep_to_each_description(kind: str, version: str) -> N
                                          r.path.removeprefix(fake.prefix))[0]
                   for r in fake.requests}
     assert operations == {"actions/create-workflow-dispatch", *CLOCK_OPERATIONS}
+
+
+ISSUE_OPERATIONS = {
+    "issues/create",
+    "issues/list-for-repo",
+    "issues/get",
+    "issues/update",
+    "issues/create-comment",
+    "issues/list-comments",
+}
 
 
 def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
@@ -112,6 +123,76 @@ def test_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
     assert {fake_ghes.description_for(r) for r in fake_ghes.requests
             if r.endpoint != "blob"} == {openapi.GHES}
     assert fake_ghes.contract_violations() == []
+
+
+def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
+    """Open, find, comment (twice, the second looked for first), close: every issue
+    endpoint the channel uses. Returns the operations called."""
+    from orchestrator.executors.github.client import GitHubClient
+    from orchestrator.notify.channel import Deadline, Item
+    from orchestrator.notify.events import Event
+    from orchestrator.notify.issues import IssueChannel
+    from orchestrator.notify.record import Pending, Streak
+    from orchestrator.spec.notify import EventKind
+    from orchestrator.support.credentials import Redactor
+
+    fake.now = T0
+    client = GitHubClient(fake.token, api_url=fake.api_url, now=T0, **options)
+    channel = IssueChannel(client, fake.repository, Redactor())
+
+    def item(kind: EventKind, run: str, attempt: int = 1, issue: int | None = None) -> Item:
+        event = Event(id=f"{kind.value}:{run}", kind=kind, at=T0, schedule="nightly",
+                      run_id=run, summary=f"{run} {kind.value}")
+        streak = Streak(since=RUN, issue=issue)
+        return Item(Pending(event=event, channels=["github_issues"], claimed_at=T0,
+                            attempt=attempt, streak=RUN, issue=issue), streak)
+
+    later = "nightly--20261202T0700Z"
+    done = channel.deliver([item(EventKind.RUN_FAILED, RUN)], Deadline(30))
+    assert [d.issue for d in done] == [1]
+    fresh = IssueChannel(client, fake.repository, Redactor())  # knows no number: finds it
+    done = fresh.deliver([item(EventKind.RUN_FAILED, later, attempt=2)], Deadline(30))
+    assert [d.status for d in done] == ["delivered"] and done[0].issue == 1
+    done = fresh.deliver([item(EventKind.RUN_RECOVERED, "nightly--20261203T0700Z",
+                               issue=1)], Deadline(30))
+    assert "closed it" in done[0].line
+    assert fake.issues.issues[1].state == "closed"
+    called = set()
+    for record in fake.requests:
+        found = openapi.find_operation(fake.description_for(record), record.method,
+                                       record.path.removeprefix(fake.prefix))
+        if found:
+            called.add(found[0])
+    return called
+
+
+@pytest.mark.parametrize("version", ["2022-11-28", "2026-03-10"])
+def test_issues_on_api_github_com(fake_github: FakeGitHub, version: str) -> None:
+    assert _issue_cycle(fake_github, api_version=version) == ISSUE_OPERATIONS
+    assert fake_github.contract_violations() == []
+
+
+def test_issues_on_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
+    assert _issue_cycle(fake_ghes) == ISSUE_OPERATIONS
+    assert fake_ghes.contract_violations() == []
+
+
+def test_the_fake_refuses_what_github_refuses_about_issues(fake_github: FakeGitHub) -> None:
+    import httpx
+
+    api = f"{fake_github.api_url}/repos/{fake_github.repository}/issues"
+    headers = {"Authorization": f"Bearer {fake_github.token}",
+               "X-GitHub-Api-Version": "2022-11-28"}
+    too_long = httpx.post(api, headers=headers, json={"title": "t", "labels": ["x" * 51]})
+    assert too_long.status_code == 422
+    assert "maximum is 50 characters" in too_long.json()["errors"][0]["message"]
+    big = httpx.post(api, headers=headers, json={"title": "t", "body": "x" * 65_537})
+    assert big.status_code == 422 and "65536" in big.json()["errors"][0]["message"]
+    fake_github.issues.issues_write = False
+    refused = httpx.post(api, headers=headers, json={"title": "t"})
+    assert refused.status_code == 403
+    assert refused.json()["message"] == "Resource not accessible by integration"
+    assert fake_github.contract_violations() == []
 
 
 # --------------------------------------------------------------------------- the checker
@@ -175,7 +256,8 @@ def test_the_descriptions_differ_where_github_does() -> None:
     assert dispatch(openapi.GITHUB)["request"]["properties"]["inputs"]["maxProperties"] == 25
     for name in (openapi.GITHUB, openapi.GITHUB_2026, openapi.GHES):
         assert openapi.description(name)["package"] == "@octokit/openapi@23.0.2"
-        assert set(openapi.description(name)["operations"]) == OPERATIONS | CLOCK_OPERATIONS
+        assert set(openapi.description(name)["operations"]) == (
+            OPERATIONS | CLOCK_OPERATIONS | ISSUE_OPERATIONS)
 
 
 def test_queries_and_statuses_outside_the_description_are_drift() -> None:

@@ -81,3 +81,26 @@ def test_a_manual_tick_is_never_replaced_by_a_scheduled_one(event: str, group: s
     concurrency = _workflow("tick.yml")["concurrency"]
     assert concurrency["cancel-in-progress"] is False
     assert concurrency["group"].replace("${{ github.event_name }}", event) == group
+
+
+@pytest.mark.parametrize(("name", "job", "step"), [("tick.yml", "tick", "Tick"),
+                                                   ("track.yml", "fan-in", "Fan in"),
+                                                   ("watchdog.yml", "watchdog",
+                                                    "Check the heartbeat")])
+def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
+        name: str, job: str, step: str) -> None:
+    """Notifications need ``issues: write`` where a tick or the watchdog runs, and the
+    webhooks' secrets in the step's environment (never interpolated into the script);
+    the legs, which run a track's code, get neither."""
+    jobs = _workflow(name)["jobs"]
+    assert jobs[job]["permissions"]["issues"] == "write"
+    env = _step(jobs[job], step)["env"]
+    for secret in ("SLACK_WEBHOOK", "ORCHESTRATOR_WEBHOOK"):
+        assert env[secret] == f"${{{{ secrets.{secret} }}}}"
+        assert "secrets." not in _step(jobs[job], step)["run"]
+    if name == "track.yml":
+        leg = jobs["track"]
+        assert "issues" not in leg["permissions"]
+        assert "SLACK_WEBHOOK" not in str(leg)
+    if name == "watchdog.yml":
+        assert "--notify" in _step(jobs[job], step)["run"]

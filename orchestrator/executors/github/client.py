@@ -216,17 +216,20 @@ class GitHubClient:
     # ------------------------------------------------------------------ requests
 
     def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                body: Mapping[str, Any] | None = None, retry: bool = True) -> httpx.Response:
+                body: Mapping[str, Any] | None = None, retry: bool = True,
+                timeout: float | None = None) -> httpx.Response:
         """One API call with rate-limit waits, and retries of transient failures when
-        ``retry`` (never for requests that must not be repeated blindly)."""
+        ``retry`` (never for requests that must not be repeated blindly). ``timeout``
+        overrides the client's seconds for this call (a caller with a deadline)."""
         attempt = 0
         limited = 0
         while True:
             self._gate()
             self.calls += 1
             try:
-                response = self._client.request(method, path, params=params, json=body,
-                                                 headers=self._headers)
+                response = self._client.request(
+                    method, path, params=params, json=body, headers=self._headers,
+                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
             except httpx.TransportError as exc:
                 error = f"{method} {path}: no answer ({type(exc).__name__})"
                 self._failed(error)

@@ -65,6 +65,11 @@ _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1
 """``owner/name`` as GitHub allows them; it becomes part of every request path."""
 
 
+def valid_repository(name: str) -> bool:
+    """Whether ``name`` is ``owner/name`` as GitHub allows them."""
+    return bool(_REPO_RE.fullmatch(name or ""))
+
+
 class GitHubExecutor:
     """Runs tracks as matrix legs of ``workflow_dispatch`` runs on GitHub Actions.
 
@@ -94,7 +99,7 @@ class GitHubExecutor:
         api_version: str = API_VERSION,
         correlate_polls: int = 4,
     ) -> None:
-        if not _REPO_RE.fullmatch(repository or ""):
+        if not valid_repository(repository):
             raise UserError(f"invalid GitHub repository {repository!r}: expected owner/name")
         if not token:
             raise UserError("no GitHub token: set GITHUB_TOKEN (or pass a token)")

@@ -1,7 +1,7 @@
 """Regenerate the extract of GitHub's REST API description the contract test reads.
 
 GitHub publishes its OpenAPI description in the npm package ``@octokit/openapi``.
-This keeps only the operations the GitHub executor calls, dereferenced, without
+This keeps only the operations the GitHub executor and the issue channel call, dereferenced, without
 prose and examples, for api.github.com (as pinned, and as API version 2026-03-10
 after applying the description's ``x-github-breaking-changes``) and for GitHub
 Enterprise Server 3.17::
@@ -10,8 +10,9 @@ Enterprise Server 3.17::
     python3 tests/data/github-openapi/extract.py PACKAGE    # an unpacked package or .tgz
 
 OpenAPI 3.0's ``nullable: true`` becomes JSON Schema's "or null", so that
-``jsonschema`` reads the extract as GitHub means it. One more change is made on
-purpose: the workflow dispatch request body gets
+``jsonschema`` reads the extract as GitHub means it. The issue operations' answers keep
+their required properties and those read here (:data:`READS`). One more change is made
+on purpose: the workflow dispatch request body gets
 ``additionalProperties: false``. GitHub refuses unknown keys there (``422``), and
 the contract must fail when the executor sends a field a version does not have
 (``return_run_details`` to GitHub Enterprise Server or to 2026-03-10). The
@@ -41,9 +42,29 @@ OPERATIONS = (
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
     "repos/create-dispatch-event",
+    # notifications: a GitHub issue per failing schedule (orchestrator/notify/issues.py)
+    "issues/create",
+    "issues/list-for-repo",
+    "issues/get",
+    "issues/update",
+    "issues/create-comment",
+    "issues/list-comments",
 )
 CLOSED_BODIES = ("actions/create-workflow-dispatch",)
 """Operations whose request body refuses keys it does not list (see above)."""
+READS = {
+    # operation: the optional properties of its answer kept beside the required ones
+    "issues/create": {"body", "state_reason", "pull_request"},
+    "issues/list-for-repo": {"body", "state_reason", "pull_request"},
+    "issues/get": {"body", "state_reason", "pull_request"},
+    "issues/update": {"body", "state_reason", "pull_request"},
+    "issues/create-comment": {"body"},
+    "issues/list-comments": {"body"},
+}
+"""The issue operations' answers are large (an issue embeds its repository); their
+optional properties that nothing here reads or sends are left out, so the extract
+stays small. Every required property is kept, and so every answer is still checked
+for all of them."""
 DESCRIPTIONS = {
     # output name: (file in the package's generated/ folder, API version or None)
     "api.github.com": ("api.github.com.deref.json", None),
@@ -80,8 +101,23 @@ def _pointer(path: str) -> list[str]:
     return [part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:]]
 
 
-def _patch(document: dict[str, Any], ops: list[dict[str, Any]]) -> None:
-    """Apply the JSON Patch operations GitHub lists for a breaking change."""
+def _merge(document: dict[str, Any], patch: dict[str, Any]) -> None:
+    """Apply a JSON Merge Patch (RFC 7396): ``null`` removes a key, an object merges."""
+    for key, value in patch.items():
+        if value is None:
+            document.pop(key, None)
+        elif isinstance(value, dict) and isinstance(document.get(key), dict):
+            _merge(document[key], value)
+        else:
+            document[key] = value
+
+
+def _patch(document: dict[str, Any], ops: list[dict[str, Any]] | dict[str, Any]) -> None:
+    """Apply the patch GitHub lists for a breaking change: JSON Patch operations (a
+    list), or a JSON Merge Patch (an object, as the issues endpoints' changes are)."""
+    if isinstance(ops, dict):
+        _merge(document, ops)
+        return
     for op in ops:
         *parents, last = _pointer(op["path"])
         target: Any = document
@@ -95,8 +131,26 @@ def _patch(document: dict[str, Any], ops: list[dict[str, Any]]) -> None:
             raise ValueError(f"unsupported patch operation {op['op']!r}")
 
 
+def _trim(schema: Any, keep: set[str]) -> Any:
+    """``schema`` (an object, or an array of them) with only its required properties
+    and those in ``keep``."""
+    if not isinstance(schema, dict):
+        return schema
+    for combined in ("allOf", "anyOf", "oneOf"):
+        if combined in schema:
+            return {**schema, combined: [_trim(part, keep) for part in schema[combined]]}
+    if schema.get("type") == "array":
+        return {**schema, "items": _trim(schema.get("items"), keep)}
+    if isinstance(schema.get("properties"), dict):
+        wanted = set(schema.get("required", [])) | keep
+        return {**schema, "properties": {k: v for k, v in schema["properties"].items()
+                                         if k in wanted}}
+    return schema
+
+
 def _operation(op: dict[str, Any], version: str | None) -> dict[str, Any]:
     closed = op.get("operationId") in CLOSED_BODIES
+    keep = READS.get(op["operationId"])
     op = copy.deepcopy(op)
     if version is not None:
         for change in op.get("x-github-breaking-changes", []):
@@ -109,7 +163,9 @@ def _operation(op: dict[str, Any], version: str | None) -> dict[str, Any]:
     responses = {}
     for status, answer in op["responses"].items():
         content = (answer.get("content") or {}).get("application/json")
-        responses[status] = None if content is None else _strip(content["schema"])
+        schema = None if content is None else _strip(content["schema"])
+        responses[status] = _trim(schema, keep) if keep is not None and status < "300" \
+            else schema
     return {
         "parameters": [
             {"name": p["name"], "in": p["in"], "required": bool(p.get("required")),

@@ -1,0 +1,284 @@
+"""The events: what a tick decided, said once, in one stable JSON shape.
+
+- :func:`derive` compares the state before a tick's decision with the state after it
+  (the planner's and the consolidation's): a run that became ``failed``, a dead letter
+  parked, a runner label gone degraded. It reads no log line and no clock.
+- The compare-and-swap makes a transition land once, so each event is derived by the
+  one tick whose commit lands (a tick that lost the race plans again on the winner's
+  state, where the transition already happened).
+- Every event has an id stable across retries (kind and subject), safe in an HTTP
+  header and in a Markdown comment: ``[A-Za-z0-9:._-]``.
+- :func:`event_json_schema` is what ``orchestrator schema --event`` prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..errors import InvalidId
+from ..spec.fields import ID_RE, Frozen, Id, UTCDateTime
+from ..spec.models import ScheduleSpec
+from ..spec.notify import EventKind
+from ..state import layout, machine
+from ..state.model import State
+from ..state.records import Run, RunStatus
+from ..support.text import one_line
+from ..support.times import iso
+
+EVENT_ID_RE = re.compile(r"[A-Za-z0-9:._-]{1,200}")
+SUMMARY_LIMIT = 300
+
+
+class Event(Frozen):
+    """One thing worth a person's attention."""
+
+    version: Literal[1] = Field(1, description="The shape's version; fields are only added.")
+    id: str = Field(pattern=f"^{EVENT_ID_RE.pattern}$",
+                    description="Stable per event: a retried delivery carries the same id "
+                    "(and the Idempotency-Key header a webhook gets).")
+    kind: EventKind
+    at: UTCDateTime = Field(description="When it happened, as the tick saw it (UTC).")
+    summary: str = Field(max_length=2000, description="One line, for a person.")
+    schedule: Id | None = Field(None, description="The schedule it concerns, if one.")
+    run_id: str | None = Field(None, max_length=100, description="The run it concerns, if one.")
+    brief_url: str | None = Field(None, max_length=1000,
+                                  description="Where the run's brief is read, if known.")
+    link: str | None = Field(None, max_length=1000,
+                             description="Where to look: the CI run of the tick that saw it.")
+    details: dict[str, str] = Field(
+        default_factory=dict, max_length=20,
+        description="What else the kind says: a dead letter's key and the commands to "
+        "requeue or discard it, a runner's label, a record's path.")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def event_json_schema() -> dict[str, Any]:
+    """The shape receivers get: every field always present (``null`` when it does not
+    apply), and room for fields a later version adds."""
+    schema = Event.model_json_schema(mode="serialization")
+    schema["required"] = list(schema["properties"])
+    schema.pop("additionalProperties", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://orchestrator.invalid/event.schema.json",
+        "title": "Orchestrator event",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
+def stamp(moment: datetime) -> str:
+    """``20261201T071503Z``: an instant as event ids write it."""
+    return moment.strftime("%Y%m%dT%H%M%SZ")
+
+
+def digest(text: str) -> str:
+    """A short, header-safe stand-in for a text that may hold anything (a path)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where a person reads more: the brief of a run, the CI run of this tick."""
+
+    brief: str | None = None
+    """A template with ``{run_id}`` and ``{schedule}`` (``notify.brief_url``)."""
+    run: str | None = None
+    """The CI run of the tick (on GitHub Actions: its job summary holds the briefs it
+    rendered)."""
+
+    def brief_url(self, run_id: str, schedule: str) -> str | None:
+        if self.brief is None:
+            return self.run
+        return self.brief.replace("{run_id}", run_id).replace("{schedule}", schedule)
+
+    @classmethod
+    def from_env(cls, brief: str | None, environ: Mapping[str, str]) -> Links:
+        server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
+        repo, run = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_RUN_ID")
+        ci = f"{server.rstrip('/')}/{repo}/actions/runs/{run}" if repo and run else None
+        return cls(brief, ci)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What :func:`derive` needs beside the two states."""
+
+    now: datetime
+    links: Links
+    specs: Mapping[str, ScheduleSpec]
+    """Schedule id -> spec, for ``sla_minutes``."""
+    failing: Mapping[str, int]
+    """Schedule id -> failed runs in its streak so far (:mod:`.record`)."""
+    told_sla: frozenset[str] = frozenset()
+    """Runs whose SLA miss was told already."""
+    told_quarantine: frozenset[str] = frozenset()
+    """Quarantined paths told already."""
+
+
+def derive(before: State, after: State, seen: Seen) -> list[Event]:
+    """The events of one decision, in order: runs by slot (each failure or recovery,
+    its dead letters before it), then pauses, runner labels, SLA misses, quarantines."""
+    failing = dict(seen.failing)
+    events: list[Event] = []
+    for letter_key in sorted(_new_letters(before, after)):
+        events.append(_dead_letter(after, letter_key, seen))
+    for run in sorted(after.runs.values(), key=lambda r: (r.slot, r.run_id)):
+        old = before.runs.get(run.run_id)
+        if old is not None and old.status is run.status:
+            continue
+        event = _run_event(run, failing, seen)
+        if event is not None:
+            events.append(event)
+    events += _paused(before, after, seen)
+    events += _runners(before, after, seen)
+    events += sla_misses(after, seen)
+    events += _quarantined(after, seen)
+    return events
+
+
+def _new_letters(before: State, after: State) -> list[str]:
+    """Dead letters parked by this decision: new ones, and ones parked again."""
+    keys = []
+    for key, letter in after.dlq.items():
+        old = before.dlq.get(key)
+        if not letter.discarded and (old is None or old.discarded
+                                     or old.parked_at != letter.parked_at):
+            keys.append(key)
+    return keys
+
+
+def _dead_letter(after: State, key: str, seen: Seen) -> Event:
+    letter = after.dlq[key]
+    schedule = _schedule_of(letter.run_id)
+    requeue = f"orchestrator dlq requeue {key} --reason REASON"
+    discard = f"orchestrator dlq discard {key} --reason REASON"
+    return Event(
+        id=f"dead_letter:{key}:{stamp(letter.parked_at)}", kind=EventKind.DEAD_LETTER,
+        at=letter.parked_at, schedule=schedule, run_id=letter.run_id, link=seen.links.run,
+        brief_url=seen.links.brief_url(letter.run_id, schedule or "") if schedule else None,
+        summary=_cut(f"dead letter {key} ({letter.reason}) waits for `{requeue}` or "
+                     f"`{discard}`"),
+        details={"key": key, "track": letter.track, "reason": _cut(letter.reason),
+                 "requeue": requeue, "discard": discard})
+
+
+def _run_event(run: Run, failing: dict[str, int], seen: Seen) -> Event | None:
+    sid, rid = run.schedule_id, run.run_id
+    brief = seen.links.brief_url(rid, sid)
+    if run.status is RunStatus.FAILED:
+        failing[sid] = failing.get(sid, 0) + 1
+        times = sum(1 for h in run.state_history if h.to == RunStatus.FAILED.value)
+        why = run.state_history[-1].reason if run.state_history else "failed"
+        return Event(id=f"run_failed:{rid}:{max(times, 1)}", kind=EventKind.RUN_FAILED,
+                     at=run.finished_at or seen.now, schedule=sid, run_id=rid,
+                     brief_url=brief, link=seen.links.run,
+                     summary=_cut(f"{rid} failed ({why})"),
+                     details={"slot": iso(run.slot), "failed_in_a_row": str(failing[sid])})
+    if run.status is RunStatus.COMPLETED and failing.get(sid):
+        count = failing.pop(sid)
+        return Event(id=f"run_recovered:{rid}", kind=EventKind.RUN_RECOVERED,
+                     at=run.finished_at or seen.now, schedule=sid, run_id=rid,
+                     brief_url=brief, link=seen.links.run,
+                     summary=_cut(f"{rid} completed: {sid} recovered after {count} failed "
+                                  "run(s)"),
+                     details={"slot": iso(run.slot), "failed_runs": str(count)})
+    return None
+
+
+def _paused(before: State, after: State, seen: Seen) -> list[Event]:
+    events = []
+    for sid, cursor in sorted(after.cursors.items()):
+        old = before.cursors.get(sid)
+        if cursor.paused is None or (old is not None and old.paused is not None):
+            continue
+        resume = f"orchestrator schedules resume {sid} --reason REASON"
+        events.append(Event(
+            id=f"schedule_paused:{sid}:{stamp(cursor.paused.at)}",
+            kind=EventKind.SCHEDULE_PAUSED, at=cursor.paused.at, schedule=sid,
+            link=seen.links.run,
+            summary=_cut(f"{sid} paused: {cursor.paused.reason}; it fires nothing until "
+                         f"`{resume}`"),
+            details={"reason": _cut(cursor.paused.reason), "resume": resume}))
+    return events
+
+
+def _runners(before: State, after: State, seen: Seen) -> list[Event]:
+    events = []
+    for label, health in sorted(after.runners.items()):
+        old = before.runners.get(label)
+        was = old.status if old is not None else "healthy"
+        if health.status == was:
+            continue
+        kind = (EventKind.RUNNER_RECOVERED if health.status == "healthy"
+                else EventKind.RUNNER_DEGRADED)
+        at = health.last_checked_at or seen.now
+        notes = f": {health.notes}" if health.notes else ""
+        events.append(Event(
+            id=f"{kind.value}:{label}:{health.status}:{stamp(at)}", kind=kind, at=at,
+            link=seen.links.run, summary=_cut(f"runner label {label} is {health.status} "
+                                              f"(was {was}){notes}"),
+            details={"label": label, "status": health.status, "was": was}))
+    return events
+
+
+def sla_misses(after: State, seen: Seen) -> list[Event]:
+    """Runs not finished ``sla_minutes`` after their slot, not told yet: open ones past
+    it, and ones this decision finished after it."""
+    events = []
+    for run in sorted(after.runs.values(), key=lambda r: (r.slot, r.run_id)):
+        spec = seen.specs.get(run.schedule_id)
+        if spec is None or spec.sla_minutes is None or run.run_id in seen.told_sla:
+            continue
+        due = run.slot + timedelta(minutes=spec.sla_minutes)
+        finished = run.finished_at if run.status in machine.RUN_TERMINAL else None
+        if finished is not None and finished < seen.now:
+            continue  # finished before this decision: told then, or in time
+        if (finished or seen.now) <= due:
+            continue
+        state = f"finished {run.status.value} at {iso(finished)}" if finished else "still open"
+        events.append(Event(
+            id=f"sla_missed:{run.run_id}", kind=EventKind.SLA_MISSED, at=due,
+            schedule=run.schedule_id, run_id=run.run_id, link=seen.links.run,
+            brief_url=seen.links.brief_url(run.run_id, run.schedule_id) if finished else None,
+            summary=_cut(f"{run.run_id} was not finished {spec.sla_minutes:g} minutes "
+                         f"after its slot ({iso(due)}): {state}"),
+            details={"slot": iso(run.slot), "sla_minutes": f"{spec.sla_minutes:g}",
+                     "due": iso(due)}))
+    return events
+
+
+def _quarantined(after: State, seen: Seen) -> list[Event]:
+    events = []
+    for path, why in sorted(after.quarantined.items()):
+        if path in seen.told_quarantine:
+            continue
+        found = layout.locate(path)
+        schedule = (found.name if found is not None and found.kind is layout.Kind.CURSOR
+                    and ID_RE.fullmatch(found.name) else None)
+        events.append(Event(
+            id=f"record_quarantined:{digest(path)}", kind=EventKind.RECORD_QUARANTINED,
+            at=seen.now, schedule=schedule, link=seen.links.run,
+            summary=_cut(f"quarantined {why}; it is left alone until it is fixed or "
+                         "deleted"),
+            details={"path": _cut(path if path.isprintable() else repr(path))}))
+    return events
+
+
+def _schedule_of(run_id: str) -> str | None:
+    try:
+        return layout.parse_run_id(run_id)[0]
+    except InvalidId:
+        return None
+
+
+def _cut(text: str) -> str:
+    return one_line(text, SUMMARY_LIMIT)
