@@ -39,7 +39,7 @@ from pydantic import Field
 from .. import store
 from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
-from . import codec, layout
+from . import codec, layout, queue
 from . import model as state_model
 from .machine import RUN_OPEN
 from .records import Run, RunStatus
@@ -225,7 +225,18 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
         update["oldest_finished"] = oldest_finished(folders, index.runs)
     index = index.model_copy(update=update)
     state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
+    if "queues" in top[layout.ROOT]:
+        attach_queues(state, files)
     return Loaded(state, index, note, vouched)
+
+
+def attach_queues(state: state_model.State, files: StateFiles) -> None:
+    """The queues' summaries into ``state`` (no item is read); an entry of
+    ``state/queues`` that is no queue's is named like a quarantined record."""
+    books, stray = queue.load(files)
+    state.queues = books
+    for line in stray:
+        state.quarantined.setdefault(line.split(":", 1)[0], line)
 
 
 def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
