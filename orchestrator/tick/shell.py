@@ -201,7 +201,7 @@ class Tick:
             others, state = state.runs, run_scope.scoped(state, self.scope)
         decision = plan([] if self.scope else inputs.schedules, state, seen.observations,
                         self.now, executor=self.executor_name, dispatch_grace=self.grace,
-                        invalid=inputs.invalid, caps=inputs.caps)
+                        invalid=inputs.invalid, caps=inputs.caps, only_run=self.scope)
         if loaded.note:
             decision.log.insert(0, loaded.note)
         if seen.breaker is not None:
@@ -222,6 +222,7 @@ class Tick:
                                         change, lambda: inputs.settings.cadence))
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
+        parked.update(sorted(decision.dead_items.items()))  # items: the same alert
         return Planned(decision, change, consolidated, parked)
 
     def mark(self, inputs: TickInputs,
