@@ -61,6 +61,21 @@ def _value(text: str, ctx: dict[str, Any]) -> Any:
     return _lookup(text, ctx)
 
 
+def _truthy(condition: str, ctx: dict[str, Any]) -> bool:
+    """A step's ``if: ${{ [!]context.path }}`` as Actions coerces it to a boolean: null,
+    false, 0 and the empty string are false, anything else (an array too) is true
+    (docs.github.com, "Evaluate expressions in workflows and actions", Operators)."""
+    match = _EXPR.fullmatch(condition.strip())
+    assert match is not None, f"the player evaluates one expression per if: {condition}"
+    text = match.group(1).strip()
+    negate = text.startswith("!")
+    path = text.lstrip("! ")
+    assert re.fullmatch(r"[a-z_.]+", path), f"the player cannot evaluate {text!r}"
+    value = _lookup(path, ctx)
+    truth = value not in (None, False, 0, "")
+    return not truth if negate else truth
+
+
 def evaluate(template: Any, ctx: dict[str, Any]) -> str:
     def sub(match: re.Match[str]) -> str:
         value = _value(match.group(1), ctx)
@@ -173,6 +188,8 @@ class Player:
             condition = str(step.get("if", ""))
             if condition.startswith("vars."):
                 continue  # repository variables are unset here
+            if condition.startswith("${{") and not _truthy(condition, ctx):
+                continue  # a step whose condition is false is skipped
             # `always()` steps run after a failure or a cancel, the others do not
             if failed and not condition.startswith("always()"):
                 continue
