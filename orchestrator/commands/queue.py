@@ -20,6 +20,7 @@ from ..state.items import (
     ItemStatus,
     NewItem,
     new_item,
+    parse_array,
     parse_lines,
 )
 from ..state.queueops import Enqueued
@@ -56,10 +57,26 @@ def _read_file(name: str) -> bytes:
         raise UserError(f"{name}: {exc}") from None
 
 
+def _event_items(path: str) -> list[NewItem]:
+    """The items of a repository_dispatch event file: its ``client_payload.items``."""
+    try:
+        event = safejson.loads(_read_file(path), max_bytes=MAX_FILE_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise UserError(f"{path}: {exc}") from None
+    payload = event.get("client_payload") if isinstance(event, dict) else None
+    items = payload.get("items") if isinstance(payload, dict) else None
+    try:
+        return parse_array(items)
+    except BadEnqueue as exc:
+        raise UserError(f"{path}: client_payload.items: {exc}; nothing was added") from None
+
+
 def _items(payload: str | None, file: str | None, key: str | None, priority: int | None,
-           not_before: str | None) -> list[NewItem]:
-    if (payload is None) == (file is None):
-        raise click.UsageError("give exactly one of --payload and --file")
+           not_before: str | None, event: str | None = None) -> list[NewItem]:
+    if sum(x is not None for x in (payload, file, event)) != 1:
+        raise click.UsageError("give exactly one of --payload, --file and --event")
+    if event is not None:
+        return _event_items(event)
     if file is not None:
         if key is not None or priority is not None or not_before is not None:
             raise click.UsageError("--key, --priority and --not-before go with --payload; "
@@ -88,7 +105,10 @@ def _items(payload: str | None, file: str | None, key: str | None, priority: int
 @click.option("--payload", metavar="JSON", help="The item's payload (any JSON, at most 64 KiB).")
 @click.option("--file", "file", metavar="FILE",
               help="A JSON-lines file (or - for stdin): one object a line with payload "
-                   "and optional key, priority, not_before.")
+                   "and optional key, priority, not_before (or one JSON array of them).")
+@click.option("--event", metavar="FILE",
+              help="A repository_dispatch event file ($GITHUB_EVENT_PATH): its "
+                   "client_payload.items, a JSON array of items (enqueue.yml).")
 @click.option("--key", help="Idempotency key: an item with this key already in the queue "
                             "is kept, nothing is added.")
 @click.option("--priority", type=int, help="Higher is claimed first (default 0).")
@@ -97,12 +117,12 @@ def _items(payload: str | None, file: str | None, key: str | None, priority: int
 @click.option("--now", "now_text", metavar="ISO", help="Time of the enqueue (default: now).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_config
-def add(cfg: Config, queue: str, payload: str | None, file: str | None, key: str | None,
-        priority: int | None, not_before: str | None, by: str | None, now_text: str | None,
-        as_json: bool) -> None:
+def add(cfg: Config, queue: str, payload: str | None, file: str | None, event: str | None,
+        key: str | None, priority: int | None, not_before: str | None, by: str | None,
+        now_text: str | None, as_json: bool) -> None:
     """Enqueue items, in one compare-and-swap commit."""
     layout.check_queue(queue)
-    items = _items(payload, file, key, priority, not_before)
+    items = _items(payload, file, key, priority, not_before, event)
     now = parse_now(now_text)
     actor = who(by)
     done: list[Enqueued] = []

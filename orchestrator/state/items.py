@@ -197,15 +197,38 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
         raise BadEnqueue(f"{where}: {first['msg']}") from None
 
 
+def parse_array(value: Any, *, queue_required: bool = False,
+                max_lines: int = MAX_LINES) -> list[NewItem]:
+    """Every item of a JSON array of items (``client_payload.items`` of an ``enqueue``
+    event), or :class:`BadEnqueue` naming the first at fault (``item 3: ...``)."""
+    if not isinstance(value, list):
+        raise BadEnqueue(f"a JSON array of items is expected, not {type(value).__name__}")
+    if len(value) > max_lines:
+        raise BadEnqueue(f"more than {max_lines} items")
+    items = []
+    for number, entry in enumerate(value, start=1):
+        try:
+            items.append(new_item(entry, queue_required=queue_required))
+        except BadEnqueue as exc:
+            raise BadEnqueue(f"item {number}: {exc}") from None
+    return items
+
+
 def parse_lines(data: bytes, *, queue_required: bool = False,
                 max_lines: int = MAX_LINES) -> list[NewItem]:
     """Every item of a JSON-lines enqueue file, or :class:`BadEnqueue` naming the first
     line at fault (``line 3: ...``): nothing of a bad file is taken. Blank lines are
-    skipped."""
+    skipped. A file that is one JSON array of items is read as such."""
     try:
         text = safejson.decode(data)
     except safejson.UnsafeJSON as exc:
         raise BadEnqueue(str(exc)) from None
+    if text.lstrip().startswith("["):  # never a line of objects: a JSON array
+        try:
+            value = safejson.loads(text, max_bytes=MAX_FILE_BYTES)
+        except safejson.UnsafeJSON as exc:
+            raise BadEnqueue(str(exc)) from None
+        return parse_array(value, queue_required=queue_required, max_lines=max_lines)
     items: list[NewItem] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -214,8 +237,14 @@ def parse_lines(data: bytes, *, queue_required: bool = False,
             raise BadEnqueue(f"line {number}: more than {max_lines} items in one file")
         try:
             value = safejson.loads(line, max_bytes=MAX_PAYLOAD_BYTES * 2)
+        except safejson.UnsafeJSON as exc:
+            # the parser saw one line: its "line 1 column N" is column N of this one
+            where = exc.where.replace("line 1 column", "column") if exc.where else ""
+            raise BadEnqueue(f"line {number}{' ' + where if where else ''}: "
+                             f"{exc.problem}") from None
+        try:
             items.append(new_item(value, queue_required=queue_required))
-        except (safejson.UnsafeJSON, BadEnqueue) as exc:
+        except BadEnqueue as exc:
             raise BadEnqueue(f"line {number}: {exc}") from None
     return items
 
