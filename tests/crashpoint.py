@@ -1,8 +1,8 @@
 """The orchestrator command with a crash point: ``python tests/crashpoint.py POINT ARGS...``.
 
 Runs ``orchestrator ARGS...`` in this process after installing a tick checkpoint hook
-that kills the process with SIGKILL when a tick reaches ``POINT`` (``after-mark`` or
-``after-dispatch``): no cleanup, no ``finally``, like a runner that vanished. The
+that kills the process with SIGKILL when a tick reaches ``POINT`` (``mark-planned``,
+``after-mark`` or ``after-dispatch``): no cleanup, no ``finally``, like a runner that vanished. The
 product itself has no way to crash on purpose.
 """
 

@@ -58,8 +58,9 @@ ExecutorFactory = Callable[[Breaker | None], Executor]
 
 Checkpoint = Callable[[str], None]
 """A hook called with the name of each point of no return a tick passes:
-``after-mark`` (the mark landed, nothing dispatched yet) and ``after-dispatch``
-(dispatched, nothing recorded yet)."""
+``mark-planned`` (the mark's commit is computed, not pushed yet), ``after-mark`` (the
+mark landed, nothing dispatched yet) and ``after-dispatch`` (dispatched, nothing
+recorded yet)."""
 
 CHECKPOINTS: list[Checkpoint] = []
 """Installed checkpoint hooks; the product installs none. Crash tests install one
@@ -236,6 +237,7 @@ class Tick:
             # reused while the compare-and-swap still sees the same tip
             on_tip = inputs.on(snap, self.repo)
             attempts.append((self.plan(on_tip, seen), on_tip))
+            _checkpoint("mark-planned")
             return attempts[-1][0].changes or None
 
         outcome = self.store.transact(change, f"tick {iso(self.now)}: decide",
