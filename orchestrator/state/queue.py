@@ -255,13 +255,14 @@ class QueueBook:
             if len(found) >= want:
                 break
         picked: list[Item] = []
-        self.prefetch(found)
-        for item_id in found:
-            item = self.item(item_id)
-            if item is not None and item.status in BACKLOG:
-                picked.append(item)
-            if len(picked) >= want:
-                break
+        start = 0
+        while len(picked) < want and start < len(found):
+            # read as many as are still wanted; an unreadable one costs another read
+            batch = found[start:start + want - len(picked)]
+            start += len(batch)
+            self.prefetch(batch)
+            picked += [i for i in map(self.item, batch)
+                       if i is not None and i.status in BACKLOG]
         return picked
 
     @property
