@@ -215,7 +215,7 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     note = None
     if index is None or state is None or problem is not None:
         names = files.listdirs([RUNS])[RUNS] if names is None else names
-        state, index, note = _rebuild(files, _folders(names) or set(), problem)
+        state, index, note = _rebuild(files, _folders(names) or set(), problem, top)
         vouched = False
     _name_stray_entries(state, index, names)
     folders = _folders(names)
@@ -245,15 +245,17 @@ def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
 
 
 def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
-               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str]
-               ) -> state_model.State:
+               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str],
+               runs: Collection[str] | None = None) -> state_model.State:
     """The records the index points at: the cursors, the dead letters, the health file
-    and the open runs' records, found in the listings ``top`` and of the runs."""
+    and the open runs' records (or those of ``runs``), found in the listings ``top``
+    and of the runs."""
     # only compared with the paths listed, never read: no need to check each id
     skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
     # the open runs, and the runs of records quarantined before: read again, they are
     # reported again, or they load (mended) and the index takes them back
-    mine = {*index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+    mine = set(runs) if runs is not None else {
+        *index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
     open_runs = [r for r in sorted(mine if folders is None else mine & folders)
                  if layout.is_run_id(r)]
     open_dirs = [d for r in open_runs
@@ -278,10 +280,13 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     return state_model.load({p: files[p] for p in wanted})
 
 
-def _rebuild(files: StateFiles, folders: set[str], problem: str | None
+def _rebuild(files: StateFiles, folders: set[str], problem: str | None,
+             top: Mapping[str, Mapping[str, bool]]
              ) -> tuple[state_model.State, OpenIndex, str | None]:
-    """Every record read, the index they call for, and the line that says why."""
-    state = state_model.load(files)
+    """Every record read, the index they call for, and the line that says why. The
+    records are found folder by folder (every run's), never by listing the whole tree:
+    a work queue of 100,000 items beside them is not listed."""
+    state = _read_open(files, OpenIndex(), folders, top, (), runs=folders)
     index = build(state.runs.values(), folders)
     note = None
     if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet

@@ -189,3 +189,28 @@ def test_purge_removes_what_was_done_before_the_day_and_nothing_else() -> None:
     files = commit(files, book.dump())
     assert loaded(files).counts == {"claimed": 1} and loaded(files).note is None
     assert not any("/done/" in p for p in files)
+
+
+class Listed(Reads):
+    """Files that fail a test when the whole tree is listed (``ls-tree -r`` in git)."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("the whole tree was listed")
+
+
+@pytest.mark.parametrize("with_index", [True, False], ids=["index", "rebuilt"])
+def test_a_tick_s_load_reads_the_summary_and_no_item(with_index: bool) -> None:
+    """Even when the index of open runs is rebuilt (a branch without runs has none),
+    nothing under the queue's folder is listed or read."""
+    from orchestrator.state import index as state_index
+    from tests.builders import run_files
+
+    files = queue_with([NewItem(payload=n, key=f"k{n}") for n in range(50)])
+    files.update(run_files())
+    if with_index:
+        files = commit(files, state_index.refresh(files, dict(run_files()),
+                                                  state_index.load(files).index))
+    watched = Listed(files)
+    loaded_state = state_index.load(watched)
+    assert loaded_state.state.queues["pages"].counts == {"ready": 50}
+    assert [p for p in watched.read if p.startswith("state/queues/pages/")] == []
