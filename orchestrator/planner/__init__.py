@@ -109,5 +109,6 @@ def plan(
     drain.finish_drains(ctx)
     fan_in(ctx)  # 4: and runs that cancel_previous just ended
     dispatch_pending(ctx)  # 5
-    fan_in(ctx)  # a run whose drain track found its queue empty ends in this tick
+    drain.finish_drains(ctx)  # a drain whose workers had nothing left to claim
+    fan_in(ctx)  # and a run whose drain track found its queue empty end in this tick
     return decision

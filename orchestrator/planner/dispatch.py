@@ -60,6 +60,10 @@ def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
         request = replace(request, items=drain.work_items(ctx, track, request.key),
                           queue=track.work.queue, wall_minutes=track.work.wall_minutes,
                           results=None)
+        if not request.items:  # every claim of it was released meanwhile
+            ctx.move(track, TrackPhase.CANCELLED, "no item of it is still its to work",
+                     finished_at=ctx.now)
+            return
     go, runner = pick(ctx, run, track, request.key)
     if not go:
         return

@@ -140,6 +140,7 @@ def test_a_report_on_an_item_the_worker_does_not_own_is_refused_in_one_line(
     result = shell.run(T0 + timedelta(minutes=2))
     refused = [line for line in result.decision.log if "refused:" in line]
     assert len(refused) == 1 and theirs in refused[0] and "\n" not in refused[0]
+    assert "not one it was given" in refused[0]
     after = book(shell)
     assert after.item(theirs).status is ItemStatus.READY  # type: ignore[union-attr]
     assert after.item(mine).status is ItemStatus.DONE  # type: ignore[union-attr]
@@ -231,3 +232,28 @@ def test_exit_75_puts_an_item_back_without_using_an_attempt(
     [item] = book(shell).claimable(T0 + timedelta(hours=4), 1)
     assert item.attempt == 0 and item.status is ItemStatus.READY
     assert [h.to for h in item.state_history].count("claimed") == 3
+
+
+def test_a_worker_whose_claims_were_all_released_is_cancelled_not_run(
+        drained: Callable[..., MemoryShell]) -> None:
+    shell = drained(2, task_cap=2, max_workers=1)
+    shell.executor.dispatch_fails = "the backend fell over"  # nothing recorded
+    shell.run(T0)
+    shell.executor.dispatch_fails = None
+
+    def release_all(snap: Any) -> dict[str, bytes | None]:  # e.g. by a hand edit
+        from orchestrator.state import queueops
+
+        target = queues.book(snap.files, "pages")
+        for claim in list(target.claims.values()):
+            for item_id in claim.items:
+                item = target.item(item_id)
+                assert item is not None
+                queueops.release(target, item, T0, "ops", "by hand")
+        return target.dump()
+
+    shell.store.transact(release_all, "released by hand")
+    result = shell.run(T0 + timedelta(minutes=15))  # past the grace: dispatched again
+    assert result.dispatched == [] and shell.executor.starts == []
+    assert shell.track(RUN, "pages-w1").phase is TrackPhase.CANCELLED
+    assert shell.track(RUN, "pages").phase is TrackPhase.FAILED  # no worker completed
