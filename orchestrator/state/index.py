@@ -201,9 +201,11 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     has to be rebuilt.
     """
     files = as_state_files(files)
-    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ])
+    # the queues' folder too, listed in the same call whether or not it exists
+    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ, layout.QUEUES])
     # exactly these: state/ also holds the index page of every run
-    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files)
+    files.prefetch([*(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files),
+                    *queue_summaries(files)])
     index, problem = read(files)
     tree = tree_id(files, RUNS)
     vouched = index is not None and tree is not None and index.runs_tree == tree
@@ -228,6 +230,15 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     if "queues" in top[layout.ROOT]:
         attach_queues(state, files)
     return Loaded(state, index, note, vouched)
+
+
+def queue_summaries(files: StateFiles) -> list[str]:
+    """The paths of the queues' summaries, from the listing of ``state/queues`` (which
+    the tick makes with its first listing, so reading them costs no git process of
+    their own)."""
+    listed = files.listdirs([layout.QUEUES])[layout.QUEUES]
+    return [f"{layout.QUEUES}/{name}" for name, is_dir in listed.items()
+            if not is_dir and name.endswith(".json")]
 
 
 def attach_queues(state: state_model.State, files: StateFiles) -> None:
@@ -268,7 +279,8 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
                     if layout.is_run_id(r) and (folders is None or r in folders))
     runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
     listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
-    wanted = [path for folder, entries in listed.items() if folder != layout.ROOT
+    wanted = [path for folder, entries in listed.items()
+              if folder not in (layout.ROOT, layout.QUEUES)
               for name, is_dir in entries.items()
               if not is_dir and name.endswith(".json")
               and (path := f"{folder}/{name}") not in skip]
