@@ -1,9 +1,9 @@
 """The orchestrator command with a crash point: ``python tests/crashpoint.py POINT ARGS...``.
 
 Runs ``orchestrator ARGS...`` in this process after installing a tick checkpoint hook
-that kills the process with SIGKILL when a tick reaches ``POINT`` (``after-mark``,
-``after-dispatch`` or ``after-notify``): no cleanup, no ``finally``, like a runner
-that vanished. The product itself has no way to crash on purpose.
+that kills the process with SIGKILL when a tick reaches ``POINT`` (``mark-planned``,
+``after-mark``, ``after-dispatch`` or ``after-notify``): no cleanup, no ``finally``, like a
+runner that vanished. The product itself has no way to crash on purpose.
 """
 
 from __future__ import annotations

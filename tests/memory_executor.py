@@ -29,6 +29,7 @@ from typing import Any
 from orchestrator.errors import ExecutorError
 from orchestrator.executors.base import DispatchRequest, DispatchResult, Handle, Observation
 from orchestrator.state.breaker import Breaker
+from orchestrator.state.items import ItemReport, NewItem
 from orchestrator.state.records import TrackPhase
 
 FINAL = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
@@ -45,6 +46,9 @@ class Attempt:
     finished_at: datetime | None = None
     result: dict[str, Any] | None = None
     error: str | None = None
+    items: tuple[ItemReport, ...] | None = None
+    """A drain worker's account of its items (``None``: none, as a lost artifact)."""
+    enqueue: tuple[NewItem, ...] = ()
 
 
 @dataclass
@@ -103,7 +107,7 @@ class MemoryExecutor:
                 out[handle.key] = Observation(
                     key=handle.key, phase=attempt.phase, started_at=attempt.started_at,
                     finished_at=attempt.finished_at, result=attempt.result,
-                    error=attempt.error)
+                    error=attempt.error, items=attempt.items, enqueue=attempt.enqueue)
         return out
 
     def cancel(self, handle: Handle) -> None:
@@ -126,13 +130,17 @@ class MemoryExecutor:
         attempt.phase, attempt.started_at = TrackPhase.RUNNING, at
 
     def finish(self, key: str, at: datetime, phase: TrackPhase = TrackPhase.COMPLETE, *,
-               result: dict[str, Any] | None = None, error: str | None = None) -> None:
+               result: dict[str, Any] | None = None, error: str | None = None,
+               items: tuple[ItemReport, ...] | None = None,
+               enqueue: tuple[NewItem, ...] = ()) -> None:
         """The attempt ended at ``at`` in ``phase`` (started at ``at`` too, unless a
-        runner took it before)."""
+        runner took it before); a drain worker with its account of ``items``, a track
+        with the items it asked to ``enqueue``."""
         attempt = self.attempts[key]
         attempt.started_at = attempt.started_at or at
         attempt.phase, attempt.finished_at = phase, at
         attempt.result, attempt.error = result, error
+        attempt.items, attempt.enqueue = items, enqueue
 
     # ------------------------------------------------------------------ inside
 

@@ -97,6 +97,16 @@ class StoreContract:
         assert result.tip == first.tip == backend.store.read().tip
         assert backend.commits() == 1
 
+    def test_a_change_of_thousands_of_files_lands_whole(self, backend: Backend) -> None:
+        """Bulk writes (an enqueue of 10,000 items) take another path in the git store:
+        one pack for all their blobs. Every byte lands as given, empty and binary too."""
+        change: Change = {f"state/q/{i % 7}/{i}.json": f"{i}\n".encode() * (i % 5)
+                          for i in range(1500)}
+        change["state/q/binary"] = bytes(range(256)) * 3
+        result = backend.store.transact(lambda _: change, "bulk")
+        assert result.landed and len(result.changed) == len(change)
+        assert dict(backend.store.read().files) == change
+
     def test_none_deletes_a_file(self, backend: Backend) -> None:
         backend.store.transact(lambda _: {"state/a": b"1", "state/b/c": b"2"}, "seed")
         result = backend.store.transact(lambda _: {"state/b/c": None}, "delete")

@@ -70,6 +70,21 @@ def _value(text: str, ctx: dict[str, Any]) -> Any:
     return _lookup(text, ctx)
 
 
+def _truthy(condition: str, ctx: dict[str, Any]) -> bool:
+    """A step's ``if: ${{ [!]context.path }}`` as Actions coerces it to a boolean: null,
+    false, 0 and the empty string are false, anything else (an array too) is true
+    (docs.github.com, "Evaluate expressions in workflows and actions", Operators)."""
+    match = _EXPR.fullmatch(condition.strip())
+    assert match is not None, f"the player evaluates one expression per if: {condition}"
+    text = match.group(1).strip()
+    negate = text.startswith("!")
+    path = text.lstrip("! ")
+    assert re.fullmatch(r"[a-z_.]+", path), f"the player cannot evaluate {text!r}"
+    value = _lookup(path, ctx)
+    truth = value not in (None, False, 0, "")
+    return not truth if negate else truth
+
+
 def evaluate(template: Any, ctx: dict[str, Any]) -> str:
     def sub(match: re.Match[str]) -> str:
         value = _value(match.group(1), ctx)
@@ -171,6 +186,27 @@ class Player:
         self._complete(ci_run, "tick", played)
         return played
 
+    def play_event(self, job_id: str, event_name: str, event: dict[str, Any],
+                   inputs: dict[str, str] | None = None) -> Played:
+        """Run a job of :attr:`workflow` as GitHub runs it for an event (no matrix, no
+        workflow run of the fake): ``event`` is the webhook payload, written to
+        ``GITHUB_EVENT_PATH`` and seen as ``github.event``; ``inputs`` those of a
+        ``workflow_dispatch``."""
+        job = self.doc["jobs"][job_id]
+        temp = self.work / f"temp-{job_id}-{event_name}"
+        ctx = self._context(inputs or {}, None, temp)
+        ctx["github"].update(event=event, event_name=event_name, actor="octocat")
+        event_path = temp / "event.json"
+        event_path.write_text(json.dumps(event))
+        env = {"GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": str(event_path),
+               "GITHUB_ACTOR": "octocat", "RUNNER_TEMP": str(temp),
+               "GITHUB_STEP_SUMMARY": str(temp / "summary.md")}
+        before, self.env = self.env, {**env, **self.env}
+        try:
+            return self._play(job, ctx, 0, self._checkout(job_id), job_id)
+        finally:
+            self.env = before
+
     def _complete(self, ci_run: int, name: str, played: Played) -> None:
         """The job ends with its steps' conclusion, unless GitHub ended it first."""
         if self.fake.job_status(ci_run, name)[0] != "completed":
@@ -196,6 +232,8 @@ class Player:
             condition = str(step.get("if", ""))
             if condition.startswith("vars."):
                 continue  # repository variables are unset here
+            if condition.startswith("${{") and not _truthy(condition, ctx):
+                continue  # a step whose condition is false is skipped
             # `always()` steps run after a failure or a cancel, the others do not
             if failed and not condition.startswith("always()"):
                 continue
@@ -222,6 +260,8 @@ class Player:
         return played
 
     def _cancelled(self, ci_run: int, name: str) -> bool:
+        if ci_run == 0:  # a job played for an event has no workflow run in the fake
+            return False
         return self.fake.job_status(ci_run, name) == ("completed", "cancelled")
 
     def _run(self, args: list[str], cwd: Path, env: dict[str, str], ci_run: int,

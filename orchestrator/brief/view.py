@@ -68,6 +68,89 @@ class TrackRow:
 
 
 @dataclass(frozen=True)
+class DrainView:
+    """One drain track rolled up: what its workers did to the queue, never a row per
+    item, so a brief of a 10,000-item drain stays one readable page."""
+
+    name: str
+    queue: str
+    phase: str
+    phase_label: str
+    workers: int
+    drained: int
+    failed: int
+    dead: int
+    released: int
+    back: int
+    refused: int
+    remaining: int | None
+    """Items left in the queue when the drain ended (``None``: still draining)."""
+    slowest: list[tuple[str, str]]
+    """(item id, duration) of the slowest items, slowest first."""
+    failures: list[tuple[str, str]]
+    """(item id, error line) of items whose attempt failed."""
+
+    @property
+    def summary(self) -> str:
+        parts = [f"{self.drained} drained", f"{self.failed} failed", f"{self.dead} dead",
+                 f"{self.released} released"]
+        if self.back:
+            parts.append(f"{self.back} put back")
+        if self.refused:
+            parts.append(f"{self.refused} reports refused")
+        tail = (f"; {self.remaining} remain in the queue" if self.remaining is not None
+                else "; still draining")
+        return ", ".join(parts) + f" by {self.workers} worker(s){tail}"
+
+
+def _number(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _pairs(rows: Any, seconds: bool = False) -> list[tuple[str, str]]:
+    out = []
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, list) and len(row) >= 2:
+            value = row[1]
+            text = (fmt_duration(timedelta(seconds=float(value)))
+                    if seconds and isinstance(value, int | float) else as_text(value))
+            out.append((as_text(row[0]), text))
+    return out
+
+
+def drain_views(tracks: list[Track]) -> list[DrainView]:
+    """A roll-up of each drain track of the run, from its result once it ended, else
+    from what its settled workers reported so far."""
+    views = []
+    for track in tracks:
+        if track.spec.drain is None or track.work is not None:
+            continue
+        workers = [t for t in tracks if t.work is not None and t.work.drain == track.name]
+        if track.result is not None and track.phase in (TrackPhase.COMPLETE, TrackPhase.FAILED):
+            data: dict[str, Any] = dict(track.result)
+            data.setdefault("done", data.get("drained"))
+        else:
+            data = {k: sum(_number(w.result or {}, k) for w in workers)
+                    for k in ("done", "failed", "dead", "released", "back", "refused")}
+            data["slowest"] = [r for w in workers for r in (w.result or {}).get("slowest") or []]
+            data["failures"] = [r for w in workers for r in (w.result or {}).get("failures")
+                                or []]
+            data["remaining"] = None
+        remaining = data.get("remaining")
+        views.append(DrainView(
+            name=track.name, queue=track.spec.drain.queue, phase=track.phase.value,
+            phase_label=PHASE_LABELS[track.phase], workers=len(workers),
+            drained=_number(data, "done"), failed=_number(data, "failed"),
+            dead=_number(data, "dead"), released=_number(data, "released"),
+            back=_number(data, "back"), refused=_number(data, "refused"),
+            remaining=remaining if isinstance(remaining, int) else None,
+            slowest=_pairs(data.get("slowest"), seconds=True)[:5],
+            failures=_pairs(data.get("failures"))[:10]))
+    return views
+
+
+@dataclass(frozen=True)
 class Counts:
     total: int
     complete: int
@@ -131,6 +214,8 @@ class BriefView:
     notes: list[str] = field(default_factory=list)
     consolidation: TrackRow | None = None
     """The row of the schedule's ``consolidate`` step, if it has one (shown first)."""
+    drains: list[DrainView] = field(default_factory=list)
+    """One roll-up per drain track (its workers' rows are in ``rows``)."""
 
 
 
@@ -317,5 +402,6 @@ def build_view(ctx: BriefContext) -> BriefView:
         poll_columns=[c for c in POLL_COLUMNS if any(p[c] for p in polls)],
         notes=notes,
         consolidation=consolidation,
+        drains=drain_views(list(ctx.tracks)),
     )
 

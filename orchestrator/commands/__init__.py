@@ -30,6 +30,7 @@ MODULES: tuple[str, ...] = (
     "estimate",
     "outcome",
     "notify",
+    "queue",
 )
 
 

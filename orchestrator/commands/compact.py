@@ -17,15 +17,17 @@ from .context import Config, pass_config
 @click.option("--now", metavar="ISO", help="Reference time (default: the clock).")
 @pass_config
 def command(cfg: Config, keep_days: int, now: str | None) -> int:
-    """Archive finished runs older than N days from the state branch (old tip kept
-    under the tag orchestrator-archive/<timestamp>)."""
+    """Archive finished runs older than N days, and queue items done as long ago, from
+    the state branch (old tip kept under the tag orchestrator-archive/<timestamp>)."""
     moment = parse_now(now)
     done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, moment)
     if done is None:
         click.echo("nothing to archive")
         return 0
-    click.echo(f"archived {len(done.runs)} run(s) and {len(done.dead_letters)} discarded "
-               f"dead letter(s); the previous history is kept as tag {archive_tag(moment)}")
+    items = f", {done.items} done queue item(s)" if done.items else ""
+    click.echo(f"archived {len(done.runs)} run(s){items} and {len(done.dead_letters)} "
+               f"discarded dead letter(s); the previous history is kept as tag "
+               f"{archive_tag(moment)}")
     for run_id in done.runs:
         click.echo(f"  {run_id}")
     return 0

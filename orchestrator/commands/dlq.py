@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import click
 
-from ..runs import deadletters
+from ..runs import deadletters, queues
 from ..state import layout
+from ..state import model as state_model
 from ..store import ChangeFn, GitStateStore
 from ..support.times import parse_now
 from .context import Config, pass_config, who
@@ -17,7 +19,8 @@ from .runs import read_state
 
 @click.group("dlq")
 def command() -> None:
-    """Tracks parked after their last failed attempt or a tap-out."""
+    """Tracks parked after their last failed attempt or a tap-out, and queue items
+    dead after their last attempt (keys ``<queue>/<item-id>``)."""
 
 
 @command.command("list")
@@ -25,13 +28,19 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @pass_config
 def list_letters(cfg: Config, show_all: bool, as_json: bool) -> None:
-    """List dead letters, oldest first."""
-    letters = deadletters.listed(read_state(cfg), show_all=show_all)
+    """List dead letters, oldest first: tracks, then queue items (``<queue>/<id>``)."""
+    files = _files(cfg)
+    letters = deadletters.listed(state_model.load(files, all_tracks=True), show_all=show_all)
+    items = queues.dead_letters(files, show_all=show_all)
     if as_json:
-        click.echo(json.dumps([d.model_dump(mode="json", by_alias=True) for d in letters],
+        click.echo(json.dumps([d.model_dump(mode="json", by_alias=True) for d in letters]
+                              + [{"key": f"{i.queue}/{i.id}", **i.model_dump(
+                                  mode="json", by_alias=True)} for i in items],
                               indent=2, sort_keys=True))
+    elif items and not letters:
+        click.echo("\n".join(queues.letter_lines(items)))
     else:
-        click.echo("\n".join(deadletters.list_text(letters)))
+        click.echo("\n".join(deadletters.list_text(letters) + queues.letter_lines(items)))
 
 
 @command.command("show")
@@ -40,6 +49,14 @@ def list_letters(cfg: Config, show_all: bool, as_json: bool) -> None:
 @pass_config
 def show_letter(cfg: Config, key: str, as_json: bool) -> None:
     """Show one dead letter: payload, error log, history."""
+    if _is_item(key):
+        item = queues.find_letter(_files(cfg), key)
+        if as_json:
+            click.echo(json.dumps(item.model_dump(mode="json", by_alias=True), indent=2,
+                                  sort_keys=True))
+        else:
+            click.echo("\n".join(queues.item_text(item)))
+        return
     layout.dlq_path(key)  # validates the key
     letter = deadletters.find(read_state(cfg), key)
     if as_json:
@@ -49,8 +66,20 @@ def show_letter(cfg: Config, key: str, as_json: bool) -> None:
         click.echo("\n".join(deadletters.letter_text(letter)))
 
 
+def _is_item(key: str) -> bool:
+    """A queue item's dead letter is named ``<queue>/<item-id>``."""
+    return "/" in key
+
+
+def _files(cfg: Config) -> Mapping[str, bytes]:
+    return GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+
+
 def _transact(cfg: Config, key: str, change: ChangeFn, message: str) -> None:
-    layout.dlq_path(key)
+    if _is_item(key):
+        layout.parse_item_letter_key(key)
+    else:
+        layout.dlq_path(key)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     store.transact(change, message)
 
@@ -66,7 +95,8 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
     compensation, reopen the saga where it stopped."""
     now = parse_now(now_text)
     actor = who(by)
-    _transact(cfg, key, lambda snap: deadletters.requeue(snap.files, key, actor, reason, now),
+    requeue_fn = queues.requeue if _is_item(key) else deadletters.requeue
+    _transact(cfg, key, lambda snap: requeue_fn(snap.files, key, actor, reason, now),
               f"dlq: requeue {key}")
     click.echo(f"requeued {key}; the next tick dispatches it")
 
@@ -79,6 +109,11 @@ def requeue(cfg: Config, key: str, reason: str, by: str | None, now_text: str | 
 def discard(cfg: Config, key: str, reason: str, by: str | None) -> None:
     """Give up on a parked track; the entry is kept, marked with who and why."""
     actor = who(by)
-    _transact(cfg, key, lambda snap: deadletters.discard(snap.files, key, actor, reason),
-              f"dlq: discard {key}")
+    if _is_item(key):
+        now = parse_now(None)
+        _transact(cfg, key, lambda snap: queues.discard(snap.files, key, actor, reason, now),
+                  f"dlq: discard {key}")
+    else:
+        _transact(cfg, key, lambda snap: deadletters.discard(snap.files, key, actor, reason),
+                  f"dlq: discard {key}")
     click.echo(f"discarded {key}")

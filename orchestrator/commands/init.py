@@ -2,9 +2,10 @@
 
 Writes ``schedules/`` (one example and the JSON Schema), ``templates/`` (the brief
 and the index, to edit), the workflows (``tick``, ``track``, ``validate``,
-``watchdog``; ``pages`` with ``--pages``), a README section and a ``.gitignore`` line
-for the local executor's work folder. The files are the ones this project runs on
-itself, shipped in the package (``orchestrator/data``); a test keeps the copies equal.
+``watchdog``, ``enqueue``; ``pages`` with ``--pages``), a README section and a
+``.gitignore`` line for the local executor's work folder. The files are the ones this
+project runs on itself, shipped in the package (``orchestrator/data``); a test keeps
+the copies equal.
 
 It never overwrites a file, nor adds the example beside existing schedules, unless
 ``--force``; the check covers every file before anything is written, so a refusal
@@ -32,7 +33,7 @@ from .context import Config, pass_config
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCAFFOLD = DATA / "scaffold"
-WORKFLOWS = ("tick.yml", "track.yml", "validate.yml", "watchdog.yml")
+WORKFLOWS = ("tick.yml", "track.yml", "validate.yml", "watchdog.yml", "enqueue.yml")
 OPTIONAL_WORKFLOWS = ("pages.yml",)
 EXAMPLE = "nightly.json"
 README_SECTION = SCAFFOLD / "README.section.md"

@@ -10,9 +10,11 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
+from ..executors.local_outcome import read_enqueue
 from ..executors.outcomes import build, write
 from ..runs.reporting import load_result
 from ..spec.fields import check_id, check_run_id
+from ..state.items import NewItem
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -49,6 +51,10 @@ def _read_tail(path: Path | None) -> str:
               help="A file holding a JSON object (ORCHESTRATOR_RESULT); absent or empty: none.")
 @click.option("--message", help="Why the attempt failed, when there is more to say than "
                                  "its exit code.")
+@click.option("--enqueue", "enqueue_file", type=click.Path(dir_okay=False, path_type=Path),
+              envvar="ORCHESTRATOR_ENQUEUE",
+              help="A JSON-lines file of items the track asks to enqueue (each with its "
+                   "queue) [env: ORCHESTRATOR_ENQUEUE]; absent: none.")
 @click.option("--output", "folder", required=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <run>--<track>--<attempt>.json into.")
@@ -57,7 +63,7 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
             exit_code: int | None,
             started_at: str, finished_at: str, timeout_minutes: float | None,
             stderr_file: Path | None, result_file: Path | None, message: str | None,
-            folder: Path) -> int:
+            enqueue_file: Path | None, folder: Path) -> int:
     """Write a leg's outcome file (phase, exit code, result, stderr tail, times)."""
     result = None
     if result_file is not None and result_file.is_file() and result_file.stat().st_size:
@@ -65,12 +71,19 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
             result = load_result(result_file)
         except UserError as exc:  # the outcome still counts; the result is dropped
             click.echo(f"orchestrator: warning: {exc.message}; result left out", err=True)
+    enqueue: tuple[NewItem, ...] = ()
+    enqueue_error: str | None = None
+    if enqueue_file is not None and exit_code == 0:  # only a track that completed
+        enqueue, enqueue_error = read_enqueue(enqueue_file.parent, enqueue_file.name)
+        if enqueue_error:
+            click.echo(f"orchestrator: warning: {enqueue_error}", err=True)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=parse_now(started_at, "--started-at"),
                     finished_at=parse_now(finished_at, "--finished-at"),
                     limit=timedelta(minutes=timeout_minutes) if timeout_minutes else None,
-                    result=result, stderr=_read_tail(stderr_file), message=message)
+                    result=result, stderr=_read_tail(stderr_file), message=message,
+                    enqueue=list(enqueue), enqueue_error=enqueue_error)
     path = write(folder, outcome)
     click.echo(f"{outcome.key}: {outcome.phase} -> {path}")
     return 0

@@ -53,6 +53,15 @@ LOCK = "supervisor.lock"
 SUPERVISOR_LOG = "supervisor.log"
 LAUNCHES = "launches.log"
 SLOTS = "slots"
+ITEMS = "items"
+"""A drain worker's folder of payloads, ``items/<id>.json``."""
+ITEM_RESULTS = "item-results"
+"""Each item's ``ORCHESTRATOR_RESULT``, ``item-results/<id>.json``."""
+ITEMS_LOG = "items.jsonl"
+"""A drain worker's account: a line when an item starts and one when it ends."""
+ENQUEUE = "enqueue.jsonl"
+"""``ORCHESTRATOR_ENQUEUE``: items the track asks to enqueue, one JSON object a line."""
+EX_TEMPFAIL = 75
 
 POLL_SECONDS = 0.1
 """How often the supervisor looks at its track, the clock and the cancel marker."""
@@ -74,7 +83,7 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``,
     so a reader sees the old or the new content, never half of it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -156,6 +165,105 @@ class Launch(NamedTuple):
     """``max_concurrent`` as written: no cap when empty."""
     env: dict[str, str]
     cwd: str
+    drain: dict[str, Any] | None = None
+    """A drain worker's ``items`` (id and attempt each) and ``wall_seconds``."""
+
+
+class Drainer:
+    """A drain worker's loop: ``run`` once per item, in order, until the items are done,
+    the wall clock passes or ``stopping()`` says why to stop.
+
+    Each item gets ``ORCHESTRATOR_ITEM_ID``, ``ORCHESTRATOR_ITEM`` (its payload file),
+    ``ORCHESTRATOR_ITEM_ATTEMPT`` and its own ``ORCHESTRATOR_RESULT``; exit 0 is
+    ``done``, 75 ``back`` (not now), anything else ``failed``. An item stopped by the
+    wall clock or a stop is ``released``, and no item starts after either. Every start
+    and end is a line of ``items.jsonl`` written before the next step, so a worker that
+    dies leaves an account up to the item it was in (``started`` without an end).
+    Used by the local supervisor and by ``orchestrator queue work`` on a CI runner.
+    """
+
+    def __init__(self, folder: Path, run: str, env: dict[str, str], cwd: str,
+                 items: list[dict[str, Any]], wall_seconds: float, grace: float,
+                 stopping: Any, launched: Any = None) -> None:
+        self.folder = folder
+        self.run = run
+        self.env = env
+        self.cwd = cwd
+        self.items = items
+        self.wall = wall_seconds
+        self.grace = grace
+        self.stopping = stopping
+        """() -> a reason to stop, or None."""
+        self.launched = launched
+        """(process, item id) -> None: told of every launch (the supervisor's status)."""
+
+    def work(self) -> None:
+        deadline = time.monotonic() + self.wall
+        for entry in self.items:
+            if self.stopping() or time.monotonic() >= deadline:
+                return  # the rest was never started: released
+            self.one(str(entry["id"]), int(entry["attempt"]), deadline)
+
+    def one(self, item_id: str, attempt: int, deadline: float) -> None:
+        result = self.folder / ITEM_RESULTS / f"{item_id}.json"
+        result.parent.mkdir(exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            result.unlink()
+        env = dict(self.env, ORCHESTRATOR_ITEM_ID=item_id,
+                   ORCHESTRATOR_ITEM=str(self.folder / ITEMS / f"{item_id}.json"),
+                   ORCHESTRATOR_ITEM_ATTEMPT=str(attempt), ORCHESTRATOR_RESULT=str(result))
+        stderr = self.folder / STDERR
+        line: dict[str, Any] = {"id": item_id, "attempt": attempt, "outcome": "started",
+                                "started_at": utc_now(), "stderr_from": _size(stderr)}
+        append_line(self.folder / ITEMS_LOG, line)
+        with open(self.folder / STDOUT, "ab") as out, open(stderr, "ab") as err:
+            try:
+                proc = subprocess.Popen(["sh", "-c", self.run], cwd=self.cwd, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        process_group=0)
+            except OSError as exc:
+                line.update(outcome="failed", finished_at=utc_now(),
+                            error=f"could not start the command: {exc}")
+                append_line(self.folder / ITEMS_LOG, line)
+                return
+        if self.launched is not None:
+            self.launched(proc, item_id)
+        stopped = self.watch(proc, deadline)
+        kill_group(proc.pid, signal.SIGKILL)  # whatever it left behind goes with it
+        rc = proc.returncode
+        outcome = ("released" if stopped else "done" if rc == 0
+                   else "back" if rc == EX_TEMPFAIL else "failed")
+        line.update(outcome=outcome, finished_at=utc_now(), stderr_to=_size(stderr),
+                    exit_code=rc if rc >= 0 else None, signal=-rc if rc < 0 else None)
+        if stopped:
+            line["error"] = stopped
+        append_line(self.folder / ITEMS_LOG, line)
+
+    def watch(self, proc: subprocess.Popen[bytes], deadline: float) -> str | None:
+        """Wait for the item's command; why it was stopped, or ``None`` if it ended."""
+        while True:
+            try:
+                proc.wait(timeout=POLL_SECONDS)
+                return None
+            except subprocess.TimeoutExpired:
+                pass
+            why = self.stopping() or (
+                "the worker's wall clock passed" if time.monotonic() >= deadline else None)
+            if why is None:
+                continue
+            kill_group(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=self.grace)
+            kill_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return why
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 class Supervisor:
@@ -202,6 +310,11 @@ class Supervisor:
                 return self.finish(CANCELLED, error=self.stop_reason)
         if self.cancel_requested():
             return self.finish(CANCELLED, error=self.stop_reason)
+        if launch.drain is not None:
+            code = self.drain(launch)
+            if slot is not None:
+                os.close(slot)
+            return code
 
         with open(self.dir / STDOUT, "ab") as out, open(self.dir / STDERR, "ab") as err:
             try:
@@ -224,6 +337,29 @@ class Supervisor:
         if slot is not None:
             os.close(slot)
         return self.finish(outcome, **changes)
+
+    def drain(self, launch: Launch) -> int:
+        """A drain worker: its items one by one (:class:`Drainer`); the attempt ends
+        ``exited`` 0 whatever the items did (they each have their own outcome), or
+        ``cancelled`` when a cancel or SIGTERM stopped it."""
+        assert launch.drain is not None
+        self.record(state=RUNNING, started_at=utc_now())
+
+        def launched(proc: subprocess.Popen[bytes], item_id: str) -> None:
+            self.record(pid=proc.pid, pgid=proc.pid)
+            append_line(self.work_dir / LAUNCHES, {
+                "at": utc_now(), "key": self.dir.name, "item": item_id, "pid": proc.pid,
+                "supervisor_pid": os.getpid()})
+
+        def stopping() -> str | None:
+            return self.stop_reason if self.cancel_requested() else None
+
+        Drainer(self.dir, launch.run, launch.env, launch.cwd, launch.drain["items"],
+                float(launch.drain["wall_seconds"]), launch.grace, stopping,
+                launched).work()
+        if self.stop_reason is not None:
+            return self.finish(CANCELLED, error=self.stop_reason)
+        return self.finish(EXITED, exit_code=0, signal=None)
 
     def claim(self) -> bool:
         """Take the supervisor lock and the attempt, unless another supervisor (alive,
@@ -256,12 +392,18 @@ class Supervisor:
             "ORCHESTRATOR_POLL": str(launch.get("poll") or 0),
             "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
             "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
+            "ORCHESTRATOR_ENQUEUE": str(self.dir / ENQUEUE),
         })
         if launch.get("results"):
             env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
         env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
         cwd = launch.get("cwd") or str(self.dir)
-        return Launch(run=run, timeout=timeout, grace=grace, cap=cap, env=env, cwd=cwd)
+        drain = launch.get("drain")
+        if drain is not None and not (isinstance(drain, dict)
+                                      and isinstance(drain.get("items"), list)):
+            raise ValueError("launch.json: drain: items expected")
+        return Launch(run=run, timeout=timeout, grace=grace, cap=cap, env=env, cwd=cwd,
+                      drain=drain)
 
     def watch(self, proc: subprocess.Popen[bytes], timeout: float, grace: float) -> str:
         """Wait for the track to exit, or stop it on a cancel, SIGTERM or the timeout;

@@ -25,7 +25,17 @@ from typing import Any, Protocol
 
 from ..spec.models import TrackSpec
 from ..state.breaker import Breaker
+from ..state.items import ItemReport, NewItem
 from ..state.records import TrackPhase
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One item a drain worker is to work: its id, the attempt it makes, its payload."""
+
+    id: str
+    attempt: int
+    payload: Any = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,15 @@ class DispatchRequest:
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment of the command (a compensation's ``ORCHESTRATOR_COMPENSATING``
     and ``ORCHESTRATOR_ORIGINAL_RESULT``)."""
+    items: tuple[WorkItem, ...] = ()
+    """A drain worker's items, in the order it works them (none: an ordinary track).
+    The command runs once per item; a backend that cannot carry the payloads (GitHub's
+    inputs) sends the ids and attempts, and the worker reads the payloads itself."""
+    queue: str | None = None
+    """A drain worker's queue."""
+    wall_minutes: float | None = None
+    """A drain worker's wall clock: it starts no item after it and releases the one in
+    flight (``spec.timeout_minutes`` stays the hard limit of the whole attempt)."""
 
     @property
     def key(self) -> str:
@@ -101,6 +120,13 @@ class Observation:
     handle: dict[str, Any] | None = None
     """A more precise handle learned while observing (e.g. the CI run id of a dispatch
     that was only correlated by name); the tick stores it on the track."""
+    items: tuple[ItemReport, ...] | None = None
+    """A drain worker's account of its items (``None``: the backend has none, e.g. a
+    GitHub job whose outcome artifact is missing)."""
+    enqueue: tuple[NewItem, ...] = ()
+    """Items the track asked to enqueue (its ``ORCHESTRATOR_ENQUEUE`` file)."""
+    enqueue_error: str | None = None
+    """Why its enqueue file was refused as a whole, if it was."""
     failed_to_start: bool = False
     """With ``phase`` ``FAILED``: the attempt never ran its command because its runner
     failed it (none took the job, or it died while setting up). Not the track's fault:

@@ -73,6 +73,7 @@ from typing import Any
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
 from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
 from ..state.breaker import Breaker
+from ..state.items import check_item_id
 from ..state.records import TrackPhase
 from ..support.credentials import track_environment
 from . import _supervise as supervisor
@@ -214,9 +215,12 @@ class LocalExecutor:
             raise UserError(f"track {request.track!r} has no 'run' command to run locally")
         folder = self.attempt_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        if request.results is not None and not (folder / supervisor.LAUNCH).exists():
+        fresh = not (folder / supervisor.LAUNCH).exists()
+        if request.results is not None and fresh:
             # Before launch.json: the supervisor may start the command at once.
             supervisor.write_json_atomic(folder / supervisor.RESULTS, request.results)
+        if request.items and fresh:
+            _write_payloads(folder, request)
         launch = {
             "key": key,
             "run_id": request.run_id,
@@ -232,6 +236,7 @@ class LocalExecutor:
             "max_concurrent": self.max_concurrent,
             "cwd": str(self.repo) if self.repo is not None else None,
             "results": request.results is not None,
+            "drain": _drain(request),
             "dispatched_at": supervisor.utc_now(),
             "dispatcher_pid": os.getpid(),
         }
@@ -420,3 +425,21 @@ class LocalExecutor:
 
     def health(self) -> Breaker | None:
         return None  # local processes: nothing to trip a breaker on
+
+
+def _drain(request: DispatchRequest) -> dict[str, Any] | None:
+    """What the supervisor needs of a drain worker: its items and its wall clock."""
+    if not request.items:
+        return None
+    wall = request.wall_minutes or request.spec.timeout_minutes
+    return {"items": [{"id": w.id, "attempt": w.attempt} for w in request.items],
+            "wall_seconds": wall * 60, "queue": request.queue}
+
+
+def _write_payloads(folder: Path, request: DispatchRequest) -> None:
+    """Each item's payload as ``items/<id>.json``, what ``ORCHESTRATOR_ITEM`` names."""
+    items = folder / supervisor.ITEMS
+    items.mkdir(exist_ok=True)
+    for work in request.items:
+        check_item_id(work.id)
+        supervisor.write_json_atomic(items / f"{work.id}.json", work.payload)

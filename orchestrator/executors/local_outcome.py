@@ -4,12 +4,24 @@ track may leave a FIFO, a symlink to ``/dev/zero`` or 100,000 brackets there).""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import stat
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from ..state.items import (
+    MAX_ITEM_RESULT_BYTES,
+    MAX_TRACK_FILE_BYTES,
+    BadEnqueue,
+    ItemReport,
+    NewItem,
+    parse_lines,
+    report_from,
+)
 from ..state.records import TrackPhase
 from ..support import safejson
 from ..support.times import parse_utc
@@ -55,7 +67,21 @@ def signal_name(number: int) -> str:
 
 def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
                    ) -> Observation:
-    """What an attempt's ``status.json`` (and its stderr and result) say."""
+    """What an attempt's ``status.json`` (and its stderr and result) say; for a drain
+    worker, its account of each item; for any track that completed, what it asked to
+    enqueue."""
+    seen = _observation(key, folder, url, status)
+    if seen.phase is None or seen.phase is TrackPhase.RUNNING:
+        return seen
+    changes: dict[str, Any] = {}
+    if (folder / supervisor.ITEMS).is_dir():
+        changes["items"] = read_reports(folder)
+    if seen.phase is TrackPhase.COMPLETE:
+        changes["enqueue"], changes["enqueue_error"] = read_enqueue(folder)
+    return dataclasses.replace(seen, **changes) if changes else seen
+
+
+def _observation(key: str, folder: Path, url: str, status: dict[str, Any]) -> Observation:
     state = status.get("state")
     details = {
         "state": state,
@@ -116,3 +142,112 @@ def read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
         why = f"result.json ignored: a JSON object is expected, not {type(data).__name__}"
         return {"error": why}, why
     return data, None
+
+
+ITEM_STDERR_LINES = 5
+MAX_ITEMS_LOG_BYTES = 8 * 1024 * 1024
+
+
+def read_reports(folder: Path) -> tuple[ItemReport, ...]:
+    """A drain worker's account of its items (``items.jsonl``), the last word on each:
+    its outcome, times, exit code, the tail of what it wrote to stderr, its result. A
+    line that cannot be read is left out (its item is then released)."""
+    try:
+        data = safejson.read_file(folder / supervisor.ITEMS_LOG,
+                                  max_bytes=MAX_ITEMS_LOG_BYTES)
+    except FileNotFoundError:
+        return ()
+    except safejson.UnsafeJSON:
+        return ()
+    latest: dict[str, dict[str, Any]] = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            entry = safejson.loads(line)
+        except safejson.UnsafeJSON:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            latest[entry["id"]] = entry
+    reports = []
+    for item_id, entry in latest.items():
+        try:
+            reports.append(_report(folder, item_id, entry))
+        except (ValidationError, ValueError, TypeError):
+            continue
+    return tuple(reports)
+
+
+def _report(folder: Path, item_id: str, entry: dict[str, Any]) -> ItemReport:
+    outcome = entry.get("outcome")
+    error = entry.get("error")
+    if outcome == "failed" and not error:
+        code, sig = entry.get("exit_code"), entry.get("signal")
+        error = (f"exit code {code}" if code is not None else
+                 f"killed by {signal_name(int(sig))}" if sig is not None else "failed")
+    if outcome in ("failed", "started"):
+        tail = _slice_tail(folder / supervisor.STDERR, entry.get("stderr_from"),
+                           entry.get("stderr_to"))
+        if tail:
+            error = f"{error or 'stopped'}; stderr ends with:\n{tail}"
+    result = None
+    if outcome == "done":
+        result = read_item_result(folder / supervisor.ITEM_RESULTS / f"{item_id}.json")
+    return report_from({"id": item_id, "outcome": outcome, "attempt": entry.get("attempt"),
+                        "started_at": entry.get("started_at"),
+                        "finished_at": entry.get("finished_at"),
+                        "exit_code": entry.get("exit_code"),
+                        "error": error[-2000:] if isinstance(error, str) else None,
+                        "result": result})
+
+
+def read_item_result(path: Path) -> dict[str, Any] | None:
+    """One item's result file, read as hostile input (a FIFO, a symlink, 1 GB of
+    zeros): ``{"error": why}`` when it breaks a rule, so the item still counts."""
+    try:
+        data = safejson.load_file(path, max_bytes=MAX_ITEM_RESULT_BYTES)
+    except FileNotFoundError:
+        return None
+    except safejson.UnsafeJSON as exc:
+        return {"error": f"result ignored: {exc}"}
+    if not isinstance(data, dict):
+        return {"error": f"result ignored: a JSON object is expected, not "
+                         f"{type(data).__name__}"}
+    return data
+
+
+def _slice_tail(path: Path, start: Any, end: Any) -> str:
+    """The last lines the command wrote to stderr between two offsets."""
+    if not isinstance(start, int):
+        return ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        stop = end if isinstance(end, int) else info.st_size
+        begin = max(start, stop - 16 * 1024)
+        os.lseek(fd, begin, os.SEEK_SET)
+        data = os.read(fd, max(0, stop - begin))
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-ITEM_STDERR_LINES:])
+
+
+def read_enqueue(folder: Path, name: str = supervisor.ENQUEUE
+                 ) -> tuple[tuple[NewItem, ...], str | None]:
+    """The items a track asked to enqueue (``ORCHESTRATOR_ENQUEUE``), or none and why:
+    the file is read as hostile input, and one bad line refuses the whole file."""
+    try:
+        data = safejson.read_file(folder / name, max_bytes=MAX_TRACK_FILE_BYTES)
+    except FileNotFoundError:
+        return (), None
+    except safejson.UnsafeJSON as exc:
+        return (), f"{name} ignored: {exc}"
+    try:
+        return tuple(parse_lines(data, queue_required=True)), None
+    except BadEnqueue as exc:
+        return (), f"{name} refused, nothing of it enqueued: {exc}"

@@ -30,13 +30,16 @@ from pydantic import Field, ValidationError
 
 from ..errors import InvalidId
 from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
+from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.records import TrackPhase
 from .base import Observation
 
 FORMAT = 1
 """Version of the outcome file; a reader refuses others instead of guessing."""
-MAX_BYTES = 1 << 20
-"""An outcome is a summary: its result is capped like ``orchestrator report``'s."""
+MAX_BYTES = 8 << 20
+"""An outcome is a summary: its result is capped like ``orchestrator report``'s, a
+drain worker's item reports at :data:`~orchestrator.state.items.MAX_ITEM_RESULT_BYTES`
+of result each (at most 1,000 items), a track's enqueue file at 1 MiB."""
 MAX_FILES = 4096
 """More files than any batch has legs (256) times a few re-runs: stop reading there."""
 STDERR_LINES = 20
@@ -73,6 +76,13 @@ class Outcome(Frozen):
     """The JSON object the command wrote to ``ORCHESTRATOR_RESULT``, if any."""
     error: str | None = None
     """Why the attempt did not complete, with the last lines of its stderr."""
+    items: list[ItemReport] | None = None
+    """A drain worker's account of each item it worked (its ``items.jsonl``)."""
+    enqueue: list[dict[str, Any]] | None = None
+    """The items the track asked to enqueue (its ``ORCHESTRATOR_ENQUEUE`` file), each
+    checked again when read."""
+    enqueue_error: str | None = None
+    """Why its enqueue file was refused as a whole."""
 
     @property
     def key(self) -> str:
@@ -105,7 +115,9 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
           compensating: bool = False, exit_code: int | None,
           started_at: datetime, finished_at: datetime, limit: timedelta | None = None,
           result: dict[str, Any] | None = None, stderr: str = "",
-          message: str | None = None) -> Outcome:
+          message: str | None = None, items: list[ItemReport] | None = None,
+          enqueue: list[NewItem] | None = None,
+          enqueue_error: str | None = None) -> Outcome:
     """The outcome of a finished command (pure)."""
     check_run_id(run_id)
     check_id(track, "track name")
@@ -120,10 +132,12 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
     tail = stderr_tail(stderr)
     if error and tail:
         error = f"{error}; stderr ends with:\n{tail}"
+    queued = [e.model_dump(mode="json", exclude_defaults=True) for e in enqueue or ()]
     return Outcome(run_id=run_id, track=track, attempt=attempt, poll=poll,
                    compensating=compensating, phase=phase,
                    exit_code=exit_code, started_at=started_at, finished_at=finished_at,
-                   result=result, error=error)
+                   result=result, error=error, items=items,
+                   enqueue=queued or None, enqueue_error=enqueue_error)
 
 
 def dump(outcome: Outcome) -> bytes:
@@ -162,6 +176,11 @@ def parse(name: str, data: bytes) -> Outcome:
         raise BadOutcome(f"{name}: {exc.message}") from None
     if outcome.finished_at < outcome.started_at:
         raise BadOutcome(f"{name}: finished_at is before started_at")
+    if outcome.enqueue is not None:
+        try:
+            [new_item(entry, queue_required=True) for entry in outcome.enqueue]
+        except BadEnqueue as exc:
+            raise BadOutcome(f"{name}: enqueue: {exc}") from None
     stem = Path(name).name.removesuffix(".json")
     if stem != outcome.key:
         raise BadOutcome(f"{name}: holds the outcome of {outcome.key}, not of {stem}")
@@ -224,8 +243,11 @@ _PHASES: Mapping[str, TrackPhase] = {"complete": TrackPhase.COMPLETE,
 def observation(outcome: Outcome, *, url: str | None = None,
                 details: Mapping[str, Any] | None = None) -> Observation:
     """``outcome`` as the planner folds executor news into a track."""
+    enqueue = tuple(new_item(e, queue_required=True) for e in outcome.enqueue or ())
     return Observation(key=outcome.key, phase=_PHASES[outcome.phase],
                        started_at=outcome.started_at, finished_at=outcome.finished_at,
                        result=outcome.result, error=outcome.error, url=url,
                        details={"source": "outcome", "exit_code": outcome.exit_code,
-                                **(details or {})})
+                                **(details or {})},
+                       items=tuple(outcome.items) if outcome.items is not None else None,
+                       enqueue=enqueue, enqueue_error=outcome.enqueue_error)

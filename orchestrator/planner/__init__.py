@@ -17,6 +17,9 @@ Order inside one call, each step in its own module:
    Then a schedule's ``on_failure`` (:mod:`.compensation`): cancel a run at its first
    final failure, and run the compensations of its completed tracks (a saga); legs
    queued too long on a runner label are sent to the next one (:mod:`.routing`).
+   Then the workers of drain tracks that ended are settled item by item, claims whose
+   lease passed without a live worker are released, and drain tracks whose workers
+   all ended complete (:mod:`.drain`).
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
    the catch-up, overlap and daily-cap policies (a paused schedule fires nothing,
    :mod:`.pause`); then (:mod:`.graph`) skip the tracks whose needs ended without
@@ -29,7 +32,9 @@ Order inside one call, each step in its own module:
 5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
    and whose needs are terminal, and waiting poll tracks whose next poll is due (after
    fan-in, so a run buffered behind one that just finished starts in the same tick),
-   as far as the stampede caps allow (:mod:`.capacity`).
+   as far as the stampede caps allow (:mod:`.capacity`). A drain track is sized
+   here: its items are claimed and its workers dispatched in the same decision
+   (:mod:`.drain`).
    :func:`record_dispatch` folds the executor's answers back in afterwards.
 
 A tick that has nothing to do returns a state equal to its input, so the shell
@@ -43,6 +48,7 @@ from datetime import datetime, timedelta
 
 from ..spec.models import Schedule
 from ..state.model import State
+from . import drain
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
@@ -77,22 +83,32 @@ def plan(
     dispatch_grace: timedelta = timedelta(minutes=10),
     invalid: Iterable[str] = (),
     caps: Caps | None = None,
+    only_run: str | None = None,
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision."""
     decision = Decision(state=state.copy(), invalid=list(invalid))
     for line in decision.invalid:
         decision.log.append(f"invalid schedule, ignored: {line}")
     by_id = {s.id: s for s in schedules}
-    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps)
+    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
+                  only_run)
+    drain.log_notes(ctx)
     hygiene(ctx)  # 1 + 2
     on_failure(ctx)  # 2b
     watch_queues(ctx)  # 2c
+    drain.settle_workers(ctx)  # 2d: workers that ended; then stranded claims
+    drain.release_stranded(ctx)
+    drain.finish_drains(ctx)
     # A run whose last track this tick saw finish is closed before slots are weighed:
     # overlap=skip must not skip the next slot for a run that is already over.
     settle(ctx)
     fan_in(ctx)
     fire_due_slots(ctx)  # 3
     settle(ctx)  # 3: skips, before fan-in counts the run's tracks
+    drain.settle_workers(ctx)  # the workers cancel_previous just ended
+    drain.finish_drains(ctx)
     fan_in(ctx)  # 4: and runs that cancel_previous just ended
     dispatch_pending(ctx)  # 5
+    drain.finish_drains(ctx)  # a drain whose workers had nothing left to claim
+    fan_in(ctx)  # and a run whose drain track found its queue empty end in this tick
     return decision

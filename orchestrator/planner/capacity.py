@@ -28,8 +28,10 @@ IN_FLIGHT = frozenset({TrackPhase.DISPATCHED, TrackPhase.RUNNING})
 def in_flight(state: State) -> Counter[str]:
     """Open run id -> how many of its tracks are dispatched or running (what the caps
     count; compensations are not capped)."""
+    # a drain track holds no runner of its own: its workers do
     return Counter({run.run_id: sum(1 for t in state.tracks.get(run.run_id, {}).values()
-                                    if t.phase in IN_FLIGHT)
+                                    if t.phase in IN_FLIGHT
+                                    and (t.spec.drain is None or t.work is not None))
                     for run in state.runs.values() if run.status in machine.RUN_OPEN})
 
 

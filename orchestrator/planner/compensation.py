@@ -78,7 +78,8 @@ def order(tracks: Mapping[str, Track], undos: Mapping[str, Track]) -> list[Track
 def final_failures(tracks: dict[str, Track]) -> list[Track]:
     # After hygiene, a `failed` track with attempts left is already pending again.
     ended = (TrackPhase.FAILED, TrackPhase.TAPPED_OUT)
-    return sorted((t for t in tracks.values() if t.phase in ended),
+    # a drain's worker that failed gave its items back: the drain itself says
+    return sorted((t for t in tracks.values() if t.phase in ended and t.work is None),
                   key=lambda t: (t.finished_at or _EPOCH, t.name))
 
 

@@ -60,6 +60,8 @@ class Decision:
     invalid: list[str] = field(default_factory=list)
     polls: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     """Run id -> one entry per poll answered in this tick (a line each in the poll log)."""
+    dead_items: dict[str, str] = field(default_factory=dict)
+    """Dead-letter key (``<queue>/<item>``) -> reason, for each item this tick made dead."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)
@@ -81,7 +83,8 @@ class Context:
 
     def __init__(self, decision: Decision, schedules: dict[str, Schedule],
                  observations: Observations, now: datetime, executor: str,
-                 dispatch_grace: timedelta, caps: Caps | None = None) -> None:
+                 dispatch_grace: timedelta, caps: Caps | None = None,
+                 only_run: str | None = None) -> None:
         self.decision = decision
         self.state = decision.state
         self.schedules = schedules
@@ -90,6 +93,11 @@ class Context:
         self.executor = executor
         self.grace = dispatch_grace
         self.caps = caps or Caps()
+        self.only_run = only_run
+        self.settled: set[str] = set()
+        """Workers whose items this pass settled already (settling runs twice)."""
+        """The one run a scoped tick (a fan-in job's) may touch: the claims of other
+        runs' workers are not its to release."""
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is

@@ -15,7 +15,7 @@ from ..state import machine
 from ..state.model import State
 from ..state.records import Run, RunStatus, Track, TrackPhase
 from ..support.times import iso
-from . import graph
+from . import drain, graph
 from .capacity import admit
 from .context import Context, log_line
 from .routing import pick, routable
@@ -41,7 +41,13 @@ def dispatch_pending(ctx: Context) -> None:
                 continue
             wanting.append((run.run_id, name))
     for run_id, name in admit(ctx, routable(ctx, wanting)):
-        dispatch_one(ctx, ctx.state.runs[run_id], ctx.state.tracks[run_id][name])
+        track = ctx.state.tracks[run_id][name]
+        if drain.is_drain(track):
+            # sized now: its workers and their claims are part of this decision
+            for worker in drain.size(ctx, ctx.state.runs[run_id], track):
+                dispatch_one(ctx, ctx.state.runs[run_id], worker)
+            continue
+        dispatch_one(ctx, ctx.state.runs[run_id], track)
 
 
 def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
@@ -50,6 +56,14 @@ def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
                               spec=track.spec, workflow=run.workflow, poll=track.polls,
                               results=graph.results_for(tracks, track),
                               fan_in_job=ctx.fan_in_job(run))
+    if track.work is not None:
+        request = replace(request, items=drain.work_items(ctx, track, request.key),
+                          queue=track.work.queue, wall_minutes=track.work.wall_minutes,
+                          results=None)
+        if not request.items:  # every claim of it was released meanwhile
+            ctx.move(track, TrackPhase.CANCELLED, "no item of it is still its to work",
+                     finished_at=ctx.now)
+            return
     go, runner = pick(ctx, run, track, request.key)
     if not go:
         return

@@ -218,7 +218,9 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) ->
     )
     ctx.state.runs[run_id] = run
     ctx.state.tracks[run_id] = {
-        t.name: Track(run_id=run_id, name=t.name, spec=t, max_attempts=t.max_attempts,
+        # a drain track runs once: its max_attempts are each item's
+        t.name: Track(run_id=run_id, name=t.name, spec=t,
+                      max_attempts=1 if t.drain is not None else t.max_attempts,
                       not_before=fire_at if fire_at > ctx.now else None)
         for t in spec.run_tracks
     }

@@ -13,7 +13,7 @@ from ..state.layout import dlq_key
 from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 from ..support.text import one_line
 from ..support.times import iso
-from . import poll, routing
+from . import drain, poll, routing
 from .context import Context, log_line
 
 
@@ -38,13 +38,13 @@ def observe(ctx: Context, track: Track) -> Track:
         return track
     track = _adopt_handle(ctx, track, key)
     seen = ctx.obs.seen.get(key)
-    if seen is None or seen.phase is None:
+    if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
         return track
-    if seen.failed_to_start and track.runner is not None:
+    if seen.failed_to_start and track.runner is not None and track.work is None:
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if seen.phase is track.phase:
         return _fill_in(ctx, track, seen)
-    if poll.answered_not_yet(seen):
+    if track.work is None and poll.answered_not_yet(seen):
         return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
     if not machine.can_move_track(track.phase, seen.phase):
         return track  # stale or backward news: the state already knows better
@@ -97,12 +97,16 @@ def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Tr
     moved = ctx.move(track, to, one_line(reason), at=at, **changes)
     if to in machine.TRACK_TERMINAL and poll.is_poll_track(track):
         poll.record(ctx, moved, track.polls + 1, to.value, moved.state_history[-1].at)
+    if to is TrackPhase.COMPLETE and (seen.enqueue or seen.enqueue_error):
+        drain.take_enqueue(ctx, moved, seen)  # in the commit that records it
     return moved
 
 
 def timeouts(ctx: Context, run: Run, track: Track) -> Track:
     if track.phase not in machine.TRACK_OPEN:
         return track
+    if drain.is_drain(track) and track.phase is TrackPhase.DISPATCHED:
+        return track  # its workers keep the time; it ends when they have
     # The deadline counts from the run's start: a run still waiting (jitter, a
     # buffered overlap, an open circuit breaker) has not started its clock.
     if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
@@ -128,6 +132,8 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
 
 
 def retry_or_park(ctx: Context, track: Track) -> None:
+    if track.spec.drain is not None or track.work is not None:
+        return  # a drain's items are retried and parked, never the drain or its workers
     if track.phase is TrackPhase.FAILED and track.attempt < track.max_attempts:
         wait = backoff(track)
         ctx.move(track, TrackPhase.PENDING,

@@ -70,8 +70,8 @@ def watch_queues(ctx: Context) -> None:
                                       f"({name} started on it)")
                 continue
             if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
-                    or track.dispatched_at is None):
-                continue
+                    or track.dispatched_at is None or track.work is not None):
+                continue  # a worker's claims name its key: it is not moved on
             if ctx.now < track.dispatched_at + queue_timeout:
                 continue
             waited = int(queue_timeout.total_seconds() // 60)

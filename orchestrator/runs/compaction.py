@@ -1,4 +1,5 @@
-"""Compaction: archive finished runs, keeping the old tip under a tag.
+"""Compaction: archive finished runs (and queue items done as long ago), keeping the
+old tip under a tag.
 
 The state branch grows by a few commits per tick. Compaction moves it to one new
 root commit holding everything but the archived runs; the full history stays
@@ -20,9 +21,11 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..state import index as state_index
-from ..state import layout
+from ..state import layout, queueops
+from ..state import queue as queue_state
 from ..state.codec import CorruptState, parse_record, parse_with_spec, read_specs
 from ..state.machine import RUN_TERMINAL
+from ..state.queue import QueueBook, chunk_day
 from ..state.records import DeadLetter, Run
 from ..store import Change, ChangeFn, Snapshot, StateFiles, TransactResult, as_state_files
 from ..support.times import iso
@@ -37,6 +40,8 @@ class Plan:
     change: Change
     skipped: tuple[str, ...] = ()
     """One line per candidate run left alone because its record could not be read."""
+    items: int = 0
+    """Queue items done before the cutoff, archived with the runs."""
 
 
 class Archiver(Protocol):
@@ -83,7 +88,29 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     change: Change = dict.fromkeys(_files_under(files, old))
     gone = sorted(path for path, letter in letters.items() if letter.run_id in set(old))
     change.update(dict.fromkeys(gone))
-    return Plan(tuple(old), tuple(gone), change, tuple(skipped))
+    items = _done_items(files, cutoff, now, change)
+    return Plan(tuple(old), tuple(gone), change, tuple(skipped), items)
+
+
+def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Change) -> int:
+    """Add to ``change`` the removal of every queue item done before ``cutoff`` (by the
+    days of its queue's done chunks); how many. A queue with nothing that old is read
+    no further than its summary."""
+    removed = 0
+    for book in queue_state.load(files)[0].values():
+        if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
+            continue
+        removed += queueops.purge_done(book, cutoff, now)
+        change.update(book.dump())
+    return removed
+
+
+def items_ripe(books: Iterable[QueueBook], keep_days: int, now: datetime,
+               batch: timedelta) -> bool:
+    """Whether some queue holds items done more than ``keep_days`` plus ``batch`` ago
+    (from the summaries' done chunks alone)."""
+    day = f"{now - timedelta(days=keep_days) - batch:%Y%m%d}"
+    return any(chunk_day(c) < day for book in books for c in book.done)
 
 
 def _run_records(files: Mapping[str, bytes]) -> list[str]:

@@ -46,7 +46,7 @@ from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
 from ..store import Change, ChangeFn, Snapshot, TransactResult, as_state_files
-from .compaction import Archiver, Compactor, Plan, archive_tag
+from .compaction import Archiver, Compactor, Plan, archive_tag, items_ripe
 
 RECORD = layout.RETENTION
 
@@ -151,6 +151,8 @@ class Outcome:
     problem: str | None = None
     """Why the compaction failed (the tick went on; the next one tries again)."""
     skipped: tuple[str, ...] = ()
+    items: int = 0
+    """Queue items done before the cutoff, archived with the runs."""
 
     def lines(self) -> list[str]:
         """One line per thing worth telling, for the tick's output and serve's log."""
@@ -163,16 +165,18 @@ class Outcome:
         if self.problem:
             out.append(f"retention: compaction failed, tried again by a later tick: "
                        f"{self.problem}")
-        elif self.runs:
+        elif self.runs or self.items:
             where = (f"previous history kept as tag {self.tag}" if self.tag else
                      "the branch's history keeps them")
-            out.append(f"retention: archived {len(self.runs)} run(s) finished more than "
-                       f"{self.keep_days} days ago; {where}")
+            items = f" and {self.items} queue item(s) done" if self.items else ""
+            out.append(f"retention: archived {len(self.runs)} run(s) finished{items} more "
+                       f"than {self.keep_days} days ago; {where}")
         out += [f"retention: {line}" for line in self.skipped]
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"keep_days": self.keep_days, "archived": list(self.runs), "tag": self.tag,
+        return {"keep_days": self.keep_days, "archived": list(self.runs),
+                "archived_items": self.items, "tag": self.tag,
                 "refused": self.refused, "problem": self.problem,
                 "skipped": list(self.skipped)}
 
@@ -194,7 +198,7 @@ def compact(store: Store, keep_days: int, now: datetime, run_ids: Iterable[str],
 
     def write_record(snap: Snapshot, plan: Plan) -> Change:
         done = Record(at=now, keep_days=keep_days, archived=len(plan.runs),
-                      tag=tag if plan.runs else None, refused=refused,
+                      tag=tag if plan.runs or plan.items else None, refused=refused,
                       refused_at=refused_at)
         return {RECORD: codec.to_json(done)}
 
@@ -234,8 +238,9 @@ def compact(store: Store, keep_days: int, now: datetime, run_ids: Iterable[str],
     plan = compactor.last
     if not result.landed or plan is None:
         return Outcome(keep_days, refused=refused_now)
-    return Outcome(keep_days, plan.runs, tag if plan.runs else None, refused_now,
-                   skipped=plan.skipped)
+    cut = bool(plan.runs or plan.items)
+    return Outcome(keep_days, plan.runs, tag if cut else None, refused_now,
+                   skipped=plan.skipped, items=plan.items)
 
 
 def describe(record: Record | None, keep_days: int | None) -> dict[str, Any]:
@@ -267,14 +272,18 @@ def retain(store: object, keep_days: int | None, files: Mapping[str, bytes],
     run). ``None`` when no compaction was attempted."""
     if keep_days is None or not isinstance(store, Store):
         return None  # the in-memory store keeps no history to archive into
+    # done queue items go by the same days, decided from the queues' summaries alone
+    items = items_ripe(loaded.state.queues.values(), keep_days, now, BATCH)
     if loaded.vouched:  # state/runs was not listed: ask the index and the record first
         oldest = loaded.index.oldest_finished
-        if oldest is None or not ripe([oldest], keep_days, now):
+        if not items and (oldest is None or not ripe([oldest], keep_days, now)):
             return None
         record = read_record(files)
     else:  # the candidates first, from the listing: the record only when there are some
-        if not due(loaded.state, loaded.index.runs, None, keep_days, now):
+        if not items and not due(loaded.state, loaded.index.runs, None, keep_days, now):
             return None
         record = read_record(files)
+    if record is not None and timedelta(0) <= now - record.at < BATCH:
+        return None
     ids = due(loaded.state, loaded.index.runs, record, keep_days, now)
-    return compact(store, keep_days, now, ids, record) if ids else None
+    return compact(store, keep_days, now, ids, record) if ids or items else None

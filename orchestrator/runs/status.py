@@ -26,6 +26,7 @@ from ..state import index as state_index
 from ..state import model as state_model
 from ..state.health import describe
 from ..state.machine import RUN_OPEN
+from ..state.queue import describe as describe_queue
 from ..support.times import iso
 
 DEFAULT_MAX_STALENESS = 90
@@ -86,6 +87,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
                 tracks, state.undos[run.run_id])}
     wake = next_wake(schedules, state, now)
     caps = caps or Caps()
+    queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
     return {
         "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
                  "max_dispatches_per_tick": caps.max_dispatches_per_tick,
@@ -100,7 +102,11 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "invalid_schedules": invalid,
         "quarantined": state.quarantine_lines(),
         "open_runs": runs,
-        "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded),
+        # a dead item waits for a person as a dead track does: the same count and alert
+        "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded) + sum(
+            q["dead"] for q in queues),
+        "dead_items": sum(q["dead"] for q in queues),
+        "queues": queues,
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
         "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
         "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
@@ -122,7 +128,9 @@ def text(report: dict[str, Any]) -> list[str]:
     lines += [f"state         {line}" for line in report["quarantined"]]
     lines += _run_lines(report["open_runs"])
     lines += _caps_lines(report["caps"])
-    lines.append(f"dead letters  {report['dead_letters']}")
+    lines += _queue_lines(report["queues"])
+    items = f" ({report['dead_items']} of them items)" if report["dead_items"] else ""
+    lines.append(f"dead letters  {report['dead_letters']}{items}")
     breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
                                                    if b["failures"] else "")
                          for name, b in report["breakers"].items())
@@ -172,6 +180,27 @@ def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
         if run.get("compensations"):
             undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
             lines.append(f"    compensating (newest first): {undos}")
+    return lines
+
+
+def _queue_lines(queues: list[dict[str, Any]]) -> list[str]:
+    """One line per work queue: its backlog, what workers hold, its dead items."""
+    if not queues:
+        return []
+    lines = ["queues"]
+    for q in queues:
+        counts = q["counts"]
+        parts = [f"backlog {q['backlog']}"]
+        if counts.get("failed"):
+            parts[0] += f" ({counts['failed']} waiting for a retry)"
+        held = sum(q["claimed_by"].values())
+        if held:
+            parts.append(f"{held} claimed by {len(q['claimed_by'])} worker(s)")
+        if counts.get("done"):
+            parts.append(f"{counts['done']} done")
+        if q["dead"]:
+            parts.append(f"{q['dead']} dead")
+        lines.append(f"  {q['queue']}  {', '.join(parts)}")
     return lines
 
 

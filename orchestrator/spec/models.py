@@ -34,6 +34,7 @@ from .fields import (
 )
 from .graph import CONSOLIDATE, graph_error
 from .policies import SchedulePolicies, TrackPolicies, compensation_problem
+from .queues import WORKER_SUFFIX, Drain, worker_names
 
 # --------------------------------------------------------------------------- policies
 
@@ -130,10 +131,29 @@ class TrackSpec(Frozen, TrackPolicies):
         "result without `poll_again_in_minutes`) is dispatched again; default 5.",
     )
 
+    drain: Drain | None = Field(
+        None,
+        description="Work the items of a queue: dispatched as min(max_workers, "
+        "ceil(backlog / task_cap)) workers, each running `run` once per item it "
+        "claimed (ORCHESTRATOR_ITEM_ID, ORCHESTRATOR_ITEM, ORCHESTRATOR_ITEM_ATTEMPT). "
+        "`timeout_minutes` is each worker's wall clock; `max_attempts` and "
+        "`retry_backoff_seconds` apply to each item.",
+    )
+
     @model_validator(mode="after")
     def _has_work(self) -> TrackSpec:
         if self.run is None and not self.inputs:
             raise ValueError("a track needs 'run' or 'inputs' (or both)")
+        if self.drain is not None:
+            if self.run is None:
+                raise ValueError("a drain track needs 'run': its workers run it once per item")
+            if self.compensate is not None:
+                raise ValueError("a drain track has no 'compensate' step: its items "
+                                 "are retried instead")
+            longest = worker_names(self.name, self.drain)[-1]
+            if len(longest) > 64:
+                raise ValueError(f"a drain track's name must leave room for its workers' "
+                                 f"names ({longest!r} is longer than 64 characters)")
         return self
 
 
@@ -260,6 +280,15 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                 raise PydanticCustomError("duplicate_track", "duplicate track name '{name}'",
                                           {"field": f"tracks.{i}.name", "name": track.name})
             seen.add(track.name)
+        for i, track in enumerate(self.tracks):
+            taken = next((t.name for t in self.tracks if t.drain is not None and t is not track
+                          and track.name in worker_names(t.name, t.drain)), None)
+            if taken is not None:
+                raise PydanticCustomError(
+                    "reserved_track", "track name '{name}' is reserved for a worker of the "
+                    "drain track '{drain}' (names '{drain}{suffix}N')",
+                    {"field": f"tracks.{i}.name", "name": track.name, "drain": taken,
+                     "suffix": WORKER_SUFFIX})
         if self.consolidate is not None and CONSOLIDATE in seen:
             i = [t.name for t in self.tracks].index(CONSOLIDATE)
             raise PydanticCustomError(

@@ -39,7 +39,7 @@ from pydantic import Field
 from .. import store
 from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
-from . import codec, layout
+from . import codec, layout, queue
 from . import model as state_model
 from .machine import RUN_OPEN
 from .records import Run, RunStatus
@@ -201,9 +201,11 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     has to be rebuilt.
     """
     files = as_state_files(files)
-    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ])
+    # the queues' folder too, listed in the same call whether or not it exists
+    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ, layout.QUEUES])
     # exactly these: state/ also holds the index page of every run
-    files.prefetch(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files)
+    files.prefetch([*(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files),
+                    *queue_summaries(files)])
     index, problem = read(files)
     tree = tree_id(files, RUNS)
     vouched = index is not None and tree is not None and index.runs_tree == tree
@@ -215,7 +217,7 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     note = None
     if index is None or state is None or problem is not None:
         names = files.listdirs([RUNS])[RUNS] if names is None else names
-        state, index, note = _rebuild(files, _folders(names) or set(), problem)
+        state, index, note = _rebuild(files, _folders(names) or set(), problem, top)
         vouched = False
     _name_stray_entries(state, index, names)
     folders = _folders(names)
@@ -225,7 +227,27 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
         update["oldest_finished"] = oldest_finished(folders, index.runs)
     index = index.model_copy(update=update)
     state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
+    if "queues" in top[layout.ROOT]:
+        attach_queues(state, files)
     return Loaded(state, index, note, vouched)
+
+
+def queue_summaries(files: StateFiles) -> list[str]:
+    """The paths of the queues' summaries, from the listing of ``state/queues`` (which
+    the tick makes with its first listing, so reading them costs no git process of
+    their own)."""
+    listed = files.listdirs([layout.QUEUES])[layout.QUEUES]
+    return [f"{layout.QUEUES}/{name}" for name, is_dir in listed.items()
+            if not is_dir and name.endswith(".json")]
+
+
+def attach_queues(state: state_model.State, files: StateFiles) -> None:
+    """The queues' summaries into ``state`` (no item is read); an entry of
+    ``state/queues`` that is no queue's is named like a quarantined record."""
+    books, stray = queue.load(files)
+    state.queues = books
+    for line in stray:
+        state.quarantined.setdefault(line.split(":", 1)[0], line)
 
 
 def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
@@ -234,15 +256,17 @@ def _folders(names: Mapping[str, bool] | None) -> set[str] | None:
 
 
 def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
-               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str]
-               ) -> state_model.State:
+               top: Mapping[str, Mapping[str, bool]], skip_cursors: Collection[str],
+               runs: Collection[str] | None = None) -> state_model.State:
     """The records the index points at: the cursors, the dead letters, the health file
-    and the open runs' records, found in the listings ``top`` and of the runs."""
+    and the open runs' records (or those of ``runs``), found in the listings ``top``
+    and of the runs."""
     # only compared with the paths listed, never read: no need to check each id
     skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
     # the open runs, and the runs of records quarantined before: read again, they are
     # reported again, or they load (mended) and the index takes them back
-    mine = {*index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+    mine = set(runs) if runs is not None else {
+        *index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
     open_runs = [r for r in sorted(mine if folders is None else mine & folders)
                  if layout.is_run_id(r)]
     open_dirs = [d for r in open_runs
@@ -255,7 +279,8 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
                     if layout.is_run_id(r) and (folders is None or r in folders))
     runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
     listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
-    wanted = [path for folder, entries in listed.items() if folder != layout.ROOT
+    wanted = [path for folder, entries in listed.items()
+              if folder not in (layout.ROOT, layout.QUEUES)
               for name, is_dir in entries.items()
               if not is_dir and name.endswith(".json")
               and (path := f"{folder}/{name}") not in skip]
@@ -267,10 +292,13 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     return state_model.load({p: files[p] for p in wanted})
 
 
-def _rebuild(files: StateFiles, folders: set[str], problem: str | None
+def _rebuild(files: StateFiles, folders: set[str], problem: str | None,
+             top: Mapping[str, Mapping[str, bool]]
              ) -> tuple[state_model.State, OpenIndex, str | None]:
-    """Every record read, the index they call for, and the line that says why."""
-    state = state_model.load(files)
+    """Every record read, the index they call for, and the line that says why. The
+    records are found folder by folder (every run's), never by listing the whole tree:
+    a work queue of 100,000 items beside them is not listed."""
+    state = _read_open(files, OpenIndex(), folders, top, (), runs=folders)
     index = build(state.runs.values(), folders)
     note = None
     if folders or OPEN_INDEX in files:  # a branch without runs needs no index yet

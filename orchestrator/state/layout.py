@@ -10,17 +10,24 @@ its paths.
   reader checks them (a record's own id must match its file name).
 - A run id is ``<schedule-id>--<slot>``, the slot in UTC as ``YYYYMMDDTHHMMZ``: that
   text sorts as the time does. :func:`parse_run_id` is the one parser of run ids.
-- A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`).
+- A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`);
+  an item's dead letter is named ``<queue>/<item-id>`` (:func:`item_letter_key`).
+- A queue's summary is ``state/queues/<queue>.json`` and everything else of it lies in
+  ``state/queues/<queue>/``, so the summary can name that folder's tree id. Items are
+  sharded by the first three hex digits of their id (``items/ab/c/<id>.json``), so a
+  commit touching a few items of 100,000 rewrites a few small trees.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import InvalidId
 from ..spec.fields import RUN_ID_RE, check_id, check_run_id
+from .items import check_item_id
 
 ROOT = "state"
 SCHEDULES = f"{ROOT}/schedules"
@@ -44,6 +51,8 @@ RETENTION = f"{ROOT}/retention.json"
 NOTIFY = f"{ROOT}/notify.json"
 """Notifications: failing streaks and their issues, events not yet delivered
 (:mod:`orchestrator.notify.record`)."""
+QUEUES = f"{ROOT}/queues"
+"""The work queues: ``<queue>.json`` (the summary) and ``<queue>/`` (items, backlog)."""
 
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
 """How a run id writes its slot (in UTC)."""
@@ -161,6 +170,71 @@ def parse_dlq_key(key: str) -> tuple[str, str]:
 
 def dlq_path(key: str) -> str:
     return f"{DLQ}/{dlq_key(*parse_dlq_key(key))}.json"
+
+
+def check_queue(queue: str) -> str:
+    return check_id(queue, "queue")
+
+
+def queue_summary_path(queue: str) -> str:
+    return f"{QUEUES}/{check_queue(queue)}.json"
+
+
+def queue_dir(queue: str) -> str:
+    return f"{QUEUES}/{check_queue(queue)}"
+
+
+def item_folder(queue: str, item: str) -> str:
+    check_item_id(item)
+    return f"{queue_dir(queue)}/items/{item[:2]}/{item[2]}"
+
+
+def item_path(queue: str, item: str) -> str:
+    return f"{item_folder(queue, item)}/{item}.json"
+
+
+def items_dir(queue: str) -> str:
+    return f"{queue_dir(queue)}/items"
+
+
+def backlog_dir(queue: str) -> str:
+    return f"{queue_dir(queue)}/backlog"
+
+
+def backlog_path(queue: str, rank: str) -> str:
+    if not BLOCK_RE.fullmatch(rank):
+        raise InvalidId(f"invalid backlog block {rank!r}")
+    return f"{backlog_dir(queue)}/{rank}.json"
+
+
+def done_dir(queue: str) -> str:
+    return f"{queue_dir(queue)}/done"
+
+
+def done_path(queue: str, chunk: str) -> str:
+    if not CHUNK_RE.fullmatch(chunk):
+        raise InvalidId(f"invalid done chunk {chunk!r}")
+    return f"{done_dir(queue)}/{chunk}.json"
+
+
+BLOCK_RE = re.compile(r"\d{7}-\d{8}")
+"""A backlog block: ``<priority rank>-<seq block>``, which sorts in claim order."""
+CHUNK_RE = re.compile(r"\d{8}-\d{4}")
+"""A chunk of the ids done on one UTC day: ``<YYYYMMDD>-<n>``."""
+
+
+def item_letter_key(queue: str, item: str) -> str:
+    """The dead-letter key of a dead item: ``<queue>/<item-id>``."""
+    return f"{check_queue(queue)}/{check_item_id(item)}"
+
+
+def parse_item_letter_key(key: str) -> tuple[str, str] | None:
+    """``(queue, item id)`` of an item's dead-letter key, both validated; ``None`` for a
+    key without a slash (a track's)."""
+    queue, sep, item = key.partition("/")
+    if not sep:
+        return None
+    return check_queue(queue), check_item_id(item)
 
 
 def runs_entry_path(name: str) -> str:

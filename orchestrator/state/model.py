@@ -51,6 +51,7 @@ from .layout import (
     track_path,
     undo_path,
 )
+from .queue import QueueBook
 from .records import Cursor, DeadLetter, Run, Track
 
 
@@ -74,6 +75,9 @@ class State:
     """Ids of runs on the branch that ``runs`` may leave out (a tick loads only the open
     ones, see :mod:`orchestrator.state.index`): such a slot has fired already. Possibly
     listed only when first asked (:class:`~orchestrator.state.index.RunFolders`)."""
+    queues: dict[str, QueueBook] = field(default_factory=dict)
+    """Queue name -> the queue, read lazily (:mod:`orchestrator.state.queue`): a tick
+    reads the summaries, and items only where it claims or records."""
 
     def copy(self) -> State:
         return State(
@@ -86,7 +90,15 @@ class State:
             runners=dict(self.runners),
             undos={k: dict(v) for k, v in self.undos.items()},
             known_runs=self.known_runs,
+            queues={k: v.copy() for k, v in self.queues.items()},
         )
+
+    def queue(self, name: str) -> QueueBook:
+        """The queue ``name``; a new, empty one when the branch has none of that name
+        (a queue with any file on the branch is in :attr:`queues`)."""
+        if name not in self.queues:
+            self.queues[name] = QueueBook.empty(name, {})
+        return self.queues[name]
 
     def held_schedules(self) -> set[str]:
         """Schedules whose cursor is quarantined: firing them would overwrite the record
@@ -98,7 +110,7 @@ class State:
         """One line per quarantined record, for the tick's output and ``status``."""
         return [f"quarantined {why}" for _, why in sorted(self.quarantined.items())]
 
-    def dump(self, base: State | None = None) -> dict[str, bytes]:
+    def dump(self, base: State | None = None) -> dict[str, bytes | None]:
         """The JSON records of this state as files (not the logs, briefs or index).
 
         With ``base`` (the state this one was derived from), records that are the very
@@ -106,8 +118,9 @@ class State:
         unchanged record is an identical object, and a tick over thousands of
         finished runs serialises only what it touched.
         """
-        files = {cursor_path(sid): to_json(cursor) for sid, cursor
-                 in _fresh(self.cursors, base.cursors if base else None)}
+        files: dict[str, bytes | None] = {
+            cursor_path(sid): to_json(cursor) for sid, cursor
+            in _fresh(self.cursors, base.cursors if base else None)}
         files.update((run_path(rid), to_json(run))
                      for rid, run in _fresh(self.runs, base.runs if base else None))
         specs = self._dump_tracks(files, base)
@@ -119,9 +132,12 @@ class State:
         health = self._dump_health(base)
         if health is not None:
             files[HEALTH] = health
+        for name, book in sorted(self.queues.items()):
+            if base is None or base.queues.get(name) is not book:
+                files.update(book.dump())
         return files
 
-    def _dump_tracks(self, files: dict[str, bytes], base: State | None
+    def _dump_tracks(self, files: dict[str, bytes | None], base: State | None
                      ) -> dict[str, dict[str, Any]]:
         """Write the changed tracks into ``files``; every run's specs, by track name."""
         specs: dict[str, dict[str, Any]] = {}

@@ -76,6 +76,20 @@ class Transition(Frozen):
     reason: str = ""
 
 
+class Work(Frozen):
+    """What a drain track's worker owns: the items it claimed when it was dispatched."""
+
+    drain: Id
+    """The drain track it works for (a track of the same run)."""
+    queue: Id
+    items: list[str]
+    """The ids it claimed, in the order it works them."""
+    wall_minutes: float = Field(gt=0)
+    """Its wall clock: it starts no item after it, and releases the one in flight."""
+    lease_until: UTCDateTime
+    """Its claims' ``locked_until``: without an outcome from it, they hold until then."""
+
+
 class Track(Frozen):
     """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
 
@@ -107,6 +121,8 @@ class Track(Frozen):
     """The runner label the current attempt was sent to (``runs_on``)."""
     compensating: bool = False
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
+    work: Work | None = None
+    """Set on a worker of a drain track (``<drain>-w<n>``), never on the track itself."""
 
     @property
     def key(self) -> str:

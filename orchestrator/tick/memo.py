@@ -189,12 +189,13 @@ class Memo:
         files = as_state_files(files)
         busy: set[str] = set()
         # one git process for the folders the tick lists anyway; state/runs only if need be
-        files.listdirs([layout.ROOT, CURSORS, layout.DLQ])
+        files.listdirs([layout.ROOT, CURSORS, layout.DLQ, layout.QUEUES])
         listing = worktree.clean(repo / "schedules")
         # exactly these: state/ also holds the index page. The entries only when the
         # folder's cannot hold: a tick it holds for never reads them.
         files.prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
-                        *([QUIET] if listing is None else [])])
+                        *([QUIET] if listing is None else []),
+                        *state_index.queue_summaries(files)])
         index, _ = state_index.read(files)
         if index is None and QUIET in files and not state_index.run_folders(files):
             index = state_index.OpenIndex()  # no run yet, so none open: it needs no index

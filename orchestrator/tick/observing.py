@@ -11,11 +11,13 @@ import dataclasses
 import logging
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ExecutorError
 from ..executors.base import DispatchRequest, Executor, Handle, Observation
 from ..planner import Observations
 from ..state import model as state_model
+from ..state.items import ItemReport, NewItem
 from ..state.machine import TRACK_OPEN
 from ..state.records import RunStatus, TrackPhase
 from ..support import safejson
@@ -36,9 +38,36 @@ def _from_track(seen: Observation, redact: Redactor) -> Observation:
         except safejson.UnsafeJSON as exc:
             result = {"error": f"result ignored: {exc}"}
     error = redact(seen.error) if seen.error else seen.error
-    if result is seen.result and error == seen.error:
+    items = seen.items and tuple(_item_report(r, redact) for r in seen.items)
+    enqueue = tuple(_new_item(n, redact) for n in seen.enqueue)
+    enqueue_error = redact(seen.enqueue_error) if seen.enqueue_error else None
+    if (result is seen.result and error == seen.error and items == seen.items
+            and enqueue == seen.enqueue and enqueue_error == seen.enqueue_error):
         return seen
-    return dataclasses.replace(seen, result=result, error=error)
+    return dataclasses.replace(seen, result=result, error=error, items=items,
+                               enqueue=enqueue, enqueue_error=enqueue_error)
+
+
+def _safe(value: Any, redact: Redactor) -> Any:
+    try:
+        safejson.check_text(value)
+        return redact_value(value, redact)
+    except safejson.UnsafeJSON as exc:
+        return {"error": f"result ignored: {exc}"}
+
+
+def _item_report(report: ItemReport, redact: Redactor) -> ItemReport:
+    """A worker's report on one item, as safe to commit as a track's result."""
+    result = _safe(report.result, redact) if report.result is not None else None
+    error = redact(report.error) if report.error else report.error
+    if result == report.result and error == report.error:
+        return report
+    return report.model_copy(update={"result": result, "error": error})
+
+
+def _new_item(item: NewItem, redact: Redactor) -> NewItem:
+    payload = _safe(item.payload, redact)
+    return item if payload == item.payload else item.model_copy(update={"payload": payload})
 
 
 def gather(executor: Executor, state: state_model.State,

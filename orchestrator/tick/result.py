@@ -43,7 +43,8 @@ class TickResult:
     scope: str | None = None
     """The one run this tick advanced (``tick --run``), if it was scoped."""
     parked: dict[str, str] = field(default_factory=dict)
-    """Dead letter key -> reason, for each track this tick parked (an alert each)."""
+    """Dead letter key -> reason, for each track this tick parked and each queue item it
+    made dead (``<queue>/<item-id>``): an alert each."""
     retention: Outcome | None = None
     """What the tick's compaction did, when it ran one (:mod:`orchestrator.runs.retention`)."""
     memo: Memo | None = None

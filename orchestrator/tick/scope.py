@@ -27,10 +27,11 @@ def scoped(state: State, run_id: str) -> State:
     """``state`` reduced to the run ``run_id`` (empty when there is no such run)."""
     run = state.runs.get(run_id)
     if run is None:
-        return State(health=dict(state.health))
+        return State(health=dict(state.health), queues=state.queues)
+    # the queues too: the run's workers are settled and its drains sized here
     return State(runs={run_id: run}, tracks={run_id: dict(state.tracks.get(run_id, {}))},
                  dlq={k: v for k, v in state.dlq.items() if v.run_id == run_id},
-                 health=dict(state.health))
+                 health=dict(state.health), queues=state.queues)
 
 
 def observations(folder: Folder, state: State, run_id: str) -> dict[str, Observation]:

@@ -62,9 +62,9 @@ ExecutorFactory = Callable[[Breaker | None], Executor]
 
 Checkpoint = Callable[[str], None]
 """A hook called with the name of each point of no return a tick passes:
-``after-mark`` (the mark landed, nothing dispatched yet), ``after-dispatch``
-(dispatched, nothing notified nor recorded yet) and ``after-notify`` (notified,
-nothing recorded yet)."""
+``mark-planned`` (the mark's commit is computed, not pushed yet), ``after-mark`` (the
+mark landed, nothing dispatched yet), ``after-dispatch`` (dispatched, nothing notified
+nor recorded yet) and ``after-notify`` (notified, nothing recorded yet)."""
 
 CHECKPOINTS: list[Checkpoint] = []
 """Installed checkpoint hooks; the product installs none. Crash tests install one
@@ -215,7 +215,7 @@ class Tick:
             others, state = state.runs, run_scope.scoped(state, self.scope)
         decision = plan([] if self.scope else inputs.schedules, state, seen.observations,
                         self.now, executor=self.executor_name, dispatch_grace=self.grace,
-                        invalid=inputs.invalid, caps=inputs.caps)
+                        invalid=inputs.invalid, caps=inputs.caps, only_run=self.scope)
         if loaded.note:
             decision.log.insert(0, loaded.note)
         if seen.breaker is not None:
@@ -238,6 +238,7 @@ class Tick:
                                         change, lambda: inputs.settings.cadence))
         parked = {key: d.reason for key, d in sorted(decision.state.dlq.items())
                   if not d.discarded and state.dlq.get(key) is not d}
+        parked.update(sorted(decision.dead_items.items()))  # items: the same alert
         return Planned(decision, change, consolidated, parked, notes)
 
     def mark(self, inputs: TickInputs,
@@ -251,6 +252,7 @@ class Tick:
             # reused while the compare-and-swap still sees the same tip
             on_tip = inputs.on(snap, self.repo)
             attempts.append((self.plan(on_tip, seen), on_tip))
+            _checkpoint("mark-planned")
             return attempts[-1][0].changes or None
 
         outcome = self.store.transact(change, f"tick {iso(self.now)}: decide",

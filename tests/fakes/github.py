@@ -296,15 +296,23 @@ class FakeJob:
         work = "Run the track" if self.is_leg else "Run"
         out = [{"name": "Set up job", "number": 1, "status": "completed",
                 "conclusion": "success", "started_at": begun, "completed_at": begun}]
+        if self.is_leg and self.leg.get("items"):
+            # A drain worker's leg: track.yml's `if:` skips "Run the track" and runs
+            # "Work the items". The runner completes a step whose condition is false
+            # as Skipped (actions/runner, src/Runner.Worker/StepsRunner.cs).
+            out.append({"name": work, "number": 2, "status": "completed",
+                        "conclusion": "skipped", "started_at": None, "completed_at": None})
+            work = "Work the items"
+        number = len(out) + 1
         if self.no_start == "lost":
-            out.append({"name": work, "number": 2, "status": "queued", "conclusion": None,
-                        "started_at": None, "completed_at": None})
+            out.append({"name": work, "number": number, "status": "queued",
+                        "conclusion": None, "started_at": None, "completed_at": None})
             return out
-        out.append({"name": work, "number": 2, "status": self.status,
+        out.append({"name": work, "number": number, "status": self.status,
                     "conclusion": self.conclusion if done else None, "started_at": begun,
                     "completed_at": ended if done else None})
         if done:
-            out.append({"name": "Complete job", "number": 3, "status": "completed",
+            out.append({"name": "Complete job", "number": number + 1, "status": "completed",
                         "conclusion": "success", "started_at": ended, "completed_at": ended})
         return out
 

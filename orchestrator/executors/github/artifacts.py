@@ -35,7 +35,8 @@ from .client import GitHubClient, GitHubError, message
 log = logging.getLogger(__name__)
 
 ARTIFACT_PAGES = 10
-MAX_ZIP_BYTES = 2 << 20
+MAX_ZIP_BYTES = 8 << 20
+"""As large as an outcome file may be (a drain worker's reports, a track's enqueue)."""
 
 
 class Artifacts:

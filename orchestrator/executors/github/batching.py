@@ -49,6 +49,10 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
         leg["env"] = dict(sorted(request.env.items()))
     if request.results is not None:  # a track with needs: what they ended in
         leg["results"] = request.results
+    if request.items:  # a drain worker: ids and attempts; it reads the payloads itself
+        leg["items"] = [[w.id, w.attempt] for w in request.items]
+        leg["queue"] = request.queue
+        leg["wall"] = request.wall_minutes
     return leg
 
 

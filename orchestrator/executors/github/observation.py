@@ -21,9 +21,10 @@ job ``completed`` with conclusion ``failure`` (a cancel is someone's decision: o
 a person's on GitHub) and either
 
 * its ``runner_name`` is empty: no runner ever took it; or
-* its ``steps`` show that the step running the track (:data:`TRACK_STEP`, track.yml's)
-  never began: the list is empty (the runner was lost before it reported a step), or
-  that step is there with no ``started_at``, still ``queued`` or ``skipped``, while no
+* its ``steps`` show that the step running the track (:data:`TRACK_STEP`, track.yml's,
+  or :data:`DRAIN_STEP` for a drain worker's leg) never began: the list is empty (the
+  runner was lost before it reported a step), or neither step began (no
+  ``started_at``, still ``queued`` or ``skipped``), while no
   step of the workflow's own set-up concluded ``failure``: checkout or the install
   failing is the same on every runner (a wrong ``ORCHESTRATOR_PACKAGE``), and GitHub's
   ``Set up job`` step failing is the runner's. A workflow with no step of that name
@@ -56,6 +57,8 @@ _CONCLUSION: Mapping[str, TrackPhase] = {
 An unknown conclusion fails the attempt."""
 TRACK_STEP = "Run the track"
 """The name of track.yml's step that runs the track's command."""
+DRAIN_STEP = "Work the items"
+"""The step that runs a drain worker's items instead (``Run the track`` is skipped)."""
 SETUP_STEP = "Set up job"
 """GitHub's own first step of every job: the runner preparing itself."""
 TIMEOUT_SLACK = timedelta(seconds=30)
@@ -85,16 +88,19 @@ def failed_to_start(job: Mapping[str, Any]) -> bool:
     steps = [s for s in steps if isinstance(s, Mapping)]
     if not steps:
         return True
-    track = [s for s in steps if s.get("name") == TRACK_STEP]
+    track = [s for s in steps if s.get("name") in (TRACK_STEP, DRAIN_STEP)]
     if not track:
         return False
-    step = track[0]
-    began = (step.get("started_at") is not None and step.get("status") != "queued"
-             and step.get("conclusion") != "skipped")
-    if began:
+    if any(_began(s) for s in track):
         return False
+    step = track[0]
     before = [s for s in steps if _number(s) < _number(step) and s.get("name") != SETUP_STEP]
     return not any(s.get("conclusion") == "failure" for s in before)
+
+
+def _began(step: Mapping[str, Any]) -> bool:
+    return (step.get("started_at") is not None and step.get("status") != "queued"
+            and step.get("conclusion") != "skipped")
 
 
 def _number(step: Mapping[str, Any]) -> int:
