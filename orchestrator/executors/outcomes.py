@@ -32,6 +32,7 @@ from ..errors import InvalidId
 from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.records import TrackPhase
+from ..support.text import error_location
 from .base import Observation
 
 FORMAT = 1
@@ -167,7 +168,7 @@ def parse(name: str, data: bytes) -> Outcome:
         outcome = Outcome.model_validate_json(data, strict=False)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        where = error_location(first["loc"])
         raise BadOutcome(f"{name}: {where}: {first['msg']}") from None
     try:
         check_run_id(outcome.run_id)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import EXIT_USER, InvalidId, OrchestratorError
 from ..support import safejson
+from ..support.text import error_location
 from .layout import (
     TICKS,
     specs_path,
@@ -89,10 +90,7 @@ def parse_record(model: type[RecordT], path: str, data: bytes) -> RecordT:
 def first_error(path: str, exc: ValidationError) -> str:
     """One line naming ``path``, the field at fault and what is wrong with it."""
     first = exc.errors()[0]
-    # a key of a record's mapping may hold anything, a line break too: quoted then
-    where = ".".join(p if isinstance(p, str) and p.isprintable() else
-                     str(p) if isinstance(p, int) else repr(p) for p in first["loc"])
-    return f"{path}: {where or '(root)'}: {first['msg']}"
+    return f"{path}: {error_location(first['loc'])}: {first['msg']}"
 
 
 def _validate(model: type[RecordT], path: str, data: bytes) -> RecordT:

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from ..spec.fields import Frozen, Id, UTCDateTime, check_id
 from ..spec.queues import MAX_KEY_CHARS, MAX_PAYLOAD_BYTES, MAX_PRIORITY
 from ..support import safejson
+from ..support.text import error_location
 from ..support.times import parse_utc
 
 ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
@@ -179,7 +180,8 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
     if when is not None:
         moment = parse_utc(when)
         if moment is None or not 1970 <= moment.year <= 9000:
-            raise BadEnqueue(f"not_before: {when!r} is no ISO time with an offset")
+            shown = repr(when) if len(repr(when)) <= 80 else repr(when)[:77] + "..."
+            raise BadEnqueue(f"not_before: {shown} is no ISO time with an offset")
         fields["not_before"] = moment
     if "queue" in fields and isinstance(fields["queue"], str):
         try:
@@ -193,7 +195,7 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
         return NewItem.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        where = error_location(first["loc"])
         raise BadEnqueue(f"{where}: {first['msg']}") from None
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..errors import InvalidId
 from ..spec.fields import ID_RE, Frozen, Id, UTCDateTime
@@ -85,6 +85,24 @@ class QueueSummary(Frozen):
     tree: str | None = None
     """The id of ``state/queues/<queue>/``'s tree in the commit that wrote this."""
     updated_at: UTCDateTime | None = None
+
+    @field_validator("blocks")
+    @classmethod
+    def _block_names(cls, blocks: dict[str, int]) -> dict[str, int]:
+        """A block name is part of a path: one that is not a block's makes the summary bad
+        (rebuilt from the items), never an error of a later read."""
+        bad = [name for name in blocks if not layout.BLOCK_RE.fullmatch(name)]
+        if bad:
+            raise ValueError(f"invalid backlog block {bad[0][:40]!r}")
+        return blocks
+
+    @field_validator("done")
+    @classmethod
+    def _chunk_names(cls, done: dict[str, int]) -> dict[str, int]:
+        bad = [name for name in done if not layout.CHUNK_RE.fullmatch(name)]
+        if bad:
+            raise ValueError(f"invalid done chunk {bad[0][:40]!r}")
+        return done
 
 
 Entry = tuple[int, datetime | None]

@@ -26,3 +26,14 @@ def one_line(text: str, limit: int = ONE_LINE_LIMIT) -> str:
         last = "…" + last[-(limit // 2 - 1):]
     room = limit - len(sep) - len(last)
     return f"{head[: room - 1]}…{sep}{last}"
+
+
+def error_location(loc: tuple[int | str, ...], limit: int = 60) -> str:
+    """Where a validation error is (pydantic's ``loc``) as one printable line: a key of
+    a mapping in the input may hold anything, a line break or a megabyte too, so a key
+    that is not printable is quoted and a long one cut."""
+    parts = []
+    for part in loc:
+        text = str(part) if isinstance(part, int) or part.isprintable() else repr(part)
+        parts.append(text if len(text) <= limit else text[:limit - 3] + "...")
+    return ".".join(parts) or "(root)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.executors.outcomes import BadOutcome, parse
@@ -47,6 +47,7 @@ LINES = [{"payload": {"n": 1}, "key": "a", "priority": 2}, {"payload": None},
                  hostile_texts(LINES),
                  st.lists(json_values.map(json.dumps), max_size=5).map(
                      lambda lines: "\n".join(lines).encode())))
+@example(b'{"payload": "x", "not_before": "' + b"[" * 400 + b'"}')  # quoted in full once
 def test_the_enqueue_parser_takes_a_file_or_names_the_line_at_fault(data: bytes) -> None:
     with bounded_memory():
         try:
