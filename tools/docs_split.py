@@ -24,12 +24,14 @@ input instead, one per line: tests/data/readme-before-headings.txt was made with
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # --------------------------------------------------------------------------- the table
 
@@ -43,7 +45,36 @@ class Page:
     intro: str
     section: str  # the nav section it is listed under ("" for the top level)
     optional: bool = False  # written only when some README text lands on it
+    outro: str = ""  # text of the site's own, after what the README gave
 
+
+DOCS_SITE = """\
+## The documentation site
+
+The site is `docs/`, built by MkDocs with the Material theme from `mkdocs.yml`.
+`pip install -e '.[docs]' && mkdocs serve` shows it at <http://127.0.0.1:8000/> while
+you edit; `.ci/run` builds it with `mkdocs build --strict`, so a broken link, a
+missing anchor or a page left out of the navigation fails CI.
+
+The docs are tested by `tests/unit/test_docs.py` and `tests/integration/test_docs.py`.
+Every fenced `sh` block right after a `<!-- run -->` line is run in a throwaway
+workspace, so mark only blocks that work from an empty folder. Every JSON example that
+is a schedule or an `orchestrator.json` is validated, every `--flag` after an
+`orchestrator` command must exist in its `--help`, and every link and anchor between
+pages must resolve. `cli.md` is generated: `python3 -m orchestrator.clidoc >
+docs/cli.md`.
+
+Where it is published: this project's own site goes out with
+`.github/workflows/docs.yml`, which builds it on every push to `main` and deploys it to
+GitHub Pages when the repository variable `ORCHESTRATOR_DOCS_PAGES` is `true`. A
+repository has one Pages site, so in a repository whose `pages.yml` publishes the
+briefs, leave that variable unset. `docs.yml` is not scaffolded: a user's repository
+gets `pages.yml`, which publishes the briefs only.
+
+The pages were first cut from the long README by `tools/docs_split.py`, whose table
+maps each README heading to a page. It can be run again on a long README:
+`python3 tools/docs_split.py OLD-README.md --out .` prints one line per heading its
+table does not know."""
 
 PAGES: list[Page] = [
     Page("index.md", "orchestrator", "", ""),
@@ -141,7 +172,7 @@ PAGES: list[Page] = [
     Page("glossary.md", "Glossary", "The words these pages use, in one table.", ""),
     Page("develop.md", "Develop",
          "How the code is organised and tested. CONTRIBUTING.md says how to send a "
-         "change.", ""),
+         "change.", "", outro=DOCS_SITE),
 ]
 
 # Pages the site lists that this tool does not write.
@@ -193,8 +224,8 @@ PLACES: dict[str, Place] = {
     "Develop": Place("develop.md"),
 }
 
-# A heading the table does not know goes by the first keyword its text contains
-# (lower case), else with the heading above it, else to more.md.
+# A heading the table does not know goes by the first keyword a word of its text
+# starts with (lower case), else with the heading above it, else to more.md.
 KEYWORDS: list[tuple[str, str]] = [
     ("queue", "how-to/queues.md"),
     ("notif", "how-to/notifications.md"),
@@ -215,6 +246,27 @@ KEYWORDS: list[tuple[str, str]] = [
     ("event", "reference/index.md"),
 ]
 FALLBACK = "more.md"
+
+# Headings whose `sh` blocks work from an empty folder: each gets RUN_MARK before it,
+# and the docs tests run it in a throwaway workspace.
+RUNNABLE = {"Start a repository"}
+RUN_MARK = "<!-- run -->"
+
+# Exact corrections to the README's text, applied before it is split: figures that
+# went stale or disagreed. A correction that no longer matches is printed.
+FIXES: list[tuple[str, str]] = [
+    ("installs the test tools and runs the test\nsuite: about 16 minutes on 2 cores "
+     "(mostly real-clock waits).",
+     "installs the test tools and runs the test\nsuite (mostly real-clock waits; "
+     "`--durations` prints the slowest tests)."),
+    ("python3 -m pytest -q                     # the whole suite, about 11 minutes "
+     "on 2 cores",
+     "python3 -m pytest -q                     # the whole suite"),
+    ("then runs\n`ruff`, `mypy`, `actionlint` and `zizmor` on the workflows, and the "
+     "whole test suite.",
+     "then runs\n`ruff`, `mypy`, `actionlint` and `zizmor` on the workflows, builds the "
+     "documentation site\n(`mkdocs build --strict`), and runs the whole test suite."),
+]
 
 MKDOCS_HEAD = """\
 # Written by tools/docs_split.py (its table holds the navigation); edit the table there.
@@ -385,7 +437,8 @@ def place(units: list[Unit], say: list[str]) -> None:
             continue
         unit.known = False
         lowered = unit.title.lower()
-        by_word = next((page for word, page in KEYWORDS if word in lowered), None)
+        by_word = next((page for word, page in KEYWORDS
+                        if re.search(rf"\b{re.escape(word)}", lowered)), None)
         if by_word:
             unit.page, why = by_word, "keyword"
         elif unit.parent is not None and unit.parent.page:
@@ -481,11 +534,57 @@ def rewrite(line: str, page: str, where: dict[str, tuple[str, str]],
     return "".join(parts)
 
 
+# --------------------------------------------------------------------------- the schema
+
+# The objects of schedules/schedule.schema.json the schedule reference tabulates.
+SCHEMA_OBJECTS = [("A schedule", None), ("A track (`tracks`)", "TrackSpec"),
+                  ("`consolidate`", "ConsolidateSpec"), ("A track's `compensate`",
+                                                         "Compensation"),
+                  ("`dst`", "DstPolicy")]
+SCHEMA_PAGE = "reference/schedules.md"
+
+
+def _kind(node: dict[str, Any]) -> str:
+    """A property's type in a word or two, as the schema says it."""
+    if "$ref" in node:
+        return node["$ref"].rsplit("/", 1)[1]
+    if "anyOf" in node:
+        return " or ".join(_kind(n) for n in node["anyOf"])
+    kind = node.get("type", "any")
+    if kind == "array" and "items" in node:
+        return f"array of {_kind(node['items'])}"
+    return str(kind)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def schema_tables(schema: dict[str, Any]) -> str:
+    """Every field of the schedule schema, one table per object, from its descriptions."""
+    out = ["## Every field, from the JSON Schema", "",
+           "Generated by `tools/docs_split.py` from `schedules/schedule.schema.json`. "
+           "The enumerations (`OverlapPolicy` and the like) are in the schema itself."]
+    for title, name in SCHEMA_OBJECTS:
+        node = schema if name is None else schema.get("$defs", {}).get(name)
+        if not node:
+            continue
+        out += ["", f"### {title}", "", "| field | type | default | meaning |",
+                "|---|---|---|---|"]
+        for field_name, prop in node.get("properties", {}).items():
+            default = json.dumps(prop["default"]) if "default" in prop else ""
+            out.append(f"| `{field_name}` | {_cell(_kind(prop))} | "
+                       f"{_cell(f'`{default}`') if default else ''} | "
+                       f"{_cell(prop.get('description', ''))} |")
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- writing
 
 
 def render_page(page: Page, units: list[Unit], where: dict[str, tuple[str, str]],
-                by_title: dict[str, tuple[str, str]], say: list[str]) -> str:
+                by_title: dict[str, tuple[str, str]], say: list[str],
+                schema: dict[str, Any] | None = None) -> str:
     mine = sorted((u for u in units if u.page == page.path), key=order)
     on_page = {u.index for u in mine}
     out = [f"# {page.title}", ""]
@@ -498,11 +597,19 @@ def render_page(page: Page, units: list[Unit], where: dict[str, tuple[str, str]]
         while body and body[0].strip() == "":
             body = body[1:]
         code = fenced(body)
-        for line, in_code in zip(body, code, strict=True):
+        runnable = unit.key in RUNNABLE
+        for i, (line, in_code) in enumerate(zip(body, code, strict=True)):
+            opens = in_code and line.startswith("```sh") and not (i and code[i - 1])
+            if runnable and opens and (i == 0 or body[i - 1] != RUN_MARK):
+                out.append(RUN_MARK)
             out.append(line if in_code else rewrite(line, page.path, where, by_title, say))
         while out and out[-1] == "":
             out.pop()
         out.append("")
+    if page.outro:
+        out += [page.outro, ""]
+    if page.path == SCHEMA_PAGE and schema is not None:
+        out += [schema_tables(schema), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -530,10 +637,16 @@ def quote(text: str) -> str:
     return f'"{text}"' if re.search(r"[:#'\"]", text) else text
 
 
-def split(text: str, changelog: str | None) -> tuple[dict[str, str], list[str]]:
+def split(text: str, changelog: str | None, schema: dict[str, Any] | None = None
+          ) -> tuple[dict[str, str], list[str]]:
     """The files to write (path relative to the output folder -> text), and the lines
     to print."""
     say: list[str] = []
+    for old, new in FIXES:
+        if old in text:
+            text = text.replace(old, new)
+        else:
+            say.append(f"a correction in FIXES no longer matches: {old[:50]!r}...")
     units = parse(text)
     place(units, say)
     where: dict[str, tuple[str, str]] = {}
@@ -544,7 +657,8 @@ def split(text: str, changelog: str | None) -> tuple[dict[str, str], list[str]]:
             by_title.setdefault(unit.title, (unit.page, site_slug(unit.title)))
     pages = {p.path: p for p in PAGES}
     written = [p for p in PAGES if not p.optional or any(u.page == p.path for u in units)]
-    files = {f"docs/{p.path}": render_page(p, units, where, by_title, say) for p in written}
+    files = {f"docs/{p.path}": render_page(p, units, where, by_title, say, schema)
+             for p in written}
     missing = sorted({u.page for u in units} - set(pages))
     if missing:
         raise SystemExit(f"pages missing from PAGES: {missing}")
@@ -593,7 +707,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     changelog_path = args.out / "CHANGELOG.md"
     changelog = changelog_path.read_text(encoding="utf-8") if changelog_path.is_file() else None
-    files, say = split(text, changelog)
+    schema_path = args.out / "schedules" / "schedule.schema.json"
+    schema = (json.loads(schema_path.read_text(encoding="utf-8"))
+              if schema_path.is_file() else None)
+    files, say = split(text, changelog, schema)
     for name, content in files.items():
         target = args.out / name
         target.parent.mkdir(parents=True, exist_ok=True)
