@@ -40,8 +40,8 @@ def test_a_marked_block_runs_as_written_in_a_throwaway_workspace(
 
 def _mkdocs() -> list[str]:
     try:
-        import mkdocs  # noqa: F401
         import material  # noqa: F401
+        import mkdocs  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("mkdocs and mkdocs-material are missing: .ci/run installs .[test]")

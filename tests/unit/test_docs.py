@@ -270,3 +270,11 @@ def test_the_split_of_a_line_by_line_readme_loses_no_line() -> None:
         if line and not line.startswith("#") and "](" not in line and "*Exit" not in line:
             assert line in written, line
     assert re.search(r"^## Quick start$", files["docs/get-started/local.md"], flags=re.M)
+
+
+def test_the_site_s_changelog_is_the_changelog() -> None:
+    """docs/changelog.md is a copy (MkDocs reads only docs/): rerun tools/docs_split.py
+    or copy CHANGELOG.md over it."""
+    assert (REPO / "docs" / "changelog.md").read_text(encoding="utf-8") == (
+        REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
