@@ -255,6 +255,8 @@ RUN_MARK = "<!-- run -->"
 # Exact corrections to the README's text, applied before it is split: figures that
 # went stale or disagreed. A correction that no longer matches is printed.
 FIXES: list[tuple[str, str]] = [
+    ("The words in bold and the others this README uses are explained",
+     "The words in bold and the others these pages use are explained"),
     ("installs the test tools and runs the test\nsuite: about 16 minutes on 2 cores "
      "(mostly real-clock waits).",
      "installs the test tools and runs the test\nsuite (mostly real-clock waits; "
