@@ -164,6 +164,10 @@ PAGES: list[Page] = [
     Page("reference/local-executor.md", "Local executor",
          "How a track runs as a process on your machine: its environment, its output "
          "and its result.", "Reference"),
+    Page("reference/environment.md", "Environment variables",
+         "Every environment variable these pages mention, and where each is explained. "
+         "The variables behind the CLI's options are also listed, option by option, in "
+         "the [CLI reference](../cli.md).", "Reference"),
     Page("reference/exit-codes.md", "Exit codes",
          "Every command exits with one of these codes, so scripts and CI can tell "
          "failures apart.", "Reference"),
@@ -176,7 +180,7 @@ PAGES: list[Page] = [
 ]
 
 # Pages the site lists that this tool does not write.
-EXTRA_NAV = {"Reference": [("CLI", "cli.md")]}
+EXTRA_NAV = {"Reference": [("CLI reference", "cli.md")]}
 CHANGELOG = ("Changelog", "changelog.md")
 
 
@@ -581,6 +585,28 @@ def schema_tables(schema: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# --------------------------------------------------------------------------- variables
+
+ENV_PAGE = "reference/environment.md"
+ENV_VAR = re.compile(r"`\$?((?:ORCHESTRATOR|GITHUB|GH|ACTIONS)_[A-Z0-9_]*[A-Z0-9])(?:=[^`]*)?`")
+
+
+def environment_table(files: dict[str, str], titles: dict[str, str]) -> str:
+    """Each variable the pages name in code, with links to the pages that name it."""
+    seen: dict[str, list[str]] = {}
+    for name, text in sorted(files.items()):
+        page = name.removeprefix("docs/")
+        if page == ENV_PAGE or page not in titles:
+            continue
+        for var in sorted(set(ENV_VAR.findall(text))):
+            seen.setdefault(var, []).append(page)
+    rows = ["| variable | explained in |", "|---|---|"]
+    for var in sorted(seen):
+        links = ", ".join(f"[{titles[p]}]({link_to(p, '', ENV_PAGE)})" for p in seen[var])
+        rows.append(f"| `{var}` | {links} |")
+    return "\n".join(rows)
+
+
 # --------------------------------------------------------------------------- writing
 
 
@@ -639,10 +665,11 @@ def quote(text: str) -> str:
     return f'"{text}"' if re.search(r"[:#'\"]", text) else text
 
 
-def split(text: str, changelog: str | None, schema: dict[str, Any] | None = None
-          ) -> tuple[dict[str, str], list[str]]:
+def split(text: str, changelog: str | None, schema: dict[str, Any] | None = None,
+          others: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
     """The files to write (path relative to the output folder -> text), and the lines
-    to print."""
+    to print. ``others``: pages of the site this tool does not write (docs/cli.md), by
+    path under docs/, read for the table of environment variables."""
     say: list[str] = []
     for old, new in FIXES:
         if old in text:
@@ -661,6 +688,12 @@ def split(text: str, changelog: str | None, schema: dict[str, Any] | None = None
     written = [p for p in PAGES if not p.optional or any(u.page == p.path for u in units)]
     files = {f"docs/{p.path}": render_page(p, units, where, by_title, say, schema)
              for p in written}
+    env = f"docs/{ENV_PAGE}"
+    if env in files:
+        titles = {p.path: p.title for p in written}
+        titles |= {path: title for items in EXTRA_NAV.values() for title, path in items}
+        read = {**{f"docs/{k}": v for k, v in (others or {}).items()}, **files}
+        files[env] = files[env].rstrip("\n") + "\n\n" + environment_table(read, titles) + "\n"
     missing = sorted({u.page for u in units} - set(pages))
     if missing:
         raise SystemExit(f"pages missing from PAGES: {missing}")
@@ -712,7 +745,10 @@ def main(argv: list[str] | None = None) -> int:
     schema_path = args.out / "schedules" / "schedule.schema.json"
     schema = (json.loads(schema_path.read_text(encoding="utf-8"))
               if schema_path.is_file() else None)
-    files, say = split(text, changelog, schema)
+    others = {path: (args.out / "docs" / path).read_text(encoding="utf-8")
+              for items in EXTRA_NAV.values() for _, path in items
+              if (args.out / "docs" / path).is_file()}
+    files, say = split(text, changelog, schema, others)
     for name, content in files.items():
         target = args.out / name
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -278,3 +278,12 @@ def test_the_site_s_changelog_is_the_changelog() -> None:
     assert (REPO / "docs" / "changelog.md").read_text(encoding="utf-8") == (
         REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_every_variable_the_pages_name_is_on_the_environment_page() -> None:
+    environment = (REPO / "docs" / "reference" / "environment.md").read_text(encoding="utf-8")
+    named = {var for path, text in pages().items() if path.startswith("docs/")
+             and path != "docs/changelog.md"
+             for var in re.findall(r"`\$?(ORCHESTRATOR_[A-Z0-9_]*[A-Z0-9])(?:=[^`]*)?`", text)}
+    assert len(named) > 15
+    assert sorted(v for v in named if f"| `{v}` |" not in environment) == []
