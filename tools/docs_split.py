@@ -5,17 +5,23 @@ a long README (for instance after other branches added sections to the old one):
 
     python3 tools/docs_split.py OLD-README.md --out .
 
-It owns the table that says where each README heading lands (PAGES and PLACES), and
-the rules for headings the table does not know (KEYWORDS). Its invariants:
+It owns the table that says where each README heading lands (PAGES and PLACES), the
+rules for headings the table does not know (KEYWORDS), the blocks marked to run
+(RUNNABLE) and the corrections made to the README's text on the way (FIXES).
+
+Its invariants:
 
 - No text is lost: every heading and paragraph of the input lands on exactly one page.
 - A heading the table does not know is printed, one line each, with where it went.
 - Running it twice on the same input writes the same bytes.
 - It writes docs/<pages>.md, docs/changelog.md (a copy of CHANGELOG.md) and
-  mkdocs.yml; never README.md (the short README is written by hand), never docs/cli.md
-  (generated from the click tree by ``python3 -m orchestrator.clidoc``).
+  mkdocs.yml. It never writes README.md (the short README is written by hand), nor
+  docs/cli.md (generated from the click tree by ``python3 -m orchestrator.clidoc``).
+- Generated parts: the schedule reference's field tables (from
+  schedules/schedule.schema.json) and the table of environment variables.
 - Links to ``#anchors`` of the README point at the page where that heading landed;
-  links relative to the repository root become relative to the page.
+  links relative to the repository root become relative to the page, and *Heading*
+  mentions of a known heading become links.
 
 ``--inventory`` prints the headings, bold sub-headings and schedule fields of the
 input instead, one per line: tests/data/readme-before-headings.txt was made with it.
