@@ -145,7 +145,9 @@ PAGES: list[Page] = [
          "What a schedule in a zone with daylight saving does on the two days a year "
          "the clocks change.", "Concepts"),
     Page("reference/index.md", "Reference",
-         "Exact behaviour, field by field and command by command.", "Reference"),
+         "Exact behaviour, field by field and command by command. The layout of the "
+         "state branch, file by file, is in [State on git](../concepts/state.md).",
+         "Reference"),
     Page("reference/schedules.md", "Schedule files",
          "Every field of `schedules/<id>.json`. The JSON Schema in "
          "`schedules/schedule.schema.json` says the same to an editor, and a test keeps "
