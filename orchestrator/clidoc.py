@@ -19,7 +19,7 @@ from .cli import cli
 HEADER = """# Command line reference
 
 Generated from the code by `python3 -m orchestrator.clidoc > docs/cli.md`; a test fails
-when it is out of date. README.md explains the commands; this lists every option.
+when it is out of date. The other pages explain the commands; this lists every option.
 Exit codes: 0 ok, 1 user error, 2 usage error, 3 remote unreadable or unwritable,
 4 unexpected error, 5 `status` found the last tick stale.
 """

@@ -106,7 +106,7 @@ class RepoConfig(Frozen):
     schema_ref: str | None = Field(
         None, alias="$schema", description="Path or URL of the JSON Schema, for editors.")
     cadence: Cadence = Field(default_factory=Cadence,
-                             description="When tick.yml runs (see README, 'The cadence').")
+                             description="When tick.yml runs (see the docs: 'The cadence').")
     max_concurrent_tracks: int | None = Field(
         None, ge=1, le=100_000,
         description="At most this many tracks in flight (dispatched or running) across all "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from briefdata import XSS, at, four_track_run
+from briefdata import XSS, at, four_track_run, many_track_run
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 from orchestrator import brief
@@ -195,5 +195,45 @@ def test_index_of_runs(browser: Browser, tmp_path: Path, width: int) -> None:
             assert visit.sideways() == []
         assert visit.page.locator("table a").all_inner_texts() == [r.run_id for r in runs]
         visit.page.screenshot(path=str(tmp_path / f"index-{width}.png"), full_page=True)
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_brief_of_a_256_track_run_with_long_names_and_errors(browser: Browser, tmp_path: Path,
+                                                              width: int) -> None:
+    """GitHub's largest matrix: the timeline, the tracks and the poll log of 256 tracks
+    (every poll line observes them all) keep to the screen's width."""
+    ctx = many_track_run(256, summary_chars=400, errors_per_track=3, error_chars=300)
+    path = _write(tmp_path, "brief-256.html", brief.render_html(ctx))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= width, f"page scrolls sideways at {width}px"
+        if width == 390:
+            assert visit.sideways() == []
+        assert visit.page.locator("table.tracks tbody tr").count() == 256
+        visit.page.screenshot(path=str(tmp_path / f"brief-256-{width}.png"))
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_index_of_256_runs(browser: Browser, tmp_path: Path, width: int) -> None:
+    """The page of runs once many have finished: one row (a card on a phone) each."""
+    first = four_track_run().run
+    runs = [first.model_copy(update={
+        "run_id": f"a-schedule-with-a-rather-long-name-{i:03d}--20261130T0700Z",
+        "schedule_id": f"a-schedule-with-a-rather-long-name-{i:03d}",
+        "description": "a description that goes on " * 8, "slot": at(-i)})
+        for i in range(256)]
+    path = _write(tmp_path, "index-256.html", brief.render_index(runs, generated_at=at(60)))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= width, f"the index scrolls sideways at {width}px"
+        if width == 390:
+            assert visit.sideways() == []
+        assert visit.page.locator("table a").count() == 256
     finally:
         visit.close()

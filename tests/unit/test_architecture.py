@@ -1,4 +1,4 @@
-"""The package's shape: layers by package, no import circle, README's map true.
+"""The package's shape: layers by package, no import circle, the map in docs/develop.md true.
 
 - The import graph is built from the source with :mod:`ast` (nothing is imported), so
   an import inside a function counts as much as one at the top.
@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
+
+from tests.docs import documentation
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "orchestrator"
@@ -38,8 +40,8 @@ LAYERS: dict[str, int] = {
     # click wiring
     "commands": 6, "cli": 6, "clidoc": 6, "__main__": 6,
 }
-"""Package (or module directly under ``orchestrator/``) -> its layer, bottom up. The
-README's *Develop* section says the same in words."""
+"""Package (or module directly under ``orchestrator/``) -> its layer, bottom up.
+docs/develop.md says the same in words."""
 
 TOP_LEVEL = {"__init__", "__main__", "cli", "errors", "clidoc"}
 """The modules allowed directly under ``orchestrator/``: the version, ``python -m``,
@@ -257,11 +259,10 @@ def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
 
 
 def readme_map() -> dict[str, str]:
-    """The tree in README's Develop section: module path -> what it owns."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    develop = readme.split("\n## Develop\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(rf"```text\n({PACKAGE}/\n.*?)```", develop, re.S)
-    assert block, "README's Develop section has no ```text map of the package"
+    """The tree in the documentation's map of the package (docs/develop.md):
+    module path -> what it owns."""
+    block = re.search(rf"```text\n({PACKAGE}/\n.*?)```", documentation(), re.S)
+    assert block, "the documentation has no ```text map of the package (docs/develop.md)"
     entries: dict[str, str] = {}
     folders: list[tuple[int, str]] = []  # (indent, name) of the folders we are inside
     for line in block.group(1).splitlines():
@@ -280,8 +281,8 @@ def readme_map() -> dict[str, str]:
 def test_readme_map_lists_exactly_the_modules_each_with_what_it_owns() -> None:
     documented = readme_map()
     actual = {path.relative_to(REPO).as_posix() for path in (REPO / PACKAGE).rglob("*.py")}
-    assert sorted(actual - set(documented)) == [], "modules missing from README's map"
-    assert sorted(set(documented) - actual) == [], "README's map lists modules that do not exist"
+    assert sorted(actual - set(documented)) == [], "modules missing from the map"
+    assert sorted(set(documented) - actual) == [], "the map lists modules that do not exist"
     assert [p for p, owns in documented.items() if not owns] == [], "map lines without a role"
 
 

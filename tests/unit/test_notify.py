@@ -392,11 +392,11 @@ def test_webhook_variables_are_credentials_and_token_shapes_are_redacted() -> No
     assert redact("ghs_fake-token-0123456789 ghp_short") == "ghs_fake-token-0123456789 ghp_short"
 
 
-def test_the_readme_s_example_is_a_valid_orchestrator_json() -> None:
-    from pathlib import Path
+def test_the_documented_example_is_a_valid_orchestrator_json() -> None:
+    from tests.docs import pages
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n### Notifications\n", 1)[1].split("\n### ", 1)[0]
+    page = pages()["docs/how-to/notifications.md"]
+    section = page.split("\n## Notifications\n", 1)[1].split("\n## ", 1)[0]
     example = section.split("```json\n", 1)[1].split("```", 1)[0]
     config = parse_repo_config(example.encode())
     assert config.notify.github_issues and len(config.notify.webhooks) == 2

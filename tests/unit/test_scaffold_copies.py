@@ -19,9 +19,11 @@ def test_every_scaffold_file_equals_this_repository_s_own(rel: str) -> None:
 
 
 def test_every_user_facing_workflow_is_scaffolded() -> None:
-    """A new workflow in .github/workflows is either scaffolded or the project's own CI."""
+    """A new workflow in .github/workflows is either scaffolded or the project's own
+    (its CI, and the publishing of its documentation site)."""
     ours = {p.name for p in (REPO / ".github" / "workflows").glob("*.yml")}
-    assert ours - {"ci.yml"} == set(init.WORKFLOWS) | set(init.OPTIONAL_WORKFLOWS)
+    own = {"ci.yml", "docs.yml"}
+    assert ours - own == set(init.WORKFLOWS) | set(init.OPTIONAL_WORKFLOWS)
 
 
 def test_no_stray_files_in_the_scaffold_folder() -> None:

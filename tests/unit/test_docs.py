@@ -1,0 +1,285 @@
+"""The documentation is checked like code: nothing the long README documented was
+lost in the move to the site, the reference lists every field of the JSON Schemas,
+every JSON example validates, every CLI flag it mentions exists, every link between
+documents resolves, and tools/docs_split.py places and links what it does not know."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+import sys
+from types import ModuleType
+
+import click
+import jsonschema
+import pytest
+
+from orchestrator.cli import cli
+from orchestrator.spec.config import parse_repo_config, repo_config_json_schema
+from orchestrator.spec.models import ScheduleSpec
+from tests.docs import (
+    REPO,
+    broken_links,
+    command_lines,
+    documentation,
+    headings,
+    json_examples,
+    pages,
+    runnable_blocks,
+)
+
+BEFORE = REPO / "tests" / "data" / "readme-before-headings.txt"
+SCHEMA = json.loads((REPO / "schedules" / "schedule.schema.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _split_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_split", REPO / "tools" / "docs_split.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_split"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+# --------------------------------------------------------------------------- nothing lost
+
+
+def test_every_heading_and_field_of_the_long_readme_is_still_documented() -> None:
+    docs = pages()
+    text = documentation()
+    titles = {t for page in docs.values() for t in headings(page)}
+    missing: list[str] = []
+    for line in BEFORE.read_text(encoding="utf-8").splitlines():
+        kind, _, name = line.partition("\t")
+        present = {"heading": lambda n: n in titles,
+                   "bold": lambda n: f"**{n}" in text,
+                   "field": lambda n: f"`{n.rpartition('.')[2]}`" in text}[kind](name)
+        if not present:
+            missing.append(line)
+    assert missing == []
+    assert len(BEFORE.read_text(encoding="utf-8").splitlines()) > 60
+
+
+def _properties(schema: dict[str, object], name: str | None = None) -> list[str]:
+    node = schema if name is None else schema["$defs"][name]  # type: ignore[index]
+    return list(node["properties"])  # type: ignore[index]
+
+
+def test_the_schedule_reference_lists_every_field_of_the_schema() -> None:
+    page = (REPO / "docs" / "reference" / "schedules.md").read_text(encoding="utf-8")
+    fields = {*_properties(SCHEMA), *_properties(SCHEMA, "TrackSpec"),
+              *_properties(SCHEMA, "ConsolidateSpec"), *_properties(SCHEMA, "DstPolicy")}
+    assert sorted(f for f in fields if f"`{f}`" not in page) == []
+
+
+def test_the_orchestrator_json_reference_lists_every_setting() -> None:
+    page = (REPO / "docs" / "reference" / "orchestrator-json.md").read_text(encoding="utf-8")
+    schema = repo_config_json_schema()
+    fields = {*_properties(schema), *_properties(schema, "Cadence")}
+    assert sorted(f for f in fields if f"`{f}`" not in page) == []
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def _check_example(page: str, value: object) -> str:
+    """What the example is, once checked: a schedule, a settings file, or a fragment."""
+    if isinstance(value, dict) and "tracks" in value:
+        jsonschema.validate(value, SCHEMA)
+        ScheduleSpec.model_validate_json(json.dumps(value))
+        return "schedule"
+    config_keys = set(_properties(repo_config_json_schema()))
+    if isinstance(value, dict) and value and set(value) <= config_keys:
+        parse_repo_config(json.dumps(value).encode())
+        return "orchestrator.json"
+    return "fragment"
+
+
+def test_every_json_example_parses_and_every_schedule_or_setting_validates() -> None:
+    kinds = [_check_example(page, value) for page, value in json_examples(pages())]
+    assert kinds.count("schedule") >= 3 and kinds.count("orchestrator.json") >= 2, kinds
+
+
+def test_a_schedule_example_with_a_wrong_field_fails_the_check() -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        _check_example("x.md", {"cron": "0 1 * * *", "tracks": [{"name": "a", "run": "x"}],
+                                "overlaps": "skip"})
+
+
+# --------------------------------------------------------------------------- CLI flags
+
+
+def _options(command: click.Command) -> set[str]:
+    found = {"--help"}
+    for param in command.params:
+        found |= {o for o in (*param.opts, *param.secondary_opts) if o.startswith("--")}
+    return found
+
+
+def _sub(group: click.Command, name: str) -> click.Command | None:
+    if not isinstance(group, click.Group):
+        return None
+    return group.get_command(click.Context(group), name)
+
+
+def unknown_flags(line: str) -> list[str]:
+    """The ``--flags`` of an ``orchestrator ...`` command line its command lacks."""
+    tokens = line.split()[1:]
+    stack: list[click.Command] = [cli]
+    problems: list[str] = []
+    for i, token in enumerate(tokens):
+        word = token.strip("[](){}\"',.;:")
+        if token == "|":  # `a [--x] | b [--y]`: b is a sibling (or an uncle) of a
+            after = tokens[i + 1].strip("[](){}") if i + 1 < len(tokens) else ""
+            for depth in range(len(stack) - 2, -1, -1):
+                if _sub(stack[depth], after) is not None:
+                    del stack[depth + 1:]
+                    break
+            continue
+        if word.startswith("--"):
+            flag = word.split("=", 1)[0]
+            if flag not in _options(stack[-1]):
+                problems.append(f"{line!r}: {flag} is no option of {stack[-1].name}")
+        elif (found := _sub(stack[-1], word)) is not None:
+            stack.append(found)
+    return problems
+
+
+def test_every_cli_flag_the_documents_mention_exists() -> None:
+    lines = [line for text in pages().values() for line in command_lines(text)]
+    assert len(lines) > 50
+    assert [p for line in lines for p in unknown_flags(line)] == []
+
+
+def test_the_flag_check_catches_a_made_up_flag() -> None:
+    assert unknown_flags("orchestrator tick --dry-run") == []
+    assert unknown_flags("orchestrator --repo . dlq list [--all] | show KEY") == []
+    assert len(unknown_flags("orchestrator tick --dry-runs")) == 1
+    assert len(unknown_flags("orchestrator cron-sync [--check] | estimate [--checks]")) == 1
+
+
+# --------------------------------------------------------------------------- links
+
+
+def _repository_files() -> set[str]:
+    return {p.relative_to(REPO).as_posix() for p in REPO.rglob("*")
+            if ".git" not in p.parts and p.is_file()} | {
+        p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_dir()}
+
+
+def test_every_link_and_anchor_between_the_documents_resolves() -> None:
+    docs = pages()
+    assert broken_links(docs, _repository_files()) == []
+
+
+def test_a_deliberately_broken_link_or_anchor_is_caught() -> None:
+    docs = {**pages(), "docs/broken.md": "# Broken\n\n[gone](nowhere.md) and "
+            "[lost](concepts/tick.md#no-such-heading) and "
+            "[fine](concepts/tick.md#how-a-tick-works)\n"}
+    problems = broken_links(docs, _repository_files())
+    assert [p.split(":")[0] for p in problems] == ["docs/broken.md"] * 2, problems
+
+
+def test_the_readme_is_short_and_leads_into_the_site() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 300
+    assert readme.count("](docs/") >= 15
+    assert runnable_blocks({"README.md": readme}), "the tour's first block is marked to run"
+
+
+# --------------------------------------------------------------------------- the split tool
+
+LONG = """\
+# tool
+
+Intro with a [link](#exit-codes) and a [file](docs/cli.md).
+
+## Quick start
+
+```sh
+# not a heading
+echo hi
+```
+
+## Operate
+
+See *Exit codes*.
+
+### Requeue a dead letter
+
+text
+
+## Work queues
+
+q
+
+## Notifications
+
+n
+
+## An external clock
+
+c
+
+### Exit codes
+
+| exit code | meaning |
+"""
+
+
+def test_the_split_places_unknown_headings_by_keyword_and_says_so() -> None:
+    tool = _split_tool()
+    files, said = tool.split(LONG, "# Changelog\n")
+    unknown = [line for line in said if line.startswith("unknown heading")]
+    assert unknown == [
+        "unknown heading # 'tool' -> docs/more.md (no rule); add it to PLACES in "
+        "tools/docs_split.py",
+        "unknown heading ## 'Operate' -> docs/how-to/operate.md (keyword); add it to "
+        "PLACES in tools/docs_split.py",
+        "unknown heading ### 'Requeue a dead letter' -> docs/how-to/operate.md (with "
+        "'Operate'); add it to PLACES in tools/docs_split.py",
+        "unknown heading ## 'An external clock' -> docs/how-to/external-clock.md "
+        "(keyword); add it to PLACES in tools/docs_split.py",
+    ]
+    operate = files["docs/how-to/operate.md"]
+    assert operate.startswith("# Operate runs\n\n")
+    assert "## Operate\n" in operate and "### Requeue a dead letter\n" in operate
+    assert "See [Exit codes](../reference/exit-codes.md#exit-codes)." in operate
+    assert "# not a heading" in files["docs/get-started/local.md"]
+    more = files["docs/more.md"]
+    assert "[link](reference/exit-codes.md#exit-codes)" in more
+    assert "[file](cli.md)" in more
+    assert "  - How-to:\n" in files["mkdocs.yml"] and "how-to/queues.md" in files["mkdocs.yml"]
+    assert files["docs/changelog.md"] == "# Changelog\n"
+    again, _ = tool.split(LONG, "# Changelog\n")
+    assert again == files
+
+
+def test_the_split_of_a_line_by_line_readme_loses_no_line() -> None:
+    tool = _split_tool()
+    files, _ = tool.split(LONG, None)
+    written = "\n".join(files.values())
+    for line in LONG.splitlines():
+        if line and not line.startswith("#") and "](" not in line and "*Exit" not in line:
+            assert line in written, line
+    assert re.search(r"^## Quick start$", files["docs/get-started/local.md"], flags=re.M)
+
+
+def test_the_site_s_changelog_is_the_changelog() -> None:
+    """docs/changelog.md is a copy (MkDocs reads only docs/): rerun tools/docs_split.py
+    or copy CHANGELOG.md over it."""
+    assert (REPO / "docs" / "changelog.md").read_text(encoding="utf-8") == (
+        REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_every_variable_the_pages_name_is_on_the_environment_page() -> None:
+    environment = (REPO / "docs" / "reference" / "environment.md").read_text(encoding="utf-8")
+    named = {var for path, text in pages().items() if path.startswith("docs/")
+             and path != "docs/changelog.md"
+             for var in re.findall(r"`\$?(ORCHESTRATOR_[A-Z0-9_]*[A-Z0-9])(?:=[^`]*)?`", text)}
+    assert len(named) > 15
+    assert sorted(v for v in named if f"| `{v}` |" not in environment) == []
