@@ -25,7 +25,7 @@ a person's on GitHub) and either
   never began: the list is empty (the runner was lost before it reported a step), or
   that step is there with no ``started_at``, still ``queued`` or ``skipped``, while no
   step of the workflow's own set-up concluded ``failure``: checkout or the install
-  failing is the same on every runner (a wrong ``ORCHESTRATOR_PACKAGE``), and GitHub's
+  failing is the same on every runner (a broken ``.github/orchestrator``), and GitHub's
   ``Set up job`` step failing is the runner's. A workflow with no step of that name
   (a schedule's own ``workflow``) is judged by its runner alone.
 
