@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from tests.fakes.github import WORKFLOWS, FakeGitHub
+from tests.fakes.github import WORKFLOWS, FakeGitHub, UploadFailed
 from tests.gitrepo import clone
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -72,14 +72,20 @@ def evaluate(template: Any, ctx: dict[str, Any]) -> str:
 @dataclass
 class Played:
     """One job as it was played: each step's outcome by id or name, and the output of
-    its ``run`` steps."""
+    its ``run`` steps. A step with ``continue-on-error: true`` that fails keeps its
+    outcome ``failure`` but does not fail the job (GitHub's docs, ``continue-on-error``:
+    "Prevents a job from failing when a step fails")."""
 
     outcomes: dict[str, str] = field(default_factory=dict)
     output: list[subprocess.CompletedProcess[str]] = field(default_factory=list)
+    failed: bool = False
+    """A step failed that did not allow it: the job concludes ``failure``."""
+    errors: list[str] = field(default_factory=list)
+    """What failed actions said (e.g. upload-artifact's 409)."""
 
     @property
     def conclusion(self) -> str:
-        return "failure" if "failure" in self.outcomes.values() else "success"
+        return "failure" if self.failed else "success"
 
 
 @dataclass
@@ -180,7 +186,8 @@ class Player:
             uses = str(step.get("uses", ""))
             if uses:
                 outcome = self._action(uses, {k: evaluate(v, ctx) for k, v in
-                                              (step.get("with") or {}).items()}, ci_run)
+                                              (step.get("with") or {}).items()}, ci_run,
+                                       played)
             elif step.get("name") == "Install the orchestrator":
                 continue  # installed already (editable)
             else:
@@ -193,9 +200,11 @@ class Player:
                 if self._cancelled(ci_run, name):
                     outcome = "cancelled"
             played.outcomes[step_name] = outcome
-            ctx["steps"][step_name] = {"outcome": outcome}
-            if outcome == "failure" and str(step.get("continue-on-error")).lower() != "true":
-                failed = True
+            tolerated = str(step.get("continue-on-error")).lower() == "true"
+            ctx["steps"][step_name] = {"outcome": outcome, "conclusion": (
+                "success" if tolerated and outcome == "failure" else outcome)}
+            if outcome == "failure" and not tolerated:
+                failed = played.failed = True
         return played
 
     def _cancelled(self, ci_run: int, name: str) -> bool:
@@ -222,14 +231,19 @@ class Player:
                 self._running.discard(proc)
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
-    def _action(self, uses: str, given: dict[str, str], ci_run: int) -> str:
+    def _action(self, uses: str, given: dict[str, str], ci_run: int, played: Played) -> str:
         action = uses.split("@", 1)[0]
         if action == "actions/upload-artifact":
             source = Path(given["path"])
             if not source.is_file():
                 # if-no-files-found: ignore uploads nothing and succeeds
                 return "success" if given.get("if-no-files-found") == "ignore" else "failure"
-            self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()})
+            try:
+                self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()},
+                                 overwrite=given.get("overwrite", "").lower() == "true")
+            except UploadFailed as exc:
+                played.errors.append(str(exc))
+                return "failure"
             return "success"
         if action == "actions/download-artifact":
             into = Path(given["path"])

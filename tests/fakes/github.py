@@ -21,7 +21,10 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
 - ``GET .../actions/runs/{id}/artifacts`` (``name`` filter; paginated) and
   ``GET .../actions/artifacts/{id}/zip``, which answers ``302`` to a signed URL on this
   server (served without a token, as GitHub's blob storage is) or ``410`` once the
-  artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`.
+  artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`,
+  which refuses a second artifact of a name in one run (409) unless ``overwrite``, and
+  fails as :meth:`FakeGitHub.fail_uploads` scripts (a FinalizeArtifact error, a full
+  artifact storage).
 
 Runs and jobs carry every field GitHub's description requires; a job a runner took
 lists its ``steps`` (``Set up job``, then its work: ``Run the track`` for a matrix
@@ -500,6 +503,20 @@ class _Drop(Exception):
     """Close the connection without an answer."""
 
 
+class UploadFailed(Exception):
+    """``actions/upload-artifact`` failed: its step fails, nothing is stored."""
+
+
+UPLOAD_FAULTS = {
+    "conflict": "Failed to CreateArtifact: Received non-retryable error: Failed request: "
+                "(409) Conflict: an artifact with this name already exists on the workflow run",
+    "finalize": "Failed to FinalizeArtifact: Unable to make request: ECONNRESET",
+    "quota": "Artifact storage quota has been hit. Unable to upload any new artifacts. "
+             "Usage is recalculated every 6-12 hours.",
+}
+"""How an upload fails, in the words users report from upload-artifact v4 and later."""
+
+
 class FakeGitHub:
     """The fake's state and controls; the HTTP server calls :meth:`handle`."""
 
@@ -524,6 +541,8 @@ class FakeGitHub:
         self.jobs_appear = True
         self.broken_labels: dict[str, str] = {}
         """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
+        self.upload_faults: list[str] = []
+        """Kinds of :data:`UPLOAD_FAULTS` the next uploads fail with (:meth:`fail_uploads`)."""
         self.rate_remaining = RATE_LIMIT
         self.rate_reset_at: datetime | None = None
         """When the spent rate limit window resets (by :attr:`now`); then it refills."""
@@ -780,16 +799,33 @@ class FakeGitHub:
                               run_number=len(self.runs) + 1)
                 self.runs[run.id] = run
 
-    def upload(self, run_id: int, name: str, files: dict[str, bytes]) -> FakeArtifact:
+    def upload(self, run_id: int, name: str, files: dict[str, bytes], *,
+               overwrite: bool = False) -> FakeArtifact:
         """What ``actions/upload-artifact`` does: an artifact ``name`` of the run holding
-        ``files`` (GitHub refuses a second artifact of one name in one run attempt)."""
+        ``files``. Artifacts belong to the workflow run, not to one attempt: a second
+        one of the same name is refused with GitHub's 409 (a re-run leg meets its
+        earlier attempt's) unless ``overwrite`` deletes the old one first
+        (upload-artifact's README, "overwrite"). A scripted :meth:`fail_uploads`
+        fault makes the upload fail instead, storing nothing (:class:`UploadFailed`)."""
         with self._lock:
-            if any(a.run_id == run_id and a.name == name for a in self.artifacts.values()):
-                raise ValueError(f"run {run_id} already has an artifact named {name!r}")
+            if self.upload_faults:
+                raise UploadFailed(UPLOAD_FAULTS[self.upload_faults.pop(0)])
+            same = [a for a in self.artifacts.values() if a.run_id == run_id and a.name == name]
+            if same and not overwrite:
+                raise UploadFailed(UPLOAD_FAULTS["conflict"])
+            for old in same:
+                del self.artifacts[old.id]
             artifact = FakeArtifact(id=next(self._artifact_ids), run_id=run_id, name=name,
                                     data=zip_files(files), created_at=self._clock())
             self.artifacts[artifact.id] = artifact
             return artifact
+
+    def fail_uploads(self, *kinds: str) -> None:
+        """The next uploads fail, one per kind, in order: ``finalize`` (the transient
+        error users report in actions/upload-artifact #560 and #531) or ``quota`` (the
+        account's artifact storage is full)."""
+        with self._lock:
+            self.upload_faults.extend(kinds)
 
     def download_all(self, run_id: int) -> dict[str, dict[str, bytes]]:
         """What ``actions/download-artifact`` gives a job of the run: each unexpired

@@ -81,3 +81,27 @@ def test_a_manual_tick_is_never_replaced_by_a_scheduled_one(event: str, group: s
     concurrency = _workflow("tick.yml")["concurrency"]
     assert concurrency["cancel-in-progress"] is False
     assert concurrency["group"].replace("${{ github.event_name }}", event) == group
+
+
+NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6,
+                 "actions/upload-artifact": 6, "actions/download-artifact": 7,
+                 "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5}
+"""The first major of each action that runs on Node 24 (each action's README or release
+notes); GitHub's runner removed Node 20 on 2026-09-16."""
+
+
+def test_every_action_is_pinned_by_sha_to_a_node24_major_with_its_tag_beside() -> None:
+    import re
+
+    seen = set()
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for line in path.read_text().splitlines():
+            found = re.search(r"uses: ([\w./-]+)@(\S+)(?: # (v[\d.]+))?$", line)
+            if found is None:
+                continue
+            action, ref, tag = found.groups()
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{path.name}: {action} not by SHA"
+            assert tag, f"{path.name}: {action}@{ref} without its tag in a comment"
+            assert int(tag[1:].split(".")[0]) >= NODE24_MAJORS[action], (path.name, action)
+            seen.add(action)
+    assert seen == set(NODE24_MAJORS)
