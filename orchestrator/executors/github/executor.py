@@ -12,8 +12,9 @@ Dispatch
 Correlation
     A batch is found again by listing ``workflow_dispatch`` runs created since the
     dispatch and comparing their ``display_title`` with the batch's run-name. Every
-    matrix leg's job is named after its dispatch key, so the jobs of a run tell
-    exactly which keys it carries. Before a dispatch is retried, the batch is looked
+    matrix leg's job is named by a hash of its dispatch key (:mod:`.jobnames`: never
+    over GitHub's 100 characters), so the jobs of a run tell exactly which keys it
+    carries. Before a dispatch is retried, the batch is looked
     up first: a dispatch whose response was lost is adopted, never repeated.
 
 Observation
@@ -54,6 +55,7 @@ from .client import (
     GitHubError,
     message,
 )
+from .jobnames import is_leg, job_name, match
 from .listing import CLOCK_SKEW, LOST_AFTER, Listing, Window
 from .observation import job_observation, missing_job
 
@@ -291,15 +293,15 @@ class GitHubExecutor:
             if run is None:
                 return
             ci_run = int(run["id"])
-        job_name = str(handle.handle.get("job_name", handle.key))
         marked = self._cancel_marked.setdefault(ci_run, set())
-        marked.add(job_name)
+        marked.add(handle.key)
         # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
-        jobs = [j for j in self.listing.jobs(ci_run) if "--" in str(j.get("name"))]
-        mine = [j for j in jobs if j.get("name") == job_name]
-        if mine and all(j.get("status") == "completed" for j in mine):
+        jobs = [j for j in self.listing.jobs(ci_run) if is_leg(str(j.get("name")))]
+        mine = match(jobs, [handle.key]).get(handle.key)
+        if mine is not None and mine.get("status") == "completed":
             return  # finished already: nothing to stop
-        if any(j.get("status") != "completed" and j.get("name") not in marked for j in jobs):
+        unwanted = {id(j) for j in match(jobs, marked).values()}
+        if any(j.get("status") != "completed" and id(j) not in unwanted for j in jobs):
             log.info("workflow run %s: other legs still running; leaving %s to its timeout",
                      ci_run, handle.key)
             return
@@ -391,7 +393,7 @@ class GitHubExecutor:
     def _adopt(self, batch: Batch, ci_run: int, url: Any) -> list[DispatchResult]:
         html = url if isinstance(url, str) else None
         return [
-            DispatchResult(key=key, handle={"ci_run_id": ci_run, "job_name": key,
+            DispatchResult(key=key, handle={"ci_run_id": ci_run, "job_name": job_name(key),
                                             "run_name": batch.run_name,
                                             "workflow": batch.workflow}, url=html)
             for key in batch.keys
@@ -400,7 +402,8 @@ class GitHubExecutor:
     def _pending(self, batch: Batch) -> list[DispatchResult]:
         sent = iso(self.client.now())
         return [
-            DispatchResult(key=key, handle={"job_name": key, "run_name": batch.run_name,
+            DispatchResult(key=key, handle={"job_name": job_name(key),
+                                            "run_name": batch.run_name,
                                             "workflow": batch.workflow,
                                             "dispatched_at": sent})
             for key in batch.keys
@@ -435,15 +438,14 @@ class GitHubExecutor:
             if int(run["id"]) in used:
                 continue
             # The batch was dispatched with other companions: its jobs say which keys
-            # it carries (one job per leg, named after the dispatch key).
-            for job in self.listing.jobs(int(run["id"])):
-                request = wanted.pop(str(job.get("name")), None)
-                if request is not None:
-                    found[request.key] = DispatchResult(
-                        key=request.key,
-                        handle={"ci_run_id": int(run["id"]), "job_name": request.key,
-                                "run_name": str(run["display_title"]), "workflow": workflow},
-                        url=run.get("html_url"))
+            # it carries (one job per leg, named by a hash of its dispatch key).
+            for key in match(self.listing.jobs(int(run["id"])), list(wanted)):
+                request = wanted.pop(key)
+                found[request.key] = DispatchResult(
+                    key=request.key,
+                    handle={"ci_run_id": int(run["id"]), "job_name": job_name(request.key),
+                            "run_name": str(run["display_title"]), "workflow": workflow},
+                    url=run.get("html_url"))
         return found
 
     def _lookup_runs(self, workflow: str,
@@ -476,15 +478,11 @@ class GitHubExecutor:
                 raise
             # The run was deleted: GitHub answers 404 for its jobs as for itself.
             return {h.key: missing_job(h, ci_run, 404, None, run_url) for h in handles}
-        by_name: dict[str, dict[str, Any]] = {}
-        for job in jobs:
-            name = str(job.get("name"))
-            if name not in by_name or int(job.get("id", 0)) > int(by_name[name].get("id", 0)):
-                by_name[name] = job
+        legs = match(jobs, [h.key for h in handles])
         out: dict[str, Observation] = {}
         missing: list[Handle] = []
         for handle in handles:
-            leg = by_name.get(str(handle.handle.get("job_name", handle.key)))
+            leg = legs.get(handle.key)
             if leg is None:
                 missing.append(handle)
             else:

@@ -1,8 +1,8 @@
 """What a workflow run's jobs say about the tracks they carry.
 
-Every matrix leg's job is named after its dispatch key
-(``<run_id>--<track>--<attempt>``), and the jobs listed are those of the run's
-latest attempt. A job's ``status`` is ``queued``, ``waiting`` (for an environment's
+Every matrix leg's job is named by a hash of its dispatch key
+(``<run_id>--<track>--<attempt>``, :mod:`.jobnames`), and the jobs listed are those of
+the run's latest attempt. A job's ``status`` is ``queued``, ``waiting`` (for an environment's
 approval), ``pending``, ``requested``, ``in_progress`` or ``completed``; a completed
 job's ``conclusion`` is one of ``success``, ``neutral``, ``failure``, ``cancelled``,
 ``skipped``, ``timed_out`` or ``action_required``. ``startup_failure`` and ``stale``
