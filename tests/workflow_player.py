@@ -82,6 +82,8 @@ class Played:
     """A step failed that did not allow it: the job concludes ``failure``."""
     errors: list[str] = field(default_factory=list)
     """What failed actions said (e.g. upload-artifact's 409)."""
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each ``run`` step's ``$GITHUB_OUTPUT``, by id or name."""
 
     @property
     def conclusion(self) -> str:
@@ -146,7 +148,8 @@ class Player:
     def play_fan_in(self, ci_run: int, inputs: dict[str, str]) -> Played:
         """Run the ``fan-in`` job, which the fake created once every leg ended."""
         job = self.doc["jobs"]["fan-in"]
-        assert job.get("if") == "always() && inputs.fan_in != 'next_tick'"
+        assert job.get("if") in ("${{ !cancelled() && inputs.fan_in != 'next_tick' }}",
+                                 "always() && inputs.fan_in != 'next_tick'")  # an older one
         assert job.get("needs") == "track"
         assert inputs.get("fan_in", "job") != "next_tick", "GitHub skips this job"
         ctx = self._context(inputs, None, self.work / f"temp-fan-in-{ci_run}")
@@ -180,6 +183,8 @@ class Player:
             condition = str(step.get("if", ""))
             if condition.startswith("vars."):
                 continue  # repository variables are unset here
+            if not _holds(condition, ctx, checkout):
+                continue
             # `always()` steps run after a failure or a cancel, the others do not
             if failed and not condition.startswith("always()"):
                 continue
@@ -192,21 +197,40 @@ class Player:
             elif step.get("name") == "Install the orchestrator":
                 continue  # installed already (editable)
             else:
-                env = {**os.environ, **self.fake.env(), **job_env, "PATH": path, **self.env,
+                outputs = self.work / f"output-{name}-{len(played.output)}"
+                outputs.write_text("")
+                env = {**os.environ, **self.fake.env(), **job_env,
+                       "PATH": f"{self._gh()}{os.pathsep}{path}", "GITHUB_OUTPUT": str(outputs),
+                       **self.env,
                        **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}
                 proc = self._run(["bash", "--noprofile", "--norc", "-eo", "pipefail",
                                   "-c", step["run"]], checkout, env, ci_run, name)
                 played.output.append(proc)
+                played.outputs[step_name] = dict(
+                    line.split("=", 1) for line in outputs.read_text().splitlines()
+                    if "=" in line)
                 outcome = "success" if proc.returncode == 0 else "failure"
                 if self._cancelled(ci_run, name):
                     outcome = "cancelled"
             played.outcomes[step_name] = outcome
             tolerated = str(step.get("continue-on-error")).lower() == "true"
             ctx["steps"][step_name] = {"outcome": outcome, "conclusion": (
-                "success" if tolerated and outcome == "failure" else outcome)}
+                "success" if tolerated and outcome == "failure" else outcome),
+                "outputs": played.outputs.get(step_name, {})}
             if outcome == "failure" and not tolerated:
                 failed = played.failed = True
         return played
+
+    def _gh(self) -> Path:
+        """A folder with ``gh``: ``gh workflow run FILE --ref REF`` sends the dispatch to
+        the fake, as GitHub's CLI (on every hosted runner) sends it to GitHub."""
+        folder = self.work / "bin"
+        gh = folder / "gh"
+        if not gh.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            gh.write_text(f"#!{sys.executable}\n" + _GH)
+            gh.chmod(0o755)
+        return folder
 
     def _cancelled(self, ci_run: int, name: str) -> bool:
         return self.fake.job_status(ci_run, name) == ("completed", "cancelled")
@@ -260,6 +284,32 @@ class Player:
             # download-artifact fails when a pattern matches nothing
             return "success" if found else "failure"
         return "success"  # checkout, setup-python: the clone and this interpreter
+
+
+_GH = """import json, os, sys, urllib.request
+args = sys.argv[1:]
+assert args[:2] == ["workflow", "run"] and args[3] == "--ref", args
+url = (f"{os.environ['GITHUB_API_URL']}/repos/{os.environ['GITHUB_REPOSITORY']}"
+       f"/actions/workflows/{args[2]}/dispatches")
+request = urllib.request.Request(url, data=json.dumps({"ref": args[4]}).encode(), headers={
+    "Authorization": f"Bearer {os.environ['GH_TOKEN']}", "Accept": "application/vnd.github+json",
+    "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
+urllib.request.urlopen(request).read()
+"""
+
+
+def _holds(condition: str, ctx: dict[str, Any], checkout: Path) -> bool:
+    """A step's ``if`` of the forms the workflows use: terms joined by ``&&``, each
+    ``steps.ID.outputs.NAME != ''`` or ``hashFiles('PATH') != ''``; status functions
+    (``always()``) are the caller's, and anything else counts as true."""
+    for term in (t.strip() for t in condition.removeprefix("${{").removesuffix("}}").split("&&")):
+        output = re.fullmatch(r"steps\.(\w+)\.outputs\.(\w+) != ''", term)
+        if output and not ctx["steps"].get(output[1], {}).get("outputs", {}).get(output[2]):
+            return False
+        hashed = re.fullmatch(r"hashFiles\('([^']+)'\) != ''", term)
+        if hashed and not (checkout / hashed[1]).is_file():
+            return False
+    return True
 
 
 def _session(sid: int) -> list[int]:

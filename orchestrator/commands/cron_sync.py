@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import click
 
-from ..cadence.derive import derive, sync
+from ..cadence.derive import TICK, derive, dropped_zones, sync, utc_spec
 from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..spec.config import load_repo_config
 from ..spec.files import load_all
@@ -42,6 +42,12 @@ def command(cfg: Config, check: bool, start: datetime | None) -> int:
     click.echo("".join(f"  {line}\n" for line in derived.tick_cron), nl=False)
     click.echo(f"watchdog: {derived.watchdog_cron}, stale after "
                f"{derived.max_staleness_minutes} minutes")
+    tick = cfg.repo / TICK
+    for line in dropped_zones(tick.read_text(encoding="utf-8"), derived.tick_cron):
+        cron = utc_spec(line)
+        click.echo(f"note: {TICK}'s entry {cron.cron!r} in {cron.timezone} is replaced by UTC "
+                   "entries: cron-sync writes UTC, since GitHub documents nothing of a "
+                   "zoned entry in the repeated hour of a fall-back night", err=True)
     for path in changed:
         rel = path.relative_to(cfg.repo).as_posix()
         click.echo(f"{'stale' if check else 'wrote'} {rel}")

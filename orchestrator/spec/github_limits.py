@@ -8,6 +8,7 @@ GitHub executor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from .models import TrackSpec
@@ -33,12 +34,34 @@ POLL_SUFFIX = len(".99")
 """Room for a poll's number in a dispatch key: a warning does not need the exact count."""
 
 
+SELF_HOSTED_MAX_MINUTES = 5 * 24 * 60
+"""GitHub stops any job after 5 days, on a self-hosted runner too (docs, "Usage limits for
+self-hosted runners"); a self-hosted job queued 24 hours is cancelled."""
+
+
 def hosted_runner_warnings(tracks: Iterable[TrackSpec]) -> list[str]:
-    """What GitHub-hosted runners would cut short: tracks whose timeout passes 6 hours."""
-    return [f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: GitHub stops a job "
-            f"on a GitHub-hosted runner after {HOSTED_MAX_MINUTES} minutes (6 hours); run "
-            "it on a self-hosted runner (ORCHESTRATOR_RUNNER) or split it"
-            for t in tracks if t.timeout_minutes > HOSTED_MAX_MINUTES]
+    """What GitHub would cut short: a track whose job, with its set-up, reaches the 6
+    hours of a GitHub-hosted runner (a limit from 350 minutes: the track's own timeout
+    would come after the cap), or the 5 days of any runner."""
+    out = []
+    for t in tracks:
+        job = math.ceil(t.timeout_minutes) + SETUP_MINUTES
+        if job > SELF_HOSTED_MAX_MINUTES:
+            out.append(f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: GitHub "
+                       f"stops any job after {SELF_HOSTED_MAX_MINUTES} minutes (5 days), on "
+                       "a self-hosted runner too; split it")
+        elif t.timeout_minutes > HOSTED_MAX_MINUTES:
+            out.append(f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: GitHub "
+                       f"stops a job on a GitHub-hosted runner after {HOSTED_MAX_MINUTES} "
+                       "minutes (6 hours); run it on a self-hosted runner "
+                       "(ORCHESTRATOR_RUNNER) or split it")
+        elif job >= HOSTED_MAX_MINUTES:
+            out.append(f"track {t.name!r} has timeout_minutes {t.timeout_minutes:g}: with "
+                       f"{SETUP_MINUTES} minutes of set-up its job needs {job}, and GitHub "
+                       f"stops a job on a GitHub-hosted runner after {HOSTED_MAX_MINUTES}, "
+                       "before the track's own timeout; keep it under "
+                       f"{HOSTED_MAX_MINUTES - SETUP_MINUTES} or run it on a self-hosted runner")
+    return out
 
 
 def longest_key(schedule_id: str, track: TrackSpec) -> int:

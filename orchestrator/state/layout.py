@@ -41,6 +41,9 @@ QUIET_FOLDER = f"{ROOT}/quiet-folder.json"
 """The memo's entry for the whole schedule folder."""
 RETENTION = f"{ROOT}/retention.json"
 """The last compaction by a tick (:mod:`orchestrator.runs.retention`)."""
+WORKFLOWS = f"{ROOT}/workflows.json"
+"""The scheduled workflows' state as a GitHub tick last found it
+(:mod:`orchestrator.cadence.keepalive`)."""
 
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
 """How a run id writes its slot (in UTC)."""

@@ -11,6 +11,7 @@ from typing import Any
 from ..cadence.wake import Wake
 from ..planner import Decision
 from ..runs.retention import Outcome
+from ..store import Snapshot
 from ..support.times import iso
 from .memo import Memo
 
@@ -48,6 +49,9 @@ class TickResult:
     memo: Memo | None = None
     """The memo of quiet schedules the tick read: which schedules it left unread
     (``left_out``), whether it vouched for the whole folder (``whole``)."""
+    snapshot: Snapshot | None = None
+    """The state branch as the tick read it (for what runs after it, e.g. the
+    workflows' keep-alive: :mod:`orchestrator.cadence.keepalive`)."""
 
     @property
     def log(self) -> list[str]:

@@ -199,6 +199,8 @@ def test_validate_warns_of_tracks_longer_than_a_hosted_runner_allows(
     assert main(["--repo", str(tmp_path), "validate", "--format", "json",
                  "--from", "2026-11-01T00:00:00Z"]) == 0
     [schedule] = json.loads(capsys.readouterr().out)["schedules"]
-    [warning] = schedule["warnings"]
+    [warning, six] = schedule["warnings"]
     assert warning.startswith("track 'long' has timeout_minutes 480: GitHub stops a job on "
                               "a GitHub-hosted runner after 360 minutes")
+    # 360 minutes and the job's 10 of set-up: the cap comes before the track's timeout
+    assert six.startswith("track 'six' has timeout_minutes 360: with 10 minutes of set-up")

@@ -302,8 +302,10 @@ def test_jobs_progress_maps_to_phases(fake_github: FakeGitHub) -> None:
 
     before = len(fake_github.requests)
     seen = executor(fake_github, now=T0 + timedelta(minutes=2)).observe(handles(results))
-    # one jobs call for five tracks, and one artifacts listing for those that ended
-    assert [r.endpoint for r in fake_github.requests[before:]] == ["jobs", "artifacts"]
+    # one jobs call for five tracks, one artifacts listing for those that ended, and
+    # one look at the cancelled job's annotations (who cancelled it)
+    assert [r.endpoint for r in fake_github.requests[before:]] == ["jobs", "artifacts",
+                                                                   "annotations"]
     phase = {k.split("--")[2]: o.phase for k, o in seen.items()}
     assert phase == {"ok": TrackPhase.COMPLETE, "bad": TrackPhase.FAILED,
                      "stopped": TrackPhase.CANCELLED, "slow": TrackPhase.TAPPED_OUT,

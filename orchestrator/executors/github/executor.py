@@ -57,7 +57,7 @@ from .client import (
 )
 from .jobnames import is_leg, job_name, match
 from .listing import CLOCK_SKEW, LOST_AFTER, Listing, Window
-from .observation import job_observation, missing_job
+from .observation import cancelled_by, canceller, job_observation, missing_job
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,7 @@ class GitHubExecutor:
         self.artifacts = Artifacts(self.client, repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
+        self._access_confirmed = False
 
     @property
     def api_url(self) -> str:
@@ -311,6 +312,33 @@ class GitHubExecutor:
                               f"{response.status_code} {message(response)}",
                               status=response.status_code)
 
+    # ------------------------------------------------------------------ workflows
+
+    def workflow_state(self, workflow: str) -> str | None:
+        """The ``state`` of ``.github/workflows/<workflow>`` (``active``,
+        ``disabled_inactivity``, ``disabled_manually``, ...); ``None`` when GitHub has
+        no such workflow."""
+        response = self.client.request(
+            "GET", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}")
+        if response.status_code == 404:
+            return None
+        try:
+            data = response.json() if response.status_code == 200 else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("state"), str):
+            raise GitHubError(f"reading workflow {workflow} failed: {response.status_code} "
+                              f"{message(response)}", status=response.status_code)
+        return str(data["state"])
+
+    def enable_workflow(self, workflow: str) -> None:
+        """``PUT .../workflows/<workflow>/enable``: GitHub answers ``204``."""
+        response = self.client.request(
+            "PUT", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}/enable")
+        if response.status_code != 204:
+            raise GitHubError(f"enabling workflow {workflow} failed: {response.status_code} "
+                              f"{message(response)}", status=response.status_code)
+
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
@@ -476,7 +504,9 @@ class GitHubExecutor:
         except GitHubError as exc:
             if exc.status != 404:
                 raise
-            # The run was deleted: GitHub answers 404 for its jobs as for itself.
+            # The run was deleted: GitHub answers 404 for its jobs as for itself. So it
+            # does for a token that cannot read the repository: ask before failing.
+            self._confirm_access(ci_run)
             return {h.key: missing_job(h, ci_run, 404, None, run_url) for h in handles}
         legs = match(jobs, [h.key for h in handles])
         out: dict[str, Observation] = {}
@@ -489,6 +519,8 @@ class GitHubExecutor:
                 out[handle.key] = job_observation(handle, ci_run, leg)
         if missing:
             response = self.client.request("GET", f"{self._repo_path}/actions/runs/{ci_run}")
+            if response.status_code == 404:
+                self._confirm_access(ci_run)
             try:
                 run = response.json() if response.status_code == 200 else None
             except ValueError:
@@ -496,7 +528,47 @@ class GitHubExecutor:
             for handle in missing:
                 out[handle.key] = missing_job(handle, ci_run, response.status_code, run,
                                                run_url)
-        return read_outcomes(self.artifacts, ci_run, out)
+        return self._with_canceller(ci_run, read_outcomes(self.artifacts, ci_run, out))
+
+    def _confirm_access(self, ci_run: int) -> None:
+        """Before a 404 fails tracks as deleted: can this token list the repository's
+        runs at all? GitHub answers 404, not 403, for a repository a token may not see
+        (docs, "Troubleshooting the REST API"), so a wrong or narrowed token would
+        otherwise fail every open track. One listing of one run, once per tick."""
+        if self._access_confirmed:
+            return
+        response = self.client.request("GET", f"{self._repo_path}/actions/runs",
+                                       params={"per_page": "1"})
+        if response.status_code != 200:
+            raise GitHubError(
+                f"workflow run {ci_run} answers 404 and so does the list of {self.repository}'s "
+                f"runs ({response.status_code}): the token cannot read this repository's "
+                "Actions (check GITHUB_TOKEN or ORCHESTRATOR_TOKEN, and `actions: read`); "
+                "no track is failed for it", status=response.status_code)
+        self._access_confirmed = True
+
+    def _with_canceller(self, ci_run: int, seen: dict[str, Observation]
+                        ) -> dict[str, Observation]:
+        """Legs a person cancelled, with who did: one annotations request per run."""
+        cancelled = [k for k, o in seen.items() if o.phase is TrackPhase.CANCELLED
+                     and isinstance(o.details.get("job_id"), int)]
+        if not cancelled:
+            return seen
+        job_id = seen[cancelled[0]].details["job_id"]
+        actor = None
+        try:
+            response = self.client.request(
+                "GET", f"{self._repo_path}/check-runs/{job_id}/annotations",
+                params={"per_page": "100"})
+            data = response.json() if response.status_code == 200 else None
+            actor = canceller(data) if isinstance(data, list) else None
+            if response.status_code != 200:
+                log.info("who cancelled workflow run %s is not known: annotations answered "
+                         "%s", ci_run, response.status_code)
+        except (GitHubError, ValueError) as exc:
+            log.info("who cancelled workflow run %s is not known: %s", ci_run, exc)
+        return {k: cancelled_by(o, ci_run, actor) if k in cancelled else o
+                for k, o in seen.items()}
 
     # ------------------------------------------------------------------ paths
 

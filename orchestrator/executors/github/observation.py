@@ -31,11 +31,19 @@ a person's on GitHub) and either
 
 A run-level ``startup_failure`` (:func:`missing_job`) is no runner's fault: the
 workflow file is invalid, and every label would fail the same.
+
+A job **a person cancelled** (*Cancel workflow*) is ``cancelled``, and the track too:
+it is not retried, and the tracks that need it are skipped unless ``when: always``.
+GitHub names who cancelled in an annotation on the job's check run, "The run was
+canceled by @octocat." (undocumented; seen on every such run): :func:`canceller` reads
+it, so the track's record says who.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -97,6 +105,23 @@ def failed_to_start(job: Mapping[str, Any]) -> bool:
     return not any(s.get("conclusion") == "failure" for s in before)
 
 
+QUEUE_LIMIT = timedelta(hours=24)
+"""GitHub cancels a job for a self-hosted runner that has been queued this long (docs,
+"Usage limits for self-hosted runners": after 24 to 48 hours)."""
+
+
+def queued_out(job: Mapping[str, Any]) -> bool:
+    """Whether GitHub cancelled the job because no runner took it within a day: it was
+    cancelled, never had a runner, and ended a day or more after it was created. Not
+    the track's doing: it is routed to its next label or retried, never left
+    ``cancelled``."""
+    if job.get("status") != "completed" or job.get("conclusion") != "cancelled" \
+            or job.get("runner_name"):
+        return False
+    created, ended = parse_utc(job.get("created_at")), parse_utc(job.get("completed_at"))
+    return created is not None and ended is not None and ended - created >= QUEUE_LIMIT
+
+
 def _number(step: Mapping[str, Any]) -> int:
     number = step.get("number")
     return number if isinstance(number, int) else 0
@@ -125,6 +150,12 @@ def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Obse
         # runs it again (a new attempt, whose jobs replace these); left alone, the
         # track's timeout and its run's deadline tap it out.
         return Observation(key=key, phase=None, url=url, details=details)
+    if queued_out(job):
+        return Observation(key=key, phase=TrackPhase.FAILED, failed_to_start=True,
+                           finished_at=parse_utc(job.get("completed_at")), url=url,
+                           error=f"job {key} waited a day in the queue without a runner and "
+                                 "GitHub cancelled it (a self-hosted runner's queue limit)",
+                           details=details)
     if failed_to_start(job):
         runner = job.get("runner_name")
         where = f"its runner {runner} was lost setting up" if runner else "no runner took it"
@@ -176,3 +207,25 @@ def missing_job(handle: Handle, ci_run: int, status: int, run: Any,
         finished_at=parse_utc(run.get("updated_at")),
         error=f"workflow run {ci_run} {ended} without a job named {handle.key}",
         details={"ci_run_id": ci_run, "conclusion": conclusion})
+
+
+_CANCELED_BY = re.compile(r"The run was canceled by @?([A-Za-z0-9][A-Za-z0-9-]*(?:\[bot\])?)\.?")
+
+
+def canceller(annotations: Iterable[object]) -> str | None:
+    """Who cancelled the run, from its cancelled job's check run annotations."""
+    for item in annotations:
+        text = item.get("message") if isinstance(item, Mapping) else None
+        found = _CANCELED_BY.search(text) if isinstance(text, str) else None
+        if found:
+            return found.group(1)
+    return None
+
+
+def cancelled_by(seen: Observation, ci_run: int, actor: str | None) -> Observation:
+    """``seen`` (a leg cancelled on GitHub) with who cancelled it in its error."""
+    who = f"by @{actor}" if actor else (
+        "by someone GitHub names in the job's annotations, which this token could not "
+        "read (it needs checks: read)")
+    return dataclasses.replace(seen, error=f"job {seen.key} was cancelled on GitHub {who} "
+                                           f"(workflow run {ci_run})")

@@ -39,6 +39,13 @@ OPERATIONS = (
     "actions/cancel-workflow-run",
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
+    # a 404 for a run: can the token read the repository's runs at all?
+    "actions/list-workflow-runs-for-repo",
+    # the 60-day auto-disable of scheduled workflows: a workflow's state, and enabling it
+    "actions/get-workflow",
+    "actions/enable-workflow",
+    # who cancelled a run: GitHub's annotation on the cancelled job's check run
+    "checks/list-annotations",
 )
 DESCRIPTIONS = {
     # output name: (file in the package's generated/ folder, API version or None)
