@@ -122,3 +122,18 @@ def test_every_workflow_installs_the_committed_wheel_with_hashes_and_nothing_els
                     installs += 1
         assert "ORCHESTRATOR_PACKAGE" not in text, path.name
     assert installs == 5  # tick, a track leg, fan-in, validate, watchdog
+
+
+def test_this_repository_s_own_workflows_install_a_wheel_pinned_by_its_hash() -> None:
+    """This repository runs on its own workflows: they install the wheel committed in
+    .github/orchestrator (refreshed with `orchestrator upgrade` when the code its ticks
+    run should change), never this checkout's code directly."""
+    import hashlib
+
+    folder = REPO / distribution.INSTALL_DIR
+    text = (REPO / distribution.REQUIREMENTS).read_text(encoding="utf-8")
+    [wheel_file] = sorted(folder.glob("git_orchestrator-*.whl"))
+    digest = hashlib.sha256(wheel_file.read_bytes()).hexdigest()
+    assert f"./{distribution.INSTALL_DIR}/{wheel_file.name} \\\n    --hash=sha256:{digest}\n" \
+        in text
+    assert text.endswith(lock.load().body), "the lock changed: run `orchestrator upgrade`"
