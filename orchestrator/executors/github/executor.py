@@ -555,19 +555,20 @@ class GitHubExecutor:
         if not cancelled:
             return seen
         job_id = seen[cancelled[0]].details["job_id"]
-        actor = None
+        actor, readable = None, False
         try:
             response = self.client.request(
                 "GET", f"{self._repo_path}/check-runs/{job_id}/annotations",
                 params={"per_page": "100"})
             data = response.json() if response.status_code == 200 else None
+            readable = isinstance(data, list)
             actor = canceller(data) if isinstance(data, list) else None
             if response.status_code != 200:
                 log.info("who cancelled workflow run %s is not known: annotations answered "
                          "%s", ci_run, response.status_code)
         except (GitHubError, ValueError) as exc:
             log.info("who cancelled workflow run %s is not known: %s", ci_run, exc)
-        return {k: cancelled_by(o, ci_run, actor) if k in cancelled else o
+        return {k: cancelled_by(o, ci_run, actor, readable) if k in cancelled else o
                 for k, o in seen.items()}
 
     # ------------------------------------------------------------------ paths

@@ -222,10 +222,16 @@ def canceller(annotations: Iterable[object]) -> str | None:
     return None
 
 
-def cancelled_by(seen: Observation, ci_run: int, actor: str | None) -> Observation:
-    """``seen`` (a leg cancelled on GitHub) with who cancelled it in its error."""
-    who = f"by @{actor}" if actor else (
-        "by someone GitHub names in the job's annotations, which this token could not "
-        "read (it needs checks: read)")
+def cancelled_by(seen: Observation, ci_run: int, actor: str | None,
+                 readable: bool = True) -> Observation:
+    """``seen`` (a leg cancelled on GitHub) with who cancelled it in its error.
+    ``readable``: whether the job's annotations could be read at all."""
+    if actor:
+        who = f"by @{actor}"
+    elif readable:
+        who = "(its annotations name nobody)"
+    else:
+        who = ("by someone GitHub names in the job's annotations, which this token could "
+               "not read (it needs checks: read)")
     return dataclasses.replace(seen, error=f"job {seen.key} was cancelled on GitHub {who} "
                                            f"(workflow run {ci_run})")
