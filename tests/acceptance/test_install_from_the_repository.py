@@ -1,8 +1,8 @@
 """A repository made by ``orchestrator init`` installs the orchestrator with its own
 workflows' install step, as a runner would: the step is read from ``tick.yml`` and run
 as written in a fresh virtual environment (the package index reachable, as on GitHub),
-then the tick runs from that copy. And ``orchestrator upgrade`` replaces what ``init``
-wrote with the running version's.
+then the tick runs from that copy, whose ``upgrade`` packs the same wheel again. And
+``orchestrator upgrade`` replaces what ``init`` wrote with the running version's.
 
 The install needs the package index (PyPI) for the dependencies; a developer's machine
 without it skips, CI must not (``CI`` set).
@@ -88,6 +88,13 @@ def test_init_s_repository_installs_with_its_workflow_s_step_and_ticks_from_it(
                             capture_output=True, text=True, timeout=300, check=False)
     assert ticked.returncode == 0, f"{ticked.stdout}\n{ticked.stderr}"
     assert "nightly: new schedule: first slot at " in ticked.stdout
+
+    # the installed copy (compiled .pyc files beside it) packs the very same wheel, so
+    # `upgrade` run from it, as a user who installed this version would, changes nothing
+    again = subprocess.run([str(installed), "upgrade"], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert again.returncode == 0, again.stderr
+    assert "already holds this version" in again.stdout, again.stdout
 
 
 @pytest.mark.slow
