@@ -105,5 +105,5 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, f"{script}\n{done.stdout}\n{done.stderr}"
     assert "nightly: new schedule: first slot at " in done.stdout
-    assert re.search(r"^last tick +\S+ +\(\d+m ago; fresh", done.stdout, flags=re.M)
+    assert re.search(r"^last tick +\S+ +\(\d+(?:\.\d+)?m ago; fresh", done.stdout, flags=re.M)
     assert (home / "my-schedules.git").is_dir()
