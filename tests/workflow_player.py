@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from tests.fakes.github import WORKFLOWS, FakeGitHub
+from tests.fakes.github import WORKFLOWS, FakeGitHub, UploadFailed
 from tests.gitrepo import clone
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -96,14 +96,22 @@ def evaluate(template: Any, ctx: dict[str, Any]) -> str:
 @dataclass
 class Played:
     """One job as it was played: each step's outcome by id or name, and the output of
-    its ``run`` steps."""
+    its ``run`` steps. A step with ``continue-on-error: true`` that fails keeps its
+    outcome ``failure`` but does not fail the job (GitHub's docs, ``continue-on-error``:
+    "Prevents a job from failing when a step fails")."""
 
     outcomes: dict[str, str] = field(default_factory=dict)
     output: list[subprocess.CompletedProcess[str]] = field(default_factory=list)
+    failed: bool = False
+    """A step failed that did not allow it: the job concludes ``failure``."""
+    errors: list[str] = field(default_factory=list)
+    """What failed actions said (e.g. upload-artifact's 409)."""
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each ``run`` step's ``$GITHUB_OUTPUT``, by id or name."""
 
     @property
     def conclusion(self) -> str:
-        return "failure" if "failure" in self.outcomes.values() else "success"
+        return "failure" if self.failed else "success"
 
 
 @dataclass
@@ -154,7 +162,8 @@ class Player:
         """Run one matrix leg (the workflow's job with a matrix)."""
         [job] = [j for j in self.doc["jobs"].values() if "strategy" in j]
         ctx = self._context(inputs, leg, self.work / f"temp-{leg['key']}")
-        assert evaluate(job["name"], ctx) == leg["key"]  # the name the tick matches on
+        # the name the tick matches on (an older track.yml names it after the key)
+        assert evaluate(job["name"], ctx) in (leg["job"], leg["key"])
         self.fake.set_job(ci_run, leg["key"], "in_progress")
         checkout = self._checkout("leg" if self.shared_checkout else leg["key"])
         played = self._play(job, ctx, ci_run, checkout, leg["key"])
@@ -164,7 +173,8 @@ class Player:
     def play_fan_in(self, ci_run: int, inputs: dict[str, str]) -> Played:
         """Run the ``fan-in`` job, which the fake created once every leg ended."""
         job = self.doc["jobs"]["fan-in"]
-        assert job.get("if") == "always() && inputs.fan_in != 'next_tick'"
+        assert job.get("if") in ("${{ !cancelled() && inputs.fan_in != 'next_tick' }}",
+                                 "always() && inputs.fan_in != 'next_tick'")  # an older one
         assert job.get("needs") == "track"
         assert inputs.get("fan_in", "job") != "next_tick", "GitHub skips this job"
         ctx = self._context(inputs, None, self.work / f"temp-fan-in-{ci_run}")
@@ -234,6 +244,8 @@ class Player:
                 continue  # repository variables are unset here
             if condition.startswith("${{") and not _truthy(condition, ctx):
                 continue  # a step whose condition is false is skipped
+            if not _holds(condition, ctx, checkout):
+                continue
             # `always()` steps run after a failure or a cancel, the others do not
             if failed and not condition.startswith("always()"):
                 continue
@@ -241,23 +253,45 @@ class Player:
             uses = str(step.get("uses", ""))
             if uses:
                 outcome = self._action(uses, {k: evaluate(v, ctx) for k, v in
-                                              (step.get("with") or {}).items()}, ci_run)
+                                              (step.get("with") or {}).items()}, ci_run,
+                                       played)
             elif step.get("name") == "Install the orchestrator":
                 continue  # installed already (editable)
             else:
-                env = {**os.environ, **self.fake.env(), **job_env, "PATH": path, **self.env,
+                outputs = self.work / f"output-{name}-{len(played.output)}"
+                outputs.write_text("")
+                env = {**os.environ, **self.fake.env(), **job_env,
+                       "PATH": f"{self._gh()}{os.pathsep}{path}", "GITHUB_OUTPUT": str(outputs),
+                       **self.env,
                        **{k: evaluate(v, ctx) for k, v in (step.get("env") or {}).items()}}
                 proc = self._run(["bash", "--noprofile", "--norc", "-eo", "pipefail",
                                   "-c", step["run"]], checkout, env, ci_run, name)
                 played.output.append(proc)
+                played.outputs[step_name] = dict(
+                    line.split("=", 1) for line in outputs.read_text().splitlines()
+                    if "=" in line)
                 outcome = "success" if proc.returncode == 0 else "failure"
                 if self._cancelled(ci_run, name):
                     outcome = "cancelled"
             played.outcomes[step_name] = outcome
-            ctx["steps"][step_name] = {"outcome": outcome}
-            if outcome == "failure" and str(step.get("continue-on-error")).lower() != "true":
-                failed = True
+            tolerated = str(step.get("continue-on-error")).lower() == "true"
+            ctx["steps"][step_name] = {"outcome": outcome, "conclusion": (
+                "success" if tolerated and outcome == "failure" else outcome),
+                "outputs": played.outputs.get(step_name, {})}
+            if outcome == "failure" and not tolerated:
+                failed = played.failed = True
         return played
+
+    def _gh(self) -> Path:
+        """A folder with ``gh``: ``gh workflow run FILE --ref REF`` sends the dispatch to
+        the fake, as GitHub's CLI (on every hosted runner) sends it to GitHub."""
+        folder = self.work / "bin"
+        gh = folder / "gh"
+        if not gh.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            gh.write_text(f"#!{sys.executable}\n" + _GH)
+            gh.chmod(0o755)
+        return folder
 
     def _cancelled(self, ci_run: int, name: str) -> bool:
         if ci_run == 0:  # a job played for an event has no workflow run in the fake
@@ -285,14 +319,19 @@ class Player:
                 self._running.discard(proc)
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
-    def _action(self, uses: str, given: dict[str, str], ci_run: int) -> str:
+    def _action(self, uses: str, given: dict[str, str], ci_run: int, played: Played) -> str:
         action = uses.split("@", 1)[0]
         if action == "actions/upload-artifact":
             source = Path(given["path"])
             if not source.is_file():
                 # if-no-files-found: ignore uploads nothing and succeeds
                 return "success" if given.get("if-no-files-found") == "ignore" else "failure"
-            self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()})
+            try:
+                self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()},
+                                 overwrite=given.get("overwrite", "").lower() == "true")
+            except UploadFailed as exc:
+                played.errors.append(str(exc))
+                return "failure"
             return "success"
         if action == "actions/download-artifact":
             into = Path(given["path"])
@@ -308,6 +347,32 @@ class Player:
             # download-artifact fails when a pattern matches nothing
             return "success" if found else "failure"
         return "success"  # checkout, setup-python: the clone and this interpreter
+
+
+_GH = """import json, os, sys, urllib.request
+args = sys.argv[1:]
+assert args[:2] == ["workflow", "run"] and args[3] == "--ref", args
+url = (f"{os.environ['GITHUB_API_URL']}/repos/{os.environ['GITHUB_REPOSITORY']}"
+       f"/actions/workflows/{args[2]}/dispatches")
+request = urllib.request.Request(url, data=json.dumps({"ref": args[4]}).encode(), headers={
+    "Authorization": f"Bearer {os.environ['GH_TOKEN']}", "Accept": "application/vnd.github+json",
+    "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
+urllib.request.urlopen(request).read()
+"""
+
+
+def _holds(condition: str, ctx: dict[str, Any], checkout: Path) -> bool:
+    """A step's ``if`` of the forms the workflows use: terms joined by ``&&``, each
+    ``steps.ID.outputs.NAME != ''`` or ``hashFiles('PATH') != ''``; status functions
+    (``always()``) are the caller's, and anything else counts as true."""
+    for term in (t.strip() for t in condition.removeprefix("${{").removesuffix("}}").split("&&")):
+        output = re.fullmatch(r"steps\.(\w+)\.outputs\.(\w+) != ''", term)
+        if output and not ctx["steps"].get(output[1], {}).get("outputs", {}).get(output[2]):
+            return False
+        hashed = re.fullmatch(r"hashFiles\('([^']+)'\) != ''", term)
+        if hashed and not (checkout / hashed[1]).is_file():
+            return False
+    return True
 
 
 def _session(sid: int) -> list[int]:

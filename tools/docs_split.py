@@ -119,10 +119,13 @@ PAGES: list[Page] = [
     Page("how-to/external-clock.md", "An external clock",
          "Start ticks from a clock outside GitHub's cron.", "How-to", optional=True),
     Page("how-to/upgrade.md", "Upgrade",
-         "Install the new version where the tick runs (`ORCHESTRATOR_PACKAGE` on GitHub, "
-         "`pip install -U` on your machine). Then `orchestrator init --force` rewrites "
-         "the scaffold's own files, such as the workflows, and leaves your schedules "
-         "alone; review the diff and commit it.\n\n"
+         "Install the new version on your machine (`pip install -U git-orchestrator`, or "
+         "from a checkout). On GitHub the workflows install the wheel committed in "
+         "`.github/orchestrator/`: run `orchestrator upgrade` in your repository, which "
+         "replaces that wheel and its hash-pinned `requirements.txt` with the version "
+         "you run and names the workflows that differ from the ones it ships. "
+         "`orchestrator init --force` rewrites the scaffold's own files, such as the "
+         "workflows, and leaves your schedules alone; review the diff and commit it.\n\n"
          "`orchestrator validate` notes when `track.yml` is not the shipped one, so an "
          "out-of-date workflow shows up in the pull request. The state branch needs "
          "no migration step: records it cannot read are quarantined, one line each.\n\n"

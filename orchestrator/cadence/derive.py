@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..spec.config import Cadence, RepoConfig
 from ..spec.models import Schedule, ScheduleSpec, TrackSpec
@@ -69,9 +70,20 @@ class Derived:
     """A slot is covered when a tick is scheduled at most this long before it."""
 
 
+ZONED = "TZ="
+"""How a cron line read with its ``timezone:`` is kept: ``TZ=<zone> <cron>``."""
+
+
 def utc_spec(line: str) -> ScheduleSpec:
-    """A cron line of a workflow as a schedule in UTC (GitHub's reading of it)."""
-    return ScheduleSpec(cron=line, timezone="UTC",
+    """A cron line of a workflow as GitHub reads it: in UTC, or in the IANA zone its
+    entry names (``timezone:``, since 2026-03; kept as ``TZ=<zone> <cron>``). GitHub
+    documents that a time skipped by spring-forward runs right after the jump, as
+    ``dst.gap: shift`` does; for the repeated fall-back hour it documents nothing,
+    and it is read as once, at the first occurrence."""
+    zone, cron = "UTC", line
+    if line.startswith(ZONED):
+        zone, _, cron = line[len(ZONED):].partition(" ")
+    return ScheduleSpec(cron=cron, timezone=zone,
                         tracks=[TrackSpec(name="tick", run="orchestrator tick")])
 
 
@@ -358,15 +370,53 @@ def uncovered(lines: list[str], schedules: Iterable[Schedule], cadence: Cadence,
 
 _SCHEDULE = re.compile(r"(?m)^  schedule:\n((?:    .*\n|\s*\n)*)")
 _CRON = re.compile(r'^\s*- cron:\s*["\']([^"\']+)["\']', re.M)
+_ITEM = re.compile(r'^\s*(?P<dash>- )?(?P<key>cron|timezone):\s*["\']?(?P<value>[^"\'#]*?)'
+                   r'["\']?\s*(?:#.*)?$')
 _LINGER = re.compile(r"--linger\s+([0-9.]+)")
 _MAX_LINGER = re.compile(r"--max-linger\s+([0-9.]+)")
 _STALENESS = re.compile(r"(ORCHESTRATOR_MAX_STALENESS \|\| ')(\d+)(')")
 
 
-def read_crons(text: str) -> list[str]:
-    """The ``schedule:`` cron lines of a workflow."""
+def read_entries(text: str) -> list[tuple[str, str | None]]:
+    """The ``schedule:`` entries of a workflow: ``(cron, timezone or None)`` each."""
     block = _SCHEDULE.search(text)
-    return _CRON.findall(block.group(1)) if block else []
+    entries: list[list[str | None]] = []
+    for line in (block.group(1) if block else "").splitlines():
+        item = _ITEM.match(line)
+        if item is None:
+            continue
+        if item.group("dash") or not entries:
+            entries.append([None, None])
+        entries[-1][0 if item.group("key") == "cron" else 1] = item.group("value")
+    return [(cron, zone) for cron, zone in entries if cron is not None]
+
+
+def bad_zones(text: str) -> list[str]:
+    """The ``timezone:`` values of the workflow's schedule that are no IANA zone."""
+    return sorted({zone for _, zone in read_entries(text)
+                   if zone is not None and not _is_zone(zone)})
+
+
+def _is_zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        return False
+    return True
+
+
+def read_crons(text: str) -> list[str]:
+    """The ``schedule:`` cron lines of a workflow, each with its zone when its entry
+    names one (:data:`ZONED`); an entry whose zone is unknown is left out (``validate``
+    names it)."""
+    return [cron if zone in (None, "UTC", "Etc/UTC") else f"{ZONED}{zone} {cron}"
+            for cron, zone in read_entries(text) if zone is None or _is_zone(zone)]
+
+
+def dropped_zones(text: str, lines: list[str]) -> list[str]:
+    """The zoned entries of ``text`` that ``lines`` (what cron-sync writes) leave out."""
+    kept = set(lines)
+    return [line for line in read_crons(text) if line.startswith(ZONED) and line not in kept]
 
 
 def read_linger(text: str) -> tuple[float, float]:
@@ -387,7 +437,12 @@ def with_crons(text: str, lines: list[str], comment: list[str]) -> str:
     if block is None:
         raise ValueError("no 'on: schedule:' block")
     body = "".join(f"    # {c}\n" if c else "    #\n" for c in comment)
-    body += "".join(f'    - cron: "{line}"\n' for line in lines)
+    for line in lines:
+        spec = utc_spec(line)
+        body += f'    - cron: "{spec.cron}"\n'
+        if line.startswith(ZONED):
+            body += f'      timezone: "{spec.timezone}"\n'
+
     return text[:block.start(1)] + body + text[block.end(1):]
 
 
@@ -482,6 +537,8 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
         return problems, []
     text = tick.read_text(encoding="utf-8")
     lines = read_crons(text)
+    problems += [f"{TICK}: timezone {zone!r} of a schedule entry is not an IANA "
+                 "zone: GitHub refuses the workflow" for zone in bad_zones(text)]
     warnings: list[str] = []
     if cadence.mode == "external":
         warnings += _external_check(text, lines, cadence, start)
@@ -499,7 +556,8 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
         if linger < need:
             warnings.append(f"{TICK}: --linger {linger:g} is shorter than the {need:g} minutes "
                             "a lead tick may wait for its slot: slots fire at the next tick")
-    elif lines != list(cadence.fixed_cron):
+    elif [utc_spec(line).cron for line in lines if not line.startswith(ZONED)] != \
+            list(cadence.fixed_cron) or any(line.startswith(ZONED) for line in lines):
         problems.append(f"{TICK}: its cron differs from orchestrator.json's fixed_cron; run "
                         "`orchestrator cron-sync`")
     watchdog = root / WATCHDOG

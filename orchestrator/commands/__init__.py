@@ -31,6 +31,7 @@ MODULES: tuple[str, ...] = (
     "outcome",
     "notify",
     "queue",
+    "upgrade",
 )
 
 

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 import click
 
 from ..cadence import clock
-from ..cadence.derive import HORIZON, Derived, derive, sync
+from ..cadence.derive import HORIZON, TICK, Derived, derive, dropped_zones, sync, utc_spec
 from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..executors.github.client import API_VERSION, DEFAULT_API_URL
 from ..spec.config import RepoConfig, load_repo_config
@@ -180,6 +180,12 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
     except (FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
     derived = derive(loaded.schedules, config, moment)
+    tick = cfg.repo / TICK
+    for line in dropped_zones(tick.read_text(encoding="utf-8"), derived.tick_cron):
+        cron = utc_spec(line)
+        click.echo(f"note: {TICK}'s entry {cron.cron!r} in {cron.timezone} is replaced by UTC "
+                   "entries: cron-sync writes UTC, since GitHub documents nothing of a "
+                   "zoned entry in the repeated hour of a fall-back night", err=True)
     files = [path.relative_to(cfg.repo).as_posix() for path in changed]
     report = external_report(cfg, loaded.schedules, moment) if external else None
     if as_json:

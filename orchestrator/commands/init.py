@@ -2,7 +2,9 @@
 
 Writes ``schedules/`` (one example and the JSON Schema), ``templates/`` (the brief
 and the index, to edit), the workflows (``tick``, ``track``, ``validate``,
-``watchdog``, ``enqueue``; ``pages`` with ``--pages``), a README section and a
+``watchdog``, ``enqueue``; ``pages`` with ``--pages``), the orchestrator the workflows
+install (``.github/orchestrator/``: the running version's wheel and a hash-pinned
+requirements file, :mod:`orchestrator.distribution`), a README section and a
 ``.gitignore`` line for the local executor's work folder. The files are the ones this
 project runs on itself, shipped in the package (``orchestrator/data``); a test keeps
 the copies equal.
@@ -22,13 +24,16 @@ deleting an ignored folder would take the state with it.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
+from ..distribution import install
 from ..errors import UserError
 from ..spec.files import SCHEMA_FILE, schema_text, write_schedule
+from ..support.atomic import write_bytes
 from .context import Config, pass_config
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -56,7 +61,20 @@ def scaffold_files(*, pages: bool = False) -> dict[str, str]:
     return files
 
 
-def conflicts(root: Path, files: dict[str, str]) -> list[str]:
+def write_install(root: Path, installed: install.InstallFiles) -> list[str]:
+    """Write the wheel and the requirements file; remove older wheels beside them."""
+    done = []
+    for old in install.stale_wheels(root, installed.wheel.filename):
+        old.unlink()
+        done.append(f"removed {old.relative_to(root).as_posix()}")
+    for rel, data in installed.files().items():
+        verb = "overwrote" if (root / rel).exists() else "created"
+        write_bytes(root / rel, data)
+        done.append(f"{verb} {rel}")
+    return done
+
+
+def conflicts(root: Path, files: Mapping[str, object]) -> list[str]:
     """Files ``init`` would overwrite, and existing schedules it would add the example to."""
     found = {rel for rel in files if (root / rel).exists() or (root / rel).is_symlink()}
     schedules = root / "schedules"
@@ -96,7 +114,8 @@ def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[st
     if root.exists() and not root.is_dir():
         raise UserError(f"{root} exists and is not a folder")
     files = scaffold_files(pages=pages)
-    clash = conflicts(root, files) if root.exists() else []
+    installed = install.current()
+    clash = conflicts(root, {**files, **installed.files()}) if root.exists() else []
     if clash and not force:
         more = f" and {len(clash) - 1} more" if len(clash) > 1 else ""
         raise UserError(f"{root / clash[0]} already exists{more}: init writes nothing "
@@ -108,6 +127,7 @@ def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[st
         verb = "overwrote" if (root / rel).exists() else "created"
         write_schedule(root / rel, content)
         done.append(f"{verb} {rel}")
+    done += write_install(root, installed)
     done += _sync_cadence(root)
     section = README_SECTION.read_text(encoding="utf-8")
     heading = section.splitlines()[0]
@@ -190,7 +210,7 @@ def command(cfg: Config, path: Path | None, force: bool, pages: bool, local: boo
                    "`orchestrator serve` keeps ticking; the state goes to the branch "
                    f"{cfg.state_branch} of {bare}")
         return 0
-    click.echo(f"next: review and commit the files in {root}, set the repository variable "
-               "ORCHESTRATOR_PACKAGE to a pip requirement for the orchestrator, and push; "
+    click.echo(f"next: review and commit the files in {root} (.github/orchestrator too: the "
+               "workflows install the orchestrator from it), and push; "
                "`orchestrator validate --preview 5` shows the example's next runs")
     return 0

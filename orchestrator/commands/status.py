@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 import click
 
-from ..errors import DeadLettersWaiting, Rewound, Stale
+from ..errors import DeadLettersWaiting, RemoteError, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
@@ -35,6 +36,36 @@ from ..spec.files import load_all
 from ..store import GitStateStore
 from ..support.times import parse_now
 from .context import Config, pass_config
+
+
+def workflows_report(files: Mapping[str, bytes], now: datetime) -> dict[str, Any]:
+    """The scheduled workflows as the last weekly check recorded them, and as GitHub
+    says now when this runs with a repository and a token (the watchdog does)."""
+    from ..cadence import keepalive
+    from ..errors import OrchestratorError
+    from ..executors.github import GitHubExecutor
+
+    report = keepalive.describe(keepalive.read_record(files))
+    if not os.environ.get("GITHUB_REPOSITORY"):
+        return report  # not on GitHub Actions (nor pointed at a repository)
+    try:
+        with GitHubExecutor.from_env(now=now, max_wait_seconds=10, timeout=5,
+                                     max_attempts=1) as api:
+            found = keepalive.live(api)
+    except OrchestratorError:
+        return report  # no GitHub here, or it did not answer: the record alone
+    report["live"] = found
+    report["warnings"] = keepalive.warnings(keepalive.Record(now, found))
+    return report
+
+
+def workflow_lines(report: Mapping[str, Any]) -> list[str]:
+    states = report.get("live") or report.get("states") or {}
+    if not states:
+        return []
+    when = "now" if report.get("live") else f"as of {report.get('checked_at')}"
+    listed = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
+    return [f"workflows     {listed} ({when})"] + [f"  warning: {w}" for w in report["warnings"]]
 
 
 @click.command("status")
@@ -53,17 +84,43 @@ from .context import Config, pass_config
 @click.option("--notify", is_flag=True, envvar="ORCHESTRATOR_NOTIFY",
               help="Send tick_stale (or rewind_refused) to the channels of "
                    "orchestrator.json, and close the watchdog's issue once ticks resume.")
+@click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL", metavar="URL",
+              help="On a failure (exit 3, 5 or 6), GET this URL + '/fail' (Healthchecks.io's "
+                   "failure signal); a success sends nothing, the tick's ping does.")
+@click.option("--heartbeat-fail-url", envvar="ORCHESTRATOR_HEARTBEAT_FAIL_URL", metavar="URL",
+              help="GET this URL instead on a failure ('none': no signal).")
 @pass_config
 def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool,
-            as_json: bool, now_text: str | None, accept_rewind: bool, notify: bool) -> int:
+            as_json: bool, now_text: str | None, accept_rewind: bool, notify: bool,
+            heartbeat_url: str | None, heartbeat_fail_url: str | None) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
     a watchdog workflow or any external monitor; with --fail-on-dead-letters, exits 6
     (when the clock is fresh) while dead letters wait for a decision; and 3 when the
     state branch was rewound behind its high-water mark (ticks refuse to fire until it
-    is accepted).
+    is accepted) or cannot be read. With --heartbeat-url, each of those failures is
+    also signalled there: GitHub tells of a failed scheduled run only the person who
+    last changed its cron, which after `cron-sync` commits by a bot may be nobody.
     """
+    try:
+        return _status(cfg, max_staleness, fail_on_dead_letters, as_json, now_text,
+                       accept_rewind, notify)
+    except (RemoteError, Stale, DeadLettersWaiting) as exc:
+        from ._heartbeat import heartbeat_target, ping
+
+        target = heartbeat_target(heartbeat_url, heartbeat_fail_url, True) \
+            if heartbeat_url else None
+        if target:
+            problem = ping(target)
+            click.echo(f"alert: {problem}" if problem else
+                       f"alert: signalled the failure ({exc.exit_code}) to the heartbeat URL",
+                       err=True)
+        raise
+
+
+def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool,
+            as_json: bool, now_text: str | None, accept_rewind: bool, notify: bool) -> int:
     now = parse_now(now_text)
     if max_staleness is None:
         # ticks hours apart (a derived cadence) are healthy: judge by the tick's cron
@@ -86,10 +143,12 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     report["rewound"] = store.rewound
     report["retention"] = retention.describe(retention.read_record(snap.files),
                                              settings.keep_finished_runs_days)
+    report["workflows"] = workflows_report(snap.files, now)
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
-        click.echo("\n".join(text(report) + retention.describe_lines(report["retention"])))
+        click.echo("\n".join(text(report) + retention.describe_lines(report["retention"])
+                             + workflow_lines(report["workflows"])))
     if notify:
         for line in alert(settings, report, store.rewound, now, max_staleness):
             click.echo(line, err=True)

@@ -20,6 +20,7 @@ from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
 from ..tick.shell import ExecutorFactory, Tick, TickResult
+from ._heartbeat import heartbeat_target, ping
 from .context import Config, pass_config
 
 
@@ -119,15 +120,14 @@ def dead_letter_alert(result: TickResult) -> str:
             f"or discards them (`orchestrator dlq show KEY`):\n\n{rows}\n")
 
 
-def heartbeat_target(url: str, fail_url: str | None, parked: bool) -> str | None:
-    """Where the heartbeat goes: ``url`` after a tick, or its failure signal when the
-    tick parked a dead letter (``<url>/fail``, the Healthchecks way, unless
-    ``fail_url`` names another; ``none`` sends nothing then)."""
-    if not parked:
-        return url
-    if fail_url is None:
-        return url.rstrip("/") + "/fail"
-    return None if fail_url.lower() == "none" else fail_url
+def write_step_output(result: TickResult) -> None:
+    """``rendered=<run ids>`` for the steps after the tick's (``$GITHUB_OUTPUT``): the
+    fan-in job publishes the briefs it rendered."""
+    path = os.environ.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"rendered={' '.join(result.rendered)}\n")
 
 
 def write_step_summary(result: TickResult) -> None:
@@ -136,17 +136,6 @@ def write_step_summary(result: TickResult) -> None:
         return
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(step_summary(result))
-
-
-def ping(url: str) -> str | None:
-    """Tell an external monitor (e.g. Healthchecks.io) the tick ran; never raises."""
-    import httpx
-
-    try:
-        httpx.get(url, timeout=10).raise_for_status()
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        return f"heartbeat ping failed: {type(exc).__name__}"
-    return None
 
 
 @click.command("tick")
@@ -191,9 +180,11 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         check_run_id(scope)
 
     def once(now: datetime) -> Wake | None:
-        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           template=template, scope=scope,
-                           outcomes=outcomes).run(dry_run=dry_run)
+        tick = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
+                         template=template, scope=scope, outcomes=outcomes)
+        result = tick.run(dry_run=dry_run)
+        if executor == "github" and not dry_run and scope is None:
+            result.record_log += keep_workflows_enabled(tick, result, now)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
         if target:
@@ -206,6 +197,7 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
             click.echo("\n".join(summary_lines(result)))
         if not dry_run:
             write_step_summary(result)
+            write_step_output(result)
         return result.wake
 
     if not linger:
@@ -216,6 +208,32 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
     install_stop_signals(loop.stop)
     loop.run(once)
     return 0
+
+
+def keep_workflows_enabled(tick: Tick, result: TickResult, now: datetime) -> list[str]:
+    """Once a week, enable the scheduled workflows the cadence needs and record what
+    was found (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
+    from ..cadence import keepalive
+    from ..errors import OrchestratorError
+
+    record = keepalive.read_record(result.snapshot.files) if result.snapshot else \
+        keepalive.Record()
+    if not keepalive.due(record, now):
+        return [f"warning: {line}" for line in keepalive.warnings(record)]
+    try:
+        api = tick.make_executor(None)
+        if not isinstance(api, keepalive.WorkflowsAPI):
+            return []
+        fresh = keepalive.check(api, now)
+        # a racing tick that recorded its check first leaves nothing to commit
+        tick.store.transact(lambda snap: {keepalive.RECORD: fresh.dump()} if keepalive.due(
+            keepalive.read_record(snap.files), now) else None,
+            "orchestrator: checked the scheduled workflows")
+    except OrchestratorError as exc:
+        return [f"keeping the scheduled workflows enabled failed: {exc.message}"]
+    done = [f"enabled {', '.join(fresh.enabled)} (next check in 7 days)"] if fresh.enabled \
+        else []
+    return done + [f"warning: {line}" for line in keepalive.warnings(fresh)]
 
 
 def install_stop_signals(stop: Callable[[str], None]) -> None:

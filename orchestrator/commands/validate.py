@@ -16,10 +16,11 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
-from ..errors import EXIT_OK, EXIT_USER
+from ..errors import EXIT_OK, EXIT_USER, OrchestratorError
 from ..spec import preview
 from ..spec.files import load_all
 from ..spec.preview import Report
@@ -143,9 +144,10 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
     report = build_report(cfg, start or datetime.now(UTC), n)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     outdated = outdated_notes(cfg.repo / ".github" / "workflows")
+    broken = template_problems(cfg.repo)
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
-    for problem in timing.problems:
+    for problem in timing.problems + broken:
         click.echo(f"orchestrator: {problem}", err=True)
     if fmt == "json":
         click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json(),
@@ -158,5 +160,27 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
     else:
         click.echo(render_text(report) + "".join(f"warning: {w}\n" for w in outdated)
                    + _timing.text(timing), nl=False)
-    return EXIT_OK if report.ok and not timing.problems else EXIT_USER
+    return EXIT_OK if report.ok and not timing.problems and not broken else EXIT_USER
+
+
+TEMPLATES = (("brief.html.j2", False), ("index.html.j2", False), ("brief.md.j2", True))
+"""The repository's templates and whether each is Markdown."""
+
+
+def template_problems(repo: Path) -> list[str]:
+    """One line per template in ``templates/`` that does not compile in the sandbox: the
+    tick would keep every run open at its render, so the pull request check says so."""
+    found = [(repo / "templates" / name, markdown) for name, markdown in TEMPLATES]
+    present = [(path, markdown) for path, markdown in found if path.is_file()]
+    if not present:
+        return []
+    from ..brief.render import load
+
+    problems = []
+    for path, markdown in present:
+        try:
+            load(path.name, path, markdown=markdown)
+        except OrchestratorError as exc:
+            problems.append(exc.message)
+    return problems
 

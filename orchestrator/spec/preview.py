@@ -100,12 +100,14 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     spec = schedule.spec
     if workflows is None or not workflows.is_dir():
         return []  # local use: no workflows to check against
-    from .github_limits import MAX_DOWNLOADS, hosted_runner_warnings
+    from .github_limits import MAX_DOWNLOADS, hosted_runner_warnings, job_name_warnings
 
     runner = hosted_runner_warnings(spec.tracks)
     if not (workflows / spec.workflow).is_file():
         return [f"workflow {spec.workflow!r} is not in .github/workflows: every dispatch "
                 "on GitHub Actions would fail", *runner]
+    if _names_jobs_by_key(workflows / spec.workflow):
+        runner += job_name_warnings(schedule.id, spec.run_tracks, spec.workflow)
     if spec.fan_in is FanIn.NEXT_TICK:
         if not _declares_fan_in(workflows / spec.workflow):
             runner = [f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: "
@@ -121,6 +123,15 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "
             "name a 'workflow' that handles its inputs" for track in spec.tracks
             if track.run is None] + runner
+
+
+def _names_jobs_by_key(path: Path) -> bool:
+    """Whether the workflow names its legs' jobs after the whole dispatch key (a
+    ``track.yml`` from before jobs were named by a hash of it): a job's ``name``, at
+    the job's indentation (a step's ``with: name:`` is an artifact's)."""
+    data = read_workflow(path)
+    return data is not None and re.search(
+        rb"^ {4}name:\s*\$\{\{\s*matrix\.leg\.key\s*\}\}\s*$", data, re.MULTILINE) is not None
 
 
 def _declares_fan_in(path: Path) -> bool:

@@ -53,6 +53,9 @@ NOTIFY = f"{ROOT}/notify.json"
 (:mod:`orchestrator.notify.record`)."""
 QUEUES = f"{ROOT}/queues"
 """The work queues: ``<queue>.json`` (the summary) and ``<queue>/`` (items, backlog)."""
+WORKFLOWS = f"{ROOT}/workflows.json"
+"""The scheduled workflows' state as a GitHub tick last found it
+(:mod:`orchestrator.cadence.keepalive`)."""
 
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
 """How a run id writes its slot (in UTC)."""

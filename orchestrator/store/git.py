@@ -38,7 +38,7 @@ from .base import (
 )
 from .memory import MemoryFiles
 from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
-from .push import PushOutcome, PushStatus
+from .push import PushOutcome, PushStatus, refusal_advice
 from .tree import TreeFiles
 
 log = logging.getLogger(__name__)
@@ -373,7 +373,8 @@ class GitStateStore:
                 return TransactResult(True, commit, attempt, tuple(sorted(change)))
             if outcome.status is PushStatus.PERMANENT:
                 raise PushRejected(
-                    f"push to {self.where()} was rejected: {self.redact(outcome.reason)}")
+                    f"push to {self.where()} was rejected: {self.redact(outcome.reason)}"
+                    + refusal_advice(outcome.reason))
             last = f"{outcome.status.value}: {self.redact(outcome.reason)}"
             if tag is not None and outcome.status is PushStatus.LOST_RACE:
                 self._check_tag_free(tag)  # lost to another compaction: no use retrying

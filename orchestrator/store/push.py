@@ -41,7 +41,25 @@ _PERMANENT_STDERR = ("permission denied", "permission to", "authentication faile
                      "terminal prompts disabled", "error: 401", "error: 403", "error: 404",
                      "returned error: 401", "returned error: 403", "returned error: 404",
                      "repository not found", "does not appear to be a git repository",
-                     "gh006", "protected branch", "write access", "not allowed")
+                     "gh006", "protected branch", "gh013", "repository rule violations",
+                     "write access", "not allowed")
+
+
+def refusal_advice(reason: str) -> str:
+    """What to do about a refusal GitHub explains: a ruleset (``GH013``, and signed
+    commits in particular, which the orchestrator's commits are not) or branch
+    protection (``GH006``). Empty for any other reason."""
+    low = reason.lower()
+    fix = ("exclude the state branch from it, or let the token's actor bypass it (README, "
+           "\"Set up on GitHub\", step 4)")
+    if "verified signatures" in low:
+        return (" A ruleset (perhaps the organization's) requires signed commits on this "
+                f"branch, and the orchestrator's commits are not signed: {fix}.")
+    if "gh013" in low or "repository rule violations" in low:
+        return f" A repository or organization ruleset guards this branch: {fix}."
+    if "gh006" in low or "protected branch" in low:
+        return f" Branch protection guards this branch: {fix}."
+    return ""
 
 
 def refused(stderr: str) -> bool:

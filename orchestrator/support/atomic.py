@@ -23,6 +23,11 @@ def write_text(path: Path, text: str) -> None:
     An existing file keeps its permission bits; a new one gets :data:`DEFAULT_MODE`.
     Raises :class:`OSError` as the file system reports it.
     """
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``, as :func:`write_text` does (a wheel, an archive)."""
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -31,8 +36,8 @@ def write_text(path: Path, text: str) -> None:
         mode = DEFAULT_MODE
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)

@@ -12,6 +12,7 @@ from ..cadence.wake import Wake
 from ..notify.events import Event
 from ..planner import Decision
 from ..runs.retention import Outcome
+from ..store import Snapshot
 from ..support.times import iso
 from .memo import Memo
 
@@ -54,6 +55,9 @@ class TickResult:
     """The events this tick's decision derived (:mod:`orchestrator.notify.events`)."""
     notify_log: list[str] = field(default_factory=list)
     """One line per delivery, and per notification problem."""
+    snapshot: Snapshot | None = None
+    """The state branch as the tick read it (for what runs after it, e.g. the
+    workflows' keep-alive: :mod:`orchestrator.cadence.keepalive`)."""
 
     @property
     def log(self) -> list[str]:

@@ -165,7 +165,7 @@ class Tick:
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
                             scope=self.scope, schedule_errors=list(inputs.invalid),
                             quarantined=inputs.state.quarantine_lines(), memo=inputs.memo,
-                            record_log=list(seen.problems))
+                            record_log=list(seen.problems), snapshot=inputs.snapshot)
         if dry_run:
             planned = self.plan(inputs, seen)
             self._decided(result, inputs, planned)

@@ -28,9 +28,21 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
 - ``GET .../actions/runs/{id}/artifacts`` (``name`` filter; paginated) and
   ``GET .../actions/artifacts/{id}/zip``, which answers ``302`` to a signed URL on this
   server (served without a token, as GitHub's blob storage is) or ``410`` once the
-  artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`.
+  artifact expired. Legs played by the tests upload with :meth:`FakeGitHub.upload`,
+  which refuses a second artifact of a name in one run (409) unless ``overwrite``, and
+  fails as :meth:`FakeGitHub.fail_uploads` scripts (a FinalizeArtifact error, a full
+  artifact storage).
 
-Runs and jobs carry every field GitHub's description requires; a job a runner took
+- ``GET .../actions/workflows/{wf}`` (its ``state``: :meth:`FakeGitHub.disable` sets
+  ``disabled_inactivity`` or ``disabled_manually``) and ``PUT .../workflows/{wf}/enable``
+  (``204``, active again);
+- ``GET .../check-runs/{id}/annotations``: a job's id is its check run's; a person's
+  cancel (:meth:`FakeGitHub.cancel_by`) annotates every job it cancelled "The run was
+  canceled by @octocat." as GitHub does, and an ``always()`` job of the run still runs;
+- ``no_access = True``: a token that cannot see the repository, answered ``404``.
+
+Runs and jobs carry every field GitHub's description requires, and a job name over 100
+characters is listed cut to 97 and ``...``, as GitHub does; a job a runner took
 lists its ``steps`` (``Set up job``, then its work: ``Run the track`` for a matrix
 leg), and its ``labels`` are its leg's ``runs_on``. Jobs may be
 ``queued``, ``waiting``, ``pending``, ``requested``, ``in_progress`` or ``completed``;
@@ -134,14 +146,20 @@ CANCEL_DELAY = timedelta(seconds=10)
 """A cancel is answered 202 at once and carried out this much later (by :attr:`now`)."""
 MAX_INPUTS_CHARS = 65_535
 MAX_MATRIX = 256
+QUEUE_LIMIT = timedelta(hours=24)
+"""A self-hosted job queued this long is cancelled."""
+MAX_JOB_NAME = 100
+"""Longer job names are listed cut (see :meth:`FakeJob.to_json`)."""
 RATE_LIMIT = 1000
 """Requests per hour of a GITHUB_TOKEN, per repository."""
 
 _INPUT_EXPR = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 _MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}")
 _FROM_JSON = re.compile(r"\$\{\{\s*fromJSON\(\s*inputs\.([A-Za-z0-9_-]+)\s*\)\s*\}\}")
-_SKIP_IF = re.compile(r"always\(\)\s*&&\s*inputs\.([A-Za-z0-9_-]+)\s*!=\s*'([^']*)'")
-_PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/actions/(?P<rest>.*)")
+_SKIP_IF = re.compile(r"(?:\$\{\{\s*)?(always\(\)|!cancelled\(\))\s*&&\s*"
+                      r"inputs\.([A-Za-z0-9_-]+)\s*!=\s*'([^']*)'(?:\s*\}\})?")
+_PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<area>actions|check-runs)/"
+                   r"(?P<rest>.*)")
 _REPOSITORY_DISPATCH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches")
 MAX_EVENT_TYPE = 100
 MAX_CLIENT_PAYLOAD = 10
@@ -173,7 +191,13 @@ class Workflow:
     job of the run's attempt (track.yml's ``fan-in`` needs all there is: the legs)."""
     skip_when: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Waiting job name -> (input, value): the job's ``if: always() && inputs.X != 'V'``
-    is false when input X is V, and GitHub then shows the job ``skipped``."""
+    (or ``!cancelled() && ...``) is false when input X is V, and GitHub then shows the
+    job ``skipped``."""
+    on_cancel: frozenset[str] = frozenset()
+    """Waiting jobs whose ``if`` holds ``always()``: GitHub re-evaluates ``if`` when a
+    run is cancelled, and such a job still runs (docs, "Workflow cancellation
+    reference": "the condition if: always() would evaluate to true and the job
+    continues to run"). A ``!cancelled()`` job does not."""
     defaults: dict[str, str] = field(default_factory=dict)
     """Declared inputs' defaults."""
     manual: bool = True
@@ -199,6 +223,7 @@ class Workflow:
         jobs = []
         after = []
         skip_when = {}
+        on_cancel = set()
         for job_id, job in (doc.get("jobs") or {}).items():
             needs = (job or {}).get("needs") or ()
             if needs:
@@ -207,7 +232,9 @@ class Workflow:
                               (needs,) if isinstance(needs, str) else tuple(needs)))
                 condition = _SKIP_IF.fullmatch(str(job.get("if", "")).strip())
                 if condition:
-                    skip_when[name] = (condition.group(1), condition.group(2))
+                    skip_when[name] = (condition.group(2), condition.group(3))
+                if "always()" in str(job.get("if", "")):
+                    on_cancel.add(name)
                 continue
             matrix = ((job or {}).get("strategy") or {}).get("matrix")
             axis = source = None
@@ -217,7 +244,8 @@ class Workflow:
                 source = found.group(1) if found else None
             jobs.append((job_id, str(job.get("name") or job_id), axis, source))
         return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
-                   jobs, after, skip_when, defaults, "workflow_dispatch" in on, types)
+                   jobs, after, skip_when, on_cancel=frozenset(on_cancel), defaults=defaults,
+                   manual="workflow_dispatch" in on, dispatch_types=types)
 
     def title(self, inputs: dict[str, str]) -> str:
         if not self.run_name:
@@ -275,6 +303,8 @@ class FakeJob:
     head_branch: str = "main"
     no_start: str | None = None
     """``no-runner`` or ``lost``: how the job failed to start (see ``broken_labels``)."""
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    """Its check run's annotations (``GET .../check-runs/{id}/annotations``)."""
 
     @property
     def is_leg(self) -> bool:
@@ -282,9 +312,17 @@ class FakeJob:
         return isinstance(self.leg, dict) and bool(self.leg.get("key"))
 
     @property
+    def self_hosted(self) -> bool:
+        """Its label names no GitHub-hosted runner image."""
+        return not self.label.startswith(("ubuntu-", "windows-", "macos-"))
+
+    default_label: str = "ubuntu-latest"
+    """``runs-on`` of a leg without its own (track.yml's ``vars.ORCHESTRATOR_RUNNER``)."""
+
+    @property
     def label(self) -> str:
         runs_on = self.leg.get("runs_on") if isinstance(self.leg, dict) else None
-        return runs_on if isinstance(runs_on, str) else "ubuntu-latest"
+        return runs_on if isinstance(runs_on, str) else self.default_label
 
     def steps(self) -> list[dict[str, Any]]:
         """The steps GitHub lists: none before a runner took the job."""
@@ -335,7 +373,10 @@ class FakeJob:
             "head_sha": payloads.SHA,
             "head_branch": self.head_branch,
             "workflow_name": self.workflow_name,
-            "name": self.name,
+            # GitHub lists a name over 100 characters cut to 97 and "..." (undocumented;
+            # kata-containers/kata-containers #11176, OP5dev/TF-via-PR #482)
+            "name": self.name if len(self.name) <= MAX_JOB_NAME else
+            self.name[:MAX_JOB_NAME - 3] + "...",
             "url": f"{api}/actions/jobs/{self.id}",
             "html_url": f"{base}/html/{repository}/actions/runs/{self.run_id}/job/{self.id}",
             "check_run_url": f"{api}/check-runs/{self.id}",
@@ -377,6 +418,8 @@ class FakeRun:
     """Jobs that ``need`` others (the workflow's ``after``), not created yet."""
     event: str = "workflow_dispatch"
     """What started it: ``workflow_dispatch`` or ``repository_dispatch``."""
+    cancelled_by: str | None = None
+    """Who pressed *Cancel workflow* (:meth:`FakeGitHub.cancel_by`)."""
 
     @property
     def latest_jobs(self) -> list[FakeJob]:
@@ -385,8 +428,12 @@ class FakeRun:
     @property
     def status(self) -> str:
         jobs = self.latest_jobs
-        if self.startup_failure or self.cancelled or self.stale:
+        if self.startup_failure or self.stale:
             return "completed"
+        if self.cancelled:
+            # an `always()` job may still run after a cancel: the run ends with it
+            busy = self.waiting_jobs or any(j.status != "completed" for j in jobs)
+            return "in_progress" if busy else "completed"
         if not jobs:
             return "queued"
         if all(j.status == "completed" for j in jobs):
@@ -405,10 +452,10 @@ class FakeRun:
             return "startup_failure"
         if self.stale:
             return "stale"
-        if self.cancelled:
-            return "cancelled"
         if self.status != "completed":
             return None
+        if self.cancelled:
+            return "cancelled"
         conclusions = {j.conclusion for j in self.latest_jobs}
         for worst in ("failure", "timed_out", "cancelled", "action_required"):
             if worst in conclusions:
@@ -533,6 +580,20 @@ class _Drop(Exception):
     """Close the connection without an answer."""
 
 
+class UploadFailed(Exception):
+    """``actions/upload-artifact`` failed: its step fails, nothing is stored."""
+
+
+UPLOAD_FAULTS = {
+    "conflict": "Failed to CreateArtifact: Received non-retryable error: Failed request: "
+                "(409) Conflict: an artifact with this name already exists on the workflow run",
+    "finalize": "Failed to FinalizeArtifact: Unable to make request: ECONNRESET",
+    "quota": "Artifact storage quota has been hit. Unable to upload any new artifacts. "
+             "Usage is recalculated every 6-12 hours.",
+}
+"""How an upload fails, in the words users report from upload-artifact v4 and later."""
+
+
 class FakeGitHub:
     """The fake's state and controls; the HTTP server calls :meth:`handle`."""
 
@@ -557,6 +618,16 @@ class FakeGitHub:
         self.jobs_appear = True
         self.broken_labels: dict[str, str] = {}
         """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
+        self.runner = "ubuntu-latest"
+        """The repository variable ``ORCHESTRATOR_RUNNER``: legs without ``runs_on`` run
+        there (a self-hosted label's queued legs are cancelled after a day)."""
+        self.workflow_states: dict[str, str] = {}
+        """A workflow file's ``state`` when not ``active``: ``disabled_inactivity`` (the
+        60-day rule of public repositories), ``disabled_manually``, ... (:meth:`disable`)."""
+        self.no_access = False
+        """The token cannot see the repository: every call about it answers 404."""
+        self.upload_faults: list[str] = []
+        """Kinds of :data:`UPLOAD_FAULTS` the next uploads fail with (:meth:`fail_uploads`)."""
         self.rate_remaining = RATE_LIMIT
         self.rate_reset_at: datetime | None = None
         """When the spent rate limit window resets (by :attr:`now`); then it refills."""
@@ -696,7 +767,7 @@ class FakeGitHub:
 
     def _job(self, run_id: int, track: str) -> FakeJob:
         for job in self.runs[run_id].latest_jobs:
-            if job.leg.get("track") == track or job.name == track:
+            if track in (job.leg.get("track"), job.leg.get("key"), job.name):
                 return job
         raise KeyError(f"run {run_id} has no job for track {track!r}")
 
@@ -782,6 +853,14 @@ class FakeGitHub:
                         job.completed_at = job.started_at + job.timeout
                         run.updated_at = job.completed_at
                         self._release(run)
+                    if (job.status == "queued" and job.is_leg and job.self_hosted
+                            and now >= job.created_at + QUEUE_LIMIT):
+                        # GitHub cancels a self-hosted job queued a day (docs, "Usage
+                        # limits for self-hosted runners"), without a runner
+                        job.status, job.conclusion = "completed", "cancelled"
+                        job.no_start = "no-runner"
+                        job.completed_at = run.updated_at = job.created_at + QUEUE_LIMIT
+                        self._release(run)
                     how = self.broken_labels.get(job.label)
                     if how is not None and job.status == "queued" and job.is_leg:
                         job.status, job.conclusion, job.no_start = "completed", "failure", how
@@ -790,13 +869,33 @@ class FakeGitHub:
                         self._release(run)
 
     def _cancel_now(self, run: FakeRun, at: datetime) -> None:
-        # a cancelled run's waiting jobs never start (the fake does not model the
-        # `if: always()` job GitHub may still run after a cancel)
-        run.cancelled, run.cancel_at, run.pending_jobs, run.waiting_jobs = True, None, [], []
+        """Carry out a cancel: GitHub re-evaluates every job's ``if``. Running and queued
+        jobs without ``always()`` are cancelled (annotated with who cancelled, as GitHub
+        annotates their check runs: "The run was canceled by @octocat."); waiting jobs
+        whose ``if`` holds ``always()`` still start once the jobs they need have ended,
+        the others never do."""
+        workflow = self.workflows.get(run.workflow)
+        keep = workflow.on_cancel if workflow is not None else frozenset()
+        run.cancelled, run.cancel_at, run.pending_jobs = True, None, []
+        run.waiting_jobs = [w for w in run.waiting_jobs if w[1] in keep]
         for job in run.latest_jobs:
-            if job.status != "completed":
+            if job.status != "completed" and job.name not in keep:
                 job.status, job.conclusion, job.completed_at = "completed", "cancelled", at
+                if run.cancelled_by:
+                    job.annotations.append(payloads.annotation(
+                        self.api_url, self.repository,
+                        f"The run was canceled by @{run.cancelled_by}."))
         run.updated_at = at
+        self._release(run)
+
+    def cancel_by(self, run_id: int, actor: str) -> None:
+        """A person presses *Cancel workflow* on the run (GitHub carries it out after
+        :attr:`cancel_delay`, as for a cancel through the API)."""
+        with self._lock:
+            run = self.runs[run_id]
+            run.cancelled_by = actor
+            run.cancel_at = run.cancel_at or self._clock() + self.cancel_delay
+            self.settle()
 
     def delete_run(self, run_id: int) -> None:
         """Delete a run, as someone may on GitHub: it and its jobs answer 404."""
@@ -815,16 +914,39 @@ class FakeGitHub:
                               run_number=len(self.runs) + 1)
                 self.runs[run.id] = run
 
-    def upload(self, run_id: int, name: str, files: dict[str, bytes]) -> FakeArtifact:
+    def upload(self, run_id: int, name: str, files: dict[str, bytes], *,
+               overwrite: bool = False) -> FakeArtifact:
         """What ``actions/upload-artifact`` does: an artifact ``name`` of the run holding
-        ``files`` (GitHub refuses a second artifact of one name in one run attempt)."""
+        ``files``. Artifacts belong to the workflow run, not to one attempt: a second
+        one of the same name is refused with GitHub's 409 (a re-run leg meets its
+        earlier attempt's) unless ``overwrite`` deletes the old one first
+        (upload-artifact's README, "overwrite"). A scripted :meth:`fail_uploads`
+        fault makes the upload fail instead, storing nothing (:class:`UploadFailed`)."""
         with self._lock:
-            if any(a.run_id == run_id and a.name == name for a in self.artifacts.values()):
-                raise ValueError(f"run {run_id} already has an artifact named {name!r}")
+            if self.upload_faults:
+                raise UploadFailed(UPLOAD_FAULTS[self.upload_faults.pop(0)])
+            same = [a for a in self.artifacts.values() if a.run_id == run_id and a.name == name]
+            if same and not overwrite:
+                raise UploadFailed(UPLOAD_FAULTS["conflict"])
+            for old in same:
+                del self.artifacts[old.id]
             artifact = FakeArtifact(id=next(self._artifact_ids), run_id=run_id, name=name,
                                     data=zip_files(files), created_at=self._clock())
             self.artifacts[artifact.id] = artifact
             return artifact
+
+    def disable(self, file: str, state: str = "disabled_inactivity") -> None:
+        """GitHub disables the workflow ``file`` (in a public repository, after 60 days
+        without activity), or a person does (``disabled_manually``)."""
+        with self._lock:
+            self.workflow_states[file] = state
+
+    def fail_uploads(self, *kinds: str) -> None:
+        """The next uploads fail, one per kind, in order: ``finalize`` (the transient
+        error users report in actions/upload-artifact #560 and #531) or ``quota`` (the
+        account's artifact storage is full)."""
+        with self._lock:
+            self.upload_faults.extend(kinds)
 
     def download_all(self, run_id: int) -> dict[str, dict[str, bytes]]:
         """What ``actions/download-artifact`` gives a job of the run: each unexpired
@@ -945,6 +1067,12 @@ class FakeGitHub:
                 endpoint: str) -> tuple[int, dict[str, str], Any, float]:
         if not record.authorized:
             return 401, {}, {"message": "Bad credentials"}, 0.0
+        if self.no_access and match is not None:
+            # a token that cannot see the repository: GitHub answers 404, not 403, so
+            # as not to tell that it exists (docs, "Troubleshooting the REST API")
+            return 404, self._limits(), {
+                "message": "Not Found",
+                "documentation_url": "https://docs.github.com/rest"}, 0.0
         versions = GHES_API_VERSIONS if self.ghes else API_VERSIONS
         if record.api_version is not None and record.api_version not in versions:
             return 400, {}, {"message": f"API version {record.api_version} is not supported"}, 0.0
@@ -991,6 +1119,10 @@ class FakeGitHub:
             return self._list_runs(workflow, record)
         if endpoint == "other":
             return 404, {"message": "Not Found"}, None
+        if endpoint in ("workflow", "enable"):
+            return self._workflow_call(endpoint, rest.split("/")[1])
+        if endpoint == "annotations":
+            return self._annotations(int(rest.split("/")[0]), record)
         if endpoint == "artifact-zip":
             artifact = self.artifacts.get(int(rest.split("/")[1]))
             if artifact is None or artifact.run_id not in self.runs:
@@ -1064,6 +1196,29 @@ class FakeGitHub:
         self.runs[run.id] = run
         return run
 
+    def _workflow_call(self, endpoint: str, file: str) -> tuple[int, Any, str | None]:
+        """``GET .../workflows/{file}`` (its ``state``) or ``PUT .../enable`` (``204``; a
+        workflow disabled for inactivity, or by hand, is active again)."""
+        if file not in self.workflows and file not in self.workflow_states:
+            return 404, {"message": "Not Found"}, None
+        if endpoint == "enable":
+            self.workflow_states[file] = "active"
+            return 204, None, None
+        names = sorted(set(self.workflows) | set(self.workflow_states))
+        workflow = self.workflows.get(file)
+        return 200, payloads.workflow(self.api_url, self.repository, 161335 + names.index(file),
+                                      file, workflow.name if workflow else file,
+                                      self.workflow_states.get(file, "active")), None
+
+    def _annotations(self, check_run: int, record: Recorded) -> tuple[int, Any, str | None]:
+        """A job's check run annotations (a job's id is its check run's)."""
+        for run in self.runs.values():
+            for job in run.jobs:
+                if job.id == check_run:
+                    chunk, link = self._page(job.annotations, record)
+                    return 200, chunk, link
+        return 404, {"message": "Not Found"}, None
+
     def _dispatch(self, workflow_file: str, body: Any, api_version: str | None, *,
                   no_details: bool) -> tuple[int, Any]:
         workflow = self.workflows.get(workflow_file)
@@ -1129,7 +1284,7 @@ class FakeGitHub:
             run.jobs.append(FakeJob(
                 id=next(self._job_ids), run_id=run.id, name=name, leg=leg,
                 created_at=self._clock(), run_attempt=run.run_attempt,
-                workflow_name=run.workflow_name,
+                workflow_name=run.workflow_name, default_label=self.runner,
                 head_branch=run.ref.removeprefix("refs/heads/").removeprefix("refs/tags/")))
 
     def _page(self, items: list[Any], record: Recorded) -> tuple[list[Any], str | None]:
@@ -1187,8 +1342,15 @@ def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
     if match is None:
         return "other", None
     rest = match["rest"].split("/")
+    if match["area"] == "check-runs":
+        ok = method == "GET" and len(rest) == 2 and rest[0].isdigit() and rest[1] == "annotations"
+        return ("annotations" if ok else "other"), match
     if method == "POST" and len(rest) == 3 and rest[0] == "workflows" and rest[2] == "dispatches":
         return "dispatch", match
+    if method == "GET" and len(rest) == 2 and rest[0] == "workflows":
+        return "workflow", match
+    if method == "PUT" and len(rest) == 3 and rest[0] == "workflows" and rest[2] == "enable":
+        return "enable", match
     if method == "GET" and (rest == ["runs"] or (len(rest) == 3 and rest[0] == "workflows"
                                                   and rest[2] == "runs")):
         return "runs", match
@@ -1269,6 +1431,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = _serve
     do_POST = _serve
     do_PATCH = _serve
+    do_PUT = _serve
 
 
 @pytest.fixture

@@ -58,3 +58,23 @@ def head_commit(at: datetime) -> dict[str, Any]:
               "email": "41898282+github-actions[bot]@users.noreply.github.com"}
     return {"id": SHA, "tree_id": SHA[::-1], "message": "Add schedules",
             "timestamp": iso(at), "author": person, "committer": person}
+
+
+def annotation(base: str, full_name: str, message: str) -> dict[str, Any]:
+    """A check run annotation as GitHub writes one on a cancelled job (at ``.github``,
+    line 1, with no column: it belongs to no file of the repository)."""
+    return {"path": ".github", "blob_href": f"{base}/html/{full_name}/blob/{SHA}/.github",
+            "start_line": 1, "end_line": 1, "start_column": None, "end_column": None,
+            "annotation_level": "failure", "title": "", "message": message,
+            "raw_details": ""}
+
+
+def workflow(base: str, full_name: str, number: int, path: str, name: str,
+             state: str) -> dict[str, Any]:
+    """A workflow as ``GET /repos/{o}/{r}/actions/workflows/{id}`` answers it."""
+    api = f"{base}/repos/{full_name}/actions/workflows/{number}"
+    return {"id": number, "node_id": f"W_kwDO{number}", "name": name,
+            "path": f".github/workflows/{path}", "state": state,
+            "created_at": "2026-01-05T10:00:00Z", "updated_at": "2026-01-05T10:00:00Z",
+            "url": api, "html_url": f"{base}/html/{full_name}/actions/workflows/{path}",
+            "badge_url": f"{base}/html/{full_name}/workflows/{name}/badge.svg"}

@@ -17,6 +17,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.executors.base import Handle
+from orchestrator.executors.github.jobnames import job_name
 from orchestrator.state.records import TrackPhase
 from tests.fakes.github import MAX_RESULTS, FakeGitHub
 from tests.integration.test_github_executor import RUN, T0, executor, handles, req
@@ -45,7 +46,7 @@ def test_a_job_github_cancels_at_its_timeout_is_tapped_out(fake_github: FakeGitH
     [seen] = executor(fake_github, now=fake_github.now).observe(
         _with_timeout(found, 5)).values()
 
-    [job] = [j for j in fake_github.runs[ci_run].jobs if j.name == found[0].key]
+    [job] = [j for j in fake_github.runs[ci_run].jobs if j.name == job_name(found[0].key)]
     assert (job.status, job.conclusion) == ("completed", "cancelled")
     assert seen.phase is TrackPhase.TAPPED_OUT
     assert "timeout of 15 minutes" in (seen.error or "")
@@ -126,7 +127,8 @@ def test_a_re_run_replaces_the_jobs_the_executor_reads(fake_github: FakeGitHub) 
     every = httpx.get(f"{fake_github.api_url}/repos/{fake_github.repository}/actions/runs/"
                       f"{ci_run}/jobs", params={"filter": "all"},
                       headers={"Authorization": f"Bearer {fake_github.token}"}).json()
-    assert sorted(j["run_attempt"] for j in every["jobs"] if j["name"] == found[0].key) == [1, 2]
+    assert sorted(j["run_attempt"] for j in every["jobs"]
+                  if j["name"] == job_name(found[0].key)) == [1, 2]
     # the fan-in job of the first attempt ran; the new attempt's waits for its leg
     assert [j["run_attempt"] for j in every["jobs"] if j["name"] == "fan-in"] == [1]
 
@@ -197,6 +199,8 @@ def test_validate_warns_of_tracks_longer_than_a_hosted_runner_allows(
     assert main(["--repo", str(tmp_path), "validate", "--format", "json",
                  "--from", "2026-11-01T00:00:00Z"]) == 0
     [schedule] = json.loads(capsys.readouterr().out)["schedules"]
-    [warning] = schedule["warnings"]
+    [warning, six] = schedule["warnings"]
     assert warning.startswith("track 'long' has timeout_minutes 480: GitHub stops a job on "
                               "a GitHub-hosted runner after 360 minutes")
+    # 360 minutes and the job's 10 of set-up: the cap comes before the track's timeout
+    assert six.startswith("track 'six' has timeout_minutes 360: with 10 minutes of set-up")

@@ -35,6 +35,10 @@ OPERATIONS = {
     "actions/cancel-workflow-run",
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
+    "actions/list-workflow-runs-for-repo",
+    "actions/get-workflow",
+    "actions/enable-workflow",
+    "checks/list-annotations",
 }
 CLOCK_OPERATIONS = {"repos/create-dispatch-event"}
 """What an external clock calls besides (its workflow dispatch is the executor's)."""
@@ -93,6 +97,18 @@ def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     fake.upload(ci_run, key, {f"{key}.json": outcomes.dump(outcome)})
     seen = ex.observe(handles(results))
     assert seen[key].details["source"] == "outcome"
+    # a person cancels a second batch: who did is read from the job's annotations
+    [other] = ex.dispatch([req("c")])
+    fake.cancel_delay = timedelta(0)
+    fake.cancel_by(other.handle["ci_run_id"], "octocat")
+    [cancelled] = ex.observe(handles([other])).values()
+    assert "by @octocat" in str(cancelled.error)
+    # a run that answers 404: first, can the token read the repository's runs at all?
+    fake.delete_run(other.handle["ci_run_id"])
+    ex.observe(handles([other]))
+    # the scheduled workflows kept enabled (the 60-day rule)
+    assert ex.workflow_state("tick.yml") == "active"
+    ex.enable_workflow("tick.yml")
     called = set()
     for record in fake.requests:
         found = openapi.find_operation(fake.description_for(record), record.method,

@@ -21,6 +21,7 @@ from orchestrator.executors.github import (
     GitHubExecutor,
     plan_batches,
 )
+from orchestrator.executors.github.jobnames import job_name
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
@@ -84,9 +85,9 @@ def test_dispatch_one_run_per_run_id_with_run_details(fake_github: FakeGitHub) -
     [run] = fake_github.runs.values()
     # run-name from track.yml: "<run_id> <batch>"; jobs named after the dispatch keys
     assert run.display_title == f"{RUN} {inputs['batch']}"
-    assert sorted(j.name for j in run.jobs) == [f"{RUN}--a--1", f"{RUN}--b--1"]
+    assert sorted(j.name for j in run.jobs) == [job_name(f"{RUN}--a--1"), job_name(f"{RUN}--b--1")]
     assert {r.handle["ci_run_id"] for r in results} == {run.id}
-    assert results[0].handle["job_name"] == f"{RUN}--b--1"
+    assert results[0].handle["job_name"] == job_name(f"{RUN}--b--1")
     assert results[0].url == run.to_json(fake_github.url, fake_github.repository)["html_url"]
     assert ex.health() == Breaker()
 
@@ -301,8 +302,10 @@ def test_jobs_progress_maps_to_phases(fake_github: FakeGitHub) -> None:
 
     before = len(fake_github.requests)
     seen = executor(fake_github, now=T0 + timedelta(minutes=2)).observe(handles(results))
-    # one jobs call for five tracks, and one artifacts listing for those that ended
-    assert [r.endpoint for r in fake_github.requests[before:]] == ["jobs", "artifacts"]
+    # one jobs call for five tracks, one artifacts listing for those that ended, and
+    # one look at the cancelled job's annotations (who cancelled it)
+    assert [r.endpoint for r in fake_github.requests[before:]] == ["jobs", "artifacts",
+                                                                   "annotations"]
     phase = {k.split("--")[2]: o.phase for k, o in seen.items()}
     assert phase == {"ok": TrackPhase.COMPLETE, "bad": TrackPhase.FAILED,
                      "stopped": TrackPhase.CANCELLED, "slow": TrackPhase.TAPPED_OUT,

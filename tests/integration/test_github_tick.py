@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from orchestrator.executors.github.jobnames import job_name
 from orchestrator.state import layout
 from orchestrator.state.records import RunStatus, TrackPhase
 from tests.drive import github_tick, read_state, run_ticks, start_github_tick
@@ -46,7 +47,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
         assert track.phase is TrackPhase.DISPATCHED
         assert track.executor == "github"
         assert track.handle is not None and track.handle["ci_run_id"] == ci_run
-        assert track.handle["job_name"] == f"{RUN}--{name}--1"
+        assert track.handle["job_name"] == job_name(f"{RUN}--{name}--1")
 
     # Legs start: the next tick reads `running` from the jobs API.
     fake_github.now = T0 + timedelta(minutes=3)

@@ -80,7 +80,8 @@ def test_pages_upload_and_deploy_wait_for_the_comparison() -> None:
 def test_a_manual_tick_is_never_replaced_by_a_scheduled_one(event: str, group: str) -> None:
     concurrency = _workflow("tick.yml")["concurrency"]
     assert concurrency["cancel-in-progress"] is False
-    assert concurrency["group"].replace("${{ github.event_name }}", event) == group
+    assert concurrency["group"].replace("${{ github.event_name }}", event).replace(
+        "${{ inputs.dry_run && '-dry-run' || '' }}", "") == group
 
 
 @pytest.mark.parametrize(("name", "job", "step"), [("tick.yml", "tick", "Tick"),
@@ -104,3 +105,107 @@ def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
         assert "SLACK_WEBHOOK" not in str(leg)
     if name == "watchdog.yml":
         assert "--notify" in _step(jobs[job], step)["run"]
+
+
+NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6,
+                 "actions/upload-artifact": 6, "actions/download-artifact": 7,
+                 "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5}
+"""The first major of each action that runs on Node 24 (each action's README or release
+notes); GitHub's runner removed Node 20 on 2026-09-16."""
+
+
+def test_every_action_is_pinned_by_sha_to_a_node24_major_with_its_tag_beside() -> None:
+    import re
+
+    seen = set()
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for line in path.read_text().splitlines():
+            found = re.search(r"uses: ([\w./-]+)@(\S+)(?: # (v[\d.]+))?$", line)
+            if found is None:
+                continue
+            action, ref, tag = found.groups()
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{path.name}: {action} not by SHA"
+            assert tag, f"{path.name}: {action}@{ref} without its tag in a comment"
+            assert int(tag[1:].split(".")[0]) >= NODE24_MAJORS[action], (path.name, action)
+            seen.add(action)
+    assert seen == set(NODE24_MAJORS)
+
+
+def _pull_request(tmp_path: Path, changed: dict[str, str]) -> Path:
+    """A checkout as actions/checkout makes one for a pull request with fetch-depth 2:
+    GitHub's merge commit of the head into the base, and its two parents."""
+    import shutil
+
+    from tests.gitrepo import bare_origin, git
+
+    origin = bare_origin(tmp_path)
+    seed = tmp_path / "seed"
+    git("clone", "--quiet", str(origin), str(seed), cwd=tmp_path)
+    (seed / "schedules").mkdir()
+    (seed / "schedules" / "nightly.json").write_text("{}\n")
+    (seed / "README.md").write_text("hello\n")
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "base", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+    git("checkout", "--quiet", "-b", "feature", cwd=seed)
+    for rel, text in changed.items():
+        (seed / rel).parent.mkdir(parents=True, exist_ok=True)
+        (seed / rel).write_text(text)
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "change", cwd=seed)
+    git("checkout", "--quiet", "main", cwd=seed)
+    (seed / "OTHER.md").write_text("meanwhile on main\n")  # the base moved on
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "main moves", cwd=seed)
+    git("merge", "--quiet", "--no-ff", "-m", "Merge feature into main", "feature", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:refs/pull/1/merge", cwd=seed)
+    shutil.rmtree(seed)
+    work = tmp_path / "work"
+    git("init", "--quiet", str(work), cwd=tmp_path)
+    git("fetch", "--quiet", "--depth=2", f"file://{origin}", "refs/pull/1/merge", cwd=work)
+    git("checkout", "--quiet", "FETCH_HEAD", cwd=work)
+    return work
+
+
+@pytest.mark.parametrize(("changed", "relevant"), [
+    ({"README.md": "docs only\n"}, "false"),
+    ({".github/workflows/tick.yml": "name: tick\n"}, "true"),
+    ({"orchestrator.json": "{}\n"}, "true"),
+    ({"templates/brief.html.j2": "x\n"}, "true"),
+    ({"schedules/other.json": "{}\n"}, "true"),
+])
+def test_validate_runs_on_every_pull_request_and_passes_at_once_when_nothing_relevant_changed(
+        tmp_path: Path, changed: dict[str, str], relevant: str) -> None:
+    doc = _workflow("validate.yml")
+    on = doc.get("on", doc.get(True))
+    assert on == {"pull_request": None}  # no path filter: never left "Pending"
+    text = (WORKFLOWS / "validate.yml").read_text()
+    assert "vars." not in text and "secrets." not in text  # a fork's pull request has none
+    job = doc["jobs"]["validate"]
+    later = job["steps"][2:]
+    assert later and all(s["if"] == "steps.changes.outputs.relevant == 'true'" for s in later)
+
+    work = _pull_request(tmp_path, changed)
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    output.write_text("")
+    done = subprocess.run(["bash", "-e", "-c", _step(job, "What the pull request changes")["run"]],
+                          cwd=work, env={**os.environ, "GITHUB_OUTPUT": str(output),
+                                         "GITHUB_STEP_SUMMARY": str(summary)},
+                          capture_output=True, text=True, check=True)
+    assert output.read_text() == f"relevant={relevant}\n"
+    if relevant == "false":
+        assert "nothing to validate" in done.stdout and "nothing to validate" in summary.read_text()
+
+
+@pytest.mark.parametrize(("event", "dry_run", "group"), [
+    ("schedule", None, "orchestrator-tick-schedule"),
+    ("workflow_dispatch", False, "orchestrator-tick-workflow_dispatch"),
+    ("workflow_dispatch", True, "orchestrator-tick-workflow_dispatch-dry-run")])
+def test_a_dry_run_never_replaces_a_pending_manual_tick(
+        event: str, dry_run: bool | None, group: str) -> None:
+    """GitHub keeps one pending run per group and cancels it for a newer one."""
+    text = _workflow("tick.yml")["concurrency"]["group"]
+    suffix = "${{ inputs.dry_run && '-dry-run' || '' }}"
+    assert text == "orchestrator-tick-${{ github.event_name }}" + suffix
+    assert text.replace("${{ github.event_name }}", event).replace(
+        suffix, "-dry-run" if dry_run else "") == group

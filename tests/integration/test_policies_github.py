@@ -180,8 +180,9 @@ def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
     body = fake_github.dispatches[1].body
     [leg] = json.loads(body["inputs"]["tracks"])
     assert leg["key"] == f"{RUN}--a--undo--1" and leg["run"] == "unmake a"
-    assert leg["env"] == {"ORCHESTRATOR_COMPENSATING": "1",
-                          "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    # the job succeeded without an outcome artifact: its result says so
+    assert leg["env"] == {"ORCHESTRATOR_COMPENSATING": "1", "ORCHESTRATOR_ORIGINAL_RESULT":
+                          json.dumps({"summary": "outcome artifact missing"})}
     undo_ci = max(fake_github.runs)
     fake_github.now = T0 + timedelta(minutes=4)
     fake_github.set_job(undo_ci, f"{RUN}--a--undo--1", "completed", "success")

@@ -27,8 +27,8 @@ MAX_LINES = 800
 LAYERS: dict[str, int] = {
     # leaf utilities and the error root
     "": 0, "errors": 0, "support": 0,
-    # what users write, the cron evaluator, the git store
-    "cron": 1, "store": 1, "spec": 1,
+    # what users write, the cron evaluator, the git store, the installable wheel
+    "cron": 1, "store": 1, "spec": 1, "distribution": 1,
     # what the tick writes
     "state": 2,
     # the pure decision, and the backends that carry it out

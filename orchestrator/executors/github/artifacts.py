@@ -12,9 +12,12 @@ reads the same files here:
   from there without the token, which must never leave the API's host.
 
 An archive is read with care: at most :data:`MAX_ZIP_BYTES`, only its member
-``<key>.json``, at most :data:`~orchestrator.executors.outcomes.MAX_BYTES` uncompressed. A
-missing, expired or unreadable artifact is no outcome, and the tick falls back to the
-job's conclusion. At most :data:`MAX_DOWNLOADS` archives are fetched per tick: a
+``<key>.json``, at most :data:`~orchestrator.executors.outcomes.MAX_BYTES` uncompressed. An
+expired or unreadable artifact is no outcome, and the tick falls back to the job's
+conclusion. A leg whose run lists no artifact of its key at all (its upload failed:
+the step has ``continue-on-error``, so the job still mirrors the track's exit) is read
+from its conclusion too, and a successful one is complete with the result
+:data:`MISSING_OUTCOME`. At most :data:`MAX_DOWNLOADS` archives are fetched per tick: a
 256-leg batch whose fan-in job died would otherwise cost 512 of the token's 1,000
 requests an hour; the legs beyond are read from their jobs' conclusions.
 """
@@ -28,6 +31,7 @@ import zipfile
 from typing import Any
 
 from ...spec.github_limits import MAX_DOWNLOADS
+from ...state.records import TrackPhase
 from .. import outcomes
 from ..base import Observation
 from .client import GitHubClient, GitHubError, message
@@ -37,6 +41,8 @@ log = logging.getLogger(__name__)
 ARTIFACT_PAGES = 10
 MAX_ZIP_BYTES = 8 << 20
 """As large as an outcome file may be (a drain worker's reports, a track's enqueue)."""
+MISSING_OUTCOME = "outcome artifact missing"
+"""The result of a leg whose job succeeded without leaving its outcome artifact."""
 
 
 class Artifacts:
@@ -119,10 +125,25 @@ def read_outcomes(artifacts: Artifacts, ci_run: int,
     out = dict(seen)
     for key in done:
         artifact = listed.get(key)
-        found = artifacts.outcome(artifact, key) if artifact is not None else None
+        if artifact is None:
+            out[key] = _without_outcome(seen[key])
+            continue
+        found = artifacts.outcome(artifact, key)
         if found is not None:
             job = seen[key]
             out[key] = dataclasses.replace(
                 outcomes.observation(found, url=job.url, details=job.details),
                 handle=job.handle)
     return out
+
+
+def _without_outcome(job: Observation) -> Observation:
+    """A leg whose job completed but whose run has no outcome artifact of its key.
+
+    The upload step never fails the job (``continue-on-error``), so a job that
+    concluded ``success`` ran its track to exit 0: it is complete, and its result says
+    the outcome (times, result, stderr tail) is missing. Retrying it would run a
+    track that already succeeded a second time."""
+    if job.phase is not TrackPhase.COMPLETE or job.result is not None:
+        return job
+    return dataclasses.replace(job, result={"summary": MISSING_OUTCOME})

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS, SETUP_MINUTES
 from ..base import DispatchRequest, DispatchResult
+from .jobnames import job_name
 
 
 def leg_timeout_minutes(minutes: float) -> int:
@@ -35,6 +36,7 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
     """One matrix leg: everything ``track.yml`` needs to run the track."""
     leg = {
         "key": request.key,
+        "job": job_name(request.key),
         "track": request.track,
         "attempt": request.attempt,
         "poll": request.poll,

@@ -12,8 +12,9 @@ Dispatch
 Correlation
     A batch is found again by listing ``workflow_dispatch`` runs created since the
     dispatch and comparing their ``display_title`` with the batch's run-name. Every
-    matrix leg's job is named after its dispatch key, so the jobs of a run tell
-    exactly which keys it carries. Before a dispatch is retried, the batch is looked
+    matrix leg's job is named by a hash of its dispatch key (:mod:`.jobnames`: never
+    over GitHub's 100 characters), so the jobs of a run tell exactly which keys it
+    carries. Before a dispatch is retried, the batch is looked
     up first: a dispatch whose response was lost is adopted, never repeated.
 
 Observation
@@ -54,8 +55,9 @@ from .client import (
     GitHubError,
     message,
 )
+from .jobnames import is_leg, job_name, match
 from .listing import CLOCK_SKEW, LOST_AFTER, Listing, Window
-from .observation import job_observation, missing_job
+from .observation import cancelled_by, canceller, job_observation, missing_job
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,7 @@ class GitHubExecutor:
         self.artifacts = Artifacts(self.client, repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
+        self._access_confirmed = False
 
     @property
     def api_url(self) -> str:
@@ -296,15 +299,15 @@ class GitHubExecutor:
             if run is None:
                 return
             ci_run = int(run["id"])
-        job_name = str(handle.handle.get("job_name", handle.key))
         marked = self._cancel_marked.setdefault(ci_run, set())
-        marked.add(job_name)
+        marked.add(handle.key)
         # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
-        jobs = [j for j in self.listing.jobs(ci_run) if "--" in str(j.get("name"))]
-        mine = [j for j in jobs if j.get("name") == job_name]
-        if mine and all(j.get("status") == "completed" for j in mine):
+        jobs = [j for j in self.listing.jobs(ci_run) if is_leg(str(j.get("name")))]
+        mine = match(jobs, [handle.key]).get(handle.key)
+        if mine is not None and mine.get("status") == "completed":
             return  # finished already: nothing to stop
-        if any(j.get("status") != "completed" and j.get("name") not in marked for j in jobs):
+        unwanted = {id(j) for j in match(jobs, marked).values()}
+        if any(j.get("status") != "completed" and id(j) not in unwanted for j in jobs):
             log.info("workflow run %s: other legs still running; leaving %s to its timeout",
                      ci_run, handle.key)
             return
@@ -313,6 +316,33 @@ class GitHubExecutor:
             raise GitHubError(f"cancelling workflow run {ci_run} failed: "
                               f"{response.status_code} {message(response)}",
                               status=response.status_code)
+
+    # ------------------------------------------------------------------ workflows
+
+    def workflow_state(self, workflow: str) -> str | None:
+        """The ``state`` of ``.github/workflows/<workflow>`` (``active``,
+        ``disabled_inactivity``, ``disabled_manually``, ...); ``None`` when GitHub has
+        no such workflow."""
+        response = self.client.request(
+            "GET", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}")
+        if response.status_code == 404:
+            return None
+        try:
+            data = response.json() if response.status_code == 200 else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("state"), str):
+            raise GitHubError(f"reading workflow {workflow} failed: {response.status_code} "
+                              f"{message(response)}", status=response.status_code)
+        return str(data["state"])
+
+    def enable_workflow(self, workflow: str) -> None:
+        """``PUT .../workflows/<workflow>/enable``: GitHub answers ``204``."""
+        response = self.client.request(
+            "PUT", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}/enable")
+        if response.status_code != 204:
+            raise GitHubError(f"enabling workflow {workflow} failed: {response.status_code} "
+                              f"{message(response)}", status=response.status_code)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -396,7 +426,7 @@ class GitHubExecutor:
     def _adopt(self, batch: Batch, ci_run: int, url: Any) -> list[DispatchResult]:
         html = url if isinstance(url, str) else None
         return [
-            DispatchResult(key=key, handle={"ci_run_id": ci_run, "job_name": key,
+            DispatchResult(key=key, handle={"ci_run_id": ci_run, "job_name": job_name(key),
                                             "run_name": batch.run_name,
                                             "workflow": batch.workflow}, url=html)
             for key in batch.keys
@@ -405,7 +435,8 @@ class GitHubExecutor:
     def _pending(self, batch: Batch) -> list[DispatchResult]:
         sent = iso(self.client.now())
         return [
-            DispatchResult(key=key, handle={"job_name": key, "run_name": batch.run_name,
+            DispatchResult(key=key, handle={"job_name": job_name(key),
+                                            "run_name": batch.run_name,
                                             "workflow": batch.workflow,
                                             "dispatched_at": sent})
             for key in batch.keys
@@ -440,15 +471,14 @@ class GitHubExecutor:
             if int(run["id"]) in used:
                 continue
             # The batch was dispatched with other companions: its jobs say which keys
-            # it carries (one job per leg, named after the dispatch key).
-            for job in self.listing.jobs(int(run["id"])):
-                request = wanted.pop(str(job.get("name")), None)
-                if request is not None:
-                    found[request.key] = DispatchResult(
-                        key=request.key,
-                        handle={"ci_run_id": int(run["id"]), "job_name": request.key,
-                                "run_name": str(run["display_title"]), "workflow": workflow},
-                        url=run.get("html_url"))
+            # it carries (one job per leg, named by a hash of its dispatch key).
+            for key in match(self.listing.jobs(int(run["id"])), list(wanted)):
+                request = wanted.pop(key)
+                found[request.key] = DispatchResult(
+                    key=request.key,
+                    handle={"ci_run_id": int(run["id"]), "job_name": job_name(request.key),
+                            "run_name": str(run["display_title"]), "workflow": workflow},
+                    url=run.get("html_url"))
         return found
 
     def _lookup_runs(self, workflow: str,
@@ -479,23 +509,23 @@ class GitHubExecutor:
         except GitHubError as exc:
             if exc.status != 404:
                 raise
-            # The run was deleted: GitHub answers 404 for its jobs as for itself.
+            # The run was deleted: GitHub answers 404 for its jobs as for itself. So it
+            # does for a token that cannot read the repository: ask before failing.
+            self._confirm_access(ci_run)
             return {h.key: missing_job(h, ci_run, 404, None, run_url) for h in handles}
-        by_name: dict[str, dict[str, Any]] = {}
-        for job in jobs:
-            name = str(job.get("name"))
-            if name not in by_name or int(job.get("id", 0)) > int(by_name[name].get("id", 0)):
-                by_name[name] = job
+        legs = match(jobs, [h.key for h in handles])
         out: dict[str, Observation] = {}
         missing: list[Handle] = []
         for handle in handles:
-            leg = by_name.get(str(handle.handle.get("job_name", handle.key)))
+            leg = legs.get(handle.key)
             if leg is None:
                 missing.append(handle)
             else:
                 out[handle.key] = job_observation(handle, ci_run, leg)
         if missing:
             response = self.client.request("GET", f"{self._repo_path}/actions/runs/{ci_run}")
+            if response.status_code == 404:
+                self._confirm_access(ci_run)
             try:
                 run = response.json() if response.status_code == 200 else None
             except ValueError:
@@ -503,7 +533,48 @@ class GitHubExecutor:
             for handle in missing:
                 out[handle.key] = missing_job(handle, ci_run, response.status_code, run,
                                                run_url)
-        return read_outcomes(self.artifacts, ci_run, out)
+        return self._with_canceller(ci_run, read_outcomes(self.artifacts, ci_run, out))
+
+    def _confirm_access(self, ci_run: int) -> None:
+        """Before a 404 fails tracks as deleted: can this token list the repository's
+        runs at all? GitHub answers 404, not 403, for a repository a token may not see
+        (docs, "Troubleshooting the REST API"), so a wrong or narrowed token would
+        otherwise fail every open track. One listing of one run, once per tick."""
+        if self._access_confirmed:
+            return
+        response = self.client.request("GET", f"{self._repo_path}/actions/runs",
+                                       params={"per_page": "1"})
+        if response.status_code != 200:
+            raise GitHubError(
+                f"workflow run {ci_run} answers 404 and so does the list of {self.repository}'s "
+                f"runs ({response.status_code}): the token cannot read this repository's "
+                "Actions (check GITHUB_TOKEN or ORCHESTRATOR_TOKEN, and `actions: read`); "
+                "no track is failed for it", status=response.status_code)
+        self._access_confirmed = True
+
+    def _with_canceller(self, ci_run: int, seen: dict[str, Observation]
+                        ) -> dict[str, Observation]:
+        """Legs a person cancelled, with who did: one annotations request per run."""
+        cancelled = [k for k, o in seen.items() if o.phase is TrackPhase.CANCELLED
+                     and isinstance(o.details.get("job_id"), int)]
+        if not cancelled:
+            return seen
+        job_id = seen[cancelled[0]].details["job_id"]
+        actor, readable = None, False
+        try:
+            response = self.client.request(
+                "GET", f"{self._repo_path}/check-runs/{job_id}/annotations",
+                params={"per_page": "100"})
+            data = response.json() if response.status_code == 200 else None
+            readable = isinstance(data, list)
+            actor = canceller(data) if isinstance(data, list) else None
+            if response.status_code != 200:
+                log.info("who cancelled workflow run %s is not known: annotations answered "
+                         "%s", ci_run, response.status_code)
+        except (GitHubError, ValueError) as exc:
+            log.info("who cancelled workflow run %s is not known: %s", ci_run, exc)
+        return {k: cancelled_by(o, ci_run, actor, readable) if k in cancelled else o
+                for k, o in seen.items()}
 
     # ------------------------------------------------------------------ paths
 

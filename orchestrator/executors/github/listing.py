@@ -26,8 +26,8 @@ LOST_AFTER = timedelta(minutes=10)
 created nothing (GitHub lists a new run within seconds): its attempt is failed, and
 the tick's retry policy takes over, under a new dispatch key."""
 DISPATCH_SPAN = timedelta(minutes=30)
-"""A tick dispatches what it marked within its own run, which the tick workflow ends
-after 20 minutes (``timeout-minutes``)."""
+"""A tick dispatches what it marked in the same pass, seconds after the mark landed (a
+lingering tick.yml job makes several passes, each marking and dispatching its own)."""
 RUN_PAGES = 10
 """Pages of 100 workflow runs: GitHub lists no more than 1,000 for a filtered listing."""
 JOB_PAGES = 30

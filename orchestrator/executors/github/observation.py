@@ -1,8 +1,8 @@
 """What a workflow run's jobs say about the tracks they carry.
 
-Every matrix leg's job is named after its dispatch key
-(``<run_id>--<track>--<attempt>``), and the jobs listed are those of the run's
-latest attempt. A job's ``status`` is ``queued``, ``waiting`` (for an environment's
+Every matrix leg's job is named by a hash of its dispatch key
+(``<run_id>--<track>--<attempt>``, :mod:`.jobnames`), and the jobs listed are those of
+the run's latest attempt. A job's ``status`` is ``queued``, ``waiting`` (for an environment's
 approval), ``pending``, ``requested``, ``in_progress`` or ``completed``; a completed
 job's ``conclusion`` is one of ``success``, ``neutral``, ``failure``, ``cancelled``,
 ``skipped``, ``timed_out`` or ``action_required``. ``startup_failure`` and ``stale``
@@ -26,17 +26,25 @@ a person's on GitHub) and either
   runner was lost before it reported a step), or neither step began (no
   ``started_at``, still ``queued`` or ``skipped``), while no
   step of the workflow's own set-up concluded ``failure``: checkout or the install
-  failing is the same on every runner (a wrong ``ORCHESTRATOR_PACKAGE``), and GitHub's
+  failing is the same on every runner (a broken ``.github/orchestrator``), and GitHub's
   ``Set up job`` step failing is the runner's. A workflow with no step of that name
   (a schedule's own ``workflow``) is judged by its runner alone.
 
 A run-level ``startup_failure`` (:func:`missing_job`) is no runner's fault: the
 workflow file is invalid, and every label would fail the same.
+
+A job **a person cancelled** (*Cancel workflow*) is ``cancelled``, and the track too:
+it is not retried, and the tracks that need it are skipped unless ``when: always``.
+GitHub names who cancelled in an annotation on the job's check run, "The run was
+canceled by @octocat." (undocumented; seen on every such run): :func:`canceller` reads
+it, so the track's record says who.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -103,6 +111,23 @@ def _began(step: Mapping[str, Any]) -> bool:
             and step.get("conclusion") != "skipped")
 
 
+QUEUE_LIMIT = timedelta(hours=24)
+"""GitHub cancels a job for a self-hosted runner that has been queued this long (docs,
+"Usage limits for self-hosted runners": after 24 to 48 hours)."""
+
+
+def queued_out(job: Mapping[str, Any]) -> bool:
+    """Whether GitHub cancelled the job because no runner took it within a day: it was
+    cancelled, never had a runner, and ended a day or more after it was created. Not
+    the track's doing: it is routed to its next label or retried, never left
+    ``cancelled``."""
+    if job.get("status") != "completed" or job.get("conclusion") != "cancelled" \
+            or job.get("runner_name"):
+        return False
+    created, ended = parse_utc(job.get("created_at")), parse_utc(job.get("completed_at"))
+    return created is not None and ended is not None and ended - created >= QUEUE_LIMIT
+
+
 def _number(step: Mapping[str, Any]) -> int:
     number = step.get("number")
     return number if isinstance(number, int) else 0
@@ -131,6 +156,12 @@ def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Obse
         # runs it again (a new attempt, whose jobs replace these); left alone, the
         # track's timeout and its run's deadline tap it out.
         return Observation(key=key, phase=None, url=url, details=details)
+    if queued_out(job):
+        return Observation(key=key, phase=TrackPhase.FAILED, failed_to_start=True,
+                           finished_at=parse_utc(job.get("completed_at")), url=url,
+                           error=f"job {key} waited a day in the queue without a runner and "
+                                 "GitHub cancelled it (a self-hosted runner's queue limit)",
+                           details=details)
     if failed_to_start(job):
         runner = job.get("runner_name")
         where = f"its runner {runner} was lost setting up" if runner else "no runner took it"
@@ -182,3 +213,31 @@ def missing_job(handle: Handle, ci_run: int, status: int, run: Any,
         finished_at=parse_utc(run.get("updated_at")),
         error=f"workflow run {ci_run} {ended} without a job named {handle.key}",
         details={"ci_run_id": ci_run, "conclusion": conclusion})
+
+
+_CANCELED_BY = re.compile(r"The run was canceled by @?([A-Za-z0-9][A-Za-z0-9-]*(?:\[bot\])?)\.?")
+
+
+def canceller(annotations: Iterable[object]) -> str | None:
+    """Who cancelled the run, from its cancelled job's check run annotations."""
+    for item in annotations:
+        text = item.get("message") if isinstance(item, Mapping) else None
+        found = _CANCELED_BY.search(text) if isinstance(text, str) else None
+        if found:
+            return found.group(1)
+    return None
+
+
+def cancelled_by(seen: Observation, ci_run: int, actor: str | None,
+                 readable: bool = True) -> Observation:
+    """``seen`` (a leg cancelled on GitHub) with who cancelled it in its error.
+    ``readable``: whether the job's annotations could be read at all."""
+    if actor:
+        who = f"by @{actor}"
+    elif readable:
+        who = "(its annotations name nobody)"
+    else:
+        who = ("by someone GitHub names in the job's annotations, which this token could "
+               "not read (it needs checks: read)")
+    return dataclasses.replace(seen, error=f"job {seen.key} was cancelled on GitHub {who} "
+                                           f"(workflow run {ci_run})")

@@ -49,6 +49,13 @@ OPERATIONS = (
     "issues/update",
     "issues/create-comment",
     "issues/list-comments",
+    # a 404 for a run: can the token read the repository's runs at all?
+    "actions/list-workflow-runs-for-repo",
+    # the 60-day auto-disable of scheduled workflows: a workflow's state, and enabling it
+    "actions/get-workflow",
+    "actions/enable-workflow",
+    # who cancelled a run: GitHub's annotation on the cancelled job's check run
+    "checks/list-annotations",
 )
 CLOSED_BODIES = ("actions/create-workflow-dispatch",)
 """Operations whose request body refuses keys it does not list (see above)."""
