@@ -298,6 +298,6 @@ def test_queries_and_statuses_outside_the_description_are_drift() -> None:
 
 def test_the_extract_is_small_and_names_its_source() -> None:
     for path in openapi.DATA.glob("*.json"):
-        assert path.stat().st_size < 200_000, path
+        assert path.stat().st_size < 300_000, path  # 18 operations; the issue answers trimmed
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["source"].startswith("generated/") and data["package"].endswith("23.0.2")
