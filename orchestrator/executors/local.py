@@ -313,8 +313,10 @@ class LocalExecutor:
             try:
                 exists = (folder / supervisor.LAUNCH).exists()
             except OSError as exc:
-                # "Not found" would make the tick dispatch again: fail instead.
-                raise ExecutorError(f"local lookup of {request.key}: {exc}") from exc
+                # "Not found" would make the tick dispatch again: the key is left out
+                # (not asked), and the others are still answered.
+                log.warning("local lookup of %s: %s", request.key, exc.strerror or exc)
+                continue
             if not exists:
                 found[request.key] = None
                 continue

@@ -173,12 +173,19 @@ class GitHubExecutor:
         return breaker_allows(self.client.breaker, self.client.now(), self.policy)
 
     def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
+        results: dict[str, DispatchResult] = {}
+        valid: list[DispatchRequest] = []
         for request in requests:
-            check_run_id(request.run_id)
-            check_id(request.track, "track name")
-            self._workflow(request.workflow)
-        batches, rejected = plan_batches(requests)
-        results = {r.key: r for r in rejected}
+            try:
+                check_run_id(request.run_id)
+                check_id(request.track, "track name")
+                self._workflow(request.workflow)
+            except UserError as exc:  # this request's own fault: the others still go
+                results[request.key] = DispatchResult(key=request.key, error=exc.message)
+            else:
+                valid.append(request)
+        batches, rejected = plan_batches(valid)
+        results.update((r.key, r) for r in rejected)
         for batch in batches:
             try:
                 outcome = self._dispatch_batch(batch)
