@@ -128,6 +128,51 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
     assert problem in line
 
 
+@pytest.mark.parametrize("suffix", [".JSON", ".Json"])
+def test_a_schedule_beside_its_upper_case_twin_still_fires_and_the_twin_is_named(
+        repo: Path, tmp_path: Path, suffix: str) -> None:
+    folder = repo / "schedules"
+    (folder / f"every{suffix}").write_text((folder / "every.json").read_text())
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
+    assert_fired(proc)  # the file with the lower-case suffix is the schedule
+    [line] = [x for x in proc.stdout.splitlines() if f"schedules/every{suffix}" in x]
+    assert "not read: schedules/every.json is schedule 'every'" in line
+    check = cli(repo, "validate", work=tmp_path / "work")
+    assert check.returncode == 1  # the pull request that adds the twin fails
+    assert f"schedules/every{suffix}: id: not read" in check.stderr
+    assert "every  (schedules/every.json)" in check.stdout  # and the schedule is previewed
+
+
+def test_two_twins_without_a_lower_case_suffix_are_both_named(repo: Path,
+                                                              tmp_path: Path) -> None:
+    folder = repo / "schedules"
+    for suffix in (".JSON", ".Json"):
+        (folder / f"twin{suffix}").write_text((folder / "every.json").read_text())
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
+    assert_fired(proc)  # the others still fire
+    assert sum("duplicate id 'twin'" in x for x in proc.stdout.splitlines()) == 2
+    assert "twin--" not in proc.stdout
+
+
+@pytest.mark.parametrize("encoding", ["C", "C.UTF-8"])
+def test_a_schedule_file_name_that_is_not_utf8_is_printed_escaped(
+        repo: Path, tmp_path: Path, encoding: str) -> None:
+    (repo / "schedules" / os.fsdecode(b"caf\xe9.json")).write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick", "--now", NOW],
+        capture_output=True, timeout=120, env={**os.environ, "LC_ALL": encoding,
+                                               "ORCHESTRATOR_WORK_DIR": str(tmp_path / "w")})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode("utf-8")  # strictly: `tick | iconv -f utf-8` reads it
+    assert "every--20261201T0700Z" in out
+    [line] = [x for x in out.splitlines() if ".json: id:" in x]
+    assert "schedules/caf\\udce9.json: id: file name 'caf\\udce9.json'" in line
+    check = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                            "validate"], capture_output=True, timeout=120,
+                           env={**os.environ, "LC_ALL": encoding})
+    assert "schedules/caf\\udce9.json: id:" in check.stderr.decode("utf-8")
+
+
 @pytest.mark.parametrize("name", ["fifo", "zero", "outside"])
 def test_an_orchestrator_json_that_is_not_a_regular_file_is_named_and_the_others_fire(
         repo: Path, tmp_path: Path, name: str) -> None:
