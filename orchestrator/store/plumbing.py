@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
 from ..support.credentials import Redactor
+from .base import committable
 from .push import PushOutcome, classify_push, last_error, refused
 
 
@@ -98,8 +99,9 @@ or a fetch is classified on its own)."""
 
 
 def _index_safe(path: bytes) -> bool:
-    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`)."""
-    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
+    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`), as
+    :func:`~.base.committable` says of each of its parts."""
+    return all(committable(part.decode("utf-8", "surrogateescape"))
                for part in path.split(b"/"))
 
 
