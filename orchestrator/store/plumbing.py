@@ -20,6 +20,7 @@ from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
+from ..support import checkpoints
 from ..support.credentials import Redactor
 from .base import committable
 from .push import PushOutcome, classify_push, last_error, refused
@@ -236,6 +237,7 @@ class GitTransport:
         if self.partial:
             # GitHub serves partial fetches; a server that does not just sends all.
             base.append("--filter=blob:none")
+        checkpoints.reached("fetch")
         proc = self.git.run(*base, self.url, sha, check=False)
         if proc.returncode != 0:
             # Servers that do not allow fetching by sha: fetch the ref itself.
@@ -264,6 +266,7 @@ class GitTransport:
         args += [f"--force-with-lease={ref}:{sha or ''}" for ref, sha in leases]
         args.append(self.url)
         args += [f"{sha}:{ref}" for sha, ref in updates]
+        checkpoints.reached("push")
         proc = self.git.run(*args, check=False)
         outcome = classify_push(proc.returncode, proc.stdout.decode(errors="replace"),
                                 proc.stderr.decode(errors="replace"),
