@@ -53,6 +53,8 @@ class MemoryExecutor:
     """The backend; see the module docstring."""
 
     name: str = "local"
+    machine: str | None = None
+    """The machine it launches on (``None``: it claims nothing, as GitHub)."""
     breaker: Breaker | None = None
     """What :meth:`health` answers (``None``: no breaker, as the local executor)."""
     refused: dict[str, str] = field(default_factory=dict)

@@ -107,6 +107,10 @@ class Track(Frozen):
     """The runner label the current attempt was sent to (``runs_on``)."""
     compensating: bool = False
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
+    claimed_by: str | None = None
+    """The machine the current dispatch was marked for (a local executor's work folder,
+    by its ``machine-id``): only that one launches it or looks it up; the others leave
+    it alone. ``None``: any machine (GitHub; a record from before claims)."""
 
     @property
     def key(self) -> str:

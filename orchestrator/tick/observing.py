@@ -77,6 +77,8 @@ def gather(executor: Executor, state: state_model.State,
                 continue
             if track.executor not in (None, executor.name):
                 continue  # dispatched by another backend; that one observes it
+            if track.claimed_by not in (None, executor.machine):
+                continue  # another machine's: only it can see what it launched
             if known and track.dispatch_key in known:
                 continue
             if track.handle is not None:
@@ -102,4 +104,5 @@ def gather(executor: Executor, state: state_model.State,
     # commit and print, whichever way it arrived.
     scrub = redactor(os.environ) if redact is None else redact
     seen = {key: _from_track(o, scrub) for key, o in seen.items()}
-    return Observations(seen=seen, found=found, executor_available=available)
+    return Observations(seen=seen, found=found, executor_available=available,
+                        machine=executor.machine)

@@ -75,6 +75,8 @@ class GitHubExecutor:
     """
 
     name = "github"
+    machine = None
+    """Any tick may look a dispatch up on GitHub: no machine claims it."""
 
     def __init__(
         self,
