@@ -52,7 +52,10 @@ class ScheduleError(UserError):
 
 
 def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """``text`` on one line of UTF-8: line breaks escaped, and so is what a file name
+    that is not UTF-8 decodes to (``\\udcff``), as ``repr`` shows it."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class NotFound(UserError):

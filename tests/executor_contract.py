@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -131,7 +132,8 @@ class Backend:
     tmp: Path
     """A folder for the tracks' own files."""
     break_it: Callable[[], None] | None = None
-    """Makes the backend fail every call (``None``: nothing can, e.g. a local folder)."""
+    """Makes the backend unable to answer (local: its work folder cannot be read;
+    GitHub: every call fails)."""
 
     def starts(self, *keys: str) -> list[int]:
         """How many times each attempt was started, once a second start, were there one,
@@ -176,10 +178,19 @@ def _local_backend(tmp: Path) -> Iterator[Backend]:
     def stops(key: str) -> int:
         return int((work / key / sv.CANCEL).exists())
 
+    def break_it() -> None:
+        # The work folder becomes a link to a name longer than any file system takes:
+        # every look into it fails (ENAMETOOLONG), even for root, which permissions
+        # would not stop.
+        shutil.rmtree(work, ignore_errors=True)
+        work.symlink_to("x" * 300)
+
     yield Backend("local", make(), _run_id(), next_tick=make, take_jobs=lambda: None,
                   count_starts=starts, no_free_runner=no_free_runner, refused=refused,
-                  stops=stops, tmp=tmp)
+                  stops=stops, tmp=tmp, break_it=break_it)
     # Leave nothing running, whatever the test did.
+    if work.is_symlink():  # broken by the test: nothing ran in it since
+        return
     for status in work.glob("*/status.json"):
         data = json.loads(status.read_text())
         for pid, kill in ((data.get("pgid"), os.killpg), (data.get("supervisor_pid"), os.kill)):
@@ -336,6 +347,27 @@ class ExecutorContract:
         seen = self.ended(backend.executor, [self.handle(results[0]), self.handle(results[2])])
         assert {o.phase for o in seen.values()} == {TrackPhase.COMPLETE}
         assert backend.starts(refused.key) == [0]
+
+    def test_a_request_with_an_invalid_id_gets_an_error_and_the_others_still_go(
+            self, backend: Backend) -> None:
+        good = self.request(backend, "good", "true")
+        bad_run = replace(self.request(backend, "a", "true"), run_id="../../evil")
+        bad_track = replace(self.request(backend, "b", "true"), track="Not A Name")
+        odd_workflow = replace(self.request(backend, "c", "true"), workflow="../x.yml")
+        requests = [bad_run, good, bad_track, odd_workflow]
+        results = backend.executor.dispatch(requests)  # never raises for one request
+
+        assert [r.key for r in results] == [r.key for r in requests]
+        for result in results:
+            assert (result.handle is None) != (result.error is None), result
+        assert results[0].error and results[2].error
+        assert "evil" in results[0].error and "Not A Name" in results[2].error
+        if backend.name == "github":  # the local executor runs no workflow file
+            assert results[3].error and "../x.yml" in results[3].error
+        backend.take_jobs()
+        seen = self.ended(backend.executor, [self.handle(results[1])])
+        assert seen[good.key].phase is TrackPhase.COMPLETE
+        assert backend.starts(bad_run.key, bad_track.key) == [0, 0]
 
     def test_a_handle_is_plain_json_and_serves_the_next_tick(self, backend: Backend) -> None:
         request = self.request(backend, "a", "true")
@@ -495,14 +527,11 @@ class ExecutorContract:
         assert seen[sent.key].phase is TrackPhase.COMPLETE
         assert backend.starts(sent.key, never.key) == [1, 0]
 
-    @backends("github", why="a local look-up reads a folder of this machine; when it "
-                            "cannot, it raises ExecutorError, which the tick takes as no "
-                            "answer")
     def test_lookup_leaves_out_what_it_could_not_ask_about(self, backend: Backend) -> None:
         request = self.request(backend, "a", "true", marked_at=datetime.now(UTC))
         assert backend.break_it is not None
         backend.break_it()
-        found = backend.next_tick().lookup([request])
+        found = backend.next_tick().lookup([request])  # answers, never raises
         assert request.key not in found  # absent, never None: no second dispatch
 
     # ------------------------------------------------------------------ cancel

@@ -13,7 +13,8 @@ it waits for a runner (no phase) until :meth:`MemoryExecutor.start` and
 :meth:`MemoryExecutor.finish` move it. Faults are scripted: :attr:`refused` tracks
 get an error result, :attr:`dispatch_fails` makes ``dispatch`` raise
 :class:`~orchestrator.errors.ExecutorError` (a batch that failed half-way: nothing
-says what was started), and while :attr:`down` is set every call raises it.
+says what was started), :attr:`lookup_fails` makes ``lookup`` raise it, and while
+:attr:`down` is set every call raises it.
 
 It lives in ``tests/`` and not in the package beside the in-memory store: no command
 builds it (the executor registry lists the backends a user can pick), while the
@@ -56,6 +57,8 @@ class MemoryExecutor:
     """The backend; see the module docstring."""
 
     name: str = "local"
+    machine: str | None = None
+    """The machine it launches on (``None``: it claims nothing, as GitHub)."""
     breaker: Breaker | None = None
     """What :meth:`health` answers (``None``: no breaker, as the local executor)."""
     refused: dict[str, str] = field(default_factory=dict)
@@ -65,6 +68,9 @@ class MemoryExecutor:
     nothing."""
     down: str | None = None
     """While set, every call raises ``ExecutorError(down)``."""
+    lookup_fails: str | None = None
+    """While set, ``lookup`` raises ``ExecutorError(lookup_fails)`` (a backend
+    whose other calls still answer)."""
     attempts: dict[str, Attempt] = field(default_factory=dict)
     """Every attempt the backend took, by dispatch key."""
     starts: list[str] = field(default_factory=list)
@@ -92,6 +98,8 @@ class MemoryExecutor:
 
     def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
         self._reachable()
+        if self.lookup_fails is not None:
+            raise ExecutorError(self.lookup_fails)
         return {r.key: self._result(r.key) if r.key in self.attempts else None
                 for r in requests}
 

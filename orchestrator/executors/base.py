@@ -11,6 +11,9 @@ The tick calls executors only outside the compare-and-swap "lock":
    ``dispatched``; results are recorded in a second commit;
 4. ``cancel`` after the mark commit, for tracks it tapped out or cancelled.
 
+A dispatch is marked with the executor's :attr:`Executor.machine` (when it has one), and
+only an executor of that machine is asked to observe or look it up.
+
 Every request carries a dispatch key ``<run_id>--<track>--<attempt>`` (a compensation
 ``<run_id>--<track>--undo--<attempt>``). ``dispatch``
 must be idempotent per key where the backend allows it (the local executor is; on
@@ -146,6 +149,14 @@ class Executor(Protocol):
     """A place that runs tracks."""
 
     name: str
+
+    @property
+    def machine(self) -> str | None:
+        """The machine this executor launches on, when only it can see what it launched
+        (the local executor's work folder): what a tick marks dispatched is claimed by
+        it, and other machines leave it alone. ``None``: any tick may look a dispatch up
+        (GitHub)."""
+        ...
 
     def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
         """Start every request; one result per request, in order. Never raises for a

@@ -2,6 +2,7 @@
 
 Layout of the work folder (default ``<repo>/.orchestrator/work``)::
 
+    machine-id                   this folder's machine: what its ticks dispatch, they claim
     launches.log                 one JSON line per real launch of a track command
     slots/<i>.lock               task-cap slots (``max_concurrent``), held with flock
     <run_id>--<track>--<attempt>/
@@ -28,6 +29,10 @@ Concurrency and crash safety, per dispatch key:
 * A supervisor that dies leaves a non-final ``status.json`` and a free lock; the next
   ``observe`` takes the lock, kills the orphaned group and records ``lost``, which is
   reported as ``failed``.
+
+Machines: a work folder is one machine, named by its ``machine-id`` (made by its first
+tick). A tick marks each dispatch with that id, and only ticks of the same folder look
+it up or observe it (:meth:`LocalExecutor.owns`); the others cannot see this folder.
 
 ``launches.log`` is an operational log: one line per command actually started, with
 the key, the pid and the time. It answers "did this run, and how often?" and is what
@@ -56,10 +61,12 @@ for a task-cap slot it is reported with no phase (still ``dispatched``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -70,11 +77,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
+from ..errors import CheckoutReadOnly, ExecutorError, InvalidId, OrchestratorError, UserError
 from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
 from ..state.breaker import Breaker
 from ..state.items import check_item_id
 from ..state.records import TrackPhase
+from ..support import safejson
 from ..support.credentials import track_environment
 from . import _supervise as supervisor
 from .base import DispatchRequest, DispatchResult, Handle, Observation
@@ -93,6 +101,44 @@ segment."""
 log = logging.getLogger(__name__)
 
 SUPERVISOR = Path(supervisor.__file__)
+
+MACHINE_ID = "machine-id"
+"""The file of the work folder that names its machine (made by the first tick)."""
+_MACHINE_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+
+
+def machine_id(work_dir: Path) -> str:
+    """The id of the machine whose work folder is ``work_dir``, from its ``machine-id``
+    file, made on first use: the host's name and a random part, so that two work
+    folders on one host are two machines, and one folder keeps its id for good."""
+    path = work_dir / MACHINE_ID
+    for _ in range(2):
+        try:
+            raw = safejson.read_file(path, max_bytes=256)
+        except FileNotFoundError:
+            _make_machine_id(work_dir, path)
+            continue
+        except safejson.UnsafeJSON as exc:
+            raise UserError(f"{path}: {exc}; delete it and the next tick makes a new one"
+                            ) from None
+        text = raw.decode("utf-8", "replace").strip()
+        if not _MACHINE_RE.fullmatch(text):
+            raise UserError(f"{path}: {text[:80]!r} is not a machine id (a-z, 0-9 and '-'); "
+                            "delete it and the next tick makes a new one")
+        return text
+    raise UserError(f"{path}: vanished while being read")
+
+
+def _make_machine_id(work_dir: Path, path: Path) -> None:
+    host = re.sub(r"[^a-z0-9]+", "-", socket.gethostname().lower()).strip("-")[:40]
+    made = f"{host or 'machine'}-{secrets.token_hex(4)}"
+    try:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        # exclusively, whole: of two first ticks at once, both read the one that won
+        LocalExecutor._create_exclusive_text(path, made + "\n")
+    except OSError as exc:
+        raise CheckoutReadOnly(f"cannot write the work folder {work_dir}: "
+                               f"{exc.strerror or exc}") from None
 
 
 def check_key(key: str) -> str:
@@ -142,16 +188,26 @@ class LocalExecutor:
     def attempt_dir(self, key: str) -> Path:
         return self.work_dir / check_key(key)
 
+    @functools.cached_property
+    def machine(self) -> str:
+        """This work folder's machine id (:func:`machine_id`): what the tick marks
+        dispatched is claimed by it, and only it launches or looks that up."""
+        return machine_id(self.work_dir)
+
     def _handle(self, key: str) -> dict[str, Any]:
         return {"executor": self.name, "key": key, "host": socket.gethostname(),
-                "work_dir": str(self.work_dir)}
+                "work_dir": str(self.work_dir), "machine": self.machine}
 
     def owns(self, handle: Handle) -> bool:
         """Whether ``handle`` is an attempt of this machine's work folder.
 
         Several local ticks may share a state branch (``serve`` on two machines, or in
         two work folders); each observes and cancels only its own attempts, and leaves
-        the others to their owner (or to the run's deadline)."""
+        the others to their owner (or to the run's deadline). A handle names its
+        machine; one from before machine ids names its host and work folder."""
+        claimed = handle.handle.get("machine")
+        if claimed is not None:
+            return claimed == self.machine
         host = handle.handle.get("host")
         work = handle.handle.get("work_dir")
         return (host is None or host == socket.gethostname()) and (
@@ -257,11 +313,16 @@ class LocalExecutor:
         ``os.link`` fails with ``EEXIST`` exactly like ``O_CREAT|O_EXCL``, but the file
         appears with its whole content, so a racing reader never sees it empty.
         """
+        return LocalExecutor._create_exclusive_text(
+            path, json.dumps(data, sort_keys=True, indent=2) + "\n")
+
+    @staticmethod
+    def _create_exclusive_text(path: Path, text: str) -> bool:
+        """:meth:`_create_exclusive` of the text ``text``."""
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, sort_keys=True, indent=2)
-                f.write("\n")
+                f.write(text)
             try:
                 os.link(tmp, path)
             except FileExistsError:
@@ -318,8 +379,10 @@ class LocalExecutor:
             try:
                 exists = (folder / supervisor.LAUNCH).exists()
             except OSError as exc:
-                # "Not found" would make the tick dispatch again: fail instead.
-                raise ExecutorError(f"local lookup of {request.key}: {exc}") from exc
+                # "Not found" would make the tick dispatch again: the key is left out
+                # (not asked), and the others are still answered.
+                log.warning("local lookup of %s: %s", request.key, exc.strerror or exc)
+                continue
             if not exists:
                 found[request.key] = None
                 continue

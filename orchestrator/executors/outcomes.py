@@ -10,10 +10,12 @@ by ``orchestrator outcome`` (:func:`build`, :func:`write`) and read by both
 (:func:`parse`, :func:`read_folder`), and :func:`observation` folds one into what the
 planner already understands.
 
-A folder of outcomes comes from a CI job and is read with care: only ``*.json`` files
-up to :data:`MAX_BYTES`, at most :data:`MAX_FILES` of them and two levels deep, symbolic
-links never followed; a file that is not a valid outcome, or whose name does not match
-its key, is named in one line and skipped, and the others are still recorded.
+A folder of outcomes comes from a CI job and is read with care: only regular ``*.json``
+files up to :data:`MAX_BYTES`, at most :data:`MAX_FILES` of them and two levels deep,
+symbolic links never followed and FIFOs never opened. Every entry that is not used (a
+file that is not a valid outcome or whose name does not match its key, a link, a FIFO,
+a folder too deep, another kind of file) is named in one line with why, and the others
+are still recorded.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..errors import InvalidId
 from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.records import TrackPhase
+from ..support import safejson
 from ..support.text import error_location
 from .base import Observation
 
@@ -196,42 +199,77 @@ class Folder:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
+    def skip(self, name: str, why: str) -> None:
+        """Name the entry ``name`` (relative to the folder) as skipped, and why."""
+        self.problems.append(f"outcome {name!r} skipped: {why}" if _odd(name)
+                             else f"outcome {name} skipped: {why}")
 
-def _files(root: Path) -> list[Path]:
-    """``*.json`` files directly in ``root`` or one folder down (``download-artifact``
-    puts each artifact in a folder named after it unless told to merge them)."""
+
+def _odd(name: str) -> bool:
+    """Whether ``name`` must be quoted to stay one printable line of UTF-8."""
+    return not name.isprintable() or name != name.encode("utf-8", "replace").decode()
+
+
+def _entries(root: Path, out: Folder) -> list[Path]:
+    """The ``*.json`` entries directly in ``root`` or one folder down
+    (``download-artifact`` puts each artifact in a folder named after it unless told to
+    merge them), in name order; every other entry is named in ``out.problems``."""
     found: list[Path] = []
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         if entry.is_dir(follow_symlinks=False):
-            found += [Path(sub.path) for sub in sorted(os.scandir(entry.path),
-                                                       key=lambda e: e.name)
-                      if sub.name.endswith(".json") and sub.is_file(follow_symlinks=False)]
-        elif entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
-            found.append(Path(entry.path))
+            for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                if sub.is_dir(follow_symlinks=False):
+                    out.skip(f"{entry.name}/{sub.name}", "a folder two levels down (outcomes "
+                             "are read at most one folder deep)")
+                else:
+                    found += _candidate(Path(sub.path), f"{entry.name}/{sub.name}", out)
+        else:
+            found += _candidate(Path(entry.path), entry.name, out)
     return found
+
+
+def _candidate(path: Path, name: str, out: Folder) -> list[Path]:
+    """``[path]`` when it may be an outcome file; else ``[]``, and ``out`` says why."""
+    if not name.endswith(".json"):
+        out.skip(name, "not a .json file")
+        return []
+    if path.is_symlink():
+        out.skip(name, "a symbolic link (never followed)")
+        return []
+    return [path]
 
 
 def read_folder(root: Path, run_id: str | None = None) -> Folder:
     """Every outcome under ``root`` (of ``run_id`` only, when given); a missing folder is
-    an empty one (no leg got as far as uploading)."""
+    an empty one (no leg got as far as uploading). Every entry that is not used is
+    named, with why."""
     out = Folder()
     if not root.is_dir():
         return out
-    for path in _files(root)[:MAX_FILES]:
+    paths = _entries(root, out)
+    if len(paths) > MAX_FILES:
+        out.problems.append(f"outcomes: {len(paths) - MAX_FILES} file(s) past the first "
+                            f"{MAX_FILES} not read")
+    for path in paths[:MAX_FILES]:
         name = str(path.relative_to(root))
         try:
-            with path.open("rb") as fh:
-                outcome = parse(path.name, fh.read(MAX_BYTES + 1))
+            # a regular file only, opened without blocking (a FIFO named <key>.json is
+            # never waited on) and without following a link put there since the listing
+            outcome = parse(path.name, safejson.read_file(path, max_bytes=MAX_BYTES))
         except BadOutcome as exc:
-            out.problems.append(f"outcome {name} skipped: {str(exc).split(': ', 1)[-1]}")
+            out.skip(name, str(exc).split(": ", 1)[-1])
             continue
-        except OSError as exc:
-            out.problems.append(f"outcome {name} skipped: {exc.strerror or exc}")
+        except safejson.UnsafeJSON as exc:
+            out.skip(name, str(exc))
+            continue
+        except FileNotFoundError:
+            out.skip(name, "vanished while being read")
             continue
         if run_id is not None and outcome.run_id != run_id:
-            out.problems.append(f"outcome {name} skipped: it belongs to run {outcome.run_id}")
+            out.skip(name, f"it belongs to run {outcome.run_id}")
             continue
         out.outcomes[outcome.key] = outcome
+    out.problems.sort()  # by name, as the entries are
     return out
 
 

@@ -124,6 +124,9 @@ def drive(ctx: Context, run: Run, undo: Track) -> None:
             and ctx.now >= undo.started_at + limit:
         ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
         undo = ctx.state.undos[run.run_id][undo.name]
+    if ctx.abandoned(undo):
+        ctx.tap_out(undo, f"{undo.claimed_by} never recorded its dispatch")
+        undo = ctx.state.undos[run.run_id][undo.name]
     key = undo.dispatch_key or ""
     if (undo.phase is TrackPhase.DISPATCHED and undo.handle is None and key in ctx.obs.found
             and ctx.obs.found[key] is None and undo.dispatched_at is not None
@@ -179,5 +182,5 @@ def dispatch(ctx: Context, run: Run, undo: Track) -> None:
              "ORCHESTRATOR_ORIGINAL_RESULT": json.dumps(result, sort_keys=True)})
     ctx.move(undo, TrackPhase.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",
              dispatch_key=request.key, dispatched_at=ctx.now, executor=ctx.executor,
-             handle=None, not_before=None)
+             handle=None, not_before=None, claimed_by=ctx.obs.machine)
     ctx.decision.dispatch.append(request)

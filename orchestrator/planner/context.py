@@ -35,6 +35,9 @@ class Observations:
     re-dispatched, however old (the run's deadline ends it)."""
     executor_available: bool = True
     """False when the backend's circuit breaker is open: nothing is dispatched."""
+    machine: str | None = None
+    """The machine this tick launches on (:attr:`~orchestrator.executors.base.Executor.
+    machine`): what it marks dispatched is claimed by it."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,16 @@ class Context:
             return None
         return Handle(key=track.dispatch_key, handle=track.handle,
                       timeout_minutes=track.spec.timeout_minutes)
+
+    def abandoned(self, track: Track) -> bool:
+        """Whether ``track`` is a dispatch another machine claimed and never recorded,
+        past its timeout and the grace since it was marked: its attempt is over even if
+        it ran, and that machine is gone. It is tapped out, never launched here."""
+        return (track.phase is TrackPhase.DISPATCHED and track.handle is None
+                and track.claimed_by is not None and track.claimed_by != self.obs.machine
+                and track.dispatched_at is not None
+                and self.now >= track.dispatched_at + self.grace
+                + timedelta(minutes=track.spec.timeout_minutes))
 
     def tap_out(self, track: Track, reason: str) -> None:
         handle = self.handle_of(track)

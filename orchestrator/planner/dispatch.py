@@ -74,7 +74,8 @@ def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
     ctx.move(track, TrackPhase.DISPATCHED, f"{what} to {ctx.executor}"
              + (f" on {runner}" if runner else ""),
              dispatch_key=request.key, dispatched_at=ctx.now, finished_at=None,
-             executor=ctx.executor, handle=None, not_before=None, runner=runner)
+             executor=ctx.executor, handle=None, not_before=None, runner=runner,
+             claimed_by=ctx.obs.machine)
     ctx.decision.dispatch.append(request)
     if run.status is RunStatus.SCHEDULED:
         # The deadline counts from the start: a run that waited behind

@@ -118,6 +118,12 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
     if track.started_at is not None and ctx.now >= track.started_at + limit:
         ctx.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
         return ctx.state.tracks[run.run_id][track.name]
+    if ctx.abandoned(track):
+        # Only the machine that claimed it can see whether it launched: it never said,
+        # within the time the attempt had. Launching it here could run it twice.
+        ctx.tap_out(track, f"{track.claimed_by} claimed its dispatch and never recorded it "
+                    f"within its timeout of {track.spec.timeout_minutes:g} minutes")
+        return ctx.state.tracks[run.run_id][track.name]
     key = track.dispatch_key or ""
     if (track.phase is TrackPhase.DISPATCHED and track.handle is None
             and key in ctx.obs.found and ctx.obs.found[key] is None

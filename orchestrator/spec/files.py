@@ -75,8 +75,10 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
              ) -> LoadResult:
     """Load every ``*.json`` in ``directory`` except the schema.
 
-    Files are matched case-insensitively on the ``.json`` suffix, so ``x.JSON`` beside
-    ``x.json`` is reported as a duplicate id instead of being silently ignored.
+    Files are matched case-insensitively on the ``.json`` suffix. Of ``x.json`` and
+    ``x.JSON`` side by side, ``x.json`` is the schedule and ``x.JSON`` is named as an
+    error (never silently ignored); two files of one id without a lower-case ``.json``
+    (``x.JSON`` and ``x.Json``) are both named as duplicates, and neither fires.
     A file whose id and bytes ``known`` vouches for is read but not parsed, and left
     out of the result (the tick's memo of quiet schedules: :mod:`orchestrator.tick.memo`).
     """
@@ -103,14 +105,10 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
         return f"{folder}/{path.name}" if folder != "." else path.name
 
     for stem, paths in sorted(by_id.items()):
-        if len(paths) > 1:
-            shown = [display(p) for p in paths]
-            for here in shown:
-                others = ", ".join(s for s in shown if s != here)
-                result.errors.append(ScheduleError(
-                    here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
+        chosen = paths[0] if len(paths) == 1 else _canonical(stem, paths, display, result)
+        if chosen is None:
             continue
-        loaded = _load(paths[0], partial(display, paths[0]), known)
+        loaded = _load(chosen, partial(display, chosen), known)
         if loaded is None:
             continue
         if isinstance(loaded, Schedule):
@@ -119,6 +117,26 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
             result.errors.extend(loaded)
     result.errors.sort(key=lambda e: e.file)
     return result
+
+
+def _canonical(stem: str, paths: list[Path], display: Callable[[Path], str],
+               result: LoadResult) -> Path | None:
+    """Of several files of one id, the one named ``<id>.json`` (each other one is named
+    as an error); ``None`` when none is, and then every one is named."""
+    shown = {p: display(p) for p in paths}
+    winner = next((p for p in paths if p.suffix == ".json"), None)
+    for path, here in shown.items():
+        if path is winner:
+            continue
+        if winner is not None:
+            result.errors.append(ScheduleError(here, "id", (
+                f"not read: {shown[winner]} is schedule {stem!r}; a suffix other than "
+                "lower-case .json names no schedule beside it: delete or rename this file")))
+        else:
+            others = ", ".join(s for p, s in shown.items() if p is not path)
+            result.errors.append(ScheduleError(
+                here, "id", f"duplicate id {stem!r} (also {others}); rename one file"))
+    return winner
 
 
 def _load(path: Path, show: Callable[[], str],

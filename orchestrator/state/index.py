@@ -18,6 +18,12 @@ not grow with the history.
   slot is about to fire (``state.known_runs``), so no slot fires twice.
 - Records the last load could not read are named in the index and read again by
   every tick until someone mends them.
+- Entries of ``state/runs`` that are no run folder (a name that is no run id, a file)
+  are named on every load, as the listing shows them; a remembered one that no commit
+  can carry (``..``) makes the next load list the folder, so the names follow the tree.
+- A run the index listed as open whose run record the tree lost (its folder deleted,
+  or a file now) is kept in ``lost`` and named on every load until its record is back
+  or a person deletes the entry.
 - Every writer of a ``run.json`` updates the index in the same compare-and-swap commit
   (:func:`refresh`).
 - A writer that changes ``state/runs`` with an index good for the old tree stamps the
@@ -39,6 +45,7 @@ from pydantic import Field
 from .. import store
 from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
+from ..support.times import iso
 from . import codec, layout, queue
 from . import model as state_model
 from .machine import RUN_OPEN
@@ -77,6 +84,10 @@ class OpenIndex(Frozen):
     oldest_finished: str | None = None
     """The run folder, not open, with the earliest slot (``None``: there is none): what
     retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
+    lost: dict[str, str] = Field(default_factory=dict)
+    """Run id -> what became of it, for each run an index listed as open whose run
+    record the tree lost (its folder deleted, or a file now): named by every tick until
+    the record is back or a person deletes the entry."""
 
     def by_schedule(self, schedule_id: str) -> list[str]:
         """The open runs of one schedule, by slot (what overlap policies look at)."""
@@ -208,21 +219,29 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
                     *queue_summaries(files)])
     index, problem = read(files)
     tree = tree_id(files, RUNS)
-    vouched = index is not None and tree is not None and index.runs_tree == tree
+    # A stray entry no commit can carry (a `..` in a hand-made tree) was dropped by the
+    # commit that stamped the index, which still names it: list the folder again.
+    vouched = (index is not None and tree is not None and index.runs_tree == tree
+               and not any(map(_uncarried, index.quarantined)))
     names = None if vouched else files.listdirs([RUNS])[RUNS]
     state: state_model.State | None = None
     if index is not None:
         state = _read_open(files, index, _folders(names), top, skip_cursors)
         problem = _disagreement(index, _folders(names), state)
     note = None
+    lost = {} if index is None else index.lost
     if index is None or state is None or problem is not None:
         names = files.listdirs([RUNS])[RUNS] if names is None else names
+        old = index
         state, index, note = _rebuild(files, _folders(names) or set(), problem, top)
+        lost = _lost(old, state, names)
         vouched = False
-    _name_stray_entries(state, index, names)
+    lost = {r: why for r, why in lost.items() if r not in state.runs}  # back: served
+    _name_lost(state, lost)
+    _name_stray_entries(state, index, names, lost)
     folders = _folders(names)
     update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
-                                 "runs_tree": tree}
+                                 "runs_tree": tree, "lost": lost}
     if folders is not None:  # checked against this tree now
         update["oldest_finished"] = oldest_finished(folders, index.runs)
     index = index.model_copy(update=update)
@@ -266,7 +285,8 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     # the open runs, and the runs of records quarantined before: read again, they are
     # reported again, or they load (mended) and the index takes them back
     mine = set(runs) if runs is not None else {
-        *index.runs, *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+        *index.runs, *index.lost,
+        *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
     open_runs = [r for r in sorted(mine if folders is None else mine & folders)
                  if layout.is_run_id(r)]
     open_dirs = [d for r in open_runs
@@ -307,18 +327,65 @@ def _rebuild(files: StateFiles, folders: set[str], problem: str | None,
     return state, index, note
 
 
+def _stray(path: str) -> bool:
+    """Whether ``path`` is an entry of ``state/runs`` itself (not inside a run folder)."""
+    return layout.runs_entry(path) is not None and layout.run_of(path) is None
+
+
+def _uncarried(path: str) -> bool:
+    """Whether ``path`` is a stray entry that no commit carries over (see
+    :func:`~orchestrator.store.committable`)."""
+    name = layout.runs_entry(path)
+    return name is not None and _stray(path) and not store.committable(name)
+
+
+def _lost(old: OpenIndex | None, state: state_model.State,
+          names: Mapping[str, bool]) -> dict[str, str]:
+    """The runs ``old`` listed as open (or as lost) that have no run record in
+    ``state`` and are not quarantined (a quarantined record is named already), with
+    what became of each."""
+    if old is None:
+        return {}
+    named = {layout.run_of(p) for p in state.quarantined}
+    lost = dict(old.lost)
+    for run_id, entry in old.runs.items():
+        if run_id in state.runs or run_id in named:
+            continue
+        kind = names.get(run_id)
+        where = ("its folder is gone" if kind is None else "its folder has no run.json"
+                 if kind else "its folder is a file now")
+        lost[run_id] = (f"the open run ({entry.status.value}, slot {iso(entry.slot)}) lost "
+                        f"its records: {where}")
+    return {r: why for r, why in sorted(lost.items()) if r not in named}
+
+
+def _name_lost(state: state_model.State, lost: Mapping[str, str]) -> None:
+    """Name each lost run, as a quarantined record is named, on every load (under its
+    run record's path: it is no stray entry, and its records are looked for again)."""
+    for run_id, why in lost.items():
+        state.quarantined[f"{layout.runs_entry_path(run_id)}/run.json"] = (
+            f"{layout.runs_entry_path(run_id)}: {why}; its tracks are not served: restore "
+            f"it from the branch's history, or delete its entry under 'lost' in "
+            f"{OPEN_INDEX} to let it go")
+
+
 def _name_stray_entries(state: state_model.State, index: OpenIndex,
-                        names: Mapping[str, bool] | None) -> None:
-    """Quarantine each entry of ``state/runs`` that is no run id: it is never read, only
-    named. Unlisted (``names`` is ``None``), they are as the index last saw them."""
-    if names is not None:
-        for name in sorted(names):
-            if not layout.is_run_id(name):
-                state_model.quarantine_folder(state, name)
+                        names: Mapping[str, bool] | None, lost: Collection[str]) -> None:
+    """Quarantine each entry of ``state/runs`` that is no run folder (a name that is no
+    run id, or a file that is not a ``lost`` run's): it is never read, only named.
+    Unlisted (``names`` is ``None``), they are as the index last saw them."""
+    if names is None:
+        for path, why in index.quarantined.items():
+            if _stray(path):
+                state.quarantined.setdefault(path, why)
         return
-    for path, why in index.quarantined.items():
-        if layout.runs_entry(path) is not None and layout.run_of(path) is None:
-            state.quarantined.setdefault(path, why)
+    for name, is_dir in sorted(names.items()):
+        if not layout.is_run_id(name):
+            state_model.quarantine_folder(state, name)
+        elif not is_dir and name not in lost:
+            state.quarantined.setdefault(
+                layout.runs_entry_path(name),
+                f"{layout.runs_entry_path(name)}: a file, not a run folder; left alone")
 
 
 def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],

@@ -123,6 +123,10 @@ class Track(Frozen):
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
     work: Work | None = None
     """Set on a worker of a drain track (``<drain>-w<n>``), never on the track itself."""
+    claimed_by: str | None = None
+    """The machine the current dispatch was marked for (a local executor's work folder,
+    by its ``machine-id``): only that one launches it or looks it up; the others leave
+    it alone. ``None``: any machine (GitHub; a record from before claims)."""
 
     @property
     def key(self) -> str:

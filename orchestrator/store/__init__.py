@@ -26,6 +26,7 @@ from .base import (
     blob_id,
     changes,
     check_path,
+    committable,
     effective,
 )
 from .git import FALLBACK_EMAIL, FALLBACK_NAME, GitStateStore
@@ -69,6 +70,7 @@ __all__ = [
     "changes",
     "check_path",
     "classify_push",
+    "committable",
     "display_url",
     "effective",
     "token_allowed",

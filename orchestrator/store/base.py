@@ -188,6 +188,15 @@ def check_path(path: str) -> str:
     return path
 
 
+def committable(name: str) -> bool:
+    """Whether a tree entry called ``name`` survives a commit of the git store.
+
+    git's index refuses an empty name, ``.``, ``..`` and ``.git`` (in any case); a
+    hand-made tree may hold them, and the commit built on it leaves them out.
+    """
+    return name not in ("", ".", "..") and name.lower() != ".git"
+
+
 def changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
     """The entries of ``new`` that differ from ``old`` (``None`` deletes a file); none
     when only :class:`Stamped` files would remain (a stamp describes the rest of its

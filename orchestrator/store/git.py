@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from urllib.parse import unquote, urlsplit
 
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from ..support.credentials import Redactor
@@ -163,8 +164,11 @@ class GitStateStore:
         if not _plain_branch(branch) and self.git.run(
                 "check-ref-format", self.ref, check=False).returncode != 0:
             raise UserError(f"invalid state branch name {branch!r}")
-        self._shallow, local = self._probe()
+        self._shallow, local, git_dir = self._probe()
         self.url, self.remote_name = self._resolve(remote)
+        # A git process killed mid-way (a tick killed while it fetched or pushed) leaves
+        # its lock: the store clears stale ones in the checkout and in a remote folder.
+        self.git.lock_folders = [self.repo, self.repo / git_dir, *self._remote_folder()]
         self.git.env.update(auth_env(self.url, token if token is not None
                                      else os.environ.get("GITHUB_TOKEN"), self.redact))
         self._identified = False
@@ -217,9 +221,16 @@ class GitStateStore:
                 env[f"GIT_{role}_EMAIL"] = FALLBACK_EMAIL
         self.git.env.update(env)
 
-    def _probe(self) -> tuple[bool, bool]:
-        """``(a shallow clone, the branch is also a local branch)``, asked with one git
-        process (every tick pays for each one it starts)."""
+    def _remote_folder(self) -> list[Path]:
+        """The remote's folder when it is one on this machine (a path or ``file://``)."""
+        parts = urlsplit(self.url)
+        if parts.scheme == "file":
+            return [Path(unquote(parts.path))]
+        return [Path(self.url)] if not parts.scheme and Path(self.url).is_absolute() else []
+
+    def _probe(self) -> tuple[bool, bool, str]:
+        """``(a shallow clone, the branch is also a local branch, the git folder)``,
+        asked with one git process (every tick pays for each one it starts)."""
         # Prints the git dir, "true"/"false", then the ref's sha when it exists; exits 1
         # without the sha when it does not, 128 outside a repository. The ref name was
         # checked first, so it cannot be read as a range or an option.
@@ -228,7 +239,7 @@ class GitStateStore:
         lines = proc.stdout.decode().splitlines()
         if proc.returncode not in (0, 1) or len(lines) < 2:
             raise UserError(f"not a git repository: {self.repo}")
-        return lines[1] == "true", proc.returncode == 0 and len(lines) > 2
+        return lines[1] == "true", proc.returncode == 0 and len(lines) > 2, lines[0]
 
     def where(self) -> str:
         return f"branch {self.branch!r} of {self.remote_name}"

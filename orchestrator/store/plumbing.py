@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ipaddress
+import logging
 import os
 import subprocess
 from collections.abc import Mapping
@@ -20,8 +21,13 @@ from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CheckoutReadOnly, GitMissing, OrchestratorError, RemoteError
+from ..support import checkpoints
 from ..support.credentials import Redactor
+from . import locks
+from .base import committable
 from .push import PushOutcome, classify_push, last_error, refused
+
+log = logging.getLogger(__name__)
 
 
 class TransportError(RemoteError):
@@ -98,8 +104,9 @@ or a fetch is classified on its own)."""
 
 
 def _index_safe(path: bytes) -> bool:
-    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`)."""
-    return all(part not in (b"", b".", b"..") and part.lower() != b".git"
+    """Whether git's index accepts ``path`` (see :meth:`Git.read_tree`), as
+    :func:`~.base.committable` says of each of its parts."""
+    return all(committable(part.decode("utf-8", "surrogateescape"))
                for part in path.split(b"/"))
 
 
@@ -122,9 +129,35 @@ class Git:
         })
         env.update(extra_env or {})
         self.env = env
+        self.lock_folders: list[Path] = []
+        """Folders whose stale git locks a failed command may clear before it runs
+        again (:mod:`.locks`): the checkout, and a remote that is a folder here."""
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True,
             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        proc = self._run(args, input, env)
+        if proc.returncode != 0 and self.lock_folders:
+            # A lock a killed git process left would fail this command, and every later
+            # one, until someone deletes it: clear a stale one and run once more.
+            cleared = [line for path in locks.named(proc.stderr.decode(errors="replace"))
+                       if (line := locks.clear(path, self.lock_folders, self.repo))]
+            for line in cleared:
+                log.warning("%s", line)
+            if cleared:
+                proc = self._run(args, input, env)
+        if check and proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace")
+            if any(p in said.lower() for p in _CANNOT_WRITE):
+                raise CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
+                                       f"{self.redact(last_error(said))}")
+            raise OrchestratorError(
+                f"git {args[0]} failed in {self.repo}: "
+                f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"
+            )
+        return proc
+
+    def _run(self, args: tuple[str, ...], input: bytes | None,
+             env: Mapping[str, str] | None) -> subprocess.CompletedProcess[bytes]:
         # Automatic gc would race other processes sharing this clone.
         cmd = ["git", "-C", str(self.repo), "-c", "gc.auto=0", "-c", "maintenance.auto=0",
                *args]
@@ -140,15 +173,6 @@ class Git:
             # connection (the compare-and-swap then asks whether the push landed).
             raise TransportError(f"git {args[0]} timed out after {GIT_TIMEOUT:g}s",
                                  transient=True) from None
-        if check and proc.returncode != 0:
-            said = proc.stderr.decode(errors="replace")
-            if any(p in said.lower() for p in _CANNOT_WRITE):
-                raise CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
-                                       f"{self.redact(last_error(said))}")
-            raise OrchestratorError(
-                f"git {args[0]} failed in {self.repo}: "
-                f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"
-            )
         return proc
 
     def out(self, *args: str, input: bytes | None = None,
@@ -234,6 +258,7 @@ class GitTransport:
         if self.partial:
             # GitHub serves partial fetches; a server that does not just sends all.
             base.append("--filter=blob:none")
+        checkpoints.reached("fetch")
         proc = self.git.run(*base, self.url, sha, check=False)
         if proc.returncode != 0:
             # Servers that do not allow fetching by sha: fetch the ref itself.
@@ -262,6 +287,7 @@ class GitTransport:
         args += [f"--force-with-lease={ref}:{sha or ''}" for ref, sha in leases]
         args.append(self.url)
         args += [f"{sha}:{ref}" for sha, ref in updates]
+        checkpoints.reached("push")
         proc = self.git.run(*args, check=False)
         outcome = classify_push(proc.returncode, proc.stdout.decode(errors="replace"),
                                 proc.stderr.decode(errors="replace"),

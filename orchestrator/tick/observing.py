@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..errors import ExecutorError
 from ..executors.base import DispatchRequest, Executor, Handle, Observation
@@ -25,6 +25,8 @@ from ..support.credentials import Redactor, redact_value, redactor
 from . import scope as run_scope
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _from_track(seen: Observation, redact: Redactor) -> Observation:
@@ -70,6 +72,15 @@ def _new_item(item: NewItem, redact: Redactor) -> NewItem:
     return item if payload == item.payload else item.model_copy(update={"payload": payload})
 
 
+def _ask(what: str, call: Callable[[], Mapping[str, T]]) -> tuple[dict[str, T], bool]:
+    """What ``call`` answered, and whether it did (``{}`` and ``False`` when it raised)."""
+    try:
+        return dict(call()), True
+    except ExecutorError as exc:
+        log.warning("%s: %s", what, exc)
+        return {}, False
+
+
 def gather(executor: Executor, state: state_model.State,
            known: Mapping[str, Observation] | None = None,
            redact: Redactor | None = None) -> Observations:
@@ -94,6 +105,8 @@ def gather(executor: Executor, state: state_model.State,
                 continue
             if track.executor not in (None, executor.name):
                 continue  # dispatched by another backend; that one observes it
+            if track.claimed_by not in (None, executor.machine):
+                continue  # another machine's: only it can see what it launched
             if known and track.dispatch_key in known:
                 continue
             if track.handle is not None:
@@ -105,20 +118,19 @@ def gather(executor: Executor, state: state_model.State,
                                             workflow=run.workflow, poll=track.polls,
                                             marked_at=track.dispatched_at,
                                             compensating=track.compensating))
-    try:
-        seen = executor.observe(handles) if handles else {}
-        found = executor.lookup(lost) if lost else {}
-    except ExecutorError as exc:
-        log.warning("%s: %s", executor.name, exc)
-        seen, found = {}, {}
-        available = False
-    else:
-        breaker = executor.health()
-        available = breaker is None or breaker.state != "open"
+    # Asked apart: a failing look-up keeps what observing learned, and the other way
+    # round. Either failing holds back new dispatches for this tick.
+    seen, observed = _ask(f"{executor.name} observe", lambda: executor.observe(handles)
+                          ) if handles else ({}, True)
+    found, looked_up = _ask(f"{executor.name} lookup", lambda: executor.lookup(lost)
+                            ) if lost else ({}, True)
+    breaker = executor.health()
+    available = observed and looked_up and (breaker is None or breaker.state != "open")
     if known:
         seen = run_scope.merge(known, seen)
     # Everything a track wrote (an outcome file, a result, stderr) is made safe to
     # commit and print, whichever way it arrived.
     scrub = redactor(os.environ) if redact is None else redact
     seen = {key: _from_track(o, scrub) for key, o in seen.items()}
-    return Observations(seen=seen, found=found, executor_available=available)
+    return Observations(seen=seen, found=found, executor_available=available,
+                        machine=executor.machine)

@@ -47,6 +47,7 @@ from ..state import index as state_index
 from ..state import layout
 from ..state.breaker import Breaker, merge_breaker
 from ..store import Snapshot, StateStore
+from ..support import checkpoints
 from ..support.times import iso
 from . import logs, notifying
 from . import memo as quiet
@@ -60,20 +61,12 @@ log = logging.getLogger(__name__)
 
 ExecutorFactory = Callable[[Breaker | None], Executor]
 
-Checkpoint = Callable[[str], None]
-"""A hook called with the name of each point of no return a tick passes:
-``mark-planned`` (the mark's commit is computed, not pushed yet), ``after-mark`` (the
-mark landed, nothing dispatched yet), ``after-dispatch`` (dispatched, nothing notified
-nor recorded yet) and ``after-notify`` (notified, nothing recorded yet)."""
-
-CHECKPOINTS: list[Checkpoint] = []
-"""Installed checkpoint hooks; the product installs none. Crash tests install one
-that kills the process at a point, to prove that a later tick repairs the damage."""
-
-
-def _checkpoint(point: str) -> None:
-    for hook in CHECKPOINTS:
-        hook(point)
+_checkpoint = checkpoints.reached
+"""The tick's points of no return (:mod:`~orchestrator.support.checkpoints`):
+``before-mark`` (observed, nothing committed), ``mark-planned`` (the mark's commit is
+computed, not pushed yet), ``after-mark`` (the mark landed, nothing dispatched yet),
+``after-dispatch`` (dispatched, nothing notified nor recorded yet), ``after-notify``
+(notified, nothing recorded yet) and ``after-record`` (recorded, not yet retained)."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +164,7 @@ class Tick:
             self._decided(result, inputs, planned)
             result.tip = inputs.snapshot.tip
             return result
+        _checkpoint("before-mark")
         planned, outcome, final = self.mark(inputs, seen)
         self._decided(result, final, planned)
         result.mark_landed = outcome.landed
@@ -190,6 +184,7 @@ class Tick:
             if sent or acted.results or (acted.breaker is not None
                                          and acted.breaker != seen.breaker):
                 self.record(inputs, acted, result, planned.notify, sent)
+                _checkpoint("after-record")
         result.retention = self.retain(inputs)
         return result
 

@@ -574,6 +574,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     message: str = ""
     delay: float = 0.0
+    skip: int = 0
+    """Matching requests answered normally before the fault begins."""
 
 
 class _Drop(Exception):
@@ -718,8 +720,12 @@ class FakeGitHub:
             self.faults.append(fault)
 
     def fail(self, endpoint: str = "any", *, status: int = 500, times: int = 1,
-             message: str = "Server Error", headers: dict[str, str] | None = None) -> None:
-        self._add(Fault(endpoint, "status", times, status, dict(headers or {}), message))
+             message: str = "Server Error", headers: dict[str, str] | None = None,
+             skip: int = 0) -> None:
+        """The next ``times`` requests to ``endpoint`` (after ``skip`` answered normally)
+        are answered ``status``."""
+        self._add(Fault(endpoint, "status", times, status, dict(headers or {}), message,
+                        skip=skip))
 
     def rate_limit(self, endpoint: str = "any", *, retry_after: float = 1,
                    times: int = 1) -> None:
@@ -754,6 +760,9 @@ class FakeGitHub:
             if fault.endpoint in (endpoint, "any") and fault.times > 0:
                 if fault.kind == "no-details" and endpoint != "dispatch":
                     continue
+                if fault.skip:
+                    fault.skip -= 1
+                    return None
                 fault.times -= 1
                 if fault.times == 0:
                     self.faults.remove(fault)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from orchestrator.executors import outcomes
 from orchestrator.notify import record as notify_record
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
@@ -323,3 +324,36 @@ def test_the_fan_in_job_opens_the_issue_of_the_run_it_finishes_failed(
     record, problem = notify_record.read(files)
     assert record is not None, problem
     assert record.streaks["nightly"].issue == 1 and record.outbox == []
+
+
+def test_a_fan_in_tick_names_every_outcome_entry_it_skips_and_opens_no_fifo(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    tracks = [{"name": name, "run": "true"} for name in ("good", "cut", "linked", "piped")]
+    _origin, repo, run_id, _ci_run, _inputs = _start(tmp_path, fake_github, tracks)
+    ended = datetime.now(UTC)
+
+    def outcome(track: str) -> bytes:
+        return outcomes.dump(outcomes.build(run_id=run_id, track=track, attempt=1,
+                                            exit_code=0, started_at=ended - timedelta(
+                                                seconds=2), finished_at=ended))
+
+    folder = tmp_path / "downloaded"
+    folder.mkdir()
+    (folder / f"{run_id}--good--1.json").write_bytes(outcome("good"))
+    (folder / f"{run_id}--cut--1.json").write_bytes(outcome("cut")[:30])  # truncated
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(outcome("linked"))
+    (folder / f"{run_id}--linked--1.json").symlink_to(elsewhere)
+    os.mkfifo(folder / f"{run_id}--piped--1.json")  # opening it to read would block
+
+    [out] = run_ticks([start_github_tick(repo, None, fake_github, "--run", run_id,
+                                         "--outcomes", str(folder))])
+    lines = out.splitlines()
+    for track, why in (("cut", "Invalid JSON"), ("linked", "a symbolic link"),
+                       ("piped", "not a regular file (a FIFO)")):
+        named = [line for line in lines if f"{run_id}--{track}--1.json skipped" in line]
+        assert len(named) == 1 and why in named[0], out
+    state, _ = read_state(repo)
+    phases = {name: t.phase for name, t in state.tracks[run_id].items()}
+    assert phases == {"good": TrackPhase.COMPLETE, "cut": TrackPhase.DISPATCHED,
+                      "linked": TrackPhase.DISPATCHED, "piped": TrackPhase.DISPATCHED}

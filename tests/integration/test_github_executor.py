@@ -158,7 +158,9 @@ def test_204_without_details_is_correlated_by_run_name(fake_github: FakeGitHub) 
     assert call.status == 204
     [run] = fake_github.runs.values()
     assert {r.handle["ci_run_id"] for r in results} == {run.id}
-    [listing] = fake_github.calls("runs")
+    before, listing = fake_github.calls("runs")
+    # first: was it sent before? Runs since the slot (a rewind may have forgotten it)
+    assert before.query["created"] == "2026-12-01T06:55:00Z..2026-12-01T07:05:30Z"
     assert listing.query["event"] == "workflow_dispatch"
     # only runs created around this dispatch: GitHub lists at most 1,000 per filter
     assert listing.query["created"] == "2026-12-01T06:55:30Z..2026-12-01T07:15:30Z"
@@ -211,7 +213,8 @@ def test_api_version_2026_03_10_always_answers_with_the_run(fake_github: FakeGit
     assert call.status == 200 and "return_run_details" not in call.body
     [run] = fake_github.runs.values()
     assert results[0].handle["ci_run_id"] == run.id
-    assert fake_github.calls("runs") == []  # the answer named the run: no correlation
+    # the look-up before sending, and no correlation: the answer named the run
+    assert len(fake_github.calls("runs")) == 1
 
 
 def test_lost_response_is_adopted_not_repeated(fake_github: FakeGitHub) -> None:
@@ -253,7 +256,7 @@ def test_slow_answer_past_the_timeout_is_adopted_not_repeated(fake_github: FakeG
 def test_unanswered_dispatch_that_cannot_be_checked_is_never_repeated(
         fake_github: FakeGitHub) -> None:
     fake_github.lose_response("dispatch")
-    fake_github.fail("runs", status=502, times=3)
+    fake_github.fail("runs", status=502, times=3, skip=1)  # after the look-up first
     ex = executor(fake_github)
     [result] = ex.dispatch([req("a")])
 
@@ -414,13 +417,14 @@ def test_rate_limit_beyond_the_budget_fails_fast(fake_github: FakeGitHub) -> Non
 
 
 def test_five_consecutive_500s_open_the_persisted_breaker(fake_github: FakeGitHub) -> None:
-    fake_github.fail("any", status=500, times=1000)
+    # all but the first request: the look-up before sending (one for both batches)
+    fake_github.fail("any", status=500, times=1000, skip=1)
     policy = BreakerPolicy(threshold=5, cooldown=timedelta(minutes=15))
     ex = executor(fake_github, policy=policy)
     results = ex.dispatch([req("a"), req("b", run_id="other--20261201T0700Z")])
     ex.observe([Handle("k", {"ci_run_id": 1, "job_name": "k"}, 30)])
 
-    assert len(fake_github.requests) == 5
+    assert len(fake_github.requests) == 6 and len(fake_github.calls("runs")) >= 1
     # A 500 to a dispatch may still have created the run: never sent again, the
     # batches wait for their run-name to show up (or for LOST_AFTER to pass).
     assert all(r.error is None and r.handle and "ci_run_id" not in r.handle
@@ -462,17 +466,22 @@ def test_half_open_breaker_reopens_on_the_first_failure(fake_github: FakeGitHub)
     ex = executor(fake_github, now=now, breaker=opened)
     [result] = ex.dispatch([req("a", run_id="nightly--20261201T0720Z")])  # sent on time
 
-    assert result.handle and "ci_run_id" not in result.handle  # ambiguous: never re-sent
-    assert len(fake_github.requests) == 1
+    # the probe is the look-up before sending: it failed, so nothing was sent, and the
+    # attempt is not spent (the track is dispatched again once GitHub answers)
+    assert result.not_sent and "503" in (result.error or "")
+    assert len(fake_github.requests) == 1 and fake_github.dispatches == []
     assert ex.health().state == "open" and ex.health().opened_at == now
 
 
 def test_a_batch_sent_late_is_adopted_when_its_run_already_exists(
         fake_github: FakeGitHub) -> None:
     """A state branch rewound (and accepted) after the dispatch: the same keys are sent
-    again, half an hour after the slot. The run that carries their run-name is adopted;
-    nothing is posted twice."""
+    again, a minute or half an hour after the slot. The run that carries their run-name
+    is adopted; nothing is posted twice."""
     [first] = executor(fake_github).dispatch([req("a"), req("b")])[:1]
+    soon = executor(fake_github, now=T0 + timedelta(minutes=1))
+    assert {r.handle["ci_run_id"] for r in soon.dispatch([req("a"), req("b")])} == {
+        first.handle["ci_run_id"]}
     late = executor(fake_github, now=T0 + timedelta(minutes=30))
     again = late.dispatch([req("a"), req("b")])
     assert len(fake_github.dispatches) == 1

@@ -90,23 +90,27 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
         "cron": "0 7 * * *",
         "tracks": tracks_spec("a", max_attempts=5, retry_backoff_seconds=60)}})
     repo = clone(origin, tmp_path / "repo")
-    fake_github.fail("any", status=500, times=1000)
-
-    # GitHub answers 500 to everything. A 500 to the dispatch may still have created
-    # the run, so it is never sent again; looking the run up by its run-name keeps
-    # failing, and the fifth consecutive failure opens the breaker.
+    # The dispatch is answered 500, and then GitHub answers 500 to everything. A 500
+    # to the dispatch may still have created the run, so it is never sent again;
+    # looking the run up by its run-name keeps failing, and the fifth consecutive
+    # failure opens the breaker.
+    fake_github.fail("dispatch", status=500, times=1)
     now = T0 + timedelta(minutes=1)
+    github_tick(repo, fake_github, now)
+    assert [r.status for r in fake_github.requests][:2] == [200, 500]  # look-up, send
+    before = len(fake_github.requests)
+    fake_github.fail("any", status=500, times=1000)
     for _ in range(6):
+        now += timedelta(minutes=2)
         github_tick(repo, fake_github, now)
         state, files = read_state(repo)
         if "github" in state.health and state.health["github"].state == "open":
             break
-        now += timedelta(minutes=2)
     breaker = state.health["github"]
     assert breaker.state == "open" and breaker.failures == 5
     assert breaker.opened_at is not None
     assert json.loads(files[layout.HEALTH])["github"]["state"] == "open"
-    assert [r.status for r in fake_github.requests] == [500] * 5  # then nothing more
+    assert [r.status for r in fake_github.requests[before:]] == [500] * 5  # then no more
     assert len(fake_github.dispatches) == 1
     assert state.tracks[RUN]["a"].phase is TrackPhase.DISPATCHED
 
@@ -114,7 +118,7 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     fake_github.faults.clear()
     for minutes in (2, 4, 14):
         github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=minutes))
-    assert len(fake_github.requests) == 5
+    assert len(fake_github.requests) == before + 5
     state, _ = read_state(repo)
     assert state.health["github"] == breaker
 

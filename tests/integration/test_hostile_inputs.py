@@ -128,6 +128,51 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
     assert problem in line
 
 
+@pytest.mark.parametrize("suffix", [".JSON", ".Json"])
+def test_a_schedule_beside_its_upper_case_twin_still_fires_and_the_twin_is_named(
+        repo: Path, tmp_path: Path, suffix: str) -> None:
+    folder = repo / "schedules"
+    (folder / f"every{suffix}").write_text((folder / "every.json").read_text())
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
+    assert_fired(proc)  # the file with the lower-case suffix is the schedule
+    [line] = [x for x in proc.stdout.splitlines() if f"schedules/every{suffix}" in x]
+    assert "not read: schedules/every.json is schedule 'every'" in line
+    check = cli(repo, "validate", work=tmp_path / "work")
+    assert check.returncode == 1  # the pull request that adds the twin fails
+    assert f"schedules/every{suffix}: id: not read" in check.stderr
+    assert "every  (schedules/every.json)" in check.stdout  # and the schedule is previewed
+
+
+def test_two_twins_without_a_lower_case_suffix_are_both_named(repo: Path,
+                                                              tmp_path: Path) -> None:
+    folder = repo / "schedules"
+    for suffix in (".JSON", ".Json"):
+        (folder / f"twin{suffix}").write_text((folder / "every.json").read_text())
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
+    assert_fired(proc)  # the others still fire
+    assert sum("duplicate id 'twin'" in x for x in proc.stdout.splitlines()) == 2
+    assert "twin--" not in proc.stdout
+
+
+@pytest.mark.parametrize("encoding", ["C", "C.UTF-8"])
+def test_a_schedule_file_name_that_is_not_utf8_is_printed_escaped(
+        repo: Path, tmp_path: Path, encoding: str) -> None:
+    (repo / "schedules" / os.fsdecode(b"caf\xe9.json")).write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick", "--now", NOW],
+        capture_output=True, timeout=120, env={**os.environ, "LC_ALL": encoding,
+                                               "ORCHESTRATOR_WORK_DIR": str(tmp_path / "w")})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode("utf-8")  # strictly: `tick | iconv -f utf-8` reads it
+    assert "every--20261201T0700Z" in out
+    [line] = [x for x in out.splitlines() if ".json: id:" in x]
+    assert "schedules/caf\\udce9.json: id: file name 'caf\\udce9.json'" in line
+    check = subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo),
+                            "validate"], capture_output=True, timeout=120,
+                           env={**os.environ, "LC_ALL": encoding})
+    assert "schedules/caf\\udce9.json: id:" in check.stderr.decode("utf-8")
+
+
 @pytest.mark.parametrize("name", ["fifo", "zero", "outside"])
 def test_an_orchestrator_json_that_is_not_a_regular_file_is_named_and_the_others_fire(
         repo: Path, tmp_path: Path, name: str) -> None:
@@ -202,6 +247,8 @@ CORRUPT_RECORDS: dict[str, tuple[dict[str, bytes | None], str]] = {
     "huge-int": ({"state/schedules/every.json": b'{"schedule_id": 1' + b"0" * 5000 + b"}"},
                  "state/schedules/every.json: (root): an integer of 5001 digits"),
     "evil-folder": ({"state/runs/evil/run.json": b"{}"}, "state/runs/'evil': not a run id"),
+    "file-entry": ({"state/runs/every--20261201T0650Z": b"x"},
+                   "state/runs/every--20261201T0650Z: a file, not a run folder; left alone"),
 }
 
 
@@ -258,6 +305,65 @@ def test_a_tree_entry_named_dot_dot_is_quarantined(fired: Path, tmp_path: Path) 
     proc = cli_tick(fired, NOW, work=tmp_path / "work")
     assert_fired(proc)
     assert "quarantined state/runs/'..': not a run id" in proc.stdout
+    # git's index cannot carry a `..`: that commit dropped it, and the quarantine
+    # follows the tree, not the index's memory of it
+    assert "\t..\n" not in git("ls-tree", f"{BRANCH}:state/runs", cwd=origin) + "\n"
+    for minute in (1, 2):
+        again = cli_tick(fired, f"2026-12-01T07:0{minute}:30Z", work=tmp_path / "work")
+        assert_fired(again, f"20261201T070{minute}Z")
+        assert "'..'" not in again.stdout
+    status = cli(fired, "status", "--max-staleness", "100000", work=tmp_path / "work")
+    assert "'..'" not in status.stdout
+
+
+def test_an_open_run_whose_folder_became_a_file_is_named_until_it_is_restored(
+        repo: Path, tmp_path: Path) -> None:
+    origin, work = origin_of(repo), tmp_path / "work"
+    first = cli_tick(repo, "2026-12-01T06:55:30Z", work=work)
+    assert_fired(first, "20261201T0655Z")  # open: no tick has seen its track end yet
+    folder = f"state/runs/{OLD_RUN}"
+    saved = {line.split("\t", 1)[1]: git("show", f"{BRANCH}:{line.split(chr(9), 1)[1]}",
+                                           cwd=origin).encode() + b"\n"
+             for line in git("ls-tree", "-r", BRANCH, folder, cwd=origin).splitlines()}
+    edit_state(origin, tmp_path, {folder: None})
+    edit_state(origin, tmp_path, {folder: b"not a folder\n"})
+    lost = f"quarantined {folder}: the open run (running, slot 2026-12-01T06:55:00Z) lost its"
+    for minute in (6, 7, 8):
+        proc = cli_tick(repo, f"2026-12-01T06:5{minute}:30Z", work=work)
+        assert_fired(proc, f"20261201T065{minute}Z")
+        [line] = [x for x in proc.stdout.splitlines() if folder in x]
+        assert line.strip().startswith(lost) and "its folder is a file now" in line, line
+        assert "restore it from the branch's history" in line
+    status = cli(repo, "status", "--max-staleness", "100000", work=work)
+    assert lost in status.stdout
+    # hours later, still named: nobody acted
+    late = cli_tick(repo, "2026-12-01T11:00:30Z", work=work)
+    assert lost in late.stdout
+    # the records restored by hand: the run is served again, and consolidated
+    edit_state(origin, tmp_path, {folder: None})
+    edit_state(origin, tmp_path, saved)
+    back = cli_tick(repo, "2026-12-01T11:01:30Z", work=work)
+    assert folder not in back.stdout.replace(f"{OLD_RUN}:", "")
+    assert f"{OLD_RUN}: " in back.stdout  # served: tapped out at its deadline, its brief
+    after = cli_tick(repo, "2026-12-01T11:02:30Z", work=work)
+    assert "lost its" not in after.stdout
+
+
+def test_a_lost_run_is_let_go_by_deleting_its_entry(repo: Path, tmp_path: Path) -> None:
+    origin, work = origin_of(repo), tmp_path / "work"
+    assert_fired(cli_tick(repo, "2026-12-01T06:55:30Z", work=work), "20261201T0655Z")
+    edit_state(origin, tmp_path, {f"state/runs/{OLD_RUN}": None})
+    gone = cli_tick(repo, "2026-12-01T06:56:30Z", work=work)
+    assert f"quarantined state/runs/{OLD_RUN}: " in gone.stdout
+    assert "its folder is gone" in gone.stdout
+    index = json.loads(git("show", f"{BRANCH}:state/open.json", cwd=origin))
+    assert list(index["lost"]) == [OLD_RUN]
+    del index["lost"][OLD_RUN]
+    index["quarantined"].pop(f"state/runs/{OLD_RUN}", None)
+    edit_state(origin, tmp_path, {"state/open.json": json.dumps(index).encode()})
+    later = cli_tick(repo, "2026-12-01T06:57:30Z", work=work)
+    assert_fired(later, "20261201T0657Z")
+    assert OLD_RUN not in later.stdout
 
 
 def test_a_run_whose_track_record_vanished_ends_at_its_deadline(repo: Path,

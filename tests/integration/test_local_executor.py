@@ -157,7 +157,9 @@ def test_complete_with_result_environment_and_logs(work_dir: Path, tmp_path: Pat
     [res] = ex.dispatch([req])
     assert res.error is None and res.key == f"{RUN_ID}--alpha--2"
     assert res.handle == {"executor": "local", "key": req.key,
-                          "host": socket.gethostname(), "work_dir": str(ex.work_dir)}
+                          "host": socket.gethostname(), "work_dir": str(ex.work_dir),
+                          "machine": ex.machine}
+    assert ex.machine == (work_dir / "machine-id").read_text().strip()
     obs = final(ex, req)
 
     assert obs.phase == TrackPhase.COMPLETE, obs

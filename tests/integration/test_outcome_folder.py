@@ -3,6 +3,7 @@ and skipped."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,16 +31,38 @@ def test_a_folder_of_outcomes_is_read_with_care(tmp_path: Path) -> None:
     secret.write_bytes(outcomes.dump(_outcome("e")))
     (root / f"{RUN}--e--1.json").symlink_to(secret)  # never followed
 
+    os.mkfifo(root / f"{RUN}--f--1.json")  # a FIFO: never opened, never waited on
+    (root / f"{RUN}--g--1.json").write_bytes(outcomes.dump(_outcome("g"))[:40])  # cut short
+    (root / "x" / "y" / "z.txt").write_text("deeper still")
+
     found = outcomes.read_folder(root, RUN)
     assert sorted(found.outcomes) == [f"{RUN}--a--1", f"{RUN}--b--1"]
-    assert sorted(found.problems) == [
+    assert found.problems == [
         "outcome broken.json skipped: (root): Invalid JSON: EOF while parsing an object at "
         "line 1 column 1",
         f"outcome {RUN}--d--1.json skipped: holds the outcome of {RUN}--a--1, not of "
         f"{RUN}--d--1",
+        f"outcome {RUN}--e--1.json skipped: a symbolic link (never followed)",
+        f"outcome {RUN}--f--1.json skipped: not a regular file (a FIFO)",
+        f"outcome {RUN}--g--1.json skipped: (root): Invalid JSON: EOF while parsing a "
+        "value at line 3 column 22",
+        "outcome notes.txt skipped: not a .json file",
         "outcome other--20261201T0700Z--c--1.json skipped: it belongs to run "
         "other--20261201T0700Z",
+        "outcome x/y skipped: a folder two levels down (outcomes are read at most one "
+        "folder deep)",
     ]
+
+
+def test_an_entry_with_an_odd_name_is_named_on_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "outcomes"
+    root.mkdir()
+    (root / "two\nlines.json").write_text("{}")
+    (root / os.fsdecode(b"\xff.json")).write_text("{}")
+    found = outcomes.read_folder(root, RUN)
+    assert all("\n" not in p and p.encode("utf-8") for p in found.problems)
+    assert [p.split(" skipped")[0] for p in found.problems] == [
+        "outcome '\\udcff.json'", "outcome 'two\\nlines.json'"]
 
 
 def test_a_missing_folder_holds_no_outcomes(tmp_path: Path) -> None:

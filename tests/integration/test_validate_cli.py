@@ -144,20 +144,36 @@ def test_as_a_real_process(tmp_path: Path) -> None:
     assert "2026-11-01T07:07:00Z" in proc.stdout
 
 
-def test_duplicate_ids_reject_both_files(tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_twin_of_another_suffix_is_refused_and_the_json_file_is_the_schedule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = make_repo(tmp_path)
     shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.json")
     shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.JSON")
     assert main(["--repo", str(repo), "validate", *FROM]) == 1
     out, err = capsys.readouterr()
     assert err.splitlines() == [
-        "orchestrator: schedules/twin.JSON: id: duplicate id 'twin' (also "
-        "schedules/twin.json); rename one file",
-        "orchestrator: schedules/twin.json: id: duplicate id 'twin' (also "
-        "schedules/twin.JSON); rename one file",
+        "orchestrator: schedules/twin.JSON: id: not read: schedules/twin.json is schedule "
+        "'twin'; a suffix other than lower-case .json names no schedule beside it: delete "
+        "or rename this file",
     ]
     assert "good  (schedules/good.json)" in out
+    assert "twin  (schedules/twin.json)" in out
+
+
+def test_duplicate_ids_without_a_json_file_reject_both(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.Json")
+    shutil.copyfile(repo / "schedules" / "good.json", repo / "schedules" / "twin.JSON")
+    assert main(["--repo", str(repo), "validate", *FROM]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "orchestrator: schedules/twin.JSON: id: duplicate id 'twin' (also "
+        "schedules/twin.Json); rename one file",
+        "orchestrator: schedules/twin.Json: id: duplicate id 'twin' (also "
+        "schedules/twin.JSON); rename one file",
+    ]
+    assert "good  (schedules/good.json)" in out and "twin  (" not in out
 
 
 def test_valid_files_exit_zero_and_the_schema_is_not_a_schedule(

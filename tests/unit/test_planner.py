@@ -402,6 +402,34 @@ def test_unrecorded_dispatch_is_adopted_by_lookup_else_redispatched_after_grace(
                                                        ("pending", "dispatched")]
 
 
+def test_a_dispatch_is_claimed_by_the_machine_that_marks_it() -> None:
+    s = sched(tracks=1, overlap="allow")
+    d = tick([s], State(), T0, Observations(machine="laptop-1a2b3c4d"))
+    assert d.state.tracks["job--20261201T0700Z"]["t0"].claimed_by == "laptop-1a2b3c4d"
+    assert tick([s], State(), T0, NONE).state.tracks[
+        "job--20261201T0700Z"]["t0"].claimed_by is None  # GitHub: nobody's
+
+
+def test_another_machines_unrecorded_claim_is_tapped_out_after_its_timeout() -> None:
+    s = sched(cron="0 7 * * *", tracks=[{"name": "t0", "run": "true", "timeout_minutes": 5}])
+    d = tick([s], State(), T0, Observations(machine="a-00000001"))
+    other = Observations(machine="b-00000002")  # not asked: it cannot see a's folder
+    within = tick([s], d.state, T0 + timedelta(minutes=5, seconds=59), other,
+                  dispatch_grace=timedelta(minutes=1))
+    track = within.state.tracks["job--20261201T0700Z"]["t0"]
+    assert track.phase is TrackPhase.DISPATCHED and within.dispatch == []
+    past = tick([s], d.state, T0 + timedelta(minutes=6), other,
+                dispatch_grace=timedelta(minutes=1))
+    track = past.state.tracks["job--20261201T0700Z"]["t0"]
+    assert track.phase is TrackPhase.TAPPED_OUT and past.dispatch == []
+    assert "a-00000001 claimed its dispatch and never recorded it" in track.error_log[-1]
+    # its own machine is not "another": it looks it up, and sends it again if absent
+    key = d.dispatch[0].key
+    mine = tick([s], d.state, T0 + timedelta(minutes=7), Observations(
+        machine="a-00000001", found={key: None}), dispatch_grace=timedelta(minutes=1))
+    assert [r.key for r in mine.dispatch] == [key]
+
+
 def test_breaker_open_defers_dispatch() -> None:
     d = tick([sched()], State(), T0, Observations(executor_available=False))
     assert d.dispatch == []

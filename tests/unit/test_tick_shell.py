@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 from orchestrator.spec.config import RepoSettings
 from orchestrator.state import codec, layout
+from orchestrator.state import model as state_model
 from orchestrator.state.records import RunStatus, TrackPhase
-from orchestrator.store import InMemoryStateStore
+from orchestrator.store import InMemoryStateStore, Snapshot
 from orchestrator.support.times import iso
 from orchestrator.tick.result import TickResult
 from tests.builders import schedule
@@ -214,6 +215,30 @@ def test_a_failed_dispatch_records_nothing_and_leaves_the_track_dispatched(
     assert again.dispatched == [KEY]
     assert shell.executor.starts == [KEY]
     assert shell.track(RUN, "a").handle == {"executor": "local", "key": KEY}
+
+
+def _forget_handle(shell: MemoryShell, run_id: str, name: str) -> None:
+    """``name``'s dispatch as a tick that died before recording it leaves it."""
+    def change(snap: Snapshot) -> dict[str, bytes | None]:
+        state = state_model.load(snap.files, all_tracks=True)
+        track = state.tracks[run_id][name]
+        state.tracks[run_id][name] = track.model_copy(update={"handle": None, "url": None})
+        return dict(state.dump())
+
+    shell.store.transact(change, "the record of a dispatch lost")
+
+
+def test_a_failing_look_up_keeps_what_observing_learned(shell: MemoryShell) -> None:
+    shell.schedules = [schedule("nightly", cron="0 7 * * *", tracks=("a", "b"))]
+    shell.run(T0 + MINUTE)
+    _forget_handle(shell, RUN, "b")
+    shell.executor.finish(KEY, T0 + 2 * MINUTE)
+    shell.executor.lookup_fails = "the work folder cannot be read"
+    result = shell.run(T0 + 3 * MINUTE)
+    assert shell.track(RUN, "a").phase is TrackPhase.COMPLETE  # observed all the same
+    b = shell.track(RUN, "b")
+    assert b.phase is TrackPhase.DISPATCHED and b.handle is None  # not asked: left alone
+    assert result.dispatched == []
 
 
 def test_a_dispatch_the_backend_refused_is_recorded_as_failed(shell: MemoryShell) -> None:

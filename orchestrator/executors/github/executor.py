@@ -14,8 +14,9 @@ Correlation
     dispatch and comparing their ``display_title`` with the batch's run-name. Every
     matrix leg's job is named by a hash of its dispatch key (:mod:`.jobnames`: never
     over GitHub's 100 characters), so the jobs of a run tell exactly which keys it
-    carries. Before a dispatch is retried, the batch is looked
-    up first: a dispatch whose response was lost is adopted, never repeated.
+    carries. Before every dispatch the batch is looked up first: nothing on the state
+    branch proves a key fresh (a rewind accepted, a mirror restored), so a batch sent
+    before is adopted, never repeated.
 
 Observation
     ``GET /actions/runs/{id}/jobs?filter=latest`` (paginated), one listing per workflow
@@ -34,7 +35,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -56,13 +57,11 @@ from .client import (
     message,
 )
 from .jobnames import is_leg, job_name, match
-from .listing import CLOCK_SKEW, LOST_AFTER, Listing, Window
+from .listing import LOST_AFTER, Listing, Window
 from .observation import cancelled_by, canceller, job_observation, missing_job
 
 log = logging.getLogger(__name__)
 
-RESEND_LOOKUP_AFTER = timedelta(minutes=10)
-"""A batch dispatched this long after its slot is first looked up by run-name."""
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
 """``owner/name`` as GitHub allows them; it becomes part of every request path."""
 
@@ -82,6 +81,8 @@ class GitHubExecutor:
     """
 
     name = "github"
+    machine = None
+    """Any tick may look a dispatch up on GitHub: no machine claims it."""
 
     def __init__(
         self,
@@ -117,6 +118,8 @@ class GitHubExecutor:
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
         self._access_confirmed = False
+        self._listed: dict[str, tuple[Window, list[dict[str, Any]]]] = {}
+        """Workflow -> the runs listed for :meth:`_sent_before` in this ``dispatch``."""
 
     @property
     def api_url(self) -> str:
@@ -181,12 +184,22 @@ class GitHubExecutor:
         return breaker_allows(self.client.breaker, self.client.now(), self.policy)
 
     def dispatch(self, requests: list[DispatchRequest]) -> list[DispatchResult]:
+        results: dict[str, DispatchResult] = {}
+        valid: list[DispatchRequest] = []
         for request in requests:
-            check_run_id(request.run_id)
-            check_id(request.track, "track name")
-            self._workflow(request.workflow)
-        batches, rejected = plan_batches(requests)
-        results = {r.key: r for r in rejected}
+            try:
+                check_run_id(request.run_id)
+                check_id(request.track, "track name")
+                self._workflow(request.workflow)
+            except UserError as exc:  # this request's own fault: the others still go
+                results[request.key] = DispatchResult(key=request.key, error=exc.message)
+            else:
+                valid.append(request)
+        batches, rejected = plan_batches(valid)
+        results.update((r.key, r) for r in rejected)
+        self._listed = {}
+        # the earliest slot first: its listing covers the later batches' windows
+        batches.sort(key=lambda b: Window.since_slot(b.run_name, self.client.now()).start)
         for batch in batches:
             try:
                 outcome = self._dispatch_batch(batch)
@@ -349,17 +362,24 @@ class GitHubExecutor:
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
         """POST the batch once; never a second time once GitHub may have created it."""
         window = Window.sent_at(self.client.now())
-        # A batch sent well after its slot may have been sent before by a tick whose
-        # record was lost (a state branch rewound and then accepted): look its run-name
-        # up first, and adopt that run instead of starting the tracks twice. A batch
-        # sent on time skips this, which keeps to one call per dispatch.
-        since_slot = Window.since_slot(batch.run_name, self.client.now())
-        if self.client.now() - (since_slot.start + CLOCK_SKEW) >= RESEND_LOOKUP_AFTER:
-            existing = self.listing.find(batch.workflow, batch.run_name, since_slot)
-            if existing is not None:
-                log.info("%s: already dispatched as workflow run %s; adopting it",
-                         batch.run_name, existing["id"])
-                return self._adopt(batch, int(existing["id"]), existing.get("html_url"))
+        # Nothing on the state branch proves a key fresh: an accepted rewind or a
+        # restored mirror (which brings its own high-water ref back) replays keys
+        # already sent. GitHub is the witness: the run-name is looked up first, and a
+        # run found is adopted instead of starting the tracks twice.
+        try:
+            existing = self._sent_before(batch)
+        except CircuitOpen:
+            raise
+        except ExecutorError as exc:
+            # Unasked is not absent: sending blind could start the tracks twice. Nothing
+            # is spent; the tracks go again once GitHub answers.
+            return [DispatchResult(key=key, not_sent=True, error=(
+                f"could not check whether {batch.run_name} was dispatched before: "
+                f"{exc.message}")) for key in batch.keys]
+        if existing is not None:
+            log.info("%s: already dispatched as workflow run %s; adopting it",
+                     batch.run_name, existing["id"])
+            return self._adopt(batch, int(existing["id"]), existing.get("html_url"))
         while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
             if self._asks_details:
@@ -392,6 +412,18 @@ class GitHubExecutor:
             raise GitHubError(
                 f"dispatching {batch.run_name} to {batch.workflow} on {self.ref} was refused: "
                 f"{response.status_code} {message(response)}", status=response.status_code)
+
+    def _sent_before(self, batch: Batch) -> dict[str, Any] | None:
+        """The workflow run already titled with ``batch``'s run-name, created since its
+        slot, if any. One listing per workflow serves every batch of one ``dispatch``
+        call (:attr:`_listed`)."""
+        since_slot = Window.since_slot(batch.run_name, self.client.now())
+        listed = self._listed.get(batch.workflow)
+        if listed is None or listed[0].start > since_slot.start:
+            listed = (since_slot, self.listing.runs(batch.workflow, since_slot))
+            self._listed[batch.workflow] = listed
+        matches = [r for r in listed[1] if r.get("display_title") == batch.run_name]
+        return min(matches, key=lambda r: int(r["id"])) if matches else None
 
     @property
     def _asks_details(self) -> bool:

@@ -1,0 +1,148 @@
+"""Ticks killed with SIGKILL, with their whole process group, while git works: the
+checkout and the remote recover by themselves.
+
+Real ticks (``python -m orchestrator``) in their own sessions and a real bare origin in
+a temporary folder. Between ticks another writer moves the state branch by a commit of
+its own (as a tick elsewhere would, at the cost of a git command), so the next tick in
+the checkout has to fetch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.builders import spec_data
+from tests.drive import STATE_BRANCH, cli_tick, state_of
+from tests.gitrepo import clone, git, make_origin
+
+EVERY = spec_data("* * * * *", run="true", overlap="allow")
+LOCK_LINE = "removed the stale lock"
+
+
+def at(minute: int) -> str:
+    return f"2026-12-01T{7 + minute // 60:02d}:{minute % 60:02d}:30Z"
+
+
+def start(repo: Path, minute: int, work: Path) -> subprocess.Popen[str]:
+    """A tick of ``repo`` at ``minute``, in its own session (so it can be killed with
+    every process it started, and nothing else)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "tick", "--now",
+         at(minute)], env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the tick's whole process group (its git children too), and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+
+
+def checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """(the origin, the checkout whose ticks are killed)."""
+    origin = make_origin(tmp_path, {"every": EVERY})
+    return origin, clone(origin, tmp_path / "repo")
+
+
+def another_writer(origin: Path) -> None:
+    """Move the state branch on ``origin`` by one commit, as another machine's tick
+    would: the checkout's next tick has a new tip to fetch."""
+    tip = git("rev-parse", f"refs/heads/{STATE_BRANCH}", cwd=origin)
+    commit = git("commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", "elsewhere", cwd=origin)
+    git("update-ref", f"refs/heads/{STATE_BRANCH}", commit, tip, cwd=origin)
+
+
+def test_ticks_killed_during_their_fetch_leave_locks_the_next_tick_clears(
+        tmp_path: Path) -> None:
+    origin, repo = checkout(tmp_path)
+    work = tmp_path / "work"
+    lock = repo / ".git" / "shallow.lock"
+    assert cli_tick(repo, at(0), work=work).returncode == 0
+    left = 0
+    for i in range(1, 4):
+        another_writer(origin)  # the victim must fetch
+        victim = start(repo, 2 * i, work)
+        while victim.poll() is None and not lock.exists():
+            pass  # the fetch holds shallow.lock: kill it then
+        kill(victim)
+        stuck = lock.exists()
+        left += stuck
+        after = cli_tick(repo, at(2 * i), work=work)
+        assert after.returncode == 0, after.stderr
+        assert f"every--20261201T07{2 * i:02d}Z" in after.stdout  # fires what is due
+        assert (f"{LOCK_LINE} {lock}" in after.stderr) == stuck, after.stderr
+        assert not lock.exists()
+    assert left >= 1, "no kill landed while the fetch held its lock"
+
+
+def test_a_lock_a_live_git_process_may_hold_is_left_alone(tmp_path: Path) -> None:
+    origin, repo = checkout(tmp_path)
+    work = tmp_path / "work"
+    assert cli_tick(repo, at(0), work=work).returncode == 0
+    another_writer(origin)
+    # a git process working in the checkout, started before the lock was taken
+    holder = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)  # its start, rounded to the clock's ticks, is before the lock
+        lock = repo / ".git" / "shallow.lock"
+        lock.write_text("held\n")
+        refused = cli_tick(repo, at(2), work=work)
+        assert refused.returncode == 3
+        assert "shallow.lock': File exists" in refused.stderr
+        assert lock.exists() and LOCK_LINE not in refused.stderr
+    finally:
+        holder.communicate(input=b"", timeout=30)
+    served = cli_tick(repo, at(2), work=work)
+    assert served.returncode == 0, served.stderr
+    assert f"{LOCK_LINE} {lock}" in served.stderr
+    assert served.stderr.count("\n") == 1
+
+
+def test_a_ref_lock_a_killed_push_left_in_the_remote_folder_is_cleared(
+        tmp_path: Path) -> None:
+    origin, repo = checkout(tmp_path)
+    work = tmp_path / "work"
+    assert cli_tick(repo, at(0), work=work).returncode == 0
+    lock = origin / "refs" / "heads" / f"{STATE_BRANCH}.lock"
+    lock.write_text("0" * 40 + "\n")  # as receive-pack leaves it when killed mid-update
+    proc = cli_tick(repo, at(1), work=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "every--20261201T0701Z: fired" in proc.stdout
+    assert f"{LOCK_LINE} {lock}" in proc.stderr and not lock.exists()
+
+
+@pytest.mark.slow
+def test_fifty_ticks_killed_at_random_moments_then_three_ordinary_ticks_succeed(
+        tmp_path: Path) -> None:
+    """The acceptance loop: 50 ticks of one checkout SIGKILLed at random moments of their
+    life (another writer moves the branch before each, so each fetches), then 3
+    ordinary ticks: each succeeds and fires its slot."""
+    origin, repo = checkout(tmp_path)
+    work = tmp_path / "work"
+    assert cli_tick(repo, at(0), work=work).returncode == 0
+    rng = random.Random(25)
+    killed = 0
+    for minute in range(1, 51):
+        another_writer(origin)
+        victim = start(repo, minute, work)
+        time.sleep(rng.uniform(0.0, 1.2))
+        kill(victim)
+        killed += victim.returncode == -9
+    assert killed >= 25  # most were killed before they ended by themselves
+    for minute in (51, 52, 53):
+        proc = cli_tick(repo, at(minute), work=work)
+        assert proc.returncode == 0, proc.stderr
+        assert f"every--20261201T07{minute}Z: fired" in proc.stdout
+    state, _ = state_of(repo)
+    assert {f"every--20261201T07{m}Z" for m in (51, 52, 53)} <= set(state.runs)
