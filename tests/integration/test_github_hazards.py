@@ -385,7 +385,8 @@ def test_a_failing_watchdog_signals_the_heartbeat_url_s_fail_and_a_passing_one_n
 def test_the_watchdog_passes_its_heartbeat_secret_and_may_read_workflow_states() -> None:
     doc = yaml.safe_load((WORKFLOWS / "watchdog.yml").read_text())
     job = doc["jobs"]["watchdog"]
-    assert job["permissions"] == {"contents": "read", "actions": "read"}
+    assert job["permissions"] == {"contents": "read", "actions": "read",
+                                  "issues": "write"}  # the watchdog's issue (notify)
     [step] = [s for s in job["steps"] if s.get("name") == "Check the heartbeat"]
     assert step["env"]["ORCHESTRATOR_HEARTBEAT_URL"] == "${{ secrets.ORCHESTRATOR_HEARTBEAT_URL }}"
 
