@@ -26,8 +26,10 @@ Concurrency and crash safety, per dispatch key:
   dispatcher died between the two steps), ``dispatch``, ``lookup`` and ``observe``
   start a supervisor again.
 * A supervisor that dies leaves a non-final ``status.json`` and a free lock; the next
-  ``observe`` takes the lock, kills the orphaned group and records ``lost``, which is
-  reported as ``failed``.
+  ``observe`` takes the lock, kills the orphaned group, waits until it is gone (a
+  killed process may take a while to die) and records ``lost``, which is reported as
+  ``failed``. A supervisor started for an attempt already claimed exits without
+  taking the lock, so it never passes for the owner.
 
 ``launches.log`` is an operational log: one line per command actually started, with
 the key, the pid and the time. It answers "did this run, and how often?" and is what
@@ -60,7 +62,6 @@ import json
 import logging
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -369,7 +370,8 @@ class LocalExecutor:
             fresh = supervisor.read_json(folder / supervisor.STATUS) or status
             if fresh.get("state") in supervisor.FINAL_STATES:
                 return dict(fresh)  # it finished just before dying
-            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            # Reported failed only once its orphans are gone: a retry never overlaps them.
+            supervisor.kill_group_and_wait(fresh.get("pgid"))
             fresh.update(state=supervisor.LOST, finished_at=supervisor.utc_now(),
                          error="supervisor vanished")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
@@ -409,7 +411,7 @@ class LocalExecutor:
                 return
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
-            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            supervisor.kill_group_and_wait(fresh.get("pgid"))
             fresh.update(state=supervisor.CANCELLED, finished_at=supervisor.utc_now(),
                          error="cancelled")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
