@@ -33,8 +33,6 @@ import click
 from .. import executors
 from ..cadence.serve import Loop, Work
 from ..runs.compaction import archive_tag, compact
-from ..spec.files import load_all
-from ..spec.models import Schedule
 from ..state.codec import last_tick_at
 from ..store import GitStateStore
 from ..support.times import iso
@@ -95,22 +93,6 @@ def compact_work(cfg: Config, keep_days: int) -> Work:
     return work
 
 
-def backoff_warnings(schedules: list[Schedule], interval: float) -> list[str]:
-    """One line per retried track whose first back-off is shorter than ``interval``.
-
-    A retry is dispatched by a tick, and serve ticks once per wake-up: a shorter
-    back-off changes nothing, the retry waits for the next wake-up all the same."""
-    lines = []
-    for schedule in schedules:
-        for track in schedule.spec.tracks:
-            wait = track.retry_backoff_seconds
-            if track.max_attempts > 1 and wait < interval:
-                lines.append(f"warning: {schedule.path or schedule.id}: track {track.name}: "
-                             f"retry_backoff_seconds {wait:g} is shorter than --interval "
-                             f"{interval:g}: its retries wait for the next wake-up")
-    return lines
-
-
 def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
                heartbeat_url: str | None, max_staleness: float,
                compact_keep_days: int | None) -> Loop:
@@ -166,8 +148,6 @@ def command(cfg: Config, interval: float, executor: str, compact_keep_days: int 
     names = ", ".join(c.name for c in loop.consumers)
     loop.say(f"serving {cfg.repo} (state branch {cfg.state_branch!r} of {cfg.remote}, "
              f"executor {executor}) every {interval:g}s: {names}")
-    for line in backoff_warnings(load_all(cfg.schedules_dir).schedules, interval):
-        loop.say(line)
     sys.stderr.flush()
     loop.run()
     loop.say(f"stopped after {loop.wakeups} wake-up(s)")
