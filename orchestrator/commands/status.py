@@ -7,10 +7,11 @@ that plus the longest gap between the ticks tick.yml schedules (90 minutes witho
 tick.yml): a healthy but idle repository is never reported stale.
 
 Exit codes: 0 when the last tick is recent enough, 5 (:class:`~orchestrator.errors.Stale`)
-when it is older than ``--max-staleness`` or there is none, 6
-(:class:`~orchestrator.errors.DeadLettersWaiting`) with ``--fail-on-dead-letters``
-while dead letters wait, 3 when the remote cannot be read. The report is printed in
-every case, so a watchdog's log shows what it saw.
+when it is older than ``--max-staleness`` or there is none, 7
+(:class:`~orchestrator.errors.InvalidSchedules`) while a schedule file (or
+``orchestrator.json``) is invalid, 6 (:class:`~orchestrator.errors.DeadLettersWaiting`)
+with ``--fail-on-dead-letters`` while dead letters wait, 3 when the remote cannot be
+read. The report is printed in every case, so a watchdog's log shows what it saw.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from datetime import timedelta
 
 import click
 
-from ..errors import DeadLettersWaiting, Rewound, Stale
+from ..errors import DeadLettersWaiting, InvalidSchedules, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
@@ -50,8 +51,9 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
-    a watchdog workflow or any external monitor; with --fail-on-dead-letters, exits 6
-    (when the clock is fresh) while dead letters wait for a decision; and 3 when the
+    a watchdog workflow or any external monitor; 7 (when the clock is fresh) while a
+    schedule file or orchestrator.json is invalid, which every tick ignores; with
+    --fail-on-dead-letters, 6 while dead letters wait for a decision; and 3 when the
     state branch was rewound behind its high-water mark (ticks refuse to fire until it
     is accepted).
     """
@@ -89,6 +91,10 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
             raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
         raise Stale(f"the last tick ({report['last_tick']}) is "
                     f"{age_text(report['age_minutes'])} old, more than {limit}")
+    if report["invalid_schedules"]:
+        files = report["invalid_schedules"]
+        raise InvalidSchedules(f"{len(files)} invalid file(s), ignored by every tick until "
+                               f"fixed: {'; '.join(files)}")
     if fail_on_dead_letters and report["dead_letters"]:
         raise DeadLettersWaiting(f"{report['dead_letters']} dead letter(s) wait for a "
                                  "decision: see `orchestrator dlq list`")

@@ -86,7 +86,7 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
     """The tick's lines, then the Markdown brief of each run it finished, under ``limit``:
     each brief is rendered within the room the ones before it left (it then summarises
     itself and says what it cut); one with too little room left is named instead."""
-    parts = ["### Orchestrator tick\n\n" + dead_letter_alert(result)
+    parts = [invalid_alert(result) + "### Orchestrator tick\n\n" + dead_letter_alert(result)
              + "```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
     used = len(parts[0].encode())
     left_out = []
@@ -107,6 +107,18 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
         parts.append(f"_{len(left_out)} brief(s) left out to stay under GitHub's 1 MiB "
                      f"summary limit: {', '.join(left_out)}; see `orchestrator render`._\n")
     return "\n".join(parts)
+
+
+def invalid_alert(result: TickResult) -> str:
+    """The job summary's first lines when schedule files are invalid: the tick ignores
+    them, so they fire nothing until someone fixes them."""
+    invalid = result.decision.invalid if result.decision else result.schedule_errors
+    if not invalid:
+        return ""
+    from ..brief.text import md  # the file name and the problem are a user's text
+
+    return "".join(f"- **Invalid, fires nothing until fixed:** {md(line, 500)}\n"
+                   for line in invalid) + "\n"
 
 
 def dead_letter_alert(result: TickResult) -> str:

@@ -118,7 +118,8 @@ def text(report: dict[str, Any]) -> list[str]:
     lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
                  "next wake     nothing will fall due")
     lines += _schedule_lines(report["schedules"])
-    lines += [f"  invalid: {problem}" for problem in report["invalid_schedules"]]
+    lines += [f"  invalid: {problem} (ignored: fires nothing until fixed)"
+              for problem in report["invalid_schedules"]]
     lines += [f"state         {line}" for line in report["quarantined"]]
     lines += _run_lines(report["open_runs"])
     lines += _caps_lines(report["caps"])

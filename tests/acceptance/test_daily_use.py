@@ -1,0 +1,69 @@
+"""A week of daily use, as a new user lives it: a schedule broken by an edit, a clock
+moved with ``tick --now``, dead letters handled in bulk, the small verbs.
+
+Only the installed CLI, git and the scaffold's own workflow scripts, as subprocesses;
+where the trouble was seen on the real clock, the test uses the real clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.acceptance.cliuser import User, orchestrator
+
+
+def step_script(workflow: Path, name: str) -> str:
+    """The ``run:`` script of the step called ``name`` in ``workflow``."""
+    data = yaml.safe_load(workflow.read_text())
+    for job in data["jobs"].values():
+        for step in job["steps"]:
+            if step.get("name") == name:
+                return str(step["run"])
+    raise AssertionError(f"no step {name!r} in {workflow}")
+
+
+def run_watchdog(user: User, summary: Path) -> subprocess.CompletedProcess[str]:
+    """watchdog.yml's check, as its runner runs it (bash, the job's env)."""
+    script = step_script(user.cwd / ".github" / "workflows" / "watchdog.yml",
+                         "Check the heartbeat")
+    env = {**os.environ, "ORCHESTRATOR_MAX_STALENESS": "90",
+           "GITHUB_STEP_SUMMARY": str(summary),
+           "PATH": f"{Path(orchestrator()).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-e", "-c", script], cwd=user.cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_schedule_broken_by_an_edit_fails_status_and_the_watchdog(
+        tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "add", "hourly", "--every", "hour", "--track", "t=true")
+    user.run("tick")  # the real clock: both schedules are seen, both valid
+    assert user.run("status").returncode == 0
+    assert run_watchdog(user, tmp_path / "watchdog-ok.md").returncode == 0
+
+    # An edit breaks it; no pull request check runs locally.
+    path = user.cwd / "schedules" / "hourly.json"
+    data = json.loads(path.read_text())
+    data["cron"] = "61 * * * *"
+    path.write_text(json.dumps(data))
+
+    summary = tmp_path / "summary.md"
+    ticked = user.run("tick", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert "invalid schedule, ignored: schedules/hourly.json" in ticked.stdout
+    first = summary.read_text().splitlines()[0]
+    assert "Invalid" in first and "schedules/hourly.json" in first, first
+
+    status = user.run("status", expect=7)
+    assert "schedules/hourly.json" in status.stderr
+    assert "invalid: schedules/hourly.json" in status.stdout
+    watched = run_watchdog(user, tmp_path / "watchdog.md")
+    assert watched.returncode == 7, watched
+    assert "schedules/hourly.json" in (tmp_path / "watchdog.md").read_text()
+
+    path.write_text(json.dumps({**data, "cron": "7 * * * *"}))  # fixed: green again
+    assert user.run("status").returncode == 0
