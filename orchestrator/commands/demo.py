@@ -24,6 +24,7 @@ from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
 from ..store import GitStateStore
 from ..support.times import iso
+from ..tick.shell import Clock
 from .context import Config
 from .tick import make_tick
 
@@ -97,7 +98,8 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
     number = 0
     while time.monotonic() < deadline:
         number += 1
-        result = make_tick(cfg, executors.LOCAL, datetime.now(UTC)).run()
+        now = datetime.now(UTC)
+        result = make_tick(cfg, executors.LOCAL, now, clock=Clock(machine=now)).run()
         for line in result.log:
             click.echo(f"tick {number}: {line}")
         snap = GitStateStore(repo, "origin", cfg.state_branch).read()

@@ -58,20 +58,24 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
     click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
 
 
-def pauses(cfg: Config) -> dict[str, Pause]:
-    """Schedule id -> its pause, read from the state branch; empty when the branch cannot
-    be read (``schedules list`` and ``show`` still describe the files then)."""
+def cursors(cfg: Config) -> dict[str, Cursor]:
+    """Schedule id -> its cursor, read from the state branch; empty when the branch
+    cannot be read (``schedules list`` and ``show`` still describe the files then)."""
     try:
         snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
         found = {}
         for path in snap.files:
             if layout.kind_of(path) is layout.Kind.CURSOR:
                 cursor = codec.parse_record(Cursor, path, snap.files[path])
-                if cursor.paused is not None:
-                    found[cursor.schedule_id] = cursor.paused
+                found[cursor.schedule_id] = cursor
         return found
     except OrchestratorError:
         return {}
+
+
+def pauses(cfg: Config) -> dict[str, Pause]:
+    """Schedule id -> its pause, read from the state branch (see :func:`cursors`)."""
+    return {sid: c.paused for sid, c in cursors(cfg).items() if c.paused is not None}
 
 
 def pause_text(pause: Pause) -> str:

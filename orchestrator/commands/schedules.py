@@ -16,6 +16,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from ..cadence.wake import settled_after
 from ..cron import DstFold, DstGap, dst_note
 from ..errors import NotFound, ScheduleError, UserError
 from ..spec.fields import check_id
@@ -33,9 +34,10 @@ from ..spec.files import (
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.preview import slot_dict, upcoming
 from ..spec.triggers import for_spec
+from ..state.records import Cursor
 from ..support.times import iso, parse_now
 from .context import Config, pass_config
-from .resume import pause_text, pauses
+from .resume import cursors, pause_text
 
 # --------------------------------------------------------------------------- helpers
 
@@ -88,6 +90,12 @@ def _now(start: datetime | None) -> datetime:
     return start or datetime.now(UTC)
 
 
+def _from(cursor: Cursor | None, now: datetime, start: datetime | None) -> datetime:
+    """Where the next runs of a schedule start: ``--from`` as given, else after what
+    its cursor settled (the next tick fires nothing before that)."""
+    return start if start is not None else settled_after(cursor, now)
+
+
 def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -122,11 +130,13 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     width = max((len(s.id) for s in loaded.schedules), default=0)
-    paused = pauses(cfg) if loaded.schedules else {}
+    standing = cursors(cfg) if loaded.schedules else {}
+    paused = {sid: c.paused for sid, c in standing.items() if c.paused is not None}
     for schedule in loaded.schedules:
         spec = schedule.spec
         # a disabled schedule never fires: a "next run" would be a promise it breaks
-        nxt = upcoming(schedule, now, 1).slots if spec.enabled else []
+        nxt = upcoming(schedule, _from(standing.get(schedule.id), now, start),
+                       1).slots if spec.enabled else []
         when = for_spec(spec).describe()
         rows.append({
             "id": schedule.id,
@@ -166,8 +176,9 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     """One schedule: its settings, in words, and its next runs."""
     schedule = _load(cfg, schedule_id)
     spec = schedule.spec
-    nxt = upcoming(schedule, _now(start), n).slots
-    pause = pauses(cfg).get(schedule.id)
+    cursor = cursors(cfg).get(schedule.id)
+    nxt = upcoming(schedule, _from(cursor, _now(start), start), n).slots
+    pause = cursor.paused if cursor is not None else None
     if as_json:
         _echo_json({
             "id": schedule.id,

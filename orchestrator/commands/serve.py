@@ -36,6 +36,7 @@ from ..runs.compaction import archive_tag, compact
 from ..state.codec import last_tick_at
 from ..store import GitStateStore
 from ..support.times import iso
+from ..tick.shell import Clock
 from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
 from .tick import make_tick, ping
@@ -54,7 +55,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
 
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           retention=retention).run()
+                           retention=retention, clock=Clock(machine=now)).run()
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]

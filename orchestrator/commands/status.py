@@ -89,6 +89,10 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         limit = f"{max_staleness:g} minutes"
         if report["last_tick"] is None:
             raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
+        if report["ahead"]:
+            raise Stale(f"the last tick ({report['last_tick']}) is "
+                        f"{age_text(-report['age_minutes'])} ahead of this machine's clock: "
+                        "a tick --now in the future wrote it, and no real tick since")
         raise Stale(f"the last tick ({report['last_tick']}) is "
                     f"{age_text(report['age_minutes'])} old, more than {limit}")
     if report["invalid_schedules"]:

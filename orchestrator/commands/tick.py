@@ -7,7 +7,7 @@ import json
 import os
 import signal
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
@@ -19,7 +19,7 @@ from ..cadence.wake import Wake
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
-from ..tick.shell import ExecutorFactory, Tick, TickResult
+from ..tick.shell import Clock, ExecutorFactory, Tick, TickResult
 from .context import Config, pass_config
 
 
@@ -32,7 +32,10 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None, retention: bool = True) -> Tick:
+              outcomes: Path | None = None, retention: bool = True,
+              clock: Clock | None = None) -> Tick:
+    """The tick at ``now``; ``clock`` says where ``now`` came from (the machine's clock
+    for ``serve`` and ``demo``)."""
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
@@ -45,7 +48,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention)
+                retention=retention, clock=clock)
 
 
 def summary_lines(result: TickResult) -> list[str]:
@@ -185,12 +188,15 @@ def ping(url: str) -> str | None:
               "slot: what a batch's fan-in job runs.")
 @click.option("--outcomes", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="With --run: a folder of leg outcome files (<dispatch key>.json) to record.")
+@click.option("--force", is_flag=True, help="Tick at a --now more than 5 minutes ahead of "
+              "this machine's clock on a state branch that real ticks use (it settles every "
+              "slot up to that now: they fire nothing until then).")
 @pass_config
 def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
             heartbeat_url: str | None, heartbeat_fail_url: str | None,
             heartbeat_every: float, template: Path | None,
             linger: float, max_linger: float, scope: str | None,
-            outcomes: Path | None) -> int:
+            outcomes: Path | None, force: bool) -> int:
     """Read schedules and state, decide what is due, commit, dispatch, record."""
     if linger and (now_text or dry_run or as_json or scope):
         raise click.UsageError("--linger waits on the real clock: it cannot be combined "
@@ -202,9 +208,10 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         check_run_id(scope)
 
     def once(now: datetime) -> Wake | None:
+        clock = Clock(machine=datetime.now(UTC), given=now_text is not None, force=force)
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           template=template, scope=scope,
-                           outcomes=outcomes).run(dry_run=dry_run)
+                           template=template, scope=scope, outcomes=outcomes,
+                           clock=clock).run(dry_run=dry_run)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
         if target:

@@ -79,8 +79,8 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
             ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
                                     f"(catchup={spec.catchup.value})")
     keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
-    upcoming = trigger.next(now, 1).found
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
+    upcoming = trigger.next(max(now, settled), 1).found
     ctx.state.cursors[sid] = cursor.model_copy(update={
         "since": settled,
         "last_run_id": last_run_id,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..cadence.wake import next_wake
+from ..cadence.wake import next_wake, settled_after
 from ..planner.capacity import in_flight
 from ..planner.compensation import order
 from ..planner.context import Caps
@@ -27,6 +27,9 @@ from ..state import model as state_model
 from ..state.health import describe
 from ..state.machine import RUN_OPEN
 from ..support.times import iso
+
+AHEAD_TOLERANCE = timedelta(minutes=5)
+"""A last tick further ahead of ``now`` than this is from a tick ``--now`` in the future."""
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -41,7 +44,7 @@ def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> d
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
         return None
-    found = for_spec(schedule.spec).next(now, 1).found
+    found = for_spec(schedule.spec).next(settled_after(cursor, now), 1).found
     return found[0].at if found else None
 
 
@@ -95,7 +98,10 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "last_tick": _iso(last),
         "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
         "max_staleness_minutes": max_staleness.total_seconds() / 60,
-        "stale": age is None or age > max_staleness,
+        # A heartbeat from the future (a tick --now ahead of the clock) vouches for
+        # nothing: whether real ticks still run is unknown until one writes its own.
+        "ahead": age is not None and -age > AHEAD_TOLERANCE,
+        "stale": age is None or age > max_staleness or -age > AHEAD_TOLERANCE,
         "schedules": rows,
         "invalid_schedules": invalid,
         "quarantined": state.quarantine_lines(),
@@ -138,6 +144,10 @@ def _tick_line(report: dict[str, Any]) -> str:
     limit = f"{report['max_staleness_minutes']:g}m"
     if report["last_tick"] is None:
         return f"last tick     none recorded (stale; limit {limit})"
+    if report.get("ahead"):
+        ahead = age_text(-report["age_minutes"])
+        return (f"last tick     {report['last_tick']}  ({ahead} AHEAD of this clock: a tick "
+                f"--now in the future? STALE until a real tick runs; limit {limit})")
     verdict = "STALE" if report["stale"] else "fresh"
     ago = age_text(report["age_minutes"])
     return f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"

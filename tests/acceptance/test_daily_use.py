@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -67,3 +68,37 @@ def test_a_schedule_broken_by_an_edit_fails_status_and_the_watchdog(
 
     path.write_text(json.dumps({**data, "cron": "7 * * * *"}))  # fixed: green again
     assert user.run("status").returncode == 0
+
+
+def test_a_tick_far_in_the_future_is_refused_on_a_real_branch_and_never_misleads(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true",
+             "--overlap", "allow")
+    user.run("tick")  # the real clock: this branch is one real ticks use
+    ahead = (datetime.now(UTC) + timedelta(minutes=76)).replace(second=0, microsecond=0)
+    future = ahead.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    refused = user.run("tick", "--now", future, expect=1)
+    assert "ahead of this machine's clock" in refused.stderr and "--force" in refused.stderr
+    user.run("tick", "--now", future, "--dry-run")  # seeing the decision is harmless
+    assert user.json("runs", "list", "--json") == [] or all(
+        r["slot"] < future for r in user.json("runs", "list", "--json"))
+
+    user.run("tick", "--now", future, "--force")  # a person insisted: the slots are settled
+    status = user.run("status", expect=5)
+    assert "AHEAD of this clock" in status.stdout and "ahead of this machine's clock" \
+        in status.stderr
+
+    # The next real tick says what happened, and every "next" line agrees with it.
+    real = user.run("tick")
+    assert "ahead of this machine's clock" in real.stdout
+    following = ahead + timedelta(minutes=1)
+    stamp = following.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"next due {stamp}" in real.stdout, real.stdout
+    report = user.json("status", "--json")
+    assert report["next_wake"]["at"] == stamp and not report["stale"]
+    assert [s["next"] for s in report["schedules"]] == [stamp]
+    shown = user.json("schedules", "show", "minutely", "--json")
+    assert shown["next"][0]["utc"] == stamp
