@@ -135,6 +135,9 @@ class Run(Frozen):
     """The track workflow the run was created with (GitHub executor)."""
     finished_at: UTCDateTime | None = None
     state_history: list[Transition] = Field(default_factory=list)
+    repair: bool = False
+    """Reopened by ``dlq requeue``: a repair of an old run, not a run in progress. The
+    overlap policy of the schedule's new slots leaves it out."""
 
 
 class SlotNote(Frozen):

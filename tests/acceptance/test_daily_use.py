@@ -102,3 +102,54 @@ def test_a_tick_far_in_the_future_is_refused_on_a_real_branch_and_never_misleads
     assert [s["next"] for s in report["schedules"]] == [stamp]
     shown = user.json("schedules", "show", "minutely", "--json")
     assert shown["next"][0]["utc"] == stamp
+
+
+def test_dead_letters_in_bulk_and_a_requeued_old_run_is_a_repair(
+        tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # Fails on its first attempt; once requeued, it holds its run open until `go`.
+    flaky = (f'if [ -e "{marks}/$ORCHESTRATOR_TRACK" ]; then while [ ! -e "{marks}/go" ]; '
+             f'do sleep 0.1; done; else touch "{marks}/$ORCHESTRATOR_TRACK"; exit 1; fi')
+    user.run("schedules", "add", "hourly", "--cron", "0 * * * *", "--overlap", "skip",
+             "--track", f"a={flaky}", "--track", f"b={flaky}")
+    user.run("schedules", "add", "other", "--cron", "0 * * * *", "--track", "c=false",
+             "--track", "d=false")
+    user.tick("2026-12-01T07:01:00Z")
+    user.tick("2026-12-01T07:02:00Z")
+    user.tick("2026-12-01T07:03:00Z")
+    waiting = [d["key"] for d in user.json("dlq", "list", "--json")]
+    run = "hourly--20261201T0700Z"
+    assert sorted(waiting) == [f"{run}--a", f"{run}--b", "other--20261201T0700Z--c",
+                               "other--20261201T0700Z--d"]
+
+    shown = user.run("dlq", "show", f"{run}--a--1", expect=1)
+    assert f"its dead letter is '{run}--a'" in shown.stderr and "dead letter key" in shown.stderr
+
+    # Several keys, one commit.
+    requeued = user.run("dlq", "requeue", f"{run}--a", f"{run}--b", "--reason", "disk fixed")
+    assert f"requeued {run}--a" in requeued.stdout and f"requeued {run}--b" in requeued.stdout
+    user.state_file("state/open.json")  # fetches the branch
+    log = subprocess.run(["git", "log", "--format=%s", "-1", "FETCH_HEAD"], cwd=user.cwd,
+                         capture_output=True, text=True, check=True)
+    assert log.stdout.strip() == "dlq: requeue 2 dead letters"
+
+    # A whole schedule, after a confirmation with the count: "n" changes nothing.
+    no = user.run("dlq", "discard", "--schedule", "other", "--reason", "obsolete",
+                  input="n\n", expect=None)
+    assert no.returncode == 1 and "discard 2 dead letter(s) of schedule other?" in no.stderr
+    assert len(user.json("dlq", "list", "--json")) == 2
+    yes = user.run("dlq", "discard", "--schedule", "other", "--reason", "obsolete",
+                   input="y\n")
+    assert yes.stdout.count("discarded other--") == 2
+    assert user.json("dlq", "list", "--json") == []
+
+    # The requeued run is a repair: the next slot fires beside it despite overlap=skip.
+    user.json("tick", "--now", "2026-12-01T07:04:00Z", "--json")  # attempt 2 of a and b
+    later = user.json("tick", "--now", "2026-12-01T08:01:00Z", "--json")
+    assert not any("still open" in line for line in later["log"]), later["log"]
+    runs = {r["run_id"]: r["status"] for r in user.json("runs", "list", "--json")}
+    assert runs[run] == "running" and "hourly--20261201T0800Z" in runs
+    (marks / "go").touch()
