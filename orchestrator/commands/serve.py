@@ -4,7 +4,9 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 
 - ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
   ``orchestrator tick`` does; the loop also wakes at the next due moment each tick
-  reports (a slot fires within a second of its time, whatever ``--interval``);
+  reports (a slot fires within a second of its time, whatever ``--interval``) and,
+  with the local executor, within a second or two of a track's end (its next track,
+  its retry or its run's brief follow at once);
   several ``serve`` processes (or a ``serve`` and the GitHub workflow) may tick the
   same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
@@ -34,8 +36,10 @@ from .. import executors
 from ..cadence.serve import Loop, Work
 from ..runs.compaction import archive_tag, compact
 from ..state.codec import last_tick_at
+from ..state.records import TrackPhase
 from ..store import GitStateStore
 from ..support.times import iso
+from ..tick.result import TickResult
 from ..tick.shell import Clock
 from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
@@ -50,7 +54,8 @@ PING_EVERY = 60.0
 def tick_work(cfg: Config, executor: str, heartbeat_every: float,
               heartbeat_url: str | None,
               wake_at: Callable[[datetime], None] | None = None,
-              retention: bool = True) -> Work:
+              retention: bool = True,
+              wake_when: Callable[[Callable[[], bool] | None], None] | None = None) -> Work:
     last_ping: list[float] = []
 
     def work(now: datetime) -> list[str]:
@@ -58,6 +63,8 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
                            retention=retention, clock=Clock(machine=now)).run()
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
+        if wake_when is not None and executor == executors.LOCAL:
+            wake_when(local_ends(cfg, result))
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
         if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
             last_ping[:] = [time.monotonic()]
@@ -67,6 +74,23 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
         return lines
 
     return work
+
+
+def local_ends(cfg: Config, result: TickResult) -> Callable[[], bool] | None:
+    """A watch that fires when a local attempt the tick left open ends (``None``: none
+    is open), so the next tick records it at once rather than at the next wake-up."""
+    from ..executors.local import ended
+
+    state = result.decision.state if result.decision else None
+    if state is None:
+        return None
+    records = [*state.tracks.values(), *state.undos.values()]
+    keys = {t.dispatch_key for tracks in records for t in tracks.values()
+            if t.phase in (TrackPhase.DISPATCHED, TrackPhase.RUNNING) and t.dispatch_key
+            and t.executor == executors.LOCAL}
+    work = executors.local_work_dir(executors.Setup(repo=cfg.repo, now=result.now))
+    keys -= ended(work, keys)  # already ended: this tick recorded it, or the next will
+    return (lambda: bool(ended(work, keys))) if keys else None
 
 
 def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
@@ -99,7 +123,8 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
                compact_keep_days: int | None) -> Loop:
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
     loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url, loop.wake_at,
-                               retention=compact_keep_days is None))
+                               retention=compact_keep_days is None,
+                               wake_when=loop.wake_when))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:

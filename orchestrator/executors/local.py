@@ -67,7 +67,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,21 @@ def check_key(key: str) -> str:
             f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
         )
     return key
+
+
+def ended(work_dir: Path, keys: Iterable[str]) -> set[str]:
+    """The attempts of ``keys`` in ``work_dir`` whose command has ended (a final
+    ``status.json``): what ``serve`` watches to tick as soon as a track ends. Cheap,
+    and never raises: an unreadable attempt is one the next tick looks at anyway."""
+    done = set()
+    for key in keys:
+        try:
+            status = supervisor.read_json(Path(work_dir) / check_key(key) / supervisor.STATUS)
+        except (OSError, ValueError, InvalidId):
+            continue
+        if isinstance(status, dict) and status.get("state") in supervisor.FINAL_STATES:
+            done.add(key)
+    return done
 
 
 class LocalExecutor:

@@ -119,16 +119,18 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         out[layout.track_path(letter.run_id, letter.track)] = codec.record_bytes(
             track, codec.read_specs(files, letter.run_id))
     if run.status is RunStatus.FAILED:
-        out[layout.run_path(run.run_id)] = codec.to_json(_reopen(run, why, now))
+        # A reopened saga undoes the run's effects: a new run must not race it.
+        out[layout.run_path(run.run_id)] = codec.to_json(
+            _reopen(run, why, now, repair=not compensation))
     return state_index.refresh(files, out)  # the reopened run is open again
 
 
-def _reopen(run: Run, why: str, now: datetime) -> Run:
-    """A failed run running again, with its whole allowance again, from ``now``: a
-    repair, which the overlap policy of its schedule's new slots leaves out."""
+def _reopen(run: Run, why: str, now: datetime, *, repair: bool) -> Run:
+    """A failed run running again, with its whole allowance again, from ``now``; a
+    ``repair`` is left out by the overlap policy of its schedule's new slots."""
     allowance = run.deadline - max(run.fire_at, run.created_at)
     return machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
-                            deadline=max(run.deadline, now + allowance), repair=True)
+                            deadline=max(run.deadline, now + allowance), repair=repair)
 
 
 def _reopen_saga(state: state_model.State, requeued: Track, why: str, now: datetime) -> Change:

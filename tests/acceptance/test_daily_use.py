@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.acceptance.cliuser import User, orchestrator
+from tests.acceptance.cliuser import User, orchestrator, wait
 
 
 def step_script(workflow: Path, name: str) -> str:
@@ -153,3 +157,98 @@ def test_dead_letters_in_bulk_and_a_requeued_old_run_is_a_repair(
     runs = {r["run_id"]: r["status"] for r in user.json("runs", "list", "--json")}
     assert runs[run] == "running" and "hourly--20261201T0800Z" in runs
     (marks / "go").touch()
+
+
+def _seconds(text: str) -> int:
+    """``4s`` or ``1m 02s`` as seconds (the brief's and the index's duration)."""
+    found = re.fullmatch(r"(?:(\d+)m )?(\d+)s", text.strip())
+    assert found, text
+    return int(found.group(1) or 0) * 60 + int(found.group(2))
+
+
+def _measured(work: Path, key: str) -> tuple[datetime, datetime]:
+    status = json.loads((work / key / "status.json").read_text())
+    return (datetime.fromisoformat(status["started_at"]),
+            datetime.fromisoformat(status["finished_at"]))
+
+
+@pytest.mark.slow
+def test_serve_notices_local_track_ends_at_once_and_durations_are_the_tracks(
+        tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
+    """On the real clock, with an interval of an hour: the run's retry and its end are
+    seen within seconds (a watch on the tracks' ends), and the brief and the index give
+    the tracks' own durations, not the ticks'."""
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    now = datetime.now(UTC)
+    if now.minute == 59:  # the hour's wake-up would tick anyway: keep it out of the way
+        time.sleep(61 - now.second)
+    at = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
+    flaky = f'[ -e "{tmp_path}/once" ] || {{ touch "{tmp_path}/once"; exit 1; }}; sleep 1'
+    user.run("schedules", "add", "once", "--at", at.strftime("%Y-%m-%dT%H:%M:%S"),
+             "--track", "two=sleep 2", "--track", "four=sleep 4",
+             "--track", f"flaky={flaky}", "--max-attempts", "2",
+             "--retry-backoff-seconds", "2")
+    run = f"once--{at:%Y%m%dT%H%MZ}"
+    proc = user.start("serve", "--interval", "3600")
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("serving "), first
+        wait(lambda: any(r["run_id"] == run and r["status"] == "completed"
+                         for r in user.json("runs", "list", "--json")),
+             "the run did not complete within seconds of its tracks", timeout=90)
+        done = datetime.now(UTC)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=120)[1]
+    assert "retry_backoff_seconds" not in first + err  # no false start-up warning
+    work = user.cwd / ".orchestrator" / "work"
+    spans = {key: _measured(work, key) for key in (
+        f"{run}--two--1", f"{run}--four--1", f"{run}--flaky--1", f"{run}--flaky--2")}
+    # the retry went 2 s after the failure, not at the next hourly wake-up
+    assert spans[f"{run}--flaky--2"][0] - spans[f"{run}--flaky--1"][1] < timedelta(seconds=6)
+    last_end = max(end for _, end in spans.values())
+    assert done - last_end < timedelta(seconds=20), (done, last_end)
+
+    brief = user.state_file(f"state/runs/{run}/brief.html")
+    took = dict(re.findall(r'<td class="name">([a-z]+)</td>.*?'
+                           r'data-label="took"[^>]*>([^<]+)</td>', brief, flags=re.S))
+    for name, seconds in (("two", 2), ("four", 4)):
+        assert abs(_seconds(took[name]) - seconds) <= 1, (name, took)
+    real = last_end - min(start for start, _ in spans.values())
+    shown = re.search(r"<dt>Duration</dt><dd>([^<]+)", brief)
+    assert shown and abs(_seconds(shown.group(1)) - real.total_seconds()) <= 1, shown
+    index = user.state_file("state/index.html")
+    row = re.search(rf'{run}.*?data-label="Duration">([^<]+)<', index, flags=re.S)
+    assert row and abs(_seconds(row.group(1)) - real.total_seconds()) <= 1, row
+
+
+def test_the_brief_and_the_index_give_the_tracks_durations_not_the_ticks(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    at = datetime.now(UTC).replace(microsecond=0)
+    user.run("schedules", "add", "once", "--at", at.strftime("%Y-%m-%dT%H:%M:%S"),
+             "--track", "one=sleep 1", "--track", "three=sleep 3")
+    run = f"once--{at:%Y%m%dT%H%MZ}"
+    fired = user.json("tick", "--json")  # the real clock, as a user ticks by hand
+    work = user.cwd / ".orchestrator" / "work"
+    wait(lambda: all((work / k / "status.json").exists() and json.loads(
+        (work / k / "status.json").read_text())["state"] == "exited"
+        for k in fired["dispatched"]), "the tracks did not end")
+    time.sleep(5)  # the next tick comes later than the tracks' ends, as ticks do
+    user.run("tick")
+    spans = [_measured(work, f"{run}--{name}--1") for name in ("one", "three")]
+    real = max(end for _, end in spans) - min(start for start, _ in spans)
+
+    brief = user.state_file(f"state/runs/{run}/brief.html")
+    took = dict(re.findall(r'<td class="name">([a-z]+)</td>.*?'
+                           r'data-label="took"[^>]*>([^<]+)</td>', brief, flags=re.S))
+    assert abs(_seconds(took["one"]) - 1) <= 1 and abs(_seconds(took["three"]) - 3) <= 1
+    shown = re.search(r"<dt>Duration</dt><dd>([^<]+)", brief)
+    assert shown and abs(_seconds(shown.group(1)) - real.total_seconds()) <= 1, shown
+    index = user.state_file("state/index.html")
+    row = re.search(rf'{run}.*?data-label="Duration">([^<]+)<', index, flags=re.S)
+    assert row and abs(_seconds(row.group(1)) - real.total_seconds()) <= 1, row
+    assert "Last tick</dt><dd>at " in brief  # a time, never an age that goes stale
