@@ -42,9 +42,12 @@ What the track sees: the executor's environment (``env``, else this process's) p
 ``ORCHESTRATOR_RESULT``, a path where it may write a JSON object with a ``summary``;
 a track with ``needs`` (the ``consolidate`` step) also gets ``ORCHESTRATOR_RESULTS``,
 the path of ``results.json`` in its attempt folder: every other track's phase, attempt,
-result and error tail.
+result and error tail. The request's own variables come last (``launch.json`` keeps
+them): the run's ``ORCHESTRATOR_SCHEDULE``, ``ORCHESTRATOR_SLOT``,
+``ORCHESTRATOR_SLOT_LOCAL`` and ``ORCHESTRATOR_PREVIOUS_SLOT``, and a compensation's
+``ORCHESTRATOR_COMPENSATING`` and ``ORCHESTRATOR_ORIGINAL_RESULT``.
 It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folder).
-The environment is never written to disk.
+The executor's environment is never written to disk.
 
 Outcomes: exit 75 (``EX_TEMPFAIL``) is ``waiting``, a poll's "not yet"; exit 0 is
 ``complete`` (a ``result.json`` that is not a JSON object in a regular file of at most
