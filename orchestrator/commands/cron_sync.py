@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import click
 
-from ..cadence.derive import derive, sync
+from ..cadence.derive import TICK, derive, sync
 from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..spec.config import load_repo_config
 from ..spec.files import load_all
@@ -33,6 +33,12 @@ def command(cfg: Config, check: bool, start: datetime | None) -> int:
         click.echo(f"orchestrator: {error.message} (ignored)", err=True)
     config = load_repo_config(cfg.repo)
     moment = start or datetime.now(UTC)
+    if not (cfg.repo / TICK).is_file():
+        # a repository that does not run on GitHub (`init --local`): nothing to keep in step
+        click.echo(f"no {TICK}: this repository does not run on GitHub Actions, so "
+                   "there is no cron to write (`orchestrator init --local --github` "
+                   "scaffolds the workflows)")
+        return EXIT_OK
     try:
         changed = sync(cfg.repo, loaded.schedules, config, moment)
     except (FileNotFoundError, ValueError) as exc:

@@ -252,3 +252,27 @@ def test_the_brief_and_the_index_give_the_tracks_durations_not_the_ticks(
     row = re.search(rf'{run}.*?data-label="Duration">([^<]+)<', index, flags=re.S)
     assert row and abs(_seconds(row.group(1)) - real.total_seconds()) <= 1, row
     assert "Last tick</dt><dd>at " in brief  # a time, never an age that goes stale
+
+
+def test_a_local_repository_has_no_workflows_to_fail_validate(tmp_path: Path) -> None:
+    user = User(tmp_path / "mine")
+    out = user.run("init", str(user.cwd), "--local", cwd=tmp_path).stdout
+    assert not (user.cwd / ".github").exists() and ".github" not in out
+    user.run("schedules", "add", "hourly", "--every", "hour", "--minute", "7",
+             "--track", "t=true")
+    checked = user.run("validate")  # exit 0: no tick.yml, no cadence to check
+    assert checked.stdout.rstrip().endswith("2 schedules valid, 0 invalid")
+    assert "does not run on GitHub Actions" in user.run("cron-sync").stdout
+
+    # --github: a local repository that also runs on GitHub gets the workflows, and
+    # a summary that never reads as a pass when the check fails
+    both = User(tmp_path / "both")
+    both.run("init", str(both.cwd), "--local", "--github", cwd=tmp_path)
+    assert (both.cwd / ".github" / "workflows" / "tick.yml").is_file()
+    both.run("schedules", "add", "hourly", "--every", "hour", "--minute", "7",
+             "--track", "t=true")
+    stale = both.run("validate", expect=1)
+    assert stale.stdout.rstrip().endswith(
+        "2 schedules valid, 0 invalid; 1 other problem (tick.yml or orchestrator.json, on "
+        "stderr): the check fails")
+    assert "❌" in both.run("validate", "--format", "markdown", expect=1).stdout
