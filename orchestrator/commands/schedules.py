@@ -255,15 +255,28 @@ EVERY = ("minute", "hour", "day", "weekday")
 _TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 
 
-def build_cron(every: str | None, weekly: bool, time: str | None, minute: int,
-               on_days: tuple[int, ...]) -> str:
-    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+def _refuse_what_does_not_apply(every: str | None, weekly: bool, time: str | None,
+                                minute: int | None, on_days: tuple[int, ...]) -> None:
+    """A flag the chosen form ignores is refused, never dropped: ``--time 07:10`` with
+    ``--every hour`` would otherwise write a schedule that runs at minute 0."""
     if on_days and not weekly:
         raise click.UsageError("--on-day goes with --weekly")
+    if minute is not None and every != "hour":
+        raise click.UsageError("--minute goes with --every hour")
+    if time is not None and not (weekly or every in ("day", "weekday")):
+        form = f"--every {every}" if every else "--cron or --at"
+        raise click.UsageError(f"--time does not apply to {form}: it goes with --every "
+                               "day|weekday and --weekly (--every hour takes --minute)")
+
+
+def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | None,
+               on_days: tuple[int, ...]) -> str:
+    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+    _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
     if every == "minute":
         return "* * * * *"
     if every == "hour":
-        return f"{minute} * * * *"
+        return f"{minute or 0} * * * *"
     if time is None:
         raise click.UsageError("give the local time of day with --time HH:MM")
     match = _TIME_RE.fullmatch(time)
@@ -286,6 +299,45 @@ def _track(text: str) -> tuple[str, str]:
     return check_id(name.strip(), "track name"), run
 
 
+def _per_track(option: str, values: tuple[str, ...], names: list[str]
+               ) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` pairs of a per-track option, each naming a track given by --track."""
+    pairs = []
+    for text in values:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.UsageError(f"{option}: expected TRACK=VALUE, got {text!r}")
+        if name.split(":", 1)[0] not in names:
+            raise click.UsageError(f"{option}: {name.split(':', 1)[0]!r} is not a --track")
+        pairs.append((name, value))
+    return pairs
+
+
+def _tracks(tracks: tuple[str, ...], common: dict[str, Any], needs: tuple[str, ...],
+            inputs: tuple[str, ...], timeouts: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ``tracks`` field: each --track with the common per-track options, then its own
+    --needs, --input and --track-timeout."""
+    out = [{"name": name, "run": run, **{k: v for k, v in common.items() if v is not None}}
+           for name, run in map(_track, tracks)]
+    by_name = {t["name"]: t for t in out}
+    names = list(by_name)
+    for name, value in _per_track("--needs", needs, names):
+        by_name[name]["needs"] = [n.strip() for n in value.split(",") if n.strip()]
+    for spot, value in _per_track("--input", inputs, names):
+        name, sep, key = spot.partition(":")
+        if not sep or not key:
+            raise click.UsageError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
+        by_name[name].setdefault("inputs", {})[key] = value
+    for name, value in _per_track("--track-timeout", timeouts, names):
+        try:
+            by_name[name]["timeout_minutes"] = float(value)
+        except ValueError:
+            raise click.UsageError(f"--track-timeout: {value!r} is not a number of "
+                                   "minutes") from None
+    return out
+
+
 @command.command("add")
 @click.argument("schedule_id", metavar="ID")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Five-field cron expression.")
@@ -297,8 +349,8 @@ def _track(text: str) -> tuple[str, str]:
               help="Day of week for --weekly, 0 = Sunday (repeatable).")
 @click.option("--time", "time", metavar="HH:MM",
               help="Local time of day for --every day|weekday and --weekly.")
-@click.option("--minute", type=click.IntRange(0, 59), default=0, show_default=True,
-              help="Minute of the hour for --every hour.")
+@click.option("--minute", type=click.IntRange(0, 59), default=None,
+              help="Minute of the hour for --every hour (default 0).")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone.")
 @click.option("--track", "tracks", multiple=True, metavar="NAME=COMMAND",
               help="A track and its shell command (repeatable; at least one).")
@@ -316,6 +368,12 @@ def _track(text: str) -> tuple[str, str]:
 @click.option("--timeout-minutes", type=float, help="Per track.")
 @click.option("--max-attempts", type=int, help="Per track.")
 @click.option("--retry-backoff-seconds", type=int, help="Per track.")
+@click.option("--needs", "needs", multiple=True, metavar="TRACK=A,B",
+              help="Tracks TRACK waits for (repeatable).")
+@click.option("--input", "inputs", multiple=True, metavar="TRACK:KEY=VALUE",
+              help="An input of TRACK for its CI workflow (repeatable).")
+@click.option("--track-timeout", "track_timeouts", multiple=True, metavar="TRACK=MINUTES",
+              help="TRACK's own timeout, over --timeout-minutes (repeatable).")
 @pass_config
 def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
         every: str | None, weekly: bool, on_days: tuple[int, ...], time: str | None,
@@ -324,8 +382,10 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
         catchup_window_minutes: int | None, deadline_minutes: float | None,
         max_runs_per_day: int | None, jitter_seconds: int | None, dst_gap: str | None,
         dst_fold: str | None, timeout_minutes: float | None, max_attempts: int | None,
-        retry_backoff_seconds: int | None) -> int:
-    """Write a new schedules/ID.json (validated before it is written)."""
+        retry_backoff_seconds: int | None, needs: tuple[str, ...], inputs: tuple[str, ...],
+        track_timeouts: tuple[str, ...]) -> int:
+    """Write a new schedules/ID.json (validated before it is written). A flag that does
+    not apply to the chosen form (--time with --every hour) is refused."""
     path = schedule_path(cfg, schedule_id)
     shown = display_path(path, cfg.repo)
     if path.exists():
@@ -339,6 +399,8 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     data: dict[str, Any] = {"$schema": SCHEMA_REF}
     if description is not None:
         data["description"] = description
+    if at is not None or cron_expr is not None:
+        _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
     if at is not None:
         data["at"] = at
     else:
@@ -348,9 +410,7 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     data["enabled"] = not disabled
     per_track = {"timeout_minutes": timeout_minutes, "max_attempts": max_attempts,
                  "retry_backoff_seconds": retry_backoff_seconds}
-    data["tracks"] = [{"name": name, "run": run,
-                       **{k: v for k, v in per_track.items() if v is not None}}
-                      for name, run in map(_track, tracks)]
+    data["tracks"] = _tracks(tracks, per_track, needs, inputs, track_timeouts)
     policies = {"workflow": workflow, "overlap": overlap, "catchup": catchup,
                 "catchup_window_minutes": catchup_window_minutes,
                 "deadline_minutes": deadline_minutes, "max_runs_per_day": max_runs_per_day,

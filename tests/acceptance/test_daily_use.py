@@ -276,3 +276,56 @@ def test_a_local_repository_has_no_workflows_to_fail_validate(tmp_path: Path) ->
         "2 schedules valid, 0 invalid; 1 other problem (tick.yml or orchestrator.json, on "
         "stderr): the check fails")
     assert "❌" in both.run("validate", "--format", "markdown", expect=1).stdout
+
+
+def test_schedules_add_refuses_flags_that_do_not_apply_and_writes_needs_inputs_timeouts(
+        tmp_path: Path) -> None:
+    user = User(tmp_path / "repo")
+    user.run("init", str(user.cwd), cwd=tmp_path)
+    refused = user.run("schedules", "add", "x", "--every", "hour", "--time", "07:10",
+                       "--track", "t=true", expect=2)
+    assert "--time does not apply to --every hour" in refused.stderr
+    assert "--minute goes with --every hour" in user.run(
+        "schedules", "add", "x", "--every", "day", "--time", "07:10", "--minute", "5",
+        "--track", "t=true", expect=2).stderr
+    assert "--time does not apply to --cron or --at" in user.run(
+        "schedules", "add", "x", "--cron", "7 * * * *", "--time", "07:10",
+        "--track", "t=true", expect=2).stderr
+    assert not (user.cwd / "schedules" / "x.json").exists()
+
+    user.run("schedules", "add", "pipe", "--every", "hour", "--minute", "23",
+             "--track", "build=make", "--track", "test=make test", "--track", "ship=true",
+             "--needs", "test=build", "--needs", "ship=build,test",
+             "--input", "build:target=all", "--input", "build:jobs=4",
+             "--track-timeout", "test=2.5", "--timeout-minutes", "10")
+    tracks = {t["name"]: t for t in json.loads(
+        (user.cwd / "schedules" / "pipe.json").read_text())["tracks"]}
+    assert tracks["build"]["inputs"] == {"target": "all", "jobs": "4"}
+    assert tracks["test"]["needs"] == ["build"] and tracks["ship"]["needs"] == ["build", "test"]
+    assert tracks["test"]["timeout_minutes"] == 2.5 and tracks["ship"]["timeout_minutes"] == 10
+    assert "'nope' is not a --track" in user.run(
+        "schedules", "add", "y", "--every", "minute", "--track", "t=true",
+        "--needs", "nope=t", expect=2).stderr
+
+
+def test_compact_dry_run_names_what_it_would_archive_and_changes_nothing(
+        scaffolded: tuple[User, Path]) -> None:
+    user, origin = scaffolded
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "quick", "--cron", "15 7 * * *", "--track", "t=true")
+    user.tick("2026-12-01T07:16:00Z")
+    user.tick("2026-12-01T07:17:00Z")  # records the finished run
+    run = "quick--20261201T0715Z"
+
+    def tip() -> str:
+        return subprocess.run(["git", "rev-parse", "refs/heads/orchestrator-state"],
+                              cwd=origin, capture_output=True, text=True, check=True).stdout
+
+    before = tip()
+    args = ("compact", "--keep-days", "1", "--now", "2026-12-05T00:00:00Z")
+    out = user.run(*args, "--dry-run").stdout
+    assert out.splitlines() == ["would archive 1 run(s) and 0 discarded dead letter(s) "
+                                "(--dry-run: nothing changed)", f"  {run}"]
+    assert tip() == before
+    assert f"  {run}" in user.run(*args).stdout.splitlines()  # and it does what it said
+    assert tip() != before
