@@ -48,6 +48,12 @@ def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> d
     return found[0].at if found else None
 
 
+def _ended(schedule: Schedule, now: datetime) -> datetime | None:
+    """``end_at`` once it has passed: the schedule fires no more, by its own file."""
+    end = schedule.spec.bound_utc("end_at")
+    return end if end is not None and end <= now else None
+
+
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
           now: datetime, max_staleness: timedelta, caps: Caps | None = None
           ) -> dict[str, Any]:
@@ -67,6 +73,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "last_error": cursor.last_error if cursor else None,
             "paused": (cursor.paused.model_dump(mode="json")
                        if cursor is not None and cursor.paused is not None else None),
+            "ended": _iso(_ended(schedule, now)),
         })
     runs: list[dict[str, Any]] = []
     specs = {s.id: s.spec for s in schedules}
@@ -161,6 +168,8 @@ def _schedule_lines(schedules: list[dict[str, Any]]) -> list[str]:
     for s in schedules:
         nxt = "disabled" if not s["enabled"] else (
             f"next {s['next']}" if s["next"] else "no upcoming run")
+        if s.get("ended") and s["enabled"]:
+            nxt = f"ENDED at {s['ended']} (its end_at): no more runs"
         if s["paused"]:
             pause = s["paused"]
             nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
