@@ -329,3 +329,28 @@ def test_compact_dry_run_names_what_it_would_archive_and_changes_nothing(
     assert tip() == before
     assert f"  {run}" in user.run(*args).stdout.splitlines()  # and it does what it said
     assert tip() != before
+
+
+def test_a_manual_pause_with_a_note_needs_no_pull_request_and_shows_where_pauses_show(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "hourly", "--cron", "7 * * * *", "--track", "t=true")
+    user.tick("2026-12-01T07:08:00Z")
+    paused = user.run("schedules", "pause", "hourly", "--reason", "vendor API down",
+                      "--by", "alice", "--now", "2026-12-01T07:30:00Z")
+    assert "paused hourly" in paused.stdout
+    again = user.run("schedules", "pause", "hourly", "--reason", "x", expect=1)
+    assert "already paused since 2026-12-01T07:30:00Z by alice" in again.stderr
+    assert user.tick("2026-12-01T08:08:00Z")["dispatched"] == []
+    status = user.run("status", "--now", "2026-12-01T08:09:00Z", expect=None).stdout
+    assert "PAUSED since 2026-12-01T07:30:00Z by alice: vendor API down" in status
+    index = user.state_file("state/index.html")
+    assert "vendor API down" in index and "alice" in index
+    assert [r["run_id"] for r in user.json("runs", "list", "--json")] == [
+        "hourly--20261201T0707Z"]
+
+    user.run("schedules", "unpause", "hourly", "--reason", "vendor back", "--by", "bob",
+             "--now", "2026-12-01T08:30:00Z")
+    fired = user.tick("2026-12-01T09:08:00Z")["dispatched"]
+    assert fired and all(k.startswith("hourly--20261201T0907Z") for k in fired), fired
