@@ -354,3 +354,33 @@ def test_a_manual_pause_with_a_note_needs_no_pull_request_and_shows_where_pauses
              "--now", "2026-12-01T08:30:00Z")
     fired = user.tick("2026-12-01T09:08:00Z")["dispatched"]
     assert fired and all(k.startswith("hourly--20261201T0907Z") for k in fired), fired
+
+
+def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    secret = "s3cr3t-t0ken-value-123"
+    user.run("schedules", "add", "job", "--cron", "7 * * * *", "--overlap", "allow",
+             "--max-attempts", "2", "--retry-backoff-seconds", "1",
+             "--track", f"a=echo try $ORCHESTRATOR_ATTEMPT {secret}; "
+             "[ $ORCHESTRATOR_ATTEMPT = 2 ] || { echo oops >&2; exit 1; }",
+             "--track", "b=echo one; sleep 1.5; echo two")
+    run = "job--20261201T0707Z"
+    user.run("tick", "--now", "2026-12-01T07:08:00Z")
+    followed = user.run("logs", run, "b", "--follow", timeout=60).stdout
+    assert followed == "one\ntwo\n"  # waited for the command's end
+    wait(lambda: "oops" in user.run("logs", run, "a", expect=None).stdout, "no output of a")
+    env = {"GITHUB_TOKEN": secret}
+    first = user.run("logs", run, "a", env=env).stdout
+    assert "== a attempt 1 (stdout) ==" in first and "== a attempt 1 (stderr) ==\noops" in first
+    assert secret not in first and "try 1" in first
+    user.tick("2026-12-01T07:09:00Z")  # the retry, after its 1 s back-off
+    time.sleep(1.5)
+    user.tick("2026-12-01T07:10:00Z")
+    both = user.run("logs", run, env=env).stdout  # every track, the latest attempt each
+    assert "== a attempt 2 (stdout) ==" in both and "== b attempt 1 (stdout) ==" in both
+    assert "try 1" in user.run("logs", run, "a", "--attempt", "1").stdout
+    missing = user.run("logs", run, "a", "--attempt", "5", expect=None)
+    assert missing.returncode != 0 and "attempts: 1, 2" in missing.stderr
+    assert "runs show" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
