@@ -112,6 +112,10 @@ def compact_work(cfg: Config, keep_days: int) -> Work:
         done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, now)
         if done is None:
             return []
+        from ..executors.local import forget
+
+        # the archived runs' local work folders go with them, as after a tick's retention
+        forget(executors.local_work_dir(executors.Setup(repo=cfg.repo, now=now)), done.runs)
         return [f"archived {len(done.runs)} run(s); previous history kept as tag "
                 f"{archive_tag(now)}"]
 

@@ -65,6 +65,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -120,6 +121,27 @@ def ended(work_dir: Path, keys: Iterable[str]) -> set[str]:
         if isinstance(status, dict) and status.get("state") in supervisor.FINAL_STATES:
             done.add(key)
     return done
+
+
+def forget(work_dir: Path, run_ids: Iterable[str]) -> list[str]:
+    """Remove the work folders of ``run_ids`` (archived runs: the retention of runs is
+    that of their local output too). An attempt whose command has not ended is kept;
+    never raises. Returns the folders removed."""
+    wanted = set(run_ids)
+    removed: list[str] = []
+    try:
+        folders = sorted(Path(work_dir).iterdir())
+    except OSError:
+        return removed
+    for folder in folders:
+        match = KEY_RE.fullmatch(folder.name)
+        if match is None or match["run_id"] not in wanted or folder.is_symlink():
+            continue
+        if not ended(work_dir, [folder.name]):
+            continue  # still running (or unreadable): the next compaction's business
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder.name)
+    return removed
 
 
 class LocalExecutor:

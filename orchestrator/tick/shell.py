@@ -233,7 +233,17 @@ class Tick:
             if acted.results or (acted.breaker is not None and acted.breaker != seen.breaker):
                 self.record(inputs, acted, result)
         result.retention = self.retain(inputs)
+        if result.retention is not None and result.retention.runs:
+            self._forget_local(executor, result.retention.runs)
         return result
+
+    @staticmethod
+    def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
+        """Archived runs' local work folders go with them (the same retention)."""
+        from ..executors.local import LocalExecutor, forget
+
+        if isinstance(executor, LocalExecutor):
+            forget(executor.work_dir, run_ids)
 
     def read(self) -> TickInputs:
         snap = self.store.read()

@@ -384,3 +384,20 @@ def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
     missing = user.run("logs", run, "a", "--attempt", "5", expect=None)
     assert missing.returncode != 0 and "attempts: 1, 2" in missing.stderr
     assert "runs show" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
+
+
+def test_local_work_folders_go_with_their_runs_by_the_same_retention(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    (user.cwd / "orchestrator.json").write_text('{"keep_finished_runs_days": 1}\n')
+    user.run("schedules", "add", "quick", "--cron", "15 7 * * *", "--track", "t=echo hi")
+    user.tick("2026-12-01T07:16:00Z")
+    user.tick("2026-12-01T07:17:00Z")  # records the finished run
+    work = user.cwd / ".orchestrator" / "work"
+    old = work / "quick--20261201T0715Z--t--1"
+    assert old.is_dir()
+    ticked = user.tick("2026-12-03T07:16:00Z")  # retention: the run of the 1st goes
+    assert ticked["retention"]["archived"] == ["quick--20261201T0715Z"], ticked["retention"]
+    assert not old.exists()
+    assert (work / "quick--20261203T0715Z--t--1").is_dir()  # today's run keeps its own
