@@ -43,7 +43,7 @@ from ..tick.result import TickResult
 from ..tick.shell import Clock
 from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
-from .tick import make_tick, ping
+from .tick import make_tick, ping, track_state_branch
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
 COMPACT_EVERY = 24 * 3600.0
@@ -61,6 +61,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
                            retention=retention, clock=Clock(machine=now)).run()
+        track_state_branch(cfg, result.tip)
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
         if wake_when is not None and executor == executors.LOCAL:

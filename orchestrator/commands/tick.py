@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import re
 import signal
+import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +31,29 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
     info = executors.get(name)
     setup = executors.Setup(repo=cfg.repo, now=now)
     return functools.partial(info.factory, setup)
+
+
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def track_state_branch(cfg: Config, tip: str | None) -> None:
+    """Point ``refs/remotes/<remote>/<branch>`` at the tip this tick saw or committed,
+    so ``git show origin/orchestrator-state:state/...`` works with no fetch first.
+
+    The store never writes that ref itself (its fetches would race on it); this is one
+    ``update-ref`` after the tick, and a failure (another process holding the ref's
+    lock) costs nothing: like any remote-tracking ref it is as fresh as its last
+    update. Only for a remote given by name (``origin``), never a path or URL."""
+    if not tip or not _REMOTE_NAME.fullmatch(cfg.remote):
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        known = subprocess.run(["git", "-C", str(cfg.repo), "config", "--get",
+                                f"remote.{cfg.remote}.url"], capture_output=True,
+                               check=False, timeout=30)
+        if known.returncode == 0:
+            subprocess.run(["git", "-C", str(cfg.repo), "update-ref",
+                            f"refs/remotes/{cfg.remote}/{cfg.state_branch}", tip],
+                           capture_output=True, check=False, timeout=30)
 
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
@@ -212,6 +238,7 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
                            template=template, scope=scope, outcomes=outcomes,
                            clock=clock).run(dry_run=dry_run)
+        track_state_branch(cfg, result.tip)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
         if target:

@@ -263,6 +263,11 @@ def test_a_local_repository_has_no_workflows_to_fail_validate(tmp_path: Path) ->
     checked = user.run("validate")  # exit 0: no tick.yml, no cadence to check
     assert checked.stdout.rstrip().endswith("2 schedules valid, 0 invalid")
     assert "does not run on GitHub Actions" in user.run("cron-sync").stdout
+    # the state branch is there to read with git alone, no fetch first
+    user.run("tick")
+    shown = subprocess.run(["git", "show", "origin/orchestrator-state:state/ticks.jsonl"],
+                           cwd=user.cwd, capture_output=True, text=True, check=False)
+    assert shown.returncode == 0 and '"clock":"machine"' in shown.stdout, shown.stderr
 
     # --github: a local repository that also runs on GitHub gets the workflows, and
     # a summary that never reads as a pass when the check fails
