@@ -108,12 +108,16 @@ def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:
     """When the run's work began: its first command's start as the executor measured
     it (``attempts``, else the span recorded when it finished), else the tick that
     first dispatched it."""
-    firsts = [a.started or a.dispatched for a in attempts]
-    known = [f for f in firsts if f is not None]
-    if known:
-        return min(known)
+    attempts = list(attempts)
+    measured = [a.started for a in attempts if a.started is not None]
+    if measured:
+        return min(measured)
     if run.work_started_at is not None:
         return run.work_started_at
+    # a dispatch only bounds the start: on a loaded machine the command starts later
+    sent = [a.dispatched for a in attempts if a.dispatched is not None]
+    if sent:
+        return min(sent)
     for step in run.state_history:
         if step.to == RunStatus.RUNNING.value:
             return step.at

@@ -69,6 +69,7 @@ def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None
     executor measured one (the record's, or a step to ``running``), else a dispatch;
     the records' ends. Tracks that never ran (skipped, cancelled unsent) do not count."""
     starts: list[datetime] = []
+    dispatches: list[datetime] = []
     ends: list[datetime] = []
     for track in tracks:
         sent = sorted(h.at for h in track.state_history if h.to == TrackPhase.DISPATCHED.value)
@@ -77,9 +78,15 @@ def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None
         # the first attempt's measured start comes before the second dispatch
         measured = [b for b in begun if len(sent) < 2 or b < sent[1]]
         if measured or sent:
-            starts.append(min(measured) if measured else sent[0])
+            if measured:
+                starts.append(min(measured))
+            else:
+                dispatches.append(sent[0])
             if track.finished_at is not None:
                 ends.append(track.finished_at)
+    # A dispatch is only a bound: on a loaded machine the command starts seconds later.
+    # It counts when no track of the run has a measured start.
+    starts = starts or dispatches
     start = min(starts) if starts else None
     end = max(ends) if ends else None
     return start, (end if start is None or end is None or end >= start else start)

@@ -206,8 +206,9 @@ def test_serve_notices_local_track_ends_at_once_and_durations_are_the_tracks(
     work = user.cwd / ".orchestrator" / "work"
     spans = {key: _measured(work, key) for key in (
         f"{run}--two--1", f"{run}--four--1", f"{run}--flaky--1", f"{run}--flaky--2")}
-    # the retry went 2 s after the failure, not at the next hourly wake-up
-    assert spans[f"{run}--flaky--2"][0] - spans[f"{run}--flaky--1"][1] < timedelta(seconds=6)
+    # the retry went soon after its 2 s back-off, not at the next hourly wake-up (the
+    # bound leaves room for a loaded machine, where a command starts seconds late)
+    assert spans[f"{run}--flaky--2"][0] - spans[f"{run}--flaky--1"][1] < timedelta(seconds=30)
     last_end = max(end for _, end in spans.values())
     assert done - last_end < timedelta(seconds=20), (done, last_end)
 
