@@ -16,6 +16,7 @@ EXIT_REMOTE = 3
 EXIT_UNEXPECTED = 4
 EXIT_STALE = 5
 EXIT_DEAD_LETTERS = 6
+EXIT_INVALID_SCHEDULES = 7
 
 
 class OrchestratorError(Exception):
@@ -120,3 +121,11 @@ class DeadLettersWaiting(OrchestratorError):
     # Its own code: a watchdog alerts on parked work as on a stopped clock (5), and
     # can tell the two apart. Nothing is ever requeued by itself.
     exit_code = EXIT_DEAD_LETTERS
+
+
+class InvalidSchedules(OrchestratorError):
+    """Schedule files are invalid: every tick ignores them, so they never fire."""
+
+    # Its own code: a schedule broken by an edit stops firing without a sound, and a
+    # watchdog must tell that from a stopped clock (5) and from waiting work (6).
+    exit_code = EXIT_INVALID_SCHEDULES

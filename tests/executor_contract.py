@@ -508,6 +508,23 @@ class ExecutorContract:
         assert undone["env"]["COMPENSATING"] == "1"
         assert undone["env"]["ORIGINAL_RESULT"] == original
 
+    def test_the_command_knows_its_schedule_its_slot_and_the_slot_before(
+            self, backend: Backend) -> None:
+        names = ["ORCHESTRATOR_SCHEDULE", "ORCHESTRATOR_SLOT", "ORCHESTRATOR_SLOT_LOCAL",
+                 "ORCHESTRATOR_PREVIOUS_SLOT"]
+        run = self.script(backend, "slots", "\n".join([
+            f"env = {{n: os.environ.get(n) for n in {names!r}}}",
+            "json.dump({'summary': 'slots', 'env': env},",
+            "          open(os.environ['ORCHESTRATOR_RESULT'], 'w'))",
+        ]))
+        # what the planner gives every dispatch (tests/unit/test_planner.py)
+        env = {"ORCHESTRATOR_SCHEDULE": "nightly", "ORCHESTRATOR_SLOT": "2026-11-30T07:15:00Z",
+               "ORCHESTRATOR_SLOT_LOCAL": "2026-11-30T02:15:00-05:00",
+               "ORCHESTRATOR_PREVIOUS_SLOT": "2026-11-27T07:15:00Z"}
+        track = self.request(backend, "when", run, env=env)
+        got = self.run_to_end(backend, track).seen[track.key].result
+        assert got is not None and got["env"] == env
+
     # ------------------------------------------------------------------ lookup
 
     def test_lookup_tells_an_unrecorded_dispatch_from_one_never_sent(

@@ -106,7 +106,9 @@ def _timing_warnings(trigger: Trigger, catchup: str, start: datetime,
                      f"minutes, so the tick sees several slots at once (catchup={catchup} "
                      "decides)")
     plain = sample.found if trigger.repeats else ()
-    if any(s.at.minute == 0 for s in plain if s.fires and s.kind.value != "shifted"):
+    frequent = shortest is not None and shortest < GITHUB_MIN_INTERVAL
+    if not frequent and any(s.at.minute == 0 for s in plain
+                            if s.fires and s.kind.value != "shifted"):
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found

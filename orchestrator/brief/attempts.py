@@ -105,18 +105,38 @@ def _with_record_times(last: Attempt, track: Track) -> Attempt:
 
 
 def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:
+    """When the run's work began: its first command's start as the executor measured
+    it (``attempts``, else the span recorded when it finished), else the tick that
+    first dispatched it."""
+    attempts = list(attempts)
+    measured = [a.started for a in attempts if a.started is not None]
+    if measured:
+        return min(measured)
+    if run.work_started_at is not None:
+        return run.work_started_at
+    # a dispatch only bounds the start: on a loaded machine the command starts later
+    sent = [a.dispatched for a in attempts if a.dispatched is not None]
+    if sent:
+        return min(sent)
     for step in run.state_history:
         if step.to == RunStatus.RUNNING.value:
             return step.at
-    firsts = [a.dispatched or a.started for a in attempts]
-    known = [f for f in firsts if f is not None]
-    return min(known) if known else None
+    return None
 
 
-def run_finished(run: Run) -> datetime | None:
+def run_finished(run: Run, attempts: Iterable[Attempt] = ()) -> datetime | None:
+    """When a finished run's work ended: its last command's end (``attempts``, else the
+    span recorded when it finished), else the tick that finished it."""
+    if run.status not in RUN_TERMINAL:
+        return None
+    ends = [a.finished for a in attempts if a.finished is not None]
+    if ends:
+        return max(ends)
+    if run.work_finished_at is not None:
+        return run.work_finished_at
     if run.finished_at is not None:
         return run.finished_at
-    if run.status in RUN_TERMINAL and run.state_history:
+    if run.state_history:
         return run.state_history[-1].at
     return None
 

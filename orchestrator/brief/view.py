@@ -246,7 +246,8 @@ def _tick_note(stale: bool, age: timedelta | None) -> str:
         return ""
     if age is None:
         return "No tick has been recorded."
-    return f"The last tick ran {fmt_duration(age)} ago: the scheduler may have stopped."
+    return (f"When this brief was rendered, the last tick was {fmt_duration(age)} old: "
+            "the scheduler may have stopped.")
 
 
 def _trouble_headline(counts: Counts, rows: list[TrackRow], tick_note: str) -> Headline:
@@ -352,8 +353,9 @@ def build_view(ctx: BriefContext) -> BriefView:
     )
     age = ctx.generated_at - ctx.last_tick if ctx.last_tick else None
     stale = age is None or age > ctx.stale_after
-    started = run_started(run, (a for al in attempts.values() for a in al))
-    finished = run_finished(run)
+    every = [a for al in attempts.values() for a in al]
+    started = run_started(run, every)
+    finished = run_finished(run, every)
     duration = None
     if started:
         duration = (finished or ctx.generated_at) - started

@@ -49,6 +49,7 @@ from typing import Any
 from ..spec.config import Cadence
 from ..spec.models import CatchupPolicy, Schedule
 from ..spec.policies import FanIn
+from ..spec.preview import GITHUB_MIN_INTERVAL
 from . import clock
 from .derive import schedule_slots, scheduled
 from .wake import lingering_slots
@@ -145,6 +146,9 @@ class Figures:
     slots: int = 0
     missed: int = 0
     tick_jobs: int = 0
+    slots_by: Counter[str] = field(default_factory=Counter)
+    """Settled slots (fired or missed) per schedule."""
+    missed_by: Counter[str] = field(default_factory=Counter)
 
     @property
     def total_minutes(self) -> float:
@@ -167,6 +171,12 @@ class Figures:
         if self.peak_pushes_per_minute > PUSHES_PER_MINUTE:
             out.append(f"up to {self.peak_pushes_per_minute} pushes in a minute: more than "
                        f"the about {PUSHES_PER_MINUTE} GitHub asks for")
+        for sid, slots in sorted(self.slots_by.items()):
+            missed = self.missed_by[sid]
+            if slots and missed * 2 > slots:
+                out.append(f"{sid} misses {missed:,} of its {slots:,} slots in the simulated "
+                           f"weeks ({100 * missed / slots:.0f}%): its slots come faster than "
+                           "the ticks, and a tick fires only the newest under catchup: latest")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -256,6 +266,8 @@ class _Month:
             eligible = [s for s in slots if now - s <= window]
             fire = eligible if spec.catchup is CatchupPolicy.ALL else eligible[-1:]
             self.f.missed += len(slots) - len(fire)
+            self.f.slots_by[sid] += len(slots)
+            self.f.missed_by[sid] += len(slots) - len(fire)
             for slot in fire:
                 fired += 1
                 self.f.lateness_seconds.append((done - slot).total_seconds())
@@ -392,8 +404,16 @@ def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days
     rng = random.Random(seed)
     figures = Figures()
     specs = {s.id: s.spec for s in schedules}
+    last: dict[str, datetime] = {}
     for slot, sid in _all_slots(schedules, start, start + timedelta(days=days)):
         figures.slots += 1
+        # GitHub runs a scheduled workflow at most every 5 minutes (GitHub's docs,
+        # *Events that trigger workflows*, schedule): `* * * * *` is not run each minute
+        previous = last.get(sid)
+        if previous is not None and slot - previous < GITHUB_MIN_INTERVAL:
+            figures.missed += 1
+            continue
+        last[sid] = slot
         late = delay.sample(rng, slot)
         if late is None:
             figures.missed += 1

@@ -34,6 +34,9 @@ from datetime import UTC, datetime
 from ..errors import OrchestratorError
 from ..support.times import iso
 
+WATCH_EVERY = 1.0
+"""Seconds between two looks of a watch (:meth:`Loop.wake_when`) while the loop sleeps."""
+
 Work = Callable[[datetime], list[str] | None]
 """A consumer's work: gets the wake-up's instant, returns lines worth logging."""
 
@@ -93,6 +96,7 @@ class Loop:
         self._nudge = threading.Event()
         self._due: datetime | None = None
         self._due_lock = threading.Lock()
+        self._watch: Callable[[], bool] | None = None
         self._started = monotonic()
         self.stop_reason: str | None = None
 
@@ -126,6 +130,27 @@ class Loop:
                 self._due = moment
         self._nudge.set()
 
+    def wake_when(self, check: Callable[[], bool] | None) -> None:
+        """Wake up as soon as ``check()`` says so too, asked every :data:`WATCH_EVERY`
+        seconds while the loop sleeps (``None`` ends the watch; a wake-up ends it too,
+        and the consumer that set it sets the next). The tick watches its local tracks'
+        ends, so a track that ends is recorded (and its next track or retry dispatched)
+        within seconds, whatever the interval."""
+        self._watch = check
+        self._nudge.set()
+
+    def _watched(self) -> bool:
+        check = self._watch
+        if check is None:
+            return False
+        try:
+            fired = check()
+        except Exception:  # a watch that fails is no reason to wake, nor to stop
+            fired = False
+        if fired:
+            self._watch = None
+        return fired
+
     def running(self) -> list[str]:
         return [c.name for c in self.consumers if c.busy]
 
@@ -139,6 +164,7 @@ class Loop:
         with self._due_lock:
             if self._due is not None and self._due <= now:
                 self._due = None  # served by this wake-up
+        self._watch = None  # served too: the tick this wake-up starts sets the next
         started: list[str] = []
         skipped: list[str] = []
         for consumer in self.consumers:
@@ -192,10 +218,15 @@ class Loop:
         return rest
 
     def _sleep(self) -> None:
-        """Sleep until the next wake-up; a new, earlier due moment cuts it short."""
+        """Sleep until the next wake-up; a new, earlier due moment or a watch that fires
+        (:meth:`wake_when`) cuts it short."""
         while not self._stop.is_set():
             self._nudge.clear()  # before computing the delay: a later nudge is not lost
-            if not self._nudge.wait(self.delay()):
+            delay = self.delay()
+            watching = self._watch is not None
+            if self._nudge.wait(min(delay, WATCH_EVERY) if watching else delay):
+                continue
+            if delay <= WATCH_EVERY or not watching or self._watched():
                 return
 
     def run(self, *, max_wakeups: int | None = None) -> None:

@@ -38,7 +38,7 @@ from ..spec.models import Schedule, ScheduleSpec
 from ..spec.triggers import for_spec
 from ..state import machine
 from ..state.model import State
-from ..state.records import RunStatus, TrackPhase
+from ..state.records import Cursor, RunStatus, TrackPhase
 from ..support.times import iso, iso_minute
 
 
@@ -99,6 +99,13 @@ def next_slot(spec: ScheduleSpec, after: datetime) -> datetime | None:
     return found[0] if found else None
 
 
+def settled_after(cursor: Cursor | None, now: datetime) -> datetime:
+    """Where a schedule's next slot is looked for: after ``now``, or after the slots its
+    cursor settled when those reach further (a tick ``--now`` in the future settled
+    them, fired or missed): the next tick fires nothing at or before either."""
+    return max(now, cursor.since) if cursor is not None else now
+
+
 def lingers_before(schedule: Schedule, slot: datetime, cadence: Cadence) -> bool:
     """Whether ``slot`` deserves lead ticks and a tick waiting on its runner until it:
     never under an external clock (it calls at the slot); else ``orchestrator.json``'s
@@ -146,7 +153,9 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
                            lingers_before(schedule, at, cadence), slot=True)
             continue
         try:
-            slot = next_slot(spec, now)
+            # After the slots the cursor settled, which a tick --now in the future may
+            # have put ahead of the clock: the next tick fires nothing before them.
+            slot = next_slot(spec, settled_after(cursor, now))
         except ValueError:  # a spec cron cannot evaluate: the tick reports it
             continue
         if slot is not None:

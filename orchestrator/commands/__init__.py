@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "cron_sync",
     "estimate",
     "outcome",
+    "logs",
     "notify",
     "queue",
     "upgrade",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..runs.compaction import archive_tag, compact
+from ..runs.compaction import archive_tag, compact, plan
 from ..store import GitStateStore
 from ..support.times import parse_now
 from .context import Config, pass_config
@@ -15,12 +15,27 @@ from .context import Config, pass_config
 @click.option("--keep-days", type=click.IntRange(min=0), required=True, metavar="N",
               help="Keep runs that finished in the last N days.")
 @click.option("--now", metavar="ISO", help="Reference time (default: the clock).")
+@click.option("--dry-run", is_flag=True,
+              help="Say what would be archived; change nothing.")
 @pass_config
-def command(cfg: Config, keep_days: int, now: str | None) -> int:
+def command(cfg: Config, keep_days: int, now: str | None, dry_run: bool) -> int:
     """Archive finished runs older than N days, and queue items done as long ago, from
     the state branch (old tip kept under the tag orchestrator-archive/<timestamp>)."""
     moment = parse_now(now)
-    done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, moment)
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    if dry_run:
+        # the plan compact would commit, on the branch as it is now
+        would = plan(store.read().files, keep_days, moment)
+        items = f", {would.items} done queue item(s)" if would.items else ""
+        click.echo(f"would archive {len(would.runs)} run(s){items} and "
+                   f"{len(would.dead_letters)} discarded dead letter(s) (--dry-run: nothing "
+                   "changed)")
+        for run_id in would.runs:
+            click.echo(f"  {run_id}")
+        for line in would.skipped:
+            click.echo(f"  {line}")
+        return 0
+    done = compact(store, keep_days, moment)
     if done is None:
         click.echo("nothing to archive")
         return 0

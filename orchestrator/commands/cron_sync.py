@@ -175,6 +175,12 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
                         f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
                         "README, 'The cadence')")
     moment = start or datetime.now(UTC)
+    if not (cfg.repo / TICK).is_file():
+        # a repository that does not run on GitHub (`init --local`): nothing to keep in step
+        click.echo(f"no {TICK}: this repository does not run on GitHub Actions, so "
+                   "there is no cron to write (`orchestrator init --local --github` "
+                   "scaffolds the workflows)")
+        return EXIT_OK
     try:
         changed = sync(cfg.repo, loaded.schedules, config, moment)
     except (FileNotFoundError, ValueError) as exc:

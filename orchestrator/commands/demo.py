@@ -9,6 +9,7 @@ each tick decided, and finally prints the path of the brief.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 import time
@@ -24,6 +25,7 @@ from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
 from ..store import GitStateStore
 from ..support.times import iso
+from ..tick.shell import Clock
 from .context import Config
 from .tick import make_tick
 
@@ -82,12 +84,36 @@ def build_workspace(root: Path, now: datetime) -> Path:
               help="Seconds between ticks.")
 @click.option("--max-seconds", type=click.FloatRange(min=5), default=90, show_default=True,
               help="Give up after this long.")
-def command(directory: Path | None, interval: float, max_seconds: float) -> int:
-    """Run the whole loop locally and print the path of the brief."""
+@click.option("--keep", is_flag=True,
+              help="Keep the workspace (the brief, the state, the dead letter) to look at.")
+def command(directory: Path | None, interval: float, max_seconds: float, keep: bool) -> int:
+    """Run the whole loop locally and print what it did; the workspace is removed at the
+    end unless --keep (then it prints the path of the brief)."""
     root = (directory or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))).resolve()
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise UserError(f"demo workspace {root} is not empty")
+    try:
+        return _run(root, interval, max_seconds, keep)
+    finally:
+        if not keep:
+            _clean(root, given=directory is not None)
+
+
+def _clean(root: Path, *, given: bool) -> None:
+    """Remove what the demo made: the folder itself, or a given folder's contents."""
+    if not given:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    click.echo(f"workspace {root} emptied (--keep keeps it)")
+
+
+def _run(root: Path, interval: float, max_seconds: float, keep: bool) -> int:
     started = datetime.now(UTC).replace(microsecond=0)
     repo = build_workspace(root, started)
     cfg = Config(repo=repo, remote="origin", state_branch="orchestrator-state")
@@ -97,7 +123,8 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
     number = 0
     while time.monotonic() < deadline:
         number += 1
-        result = make_tick(cfg, executors.LOCAL, datetime.now(UTC)).run()
+        now = datetime.now(UTC)
+        result = make_tick(cfg, executors.LOCAL, now, clock=Clock(machine=now)).run()
         for line in result.log:
             click.echo(f"tick {number}: {line}")
         snap = GitStateStore(repo, "origin", cfg.state_branch).read()
@@ -110,9 +137,11 @@ def command(directory: Path | None, interval: float, max_seconds: float) -> int:
                             for t in state.tracks[run_id].values())
             click.echo(f"run {run_id} {state.runs[run_id].status.value}: {', '.join(phases)}")
             click.echo("as intended: 'analyze' fails once and passes on its retry; 'crawl' "
-                       "overruns its timeout and is parked in the dead letter queue:")
-            click.echo(f"  orchestrator --repo {repo} dlq list")
-            click.echo(f"brief: {brief}")
+                       "overruns its timeout and is parked in the dead letter queue"
+                       + (":" if keep else " (`demo --keep` to look at it and the brief)"))
+            if keep:
+                click.echo(f"  orchestrator --repo {repo} dlq list")
+                click.echo(f"brief: {brief}")
             return 0
         time.sleep(interval)
     click.echo(f"demo did not finish within {max_seconds:g}s (run {run_id})", err=True)

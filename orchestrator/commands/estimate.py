@@ -79,8 +79,12 @@ ROWS = (
     ("API requests a month", lambda r: f"{r['api_requests']:,}"),
     ("slot to dispatch, median", lambda r: _late(r, "median")),
     ("slot to dispatch, 95th percentile", lambda r: _late(r, "p95")),
-    ("slots missed (of simulated)", lambda r: f"{r['missed']} of {r['slots']}"),
+    ("slots not fired (of simulated)", lambda r: f"{r['missed']:,} of {r['slots']:,}"),
 )
+
+NOT_FIRED = ("not fired: skipped (a tick found several due; catchup: latest fires the "
+             "newest) or missed (older than catchup_window_minutes, or GitHub dropped or "
+             "throttled the run: it runs a schedule at most every 5 minutes)")
 
 
 def text(report: dict[str, Any]) -> list[str]:
@@ -95,6 +99,7 @@ def text(report: dict[str, Any]) -> list[str]:
     lines += [f"  {name:<34}{fmt(ours):>14}{fmt(theirs):>18}" for name, fmt in ROWS]
     parts = ", ".join(f"{k} {v:,}" for k, v in ours["runner_minutes_by_job"].items())
     lines.append(f"  orchestrator runner-minutes: {parts or 'none'}")
+    lines.append(f"  {NOT_FIRED}")
     lines += [f"warning: {w}" for w in ours["warnings"]]
     return lines
 
@@ -109,7 +114,7 @@ def markdown(report: dict[str, Any]) -> str:
             + (", with an external clock calling at each slot (a tick "
                f"{outside['startup_seconds'][0]:g} to {outside['startup_seconds'][1]:g} s "
                f"later; {outside['failure_rate']:.0%} of calls lost)" if outside else "")
-            + "; `orchestrator estimate` explains the model.", ""]
+            + f"; `orchestrator estimate` explains the model. Slots {NOT_FIRED}.", ""]
     out += [f"> ⚠️ {w}  " for w in ours["warnings"]]
     return "\n".join(out).rstrip("\n") + "\n"
 

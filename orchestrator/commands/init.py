@@ -17,6 +17,8 @@ leaves the folder as it was. A folder that is not in a git repository gets
 ``--local`` is for a repository that lives on this machine only: it also creates a
 bare repository beside the folder (``<folder>.git``) and registers it as ``origin``,
 where ``tick``, ``status``, ``serve`` and every other command keep the state branch.
+It writes no workflows (``--github`` or ``--pages`` does): whether ``tick.yml`` exists
+is how ``validate`` and ``cron-sync`` know the repository runs on GitHub.
 Beside, not inside: inside, it would sit in the work tree where ``git clean -x`` or
 deleting an ignored folder would take the state with it.
 """
@@ -46,8 +48,9 @@ GITIGNORE_LINE = ".orchestrator/"
 """The local executor's work folder and ``demo`` workspaces: never commit them."""
 
 
-def scaffold_files(*, pages: bool = False) -> dict[str, str]:
-    """Every file ``init`` writes, by path relative to the repository root."""
+def scaffold_files(*, pages: bool = False, workflows: bool = True) -> dict[str, str]:
+    """Every file ``init`` writes, by path relative to the repository root (the
+    workflows only for a repository that runs on GitHub)."""
     files = {
         f"schedules/{EXAMPLE}": (SCAFFOLD / "schedules" / EXAMPLE).read_text(encoding="utf-8"),
         f"schedules/{SCHEMA_FILE}": schema_text(),
@@ -55,7 +58,7 @@ def scaffold_files(*, pages: bool = False) -> dict[str, str]:
         "templates/index.html.j2": (DATA / "index.html.j2").read_text(encoding="utf-8"),
         "templates/brief.md.j2": (DATA / "brief.md.j2").read_text(encoding="utf-8"),
     }
-    for name in WORKFLOWS + (OPTIONAL_WORKFLOWS if pages else ()):
+    for name in (WORKFLOWS + (OPTIONAL_WORKFLOWS if pages else ())) if workflows else ():
         files[f".github/workflows/{name}"] = (SCAFFOLD / "workflows" / name).read_text(
             encoding="utf-8")
     return files
@@ -109,13 +112,15 @@ def _append_unless_present(path: Path, text: str, marker: str) -> bool:
     return True
 
 
-def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[str]:
+def scaffold(root: Path, *, force: bool = False, pages: bool = False,
+             workflows: bool = True) -> list[str]:
     """Write the scaffold into ``root``; return what was done, one line per item."""
     if root.exists() and not root.is_dir():
         raise UserError(f"{root} exists and is not a folder")
-    files = scaffold_files(pages=pages)
-    installed = install.current()
-    clash = conflicts(root, {**files, **installed.files()}) if root.exists() else []
+    files = scaffold_files(pages=pages, workflows=workflows)
+    installed = install.current() if workflows else None  # what the workflows install
+    wheel = installed.files() if installed is not None else {}
+    clash = conflicts(root, {**files, **wheel}) if root.exists() else []
     if clash and not force:
         more = f" and {len(clash) - 1} more" if len(clash) > 1 else ""
         raise UserError(f"{root / clash[0]} already exists{more}: init writes nothing "
@@ -127,8 +132,10 @@ def scaffold(root: Path, *, force: bool = False, pages: bool = False) -> list[st
         verb = "overwrote" if (root / rel).exists() else "created"
         write_schedule(root / rel, content)
         done.append(f"{verb} {rel}")
-    done += write_install(root, installed)
-    done += _sync_cadence(root)
+    if installed is not None:
+        done += write_install(root, installed)
+    if workflows:
+        done += _sync_cadence(root)
     section = README_SECTION.read_text(encoding="utf-8")
     heading = section.splitlines()[0]
     if _append_unless_present(root / "README.md", section, heading):
@@ -192,14 +199,21 @@ def _sync_cadence(root: Path) -> list[str]:
               help="Also add pages.yml (publishes the briefs; needs GitHub Pages enabled).")
 @click.option("--local", is_flag=True,
               help="Also create a bare repository beside PATH (PATH.git) and register it "
-                   "as origin, to run on this machine without GitHub.")
+                   "as origin, to run on this machine without GitHub: no workflows are "
+                   "written, unless --github.")
+@click.option("--github", is_flag=True,
+              help="With --local: write the GitHub Actions workflows too (the repository "
+                   "also runs on GitHub). Without --local they are always written.")
 @pass_config
-def command(cfg: Config, path: Path | None, force: bool, pages: bool, local: bool) -> int:
-    """Scaffold schedules/, templates/, the workflows and a README section in PATH
-    (default: --repo). Refuses to overwrite existing files unless --force."""
+def command(cfg: Config, path: Path | None, force: bool, pages: bool, local: bool,
+            github: bool) -> int:
+    """Scaffold schedules/, templates/, the workflows (not with --local alone) and a
+    README section in PATH (default: --repo). Refuses to overwrite existing files
+    unless --force."""
     root = (path or cfg.repo).resolve()
     bare = check_local_origin(root) if local else None
-    lines = scaffold(root, force=force, pages=pages)
+    lines = scaffold(root, force=force, pages=pages,
+                     workflows=not local or github or pages)
     if bare is not None:
         lines += add_local_origin(root, bare)
     for line in lines:

@@ -1,15 +1,17 @@
-"""``orchestrator schedules resume ID --reason R``: end a pause after repeated failures
-(see :mod:`orchestrator.planner.pause`)."""
+"""``orchestrator schedules pause ID --reason R``, ``resume`` and its alias ``unpause``:
+a pause by hand, and the end of any pause (see :mod:`orchestrator.runs.pauses` and
+:mod:`orchestrator.planner.pause`)."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import click
 
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
 from ..errors import OrchestratorError
-from ..runs.pauses import resume
+from ..runs.pauses import pause, resume
 from ..spec.fields import check_id
 from ..spec.policies import Pause
 from ..state import codec, layout
@@ -19,31 +21,74 @@ from ..store import Change, GitStateStore, Snapshot
 from ..support.times import iso, parse_now
 from .context import Config, pass_config, who
 
+_ID = click.argument("schedule_id", metavar="ID")
+_BY = click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
+_NOW = click.option("--now", "now_text", metavar="ISO", help="Time of it (default: now).")
+
 
 @click.command("resume")
-@click.argument("schedule_id", metavar="ID")
+@_ID
 @click.option("--reason", required=True, help="Why it may fire again, recorded in its state.")
-@click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
-@click.option("--now", "now_text", metavar="ISO", help="Time of the resume (default: now).")
+@_BY
+@_NOW
 @pass_config
 def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
                     now_text: str | None) -> None:
-    """Resume a schedule paused after repeated failures (a compare-and-swap commit on
-    the state branch). Slots that came due while it was paused are not fired."""
+    """Resume a paused schedule, paused by hand or after repeated failures (a
+    compare-and-swap commit on the state branch). Slots that came due while it was
+    paused are not fired."""
+    _write(cfg, schedule_id, reason, by, now_text, resume)
+    click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
+
+
+@click.command("unpause")
+@_ID
+@click.option("--reason", required=True, help="Why it may fire again, recorded in its state.")
+@_BY
+@_NOW
+@pass_config
+def schedule_unpause(cfg: Config, schedule_id: str, reason: str, by: str | None,
+                     now_text: str | None) -> None:
+    """The same as resume."""
+    _write(cfg, schedule_id, reason, by, now_text, resume)
+    click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
+
+
+@click.command("pause")
+@_ID
+@click.option("--reason", required=True, help="Why, recorded in its state and shown "
+              "wherever the pause is (status, the index, the tick's log).")
+@_BY
+@_NOW
+@pass_config
+def schedule_pause(cfg: Config, schedule_id: str, reason: str, by: str | None,
+                   now_text: str | None) -> None:
+    """Pause a schedule by hand, with no pull request (a compare-and-swap commit on the
+    state branch): it fires nothing until `schedules resume` or `unpause`. Open runs
+    go on."""
+    _write(cfg, schedule_id, reason, by, now_text, pause)
+    click.echo(f"paused {schedule_id}; `orchestrator schedules unpause {schedule_id} "
+               "--reason R` lets it fire again")
+
+
+def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
+           now_text: str | None, edit: Callable[..., Change]) -> None:
+    """Commit ``edit`` of the schedule's cursor, and the index that names its pause."""
     check_id(schedule_id, "schedule id")
     now = parse_now(now_text)
     actor = who(by)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    verb = "pause" if edit is pause else "resume"
 
     def change(snap: Snapshot) -> Change:
-        out = resume(snap.files, schedule_id, actor, reason, now)
-        # the index names paused schedules: it no longer names this one
+        out = edit(snap.files, schedule_id, actor, reason, now)
+        # the index names paused schedules: now with, or without, this one
         # (the open runs and the newest others, as the tick renders it)
         loaded = state_index.load(snap.files)
-        resumed = out[layout.cursor_path(schedule_id)]
-        assert resumed is not None
+        edited = out[layout.cursor_path(schedule_id)]
+        assert edited is not None
         cursors = {**loaded.state.cursors, schedule_id: codec.parse_record(
-            Cursor, layout.cursor_path(schedule_id), resumed)}
+            Cursor, layout.cursor_path(schedule_id), edited)}
         runs, older = state_index.page_runs(snap.files, loaded.state.runs)
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
@@ -54,24 +99,27 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
                 older=older).encode()
         return out
 
-    store.transact(change, f"schedules: resume {schedule_id}")
-    click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
+    store.transact(change, f"schedules: {verb} {schedule_id}")
 
 
-def pauses(cfg: Config) -> dict[str, Pause]:
-    """Schedule id -> its pause, read from the state branch; empty when the branch cannot
-    be read (``schedules list`` and ``show`` still describe the files then)."""
+def cursors(cfg: Config) -> dict[str, Cursor]:
+    """Schedule id -> its cursor, read from the state branch; empty when the branch
+    cannot be read (``schedules list`` and ``show`` still describe the files then)."""
     try:
         snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
         found = {}
         for path in snap.files:
             if layout.kind_of(path) is layout.Kind.CURSOR:
                 cursor = codec.parse_record(Cursor, path, snap.files[path])
-                if cursor.paused is not None:
-                    found[cursor.schedule_id] = cursor.paused
+                found[cursor.schedule_id] = cursor
         return found
     except OrchestratorError:
         return {}
+
+
+def pauses(cfg: Config) -> dict[str, Pause]:
+    """Schedule id -> its pause, read from the state branch (see :func:`cursors`)."""
+    return {sid: c.paused for sid, c in cursors(cfg).items() if c.paused is not None}
 
 
 def pause_text(pause: Pause) -> str:

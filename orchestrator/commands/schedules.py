@@ -16,6 +16,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from ..cadence.wake import settled_after
 from ..cron import DstFold, DstGap, dst_note
 from ..errors import NotFound, ScheduleError, UserError
 from ..spec.fields import check_id
@@ -33,9 +34,10 @@ from ..spec.files import (
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.preview import slot_dict, upcoming
 from ..spec.triggers import for_spec
+from ..state.records import Cursor
 from ..support.times import iso, parse_now
 from .context import Config, pass_config
-from .resume import pause_text, pauses
+from .resume import cursors, pause_text
 
 # --------------------------------------------------------------------------- helpers
 
@@ -88,6 +90,12 @@ def _now(start: datetime | None) -> datetime:
     return start or datetime.now(UTC)
 
 
+def _from(cursor: Cursor | None, now: datetime, start: datetime | None) -> datetime:
+    """Where the next runs of a schedule start: ``--from`` as given, else after what
+    its cursor settled (the next tick fires nothing before that)."""
+    return start if start is not None else settled_after(cursor, now)
+
+
 def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -122,11 +130,13 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     width = max((len(s.id) for s in loaded.schedules), default=0)
-    paused = pauses(cfg) if loaded.schedules else {}
+    standing = cursors(cfg) if loaded.schedules else {}
+    paused = {sid: c.paused for sid, c in standing.items() if c.paused is not None}
     for schedule in loaded.schedules:
         spec = schedule.spec
         # a disabled schedule never fires: a "next run" would be a promise it breaks
-        nxt = upcoming(schedule, now, 1).slots if spec.enabled else []
+        nxt = upcoming(schedule, _from(standing.get(schedule.id), now, start),
+                       1).slots if spec.enabled else []
         when = for_spec(spec).describe()
         rows.append({
             "id": schedule.id,
@@ -166,8 +176,9 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     """One schedule: its settings, in words, and its next runs."""
     schedule = _load(cfg, schedule_id)
     spec = schedule.spec
-    nxt = upcoming(schedule, _now(start), n).slots
-    pause = pauses(cfg).get(schedule.id)
+    cursor = cursors(cfg).get(schedule.id)
+    nxt = upcoming(schedule, _from(cursor, _now(start), start), n).slots
+    pause = cursor.paused if cursor is not None else None
     if as_json:
         _echo_json({
             "id": schedule.id,
@@ -244,15 +255,28 @@ EVERY = ("minute", "hour", "day", "weekday")
 _TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 
 
-def build_cron(every: str | None, weekly: bool, time: str | None, minute: int,
-               on_days: tuple[int, ...]) -> str:
-    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+def _refuse_what_does_not_apply(every: str | None, weekly: bool, time: str | None,
+                                minute: int | None, on_days: tuple[int, ...]) -> None:
+    """A flag the chosen form ignores is refused, never dropped: ``--time 07:10`` with
+    ``--every hour`` would otherwise write a schedule that runs at minute 0."""
     if on_days and not weekly:
         raise click.UsageError("--on-day goes with --weekly")
+    if minute is not None and every != "hour":
+        raise click.UsageError("--minute goes with --every hour")
+    if time is not None and not (weekly or every in ("day", "weekday")):
+        form = f"--every {every}" if every else "--cron or --at"
+        raise click.UsageError(f"--time does not apply to {form}: it goes with --every "
+                               "day|weekday and --weekly (--every hour takes --minute)")
+
+
+def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | None,
+               on_days: tuple[int, ...]) -> str:
+    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+    _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
     if every == "minute":
         return "* * * * *"
     if every == "hour":
-        return f"{minute} * * * *"
+        return f"{minute or 0} * * * *"
     if time is None:
         raise click.UsageError("give the local time of day with --time HH:MM")
     match = _TIME_RE.fullmatch(time)
@@ -275,6 +299,45 @@ def _track(text: str) -> tuple[str, str]:
     return check_id(name.strip(), "track name"), run
 
 
+def _per_track(option: str, values: tuple[str, ...], names: list[str]
+               ) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` pairs of a per-track option, each naming a track given by --track."""
+    pairs = []
+    for text in values:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.UsageError(f"{option}: expected TRACK=VALUE, got {text!r}")
+        if name.split(":", 1)[0] not in names:
+            raise click.UsageError(f"{option}: {name.split(':', 1)[0]!r} is not a --track")
+        pairs.append((name, value))
+    return pairs
+
+
+def _tracks(tracks: tuple[str, ...], common: dict[str, Any], needs: tuple[str, ...],
+            inputs: tuple[str, ...], timeouts: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ``tracks`` field: each --track with the common per-track options, then its own
+    --needs, --input and --track-timeout."""
+    out = [{"name": name, "run": run, **{k: v for k, v in common.items() if v is not None}}
+           for name, run in map(_track, tracks)]
+    by_name = {t["name"]: t for t in out}
+    names = list(by_name)
+    for name, value in _per_track("--needs", needs, names):
+        by_name[name]["needs"] = [n.strip() for n in value.split(",") if n.strip()]
+    for spot, value in _per_track("--input", inputs, names):
+        name, sep, key = spot.partition(":")
+        if not sep or not key:
+            raise click.UsageError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
+        by_name[name].setdefault("inputs", {})[key] = value
+    for name, value in _per_track("--track-timeout", timeouts, names):
+        try:
+            by_name[name]["timeout_minutes"] = float(value)
+        except ValueError:
+            raise click.UsageError(f"--track-timeout: {value!r} is not a number of "
+                                   "minutes") from None
+    return out
+
+
 @command.command("add")
 @click.argument("schedule_id", metavar="ID")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Five-field cron expression.")
@@ -286,8 +349,8 @@ def _track(text: str) -> tuple[str, str]:
               help="Day of week for --weekly, 0 = Sunday (repeatable).")
 @click.option("--time", "time", metavar="HH:MM",
               help="Local time of day for --every day|weekday and --weekly.")
-@click.option("--minute", type=click.IntRange(0, 59), default=0, show_default=True,
-              help="Minute of the hour for --every hour.")
+@click.option("--minute", type=click.IntRange(0, 59), default=None,
+              help="Minute of the hour for --every hour (default 0).")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone.")
 @click.option("--track", "tracks", multiple=True, metavar="NAME=COMMAND",
               help="A track and its shell command (repeatable; at least one).")
@@ -305,6 +368,12 @@ def _track(text: str) -> tuple[str, str]:
 @click.option("--timeout-minutes", type=float, help="Per track.")
 @click.option("--max-attempts", type=int, help="Per track.")
 @click.option("--retry-backoff-seconds", type=int, help="Per track.")
+@click.option("--needs", "needs", multiple=True, metavar="TRACK=A,B",
+              help="Tracks TRACK waits for (repeatable).")
+@click.option("--input", "inputs", multiple=True, metavar="TRACK:KEY=VALUE",
+              help="An input of TRACK for its CI workflow (repeatable).")
+@click.option("--track-timeout", "track_timeouts", multiple=True, metavar="TRACK=MINUTES",
+              help="TRACK's own timeout, over --timeout-minutes (repeatable).")
 @pass_config
 def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
         every: str | None, weekly: bool, on_days: tuple[int, ...], time: str | None,
@@ -313,8 +382,10 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
         catchup_window_minutes: int | None, deadline_minutes: float | None,
         max_runs_per_day: int | None, jitter_seconds: int | None, dst_gap: str | None,
         dst_fold: str | None, timeout_minutes: float | None, max_attempts: int | None,
-        retry_backoff_seconds: int | None) -> int:
-    """Write a new schedules/ID.json (validated before it is written)."""
+        retry_backoff_seconds: int | None, needs: tuple[str, ...], inputs: tuple[str, ...],
+        track_timeouts: tuple[str, ...]) -> int:
+    """Write a new schedules/ID.json (validated before it is written). A flag that does
+    not apply to the chosen form (--time with --every hour) is refused."""
     path = schedule_path(cfg, schedule_id)
     shown = display_path(path, cfg.repo)
     if path.exists():
@@ -328,6 +399,8 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     data: dict[str, Any] = {"$schema": SCHEMA_REF}
     if description is not None:
         data["description"] = description
+    if at is not None or cron_expr is not None:
+        _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
     if at is not None:
         data["at"] = at
     else:
@@ -337,9 +410,7 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     data["enabled"] = not disabled
     per_track = {"timeout_minutes": timeout_minutes, "max_attempts": max_attempts,
                  "retry_backoff_seconds": retry_backoff_seconds}
-    data["tracks"] = [{"name": name, "run": run,
-                       **{k: v for k, v in per_track.items() if v is not None}}
-                      for name, run in map(_track, tracks)]
+    data["tracks"] = _tracks(tracks, per_track, needs, inputs, track_timeouts)
     policies = {"workflow": workflow, "overlap": overlap, "catchup": catchup,
                 "catchup_window_minutes": catchup_window_minutes,
                 "deadline_minutes": deadline_minutes, "max_runs_per_day": max_runs_per_day,
@@ -470,11 +541,13 @@ def policy_lines(spec: ScheduleSpec) -> list[str]:
 def _add_runs() -> None:
     # `schedules runs ID` and `schedules resume ID` read the state branch; their code
     # lives with `runs` and in `resume`.
-    from .resume import schedule_resume
+    from .resume import schedule_pause, schedule_resume, schedule_unpause
     from .runs import schedule_runs
 
     command.add_command(schedule_runs)
     command.add_command(schedule_resume)
+    command.add_command(schedule_pause)
+    command.add_command(schedule_unpause)
 
 
 _add_runs()

@@ -4,7 +4,9 @@ For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 
 - ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
   ``orchestrator tick`` does; the loop also wakes at the next due moment each tick
-  reports (a slot fires within a second of its time, whatever ``--interval``);
+  reports (a slot fires within a second of its time, whatever ``--interval``) and,
+  with the local executor, within a second or two of a track's end (its next track,
+  its retry or its run's brief follow at once);
   several ``serve`` processes (or a ``serve`` and the GitHub workflow) may tick the
   same state branch: compare-and-swap keeps every slot fired once;
 - ``heartbeat`` every 15 minutes: warns when the last tick on the state branch is
@@ -51,11 +53,14 @@ from ..spec.models import Schedule
 from ..state import index as state_index
 from ..state.codec import last_tick_at
 from ..state.model import State
+from ..state.records import TrackPhase
 from ..store import GitStateStore
 from ..support.times import iso
+from ..tick.result import TickResult
+from ..tick.shell import Clock
 from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
-from .tick import make_tick, ping
+from .tick import make_tick, ping, track_state_branch
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
 COMPACT_EVERY = 24 * 3600.0
@@ -66,14 +71,18 @@ PING_EVERY = 60.0
 def tick_work(cfg: Config, executor: str, heartbeat_every: float,
               heartbeat_url: str | None,
               wake_at: Callable[[datetime], None] | None = None,
-              retention: bool = True) -> Work:
+              retention: bool = True,
+              wake_when: Callable[[Callable[[], bool] | None], None] | None = None) -> Work:
     last_ping: list[float] = []
 
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           retention=retention).run()
+                           retention=retention, clock=Clock(machine=now)).run()
+        track_state_branch(cfg, result.tip)
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
+        if wake_when is not None and executor == executors.LOCAL:
+            wake_when(local_ends(cfg, result))
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
         if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
             last_ping[:] = [time.monotonic()]
@@ -83,6 +92,23 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
         return lines
 
     return work
+
+
+def local_ends(cfg: Config, result: TickResult) -> Callable[[], bool] | None:
+    """A watch that fires when a local attempt the tick left open ends (``None``: none
+    is open), so the next tick records it at once rather than at the next wake-up."""
+    from ..executors.local import ended
+
+    state = result.decision.state if result.decision else None
+    if state is None:
+        return None
+    records = [*state.tracks.values(), *state.undos.values()]
+    keys = {t.dispatch_key for tracks in records for t in tracks.values()
+            if t.phase in (TrackPhase.DISPATCHED, TrackPhase.RUNNING) and t.dispatch_key
+            and t.executor == executors.LOCAL}
+    work = executors.local_work_dir(executors.Setup(repo=cfg.repo, now=result.now))
+    keys -= ended(work, keys)  # already ended: this tick recorded it, or the next will
+    return (lambda: bool(ended(work, keys))) if keys else None
 
 
 def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
@@ -166,26 +192,14 @@ def compact_work(cfg: Config, keep_days: int) -> Work:
         done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, now)
         if done is None:
             return []
+        from ..executors.local import forget
+
+        # the archived runs' local work folders go with them, as after a tick's retention
+        forget(executors.local_work_dir(executors.Setup(repo=cfg.repo, now=now)), done.runs)
         return [f"archived {len(done.runs)} run(s); previous history kept as tag "
                 f"{archive_tag(now)}"]
 
     return work
-
-
-def backoff_warnings(schedules: list[Schedule], interval: float) -> list[str]:
-    """One line per retried track whose first back-off is shorter than ``interval``.
-
-    A retry is dispatched by a tick, and serve ticks once per wake-up: a shorter
-    back-off changes nothing, the retry waits for the next wake-up all the same."""
-    lines = []
-    for schedule in schedules:
-        for track in schedule.spec.tracks:
-            wait = track.retry_backoff_seconds
-            if track.max_attempts > 1 and wait < interval:
-                lines.append(f"warning: {schedule.path or schedule.id}: track {track.name}: "
-                             f"retry_backoff_seconds {wait:g} is shorter than --interval "
-                             f"{interval:g}: its retries wait for the next wake-up")
-    return lines
 
 
 def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
@@ -199,7 +213,8 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
                                      datetime.now(UTC)))
     else:
         loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url,
-                                   loop.wake_at, retention=compact_keep_days is None))
+                                   loop.wake_at, retention=compact_keep_days is None,
+                                   wake_when=loop.wake_when))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
@@ -266,9 +281,6 @@ def command(cfg: Config, interval: float, executor: str, compact_keep_days: int 
     what = f"clock for tick.yml via {clock_via}" if clock_only else f"executor {executor}"
     loop.say(f"serving {cfg.repo} (state branch {cfg.state_branch!r} of {cfg.remote}, "
              f"{what}) every {interval:g}s: {names}")
-    for line in [] if clock_only else backoff_warnings(load_all(cfg.schedules_dir).schedules,
-                                                      interval):
-        loop.say(line)
     sys.stderr.flush()
     loop.run()
     loop.say(f"stopped after {loop.wakeups} wake-up(s)")

@@ -11,10 +11,11 @@ also goes to the channels of ``orchestrator.json`` (:mod:`orchestrator.notify.wa
 and the watchdog's issue is closed once ticks resume.
 
 Exit codes: 0 when the last tick is recent enough, 5 (:class:`~orchestrator.errors.Stale`)
-when it is older than ``--max-staleness`` or there is none, 6
-(:class:`~orchestrator.errors.DeadLettersWaiting`) with ``--fail-on-dead-letters``
-while dead letters wait, 3 when the remote cannot be read. The report is printed in
-every case, so a watchdog's log shows what it saw.
+when it is older than ``--max-staleness`` or there is none, 7
+(:class:`~orchestrator.errors.InvalidSchedules`) while a schedule file (or
+``orchestrator.json``) is invalid, 6 (:class:`~orchestrator.errors.DeadLettersWaiting`)
+with ``--fail-on-dead-letters`` while dead letters wait, 3 when the remote cannot be
+read. The report is printed in every case, so a watchdog's log shows what it saw.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import click
 
-from ..errors import DeadLettersWaiting, RemoteError, Rewound, Stale
+from ..errors import DeadLettersWaiting, InvalidSchedules, RemoteError, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
@@ -85,7 +86,7 @@ def workflow_lines(report: Mapping[str, Any]) -> list[str]:
               help="Send tick_stale (or rewind_refused) to the channels of "
                    "orchestrator.json, and close the watchdog's issue once ticks resume.")
 @click.option("--heartbeat-url", envvar="ORCHESTRATOR_HEARTBEAT_URL", metavar="URL",
-              help="On a failure (exit 3, 5 or 6), GET this URL + '/fail' (Healthchecks.io's "
+              help="On a failure (exit 3, 5, 6 or 7), GET this URL + '/fail' (Healthchecks.io's "
                    "failure signal); a success sends nothing, the tick's ping does.")
 @click.option("--heartbeat-fail-url", envvar="ORCHESTRATOR_HEARTBEAT_FAIL_URL", metavar="URL",
               help="GET this URL instead on a failure ('none': no signal).")
@@ -96,8 +97,9 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
     Exits 5 when the last tick is older than --max-staleness (or there is none), for
-    a watchdog workflow or any external monitor; with --fail-on-dead-letters, exits 6
-    (when the clock is fresh) while dead letters wait for a decision; and 3 when the
+    a watchdog workflow or any external monitor; 7 (when the clock is fresh) while a
+    schedule file or orchestrator.json is invalid, which every tick ignores; with
+    --fail-on-dead-letters, 6 while dead letters wait for a decision; and 3 when the
     state branch was rewound behind its high-water mark (ticks refuse to fire until it
     is accepted) or cannot be read. With --heartbeat-url, each of those failures is
     also signalled there: GitHub tells of a failed scheduled run only the person who
@@ -106,7 +108,7 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     try:
         return _status(cfg, max_staleness, fail_on_dead_letters, as_json, now_text,
                        accept_rewind, notify)
-    except (RemoteError, Stale, DeadLettersWaiting) as exc:
+    except (RemoteError, Stale, DeadLettersWaiting, InvalidSchedules) as exc:
         from ._heartbeat import heartbeat_target, ping
 
         target = heartbeat_target(heartbeat_url, heartbeat_fail_url, True) \
@@ -158,8 +160,16 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         limit = f"{max_staleness:g} minutes"
         if report["last_tick"] is None:
             raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
+        if report["ahead"]:
+            raise Stale(f"the last tick ({report['last_tick']}) is "
+                        f"{age_text(-report['age_minutes'])} ahead of this machine's clock: "
+                        "a tick --now in the future wrote it, and no real tick since")
         raise Stale(f"the last tick ({report['last_tick']}) is "
                     f"{age_text(report['age_minutes'])} old, more than {limit}")
+    if report["invalid_schedules"]:
+        files = report["invalid_schedules"]
+        raise InvalidSchedules(f"{len(files)} invalid file(s), ignored by every tick until "
+                               f"fixed: {'; '.join(files)}")
     if fail_on_dead_letters and report["dead_letters"]:
         raise DeadLettersWaiting(f"{report['dead_letters']} dead letter(s) wait for a "
                                  "decision: see `orchestrator dlq list`")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import re
 import signal
+import subprocess
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
@@ -19,7 +22,7 @@ from ..cadence.wake import Wake
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
-from ..tick.shell import ExecutorFactory, Tick, TickResult
+from ..tick.shell import Clock, ExecutorFactory, Tick, TickResult
 from ._heartbeat import heartbeat_target, ping
 from .context import Config, pass_config
 
@@ -31,10 +34,35 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
     return functools.partial(info.factory, setup)
 
 
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def track_state_branch(cfg: Config, tip: str | None) -> None:
+    """Point ``refs/remotes/<remote>/<branch>`` at the tip this tick saw or committed,
+    so ``git show origin/orchestrator-state:state/...`` works with no fetch first.
+
+    The store never writes that ref itself (its fetches would race on it); this is one
+    ``update-ref`` after the tick, and a failure (another process holding the ref's
+    lock) costs nothing: like any remote-tracking ref it is as fresh as its last
+    update. Only for a remote given by name (``origin``), never a path or URL."""
+    if not tip or not _REMOTE_NAME.fullmatch(cfg.remote):
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        known = subprocess.run(["git", "-C", str(cfg.repo), "config", "--get",
+                                f"remote.{cfg.remote}.url"], capture_output=True,
+                               check=False, timeout=30)
+        if known.returncode == 0:
+            subprocess.run(["git", "-C", str(cfg.repo), "update-ref",
+                            f"refs/remotes/{cfg.remote}/{cfg.state_branch}", tip],
+                           capture_output=True, check=False, timeout=30)
+
+
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
               outcomes: Path | None = None, retention: bool = True,
-              environ: Mapping[str, str] | None = None) -> Tick:
+              environ: Mapping[str, str] | None = None, clock: Clock | None = None) -> Tick:
+    """The tick at ``now``; ``clock`` says where ``now`` came from (the machine's clock
+    for ``serve`` and ``demo``)."""
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
@@ -47,7 +75,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention, environ=environ)
+                retention=retention, environ=environ, clock=clock)
 
 
 def summary_lines(result: TickResult) -> list[str]:
@@ -88,7 +116,7 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
     """The tick's lines, then the Markdown brief of each run it finished, under ``limit``:
     each brief is rendered within the room the ones before it left (it then summarises
     itself and says what it cut); one with too little room left is named instead."""
-    parts = ["### Orchestrator tick\n\n" + dead_letter_alert(result)
+    parts = [invalid_alert(result) + "### Orchestrator tick\n\n" + dead_letter_alert(result)
              + "```\n" + "\n".join(summary_lines(result)) + "\n```\n"]
     used = len(parts[0].encode())
     left_out = []
@@ -109,6 +137,18 @@ def step_summary(result: TickResult, limit: int = STEP_SUMMARY_LIMIT) -> str:
         parts.append(f"_{len(left_out)} brief(s) left out to stay under GitHub's 1 MiB "
                      f"summary limit: {', '.join(left_out)}; see `orchestrator render`._\n")
     return "\n".join(parts)
+
+
+def invalid_alert(result: TickResult) -> str:
+    """The job summary's first lines when schedule files are invalid: the tick ignores
+    them, so they fire nothing until someone fixes them."""
+    invalid = result.decision.invalid if result.decision else result.schedule_errors
+    if not invalid:
+        return ""
+    from ..brief.text import md  # the file name and the problem are a user's text
+
+    return "".join(f"- **Invalid, fires nothing until fixed:** {md(line, 500)}\n"
+                   for line in invalid) + "\n"
 
 
 def dead_letter_alert(result: TickResult) -> str:
@@ -163,12 +203,15 @@ def write_step_summary(result: TickResult) -> None:
               "slot: what a batch's fan-in job runs.")
 @click.option("--outcomes", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="With --run: a folder of leg outcome files (<dispatch key>.json) to record.")
+@click.option("--force", is_flag=True, help="Tick at a --now more than 5 minutes ahead of "
+              "this machine's clock on a state branch that real ticks use (it settles every "
+              "slot up to that now: they fire nothing until then).")
 @pass_config
 def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_json: bool,
             heartbeat_url: str | None, heartbeat_fail_url: str | None,
             heartbeat_every: float, template: Path | None,
             linger: float, max_linger: float, scope: str | None,
-            outcomes: Path | None) -> int:
+            outcomes: Path | None, force: bool) -> int:
     """Read schedules and state, decide what is due, commit, dispatch, record."""
     if linger and (now_text or dry_run or as_json or scope):
         raise click.UsageError("--linger waits on the real clock: it cannot be combined "
@@ -180,11 +223,13 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         check_run_id(scope)
 
     def once(now: datetime) -> Wake | None:
+        clock = Clock(machine=datetime.now(UTC), given=now_text is not None, force=force)
         tick = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                         template=template, scope=scope, outcomes=outcomes)
+                         template=template, scope=scope, outcomes=outcomes, clock=clock)
         result = tick.run(dry_run=dry_run)
         if executor == "github" and not dry_run and scope is None:
             result.record_log += keep_workflows_enabled(tick, result, now)
+        track_state_branch(cfg, result.tip)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
         if target:

@@ -50,12 +50,18 @@ def build_report(cfg: Config, start: datetime, n: int) -> Report:
                                     cfg.repo / ".github" / "workflows")
 
 
-def _summary(report: Report) -> str:
+def _summary(report: Report, problems: int = 0) -> str:
+    """The last line: how many files are valid, and what else fails the check (so the
+    line never reads as a pass when the exit code says otherwise)."""
     valid, invalid = len(report.previews), len(report.loaded.invalid_files)
-    return f"{valid} schedule{'s' if valid != 1 else ''} valid, {invalid} invalid"
+    line = f"{valid} schedule{'s' if valid != 1 else ''} valid, {invalid} invalid"
+    if problems:
+        line += (f"; {problems} other problem{'s' if problems != 1 else ''} (tick.yml or "
+                 "orchestrator.json, on stderr): the check fails")
+    return line
 
 
-def render_text(report: Report) -> str:
+def render_text(report: Report, problems: int = 0) -> str:
     lines: list[str] = []
     for p in report.previews:
         spec = p.schedule.spec
@@ -67,7 +73,7 @@ def render_text(report: Report) -> str:
             label = "next:" if i == 0 else ""
             lines.append(f"  {label:<6}{fmt_local(slot.local)}   {fmt_utc(slot.at)}")
         lines += [f"  warning: {w}" for w in p.warnings]
-    lines.append(_summary(report))
+    lines.append(_summary(report, problems))
     return "\n".join(lines) + "\n"
 
 
@@ -90,10 +96,11 @@ def _code(text: str) -> str:
     return f"`{text}`" if _PLAIN.fullmatch(text) else _md(text)
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, problems: int = 0) -> str:
     out = ["## Schedules", ""]
-    mark = "✅" if report.ok else "❌"
-    out += [f"{mark} {_summary(report)}, previewed from {fmt_utc(report.start)}", ""]
+    mark = "✅" if report.ok and not problems else "❌"
+    out += [f"{mark} {_summary(report, problems)}, previewed from {fmt_utc(report.start)}",
+            ""]
     if report.loaded.errors:
         out += ["### ❌ Invalid files", "", "| File | Field | Problem |", "|---|---|---|"]
         out += [f"| {_code(e.file)} | {_code(e.field)} | {_md(e.problem)} |"
@@ -153,13 +160,13 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
         click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json(),
                                "workflow_warnings": outdated}, indent=2, ensure_ascii=False))
     elif fmt == "markdown":
-        click.echo(render_markdown(report), nl=False)
+        click.echo(render_markdown(report, len(timing.problems)), nl=False)
         click.echo("".join(f"\n> ⚠️ {_md(w)}\n" for w in outdated), nl=False)
         click.echo("\n" + _timing.markdown(timing, cfg.repo, report.loaded.schedules,
                                            report.start), nl=False)
     else:
-        click.echo(render_text(report) + "".join(f"warning: {w}\n" for w in outdated)
-                   + _timing.text(timing), nl=False)
+        click.echo(_timing.text(timing) + "".join(f"warning: {w}\n" for w in outdated)
+                   + render_text(report, len(timing.problems) + len(broken)), nl=False)
     return EXIT_OK if report.ok and not timing.problems and not broken else EXIT_USER
 
 

@@ -139,6 +139,33 @@ def kill_group(pgid: int | None, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+GONE_WAIT_SECONDS = 5.0
+"""How long an observer that killed an orphaned group waits for it to die."""
+
+
+def kill_group_and_wait(pgid: int | None, timeout: float = GONE_WAIT_SECONDS) -> bool:
+    """SIGKILL a whole group and wait until none of it is left; ``False`` if some of it
+    still exists after ``timeout`` seconds (unreaped zombies where nothing reaps them).
+
+    A signal is delivered asynchronously: ``killpg`` returns before its targets die,
+    and on a loaded machine a killed process may run on for a while. Whoever reports
+    an orphaned group killed waits for it, so a retry never runs beside it."""
+    if not pgid or pgid <= 1:
+        return True
+    kill_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return True  # not ours (any more): nothing of this attempt is left
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
 def try_lock(path: Path, shared: bool = False) -> int | None:
     """Open ``path`` and take a non-blocking ``flock``; the descriptor, or ``None`` when
     someone else holds it. Closing the descriptor releases the lock."""
@@ -364,6 +391,10 @@ class Supervisor:
     def claim(self) -> bool:
         """Take the supervisor lock and the attempt, unless another supervisor (alive,
         or dead after claiming it) or a cancel got there first."""
+        if (self.dir / STATUS).exists():
+            # Claimed before: exit without even taking the lock, which an observer
+            # would take for the owner's (a supervisor that vanished looks alive).
+            return False
         # The descriptor is never closed: the lock is held until the process exits.
         lock = try_lock(self.dir / LOCK)
         if lock is None:

@@ -27,8 +27,10 @@ Concurrency and crash safety, per dispatch key:
   dispatcher died between the two steps), ``dispatch``, ``lookup`` and ``observe``
   start a supervisor again.
 * A supervisor that dies leaves a non-final ``status.json`` and a free lock; the next
-  ``observe`` takes the lock, kills the orphaned group and records ``lost``, which is
-  reported as ``failed``.
+  ``observe`` takes the lock, kills the orphaned group, waits until it is gone (a
+  killed process may take a while to die) and records ``lost``, which is reported as
+  ``failed``. A supervisor started for an attempt already claimed exits without
+  taking the lock, so it never passes for the owner.
 
 Machines: a work folder is one machine, named by its ``machine-id`` (made by its first
 tick). A tick marks each dispatch with that id, and only ticks of the same folder look
@@ -45,9 +47,12 @@ What the track sees: the executor's environment (``env``, else this process's) p
 ``ORCHESTRATOR_RESULT``, a path where it may write a JSON object with a ``summary``;
 a track with ``needs`` (the ``consolidate`` step) also gets ``ORCHESTRATOR_RESULTS``,
 the path of ``results.json`` in its attempt folder: every other track's phase, attempt,
-result and error tail.
+result and error tail. The request's own variables come last (``launch.json`` keeps
+them): the run's ``ORCHESTRATOR_SCHEDULE``, ``ORCHESTRATOR_SLOT``,
+``ORCHESTRATOR_SLOT_LOCAL`` and ``ORCHESTRATOR_PREVIOUS_SLOT``, and a compensation's
+``ORCHESTRATOR_COMPENSATING`` and ``ORCHESTRATOR_ORIGINAL_RESULT``.
 It runs as ``sh -c <run>`` in the repository checkout (else in its attempt folder).
-The environment is never written to disk.
+The executor's environment is never written to disk.
 
 Outcomes: exit 75 (``EX_TEMPFAIL``) is ``waiting``, a poll's "not yet"; exit 0 is
 ``complete`` (a ``result.json`` that is not a JSON object in a regular file of at most
@@ -67,13 +72,13 @@ import logging
 import os
 import re
 import secrets
-import signal
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +153,42 @@ def check_key(key: str) -> str:
             f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
         )
     return key
+
+
+def ended(work_dir: Path, keys: Iterable[str]) -> set[str]:
+    """The attempts of ``keys`` in ``work_dir`` whose command has ended (a final
+    ``status.json``): what ``serve`` watches to tick as soon as a track ends. Cheap,
+    and never raises: an unreadable attempt is one the next tick looks at anyway."""
+    done = set()
+    for key in keys:
+        try:
+            status = supervisor.read_json(Path(work_dir) / check_key(key) / supervisor.STATUS)
+        except (OSError, ValueError, InvalidId):
+            continue
+        if isinstance(status, dict) and status.get("state") in supervisor.FINAL_STATES:
+            done.add(key)
+    return done
+
+
+def forget(work_dir: Path, run_ids: Iterable[str]) -> list[str]:
+    """Remove the work folders of ``run_ids`` (archived runs: the retention of runs is
+    that of their local output too). An attempt whose command has not ended is kept;
+    never raises. Returns the folders removed."""
+    wanted = set(run_ids)
+    removed: list[str] = []
+    try:
+        folders = sorted(Path(work_dir).iterdir())
+    except OSError:
+        return removed
+    for folder in folders:
+        match = KEY_RE.fullmatch(folder.name)
+        if match is None or match["run_id"] not in wanted or folder.is_symlink():
+            continue
+        if not ended(work_dir, [folder.name]):
+            continue  # still running (or unreadable): the next compaction's business
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder.name)
+    return removed
 
 
 class LocalExecutor:
@@ -437,7 +478,8 @@ class LocalExecutor:
             fresh = supervisor.read_json(folder / supervisor.STATUS) or status
             if fresh.get("state") in supervisor.FINAL_STATES:
                 return dict(fresh)  # it finished just before dying
-            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            # Reported failed only once its orphans are gone: a retry never overlaps them.
+            supervisor.kill_group_and_wait(fresh.get("pgid"))
             fresh.update(state=supervisor.LOST, finished_at=supervisor.utc_now(),
                          error="supervisor vanished")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
@@ -477,7 +519,7 @@ class LocalExecutor:
                 return
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
-            supervisor.kill_group(fresh.get("pgid"), signal.SIGKILL)
+            supervisor.kill_group_and_wait(fresh.get("pgid"))
             fresh.update(state=supervisor.CANCELLED, finished_at=supervisor.utc_now(),
                          error="cancelled")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)

@@ -36,6 +36,7 @@ from ..state import machine
 from ..state.layout import dlq_key
 from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 from .context import Context
+from .dispatch import run_environment
 from .hygiene import backoff, observe
 
 REASON = "compensation_failed"
@@ -178,7 +179,7 @@ def dispatch(ctx: Context, run: Run, undo: Track) -> None:
     request = DispatchRequest(
         run_id=run.run_id, track=undo.name, attempt=undo.attempt, spec=undo.spec,
         workflow=run.workflow, compensating=True, fan_in_job=ctx.fan_in_job(run),
-        env={"ORCHESTRATOR_COMPENSATING": "1",
+        env={**run_environment(ctx, run), "ORCHESTRATOR_COMPENSATING": "1",
              "ORCHESTRATOR_ORIGINAL_RESULT": json.dumps(result, sort_keys=True)})
     ctx.move(undo, TrackPhase.DISPATCHED, f"compensation attempt {undo.attempt} to {ctx.executor}",
              dispatch_key=request.key, dispatched_at=ctx.now, executor=ctx.executor,

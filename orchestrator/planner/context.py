@@ -104,9 +104,11 @@ class Context:
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is
-        done, only the brief is pending), as overlap policies should."""
+        done, only the brief is pending) and repairs (old runs reopened by ``dlq
+        requeue``), as overlap policies should."""
         wanted = {RunStatus.SCHEDULED, RunStatus.RUNNING} if active else machine.RUN_OPEN
         runs = [r for r in self.state.runs.values() if r.status in wanted
+                and not (active and r.repair)
                 and (schedule_id is None or r.schedule_id == schedule_id)]
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
+from zoneinfo import ZoneInfo
 
+from ..cron import DstPolicy
 from ..executors.base import DispatchRequest, DispatchResult
 from ..spec.models import OverlapPolicy
+from ..spec.triggers import CronTrigger, for_spec
 from ..state import machine
 from ..state.model import State
 from ..state.records import Run, RunStatus, Track, TrackPhase
@@ -50,12 +53,52 @@ def dispatch_pending(ctx: Context) -> None:
         dispatch_one(ctx, ctx.state.runs[run_id], track)
 
 
+PREVIOUS_SLOT_SPANS = (timedelta(hours=2), timedelta(days=2), timedelta(days=33),
+                       timedelta(days=367), timedelta(days=8 * 366))
+"""Spans before a slot searched, in turn, for the one before it (a schedule every
+minute is answered by the first, a leap day's by the last)."""
+
+
+def run_environment(ctx: Context, run: Run) -> dict[str, str]:
+    """What a track knows about its run, as Airflow gives its tasks the logical date
+    and the data interval: the schedule, the slot in UTC and in the schedule's zone,
+    and the slot before it (empty for a one-shot or a first slot)."""
+    zone = ZoneInfo(run.timezone)
+    return {
+        "ORCHESTRATOR_SCHEDULE": run.schedule_id,
+        "ORCHESTRATOR_SLOT": iso(run.slot),
+        "ORCHESTRATOR_SLOT_LOCAL": run.slot.astimezone(zone).isoformat(),
+        "ORCHESTRATOR_PREVIOUS_SLOT": _previous_slot(ctx, run),
+    }
+
+
+def _previous_slot(ctx: Context, run: Run) -> str:
+    schedule = ctx.schedules.get(run.schedule_id)
+    if schedule is not None and schedule.spec.cron == run.cron:
+        trigger = for_spec(schedule.spec)
+    elif run.cron is not None:  # the file changed or went: the cron the run fired with
+        trigger = CronTrigger(run.cron, run.timezone, DstPolicy())
+    else:
+        return ""
+    if not trigger.repeats:
+        return ""
+    until = run.slot - timedelta(microseconds=1)
+    for span in PREVIOUS_SLOT_SPANS:
+        try:
+            before = trigger.slots(run.slot - span, until)
+        except ValueError:
+            return ""
+        if before:
+            return iso(before[-1])
+    return ""
+
+
 def dispatch_one(ctx: Context, run: Run, track: Track) -> None:
     tracks = ctx.state.tracks.get(run.run_id, {})
     request = DispatchRequest(run_id=run.run_id, track=track.name, attempt=track.attempt,
                               spec=track.spec, workflow=run.workflow, poll=track.polls,
                               results=graph.results_for(tracks, track),
-                              fan_in_job=ctx.fan_in_job(run))
+                              fan_in_job=ctx.fan_in_job(run), env=run_environment(ctx, run))
     if track.work is not None:
         request = replace(request, items=drain.work_items(ctx, track, request.key),
                           queue=track.work.queue, wall_minutes=track.work.wall_minutes,

@@ -51,14 +51,45 @@ def fan_in(ctx: Context) -> None:
 
 
 def finish(run: Run, tracks: Iterable[Track], now: datetime) -> Run:
-    """Mark a ``consolidating`` run ``completed`` (every track complete) or ``failed``."""
+    """Mark a ``consolidating`` run ``completed`` (every track complete) or ``failed``,
+    with the span its tracks' commands ran (:func:`work_span`)."""
     tracks = list(tracks)
+    started, ended = work_span(tracks)
+    span = {"finished_at": now, "work_started_at": started, "work_finished_at": ended}
     bad = [t.name for t in tracks if t.phase is not TrackPhase.COMPLETE]
     bad += [name for name in run.tracks if name not in {t.name for t in tracks}]  # lost
     if bad:
         return machine.move_run(run, RunStatus.FAILED, now,
-                                f"not complete: {', '.join(sorted(bad))}", finished_at=now)
-    return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", finished_at=now)
+                                f"not complete: {', '.join(sorted(bad))}", **span)
+    return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", **span)
+
+
+def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None]:
+    """The first start and the last end of the tracks' commands: a start where the
+    executor measured one (the record's, or a step to ``running``), else a dispatch;
+    the records' ends. Tracks that never ran (skipped, cancelled unsent) do not count."""
+    starts: list[datetime] = []
+    dispatches: list[datetime] = []
+    ends: list[datetime] = []
+    for track in tracks:
+        sent = sorted(h.at for h in track.state_history if h.to == TrackPhase.DISPATCHED.value)
+        begun = [h.at for h in track.state_history if h.to == TrackPhase.RUNNING.value]
+        begun += [track.started_at] if track.started_at else []
+        # the first attempt's measured start comes before the second dispatch
+        measured = [b for b in begun if len(sent) < 2 or b < sent[1]]
+        if measured or sent:
+            if measured:
+                starts.append(min(measured))
+            else:
+                dispatches.append(sent[0])
+            if track.finished_at is not None:
+                ends.append(track.finished_at)
+    # A dispatch is only a bound: on a loaded machine the command starts seconds later.
+    # It counts when no track of the run has a measured start.
+    starts = starts or dispatches
+    start = min(starts) if starts else None
+    end = max(ends) if ends else None
+    return start, (end if start is None or end is None or end >= start else start)
 
 
 @dataclass(frozen=True)

@@ -77,10 +77,10 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     for note in notes:
         if note.reason in ("missed", "skipped"):
             ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
-                                    f"(catchup={spec.catchup.value})")
+                                    f"({_why(note.reason, spec)})")
     keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
-    upcoming = trigger.next(now, 1).found
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
+    upcoming = trigger.next(max(now, settled), 1).found
     ctx.state.cursors[sid] = cursor.model_copy(update={
         "since": settled,
         "last_run_id": last_run_id,
@@ -149,6 +149,15 @@ def first_slot_line(schedule: Schedule, trigger: Trigger, fire: list[datetime],
         first = upcoming[0].at if upcoming else None
     when = f"first slot at {iso_minute(first)}" if first else "no slot ahead"
     return f"{schedule.id}: new schedule: {when}"
+
+
+def _why(reason: str, spec: ScheduleSpec) -> str:
+    """Skipped and missed differ: a skipped slot was due and left by the policy, a
+    missed one was already past the catch-up window when a tick came."""
+    if reason == "skipped":
+        return f"catchup={spec.catchup.value}: a tick found several due and fired the newest"
+    return (f"catchup={spec.catchup.value}: older than catchup_window_minutes="
+            f"{spec.catchup_window_minutes:g} when a tick came")
 
 
 def _due(trigger: Trigger, spec: ScheduleSpec, cursor: Cursor, now: datetime, *,

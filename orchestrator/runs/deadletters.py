@@ -13,10 +13,11 @@ as the tick, so they never lose a race.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from ..errors import NotFound, UserError
+from ..errors import InvalidId, NotFound, UserError
 from ..planner.compensation import REASON as COMPENSATION_FAILED
 from ..planner.compensation import order
 from ..state import codec, layout, machine
@@ -25,6 +26,25 @@ from ..state import model as state_model
 from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
 from ..store import Change
 from ..support.times import iso
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is a dead letter's key (``<run_id>--<track>``), else
+    :class:`InvalidId` saying so (and which key a dispatch key's letter has)."""
+    try:
+        layout.dlq_path(key)
+        return key
+    except InvalidId:
+        pass
+    head, sep, attempt = key.rpartition("--")
+    hint = ""
+    if sep and attempt.split(".")[0].isdigit():
+        with contextlib.suppress(InvalidId):
+            layout.dlq_path(head.removesuffix("--undo"))
+            hint = (f" ({key!r} is a dispatch key, of one attempt: its dead letter is "
+                    f"{head.removesuffix('--undo')!r})")
+    raise InvalidId(f"invalid dead letter key {key!r}: expected <run_id>--<track>, e.g. "
+                    f"nightly--20261201T0700Z--ingest{hint}")
 
 
 def find(state: state_model.State, key: str) -> DeadLetter:
@@ -99,15 +119,18 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         out[layout.track_path(letter.run_id, letter.track)] = codec.record_bytes(
             track, codec.read_specs(files, letter.run_id))
     if run.status is RunStatus.FAILED:
-        out[layout.run_path(run.run_id)] = codec.to_json(_reopen(run, why, now))
+        # A reopened saga undoes the run's effects: a new run must not race it.
+        out[layout.run_path(run.run_id)] = codec.to_json(
+            _reopen(run, why, now, repair=not compensation))
     return state_index.refresh(files, out)  # the reopened run is open again
 
 
-def _reopen(run: Run, why: str, now: datetime) -> Run:
-    """A failed run running again, with its whole allowance again, from ``now``."""
+def _reopen(run: Run, why: str, now: datetime, *, repair: bool) -> Run:
+    """A failed run running again, with its whole allowance again, from ``now``; a
+    ``repair`` is left out by the overlap policy of its schedule's new slots."""
     allowance = run.deadline - max(run.fire_at, run.created_at)
     return machine.move_run(run, RunStatus.RUNNING, now, why, finished_at=None,
-                            deadline=max(run.deadline, now + allowance))
+                            deadline=max(run.deadline, now + allowance), repair=repair)
 
 
 def _reopen_saga(state: state_model.State, requeued: Track, why: str, now: datetime) -> Change:
@@ -127,6 +150,39 @@ def _reopen_saga(state: state_model.State, requeued: Track, why: str, now: datet
                 finished_at=None, not_before=None)
             out[layout.undo_path(undo.run_id, undo.name)] = codec.to_json(reopened)
     return out
+
+
+def select(state: state_model.State, keys: Iterable[str], schedule: str | None = None,
+           every: bool = False) -> list[str]:
+    """The keys of the dead letters waiting (not discarded) that ``keys`` names, or of
+    ``schedule``'s, or all of them (``every``), oldest first. Named keys must exist."""
+    keys = list(dict.fromkeys(keys))
+    for key in keys:
+        find(state, check_key(key))
+    waiting = listed(state)
+    if every:
+        return [d.key for d in waiting]
+    if schedule is not None:
+        # a run id is <schedule id>--<slot>
+        return [d.key for d in waiting if d.run_id.rpartition("--")[0] == schedule]
+    return keys
+
+
+def each(files: Mapping[str, bytes], keys: Iterable[str],
+         change: Callable[[Mapping[str, bytes], str], Change | None]) -> Change:
+    """``change`` applied to every key in turn, each on the files the ones before it
+    left: one change for one compare-and-swap commit."""
+    current = dict(files)
+    out: Change = {}
+    for key in keys:
+        step = change(current, key) or {}
+        out.update(step)
+        for path, data in step.items():
+            if data is None:
+                current.pop(path, None)
+            else:
+                current[path] = data
+    return {path: data for path, data in out.items() if files.get(path) != data}
 
 
 def discard(files: Mapping[str, bytes], key: str, who: str, reason: str) -> Change | None:

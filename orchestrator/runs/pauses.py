@@ -1,7 +1,11 @@
-"""Pauses a person ends: ``orchestrator schedules resume ID --reason R``.
+"""Pauses a person starts or ends: ``orchestrator schedules pause ID --reason R`` and
+``schedules resume ID --reason R`` (or ``unpause``).
 
 - A pause lives on the state branch, in the schedule's cursor, never in its file:
   editing the file does not resume it.
+- A manual pause is the automatic one with a person's name and note, as Kubernetes'
+  ``suspend`` or Temporal's pause with a note: it needs no pull request, and the same
+  resume ends it.
 - A resume records who, when and why; runs that finished before it no longer count
   towards the next pause, and slots that came due while paused are not fired.
 """
@@ -15,18 +19,37 @@ from ..errors import NotFound, UserError
 from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import model as state_model
+from ..state.records import Cursor
 from ..store import Change
+from ..support.times import iso
+
+
+def _cursor(files: Mapping[str, bytes], schedule_id: str) -> Cursor:
+    path = layout.cursor_path(schedule_id)  # that record alone, not the whole branch
+    data = files.get(path)
+    cursor = None if data is None else state_model.load({path: data}).cursors.get(schedule_id)
+    if cursor is None:
+        raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
+    return cursor
+
+
+def pause(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
+          now: datetime) -> Change:
+    """Pause ``schedule_id`` by hand: it fires nothing until a resume; who, when and
+    why are kept where the automatic pause keeps them."""
+    cursor = _cursor(files, schedule_id)
+    if cursor.paused is not None:
+        raise UserError(f"schedule {schedule_id!r} is already paused since "
+                        f"{iso(cursor.paused.at)} by {cursor.paused.by}: {cursor.paused.reason}")
+    paused = cursor.model_copy(update={"paused": Pause(by=who, at=now, reason=reason)})
+    return {layout.cursor_path(schedule_id): codec.to_json(paused)}
 
 
 def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
            now: datetime) -> Change:
     """End the pause of ``schedule_id``: record who, when and why. Slots that came due
     while it was paused are not fired afterwards (its cursor moves to ``now``)."""
-    path = layout.cursor_path(schedule_id)  # that record alone, not the whole branch
-    data = files.get(path)
-    cursor = None if data is None else state_model.load({path: data}).cursors.get(schedule_id)
-    if cursor is None:
-        raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
+    cursor = _cursor(files, schedule_id)
     if cursor.paused is None:
         raise UserError(f"schedule {schedule_id!r} is not paused")
     resumed = cursor.model_copy(update={

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..cadence.wake import next_wake
+from ..cadence.wake import next_wake, settled_after
 from ..planner.capacity import in_flight
 from ..planner.compensation import order
 from ..planner.context import Caps
@@ -28,6 +28,9 @@ from ..state.health import describe
 from ..state.machine import RUN_OPEN
 from ..state.queue import describe as describe_queue
 from ..support.times import iso
+
+AHEAD_TOLERANCE = timedelta(minutes=5)
+"""A last tick further ahead of ``now`` than this is from a tick ``--now`` in the future."""
 
 DEFAULT_MAX_STALENESS = 90
 """Minutes. Larger than the tick's default ``--heartbeat-every`` (60) plus its cron
@@ -42,8 +45,14 @@ def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> d
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
         return None
-    found = for_spec(schedule.spec).next(now, 1).found
+    found = for_spec(schedule.spec).next(settled_after(cursor, now), 1).found
     return found[0].at if found else None
+
+
+def _ended(schedule: Schedule, now: datetime) -> datetime | None:
+    """``end_at`` once it has passed: the schedule fires no more, by its own file."""
+    end = schedule.spec.bound_utc("end_at")
+    return end if end is not None and end <= now else None
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
@@ -65,6 +74,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "last_error": cursor.last_error if cursor else None,
             "paused": (cursor.paused.model_dump(mode="json")
                        if cursor is not None and cursor.paused is not None else None),
+            "ended": _iso(_ended(schedule, now)),
         })
     runs: list[dict[str, Any]] = []
     specs = {s.id: s.spec for s in schedules}
@@ -97,7 +107,10 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "last_tick": _iso(last),
         "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
         "max_staleness_minutes": max_staleness.total_seconds() / 60,
-        "stale": age is None or age > max_staleness,
+        # A heartbeat from the future (a tick --now ahead of the clock) vouches for
+        # nothing: whether real ticks still run is unknown until one writes its own.
+        "ahead": age is not None and -age > AHEAD_TOLERANCE,
+        "stale": age is None or age > max_staleness or -age > AHEAD_TOLERANCE,
         "schedules": rows,
         "invalid_schedules": invalid,
         "quarantined": state.quarantine_lines(),
@@ -124,7 +137,8 @@ def text(report: dict[str, Any]) -> list[str]:
     lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
                  "next wake     nothing will fall due")
     lines += _schedule_lines(report["schedules"])
-    lines += [f"  invalid: {problem}" for problem in report["invalid_schedules"]]
+    lines += [f"  invalid: {problem} (ignored: fires nothing until fixed)"
+              for problem in report["invalid_schedules"]]
     lines += [f"state         {line}" for line in report["quarantined"]]
     lines += _run_lines(report["open_runs"])
     lines += _caps_lines(report["caps"])
@@ -145,6 +159,10 @@ def _tick_line(report: dict[str, Any]) -> str:
     limit = f"{report['max_staleness_minutes']:g}m"
     if report["last_tick"] is None:
         return f"last tick     none recorded (stale; limit {limit})"
+    if report.get("ahead"):
+        ahead = age_text(-report["age_minutes"])
+        return (f"last tick     {report['last_tick']}  ({ahead} AHEAD of this clock: a tick "
+                f"--now in the future? STALE until a real tick runs; limit {limit})")
     verdict = "STALE" if report["stale"] else "fresh"
     ago = age_text(report["age_minutes"])
     return f"last tick     {report['last_tick']}  ({ago} ago; {verdict}, limit {limit})"
@@ -158,6 +176,8 @@ def _schedule_lines(schedules: list[dict[str, Any]]) -> list[str]:
     for s in schedules:
         nxt = "disabled" if not s["enabled"] else (
             f"next {s['next']}" if s["next"] else "no upcoming run")
+        if s.get("ended") and s["enabled"]:
+            nxt = f"ENDED at {s['ended']} (its end_at): no more runs"
         if s["paused"]:
             pause = s["paused"]
             nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated
 from zoneinfo import ZoneInfo
@@ -173,6 +173,12 @@ class ConsolidateSpec(Frozen):
         return self
 
 
+_WHEN_PATTERN = (r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                 r"(Z|[+-]\d{2}:?\d{2})?$")
+"""An ISO datetime with or without an offset. Not "format: date-time": that is RFC
+3339, which needs an offset, and editors would flag the naive local times accepted."""
+
+
 class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.spec.policies
     """A schedule file: when to fire and which tracks to run in parallel."""
 
@@ -194,13 +200,29 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         "only); changing it arms the schedule again. Exactly one of `cron` and `at`.",
         # Not "format: date-time": that is RFC 3339, which needs an offset, and editors
         # would flag the naive local times this field accepts.
-        json_schema_extra={"anyOf": [
-            {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
-             r"(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$"},
-            {"type": "null"},
-        ]},
+        json_schema_extra={"anyOf": [{"type": "string", "pattern": _WHEN_PATTERN},
+                                     {"type": "null"}]},
     )
     timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
+    start_at: datetime | None = Field(
+        None,
+        description="No slot before this ISO datetime (without an offset, read in "
+        "`timezone`); with `cron` only.",
+        json_schema_extra={"anyOf": [{"type": "string", "pattern": _WHEN_PATTERN},
+                                     {"type": "null"}]},
+    )
+    end_at: datetime | None = Field(
+        None,
+        description="No slot after this ISO datetime (without an offset, read in "
+        "`timezone`): the schedule has ended, and `status` says so; with `cron` only.",
+        json_schema_extra={"anyOf": [{"type": "string", "pattern": _WHEN_PATTERN},
+                                     {"type": "null"}]},
+    )
+    exclude: list[date] = Field(
+        default_factory=list, max_length=10000,
+        description="Local dates (YYYY-MM-DD, in `timezone`) on which no slot fires, e.g. "
+        "holidays; with `cron` only.",
+    )
     enabled: bool = Field(True, description="A disabled schedule never fires.")
     tracks: list[TrackSpec] = Field(
         min_length=1, max_length=1024, description="Tracks run in parallel by each run."
@@ -274,6 +296,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                       "{low} to {high}", {"field": "at", "at": str(self.at),
                                                           "low": AT_YEARS[0],
                                                           "high": AT_YEARS[1]})
+        self._check_span()
         seen: set[str] = set()
         for i, track in enumerate(self.tracks):
             if track.name in seen:
@@ -303,6 +326,34 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         if undo_problem:
             raise PydanticCustomError("compensation", undo_problem, {"field": "on_failure"})
         return self
+
+    def _check_span(self) -> None:
+        """``start_at``, ``end_at`` and ``exclude`` bound a cron's slots: a one-shot
+        has its one instant, and an end before the start would never fire."""
+        for name in ("start_at", "end_at", "exclude"):
+            if self.at is not None and getattr(self, name):
+                raise PydanticCustomError("span_with_at", "'{name}' applies to 'cron' only",
+                                          {"field": name, "name": name})
+        for name in ("start_at", "end_at"):
+            value = getattr(self, name)
+            if value is not None and not AT_YEARS[0] <= value.year <= AT_YEARS[1]:
+                raise PydanticCustomError("span_range", "{name} is out of range: give a "
+                                          "year from {low} to {high}",
+                                          {"field": name, "name": name, "low": AT_YEARS[0],
+                                           "high": AT_YEARS[1]})
+        start, end = self.bound_utc("start_at"), self.bound_utc("end_at")
+        if start is not None and end is not None and end <= start:
+            raise PydanticCustomError("span_order", "end_at must be after start_at",
+                                      {"field": "end_at"})
+
+    def bound_utc(self, name: str) -> datetime | None:
+        """``start_at`` or ``end_at`` in UTC (a naive one is read in ``timezone``)."""
+        value: datetime | None = getattr(self, name)
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            return value.astimezone(UTC)
+        return local_to_utc(value, self.zone)[0]
 
     @property
     def run_tracks(self) -> list[TrackSpec]:

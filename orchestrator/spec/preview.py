@@ -31,7 +31,9 @@ from .track_workflow import read_workflow
 from .triggers import CronTrigger, Trigger, for_spec
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
-"""GitHub Actions runs scheduled workflows at most every 5 minutes."""
+"""GitHub Actions runs scheduled workflows at most every 5 minutes (GitHub's docs,
+*Events that trigger workflows*, ``schedule``: "The shortest interval you can run
+scheduled workflows is once every 5 minutes")."""
 
 DST_NOTES_SHOWN = 3
 
@@ -191,7 +193,10 @@ def _timing_warnings(trigger: Trigger, catchup: str, sample: Spacing) -> list[st
                      "decides)")
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
     # the next tick however busy GitHub is.
-    if trigger.repeats and sample.minute_zero:
+    # A schedule that runs every few minutes is at minute 0 only as at every other
+    # minute: the spacing warning above is the one that matters for it.
+    frequent = shortest is not None and shortest < GITHUB_MIN_INTERVAL
+    if trigger.repeats and sample.minute_zero and not frequent:
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found

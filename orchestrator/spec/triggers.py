@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -141,6 +141,88 @@ class AtTrigger:
         return [*found, note] if note else found
 
 
+@dataclass(frozen=True)
+class BoundedTrigger:
+    """A cron trigger with a life span and excluded dates (``start_at``, ``end_at``,
+    ``exclude``): no slot outside ``[start, end]`` or on an excluded local date, for
+    the planner, the previews and ``cron-sync`` alike."""
+
+    inner: CronTrigger
+    start: datetime | None
+    """Aware UTC; slots before it do not exist."""
+    end: datetime | None
+    """Aware UTC; slots after it do not exist."""
+    exclude: frozenset[date]
+    """Local dates in the inner trigger's zone."""
+
+    BATCH = 64
+    """Slots asked for at a time while skipping excluded dates."""
+    ROUNDS = 1000
+    """How many batches :meth:`next` reads before it gives up (a horizon)."""
+
+    @property
+    def repeats(self) -> bool:
+        return True
+
+    def _keeps(self, at: datetime) -> bool:
+        if self.start is not None and at < self.start:
+            return False
+        if self.end is not None and at > self.end:
+            return False
+        return not self.exclude or at.astimezone(self.inner.zone).date() not in self.exclude
+
+    def describe(self) -> str:
+        words = self.inner.describe()
+        if self.start is not None:
+            words += f", from {iso(self.start)}"
+        if self.end is not None:
+            words += f", until {iso(self.end)}"
+        if self.exclude:
+            words += f", except {len(self.exclude)} date{'s' if len(self.exclude) != 1 else ''}"
+        return words
+
+    def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
+        return [s for s in self.inner.explain(after, until) if self._keeps(s.at)]
+
+    def slots(self, after: datetime, until: datetime) -> list[datetime]:
+        lo, hi = _utc(after, "after"), _utc(until, "until")
+        if self.start is not None:
+            lo = max(lo, self.start - timedelta(microseconds=1))
+        if self.end is not None:
+            hi = min(hi, self.end)
+        if lo >= hi:
+            return []
+        return [at for at in self.inner.slots(lo, hi) if self._keeps(at)]
+
+    def next(self, start: datetime, n: int) -> Search:
+        lo = _utc(start, "start")
+        if self.start is not None:
+            lo = max(lo, self.start - timedelta(microseconds=1))
+        found: list[SlotInfo] = []
+        for _ in range(self.ROUNDS):
+            if len(found) >= n:
+                break
+            search = self.inner.next(lo, max(n - len(found), self.BATCH))
+            for slot in search.found:
+                if self.end is not None and slot.at > self.end:
+                    return Search(tuple(found))
+                if self._keeps(slot.at) and len(found) < n:
+                    found.append(slot)
+            if search.horizon is not None or not search.found:
+                return Search(tuple(found), search.horizon)
+            lo = search.found[-1].at
+        else:
+            if len(found) < n:
+                return Search(tuple(found), lo)
+        return Search(tuple(found))
+
+    def lints(self, start: datetime) -> list[str]:
+        found = self.inner.lints(start)
+        if self.end is not None and self.end <= start:
+            found.append(f"end_at {iso(self.end)} is in the past: the schedule has ended")
+        return found
+
+
 def _utc(moment: datetime, name: str) -> datetime:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"{name} must be an aware datetime, got {moment!r}")
@@ -152,7 +234,11 @@ def for_spec(spec: ScheduleSpec) -> Trigger:
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
     assert spec.cron is not None  # the model requires exactly one of the two
-    return CronTrigger(spec.cron, spec.timezone, spec.dst)
+    plain = CronTrigger(spec.cron, spec.timezone, spec.dst)
+    if spec.start_at is None and spec.end_at is None and not spec.exclude:
+        return plain
+    return BoundedTrigger(plain, spec.bound_utc("start_at"), spec.bound_utc("end_at"),
+                          frozenset(spec.exclude))
 
 
 def min_interval(trigger: Trigger, start: datetime, sample: int = 64) -> timedelta | None:

@@ -149,6 +149,28 @@ def parse_with_spec(model: type[RecordT], path: str, data: bytes,
     return _validate(model, path, data)
 
 
+CLOCK_MACHINE = "machine"
+"""A heartbeat line's ``clock`` when the tick ran on the machine's clock."""
+CLOCK_GIVEN = "given"
+"""A heartbeat line's ``clock`` when the tick was told its now (``tick --now``)."""
+
+
+def real_clock_ticks(files: Mapping[str, bytes]) -> bool:
+    """Whether a line of ``state/ticks.jsonl`` says a tick ran on the machine's clock:
+    real ticks use this branch, so a tick far in the future would freeze them."""
+    data = files.get(TICKS)
+    if not data:
+        return False
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            entry = safejson.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("clock") == CLOCK_MACHINE:
+            return True
+    return False
+
+
 def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
     """The ``at`` of the newest readable line of ``state/ticks.jsonl``, if any."""
     from ..support.times import parse_utc

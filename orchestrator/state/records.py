@@ -155,6 +155,14 @@ class Run(Frozen):
     """The track workflow the run was created with (GitHub executor)."""
     finished_at: UTCDateTime | None = None
     state_history: list[Transition] = Field(default_factory=list)
+    repair: bool = False
+    """Reopened by ``dlq requeue``: a repair of an old run, not a run in progress. The
+    overlap policy of the schedule's new slots leaves it out."""
+    work_started_at: UTCDateTime | None = None
+    """When its first track's command started, as the executor measured it (set when
+    the run finishes: durations are the work's, not the ticks' that noticed)."""
+    work_finished_at: UTCDateTime | None = None
+    """When its last track's command ended, as the executor measured it."""
 
 
 class SlotNote(Frozen):

@@ -42,19 +42,28 @@ def poll_rows(decision: Decision, run_id: str, changes: list[str], now: datetime
     return [*answers, poll_row(now, executor, changes)]
 
 
+AHEAD_TOLERANCE = timedelta(minutes=5)
+"""A heartbeat this far ahead of a tick's ``now`` is no heartbeat: a tick ``--now`` in
+the future wrote it, and real ticks write their own at once instead of waiting an hour
+past it."""
+
+
 def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
                 old: Mapping[str, bytes], decision: Decision, now: datetime,
-                executor: str, heartbeat_every: timedelta) -> None:
+                executor: str, heartbeat_every: timedelta, clock: str | None = None) -> None:
     """Append the poll lines of every run ``decision`` touched, and the heartbeat line
-    when ``changed`` is not empty or the last one is older than ``heartbeat_every``."""
+    when ``changed`` is not empty or the last one is older than ``heartbeat_every`` (or
+    in the future). ``clock`` says where ``now`` came from: the machine's clock or
+    ``tick --now`` (:data:`~orchestrator.state.codec.CLOCK_MACHINE`, ``CLOCK_GIVEN``)."""
     for run_id, lines in sorted(decision.touched_runs.items()):
         if run_id in decision.state.runs:
             path = layout.polls_path(run_id)
             files[path] = append_lines(old, path,
                                        poll_rows(decision, run_id, lines, now, executor))
     last = codec.last_tick_at(old)
-    if changed or last is None or now - last >= heartbeat_every:
-        summary = {
+    if changed or last is None or now - last >= heartbeat_every \
+            or last - now > AHEAD_TOLERANCE:
+        summary: dict[str, object] = {
             "at": iso(now),
             "executor": executor,
             "fired": sum(1 for p in changed
@@ -63,5 +72,7 @@ def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
             "rendered": len(decision.render),
             "invalid": len(decision.invalid),
         }
+        if clock is not None:
+            summary["clock"] = clock
         files[layout.TICKS] = append_lines(old, layout.TICKS, [codec.json_line(summary)],
                                            keep=codec.TICKS_KEEP)

@@ -44,7 +44,14 @@ from typing import Literal
 from pydantic import AwareDatetime, Field
 
 from .. import __version__
-from ..cadence.wake import Wake, due_moments, earliest, lingers_before, next_slot
+from ..cadence.wake import (
+    Wake,
+    due_moments,
+    earliest,
+    lingers_before,
+    next_slot,
+    settled_after,
+)
 from ..spec.config import Cadence
 from ..spec.fields import ID_RE, Frozen
 from ..spec.files import SCHEMA_FILE, LoadResult, load_all
@@ -352,7 +359,7 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
     try:
         if for_spec(spec).slots(cursor.since, now):
             return False, None  # not settled up to now: a later tick has to look again
-        until = next_slot(spec, now)
+        until = next_slot(spec, settled_after(cursor, now))
     except ValueError:
         return False, None
     return until is not None, until

@@ -38,13 +38,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .. import store
-from ..errors import ExecutorError, OrchestratorError, Rewound
+from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
 from ..executors.base import DispatchResult, Executor
 from ..executors.outcomes import Folder
 from ..planner import Decision, Observations, plan, record_dispatch
 from ..runs.retention import Outcome, retain
+from ..state import codec, layout
 from ..state import index as state_index
-from ..state import layout
 from ..state.breaker import Breaker, merge_breaker
 from ..store import Snapshot, StateStore
 from ..support import checkpoints
@@ -67,6 +67,56 @@ _checkpoint = checkpoints.reached
 computed, not pushed yet), ``after-mark`` (the mark landed, nothing dispatched yet),
 ``after-dispatch`` (dispatched, nothing notified nor recorded yet), ``after-notify``
 (notified, nothing recorded yet) and ``after-record`` (recorded, not yet retained)."""
+
+
+FUTURE_TOLERANCE = timedelta(minutes=5)
+"""How far ``tick --now`` may run ahead of the machine's clock on a branch real ticks
+use (clocks differ by a few seconds; a simulation by hours)."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Where a tick's ``now`` came from, and the machine's clock when it was given.
+
+    A tick settles every slot up to its ``now`` (fired, or noted missed), so a tick far
+    ahead of the real clock on a branch that real ticks use would leave them nothing
+    to fire until real time catches up: it is refused unless ``force``."""
+
+    machine: datetime
+    """The machine's clock, read once by the command."""
+    given: bool = False
+    """``now`` came from ``tick --now``, not from the machine's clock."""
+    force: bool = False
+
+    @property
+    def kind(self) -> str:
+        return codec.CLOCK_GIVEN if self.given else codec.CLOCK_MACHINE
+
+    def refuse_the_future(self, now: datetime, files: Mapping[str, bytes]) -> None:
+        ahead = now - self.machine
+        if not self.given or self.force or ahead <= FUTURE_TOLERANCE:
+            return
+        if codec.real_clock_ticks(files):
+            raise UserError(
+                f"--now {iso(now)} is {_span(ahead)} ahead of this machine's clock, and "
+                "real ticks use this state branch: a tick settles every slot up to its "
+                "now, so they would fire nothing until then. See the decision with "
+                "--dry-run, simulate on a branch of its own (--state-branch NAME), or "
+                "--force")
+
+    def behind(self, now: datetime, files: Mapping[str, bytes]) -> list[str]:
+        """A line when the branch's last tick is ahead of this real-clock tick."""
+        last = codec.last_tick_at(files)
+        if self.given or last is None or last - now <= FUTURE_TOLERANCE:
+            return []
+        return [f"the last tick, at {iso(last)}, is {_span(last - now)} ahead of this "
+                "machine's clock (a tick --now in the future?): the slots up to it are "
+                "settled and fire no more"]
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
 
 
 @dataclass(frozen=True)
@@ -125,6 +175,7 @@ class Tick:
         repo_templates: bool = False,
         retention: bool = True,
         environ: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -148,17 +199,22 @@ class Tick:
         self.notifications = notifying.Notifications(self.now, environ)
         """Where events go: the channels of ``orchestrator.json``, in ``environ`` (default:
         this process's environment, which holds the webhooks' URLs and the token)."""
+        self.clock = clock
+        """Where ``now`` came from (``None``: not said, as in tests driving the shell)."""
 
     # ---------------------------------------------------------------- the pipeline
 
     def run(self, *, dry_run: bool = False) -> TickResult:
         inputs = self.read()
+        if self.clock is not None and not dry_run:
+            self.clock.refuse_the_future(self.now, inputs.snapshot.files)
         executor = self.make_executor(inputs.breaker(self.executor_name))
         seen = self.observe(inputs, executor)
+        ahead = self.clock.behind(self.now, inputs.snapshot.files) if self.clock else []
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
                             scope=self.scope, schedule_errors=list(inputs.invalid),
                             quarantined=inputs.state.quarantine_lines(), memo=inputs.memo,
-                            record_log=list(seen.problems), snapshot=inputs.snapshot)
+                            record_log=[*ahead, *seen.problems], snapshot=inputs.snapshot)
         if dry_run:
             planned = self.plan(inputs, seen)
             self._decided(result, inputs, planned)
@@ -186,7 +242,17 @@ class Tick:
                 self.record(inputs, acted, result, planned.notify, sent)
                 _checkpoint("after-record")
         result.retention = self.retain(inputs)
+        if result.retention is not None and result.retention.runs:
+            self._forget_local(executor, result.retention.runs)
         return result
+
+    @staticmethod
+    def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
+        """Archived runs' local work folders go with them (the same retention)."""
+        from ..executors.local import LocalExecutor, forget
+
+        if isinstance(executor, LocalExecutor):
+            forget(executor.work_dir, run_ids)
 
     def read(self) -> TickInputs:
         snap = self.store.read()
@@ -226,7 +292,8 @@ class Tick:
                                         self.scope)
         files = state_index.refresh(files0, files, loaded.index)
         logs.append_logs(files, store.changes(files0, files), files0, decision, self.now,
-                         self.executor_name, self.heartbeat_every)
+                         self.executor_name, self.heartbeat_every,
+                         self.clock.kind if self.clock else None)
         change = store.changes(files0, files)
         if inputs.memo is not None:  # only beside other changes: never a commit of its own
             change.update(quiet.changes(inputs.memo, inputs.schedules, decision.state, files0,

@@ -9,6 +9,7 @@ Every test in this folder drives the CLI through :meth:`User.run` or
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,9 +38,12 @@ class User:
         self.cwd = cwd
 
     def run(self, *args: str, expect: int | None = 0, cwd: Path | None = None,
-            timeout: float = 180) -> subprocess.CompletedProcess[str]:
+            timeout: float = 180, env: dict[str, str] | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """``env`` is added to this process's environment; ``input`` is typed on stdin."""
         proc = subprocess.run([orchestrator(), *args], cwd=cwd or self.cwd,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+                              capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, **env} if env else None, input=input)
         if expect is not None and proc.returncode != expect:
             raise AssertionError(f"orchestrator {' '.join(args)}: exit {proc.returncode}, "
                                  f"expected {expect}\nstdout:\n{proc.stdout}\n"

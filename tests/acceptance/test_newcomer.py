@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -56,17 +58,34 @@ COPY_IGNORES = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache_
 def as_run_here(command: str) -> str:
     """README's command, with the two changes a test run needs, and no others:
 
-    - the virtual environment sees the packages already installed here
-      (``--system-site-packages``) and ``pip install`` adds ``--no-deps``, so nothing
-      is downloaded but the build backend (from the configured index, as any editable
-      install does);
+    - the virtual environment sees the packages this test run imports (a ``.pth``
+      file listing its site-packages folders, written right after ``python3 -m venv``)
+      and ``pip install`` adds ``--no-deps``, so nothing is downloaded but the build
+      backend (from the configured index, as any editable install does);
     - ``python3 -m pytest -q`` runs one small test file instead of the whole suite
       (the suite is what is running this test).
+
+    Not ``--system-site-packages``: run from the Quick start's own venv, the system's
+    Python (the one ``python3`` names once that venv's ``bin`` is off the PATH) lacks
+    the project's dependencies, which live in the venv.
     """
-    command = command.replace("python3 -m venv ", "python3 -m venv --system-site-packages ")
+    share = (".venv/bin/python3 -c " + shlex.quote(
+        "import sysconfig; open(sysconfig.get_path('purelib') + '/test-run-packages.pth', "
+        f"'w').write({chr(10).join(site.getsitepackages())!r})"))
+    command = re.sub(r"\bpython3 -m venv \.venv(?= &&)",
+                     lambda m: f"{m.group(0)} && {share}", command)
     command = re.sub(r"\bpip install (?!--no-deps)", "pip install --quiet --no-deps ", command)
     return command.replace("python3 -m pytest -q", "python3 -m pytest -q -p no:cacheprovider "
                            "tests/unit/test_text.py")
+
+
+def this_python(folder: Path) -> Path:
+    """A folder whose ``python3`` is the interpreter running this test (its base, when
+    it runs in a venv), to put first on the PATH: the venv the Quick start makes is
+    then of the same Python as the packages it is given."""
+    folder.mkdir()
+    (folder / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    return folder
 
 
 @pytest.mark.slow
@@ -83,8 +102,10 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     # a fresh shell: nothing of this test run's environment leaks into the venv
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ORCHESTRATOR_WORK_DIR")}
-    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
-                                  if not p.startswith(sys.prefix))
+    # this run's own venv (if any) off the PATH; this run's Python first
+    own_bin = str(Path(sys.prefix) / "bin") if sys.prefix != sys.base_prefix else None
+    env["PATH"] = os.pathsep.join([str(this_python(tmp_path / "python")), *(
+        p for p in env["PATH"].split(os.pathsep) if p.rstrip("/") != own_bin)])
     script = " && ".join(as_run_here(c) for c in quick)
     done = subprocess.run(["sh", "-ec", script], cwd=clone, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -109,3 +130,22 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     # minutes as status prints them: "0.1m", "3m" (age_text)
     assert re.search(r"^last tick +\S+ +\(\d+(?:\.\d+)?m ago; fresh", done.stdout, flags=re.M)
     assert (home / "my-schedules.git").is_dir()
+
+
+def test_ci_runs_the_quick_start_as_written() -> None:
+    """``.ci/run`` is the Quick start, so CI fails where a newcomer would: its two
+    commands, verbatim and in order, are the only installs into its venv and the only
+    test run."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    quick = commands(section(readme, "Quick start"))
+    script = [line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()
+              if line.strip() and not line.lstrip().startswith("#")]
+    assert quick[0] in script and quick[1] in script
+    first, second = script.index(quick[0]), script.index(quick[1])
+    assert first < second == len(script) - 1, "the suite runs last, as the Quick start says"
+    before = script[:first]
+    assert not any("pip install" in line or "pytest" in line for line in before), before
+    between = script[first + 1:second]
+    assert not any("pytest" in line for line in between), between
+    assert all(line.startswith("pip install --quiet -e '.[test]'") for line in between
+               if "pip install" in line), between

@@ -99,7 +99,7 @@ def test_schema_matches_the_scaffolded_copy(scaffolded: tuple[User, Path]) -> No
 
 def test_demo_runs_the_whole_loop_and_prints_the_brief(tmp_path: Path) -> None:
     user = User(tmp_path)
-    out = user.run("demo", "--dir", str(tmp_path / "demo"), timeout=240).stdout
+    out = user.run("demo", "--dir", str(tmp_path / "demo"), "--keep", timeout=240).stdout
     lines = out.splitlines()
     assert lines[0] == f"workspace: {tmp_path / 'demo'}"
     assert lines[-1] == f"brief: {tmp_path / 'demo' / 'brief.html'}"
@@ -111,3 +111,12 @@ def test_demo_runs_the_whole_loop_and_prints_the_brief(tmp_path: Path) -> None:
     assert suggested[:2] == ["orchestrator", "--repo"]
     letters = user.run(*suggested[1:]).stdout
     assert "--crawl" in letters
+
+
+def test_demo_removes_its_workspace_unless_keep(tmp_path: Path) -> None:
+    user = User(tmp_path)
+    # given up after 5 s or finished: either way nothing of it is left
+    done = user.run("demo", "--max-seconds", "5", "--interval", "0.5", expect=None)
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("workspace: ")
+    assert not Path(first.removeprefix("workspace: ")).exists()

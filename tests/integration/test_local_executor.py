@@ -318,6 +318,38 @@ def test_a_vanished_supervisor_fails_the_attempt_and_its_orphans_are_killed(
     assert observe(ex, req).phase == TrackPhase.FAILED  # recorded, not re-derived
 
 
+# A process holding this much touched memory takes tens of milliseconds to die after
+# SIGKILL (its pages are freed first), as any process may on a loaded machine.
+SLOW_TO_DIE = textwrap.dedent("""
+    import mmap, time
+    size = 64 << 20
+    m = mmap.mmap(-1, size)
+    for i in range(0, size, 4096):
+        m[i] = 1
+    print("ready", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_an_orphan_slow_to_die_is_dead_before_its_attempt_is_reported_failed(
+    ex: LocalExecutor,
+) -> None:
+    # The cause of this suite's flake under load: SIGKILL is delivered asynchronously,
+    # so "killed" was reported while the orphan still ran, and a retry could start
+    # beside it.
+    req = request("kappa", f"{sys.executable} -c '{SLOW_TO_DIE}'")
+    ex.dispatch([req])
+    running(ex, req)
+    eventually(lambda: "ready" in (ex.attempt_dir(req.key) / "stdout.log").read_text(),
+               what="the track to hold its memory")
+    st = status(ex, req)
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    eventually(lambda: not alive(st["supervisor_pid"]), what="the supervisor to die")
+
+    assert observe(ex, req).phase == TrackPhase.FAILED
+    assert not group_alive(st["pgid"])
+
+
 # --------------------------------------------------------------------------- task cap
 
 

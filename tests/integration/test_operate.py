@@ -290,34 +290,6 @@ def test_serve_ticks_on_the_real_clock_and_a_signal_ends_it_with_0(tmp_path: Pat
     assert len(runs) in (1, 2) and all(r.startswith("minutely--") for r in runs)
 
 
-def test_serve_says_when_a_retry_back_off_is_shorter_than_its_interval(tmp_path: Path
-                                                                       ) -> None:
-    repo = initialised(tmp_path)
-    for sid, backoff in (("quick", "10"), ("patient", "120")):
-        proc = cli(repo, "schedules", "add", sid, "--every", "hour", "--minute", "7",
-                   "--track", "t=true", "--max-attempts", "2",
-                   "--retry-backoff-seconds", backoff)
-        assert proc.returncode == 0, proc.stderr
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--repo", str(repo), "serve", "--interval",
-         "60"], env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline()
-        second = proc.stderr.readline()
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.communicate(timeout=60)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert first.startswith(f"serving {repo} ")
-    assert second == ("warning: schedules/quick.json: track t: retry_backoff_seconds 10 is "
-                      "shorter than --interval 60: its retries wait for the next wake-up\n")
-    # 120 s is longer than the interval, and nightly's tracks are never retried
-    assert "retry_backoff_seconds" not in rest
-
-
 def test_serve_refuses_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     proc = cli(tmp_path, "serve", "--interval", "1")
     assert proc.returncode == 1

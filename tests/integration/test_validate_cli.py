@@ -7,6 +7,7 @@ naming the bad file and its field, never a traceback, and still preview the good
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -230,7 +231,9 @@ def test_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     busy = next(s for s in json.loads(capsys.readouterr().out)["schedules"] if s["id"] == "busy")
     assert len(busy["next"]) == 200
     assert busy["warnings"][3] == "... and 57 more runs changed by daylight saving in the preview"
-    assert len(busy["warnings"]) == 6  # three notes, their summary, interval, minute 0
+    # three notes, their summary, the interval; not minute 0, one minute among all
+    assert len(busy["warnings"]) == 5
+    assert not any("minute 0" in w for w in busy["warnings"] + warnings["often"])
 
     main(["--repo", str(repo), "validate", "--preview", "3", "--format", "json",
           "--from", "2026-03-08T06:00:00Z"])
@@ -254,6 +257,23 @@ def test_markdown_for_the_step_summary(tmp_path: Path,
     assert "| Sun 2026-11-01 02:07 EST | 2026-11-01T07:07:00Z |" in out
     assert "a \\| b" in out
     assert err.count("\n") == 1
+
+
+def test_markdown_warns_instead_of_a_green_check_when_a_schedule_misses_most_slots(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "busy", cron="* * * * *")
+    assert main(["--repo", str(repo), "cron-sync", *FROM]) == 0
+    capsys.readouterr()
+    rc = main(["--repo", str(repo), "validate", "--format", "markdown", *FROM])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "✅ tick.yml has the ticks" not in out
+    missed = re.search(r"> ⚠️ busy misses ([\d,]+) of its ([\d,]+) slots", out)
+    assert missed, out
+    assert "," in missed.group(1)  # 498784 is written 498,784
+    assert "not fired: skipped (" in out and ") or missed (" in out
+    assert "minute 0" not in out  # every minute is not a choice of minute 0
 
 
 def test_one_shots_in_the_past_warn_and_preview_nothing(

@@ -170,8 +170,10 @@ def test_four_track_run_counts_and_headline() -> None:
     # Attention first: failed, tapped out, then complete in schedule order.
     assert [r.track.name for r in view.rows] == ["publish", "backfill-2019", "ingest",
                                                  "transform"]
-    assert view.late_by == timedelta(minutes=4, seconds=30)
-    assert view.duration == timedelta(minutes=35, seconds=30)
+    # The work's own times: the first command started at 07:05:00 (dispatched at
+    # 07:04:30), the last ended at 07:36:12 (the run finished at the tick of 07:40).
+    assert view.late_by == timedelta(minutes=5)
+    assert view.duration == timedelta(minutes=31, seconds=12)
     assert not view.stale
 
 

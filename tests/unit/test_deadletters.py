@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orchestrator.errors import NotFound, UserError
+from orchestrator.errors import InvalidId, NotFound, UserError
 from orchestrator.runs import deadletters
 from orchestrator.runs.views import rows_text, run_rows, run_text
 from orchestrator.spec.models import TrackSpec
@@ -102,3 +102,34 @@ def test_run_rows_count_phases_newest_first() -> None:
     assert lines[2].startswith("  slot      2026-12-01T07:00:00Z   fire at ")
     assert "  track b: failed (attempt 2/2)" in lines
     assert "    ! attempt 2: boom" in lines
+
+
+def test_several_keys_make_one_change_each_applied_on_the_one_before() -> None:
+    base = files()
+    other = f"{RUN}--a"
+    state = state_model.load(base, all_tracks=True)
+    letter = state.dlq[KEY].model_copy(update={"key": other, "track": "a"})
+    base[layout.dlq_path(other)] = codec.to_json(letter)
+    change = deadletters.each(base, [KEY, other],
+                              lambda f, k: deadletters.discard(f, k, "ops", "obsolete"))
+    assert set(change) == {layout.dlq_path(KEY), layout.dlq_path(other)}
+    after = state_model.load({**base, **{p: d for p, d in change.items() if d is not None}})
+    assert all(d.discarded and d.discarded_by == "ops" for d in after.dlq.values())
+    # selected by schedule or all, oldest first; named keys must exist
+    assert deadletters.select(state_model.load(base), [], "nightly") == sorted([KEY, other])
+    assert deadletters.select(state_model.load(base), [], "elsewhere") == []
+    with pytest.raises(NotFound):
+        deadletters.select(state_model.load(base), [f"{RUN}--zz"])
+
+
+def test_a_requeued_run_is_a_repair() -> None:
+    change = deadletters.requeue(files(), KEY, "ops", "", T0 + timedelta(hours=3))
+    assert Run.model_validate_json(change[layout.run_path(RUN)] or b"").repair
+
+
+def test_a_key_that_is_not_a_dead_letter_s_is_called_a_key() -> None:
+    with pytest.raises(InvalidId, match="invalid dead letter key 'nope'"):
+        deadletters.check_key("nope")
+    with pytest.raises(InvalidId, match=f"its dead letter is '{KEY}'"):
+        deadletters.check_key(f"{KEY}--2")
+    assert deadletters.check_key(KEY) == KEY

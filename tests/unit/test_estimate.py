@@ -145,3 +145,22 @@ def test_warnings_past_github_s_limits() -> None:
     assert figures.to_json()["warnings"] == warnings
     assert simulate([sched("0 7 * * *")], Setup(["45 6 * * *"], 20, 45), START, days=7,
                     delay=ON_TIME).warnings() == []
+
+
+def test_a_schedule_missing_most_of_its_slots_is_warned_about_and_github_runs_it_every_5_minutes(
+        ) -> None:
+    every_minute = sched("* * * * *")
+    figures = simulate([every_minute], Setup(["*/5 * * * *"], 0, 0), START, days=2,
+                       delay=ON_TIME)
+    assert figures.missed * 2 > figures.slots
+    assert any(w.startswith(f"s misses {figures.missed_by['s']:,} of its "
+                            f"{figures.slots_by['s']:,} slots") for w in figures.warnings())
+    # every 5 minutes it fires each slot: no warning
+    every5 = simulate([sched("*/5 * * * *")], Setup(["*/5 * * * *"], 0, 0), START, days=2,
+                      delay=ON_TIME)
+    assert every5.missed == 0 and not any("misses" in w for w in every5.warnings())
+    # GitHub's own schedule: at most every 5 minutes, so a fifth of the slots run
+    theirs = simulate_github_schedule([every_minute], START, days=1, delay=ON_TIME)
+    assert theirs.slots == 24 * 60
+    assert theirs.slots - theirs.missed == 24 * 60 // 5
+    assert theirs.runner_minutes == {"tracks": 30 * 24 * 60 // 5}  # scaled to 30 days

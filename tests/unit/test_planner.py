@@ -15,11 +15,13 @@ from orchestrator.planner import (
     Observations,
     finish,
     jitter,
+    plan,
     record_dispatch,
 )
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
 from orchestrator.state.records import RunStatus, TrackPhase
+from tests.builders import schedule as build_schedule
 from tests.builders import schedule_factory
 from tests.planning import tick
 
@@ -534,3 +536,18 @@ def test_a_buffered_run_gets_its_whole_deadline_from_when_it_starts() -> None:
     started = third.state.runs["job--20261201T0705Z"]
     assert started.status is RunStatus.RUNNING
     assert started.deadline == T0 + timedelta(minutes=55)
+
+
+def test_a_track_knows_its_schedule_its_slot_here_and_in_its_zone_and_the_slot_before() -> None:
+    nightly = build_schedule("nightly", cron="15 2 * * 1-5", timezone="America/New_York")
+    # Monday 2026-11-30, 02:15 New York (07:15Z); the slot before is Friday's
+    monday = datetime(2026, 11, 30, 7, 16, tzinfo=UTC)
+    decision = plan([nightly], State(), Observations(), monday)
+    env = decision.dispatch[0].env
+    assert env["ORCHESTRATOR_SCHEDULE"] == "nightly"
+    assert env["ORCHESTRATOR_SLOT"] == "2026-11-30T07:15:00Z"
+    assert env["ORCHESTRATOR_SLOT_LOCAL"] == "2026-11-30T02:15:00-05:00"
+    assert env["ORCHESTRATOR_PREVIOUS_SLOT"] == "2026-11-27T07:15:00Z"
+    once = build_schedule("once", cron=None, at="2026-11-30T07:00:00Z")
+    env = plan([once], State(), Observations(), monday).dispatch[0].env
+    assert env["ORCHESTRATOR_PREVIOUS_SLOT"] == ""  # a one-shot has none

@@ -312,8 +312,10 @@ def test_compensate_undoes_completed_tracks_one_at_a_time_newest_first() -> None
     assert [r.key for r in d.dispatch] == [f"{K}--c--undo--1"]  # c completed last
     request = d.dispatch[0]
     assert request.compensating and request.spec.run == "echo undo"
-    assert request.env == {"ORCHESTRATOR_COMPENSATING": "1",
-                           "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    assert {k: v for k, v in request.env.items() if "SLOT" not in k
+            and k != "ORCHESTRATOR_SCHEDULE"} == {"ORCHESTRATOR_COMPENSATING": "1",
+                                                  "ORCHESTRATOR_ORIGINAL_RESULT": "null"}
+    assert request.env["ORCHESTRATOR_SLOT"] == "2026-12-01T07:00:00Z"  # its run's, too
     assert any("compensating 2 completed track(s), newest first: c, b" in line
                for line in d.touched_runs[K])
     # nothing consolidates while a compensation is open

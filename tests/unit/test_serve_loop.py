@@ -221,3 +221,21 @@ def test_a_due_moment_between_intervals_wakes_the_loop_at_its_second() -> None:
     assert not runner.is_alive()
     assert len(seen) == 2
     assert 0.5 <= (seen[1] - seen[0]).total_seconds() < 1.0
+
+
+def test_a_watch_that_fires_wakes_the_loop_between_its_intervals() -> None:
+    # An hour's interval on a clock that stands still: only the watch can wake it.
+    clock = Clock()
+    loop, _lines = make_loop(clock, interval=3600)
+    ended = threading.Event()
+    # the tick sets the watch on the tracks it left open, as `serve`'s does
+    loop.add("tick", lambda now: loop.wake_when(ended.is_set))
+    runner = threading.Thread(target=loop.run, kwargs={"max_wakeups": 2}, daemon=True)
+    runner.start()
+    wait_for(lambda: loop.wakeups == 1)
+    time.sleep(1.5)
+    assert loop.wakeups == 1  # the watch says nothing yet
+    ended.set()  # a track ended
+    wait_for(lambda: loop.wakeups == 2, timeout=3)
+    runner.join(5)
+    assert not runner.is_alive()

@@ -45,7 +45,7 @@ def test_no_tick_at_all_is_stale() -> None:
     # strictly after now: the 07:00 slot at 07:00 is the tick's business, not "next"
     assert report["schedules"] == [{"id": "nightly", "enabled": True,
                                     "next": "2026-12-02T07:00:00Z", "last_run_id": None,
-                                    "last_error": None, "paused": None}]
+                                    "last_error": None, "paused": None, "ended": None}]
     assert text(report)[0].startswith("last tick     none recorded")
 
 
@@ -126,3 +126,19 @@ def test_the_repository_caps_and_the_tracks_in_flight() -> None:
     assert ("caps          2 of at most 4 tracks in flight; at most 2 dispatches a tick "
             "(orchestrator.json)") in text(report)
     assert not any(line.startswith("caps") for line in text(build(files, [], [], T0, LIMIT)))
+
+
+def test_a_last_tick_ahead_of_the_clock_is_stale_and_said_so() -> None:
+    files = {layout.TICKS: ticks(T0 + timedelta(minutes=76))}
+    report = build(files, [], [], T0, LIMIT)
+    assert report["ahead"] and report["stale"]
+    assert "1h 16m AHEAD of this clock" in text(report)[0]
+    near = build({layout.TICKS: ticks(T0 + timedelta(minutes=4))}, [], [], T0, LIMIT)
+    assert not near["ahead"] and not near["stale"]  # clocks differ by a few minutes
+
+
+def test_the_next_slot_follows_what_the_cursor_settled() -> None:
+    cursor = Cursor(schedule_id="nightly", since=T0 + timedelta(days=2, minutes=5))
+    files = {layout.TICKS: ticks(T0), layout.cursor_path("nightly"): codec.to_json(cursor)}
+    report = build(files, [schedule("nightly")], [], T0 + timedelta(minutes=1), LIMIT)
+    assert report["schedules"][0]["next"] == "2026-12-04T07:00:00Z"

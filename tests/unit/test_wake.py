@@ -168,3 +168,18 @@ def test_a_timeout_or_a_deadline_is_not_worth_a_waiting_runner_a_retry_is() -> N
     retry = plan([schedule], running, failed, later).state
     wake = next_wake([schedule], retry, later)
     assert wake is not None and wake.reason.endswith("t retry") and wake.worth_waiting
+
+
+def test_after_a_tick_in_the_future_the_next_slot_is_the_first_it_left_unsettled() -> None:
+    # `tick --now 08:30` settled the slots up to 08:30; at 07:14 the next tick fires
+    # nothing before 09:00, and the next due moment says so.
+    schedules = [sched("hourly")]
+    future = T0 + timedelta(hours=1, minutes=30)
+    settled = plan(schedules, State(), Observations(), future).state
+    settled.runs.clear()
+    settled.tracks.clear()
+    real = T0 + timedelta(minutes=14)
+    assert next_wake(schedules, settled, real) == Wake(T0 + timedelta(hours=2),
+                                                       "hourly: slot 2026-12-01T09:00Z")
+    again = plan(schedules, settled, Observations(), T0 + timedelta(hours=1, minutes=1))
+    assert not again.state.runs  # 08:00 was settled by the tick at 08:30: it never fires
