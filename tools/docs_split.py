@@ -284,10 +284,6 @@ FIXES: list[tuple[str, str]] = [
     ("python3 -m pytest -q                     # the whole suite, about 11 minutes "
      "on 2 cores",
      "python3 -m pytest -q                     # the whole suite"),
-    ("then runs\n`ruff`, `mypy`, `actionlint` and `zizmor` on the workflows, and the "
-     "whole test suite.",
-     "then runs\n`ruff`, `mypy`, `actionlint` and `zizmor` on the workflows, builds the "
-     "documentation site\n(`mkdocs build --strict`), and runs the whole test suite."),
 ]
 
 MKDOCS_HEAD = """\
