@@ -281,9 +281,6 @@ FIXES: list[tuple[str, str]] = [
      "(mostly real-clock waits).",
      "installs the test tools and runs the test\nsuite (mostly real-clock waits; "
      "`--durations` prints the slowest tests)."),
-    ("python3 -m pytest -q                     # the whole suite, about 11 minutes "
-     "on 2 cores",
-     "python3 -m pytest -q                     # the whole suite"),
 ]
 
 MKDOCS_HEAD = """\

@@ -143,8 +143,8 @@ def unknown_flags(line: str) -> list[str]:
             flag = word.split("=", 1)[0]
             if flag not in _options(stack[-1]):
                 problems.append(f"{line!r}: {flag} is no option of {stack[-1].name}")
-        elif (found := _sub(stack[-1], word)) is not None:
-            stack.append(found)
+        elif (found := _sub(stack[-1], word.split("|", 1)[0])) is not None:
+            stack.append(found)  # `resume|unpause ID`: either verb, the first checked
     return problems
 
 
@@ -158,6 +158,8 @@ def test_the_flag_check_catches_a_made_up_flag() -> None:
     assert unknown_flags("orchestrator tick --dry-run") == []
     assert unknown_flags("orchestrator --repo . dlq list [--all] | show KEY") == []
     assert len(unknown_flags("orchestrator tick --dry-runs")) == 1
+    assert unknown_flags("orchestrator schedules resume|unpause ID --reason R") == []
+    assert len(unknown_flags("orchestrator schedules resume|unpause ID --reasons R")) == 1
     assert len(unknown_flags("orchestrator cron-sync [--check] | estimate [--checks]")) == 1
 
 
