@@ -29,6 +29,8 @@ MODULES: tuple[str, ...] = (
     "cron_sync",
     "estimate",
     "outcome",
+    "trigger",
+    "backfill",
 )
 
 

@@ -16,6 +16,7 @@ import click
 from .. import executors
 from ..cadence.linger import Linger
 from ..cadence.wake import Wake
+from ..planner import Request
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
@@ -32,7 +33,8 @@ def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None, retention: bool = True) -> Tick:
+              outcomes: Path | None = None, retention: bool = True,
+              requests: tuple[Request, ...] = ()) -> Tick:
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     folder = None
     if outcomes is not None:
@@ -45,7 +47,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention)
+                retention=retention, requests=requests)
 
 
 def summary_lines(result: TickResult) -> list[str]:

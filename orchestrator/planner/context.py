@@ -60,6 +60,8 @@ class Decision:
     invalid: list[str] = field(default_factory=list)
     polls: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     """Run id -> one entry per poll answered in this tick (a line each in the poll log)."""
+    answers: dict[str, str] = field(default_factory=dict)
+    """What each operator's request did, by request (:func:`.requests.key_of`)."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)
@@ -73,6 +75,7 @@ class Decision:
             "render": list(self.render),
             "log": list(self.log),
             "invalid": list(self.invalid),
+            **({"answers": dict(self.answers)} if self.answers else {}),
         }
 
 

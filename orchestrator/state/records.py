@@ -16,6 +16,9 @@ from zoneinfo import ZoneInfo
 from pydantic import (
     ConfigDict,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
 )
 
 from ..spec.fields import Frozen, Id, UTCDateTime
@@ -115,6 +118,30 @@ class Track(Frozen):
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
 
+class Act(Frozen):
+    """An operator's act on a run or a schedule: who, when and why."""
+
+    by: str
+    at: UTCDateTime
+    reason: str = ""
+    request_id: str | None = None
+    """The request id that makes the act idempotent (``trigger``)."""
+    tracks: list[Id] = Field(default_factory=list)
+    """The tracks it named (``runs retry``)."""
+
+    def describe(self) -> str:
+        return f"by {self.by}" + (f": {self.reason}" if self.reason else "")
+
+
+RunOrigin = Literal["cron", "manual", "backfill"]
+
+
+def _drop_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the keys of ``defaults`` that hold their default: fields added
+    later leave the records that never use them byte for byte as they were."""
+    return {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
+
+
 class Run(Frozen):
     """``state/runs/<run_id>/run.json``: one firing of a schedule."""
 
@@ -135,6 +162,28 @@ class Run(Frozen):
     """The track workflow the run was created with (GitHub executor)."""
     finished_at: UTCDateTime | None = None
     state_history: list[Transition] = Field(default_factory=list)
+    origin: RunOrigin = "cron"
+    """``manual`` (``orchestrator trigger``), ``backfill`` or ``cron`` (a tick)."""
+    requested: Act | None = None
+    """Who triggered or backfilled the run, and why."""
+    cancelled: Act | None = None
+    """Who cancelled the run (``runs cancel``), and why."""
+    retries: list[Act] = Field(default_factory=list)
+    """Each ``runs retry`` of the run, oldest first."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"origin": "cron", "requested": None,
+                                              "cancelled": None, "retries": []})
+
+
+class Backfill(Frozen):
+    """A backfill in progress on a cursor: the slots still to fire, oldest first."""
+
+    slots: list[UTCDateTime]
+    max_parallel_runs: int = Field(1, ge=1)
+    act: Act
 
 
 class SlotNote(Frozen):
@@ -168,6 +217,15 @@ class Cursor(Frozen):
     (a tick reads only open runs, so the count cannot be taken from finished ones)."""
     resumed: Pause | None = None
     """The last resume: failures before it no longer count towards a pause."""
+    requests: dict[str, str] = Field(default_factory=dict)
+    """Request id -> the manual run it started (the newest few): a repeated
+    ``trigger`` starts nothing."""
+    backfill: Backfill | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"requests": {}, "backfill": None})
 
 
 class DeadLetter(Frozen):

@@ -37,7 +37,7 @@ from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound
 from ..executors.base import DispatchResult, Executor
 from ..executors.outcomes import Folder
-from ..planner import Decision, Observations, plan, record_dispatch
+from ..planner import Decision, Observations, Request, plan, record_dispatch
 from ..runs.retention import Outcome, retain
 from ..state import index as state_index
 from ..state import layout
@@ -125,6 +125,7 @@ class Tick:
         outcomes: Folder | None = None,
         repo_templates: bool = False,
         retention: bool = True,
+        requests: tuple[Request, ...] = (),
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -145,6 +146,9 @@ class Tick:
         self.retention = retention
         """Apply ``keep_finished_runs_days`` after the tick's work (``serve
         --compact-keep-days`` turns it off: its own compaction wins)."""
+        self.requests = requests
+        """An operator's requests (``trigger``, ``backfill``, ``runs cancel``), planned
+        with everything else: the tick reads every schedule then, without the memo."""
 
     # ---------------------------------------------------------------- the pipeline
 
@@ -183,7 +187,8 @@ class Tick:
         snap = self.store.read()
         if self.store.rewound:
             raise Rewound(self.store.rewound)
-        return TickInputs.load(snap, self.repo, self.now, scoped=self.scope is not None)
+        return TickInputs.load(snap, self.repo, self.now,
+                               scoped=self.scope is not None or bool(self.requests))
 
     def observe(self, inputs: TickInputs, executor: Executor) -> Seen:
         if self.scope is None:
@@ -201,7 +206,7 @@ class Tick:
             others, state = state.runs, run_scope.scoped(state, self.scope)
         decision = plan([] if self.scope else inputs.schedules, state, seen.observations,
                         self.now, executor=self.executor_name, dispatch_grace=self.grace,
-                        invalid=inputs.invalid, caps=inputs.caps)
+                        invalid=inputs.invalid, caps=inputs.caps, requests=self.requests)
         if loaded.note:
             decision.log.insert(0, loaded.note)
         if seen.breaker is not None:
