@@ -131,6 +131,8 @@ class BriefView:
     notes: list[str] = field(default_factory=list)
     consolidation: TrackRow | None = None
     """The row of the schedule's ``consolidate`` step, if it has one (shown first)."""
+    acts: list[str] = field(default_factory=list)
+    """Who triggered, backfilled, cancelled or retried the run, and why (a line each)."""
 
 
 
@@ -317,5 +319,6 @@ def build_view(ctx: BriefContext) -> BriefView:
         poll_columns=[c for c in POLL_COLUMNS if any(p[c] for p in polls)],
         notes=notes,
         consolidation=consolidation,
+        acts=run.acts(),
     )
 

@@ -17,7 +17,7 @@ import click
 from pydantic import ValidationError
 
 from ..cron import DstFold, DstGap, dst_note
-from ..errors import NotFound, ScheduleError, UserError
+from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
 from ..spec.fields import check_id
 from ..spec.files import (
     SCHEMA_FILE,
@@ -33,6 +33,9 @@ from ..spec.files import (
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.preview import slot_dict, upcoming
 from ..spec.triggers import for_spec
+from ..state import model as state_model
+from ..state.records import Run
+from ..store import GitStateStore
 from ..support.times import iso, parse_now
 from .context import Config, pass_config
 from .resume import pause_text, pauses
@@ -168,6 +171,7 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     spec = schedule.spec
     nxt = upcoming(schedule, _now(start), n).slots
     pause = pauses(cfg).get(schedule.id)
+    recent = recent_runs(cfg, schedule.id)
     if as_json:
         _echo_json({
             "id": schedule.id,
@@ -176,6 +180,8 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
             "spec": spec.model_dump(mode="json", by_alias=True),
             "next": [slot_dict(s) for s in nxt],
             "paused": pause.model_dump(mode="json") if pause else None,
+            "recent_runs": [{"run_id": r.run_id, "origin": r.origin, "status": r.status.value,
+                             "acts": r.acts()} for r in recent],
         })
         return 0
     click.echo(f"{schedule.id}  ({schedule.path})")
@@ -203,7 +209,27 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     for i, slot in enumerate(nxt):
         label = "next:" if i == 0 else ""
         click.echo(f"  {label:<11}{fmt_local(slot.local):<26}  {fmt_utc(slot.at)}")
+    for i, run in enumerate(recent):
+        label = "recent:" if i == 0 else ""
+        acts = run.acts()
+        click.echo(f"  {label:<11}{run.run_id}  {run.origin}  {run.status.value}"
+                   + (f"  ({acts[0]})" if acts else ""))
     return 0
+
+
+RECENT_RUNS = 10
+
+
+def recent_runs(cfg: Config, schedule_id: str) -> list[Run]:
+    """The schedule's newest runs on the state branch, cron, manual and backfilled alike
+    (none when the branch cannot be read: ``show`` still describes the file)."""
+    try:
+        snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+        state = state_model.load(snap.files)
+    except OrchestratorError:
+        return []
+    runs = [r for r in state.runs.values() if r.schedule_id == schedule_id]
+    return sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)[:RECENT_RUNS]
 
 
 @command.command("next")

@@ -136,6 +136,10 @@ class Act(Frozen):
 RunOrigin = Literal["cron", "manual", "backfill"]
 
 
+def _minute(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
 def _drop_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
     """``data`` without the keys of ``defaults`` that hold their default: fields added
     later leave the records that never use them byte for byte as they were."""
@@ -170,6 +174,20 @@ class Run(Frozen):
     """Who cancelled the run (``runs cancel``), and why."""
     retries: list[Act] = Field(default_factory=list)
     """Each ``runs retry`` of the run, oldest first."""
+
+    def acts(self) -> list[str]:
+        """What operators did to the run, one line each, oldest first (for ``status``,
+        ``runs show``, the brief and the index)."""
+        lines = []
+        if self.requested is not None:
+            what = "manual run" if self.origin == "manual" else "backfilled"
+            lines.append(f"{what} {self.requested.describe()} at {_minute(self.requested.at)}")
+        if self.cancelled is not None:
+            lines.append(f"cancelled {self.cancelled.describe()} at "
+                         f"{_minute(self.cancelled.at)}")
+        lines += [f"retried {', '.join(r.tracks)} {r.describe()} at {_minute(r.at)}"
+                  for r in self.retries]
+        return lines
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler,

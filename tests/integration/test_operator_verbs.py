@@ -236,7 +236,7 @@ def test_retry_failed_reruns_only_the_failed_track_and_its_dependants(tmp_path: 
     letter = state.dlq[key]
     assert letter.discarded and f"retried in run {MANUAL}" in (letter.discarded_reason or "")
     assert state.runs[MANUAL].retries[-1].tracks == ["b", "c"]
-    assert "retried by dave" in files[layout.brief_path(MANUAL)].decode()
+    assert "retried b, c by dave" in files[layout.brief_path(MANUAL)].decode()
 
 
 def test_bad_run_ids_and_unknown_runs_write_nothing(tmp_path: Path) -> None:
