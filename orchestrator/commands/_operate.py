@@ -9,6 +9,7 @@ tick dispatches it at once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -79,6 +80,15 @@ def tick(cfg: Config, executor: str, now: datetime,
     click.echo("\n".join(summary_lines(result)))
     write_step_summary(result)
     return result
+
+
+def report(verb: str, line: str) -> None:
+    """Print what the verb did and, in GitHub Actions, put it first in the job summary."""
+    click.echo(line)
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"### Orchestrator {verb}\n\n```\n{line}\n```\n\n")
 
 
 def answer(result: TickResult, request: Request) -> str:

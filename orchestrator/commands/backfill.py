@@ -71,5 +71,5 @@ def command(cfg: Config, schedule_id: str, start_text: str, end_text: str, most:
     line = _operate.answer(result, request)
     if "no backfill" in line:
         raise UserError(line)
-    click.echo(line)
+    _operate.report("backfill", line)
     return 0

@@ -43,7 +43,7 @@ def cancel(cfg: Config, run_id: str, reason: str, by: str | None, now_text: str 
     line = _operate.answer(result, request)
     if "not cancelled" in line:
         raise UserError(line)
-    click.echo(line)
+    _operate.report("runs cancel", line)
     return 0
 
 
@@ -67,5 +67,5 @@ def retry(cfg: Config, run_id: str, names: tuple[str, ...], failed: bool, reason
                    f"runs retry {run_id}")
     picked = read_state(cfg).runs[run_id].retries[-1].tracks
     _operate.tick(cfg, executor, act.at)
-    click.echo(f"{run_id}: retrying {', '.join(picked)} {act.describe()}")
+    _operate.report("runs retry", f"{run_id}: retrying {', '.join(picked)} {act.describe()}")
     return 0

@@ -67,5 +67,5 @@ def command(cfg: Config, schedule_id: str, pairs: tuple[str, ...], request_id: s
     line = _operate.answer(result, request)
     if "not triggered" in line:
         raise UserError(line)
-    click.echo(line)
+    _operate.report("trigger", line)
     return 0
