@@ -83,7 +83,7 @@ def tick(cfg: Config, executor: str, now: datetime,
 
 
 def report(verb: str, line: str) -> None:
-    """Print what the verb did and, in GitHub Actions, put it first in the job summary."""
+    """Print what the verb did and, in GitHub Actions, add it to the job summary."""
     click.echo(line)
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
