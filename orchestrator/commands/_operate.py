@@ -49,8 +49,18 @@ def options(func: F) -> F:
     return func
 
 
+MAX_REASON = 2000
+"""Longest ``--reason`` and ``--by``, in characters: both are committed with the run,
+whose record must stay small enough to be read (a huge one would be quarantined)."""
+
+
 def act(by: str | None, now_text: str | None, reason: str, **more: Any) -> Act:
-    return Act(by=who(by), at=parse_now(now_text), reason=reason, **more)
+    """Who acts, when and why, each checked: one line naming a bad one."""
+    actor = who(by)
+    for name, value in (("--reason", reason), ("--by", actor)):
+        if len(value) > MAX_REASON or not value.replace("\n", " ").isprintable():
+            raise UserError(f"{name}: give at most {MAX_REASON} printable characters")
+    return Act(by=actor, at=parse_now(now_text), reason=reason, **more)
 
 
 def schedule(cfg: Config, schedule_id: str) -> Schedule:

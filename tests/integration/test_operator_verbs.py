@@ -245,7 +245,11 @@ def test_bad_run_ids_and_unknown_runs_write_nothing(tmp_path: Path) -> None:
     for args in (["runs", "cancel", "nightly--20261201T0700Z", "--reason", "x"],
                  ["runs", "retry", "nightly--20261201T0700Z", "--failed"],
                  ["runs", "cancel", "../etc", "--reason", "x"],
-                 ["trigger", "nope"]):
+                 ["trigger", "nope"],
+                 ["trigger", "nightly", "--input", "novalue"],
+                 ["trigger", "nightly", "--request-id", "a\x1bb"],
+                 ["trigger", "nightly", "--reason", "x" * 100_000],
+                 ["backfill", "nightly", "--from", "yesterday", "--to", "now"]):
         proc = cli(repo, *args)
         assert proc.returncode == 1, (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

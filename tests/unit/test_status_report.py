@@ -83,7 +83,7 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
     assert report["open_runs"] == [{"run_id": run_id, "schedule": "nightly",
                                     "status": "running", "slot": "2026-12-01T07:00:00Z",
                                     "tracks": {"a": "running", "b": "failed"},
-                                   "origin": "cron", "acts": []}]
+                                    "origin": "cron", "acts": []}]
     assert report["dead_letters"] == 1
     assert report["breakers"]["github"]["state"] == "open"
     out = "\n".join(text(report))
