@@ -126,7 +126,9 @@ def test_backfill_of_five_daily_slots_two_of_which_ran_fires_three_one_at_a_time
     state, _ = read_state(repo)
     assert state.cursors["nightly"].backfill is None
     keys = launches(work)
-    assert sorted(keys) == sorted(set(keys))  # nothing fired twice
+    assert sorted(keys) == sorted(set(keys))  # nothing launched twice
+    # nothing fired twice: the runs that cron fired are still cron's, never re-created
+    assert [state.runs[i].origin for i in (ids[1], ids[3])] == ["cron", "cron"]
     assert sorted(keys) == sorted(f"{i}--a--1" for i in ids)
     filled = sorted((state.runs[i] for i in (ids[0], ids[2], ids[4])
                      if state.runs[i].origin == "backfill"), key=lambda r: r.created_at)
