@@ -239,6 +239,16 @@ def test_retry_failed_reruns_only_the_failed_track_and_its_dependants(tmp_path: 
     assert letter.discarded and f"retried in run {MANUAL}" in (letter.discarded_reason or "")
     assert state.runs[MANUAL].retries[-1].tracks == ["b", "c"]
     assert "retried b, c by dave" in files[layout.brief_path(MANUAL)].decode()
+    # a named track of a finished run reruns with the tracks that need it
+    stamp = f"{now + timedelta(minutes=9):%Y-%m-%dT%H:%M:%SZ}"
+    named = cli(repo, "runs", "retry", MANUAL, "--track", "b", "--by", "dave", "--now", stamp,
+                work=work)
+    assert named.returncode == 0, named.stderr
+    assert f"{MANUAL}: retrying b, c by dave" in named.stdout
+    settle(repo, work, now + timedelta(minutes=9),
+           lambda s: s.runs[MANUAL].status is RunStatus.COMPLETED)
+    keys = launches(work)
+    assert len(keys) == 6 and {f"{MANUAL}--b--3", f"{MANUAL}--c--3"} <= set(keys)
 
 
 def test_bad_run_ids_and_unknown_runs_write_nothing(tmp_path: Path) -> None:
