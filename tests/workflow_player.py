@@ -217,6 +217,13 @@ class Player:
         finally:
             self.env = before
 
+    def play_job(self, name: str, inputs: dict[str, str]) -> Played:
+        """Run the job ``name`` of a workflow started by ``workflow_dispatch`` with
+        ``inputs`` (``tick.yml``'s "Run workflow" button); it has no run in the fake."""
+        job = self.doc["jobs"][name]
+        ctx = self._context(inputs, None, self.work / f"temp-{name}")
+        return self._play(job, ctx, None, self._checkout(name), name)
+
     def _complete(self, ci_run: int, name: str, played: Played) -> None:
         """The job ends with its steps' conclusion, unless GitHub ended it first."""
         if self.fake.job_status(ci_run, name)[0] != "completed":
@@ -231,7 +238,7 @@ class Player:
 
     # ------------------------------------------------------------------ steps
 
-    def _play(self, job: dict[str, Any], ctx: dict[str, Any], ci_run: int,
+    def _play(self, job: dict[str, Any], ctx: dict[str, Any], ci_run: int | None,
               checkout: Path, name: str) -> Played:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
         job_env = {k: evaluate(v, ctx) for k, v in (job.get("env") or {}).items()}
@@ -293,12 +300,12 @@ class Player:
             gh.chmod(0o755)
         return folder
 
-    def _cancelled(self, ci_run: int, name: str) -> bool:
-        if ci_run == 0:  # a job played for an event has no workflow run in the fake
+    def _cancelled(self, ci_run: int | None, name: str) -> bool:
+        if not ci_run:  # a job the fake does not track (played for an event, a dispatch)
             return False
         return self.fake.job_status(ci_run, name) == ("completed", "cancelled")
 
-    def _run(self, args: list[str], cwd: Path, env: dict[str, str], ci_run: int,
+    def _run(self, args: list[str], cwd: Path, env: dict[str, str], ci_run: int | None,
              name: str) -> subprocess.CompletedProcess[str]:
         """One ``run`` step in its own session, stopped if GitHub cancels the job."""
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -319,8 +326,11 @@ class Player:
                 self._running.discard(proc)
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
-    def _action(self, uses: str, given: dict[str, str], ci_run: int, played: Played) -> str:
+    def _action(self, uses: str, given: dict[str, str], ci_run: int | None,
+                played: Played) -> str:
         action = uses.split("@", 1)[0]
+        if ci_run is None:
+            return "success"  # a played dispatch's job uses no artifact
         if action == "actions/upload-artifact":
             source = Path(given["path"])
             if not source.is_file():

@@ -226,6 +226,7 @@ PLACES: dict[str, Place] = {
     "**Stampede caps.": Place("how-to/caps-and-routing.md"),
     "**Runner health and fallback routing.": Place("how-to/caps-and-routing.md"),
     "The cadence": Place("how-to/cadence.md"),
+    "Operate": Place("how-to/operate.md"),
     "Watch the clock": Place("how-to/operate.md"),
     "The brief": Place("how-to/briefs.md"),
     "Work queues": Place("how-to/queues.md"),

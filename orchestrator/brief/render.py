@@ -141,6 +141,8 @@ class IndexRow:
     duration: timedelta | None
     href: str | None
     """Link to the run's brief, relative to ``state/index.html`` (terminal runs only)."""
+    acts: tuple[str, ...] = ()
+    """Who triggered, backfilled, cancelled or retried the run (:meth:`Run.acts`)."""
 
 
 def render_index(runs: list[Run], *, generated_at: datetime,
@@ -157,7 +159,8 @@ def render_index(runs: list[Run], *, generated_at: datetime,
         duration = finished - started if started and finished else None
         href = f"runs/{run.run_id}/brief.html" if run.status in RUN_TERMINAL else None
         rows.append(IndexRow(run=run, status=run.status.value, schedule_id=run.schedule_id,
-                             slot=run.slot, duration=duration, href=href))
+                             slot=run.slot, duration=duration, href=href,
+                             acts=tuple(run.acts())))
     return load(INDEX_TEMPLATE, template).render({"runs": rows, "generated_at": generated_at,
                                                   "paused": dict(paused or {}),
                                                   "older": older})

@@ -216,6 +216,8 @@ class BriefView:
     """The row of the schedule's ``consolidate`` step, if it has one (shown first)."""
     drains: list[DrainView] = field(default_factory=list)
     """One roll-up per drain track (its workers' rows are in ``rows``)."""
+    acts: list[str] = field(default_factory=list)
+    """Who triggered, backfilled, cancelled or retried the run, and why (a line each)."""
 
 
 
@@ -405,5 +407,6 @@ def build_view(ctx: BriefContext) -> BriefView:
         notes=notes,
         consolidation=consolidation,
         drains=drain_views(list(ctx.tracks)),
+        acts=run.acts(),
     )
 

@@ -33,6 +33,8 @@ MODULES: tuple[str, ...] = (
     "notify",
     "queue",
     "upgrade",
+    "trigger",
+    "backfill",
 )
 
 

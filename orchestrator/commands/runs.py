@@ -1,8 +1,10 @@
 """``orchestrator runs list | show RUN`` (and ``schedules runs ID``): read-only views
-(see :mod:`orchestrator.runs.views`)."""
+(see :mod:`orchestrator.runs.views`); ``runs cancel`` and ``runs retry`` are in
+:mod:`.run_ops`."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -35,7 +37,24 @@ def print_runs(state: state_model.State, runs: list[Run], as_json: bool) -> None
         click.echo("\n".join(rows_text(rows)))
 
 
-@click.group("runs")
+class RunsGroup(click.Group):
+    """``runs``, whose deciding verbs (``cancel``, ``retry``: :mod:`.run_ops`) are
+    imported only when used, so the read-only views never load the tick shell."""
+
+    DECIDING = ("cancel", "retry")
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.DECIDING])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.DECIDING:
+            found: click.Command = getattr(importlib.import_module(f"{__package__}.run_ops"),
+                                           cmd_name)
+            return found
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group("runs", cls=RunsGroup)
 def command() -> None:
     """Runs recorded on the state branch."""
 
@@ -82,3 +101,4 @@ def schedule_runs(cfg: Config, schedule_id: str, as_json: bool) -> None:
     check_id(schedule_id, "schedule id")
     state = read_state(cfg)
     print_runs(state, [r for r in state.runs.values() if r.schedule_id == schedule_id], as_json)
+

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..cadence.wake import settled_after
 from ..cron import DstFold, DstGap, dst_note
-from ..errors import NotFound, ScheduleError, UserError
+from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
 from ..spec.fields import check_id
 from ..spec.files import (
     SCHEMA_FILE,
@@ -34,7 +34,9 @@ from ..spec.files import (
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.preview import slot_dict, upcoming
 from ..spec.triggers import for_spec
-from ..state.records import Cursor
+from ..state import model as state_model
+from ..state.records import Cursor, Run
+from ..store import GitStateStore
 from ..support.times import iso, parse_now
 from .context import Config, pass_config
 from .resume import cursors, pause_text
@@ -179,6 +181,7 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     cursor = cursors(cfg).get(schedule.id)
     nxt = upcoming(schedule, _from(cursor, _now(start), start), n).slots
     pause = cursor.paused if cursor is not None else None
+    recent = recent_runs(cfg, schedule.id)
     if as_json:
         _echo_json({
             "id": schedule.id,
@@ -187,6 +190,8 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
             "spec": spec.model_dump(mode="json", by_alias=True),
             "next": [slot_dict(s) for s in nxt],
             "paused": pause.model_dump(mode="json") if pause else None,
+            "recent_runs": [{"run_id": r.run_id, "origin": r.origin, "status": r.status.value,
+                             "acts": r.acts()} for r in recent],
         })
         return 0
     click.echo(f"{schedule.id}  ({schedule.path})")
@@ -214,7 +219,27 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     for i, slot in enumerate(nxt):
         label = "next:" if i == 0 else ""
         click.echo(f"  {label:<11}{fmt_local(slot.local):<26}  {fmt_utc(slot.at)}")
+    for i, run in enumerate(recent):
+        label = "recent:" if i == 0 else ""
+        acts = run.acts()
+        click.echo(f"  {label:<11}{run.run_id}  {run.origin}  {run.status.value}"
+                   + (f"  ({acts[0]})" if acts else ""))
     return 0
+
+
+RECENT_RUNS = 10
+
+
+def recent_runs(cfg: Config, schedule_id: str) -> list[Run]:
+    """The schedule's newest runs on the state branch, cron, manual and backfilled alike
+    (none when the branch cannot be read: ``show`` still describes the file)."""
+    try:
+        snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+        state = state_model.load(snap.files)
+    except OrchestratorError:
+        return []
+    runs = [r for r in state.runs.values() if r.schedule_id == schedule_id]
+    return sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)[:RECENT_RUNS]
 
 
 @command.command("next")

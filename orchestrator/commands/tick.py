@@ -19,6 +19,7 @@ import click
 from .. import executors
 from ..cadence.linger import Linger
 from ..cadence.wake import Wake
+from ..planner import Request
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
@@ -60,7 +61,8 @@ def track_state_branch(cfg: Config, tip: str | None) -> None:
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
               outcomes: Path | None = None, retention: bool = True,
-              environ: Mapping[str, str] | None = None, clock: Clock | None = None) -> Tick:
+              environ: Mapping[str, str] | None = None, clock: Clock | None = None,
+              requests: tuple[Request, ...] = ()) -> Tick:
     """The tick at ``now``; ``clock`` says where ``now`` came from (the machine's clock
     for ``serve`` and ``demo``)."""
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
@@ -75,7 +77,7 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention, environ=environ, clock=clock)
+                retention=retention, environ=environ, clock=clock, requests=requests)
 
 
 def summary_lines(result: TickResult) -> list[str]:

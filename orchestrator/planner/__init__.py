@@ -22,7 +22,9 @@ Order inside one call, each step in its own module:
    all ended complete (:mod:`.drain`).
 3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
    the catch-up, overlap and daily-cap policies (a paused schedule fires nothing,
-   :mod:`.pause`); then (:mod:`.graph`) skip the tracks whose needs ended without
+   :mod:`.pause`); then an operator's triggers and backfills (:mod:`.requests`; its
+   cancels come before ``on_failure``, so a cancelled run's saga starts at once); then
+   (:mod:`.graph`) skip the tracks whose needs ended without
    completing (``when: success``).
 4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
    ``consolidating`` and get a render effect; :func:`consolidate` then marks each
@@ -56,14 +58,26 @@ from .fan_in import Finished, consolidate, fan_in, finish
 from .fire import fire_due_slots, jitter
 from .graph import settle
 from .hygiene import backoff, hygiene
+from .requests import (
+    BackfillRequest,
+    CancelRequest,
+    Request,
+    TriggerRequest,
+    cancel_runs,
+    start_runs,
+)
 from .routing import watch_queues
 
 __all__ = [
+    "BackfillRequest",
+    "CancelRequest",
     "Caps",
     "Decision",
     "DispatchRecord",
     "Finished",
     "Observations",
+    "Request",
+    "TriggerRequest",
     "backoff",
     "consolidate",
     "finish",
@@ -84,6 +98,7 @@ def plan(
     invalid: Iterable[str] = (),
     caps: Caps | None = None,
     only_run: str | None = None,
+    requests: Iterable[Request] = (),
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision."""
     decision = Decision(state=state.copy(), invalid=list(invalid))
@@ -93,7 +108,9 @@ def plan(
     ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
                   only_run)
     drain.log_notes(ctx)
+    requests = list(requests)
     hygiene(ctx)  # 1 + 2
+    cancel_runs(ctx, requests)  # 2a: an operator's cancels
     on_failure(ctx)  # 2b
     watch_queues(ctx)  # 2c
     drain.settle_workers(ctx)  # 2d: workers that ended; then stranded claims
@@ -104,6 +121,7 @@ def plan(
     settle(ctx)
     fan_in(ctx)
     fire_due_slots(ctx)  # 3
+    start_runs(ctx, requests)  # 3: an operator's triggers, and every backfill's next slots
     settle(ctx)  # 3: skips, before fan-in counts the run's tracks
     drain.settle_workers(ctx)  # the workers cancel_previous just ended
     drain.finish_drains(ctx)

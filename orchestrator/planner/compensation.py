@@ -90,6 +90,14 @@ def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
     if not failed or run.run_id in ctx.state.undos:
         return
     why = f"on_failure={policy.value}: {failed[0].name} {failed[0].phase.value}"
+    cancel_open(ctx, run, why)
+    if policy is OnFailure.COMPENSATE:
+        compensate(ctx, run, why)
+
+
+def cancel_open(ctx: Context, run: Run, why: str) -> None:
+    """Cancel every open track of ``run``, stopping those the executor runs."""
+    tracks = ctx.state.tracks.get(run.run_id, {})
     for name in sorted(tracks):
         track = tracks[name]
         if track.phase in machine.TRACK_OPEN:
@@ -97,8 +105,13 @@ def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
             if handle is not None:
                 ctx.decision.cancel.append(handle)
             ctx.move(track, TrackPhase.CANCELLED, why, finished_at=ctx.now)
-    if policy is not OnFailure.COMPENSATE:
+
+
+def compensate(ctx: Context, run: Run, why: str) -> None:
+    """Start the saga of ``run``: one compensation per completed track that has one."""
+    if run.run_id in ctx.state.undos:
         return
+    tracks = ctx.state.tracks.get(run.run_id, {})
     done = [t for t in tracks.values() if t.phase is TrackPhase.COMPLETE and t.spec.compensate]
     ctx.state.undos[run.run_id] = {t.name: undo_record(t) for t in done}
     if done:

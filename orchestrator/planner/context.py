@@ -65,6 +65,8 @@ class Decision:
     """Run id -> one entry per poll answered in this tick (a line each in the poll log)."""
     dead_items: dict[str, str] = field(default_factory=dict)
     """Dead-letter key (``<queue>/<item>``) -> reason, for each item this tick made dead."""
+    answers: dict[str, str] = field(default_factory=dict)
+    """What each operator's request did, by request (:func:`.requests.key_of`)."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)
@@ -78,6 +80,7 @@ class Decision:
             "render": list(self.render),
             "log": list(self.log),
             "invalid": list(self.invalid),
+            **({"answers": dict(self.answers)} if self.answers else {}),
         }
 
 

@@ -8,12 +8,23 @@ that differs by trigger is catch-up: a one-shot fires once however late it is se
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.triggers import Trigger, for_spec
 from ..state import machine
-from ..state.records import Cursor, Run, SlotNote, Track, TrackPhase, run_id_for, utc_date_key
+from ..state.records import (
+    Act,
+    Cursor,
+    Run,
+    RunOrigin,
+    SlotNote,
+    Track,
+    TrackPhase,
+    run_id_for,
+    utc_date_key,
+)
 from ..support.times import iso_minute
 from .context import Context
 from .pause import apply_pause
@@ -215,28 +226,42 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
     return True
 
 
-def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str) -> None:
+def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str, *,
+               origin: RunOrigin = "cron", act: Act | None = None,
+               inputs: Mapping[str, str] | None = None) -> Run:
+    """Create the run ``run_id`` of ``slot``. An operator's run (``origin`` manual or
+    backfill, ``act`` saying who) starts at once, without jitter; ``inputs`` override
+    every track's own."""
     spec = schedule.spec
-    fire_at = slot + jitter(run_id, spec.jitter_seconds)
+    fire_at = slot + jitter(run_id, spec.jitter_seconds) if origin == "cron" else ctx.now
     run = Run(
         run_id=run_id, schedule_id=schedule.id, slot=slot, fire_at=fire_at,
         created_at=ctx.now,
         deadline=max(fire_at, ctx.now) + timedelta(minutes=spec.deadline_minutes),
         tracks=[t.name for t in spec.run_tracks], description=spec.description,
         cron=spec.cron, timezone=spec.timezone, workflow=spec.workflow,
+        origin=origin, requested=act,
     )
     ctx.state.runs[run_id] = run
+    specs = [t.model_copy(update={"inputs": {**t.inputs, **inputs}}) if inputs else t
+             for t in spec.run_tracks]
     ctx.state.tracks[run_id] = {
         # a drain track runs once: its max_attempts are each item's
         t.name: Track(run_id=run_id, name=t.name, spec=t,
                       max_attempts=1 if t.drain is not None else t.max_attempts,
                       not_before=fire_at if fire_at > ctx.now else None)
-        for t in spec.run_tracks
+        for t in specs
     }
+    if origin != "cron":
+        assert act is not None
+        ctx.decision.note(run_id, f"{origin} run of {iso_minute(slot)} with {len(specs)} "
+                          f"track(s), {act.describe()}")
+        return run
     late = ctx.now - slot
     lateness = f", {_minutes(late)} late" if late >= timedelta(minutes=1) else ""
     ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
                       f"track(s){lateness}")
+    return run
 
 
 def _minutes(delta: timedelta) -> str:

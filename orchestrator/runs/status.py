@@ -88,6 +88,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "status": run.status.value,
             "slot": _iso(run.slot),
             "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
+            "origin": run.origin,
+            "acts": run.acts(),
         })
         spec = specs.get(run.schedule_id)
         if spec is not None and spec.max_parallel is not None:
@@ -197,6 +199,7 @@ def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
         cap = (f"  (at most {run['max_parallel']} in flight)"
                if run.get("max_parallel") else "")
         lines.append(f"  {run['run_id']}  {run['status']}: {phases}{cap}")
+        lines += [f"    {act}" for act in run.get("acts", [])]
         if run.get("compensations"):
             undos = ", ".join(f"{n} {p}" for n, p in run["compensations"].items())
             lines.append(f"    compensating (newest first): {undos}")

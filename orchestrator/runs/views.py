@@ -31,6 +31,8 @@ def run_row(run: Run, tracks: Mapping[str, Track]) -> dict[str, Any]:
         "slot": iso(run.slot),
         "finished_at": iso(run.finished_at) if run.finished_at else None,
         "tracks": dict(sorted(counts.items())),
+        "origin": run.origin,
+        "acts": run.acts(),
     }
 
 
@@ -47,7 +49,8 @@ def rows_text(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for row in rows:
         tracks = ", ".join(f"{n} {p}" for p, n in row["tracks"].items())
-        lines.append(f"{row['run_id']:<{width}}  {row['status']:<13}  {tracks}")
+        origin = f"  ({row['origin']})" if row.get("origin", "cron") != "cron" else ""
+        lines.append(f"{row['run_id']:<{width}}  {row['status']:<13}  {tracks}{origin}")
     return lines
 
 
@@ -66,6 +69,7 @@ def run_text(run: Run, tracks: Mapping[str, Track]) -> list[str]:
              f"  schedule  {run.schedule_id}  {run.cron or ''} {run.timezone}".rstrip(),
              f"  slot      {_when(run.slot)}   fire at {_when(run.fire_at)}   "
              f"deadline {_when(run.deadline)}"]
+    lines += [f"  {act}" for act in run.acts()]
     for h in run.state_history:
         lines.append(f"  {_when(h.at)}  {h.from_} -> {h.to}  {h.reason}")
     for name, t in sorted(tracks.items()):

@@ -29,8 +29,12 @@ ID_RULE = ("1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or 
 
 WORKFLOW_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.ya?ml")
 
-RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z")
-"""``<schedule-id>--<slot in UTC>``; the idempotency key of one firing."""
+MANUAL_MARK = "-manual-"
+"""What a manual run's id (``orchestrator trigger``) has after its minute."""
+
+RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z(?:-manual-[1-9]\d{0,5})?")
+"""``<schedule-id>--<slot in UTC>``, the idempotency key of one firing; a manual run
+adds ``-manual-<n>`` (its minute's n-th), so it still sorts by its minute."""
 
 
 def check_id(value: str, what: str = "id") -> str:
@@ -49,8 +53,8 @@ def check_id(value: str, what: str = "id") -> str:
 def check_run_id(value: str) -> str:
     if not isinstance(value, str) or not RUN_ID_RE.fullmatch(value):
         raise InvalidId(
-            f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>, "
-            "e.g. nightly--20261201T0700Z"
+            f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>"
+            "[-manual-<n>], e.g. nightly--20261201T0700Z"
         )
     return value
 

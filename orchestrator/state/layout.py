@@ -9,7 +9,9 @@ its paths.
   :func:`runs_entry`, :func:`run_of`); the names it returns are unvalidated, and the
   reader checks them (a record's own id must match its file name).
 - A run id is ``<schedule-id>--<slot>``, the slot in UTC as ``YYYYMMDDTHHMMZ``: that
-  text sorts as the time does. :func:`parse_run_id` is the one parser of run ids.
+  text sorts as the time does. A manual run's id adds ``-manual-<n>`` after the minute
+  it was triggered in (:func:`manual_run_id`). :func:`parse_run_id` is the one parser
+  of run ids.
 - A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`);
   an item's dead letter is named ``<queue>/<item-id>`` (:func:`item_letter_key`).
 - A queue's summary is ``state/queues/<queue>.json`` and everything else of it lies in
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import InvalidId
-from ..spec.fields import RUN_ID_RE, check_id, check_run_id
+from ..spec.fields import MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
 from .items import check_item_id
 
 ROOT = "state"
@@ -75,10 +77,22 @@ def run_id_for(schedule_id: str, slot: datetime) -> str:
     return f"{schedule_id}--{slot_stamp(slot)}"
 
 
+def manual_run_id(schedule_id: str, minute: datetime, n: int) -> str:
+    """The id of the ``n``-th manual run of ``schedule_id`` triggered in ``minute``."""
+    return check_run_id(f"{run_id_for(schedule_id, minute)}{MANUAL_MARK}{n}")
+
+
+def is_manual(run_id: str) -> bool:
+    """Whether ``run_id`` (valid) names a manual run."""
+    return MANUAL_MARK in run_id.rpartition("--")[2]
+
+
 def parse_run_id(run_id: str) -> tuple[str, datetime]:
     """``(schedule id, slot)`` of ``run_id``; :class:`~orchestrator.errors.InvalidId`
-    unless it is ``<schedule-id>--<YYYYMMDDTHHMMZ>`` and the slot is a real minute."""
+    unless it is ``<schedule-id>--<YYYYMMDDTHHMMZ>[-manual-<n>]`` and the slot is a real
+    minute (a manual run's slot is the minute it was triggered in)."""
     schedule_id, _, stamp = check_run_id(run_id).rpartition("--")
+    stamp = stamp.partition(MANUAL_MARK)[0]
     try:
         slot = datetime.strptime(stamp, SLOT_FORMAT).replace(tzinfo=UTC)
     except ValueError:
@@ -105,7 +119,9 @@ def run_slot(name: str) -> datetime | None:
 def slot_text(run_id: str) -> str:
     """The slot of a run id as text, unparsed: it sorts as the slot does. Meaningful
     only for a valid run id (a sort key, cheap enough to take from every run id)."""
-    return run_id[-_SLOT_CHARS:]
+    if MANUAL_MARK not in run_id:
+        return run_id[-_SLOT_CHARS:]
+    return run_id.rpartition("--")[2][:_SLOT_CHARS]
 
 
 # --------------------------------------------------------------------------- building

@@ -146,3 +146,28 @@ def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes:
     history = [*run.state_history, Transition(from_=run.status.value, to=to.value, at=at,
                                               reason=reason)]
     return revise(run, **changes, status=to, state_history=history)
+
+
+def retry_track(track: Track, at: datetime, reason: str, **changes: Any) -> Track:
+    """A terminal track back to ``pending`` for an operator's ``runs retry``: the one
+    way out of ``complete``, ``cancelled`` and ``skipped``, and only for a track."""
+    if track.compensating or track.phase not in TRACK_TERMINAL:
+        raise IllegalTransition(
+            f"track {track.run_id}/{track.name}: only a finished track is retried, "
+            f"not a {'compensation' if track.compensating else 'track'} {track.phase.value}")
+    history = [*track.state_history, Transition(from_=track.phase.value,
+                                                to=TrackPhase.PENDING.value, at=at,
+                                                reason=reason)]
+    return revise(track, **changes, phase=TrackPhase.PENDING, state_history=history)
+
+
+def reopen_run(run: Run, at: datetime, reason: str, **changes: Any) -> Run:
+    """A finished run running again for an operator's ``runs retry`` (``completed``
+    too: the one way out of it)."""
+    if run.status not in RUN_TERMINAL:
+        raise IllegalTransition(f"run {run.run_id}: only a finished run reopens, not a "
+                                f"{run.status.value} one")
+    history = [*run.state_history, Transition(from_=run.status.value,
+                                              to=RunStatus.RUNNING.value, at=at,
+                                              reason=reason)]
+    return revise(run, **changes, status=RunStatus.RUNNING, state_history=history)

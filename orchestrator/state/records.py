@@ -16,6 +16,9 @@ from zoneinfo import ZoneInfo
 from pydantic import (
     ConfigDict,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
 )
 
 from ..spec.fields import Frozen, Id, UTCDateTime
@@ -135,6 +138,34 @@ class Track(Frozen):
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
 
+class Act(Frozen):
+    """An operator's act on a run or a schedule: who, when and why."""
+
+    by: str
+    at: UTCDateTime
+    reason: str = ""
+    request_id: str | None = None
+    """The request id that makes the act idempotent (``trigger``)."""
+    tracks: list[Id] = Field(default_factory=list)
+    """The tracks it named (``runs retry``)."""
+
+    def describe(self) -> str:
+        return f"by {self.by}" + (f": {self.reason}" if self.reason else "")
+
+
+RunOrigin = Literal["cron", "manual", "backfill"]
+
+
+def _minute(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def _drop_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the keys of ``defaults`` that hold their default: fields added
+    later leave the records that never use them byte for byte as they were."""
+    return {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
+
+
 class Run(Frozen):
     """``state/runs/<run_id>/run.json``: one firing of a schedule."""
 
@@ -163,6 +194,42 @@ class Run(Frozen):
     the run finishes: durations are the work's, not the ticks' that noticed)."""
     work_finished_at: UTCDateTime | None = None
     """When its last track's command ended, as the executor measured it."""
+    origin: RunOrigin = "cron"
+    """``manual`` (``orchestrator trigger``), ``backfill`` or ``cron`` (a tick)."""
+    requested: Act | None = None
+    """Who triggered or backfilled the run, and why."""
+    cancelled: Act | None = None
+    """Who cancelled the run (``runs cancel``), and why."""
+    retries: list[Act] = Field(default_factory=list)
+    """Each ``runs retry`` of the run, oldest first."""
+
+    def acts(self) -> list[str]:
+        """What operators did to the run, one line each, oldest first (for ``status``,
+        ``runs show``, the brief and the index)."""
+        lines = []
+        if self.requested is not None:
+            what = "manual run" if self.origin == "manual" else "backfilled"
+            lines.append(f"{what} {self.requested.describe()} at {_minute(self.requested.at)}")
+        if self.cancelled is not None:
+            lines.append(f"cancelled {self.cancelled.describe()} at "
+                         f"{_minute(self.cancelled.at)}")
+        lines += [f"retried {', '.join(r.tracks)} {r.describe()} at {_minute(r.at)}"
+                  for r in self.retries]
+        return lines
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"origin": "cron", "requested": None,
+                                              "cancelled": None, "retries": []})
+
+
+class Backfill(Frozen):
+    """A backfill in progress on a cursor: the slots still to fire, oldest first."""
+
+    slots: list[UTCDateTime]
+    max_parallel_runs: int = Field(1, ge=1)
+    act: Act
 
 
 class SlotNote(Frozen):
@@ -196,6 +263,15 @@ class Cursor(Frozen):
     (a tick reads only open runs, so the count cannot be taken from finished ones)."""
     resumed: Pause | None = None
     """The last resume: failures before it no longer count towards a pause."""
+    requests: dict[str, str] = Field(default_factory=dict)
+    """Request id -> the manual run it started (the newest few): a repeated
+    ``trigger`` starts nothing."""
+    backfill: Backfill | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"requests": {}, "backfill": None})
 
 
 class DeadLetter(Frozen):

@@ -389,7 +389,8 @@ def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
         path = layout.cursor_path(sid)
         data = change.get(path) if path in change else files.get(path)
         digest = memo.files.get(sid)
-        if cursor is None or data is None or digest is None or sid in open_schedules:
+        if (cursor is None or data is None or digest is None or sid in open_schedules
+                or cursor.backfill is not None):  # a backfill's next slot is due any tick
             continue
         quiet, until = _quiet_until(schedule, cursor, memo.now)
         if not quiet:

@@ -41,7 +41,7 @@ from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
 from ..executors.base import DispatchResult, Executor
 from ..executors.outcomes import Folder
-from ..planner import Decision, Observations, plan, record_dispatch
+from ..planner import Decision, Observations, Request, plan, record_dispatch
 from ..runs.retention import Outcome, retain
 from ..state import codec, layout
 from ..state import index as state_index
@@ -176,6 +176,7 @@ class Tick:
         retention: bool = True,
         environ: Mapping[str, str] | None = None,
         clock: Clock | None = None,
+        requests: tuple[Request, ...] = (),
     ) -> None:
         if now.tzinfo is None:
             raise ValueError("now must be timezone-aware")
@@ -201,6 +202,9 @@ class Tick:
         this process's environment, which holds the webhooks' URLs and the token)."""
         self.clock = clock
         """Where ``now`` came from (``None``: not said, as in tests driving the shell)."""
+        self.requests = requests
+        """An operator's requests (``trigger``, ``backfill``, ``runs cancel``), planned
+        with everything else: the tick reads every schedule then, without the memo."""
 
     # ---------------------------------------------------------------- the pipeline
 
@@ -258,7 +262,8 @@ class Tick:
         snap = self.store.read()
         if self.store.rewound:
             raise Rewound(self.store.rewound)
-        return TickInputs.load(snap, self.repo, self.now, scoped=self.scope is not None)
+        return TickInputs.load(snap, self.repo, self.now,
+                               scoped=self.scope is not None or bool(self.requests))
 
     def observe(self, inputs: TickInputs, executor: Executor) -> Seen:
         if self.scope is None:
@@ -276,7 +281,8 @@ class Tick:
             others, state = state.runs, run_scope.scoped(state, self.scope)
         decision = plan([] if self.scope else inputs.schedules, state, seen.observations,
                         self.now, executor=self.executor_name, dispatch_grace=self.grace,
-                        invalid=inputs.invalid, caps=inputs.caps, only_run=self.scope)
+                        invalid=inputs.invalid, caps=inputs.caps, only_run=self.scope,
+                        requests=self.requests)
         if loaded.note:
             decision.log.insert(0, loaded.note)
         if seen.breaker is not None:

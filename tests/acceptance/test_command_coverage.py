@@ -23,7 +23,10 @@ def command_paths() -> set[tuple[str, ...]]:
     def walk(command: click.Command, prefix: tuple[str, ...]) -> None:
         path = (*prefix, command.name or "")
         if isinstance(command, click.Group):
-            for sub in command.commands.values():
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):  # lazily loaded ones too
+                sub = command.get_command(ctx, name)
+                assert sub is not None, name
                 walk(sub, path)
         else:
             paths.add(path)

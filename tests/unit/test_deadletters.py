@@ -95,7 +95,7 @@ def test_run_rows_count_phases_newest_first() -> None:
     rows = run_rows(state, state.runs.values())
     assert rows == [{"run_id": RUN, "schedule": "nightly", "status": "failed",
                      "slot": "2026-12-01T07:00:00Z", "finished_at": "2026-12-01T07:30:00Z",
-                     "tracks": {"complete": 1, "failed": 1}}]
+                     "tracks": {"complete": 1, "failed": 1}, "origin": "cron", "acts": []}]
     assert rows_text(rows) == [f"{RUN}  failed         1 complete, 1 failed"]
     assert rows_text([]) == ["no runs"]
     lines = run_text(state.runs[RUN], state.tracks[RUN])

@@ -95,3 +95,28 @@ def test_a_cursor_path_to_compare_is_not_checked_but_one_to_use_is() -> None:
     assert layout.cursor_path("nightly") == "state/schedules/nightly.json"
     with pytest.raises(InvalidId):
         layout.cursor_path("../x")
+
+
+def test_a_manual_run_id_parses_to_its_minute_and_sorts_after_the_cron_run_of_it() -> None:
+    minute = datetime(2026, 12, 1, 14, 12, tzinfo=UTC)
+    manual = layout.manual_run_id("nightly", minute, 1)
+    assert manual == "nightly--20261201T1412Z-manual-1"
+    assert layout.parse_run_id(manual) == ("nightly", minute)
+    assert layout.is_run_id(manual) and layout.is_manual(manual)
+    assert not layout.is_manual(layout.run_id_for("nightly", minute))
+    assert layout.slot_text(manual) == "20261201T1412Z"
+    assert layout.run_slot(manual) == minute
+    cron = layout.run_id_for("nightly", minute)
+    later = layout.run_id_for("nightly", datetime(2026, 12, 1, 14, 13, tzinfo=UTC))
+    assert sorted([later, manual, cron]) == [cron, manual, later]
+    assert layout.parse_dlq_key(layout.dlq_key(manual, "a")) == (manual, "a")
+    assert layout.track_path(manual, "a") == f"state/runs/{manual}/tracks/a.json"
+
+
+@pytest.mark.parametrize("bad", ["nightly--20261201T1412Z-manual-0",
+                                 "nightly--20261201T1412Z-manual-",
+                                 "nightly--20261201T1412Z-manual-1/../x",
+                                 "nightly--20261201T1412Z-other-1"])
+def test_a_malformed_manual_run_id_is_refused(bad: str) -> None:
+    with pytest.raises(InvalidId):
+        layout.parse_run_id(bad)

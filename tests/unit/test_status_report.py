@@ -82,7 +82,8 @@ def test_next_slots_open_runs_dead_letters_and_breakers() -> None:
     assert report["schedules"][0]["last_run_id"] == run_id
     assert report["open_runs"] == [{"run_id": run_id, "schedule": "nightly",
                                     "status": "running", "slot": "2026-12-01T07:00:00Z",
-                                    "tracks": {"a": "running", "b": "failed"}}]
+                                    "tracks": {"a": "running", "b": "failed"},
+                                    "origin": "cron", "acts": []}]
     assert report["dead_letters"] == 1
     assert report["breakers"]["github"]["state"] == "open"
     out = "\n".join(text(report))

@@ -1,0 +1,71 @@
+"""``orchestrator runs cancel RUN`` and ``runs retry RUN``: an operator's decisions
+about one run, each through a tick (see :mod:`._operate`)."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import NotFound, UserError
+from ..planner import CancelRequest
+from ..runs import retry as retrying
+from ..spec.fields import check_id, check_run_id
+from ..state.records import Run, RunStatus
+from ..store import GitStateStore
+from . import _operate
+from .context import Config, pass_config
+from .runs import read_state
+
+
+def _open_run(cfg: Config, run_id: str) -> Run:
+    check_run_id(run_id)
+    run = read_state(cfg).runs.get(run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id!r} on branch {cfg.state_branch!r}")
+    return run
+
+
+@click.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@_operate.options
+@pass_config
+def cancel(cfg: Config, run_id: str, reason: str, by: str | None, now_text: str | None,
+               executor: str) -> int:
+    """Cancel an open run: stop its tracks, compensate, render its brief."""
+    run = _open_run(cfg, run_id)
+    if run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
+        raise UserError(f"run {run_id} is {run.status.value}: only a scheduled or running "
+                        "run can be cancelled")
+    if not reason:
+        raise UserError("--reason is required: say why the run is cancelled")
+    act = _operate.act(by, now_text, reason)
+    request = CancelRequest(run_id, act)
+    result = _operate.tick(cfg, executor, act.at, (request,))
+    line = _operate.answer(result, request)
+    if "not cancelled" in line:
+        raise UserError(line)
+    _operate.report("runs cancel", line)
+    return 0
+
+
+@click.command("retry")
+@click.argument("run_id", metavar="RUN")
+@click.option("--track", "names", multiple=True, metavar="T", help="A track to rerun "
+              "(repeatable); the tracks that need it rerun after it.")
+@click.option("--failed", is_flag=True, help="Rerun every failed, tapped out, cancelled "
+              "or skipped track.")
+@_operate.options
+@pass_config
+def retry(cfg: Config, run_id: str, names: tuple[str, ...], failed: bool, reason: str,
+              by: str | None, now_text: str | None, executor: str) -> int:
+    """Rerun tracks of RUN as a fresh attempt, in the same run."""
+    _open_run(cfg, run_id)
+    for name in names:
+        check_id(name, "track name")
+    act = _operate.act(by, now_text, reason)
+    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store.transact(lambda snap: retrying.retry(snap.files, run_id, names, failed, act),
+                   f"runs retry {run_id}")
+    picked = read_state(cfg).runs[run_id].retries[-1].tracks
+    _operate.tick(cfg, executor, act.at)
+    _operate.report("runs retry", f"{run_id}: retrying {', '.join(picked)} {act.describe()}")
+    return 0
