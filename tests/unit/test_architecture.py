@@ -345,3 +345,12 @@ def test_the_package_circle_check_finds_a_circle_of_packages() -> None:
     assert circles(modules) == []
     folded = package_graph(modules)
     assert circles(folded) == [frozenset({"low", "high"})]
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """pytest imports test files by their base name (no ``__init__.py`` in tests/): two
+    of one name make the whole suite fail to collect, though each runs alone."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
