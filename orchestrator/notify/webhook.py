@@ -17,14 +17,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import httpx
 
 from .. import __version__
 from ..support.credentials import Redactor
 from .channel import Deadline, Delivery, Item, Status, dropped
 from .text import json_payload, slack_payload
+
+if TYPE_CHECKING:  # httpx is imported when a webhook is called: most ticks call none
+    import httpx
 
 REQUEST_TIMEOUT = 10.0
 """Seconds one request may take at most (less when the deadline is nearer)."""
@@ -74,6 +76,8 @@ class Webhook:
     def deliver(self, items: Sequence[Item], deadline: Deadline) -> list[Delivery]:
         if self.client is not None:
             return [self._one(self.client, item, deadline) for item in items]
+        import httpx
+
         with httpx.Client(follow_redirects=False) as client:
             return [self._one(client, item, deadline) for item in items]
 
@@ -101,6 +105,8 @@ class Webhook:
               deadline: Deadline) -> tuple[float | None, str, Status | None]:
         """One attempt: (seconds to wait before the next, what happened, ``delivered``
         or ``dropped`` when there is no next)."""
+        import httpx
+
         timeout = max(0.1, min(REQUEST_TIMEOUT, deadline.left()))
         try:
             with client.stream("POST", self.url, content=body, headers=headers,
@@ -122,6 +128,8 @@ def _start_of(response: httpx.Response, deadline: Deadline) -> str:
     """The first :data:`SAID_LIMIT` bytes of an answer (what came within
     :data:`SAID_SECONDS`), as one line: a receiver that answers without end, or a byte
     at a time, costs neither memory nor the budget."""
+    import httpx
+
     start, until = b"", time.monotonic() + SAID_SECONDS
     try:
         for chunk in response.iter_raw():
