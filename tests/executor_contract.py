@@ -45,6 +45,7 @@ from orchestrator.executors.base import (
     Observation,
 )
 from orchestrator.executors.github import GitHubExecutor
+from orchestrator.executors.github.jobnames import job_name
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.breaker import Breaker
@@ -226,9 +227,9 @@ def _github_backend(tmp: Path, fake: FakeGitHub) -> Iterator[Backend]:
                 thread.start()
                 threads.append(thread)
 
-    def starts(key: str) -> int:  # the jobs of that name a runner took
+    def starts(key: str) -> int:  # the jobs of that key a runner took
         return sum(1 for run in fake.runs.values() for job in run.jobs
-                   if job.name == key and job.started_at is not None)
+                   if job.name == job_name(key) and job.started_at is not None)
 
     @contextlib.contextmanager
     def no_free_runner() -> Iterator[Executor]:
@@ -241,7 +242,8 @@ def _github_backend(tmp: Path, fake: FakeGitHub) -> Iterator[Backend]:
         return replace(request, spec=spec)
 
     def stops(key: str) -> int:
-        runs = {run.id for run in fake.runs.values() if any(j.name == key for j in run.jobs)}
+        runs = {run.id for run in fake.runs.values()
+                if any(j.name == job_name(key) for j in run.jobs)}
         return sum(1 for call in fake.calls("cancel")
                    if int(call.path.rstrip("/").split("/")[-2]) in runs)
 

@@ -66,7 +66,7 @@ def clean_env(venv: Path) -> dict[str, str]:
 def test_init_s_repository_installs_with_its_workflow_s_step_and_ticks_from_it(
         tmp_path: Path, index: None) -> None:
     repo = tmp_path / "mine"
-    User(repo).run("init", str(repo), "--local", cwd=tmp_path)
+    User(repo).run("init", str(repo), "--local", "--github", cwd=tmp_path)
     step = install_step(repo / ".github" / "workflows" / "tick.yml")
     assert "--require-hashes" in step and REQUIREMENTS in step
     venv = tmp_path / "runner-python"
@@ -116,7 +116,7 @@ def test_the_lock_has_a_hashed_wheel_for_every_runner_platform(
 
 def test_upgrade_replaces_an_older_wheel_and_its_pins(tmp_path: Path) -> None:
     user = User(tmp_path / "mine")
-    user.run("init", str(user.cwd), "--local", cwd=tmp_path)
+    user.run("init", str(user.cwd), "--local", "--github", cwd=tmp_path)
     folder = user.cwd / INSTALL_DIR
     current = wheel.build()
     (folder / current.filename).rename(folder / "git_orchestrator-0.0.1-py3-none-any.whl")

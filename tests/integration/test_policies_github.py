@@ -182,7 +182,12 @@ def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
     assert leg["key"] == f"{RUN}--a--undo--1" and leg["run"] == "unmake a"
     # the job succeeded without an outcome artifact: its result says so
     assert leg["env"] == {"ORCHESTRATOR_COMPENSATING": "1", "ORCHESTRATOR_ORIGINAL_RESULT":
-                          json.dumps({"summary": "outcome artifact missing"})}
+                          json.dumps({"summary": "outcome artifact missing"}),
+                          # a compensation knows its run as the track did
+                          "ORCHESTRATOR_SCHEDULE": "nightly",
+                          "ORCHESTRATOR_SLOT": "2026-12-01T07:00:00Z",
+                          "ORCHESTRATOR_SLOT_LOCAL": "2026-12-01T07:00:00+00:00",
+                          "ORCHESTRATOR_PREVIOUS_SLOT": "2026-11-30T07:00:00Z"}
     undo_ci = max(fake_github.runs)
     fake_github.now = T0 + timedelta(minutes=4)
     fake_github.set_job(undo_ci, f"{RUN}--a--undo--1", "completed", "success")

@@ -206,7 +206,7 @@ Intro with a [link](#exit-codes) and a [file](docs/cli.md).
 echo hi
 ```
 
-## Operate
+## Operate at night
 
 See *Exit codes*.
 
@@ -239,16 +239,16 @@ def test_the_split_places_unknown_headings_by_keyword_and_says_so() -> None:
     assert unknown == [
         "unknown heading # 'tool' -> docs/more.md (no rule); add it to PLACES in "
         "tools/docs_split.py",
-        "unknown heading ## 'Operate' -> docs/how-to/operate.md (keyword); add it to "
+        "unknown heading ## 'Operate at night' -> docs/how-to/operate.md (keyword); add it to "
         "PLACES in tools/docs_split.py",
         "unknown heading ### 'Requeue a dead letter' -> docs/how-to/operate.md (with "
-        "'Operate'); add it to PLACES in tools/docs_split.py",
+        "'Operate at night'); add it to PLACES in tools/docs_split.py",
         "unknown heading ## 'An external clock' -> docs/how-to/external-clock.md "
         "(keyword); add it to PLACES in tools/docs_split.py",
     ]
     operate = files["docs/how-to/operate.md"]
     assert operate.startswith("# Operate runs\n\n")
-    assert "## Operate\n" in operate and "### Requeue a dead letter\n" in operate
+    assert "## Operate at night\n" in operate and "### Requeue a dead letter\n" in operate
     assert "See [Exit codes](../reference/exit-codes.md#exit-codes)." in operate
     assert "# not a heading" in files["docs/get-started/local.md"]
     more = files["docs/more.md"]
