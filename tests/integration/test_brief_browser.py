@@ -237,3 +237,35 @@ def test_index_of_256_runs(browser: Browser, tmp_path: Path, width: int) -> None
         assert visit.page.locator("table a").count() == 256
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_brief_of_a_drain_of_10000_items(browser: Browser, tmp_path: Path, width: int) -> None:
+    """A drain track's one rolled-up section (10 workers, 10,000 items, 200 failed) keeps
+    to the screen's width, as the tick renders it from the state it committed."""
+    from datetime import timedelta
+
+    from orchestrator.state import layout
+    from orchestrator.state.items import NewItem
+    from orchestrator.store import InMemoryStateStore
+    from tests.memory_executor import MemoryExecutor
+    from tests.memory_tick import MemoryShell
+    from tests.unit.test_drain import RUN, T0, drain_schedule, enqueue, finish
+
+    shell = MemoryShell(InMemoryStateStore(), MemoryExecutor(),
+                        [drain_schedule(task_cap=1000, max_workers=10, max_attempts=3)])
+    enqueue(shell, [NewItem(payload={"url": f"https://example.org/{n}"}, key=f"k{n}")
+                    for n in range(10_000)])
+    shell.run(T0)
+    finish(shell, T0 + timedelta(minutes=1), lambda _, n: "failed" if n % 50 == 0 else "done")
+    shell.run(T0 + timedelta(minutes=2))
+    html = shell.files[layout.brief_path(RUN)].decode()
+    assert "9800 drained, 200 failed" in html
+    visit = Visit(browser, _write(tmp_path, "brief-drain.html", html), width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= width, f"page scrolls sideways at {width}px"
+        if width == 390:
+            assert visit.sideways() == []
+    finally:
+        visit.close()
