@@ -73,7 +73,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
               wake_at: Callable[[datetime], None] | None = None,
               retention: bool = True,
               wake_when: Callable[[Callable[[], bool] | None], None] | None = None) -> Work:
-    last_ping: list[float] = []
+    pinger = heartbeat_pinger(heartbeat_url)
 
     def work(now: datetime) -> list[str]:
         result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
@@ -84,11 +84,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
         if wake_when is not None and executor == executors.LOCAL:
             wake_when(local_ends(cfg, result))
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
-        if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
-            last_ping[:] = [time.monotonic()]
-            problem = ping(heartbeat_url)
-            if problem:
-                lines.append(problem)
+        lines += pinger()
         return lines
 
     return work
@@ -109,6 +105,21 @@ def local_ends(cfg: Config, result: TickResult) -> Callable[[], bool] | None:
     work = executors.local_work_dir(executors.Setup(repo=cfg.repo, now=result.now))
     keys -= ended(work, keys)  # already ended: this tick recorded it, or the next will
     return (lambda: bool(ended(work, keys))) if keys else None
+
+
+def heartbeat_pinger(url: str | None) -> Callable[[], list[str]]:
+    """A ping of ``url`` at most every :data:`PING_EVERY` seconds: the line of a failed
+    ping, else nothing (no URL: never a ping)."""
+    last: list[float] = []
+
+    def pinger() -> list[str]:
+        if not url or (last and time.monotonic() - last[0] < PING_EVERY):
+            return []
+        last[:] = [time.monotonic()]
+        problem = ping(url)
+        return [problem] if problem else []
+
+    return pinger
 
 
 def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
@@ -145,17 +156,13 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
             client.close()
 
     loop_clock = Clock(read, call, started)
-    last_ping: list[float] = []
+    pinger = heartbeat_pinger(heartbeat_url)
 
     def work(now: datetime) -> list[str]:
         lines = loop_clock.work(now)
         if loop_clock.next_at is not None:
             wake_at(loop_clock.next_at)
-        if heartbeat_url and (not last_ping or time.monotonic() - last_ping[0] >= PING_EVERY):
-            last_ping[:] = [time.monotonic()]
-            problem = ping(heartbeat_url)
-            if problem:
-                lines.append(problem)
+        lines += pinger()
         return lines
 
     return work

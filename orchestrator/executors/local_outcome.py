@@ -38,24 +38,31 @@ STDERR_TAIL_LINES = 20
 
 
 def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
-    # The track can replace its stderr file with a FIFO or a symlink: read only a
-    # regular file, without blocking.
+    text = _read_tail(path, max_bytes).decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _read_tail(path: Path, max_bytes: int, start: int = 0, end: int | None = None) -> bytes:
+    """At most the last ``max_bytes`` of ``path`` between ``start`` and ``end`` (default:
+    its size); nothing when it is not a regular file. The track can replace its stderr
+    file with a FIFO or a symlink: it is opened without blocking and without following
+    a link."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
-        return ""
+        return b""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return ""
-        os.lseek(fd, max(0, info.st_size - max_bytes), os.SEEK_SET)
-        data = os.read(fd, max_bytes)
+            return b""
+        stop = info.st_size if end is None else end
+        begin = max(start, stop - max_bytes)
+        os.lseek(fd, begin, os.SEEK_SET)
+        return os.read(fd, max(0, stop - begin))
     except OSError:
-        return ""
+        return b""
     finally:
         os.close(fd)
-    text = data.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def signal_name(number: int) -> str:
@@ -218,22 +225,7 @@ def _slice_tail(path: Path, start: Any, end: Any) -> str:
     """The last lines the command wrote to stderr between two offsets."""
     if not isinstance(start, int):
         return ""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return ""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return ""
-        stop = end if isinstance(end, int) else info.st_size
-        begin = max(start, stop - 16 * 1024)
-        os.lseek(fd, begin, os.SEEK_SET)
-        data = os.read(fd, max(0, stop - begin))
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
+    data = _read_tail(path, 16 * 1024, start, end if isinstance(end, int) else None)
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-ITEM_STDERR_LINES:])
 
 
