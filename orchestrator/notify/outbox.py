@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ..spec.models import ScheduleSpec
-from ..spec.notify import EventKind, NotifySpec
+from ..spec.notify import EventKind, NotifySpec, any_enabled
 from ..state.machine import RUN_TERMINAL
 from ..state.model import State
 from .channel import ISSUES, Delivery
@@ -48,9 +48,7 @@ class Routes:
 
     @property
     def enabled(self) -> bool:
-        return self.repo.enabled or any(
-            s.notify is not None and (s.notify.github_issues or s.notify.webhooks)
-            for s in self.schedules.values())
+        return any_enabled(self.repo, (s.notify for s in self.schedules.values()))
 
     def issues_for(self, schedule: str | None) -> bool:
         own = self.schedules.get(schedule) if schedule else None

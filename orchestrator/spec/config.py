@@ -128,6 +128,16 @@ class RepoConfig(Frozen):
         "schedule, webhooks (see README, 'Notifications').")
 
 
+def defaults() -> RepoConfig:
+    """The settings of a repository without ``orchestrator.json``.
+
+    Built without validation (defaults are not validated either way), so a tick in
+    such a repository never builds the validators of the whole settings tree.
+    """
+    return RepoConfig.model_construct(cadence=Cadence.model_construct(),
+                                      notify=NotifySpec.model_construct())
+
+
 def read_config_bytes(root: Path) -> bytes:
     """The bytes of ``orchestrator.json`` at ``root``, read as hostile input: a regular
     file of at most :data:`MAX_BYTES` (a FIFO, a device or a symlink out of the
@@ -146,7 +156,7 @@ def load_repo_config(root: Path) -> RepoConfig:
     try:
         raw = read_config_bytes(root)
     except FileNotFoundError:
-        return RepoConfig()
+        return defaults()
     return parse_repo_config(raw)
 
 
@@ -187,7 +197,7 @@ class RepoSettings:
         try:
             raw = read_config_bytes(root)
         except FileNotFoundError:
-            return cls(RepoConfig(), None, b"(none)")
+            return cls(defaults(), None, b"(none)")
         except OrchestratorError as exc:
             return cls(None, exc.message, b"(unreadable)")
         try:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal
 
@@ -44,7 +45,7 @@ class EventKind(StrEnum):
     """A run was not finished ``sla_minutes`` after its slot."""
 
 
-_Strict = ConfigDict(strict=True, frozen=True, extra="forbid")
+_Strict = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)
 
 
 class WebhookSpec(BaseModel):
@@ -140,3 +141,8 @@ class NotifySpec(BaseModel):
     @property
     def enabled(self) -> bool:
         return self.github_issues or bool(self.webhooks)
+
+
+def any_enabled(repo: NotifySpec, own: Iterable[ScheduleNotify | None]) -> bool:
+    """Whether an event has anywhere to go: the repository's channels or a schedule's."""
+    return repo.enabled or any(o is not None and (o.github_issues or o.webhooks) for o in own)

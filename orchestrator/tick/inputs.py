@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..planner import Caps
-from ..spec.config import RepoConfig, RepoSettings
+from ..spec.config import RepoSettings, defaults
 from ..spec.models import Schedule
 from ..state import index as state_index
 from ..state.breaker import Breaker
@@ -69,7 +69,7 @@ class TickInputs:
         the lines of schedule files that did not parse. Held schedules are left out,
         as :meth:`load` leaves them out."""
         if settings is None:
-            settings = RepoSettings(RepoConfig(), None, b"(none)")
+            settings = RepoSettings(defaults(), None, b"(none)")
         loaded = state_index.load(snapshot.files)
         held = frozenset(loaded.state.held_schedules())
         lines = list(invalid)

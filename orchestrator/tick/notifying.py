@@ -18,20 +18,21 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..notify import deliver as delivery
-from ..notify import record as notify_record
-from ..notify.channel import ISSUES, Deadline, Delivery, Item
+from ..spec.notify import any_enabled
+from ..state import layout
+from ..state.records import RunStatus
+
+if TYPE_CHECKING:  # the notify package is imported only by a tick that notifies
+    from ..notify.channel import Delivery
+    from ..notify.events import Event
+    from ..notify.outbox import Prepared
+    from ..spec.models import ScheduleSpec
+    from ..state.model import State
+    from .inputs import TickInputs
 
 __all__ = ["OFF", "Delivery", "Notifications", "Planned", "markdown_of"]
-from ..notify.events import Event, Links, Seen, derive
-from ..notify.outbox import Prepared, Routes, prepare, settle
-from ..spec.models import ScheduleSpec
-from ..state import layout
-from ..state.model import State
-from ..state.records import RunStatus
-from ..support.credentials import redactor
-from .inputs import TickInputs
 
 Markdown = Callable[[str, int], "str | None"]
 """A run's Markdown brief within a number of bytes, if it can be rendered."""
@@ -73,9 +74,13 @@ class Notifications:
         """Derive the events of a decision and put the record of the mark commit in
         ``files``."""
         specs = {s.id: s.spec for s in inputs.schedules}
-        routes = Routes(inputs.settings.notify, specs)
-        if not routes.enabled:
+        if not any_enabled(inputs.settings.notify, (s.notify for s in specs.values())):
             return OFF
+        from ..notify import record as notify_record
+        from ..notify.events import Links, Seen, derive
+        from ..notify.outbox import Routes, prepare
+
+        routes = Routes(inputs.settings.notify, specs)
         record, problem = notify_record.read(old)
         if record is None:
             return Planned(lines=(problem or "",))
@@ -100,6 +105,10 @@ class Notifications:
         prepared = planned.prepared
         if prepared is None or not prepared.claims:
             return []
+        from ..notify import deliver as delivery
+        from ..notify.channel import ISSUES, Deadline, Item
+        from ..support.credentials import redactor
+
         claimed = {p.event.id for p in prepared.claims}
         openers = {p.event.run_id for p in prepared.record.outbox
                    if ISSUES in p.channels and p.event.id not in claimed
@@ -125,6 +134,8 @@ class Notifications:
         try:
             return self.deliver(planned, markdown)
         except Exception as exc:
+            from ..notify.channel import Delivery
+
             claims = planned.prepared.claims if planned.prepared else ()
             why = f"{type(exc).__name__}: {exc}".splitlines()[0]
             return [Delivery(name, p.event.id, "deferred",
@@ -138,6 +149,9 @@ class Notifications:
         does not change (or cannot be read there)."""
         if planned.prepared is None or not deliveries:
             return None
+        from ..notify import record as notify_record
+        from ..notify.outbox import settle
+
         record, _ = notify_record.read(files)
         if record is None:
             return None

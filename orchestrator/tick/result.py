@@ -6,15 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cadence.wake import Wake
-from ..notify.events import Event
 from ..planner import Decision
 from ..runs.retention import Outcome
 from ..store import Snapshot
 from ..support.times import iso
 from .memo import Memo
+
+if TYPE_CHECKING:  # a tick that notifies nobody never imports the notify package
+    from ..notify.events import Event
 
 
 @dataclass

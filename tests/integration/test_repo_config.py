@@ -11,6 +11,7 @@ from orchestrator.errors import UserError
 from orchestrator.spec.config import (
     CONFIG_FILE,
     RepoConfig,
+    defaults,
     load_repo_config,
     repo_config_json_schema,
 )
@@ -23,6 +24,9 @@ def write(root: Path, data: object) -> None:
 def test_no_file_means_the_defaults(tmp_path: Path) -> None:
     config = load_repo_config(tmp_path)
     assert config == RepoConfig()
+    # built without validation: the same values, and the same types, as a validated one
+    assert defaults() == RepoConfig() and repr(defaults()) == repr(RepoConfig())
+    assert RepoConfig.model_validate(defaults().model_dump(by_alias=True)) == config
     assert config.cadence.mode == "derived"
     assert config.cadence.lead_minutes == [15, 10, 5]
 
