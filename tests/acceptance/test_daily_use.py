@@ -389,7 +389,7 @@ def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
     assert "try 1" in user.run("logs", run, "a", "--attempt", "1").stdout
     missing = user.run("logs", run, "a", "--attempt", "5", expect=None)
     assert missing.returncode != 0 and "attempts: 1, 2" in missing.stderr
-    assert "runs show" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
+    assert "no such run" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
 
 
 def test_local_work_folders_go_with_their_runs_by_the_same_retention(
