@@ -6,7 +6,7 @@ Nothing here renders: :class:`BriefContext` is what every rendering starts from.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,6 +48,11 @@ class BriefContext:
     the newest completed track's first."""
     runners: tuple[str, ...] = ()
     """The health of each runner label the run's tracks were sent to, in words."""
+    tails: Mapping[str, str] = field(default_factory=dict)
+    """Track name -> the last lines of its stdout, ready to show (:mod:`.tails`): a local
+    track's read from its work folder by whoever renders."""
+    tails_left_out: int = 0
+    """Tracks that show no tail because of :data:`.tails.MAX_TRACKS`."""
 
 
 

@@ -23,6 +23,7 @@ from ..state.machine import RUN_TERMINAL
 from ..state.records import Run
 from .attempts import run_finished, run_started
 from .context import BriefContext
+from .tails import MAX_TRACKS
 from .text import fmt_clock, fmt_duration, fmt_when, md
 from .view import build_view
 
@@ -129,6 +130,7 @@ def render_html(ctx: BriefContext, template: Path | None = None) -> str:
         "generated_at": ctx.generated_at,
         "last_tick": ctx.last_tick,
         "view": build_view(ctx),
+        "max_tails": MAX_TRACKS,
     })
 
 

@@ -65,6 +65,11 @@ class TrackRow:
     url: str | None
     link_label: str
     errors: list[str]
+    tail: str = ""
+    """The last lines of its stdout (:mod:`.tails`), ready to show."""
+    command: str | None = None
+    """For a local track: the command that prints what it wrote (its work folder is on
+    the machine that ran it, and no link to it would open for a reader elsewhere)."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,9 @@ class BriefView:
     drains: list[DrainView] = field(default_factory=list)
     """One roll-up per drain track (its workers' rows are in ``rows``)."""
     acts: list[str] = field(default_factory=list)
+    tails_left_out: int = 0
+    """Tracks that show no stdout tail (:data:`.tails.MAX_TRACKS`)."""
+    run_id: str = ""
     """Who triggered, backfilled, cancelled or retried the run, and why (a line each)."""
 
 
@@ -315,6 +323,20 @@ def _poll_view(poll: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _link(run_id: str, track: Track) -> tuple[str | None, str, str | None]:
+    """(link, its label, command) of a track's row: a GitHub leg links its job's page
+    (or its workflow run's, before a tick saw the job); a local attempt names the
+    ``orchestrator logs`` command instead of a ``file://`` folder."""
+    url = safe_url(track.url)
+    if track.executor == "local" or (url and url.startswith("file:")):
+        return None, "", f"orchestrator logs {run_id} {track.name}"
+    if not url:
+        return None, "", None
+    if not url.startswith(("http://", "https://")):
+        return url, "log", None
+    return url, "job" if "/job/" in url else "CI run", None
+
+
 def build_view(ctx: BriefContext) -> BriefView:
     """Derive everything the brief shows from ``ctx`` (pure)."""
     run = ctx.run
@@ -331,17 +353,15 @@ def build_view(ctx: BriefContext) -> BriefView:
         title = (f"{fmt_duration(total)} over {len(al)} attempts" if len(al) > 1
                  else "time from start to finish")
         summary = as_text((track.result or {}).get("summary"))
-        url = safe_url(track.url)
-        link_label = ""
-        if url:
-            link_label = "CI run" if url.startswith(("http://", "https://")) else "log"
+        url, link_label, command = _link(run.run_id, track)
         used = max(track.attempt, len(al))
         rows.append(TrackRow(
             track=track, phase=track.phase.value, phase_label=PHASE_LABELS[track.phase],
             attempts=al, attempts_label=f"{used}/{max(track.max_attempts, used)}",
             duration=fmt_duration(run_time) + ("…" if last and last.open else ""),
             duration_title=title, summary=summary, url=url, link_label=link_label,
-            errors=list(track.error_log)))
+            errors=list(track.error_log), tail=ctx.tails.get(track.name, ""),
+            command=command))
     phases = [t.phase for t in ctx.tracks]
     counts = Counts(
         total=len(phases),
@@ -408,5 +428,7 @@ def build_view(ctx: BriefContext) -> BriefView:
         consolidation=consolidation,
         drains=drain_views(list(ctx.tracks)),
         acts=run.acts(),
+        tails_left_out=ctx.tails_left_out,
+        run_id=run.run_id,
     )
 

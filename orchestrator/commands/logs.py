@@ -5,7 +5,12 @@ A local attempt's output is in its work folder (``<run>--<track>--<attempt>/``,
 ``stderr.log``, redacted like everything the orchestrator prints. Without ``TRACK``
 every track of the run is shown, each under a header; without ``--attempt``, its
 latest attempt. ``--follow`` keeps printing until the attempt's command has ended.
-A run that ran on GitHub has no local folder: its track's record names the job page.
+
+A run with no local folder here is looked up on the state branch: a track that ran on
+GitHub has its leg's job log read through the API
+(:mod:`orchestrator.executors.github.joblogs`), its end only, redacted and stripped of
+control characters. GitHub serves a job's log once the job has completed, so
+``--follow`` there waits for that, then prints it.
 """
 
 from __future__ import annotations
@@ -14,14 +19,21 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import NotFound
+from ..errors import NotFound, UserError
 from ..executors import local
 from ..spec.fields import check_id, check_run_id
+from ..state import layout
+from ..state.records import Track
 from ..support.credentials import Redactor, redactor
+from ..support.text import printable
 from .context import Config, pass_config
+
+if TYPE_CHECKING:
+    from ..executors.github.client import GitHubClient
 
 STREAMS = ("stdout.log", "stderr.log")
 FOLLOW_SECONDS = 0.5
@@ -76,15 +88,97 @@ def _follow(work: Path, folder: Path, redact: Redactor) -> None:
         time.sleep(FOLLOW_SECONDS)
 
 
+def _recorded_tracks(cfg: Config, run_id: str) -> dict[str, Track]:
+    """The run's track records on the state branch (only the run's files are read)."""
+    from ..state.model import load
+    from ..store import GitStateStore
+
+    files = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+    prefix = layout.tracks_dir(run_id) + "/"
+    mine = {p: files[p] for p in files if p.startswith(prefix)
+            or p in (layout.run_path(run_id), layout.specs_path(run_id))}
+    if layout.run_path(run_id) not in mine:
+        raise NotFound(f"no local output of run {run_id!r}, and no such run on the state "
+                       "branch (`orchestrator runs list` lists the runs)")
+    state = load(mine, all_tracks=True)
+    if run_id not in state.runs:  # quarantined: a record is unreadable
+        raise NotFound("; ".join(state.quarantine_lines()))
+    return state.tracks.get(run_id, {})
+
+
+def _github(cfg: Config, run_id: str, track: str | None, attempt: int | None,
+            follow: bool, work: Path) -> None:
+    """Print the job logs of the run's tracks that ran on GitHub."""
+    from datetime import UTC, datetime
+
+    from ..executors.github import joblogs
+    from ..executors.github.client import DEFAULT_API_URL, GitHubClient
+
+    tracks = _recorded_tracks(cfg, run_id)
+    names = [track] if track is not None else sorted(
+        n for n, t in tracks.items() if t.executor == "github")
+    if not names:
+        raise NotFound(f"run {run_id!r} has no local output in {work} and no track that "
+                       "ran on GitHub")
+    env = os.environ
+    client = GitHubClient(joblogs.token(env), now=datetime.now(UTC),
+                          api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL)
+    redact = redactor(env)
+    for name in names:
+        record = tracks.get(name)
+        if record is None or record.executor != "github":
+            raise NotFound(f"track {name!r} of {run_id!r} has no local attempt in {work} "
+                           "and did not run on GitHub")
+        if attempt is not None and attempt != record.attempt:
+            raise NotFound(f"track {name!r}: only its current attempt's job is known "
+                           f"(attempt {record.attempt}); earlier ones are on the "
+                           "repository's Actions page")
+        _print_job(client, record, follow, redact, header=track is None)
+
+
+def _print_job(client: GitHubClient, record: Track, follow: bool, redact: Redactor,
+               header: bool) -> None:
+    from ..executors.github import joblogs
+    from ..executors.github.executor import valid_repository
+
+    named, ci_run, job_id = joblogs.from_url(record.url)
+    repository = os.environ.get("GITHUB_REPOSITORY") or named or ""
+    if not valid_repository(repository):
+        raise UserError("GITHUB_REPOSITORY is not set: set it to the owner/name whose "
+                        "Actions ran the track")
+    handle_run = (record.handle or {}).get("ci_run_id")
+    job = joblogs.find_job(client, repository, record.key,
+                           handle_run if isinstance(handle_run, int) else ci_run, job_id)
+    status = job.get("status")
+    if status != "completed":
+        if not follow:
+            raise UserError(f"job {job.get('id')} of {record.key} is {status}: GitHub "
+                            "serves a job's log once the job has completed (--follow "
+                            "waits for it)")
+        click.echo(f"job {job.get('id')} is {status}: waiting for it to complete",
+                   err=True)
+        job = joblogs.wait_completed(client, repository, job, time.sleep)
+    log = joblogs.download(client, repository, job)
+    if header:
+        click.echo(f"== {record.name} attempt {record.attempt} (job {job.get('id')}) ==")
+    if log.cut:
+        click.echo(f"orchestrator: the first {log.cut:,} of {log.size:,} bytes of the log "
+                   f"are not shown; the whole log: {job.get('html_url')}", err=True)
+    text = redact(printable(log.text))
+    click.echo(text + ("" if text.endswith("\n") or not text else "\n"), nl=False)
+
+
 @click.command("logs")
 @click.argument("run_id", metavar="RUN")
 @click.argument("track", required=False)
 @click.option("--attempt", type=click.IntRange(min=1), help="That attempt (default: the latest).")
-@click.option("--follow", is_flag=True, help="Keep printing until the command has ended.")
+@click.option("--follow", is_flag=True, help="Keep printing until the command has ended "
+              "(GitHub: wait until the job has completed, then print its log).")
 @pass_config
 def command(cfg: Config, run_id: str, track: str | None, attempt: int | None,
             follow: bool) -> int:
-    """Print what a local track attempt wrote to stdout and stderr (redacted)."""
+    """Print what a track attempt wrote: a local one's stdout and stderr, a GitHub
+    leg's job log (redacted)."""
     check_run_id(run_id)
     if track is not None:
         check_id(track, "track name")
@@ -93,9 +187,9 @@ def command(cfg: Config, run_id: str, track: str | None, attempt: int | None,
     # as the local executor finds it (executors.local_work_dir)
     work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
     found = attempts(work, run_id)
-    if not found:
-        raise NotFound(f"no local output of run {run_id!r} in {work} (a run on GitHub: "
-                       f"`orchestrator runs show {run_id}` links each track's job page)")
+    if not found or (track is not None and track not in found):
+        _github(cfg, run_id, track, attempt, follow, work)
+        return 0
     names = [track] if track is not None else sorted(found)
     redact = redactor(os.environ)
     for name in names:

@@ -6,18 +6,21 @@ timeline), as HTML or as the Markdown twin that the tick writes to the job summa
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from .. import brief
+from ..brief.tails import with_local_tails
 from ..errors import ScheduleError, UserError
 from ..spec.files import load_schedule
 from ..spec.models import ScheduleSpec
 from ..state.layout import parse_run_id
 from ..store import GitStateStore
 from ..support.atomic import write_text
+from ..support.credentials import redactor
 from .context import Config, pass_config
 
 
@@ -49,6 +52,9 @@ def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
     schedule = _schedule(cfg, schedule_id)
     ctx = brief.context_from_files(snap.files, run_id, now=datetime.now(UTC),
                                    schedule=schedule)
+    # a local track's stdout tail is read from this machine's work folder, as a tick does
+    work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
+    ctx = with_local_tails(ctx, work, redactor(os.environ))
     if fmt == "markdown":
         text = brief.render_markdown(
             ctx, template=brief.repo_template(cfg.repo, brief.MARKDOWN_TEMPLATE, template))

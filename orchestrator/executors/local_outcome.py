@@ -65,6 +65,12 @@ def _read_tail(path: Path, max_bytes: int, start: int = 0, end: int | None = Non
         os.close(fd)
 
 
+def read_tail(path: Path, max_bytes: int) -> bytes:
+    """At most the last ``max_bytes`` of ``path``, read as :func:`_read_tail` reads (a
+    regular file only, no link followed, never blocking on a FIFO)."""
+    return _read_tail(path, max_bytes)
+
+
 def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name

@@ -1,8 +1,30 @@
-"""Text for one-line views (logs, poll lines, state history, listings)."""
+"""Text for one-line views (logs, poll lines, state history, listings), and what a
+track printed made safe to show (:func:`printable`, :func:`last_lines`)."""
 
 from __future__ import annotations
 
+import re
+
 ONE_LINE_LIMIT = 200
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+                      r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: a window title
+                      r"|\x1b[@-_]?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Terminal escape sequences (colours, cursor moves) and control characters but tab and
+newline: what a track prints must not move a reader's cursor or retitle a terminal."""
+
+
+def printable(data: bytes | str) -> str:
+    """``data`` as text fit to print or show: invalid UTF-8 replaced, line ends made
+    ``\\n``, escape sequences and other control characters removed."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def last_lines(data: bytes | str, lines: int, chars: int) -> str:
+    """The last ``lines`` non-empty lines of :func:`printable` ``data``, at most
+    ``chars`` characters (the end is kept: that is where a command says how it ended)."""
+    kept = [line.rstrip() for line in printable(data).splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])[-chars:]
 
 
 def one_line(text: str, limit: int = ONE_LINE_LIMIT) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..planner import Decision, consolidate
 from ..spec.models import ScheduleSpec
@@ -27,6 +28,9 @@ from ..state import index as state_index
 from ..state.model import State
 from ..state.records import Run
 from . import logs
+
+if TYPE_CHECKING:
+    from ..brief.context import BriefContext
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,8 @@ def paused_schedules(state: State) -> dict[str, Pause]:
 def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping[str, bytes],
                 specs: Mapping[str, ScheduleSpec], others: Mapping[str, Run], *,
                 redraw_index: bool, now: datetime, executor: str,
-                templates: Templates) -> Consolidated:
+                templates: Templates,
+                tails: Callable[[BriefContext], BriefContext] | None = None) -> Consolidated:
     """Render the brief of each run in ``decision.render`` into ``files`` and finish the
     run in ``decision.state``; then the index, when anything it lists moved."""
     done = Consolidated()
@@ -101,7 +106,7 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
 
     chosen = templates.resolved()
     for run_id in decision.render:
-        _finish_one(decision, run_id, files, old, specs, now, executor, chosen, done)
+        _finish_one(decision, run_id, files, old, specs, now, executor, chosen, done, tails)
     try:
         # the tick loaded only the open runs (a scoped tick: one); the page lists them
         # and the newest others, never the whole history
@@ -117,7 +122,8 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
 
 def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
                 old: Mapping[str, bytes], specs: Mapping[str, ScheduleSpec], now: datetime,
-                executor: str, templates: Templates, done: Consolidated) -> None:
+                executor: str, templates: Templates, done: Consolidated,
+                tails: Callable[[BriefContext], BriefContext] | None) -> None:
     from ..brief import context_from_files, render_html, render_markdown
 
     finished = consolidate(decision.state, run_id, now)
@@ -134,6 +140,8 @@ def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
     try:
         ctx = context_from_files(view, run_id, now=now, last_tick=now,
                                  schedule=specs.get(run.schedule_id))
+        if tails is not None:
+            ctx = tails(ctx)
         html = render_html(ctx, templates.brief)
     except Exception as exc:  # never let one brief block the tick
         files[path] = codec.to_json(decision.state.runs[run_id])

@@ -32,10 +32,12 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
@@ -48,6 +50,7 @@ from ..state import index as state_index
 from ..state.breaker import Breaker, merge_breaker
 from ..store import Snapshot, StateStore
 from ..support import checkpoints
+from ..support.credentials import redactor
 from ..support.times import iso
 from . import logs, notifying
 from . import memo as quiet
@@ -56,6 +59,9 @@ from .consolidate import Consolidated, Overlay, Templates, finish_runs, paused_s
 from .inputs import TickInputs
 from .observing import gather
 from .result import TickResult
+
+if TYPE_CHECKING:
+    from ..brief.context import BriefContext
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +204,10 @@ class Tick:
         """Apply ``keep_finished_runs_days`` after the tick's work (``serve
         --compact-keep-days`` turns it off: its own compaction wins)."""
         self.notifications = notifying.Notifications(self.now, environ)
+        self.environ = os.environ if environ is None else environ
+        self.tails: Callable[[BriefContext], BriefContext] | None = None
+        """Adds the local tracks' stdout tails to a brief (set once the executor is
+        built: only a local one has work folders to read)."""
         """Where events go: the channels of ``orchestrator.json``, in ``environ`` (default:
         this process's environment, which holds the webhooks' URLs and the token)."""
         self.clock = clock
@@ -213,6 +223,7 @@ class Tick:
         if self.clock is not None and not dry_run:
             self.clock.refuse_the_future(self.now, inputs.snapshot.files)
         executor = self.make_executor(inputs.breaker(self.executor_name))
+        self.tails = self._tails_reader(executor)
         seen = self.observe(inputs, executor)
         ahead = self.clock.behind(self.now, inputs.snapshot.files) if self.clock else []
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
@@ -249,6 +260,20 @@ class Tick:
         if result.retention is not None and result.retention.runs:
             self._forget_local(executor, result.retention.runs)
         return result
+
+    def _tails_reader(self, executor: Executor) -> Callable[[BriefContext], BriefContext] | None:
+        from ..executors.local import LocalExecutor
+
+        if not isinstance(executor, LocalExecutor):
+            return None
+        work, redact = executor.work_dir, redactor(self.environ)
+
+        def read(ctx: BriefContext) -> BriefContext:
+            from ..brief.tails import with_local_tails
+
+            return with_local_tails(ctx, work, redact)
+
+        return read
 
     @staticmethod
     def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
@@ -293,7 +318,8 @@ class Tick:
         consolidated = finish_runs(
             decision, files, files0, {s.id: s.spec for s in inputs.schedules}, others,
             redraw_index=paused_schedules(decision.state) != paused_schedules(state),
-            now=self.now, executor=self.executor_name, templates=self.templates)
+            now=self.now, executor=self.executor_name, templates=self.templates,
+            tails=self.tails)
         notes = self.notifications.plan(inputs, state, decision.state, files, files0,
                                         self.scope)
         files = state_index.refresh(files0, files, loaded.index)

@@ -386,10 +386,13 @@ def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
     user.tick("2026-12-01T07:10:00Z")
     both = user.run("logs", run, env=env).stdout  # every track, the latest attempt each
     assert "== a attempt 2 (stdout) ==" in both and "== b attempt 1 (stdout) ==" in both
+    page = user.run("render", run, env=env).stdout  # its stdout tail, read here, redacted
+    assert "try 2 ***" in page and secret not in page
+    assert "<code class=\"cmd\" " in page and f"orchestrator logs {run} a</code>" in page
     assert "try 1" in user.run("logs", run, "a", "--attempt", "1").stdout
     missing = user.run("logs", run, "a", "--attempt", "5", expect=None)
     assert missing.returncode != 0 and "attempts: 1, 2" in missing.stderr
-    assert "runs show" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
+    assert "no such run" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
 
 
 def test_local_work_folders_go_with_their_runs_by_the_same_retention(

@@ -33,6 +33,15 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   fails as :meth:`FakeGitHub.fail_uploads` scripts (a FinalizeArtifact error, a full
   artifact storage).
 
+- ``GET .../actions/jobs/{id}`` and ``GET .../actions/jobs/{id}/logs``: the log answers
+  ``302`` to a URL on another host name of this server (``localhost`` where the API is
+  ``127.0.0.1``), as GitHub sends it to its log storage ("Download job logs for a
+  workflow run": "This link expires after 1 minute"). That URL serves the job's log as
+  plain text without a token (one sent is recorded) and ``403`` once a minute passed
+  by :attr:`FakeGitHub.now`. A job whose log expired (:meth:`FakeGitHub.expire_log`)
+  answers ``410``; a job not yet completed ``404`` (undocumented: GitHub's own ``gh``
+  never asks, "job is still in progress; logs will be available when it is complete",
+  cli/cli ``pkg/cmd/run/view``, and neither does the orchestrator).
 - ``GET .../actions/workflows/{wf}`` (its ``state``: :meth:`FakeGitHub.disable` sets
   ``disabled_inactivity`` or ``disabled_manually``) and ``PUT .../workflows/{wf}/enable``
   (``204``, active again);
@@ -76,7 +85,8 @@ Issues, their comments and labels are served too (:mod:`tests.fakes.github_issue
 :attr:`FakeGitHub.issues`), for the notifications' issue channel.
 
 Faults are scripted per endpoint (``"dispatch"``, ``"repository-dispatch"``, ``"runs"``,
-``"run"``, ``"jobs"``, ``"cancel"``, ``"artifacts"``, ``"artifact-zip"``, ``"issues"``,
+``"run"``, ``"jobs"``, ``"job"``, ``"job-logs"``, ``"cancel"``, ``"artifacts"``,
+``"artifact-zip"``, ``"issues"``,
 ``"issue"``, ``"comments"`` or ``"any"``) and consumed in order, each for ``times``
 requests:
 
@@ -152,6 +162,9 @@ MAX_JOB_NAME = 100
 """Longer job names are listed cut (see :meth:`FakeJob.to_json`)."""
 RATE_LIMIT = 1000
 """Requests per hour of a GITHUB_TOKEN, per repository."""
+LOG_URL_LIFETIME = timedelta(minutes=1)
+"""A job log's download URL "expires after 1 minute" (GitHub's description of the
+operation)."""
 
 _INPUT_EXPR = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 _MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}")
@@ -305,6 +318,16 @@ class FakeJob:
     """``no-runner`` or ``lost``: how the job failed to start (see ``broken_labels``)."""
     annotations: list[dict[str, Any]] = field(default_factory=list)
     """Its check run's annotations (``GET .../check-runs/{id}/annotations``)."""
+    log: bytes | None = None
+    """Its log as GitHub serves it (default: a few timestamped lines naming the job)."""
+    log_expired: bool = False
+
+    def log_text(self) -> bytes:
+        if self.log is not None:
+            return self.log
+        at = _iso(self.completed_at or self.created_at)
+        return (f"{at} ##[group]Run the track\n{at} job {self.name}\n{at} ##[endgroup]\n"
+                f"{at} Cleaning up orphan processes\n").encode()
 
     @property
     def is_leg(self) -> bool:
@@ -563,6 +586,8 @@ class Recorded:
     authorized: bool = False
     at: float = 0.0
     """``time.monotonic()`` when the request arrived."""
+    host: str = ""
+    """The ``Host`` it was sent to (the log storage's requests only)."""
 
 
 @dataclass
@@ -646,6 +671,8 @@ class FakeGitHub:
         self._ids = iter(range(7_000_000_001, 8_000_000_000))
         self._job_ids = iter(range(40_000_000_001, 50_000_000_000))
         self._artifact_ids = iter(range(2_000_000_001, 3_000_000_000))
+        self.log_links: dict[str, tuple[int, datetime]] = {}
+        """Signature of each log download URL handed out -> (job id, when)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -805,6 +832,19 @@ class FakeGitHub:
             self.settle()
             job = self._job(run_id, track)
             return job.status, job.conclusion
+
+    def set_log(self, run_id: int, track: str, data: bytes) -> None:
+        """What the job of ``track`` (as :meth:`set_job` finds it) logged."""
+        with self._lock:
+            self._job(run_id, track).log = data
+
+    def expire_log(self, run_id: int, track: str) -> None:
+        """The job's log is past the repository's log retention: ``410``."""
+        with self._lock:
+            self._job(run_id, track).log_expired = True
+
+    def job_by_id(self, job_id: int) -> FakeJob | None:
+        return next((j for r in self.runs.values() for j in r.jobs if j.id == job_id), None)
 
     def _release(self, run: FakeRun) -> None:
         """Create the jobs that waited for the others, once those have all completed
@@ -1021,6 +1061,8 @@ class FakeGitHub:
                 endpoint, match = found, names
         if method == "GET" and parts.path.startswith("/_blob/"):
             return self._blob(parts.path, query, headers)
+        if method == "GET" and parts.path.startswith("/_log/"):
+            return self._log(parts.path, query, headers)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -1061,6 +1103,42 @@ class FakeGitHub:
                 return 403, {}, {"message": "signature mismatch"}, 0.0
             record.status = 200
             return 200, {"content-type": "application/zip"}, artifact.data, 0.0
+
+    def _log(self, path: str, query: dict[str, str],
+             headers: dict[str, str]) -> tuple[int, dict[str, str], Any, float]:
+        """The log storage a job log's download redirects to: plain text, no token,
+        and a signature that lasts :data:`LOG_URL_LIFETIME`."""
+        record = Recorded(method="GET", path=path, query=query, body=None, endpoint="blob",
+                          authorized="authorization" in headers, at=time.monotonic(),
+                          host=headers.get("host", ""))
+        with self._lock:
+            self.requests.append(record)
+            issued = self.log_links.get(query.get("sig", ""))
+            job = self.job_by_id(issued[0]) if issued else None
+            if issued is None or job is None or path != f"/_log/{issued[0]}":
+                record.status = 403
+                return 403, {}, {"message": "signature mismatch"}, 0.0
+            if self._clock() > issued[1] + LOG_URL_LIFETIME:
+                record.status = 403
+                return 403, {}, {"message": "the signed URL has expired"}, 0.0
+            record.status = 200
+            return 200, {"content-type": "text/plain"}, job.log_text(), 0.0
+
+    def _job_call(self, endpoint: str, job_id: int) -> tuple[int, Any, str | None]:
+        job = self.job_by_id(job_id)
+        if job is None:
+            return 404, {"message": "Not Found"}, None
+        if endpoint == "job":
+            return 200, job.to_json(self.api_url, self.repository), None
+        if job.log_expired:
+            return 410, {"message": "Gone"}, None
+        if job.status != "completed":
+            return 404, {"message": "Not Found"}, None
+        sig = secrets.token_hex(8)
+        self.log_links[sig] = (job.id, self._clock())
+        # another host name of this server: the token must not follow the redirect
+        other = self.url.replace("127.0.0.1", "localhost")
+        return 302, None, f"{other}/_log/{job.id}?sig={sig}"
 
     def _limits(self) -> dict[str, str]:
         reset = self.rate_reset_at or self._clock() + timedelta(hours=1)
@@ -1132,6 +1210,8 @@ class FakeGitHub:
             return self._workflow_call(endpoint, rest.split("/")[1])
         if endpoint == "annotations":
             return self._annotations(int(rest.split("/")[0]), record)
+        if endpoint in ("job", "job-logs"):
+            return self._job_call(endpoint, int(rest.split("/")[1]))
         if endpoint == "artifact-zip":
             artifact = self.artifacts.get(int(rest.split("/")[1]))
             if artifact is None or artifact.run_id not in self.runs:
@@ -1372,6 +1452,10 @@ def _route(method: str, path: str) -> tuple[str, re.Match[str] | None]:
             return "artifacts", match
         if method == "POST" and rest[2:] == ["cancel"]:
             return "cancel", match
+    if method == "GET" and rest[0:1] == ["jobs"] and len(rest) in (2, 3) and rest[1].isdigit():
+        if len(rest) == 2:
+            return "job", match
+        return ("job-logs" if rest[2] == "logs" else "other"), match
     if (method == "GET" and len(rest) == 3 and rest[0] == "artifacts" and rest[1].isdigit()
             and rest[2] == "zip"):
         return "artifact-zip", match

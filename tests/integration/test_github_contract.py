@@ -42,6 +42,9 @@ OPERATIONS = {
 }
 CLOCK_OPERATIONS = {"repos/create-dispatch-event"}
 """What an external clock calls besides (its workflow dispatch is the executor's)."""
+LOG_OPERATIONS = {"actions/get-job-for-workflow-run",
+                  "actions/download-job-logs-for-workflow-run"}
+"""What ``orchestrator logs`` calls for a leg's job log."""
 
 
 @pytest.mark.parametrize(("kind", "version"), [("github", "2022-11-28"),
@@ -273,7 +276,7 @@ def test_the_descriptions_differ_where_github_does() -> None:
     for name in (openapi.GITHUB, openapi.GITHUB_2026, openapi.GHES):
         assert openapi.description(name)["package"] == "@octokit/openapi@23.0.2"
         assert set(openapi.description(name)["operations"]) == (
-            OPERATIONS | CLOCK_OPERATIONS | ISSUE_OPERATIONS)
+            OPERATIONS | CLOCK_OPERATIONS | ISSUE_OPERATIONS | LOG_OPERATIONS)
 
 
 def test_queries_and_statuses_outside_the_description_are_drift() -> None:

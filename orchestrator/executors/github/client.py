@@ -287,6 +287,29 @@ class GitHubClient:
         except httpx.HTTPError:
             return None
 
+    def fetch_signed_tail(self, url: str, keep: int) -> tuple[bytes, int] | None:
+        """GET a signed URL GitHub redirected to (a job's log) without the token, and
+        keep only its last ``keep`` bytes however large it is: (those bytes, the size
+        read). ``None`` when it fails or the URL is not http(s)."""
+        if not url.startswith(("https://", "http://")):
+            return None
+        self.calls += 1
+        try:
+            with self._client.stream("GET", url, headers={"User-Agent": self._headers[
+                    "User-Agent"]}) as response:
+                if response.status_code != 200:
+                    return None
+                tail = bytearray()
+                total = 0
+                for chunk in response.iter_bytes():
+                    total += len(chunk)
+                    tail += chunk
+                    if len(tail) > 2 * keep:  # trim now and then, not on every chunk
+                        del tail[:len(tail) - keep]
+                return bytes(tail[-keep:]) if keep else b"", total
+        except httpx.HTTPError:
+            return None
+
     def paged(self, path: str, params: Mapping[str, str], key: str,
               max_pages: int) -> list[dict[str, Any]]:
         """The items under ``key`` of up to ``max_pages`` pages, following ``Link: next``."""

@@ -1,10 +1,10 @@
 """Regenerate the extract of GitHub's REST API description the contract test reads.
 
 GitHub publishes its OpenAPI description in the npm package ``@octokit/openapi``.
-This keeps only the operations the GitHub executor and the issue channel call, dereferenced, without
-prose and examples, for api.github.com (as pinned, and as API version 2026-03-10
-after applying the description's ``x-github-breaking-changes``) and for GitHub
-Enterprise Server 3.17::
+This keeps only the operations the GitHub executor, ``orchestrator logs`` and the issue
+channel call, dereferenced, without prose and examples, for api.github.com (as
+pinned, and as API version 2026-03-10 after applying the description's
+``x-github-breaking-changes``) and for GitHub Enterprise Server 3.17::
 
     python3 tests/data/github-openapi/extract.py            # npm pack into a temp folder
     python3 tests/data/github-openapi/extract.py PACKAGE    # an unpacked package or .tgz
@@ -56,6 +56,9 @@ OPERATIONS = (
     "actions/enable-workflow",
     # who cancelled a run: GitHub's annotation on the cancelled job's check run
     "checks/list-annotations",
+    # `orchestrator logs` of a leg: its job (is it complete?) and the job's log
+    "actions/get-job-for-workflow-run",
+    "actions/download-job-logs-for-workflow-run",
 )
 CLOSED_BODIES = ("actions/create-workflow-dispatch",)
 """Operations whose request body refuses keys it does not list (see above)."""

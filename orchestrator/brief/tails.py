@@ -1,0 +1,68 @@
+"""The last lines a track printed to stdout, shown under its row of the brief.
+
+- A local track's tail is read from its current attempt's work folder when the brief
+  is rendered (:func:`local_tails`): ``stdout.log`` as a regular file only, no link
+  followed, never a FIFO waited on, and no more than :data:`READ_BYTES` of it.
+- Every tail is at most :data:`LINES` lines and :data:`CHARS` characters, stripped of
+  control characters and terminal escapes, and redacted; the template autoescapes it.
+- At most :data:`MAX_TRACKS` tracks show a tail, the ones a reader needs first (failed,
+  tapped out, ...), so a brief of 10,000 tracks reads at most that many files; the
+  brief says how many were left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..executors.local_outcome import read_tail
+from ..state.records import Track, TrackPhase
+from ..support.text import last_lines
+from .context import BriefContext
+
+LINES = 20
+CHARS = 4000
+READ_BYTES = 16 * 1024
+"""Bytes read from the end of a ``stdout.log``: 20 lines of 4,000 characters fit."""
+MAX_TRACKS = 200
+"""Tracks whose tail a brief shows."""
+STDOUT = "stdout.log"
+
+_FIRST = {TrackPhase.FAILED: 0, TrackPhase.TAPPED_OUT: 1, TrackPhase.CANCELLED: 2}
+
+
+def tail_of(data: bytes | str, redact: Callable[[str], str]) -> str:
+    """The shown tail of ``data``: its last lines, printable and redacted."""
+    return redact(last_lines(data, LINES, CHARS))
+
+
+def shown_first(tracks: Iterable[Track]) -> list[Track]:
+    """``tracks`` in the order their tails are kept: the failed ones first."""
+    return sorted(tracks, key=lambda t: _FIRST.get(t.phase, 3))
+
+
+def left_out(tracks: Iterable[Track], limit: int = MAX_TRACKS) -> int:
+    """How many tracks show no tail because of :data:`MAX_TRACKS`."""
+    return max(0, sum(1 for _ in tracks) - limit)
+
+
+def local_tails(work_dir: Path, tracks: Iterable[Track], redact: Callable[[str], str],
+                limit: int = MAX_TRACKS) -> dict[str, str]:
+    """Track name -> the tail of its current attempt's stdout in ``work_dir``, of the
+    first ``limit`` local tracks (:func:`shown_first`); one that printed nothing has
+    none."""
+    found: dict[str, str] = {}
+    for track in shown_first(t for t in tracks if t.executor == "local")[:limit]:
+        text = tail_of(read_tail(work_dir / track.key / STDOUT, READ_BYTES), redact)
+        if text:
+            found[track.name] = text
+    return found
+
+
+def with_local_tails(ctx: BriefContext, work_dir: Path,
+                     redact: Callable[[str], str]) -> BriefContext:
+    """``ctx`` with the tails of its local tracks, read from ``work_dir``."""
+    local = [t for t in ctx.tracks if t.executor == "local"]
+    return dataclasses.replace(ctx, tails={**ctx.tails, **local_tails(work_dir, local, redact)},
+                               tails_left_out=left_out(local))
