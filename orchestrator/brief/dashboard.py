@@ -3,8 +3,8 @@ schedule with its next slots, its last runs, their success rate and duration tre
 
 - :func:`build` is pure: the schedules, the parsed state, the last tick's instant, the
   runs to draw and ``now`` are passed in; nothing reads the clock or the branch.
-- What needs attention is :func:`orchestrator.runs.status.attention` of the status
-  report, so the page and ``orchestrator status`` name the same items.
+- What needs attention is the status report's (:func:`orchestrator.runs.status.attention`),
+  so the page and ``orchestrator status`` name the same items.
 - Everything shown is capped (:data:`SCHEDULES_SHOWN`, :data:`STRIP_RUNS`,
   :data:`ATTENTION_SHOWN`): a branch of 10,000 runs and 1,000 schedules renders a
   page of bounded size from a bounded number of records.
@@ -101,11 +101,11 @@ def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_mo
     on ``state`` as it stands after the tick's commit (or as read)."""
     report = status.from_state(state, last_tick, list(schedules), list(invalid), now,
                                max_staleness)
-    items = status.attention(report)
+    items = report["attention"]
     needs = {i["subject"] for i in items}
     cards = [_card(s, row, s.id in needs)
              for s, row in zip(schedules, report["schedules"], strict=True)]
-    cards += [_invalid_card(line) for line in invalid]
+    cards += _invalid_cards(invalid)
     cards.sort(key=lambda c: (not c.attention, c.id))
     by_id = {s.id: s for s in schedules}
     shown = cards[:SCHEDULES_SHOWN]
@@ -154,12 +154,16 @@ def _state(row: Mapping[str, Any]) -> tuple[str, str]:
     return "active", ""
 
 
-def _invalid_card(line: str) -> Card:
-    """An invalid file: named by its path, with its one-line error."""
-    where, _, problem = line.partition(": ")
-    return Card(id=where, when="-", state="invalid",
-                note=problem or line, next_slots=(), strip=(), success="", trend="",
-                spark="", attention=True)
+def _invalid_cards(lines: Sequence[str]) -> list[Card]:
+    """One card per invalid file, named by its path, with its errors (one line each
+    in ``lines``, ``<file>: <error>``)."""
+    problems: dict[str, list[str]] = {}
+    for line in lines:
+        where, _, problem = line.partition(": ")
+        problems.setdefault(where, []).append(problem or line)
+    return [Card(id=where, when="-", state="invalid", note="; ".join(found), next_slots=(),
+                 strip=(), success="", trend="", spark="", attention=True)
+            for where, found in problems.items()]
 
 
 def _outcome(run: Run) -> Outcome:

@@ -119,7 +119,7 @@ def from_state(state: state_model.State, last: datetime | None, schedules: list[
     wake = next_wake(schedules, state, now)
     caps = caps or Caps()
     queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
-    return {
+    report: dict[str, Any] = {
         "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
                  "max_dispatches_per_tick": caps.max_dispatches_per_tick,
                  "tracks_in_flight": sum(in_flight(state).values())},
@@ -146,6 +146,8 @@ def from_state(state: state_model.State, last: datetime | None, schedules: list[
         "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
         "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
     }
+    report["attention"] = attention(report)
+    return report
 
 
 DEAD_KEYS_LISTED = 20
@@ -209,7 +211,7 @@ def age_text(minutes: float) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [_tick_line(report), f"now           {report['now']}"]
-    needs = attention(report)
+    needs = report["attention"]
     lines.append("attention" if needs else "attention     nothing needs attention")
     lines += [f"  {i['text']}" + (f"  ({i['command']})" if i["command"] else "")
               for i in needs]

@@ -76,7 +76,7 @@ def test_attention_comes_first_and_names_what_status_names() -> None:
     report = status.build(files, SCHEDULES, INVALID, NOW,
                           timedelta(minutes=status.DEFAULT_MAX_STALENESS))
     assert [(i["kind"], i["subject"]) for i in b.attention] == [
-        (i["kind"], i["subject"]) for i in status.attention(report)]
+        (i["kind"], i["subject"]) for i in report["attention"]]
     kinds = [i["kind"] for i in b.attention]
     assert kinds == ["invalid", "failed", "dead_letter", "paused"]
     dead = b.attention[2]
