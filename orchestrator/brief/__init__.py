@@ -11,9 +11,10 @@ Rendering is pure: time comes in as ``generated_at``/``now``; nothing here reads
 clock or the network.
 
 By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline` and
-:mod:`.view` derive what is shown; :mod:`.cuts` decides what the Markdown keeps under
-GitHub's limit; :mod:`.render` finds and renders templates (HTML and the index);
-:mod:`.markdown` renders the Markdown twin; :mod:`.text` formats and escapes.
+:mod:`.view` derive what is shown; :mod:`.dashboard` builds the index's dashboard;
+:mod:`.cuts` decides what the Markdown keeps under GitHub's limit; :mod:`.render`
+finds and renders templates (HTML and the index); :mod:`.markdown` renders the
+Markdown twin; :mod:`.text` formats and escapes.
 
 Template context (documented in the README; every template may be replaced):
 
@@ -22,7 +23,8 @@ Template context (documented in the README; every template may be replaced):
     ``polls`` (list of dicts), ``generated_at``, ``last_tick`` (datetime or ``None``) and
     ``view`` (:class:`BriefView`, derived). Filters: ``when``, ``clock``, ``duration``.
 ``index.html.j2``
-    ``runs`` (list of :class:`IndexRow`, newest first) and ``generated_at``.
+    ``runs`` (list of :class:`IndexRow`, newest first), ``generated_at``, ``paused``,
+    ``older`` and ``board`` (:class:`Dashboard` or ``None``).
 ``brief.md.j2``
     see the packaged template's opening comment; filter ``md`` besides the three above.
 """
@@ -30,6 +32,7 @@ Template context (documented in the README; every template may be replaced):
 from .attempts import Attempt, attempts_of
 from .context import DEFAULT_STALE_AFTER, BriefContext, context_from_files
 from .cuts import MARKDOWN_LIMIT
+from .dashboard import Dashboard
 from .markdown import render_markdown
 from .render import (
     BRIEF_TEMPLATE,
@@ -48,7 +51,8 @@ from .view import PHASE_LABELS, PHASE_ORDER, BriefView, Counts, Headline, TrackR
 __all__ = [
     "BRIEF_TEMPLATE", "DATA", "DEFAULT_STALE_AFTER", "INDEX_TEMPLATE", "MARKDOWN_LIMIT",
     "MARKDOWN_TEMPLATE", "PHASE_LABELS", "PHASE_ORDER", "Attempt", "Bar", "BriefContext",
-    "BriefView", "Counts", "Headline", "IndexRow", "Timeline", "TimelineRow", "TrackRow",
+    "BriefView", "Counts", "Dashboard", "Headline", "IndexRow", "Timeline", "TimelineRow",
+    "TrackRow",
     "attempts_of", "build_view", "context_from_files", "describe_cron", "fmt_clock",
     "fmt_duration", "fmt_when", "md", "render_html", "render_index", "render_markdown",
     "repo_template", "safe_url",

@@ -23,6 +23,7 @@ from ..state.machine import RUN_TERMINAL
 from ..state.records import Run
 from .attempts import run_finished, run_started
 from .context import BriefContext
+from .dashboard import Dashboard
 from .tails import MAX_TRACKS
 from .text import fmt_clock, fmt_duration, fmt_when, md
 from .view import build_view
@@ -149,11 +150,12 @@ class IndexRow:
 
 def render_index(runs: list[Run], *, generated_at: datetime,
                  template: Path | None = None, paused: Mapping[str, Pause] | None = None,
-                 older: int = 0) -> str:
-    """``state/index.html``: ``runs``, newest first, linking to their briefs; paused
-    schedules (``pause_after_failures``) first. ``older`` runs on the branch are not
-    listed (the page shows the newest and the open ones: ``orchestrator runs list``
-    shows every run)."""
+                 older: int = 0, board: Dashboard | None = None) -> str:
+    """``state/index.html``: the dashboard ``board`` (what needs attention, then each
+    schedule), then ``runs``, newest first, linking to their briefs. Without a board,
+    paused schedules come first. ``older`` runs on the branch are not listed (the
+    page shows the newest and the open ones: ``orchestrator runs list`` shows every
+    run)."""
     rows = []
     for run in sorted(runs, key=lambda r: (r.slot, r.run_id), reverse=True):
         started = run_started(run, [])
@@ -165,4 +167,4 @@ def render_index(runs: list[Run], *, generated_at: datetime,
                              acts=tuple(run.acts())))
     return load(INDEX_TEMPLATE, template).render({"runs": rows, "generated_at": generated_at,
                                                   "paused": dict(paused or {}),
-                                                  "older": older})
+                                                  "older": older, "board": board})

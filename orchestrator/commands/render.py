@@ -1,26 +1,34 @@
-"""``orchestrator render RUN``: the brief of one run, from the state branch.
+"""``orchestrator render RUN``: the brief of one run, from the state branch; and
+``render --index``: the dashboard page ``state/index.html``, written to a local folder.
 
 Renders any run, finished or not (an open run's brief says so and draws "now" on its
 timeline), as HTML or as the Markdown twin that the tick writes to the job summary.
+The index is written with the briefs it links to beside it (``runs/<id>/brief.html``),
+so its links work from the file as they do from GitHub Pages.
 """
 
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
 
 from .. import brief
+from ..brief import dashboard
 from ..brief.tails import with_local_tails
 from ..errors import ScheduleError, UserError
-from ..spec.files import load_schedule
+from ..spec.config import RepoSettings
+from ..spec.files import load_all, load_schedule
 from ..spec.models import ScheduleSpec
+from ..state import codec, layout
+from ..state import index as state_index
 from ..state.layout import parse_run_id
 from ..store import GitStateStore
-from ..support.atomic import write_text
+from ..support.atomic import write_bytes, write_text
 from ..support.credentials import redactor
+from ..support.times import parse_now
 from .context import Config, pass_config
 
 
@@ -34,23 +42,43 @@ def _schedule(cfg: Config, schedule_id: str) -> ScheduleSpec | None:
         return None  # an invalid schedule must not hide the brief of a past run
 
 
+INDEX_OUT = Path(".orchestrator") / "site" / "index.html"
+"""Where ``render --index`` writes by default, in the checkout (git ignores it)."""
+
+
 @click.command("render")
-@click.argument("run_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to this file instead of standard output.")
+@click.argument("run_id", required=False)
+@click.option("--index", "index", is_flag=True,
+              help="Render the dashboard (state/index.html) instead of a brief, with the "
+                   "briefs it links to beside it; prints the page's path.")
+@click.option("-o", "--output", "--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file instead of standard output (with --index: "
+                   "default .orchestrator/site/index.html).")
+@click.option("--now", "now_text", metavar="ISO",
+              help="Judge as of this instant (with --index: next slots, staleness).")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default="html",
               show_default=True, help="HTML page, or Markdown for a CI job summary.")
 @click.option("--template", type=click.Path(dir_okay=False, path_type=Path),
               help="Template (default: templates/brief.html.j2, or templates/brief.md.j2 "
                    "with --format markdown, else the built-in one).")
 @pass_config
-def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
-            template: Path | None) -> None:
-    """Render the brief of RUN (e.g. nightly--20261201T0700Z)."""
+def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, fmt: str,
+            template: Path | None, now_text: str | None) -> None:
+    """Render the brief of RUN (e.g. nightly--20261201T0700Z), or with --index the
+    dashboard of every schedule and run."""
+    if index == (run_id is not None):
+        raise UserError("give a RUN or --index, not both" if index else
+                        "give a RUN to render its brief, or --index for the dashboard")
+    if index:
+        if fmt != "html":
+            raise UserError("--index renders HTML only")
+        _write_index(cfg, output or cfg.repo / INDEX_OUT, template, parse_now(now_text))
+        return
+    assert run_id is not None
     schedule_id, _ = parse_run_id(run_id)
     snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
     schedule = _schedule(cfg, schedule_id)
-    ctx = brief.context_from_files(snap.files, run_id, now=datetime.now(UTC),
+    ctx = brief.context_from_files(snap.files, run_id, now=parse_now(now_text),
                                    schedule=schedule)
     # a local track's stdout tail is read from this machine's work folder, as a tick does
     work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
@@ -64,8 +92,41 @@ def command(cfg: Config, run_id: str, output: Path | None, fmt: str,
     if output is None:
         click.echo(text, nl=False)
     else:
-        try:
-            write_text(output, text)
-        except OSError as exc:
-            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+        _write(output, text)
         click.echo(f"wrote {output}", err=True)
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            write_bytes(path, text)
+        else:
+            write_text(path, text)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -> None:
+    """The dashboard as the tick renders it, from the branch, into ``out``; each brief
+    it links to is copied to ``runs/<id>/brief.html`` beside it."""
+    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    loaded = load_all(cfg.schedules_dir)
+    problem = RepoSettings.read(cfg.repo).caps_problem
+    invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
+    state = state_index.load(snap.files).state
+    board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
+                                 last_tick=codec.last_tick_at(snap.files))
+    runs, older = state_index.page_runs(snap.files, state.runs)
+    rows = list(runs.values())
+    html = brief.render_index(rows, generated_at=now, older=older, board=board,
+                              template=brief.repo_template(cfg.repo, brief.INDEX_TEMPLATE,
+                                                           template))
+    linked = {r.run_id for r in rows} | {o.run_id for c in board.cards for o in c.strip
+                                         if o.href}
+    for run_id in sorted(r for r in linked if layout.is_run_id(r)):  # no path of its own
+        data = snap.files.get(layout.brief_path(run_id))
+        if data is not None:
+            _write(out.parent / "runs" / run_id / "brief.html", data)
+    _write(out, html)
+    click.echo(str(out))

@@ -10,9 +10,11 @@ from collections.abc import Callable
 import click
 
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
+from ..brief.dashboard import from_files
 from ..errors import OrchestratorError
 from ..runs.pauses import pause, resume
 from ..spec.fields import check_id
+from ..spec.files import load_all
 from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import index as state_index
@@ -90,13 +92,18 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
         cursors = {**loaded.state.cursors, schedule_id: codec.parse_record(
             Cursor, layout.cursor_path(schedule_id), edited)}
         runs, older = state_index.page_runs(snap.files, loaded.state.runs)
+        state = loaded.state.copy()
+        state.cursors = cursors
+        parsed = load_all(cfg.schedules_dir)
+        board = from_files(snap.files, parsed.schedules, [e.message for e in parsed.errors],
+                           now, state=state, last_tick=codec.last_tick_at(snap.files))
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[layout.INDEX] = render_index(
                 list(runs.values()), generated_at=now,
                 template=repo_template(cfg.repo, INDEX_TEMPLATE),
                 paused={sid: c.paused for sid, c in sorted(cursors.items()) if c.paused},
-                older=older).encode()
+                older=older, board=board).encode()
         return out
 
     store.transact(change, f"schedules: {verb} {schedule_id}")

@@ -7,6 +7,8 @@ larger than that: a healthy but idle repository is never reported stale.
 
 Pure: :func:`build` turns the state files, the schedules and an instant into a
 JSON-able report, :func:`text` into lines; ``orchestrator status`` prints them.
+:func:`attention` picks from the report what needs a person; ``state/index.html``
+puts the same items first, so the page and ``status`` never disagree.
 """
 
 from __future__ import annotations
@@ -41,12 +43,19 @@ def _iso(moment: datetime | None) -> str | None:
     return iso(moment) if moment is not None else None
 
 
-def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> datetime | None:
+def next_slots(schedule: Schedule, state: state_model.State, now: datetime,
+               n: int = 1) -> list[datetime]:
+    """The schedule's next ``n`` slots (UTC) after its cursor and ``now``, honouring
+    ``start_at``, ``end_at`` and ``exclude``; none while disabled, done or paused."""
     cursor = state.cursors.get(schedule.id)
     if not schedule.spec.enabled or (cursor is not None and (cursor.done or cursor.paused)):
-        return None
-    found = for_spec(schedule.spec).next(settled_after(cursor, now), 1).found
-    return found[0].at if found else None
+        return []
+    return [s.at for s in for_spec(schedule.spec).next(settled_after(cursor, now), n).found]
+
+
+def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> datetime | None:
+    found = next_slots(schedule, state, now)
+    return found[0] if found else None
 
 
 def _ended(schedule: Schedule, now: datetime) -> datetime | None:
@@ -61,7 +70,15 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
     """The status report (pure): everything ``status`` prints, as a JSON-able dict.
     ``caps`` are the repository's stampede caps (``orchestrator.json``)."""
     state = state_index.load(files).state  # open runs only, like the tick
-    last = codec.last_tick_at(files)
+    return from_state(state, codec.last_tick_at(files), schedules, invalid, now,
+                      max_staleness, caps)
+
+
+def from_state(state: state_model.State, last: datetime | None, schedules: list[Schedule],
+               invalid: list[str], now: datetime, max_staleness: timedelta,
+               caps: Caps | None = None) -> dict[str, Any]:
+    """The report of :func:`build` from a parsed ``state`` and the last tick's instant
+    (a tick that renders the index passes the state it is about to commit)."""
     age = now - last if last is not None else None
     rows = []
     for schedule in schedules:
@@ -75,6 +92,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
             "paused": (cursor.paused.model_dump(mode="json")
                        if cursor is not None and cursor.paused is not None else None),
             "ended": _iso(_ended(schedule, now)),
+            # the cursor counts failed finishes as runs end: >0, the last one failed
+            "failures_in_a_row": cursor.failures_in_a_row if cursor else 0,
         })
     runs: list[dict[str, Any]] = []
     specs = {s.id: s.spec for s in schedules}
@@ -100,7 +119,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
     wake = next_wake(schedules, state, now)
     caps = caps or Caps()
     queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
-    return {
+    report: dict[str, Any] = {
         "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
                  "max_dispatches_per_tick": caps.max_dispatches_per_tick,
                  "tracks_in_flight": sum(in_flight(state).values())},
@@ -121,11 +140,68 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
         "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded) + sum(
             q["dead"] for q in queues),
         "dead_items": sum(q["dead"] for q in queues),
+        "dead_letter_keys": _dead_keys(state),
         "queues": queues,
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
         "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
         "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
     }
+    report["attention"] = attention(report)
+    return report
+
+
+DEAD_KEYS_LISTED = 20
+"""How many dead letters the report names by key (``dlq list`` names every one)."""
+
+
+def _dead_keys(state: state_model.State) -> list[str]:
+    """The keys of the first :data:`DEAD_KEYS_LISTED` dead letters waiting: tracks',
+    then queue items' (``<queue>/<item-id>``), as ``dlq requeue`` takes them."""
+    keys = sorted(k for k, d in state.dlq.items() if not d.discarded)[:DEAD_KEYS_LISTED]
+    for name, book in sorted(state.queues.items()):
+        if len(keys) >= DEAD_KEYS_LISTED:
+            break
+        keys += [f"{name}/{item}" for item, d in sorted(book.dead.items())
+                 if not d.discarded][:DEAD_KEYS_LISTED - len(keys)]
+    return keys
+
+
+def attention(report: dict[str, Any]) -> list[dict[str, str]]:
+    """What needs a person, most urgent first: a stale clock, invalid files, failed
+    last runs, dead letters waiting, paused schedules, unreadable records. Each item
+    has a ``kind``, the ``subject`` it names, one line of ``text`` and the ``command``
+    that handles it (empty when none does)."""
+    items: list[dict[str, str]] = []
+
+    def add(kind: str, subject: str, text: str, command: str = "") -> None:
+        items.append({"kind": kind, "subject": subject, "text": text, "command": command})
+
+    if report["stale"]:
+        add("stale", "tick", _tick_line(report).split(None, 2)[-1],
+            "orchestrator tick")
+    for line in report["invalid_schedules"]:
+        add("invalid", line.split(": ", 1)[0], line)
+    for s in report["schedules"]:
+        if s["failures_in_a_row"]:
+            count = s["failures_in_a_row"]
+            add("failed", s["id"], f"the last finished run of {s['id']} failed"
+                + (f" ({count} in a row)" if count > 1 else ""),
+                f"orchestrator runs list --schedule {s['id']} --status failed")
+    for key in report["dead_letter_keys"]:
+        add("dead_letter", key, f"dead letter {key} waits for a decision",
+            f"orchestrator dlq requeue {key}")
+    more = report["dead_letters"] - len(report["dead_letter_keys"])
+    if more > 0:
+        add("dead_letter", "more", f"{more} more dead letter(s) wait",
+            "orchestrator dlq list")
+    for s in report["schedules"]:
+        if s["paused"]:
+            p = s["paused"]
+            add("paused", s["id"], f"{s['id']} is paused since {p['at']} by {p['by']}: "
+                f"{p['reason']}", f"orchestrator schedules resume {s['id']} --reason ...")
+    for line in report["quarantined"]:
+        add("quarantined", line.split(":", 1)[0], line)
+    return items
 
 
 def age_text(minutes: float) -> str:
@@ -135,6 +211,10 @@ def age_text(minutes: float) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [_tick_line(report), f"now           {report['now']}"]
+    needs = report["attention"]
+    lines.append("attention" if needs else "attention     nothing needs attention")
+    lines += [f"  {i['text']}" + (f"  ({i['command']})" if i["command"] else "")
+              for i in needs]
     wake = report["next_wake"]
     lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
                  "next wake     nothing will fall due")

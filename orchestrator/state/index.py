@@ -513,3 +513,44 @@ def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
     files.prefetch(paths)
     return {run.run_id: run for run in (codec.parse_record(Run, p, files[p])
                                         for p in paths if p in files)}
+
+
+def schedule_history(files: Mapping[str, bytes], schedule_ids: Iterable[str],
+                     also: Mapping[str, Run], per_schedule: int) -> dict[str, list[Run]]:
+    """Schedule id -> the records of its ``per_schedule`` newest runs, newest first,
+    for the schedules ``schedule_ids`` (the dashboard's strips). The run ids name
+    their schedule and slot, so only those records are read; ``also`` (the open runs
+    and what the writer changes) is taken over the branch's. An unreadable record is
+    left out (the tick quarantines and reports it)."""
+    files = as_state_files(files)
+    wanted = set(schedule_ids)
+    by_schedule: dict[str, list[str]] = {sid: [] for sid in wanted}
+    for run_id in {*run_folders(files), *also}:
+        if not layout.is_run_id(run_id):
+            continue
+        sid = run_id.rpartition("--")[0]  # the form is checked: no parse needed
+        if sid in by_schedule:
+            by_schedule[sid].append(run_id)
+    newest = {sid: sorted(ids, key=lambda r: (layout.slot_text(r), r), reverse=True)
+              [:per_schedule] for sid, ids in by_schedule.items()}
+    paths = [layout.run_path(r) for ids in newest.values() for r in ids if r not in also]
+    files.prefetch(paths)
+    out: dict[str, list[Run]] = {}
+    for sid, ids in newest.items():
+        runs = []
+        for run_id in ids:
+            run = also.get(run_id) or _readable(files, layout.run_path(run_id))
+            if run is not None:
+                runs.append(run)
+        out[sid] = runs
+    return out
+
+
+def _readable(files: StateFiles, path: str) -> Run | None:
+    data = files.get(path)
+    if data is None:
+        return None
+    try:
+        return codec.parse_record(Run, path, data)
+    except codec.CorruptState:
+        return None

@@ -8,6 +8,8 @@
 - The page of runs is rendered again whenever a run is created or finished or a pause
   moves, from the open runs and the newest others only (never the whole history). A
   broken index template keeps the old page.
+- Its dashboard (:mod:`orchestrator.brief.dashboard`) is built then, and only then,
+  on the state this commit leaves: a tick that renders nothing reads no more.
 - jinja2 is imported only when there is something to render.
 """
 
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..planner import Decision, consolidate
 from ..spec.models import ScheduleSpec
@@ -27,6 +29,7 @@ from ..state import codec, layout
 from ..state import index as state_index
 from ..state.model import State
 from ..state.records import Run
+from ..store import as_state_files
 from . import logs
 
 if TYPE_CHECKING:
@@ -91,10 +94,14 @@ def paused_schedules(state: State) -> dict[str, Pause]:
     return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
 
 
+Board = Callable[[State, Mapping[str, Run]], Any]
+"""The state after the decision and the other open runs -> the index's dashboard."""
+
+
 def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping[str, bytes],
                 specs: Mapping[str, ScheduleSpec], others: Mapping[str, Run], *,
                 redraw_index: bool, now: datetime, executor: str,
-                templates: Templates,
+                templates: Templates, board: Board | None = None,
                 tails: Callable[[BriefContext], BriefContext] | None = None) -> Consolidated:
     """Render the brief of each run in ``decision.render`` into ``files`` and finish the
     run in ``decision.state``; then the index, when anything it lists moved."""
@@ -111,10 +118,10 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
         # the tick loaded only the open runs (a scoped tick: one); the page lists them
         # and the newest others, never the whole history
         runs, older = state_index.page_runs(old, {**others, **decision.state.runs})
-        files[layout.INDEX] = render_index(list(runs.values()), generated_at=now,
-                                           template=chosen.index,
-                                           paused=paused_schedules(decision.state),
-                                           older=older).encode()
+        files[layout.INDEX] = render_index(
+            list(runs.values()), generated_at=now, template=chosen.index,
+            paused=paused_schedules(decision.state), older=older,
+            board=board(decision.state, others) if board is not None else None).encode()
     except Exception as exc:  # a broken index template keeps the old index
         decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
     return done
@@ -158,3 +165,24 @@ def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
     done.rendered.append(run_id)
     done.summaries[run_id] = functools.partial(render_markdown, ctx,
                                                template=templates.markdown)
+
+
+def board_state(loaded: State, after: State, others: Mapping[str, Run],
+                old: Mapping[str, bytes], schedule_ids: list[str]) -> State:
+    """The state the dashboard describes: what the tick loaded, with the decision's
+    records over it (a scoped tick decided one run: ``others`` are the rest), and the
+    cursors the tick did not read (quiet schedules) read from ``old``."""
+    from ..state import model as state_model
+
+    merged = loaded.copy()
+    merged.runs.update(others)
+    for name in ("cursors", "runs", "tracks", "dlq", "undos", "queues"):
+        getattr(merged, name).update(getattr(after, name))
+    missing = [layout.cursor_path(sid) for sid in schedule_ids if sid not in merged.cursors]
+    found = as_state_files(old)
+    found.prefetch([p for p in missing if p in found])
+    if missing:
+        extra = state_model.load({p: found[p] for p in missing if p in found})
+        merged.cursors.update(extra.cursors)
+        merged.quarantined.update(extra.quarantined)
+    return merged

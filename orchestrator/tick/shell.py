@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
@@ -48,6 +48,8 @@ from ..runs.retention import Outcome, retain
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.breaker import Breaker, merge_breaker
+from ..state.model import State
+from ..state.records import Run
 from ..store import Snapshot, StateStore
 from ..support import checkpoints
 from ..support.credentials import redactor
@@ -55,7 +57,14 @@ from ..support.times import iso
 from . import logs, notifying
 from . import memo as quiet
 from . import scope as run_scope
-from .consolidate import Consolidated, Overlay, Templates, finish_runs, paused_schedules
+from .consolidate import (
+    Consolidated,
+    Overlay,
+    Templates,
+    board_state,
+    finish_runs,
+    paused_schedules,
+)
 from .inputs import TickInputs
 from .observing import gather
 from .result import TickResult
@@ -319,7 +328,8 @@ class Tick:
             decision, files, files0, {s.id: s.spec for s in inputs.schedules}, others,
             redraw_index=paused_schedules(decision.state) != paused_schedules(state),
             now=self.now, executor=self.executor_name, templates=self.templates,
-            tails=self.tails)
+            tails=self.tails,
+            board=lambda after, rest: self.board(inputs, after, rest))
         notes = self.notifications.plan(inputs, state, decision.state, files, files0,
                                         self.scope)
         files = state_index.refresh(files0, files, loaded.index)
@@ -334,6 +344,25 @@ class Tick:
                   if not d.discarded and state.dlq.get(key) is not d}
         parked.update(sorted(decision.dead_items.items()))  # items: the same alert
         return Planned(decision, change, consolidated, parked, notes)
+
+    def board(self, inputs: TickInputs, after: State, others: Mapping[str, Run]) -> Any:
+        """The index's dashboard on the state this tick commits. Every schedule is on
+        it, so the files the memo vouched for are parsed here: only when the index is
+        rendered (a run started or ended, a pause moved), never on a quiet tick."""
+        from ..brief.dashboard import from_files
+        from ..spec.files import load_all
+
+        schedules, invalid = list(inputs.schedules), list(inputs.invalid)
+        folder = self.repo / "schedules"
+        if inputs.memo is not None and inputs.memo.left_out and folder.is_dir():
+            parsed = load_all(folder)
+            schedules = [s for s in parsed.schedules if s.id not in inputs.held]
+            invalid = [e.message for e in parsed.errors] + [
+                line for line in inputs.invalid if line == inputs.settings.caps_problem]
+        state = board_state(inputs.state, after, others, inputs.snapshot.files,
+                            [s.id for s in schedules])
+        return from_files(inputs.snapshot.files, schedules, invalid, self.now, state=state,
+                          last_tick=self.now)
 
     def mark(self, inputs: TickInputs,
              seen: Seen) -> tuple[Planned, store.TransactResult, TickInputs]:

@@ -269,3 +269,48 @@ def test_brief_of_a_drain_of_10000_items(browser: Browser, tmp_path: Path, width
             assert visit.sideways() == []
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
+                                             width: int) -> None:
+    """The index as a dashboard: what needs attention is the first thing on screen,
+    the hostile schedule name and pause reason stay text, nothing scrolls sideways."""
+    from orchestrator.brief import dashboard
+    from orchestrator.state import index as state_index
+    from tests.unit.test_dashboard import INVALID, NOW, SCHEDULES, snapshot_files
+
+    files = snapshot_files()
+    runs, older = state_index.page_runs(files, {})
+    board = dashboard.from_files(files, SCHEDULES, INVALID, NOW)
+    path = _write(tmp_path, "index.html", brief.render_index(
+        list(runs.values()), generated_at=NOW, board=board, older=older))
+    visit = Visit(browser, path, width)
+    try:
+        assert visit.requests == [visit.url] and visit.refused == []
+        assert visit.console == [] and visit.dialogs == []
+        assert visit.js("document.querySelectorAll('script, img, iframe').length") == 0
+        assert visit.overflow()[0] <= width, f"page scrolls sideways at {width}px"
+        if width == 390:
+            assert visit.sideways() == []
+        page = visit.page
+        attention = page.locator("#attention")
+        assert attention.is_visible()
+        box = attention.bounding_box()
+        assert box is not None and box["y"] < 300  # on screen without scrolling
+        first = visit.js("document.querySelector('main > section, main > .card').id")
+        assert first == "attention"
+        items = page.locator("#attention li").all_inner_texts()
+        assert len(items) == 4 and any('<script>alert("x")</script>' in i for i in items)
+        assert page.locator("#schedules .sched").count() == 4
+        strip = page.locator("#schedules .strip a")
+        assert strip.count() == 3  # nightly's three finished runs link to their briefs
+        assert strip.first.get_attribute("href") == "runs/nightly--20261201T0700Z/brief.html"
+        assert page.locator("#schedules svg.spark").count() == 1
+        for card in page.locator("#schedules .sched").all():
+            card_box = card.bounding_box()
+            assert card_box is not None and card_box["x"] + card_box["width"] <= width
+        page.screenshot(path=str(tmp_path / f"dashboard-{width}.png"), full_page=True)
+    finally:
+        visit.close()
+    assert (tmp_path / f"dashboard-{width}.png").stat().st_size > 10_000

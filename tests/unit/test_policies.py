@@ -231,7 +231,7 @@ def test_status_says_a_schedule_is_paused_by_whom_and_how_to_resume() -> None:
     report = build(paused.dump(), [s], [], T0 + timedelta(minutes=6), timedelta(minutes=90))
     row = report["schedules"][0]
     assert row["paused"]["by"] == "orchestrator" and row["next"] is None
-    line = next(x for x in text(report) if x.strip().startswith("job"))
+    line = next(x for x in text(report) if x.strip().startswith("job") and "PAUSED" in x)
     assert "PAUSED since 2026-12-01T07:05:00Z by orchestrator: 1 consecutive runs failed" \
         in line
     assert "orchestrator schedules resume job --reason" in line

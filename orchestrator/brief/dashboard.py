@@ -1,0 +1,234 @@
+"""The dashboard at the top of ``state/index.html``: what needs attention, then every
+schedule with its next slots, its last runs, their success rate and duration trend.
+
+- :func:`build` is pure: the schedules, the parsed state, the last tick's instant, the
+  runs to draw and ``now`` are passed in; nothing reads the clock or the branch.
+- What needs attention is the status report's (:func:`orchestrator.runs.status.attention`),
+  so the page and ``orchestrator status`` name the same items.
+- Everything shown is capped (:data:`SCHEDULES_SHOWN`, :data:`STRIP_RUNS`,
+  :data:`ATTENTION_SHOWN`): a branch of 10,000 runs and 1,000 schedules renders a
+  page of bounded size from a bounded number of records.
+- Links are relative to ``state/index.html`` (``runs/<id>/brief.html``), so they work
+  from a file and from GitHub Pages alike.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..runs import status
+from ..spec.models import Schedule
+from ..state import model as state_model
+from ..state.machine import RUN_TERMINAL
+from ..state.records import Run, RunStatus
+from .attempts import run_finished, run_started
+from .text import fmt_duration, zone
+
+SCHEDULES_SHOWN = 100
+"""Schedules drawn on the page, those needing attention first (``status`` lists all)."""
+STRIP_RUNS = 20
+"""Newest runs per schedule in its strip, its success rate and its trend."""
+ATTENTION_SHOWN = 50
+"""Items of the attention list drawn (the rest counted, ``status`` lists them)."""
+NEXT_SLOTS = 3
+SPARK_WIDTH, SPARK_HEIGHT = 120, 24
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One run of a strip."""
+
+    run_id: str
+    status: str
+    slot: datetime
+    duration: timedelta | None
+    href: str | None
+    """Its brief, relative to the page (finished runs only)."""
+
+
+@dataclass(frozen=True)
+class Card:
+    """One schedule as the dashboard draws it."""
+
+    id: str
+    when: str
+    """Its ``cron`` (or its one ``at``) and zone."""
+    state: str
+    """``active``, ``paused``, ``disabled``, ``ended`` or ``invalid``."""
+    note: str
+    """Why (who paused it and why, when it ended, the file's error); may be empty."""
+    next_slots: tuple[str, ...]
+    """Its next slots in its own zone, as local times with the zone's abbreviation."""
+    strip: tuple[Outcome, ...]
+    """Its newest runs, oldest first (read left to right)."""
+    success: str
+    """``18 of 20 finished runs succeeded (90%)``, or empty with no finished run."""
+    trend: str
+    """Median duration of the newer half against the older half, or empty."""
+    spark: str
+    """SVG polyline points of the finished runs' durations, oldest first, or empty."""
+    attention: bool
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    attention: tuple[dict[str, str], ...]
+    attention_more: int
+    cards: tuple[Card, ...]
+    cards_more: int
+    open_runs: tuple[dict[str, Any], ...]
+    last_tick: str | None
+    stale: bool
+    caps: tuple[int, int, int]
+    """:data:`SCHEDULES_SHOWN`, :data:`STRIP_RUNS`, :data:`ATTENTION_SHOWN`, as the
+    page states them."""
+
+
+History = Callable[[Sequence[str]], Mapping[str, Sequence[Run]]]
+"""Schedule ids -> each one's newest runs, newest first (on a branch:
+:func:`orchestrator.state.index.schedule_history`). Asked only for the schedules shown."""
+
+
+def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_model.State,
+          last_tick: datetime | None, history: History, now: datetime,
+          max_staleness: timedelta = timedelta(minutes=status.DEFAULT_MAX_STALENESS)
+          ) -> Dashboard:
+    """The dashboard of ``schedules`` (valid) and ``invalid`` (one line per bad file),
+    on ``state`` as it stands after the tick's commit (or as read)."""
+    report = status.from_state(state, last_tick, list(schedules), list(invalid), now,
+                               max_staleness)
+    items = report["attention"]
+    needs = {i["subject"] for i in items}
+    cards = [_card(s, row, s.id in needs)
+             for s, row in zip(schedules, report["schedules"], strict=True)]
+    cards += _invalid_cards(invalid)
+    cards.sort(key=lambda c: (not c.attention, c.id))
+    by_id = {s.id: s for s in schedules}
+    shown = cards[:SCHEDULES_SHOWN]
+    runs = history([c.id for c in shown if c.state != "invalid"])
+    shown = [_shown(c, by_id.get(c.id) if c.state != "invalid" else None, state,
+                    runs.get(c.id, ()), now) for c in shown]
+    return Dashboard(
+        attention=tuple(items[:ATTENTION_SHOWN]),
+        attention_more=max(0, len(items) - ATTENTION_SHOWN),
+        cards=tuple(shown),
+        cards_more=max(0, len(cards) - SCHEDULES_SHOWN),
+        open_runs=tuple(report["open_runs"]),
+        last_tick=report["last_tick"], stale=report["stale"],
+        caps=(SCHEDULES_SHOWN, STRIP_RUNS, ATTENTION_SHOWN))
+
+
+def _card(schedule: Schedule, row: Mapping[str, Any], attention: bool) -> Card:
+    spec = schedule.spec
+    state_name, note = _state(row)
+    return Card(id=schedule.id, when=f"{spec.cron or 'at ' + str(spec.at)} ({spec.timezone})",
+                state=state_name, note=note, next_slots=(), strip=(), success="", trend="",
+                spark="", attention=attention)
+
+
+def _shown(card: Card, schedule: Schedule | None, state: state_model.State,
+           runs: Sequence[Run], now: datetime) -> Card:
+    """``card`` with what only a card on the page needs: its next slots and its runs."""
+    if schedule is None:  # an invalid file
+        return card
+    tz = zone(schedule.spec.timezone)
+    slots = status.next_slots(schedule, state, now, NEXT_SLOTS)
+    strip = tuple(_outcome(r) for r in reversed(list(runs)[:STRIP_RUNS]))
+    return replace(card, strip=strip, success=_success(strip), trend=_trend(strip),
+                   spark=_spark(strip),
+                   next_slots=tuple(f"{s.astimezone(tz):%a %Y-%m-%d %H:%M %Z}" for s in slots))
+
+
+def _state(row: Mapping[str, Any]) -> tuple[str, str]:
+    if row["paused"]:
+        p = row["paused"]
+        return "paused", f"since {p['at']} by {p['by']}: {p['reason']}"
+    if not row["enabled"]:
+        return "disabled", "enabled is false in its file"
+    if row["ended"]:
+        return "ended", f"at {row['ended']} (its end_at)"
+    return "active", ""
+
+
+def _invalid_cards(lines: Sequence[str]) -> list[Card]:
+    """One card per invalid file, named by its path, with its errors (one line each
+    in ``lines``, ``<file>: <error>``)."""
+    problems: dict[str, list[str]] = {}
+    for line in lines:
+        where, _, problem = line.partition(": ")
+        problems.setdefault(where, []).append(problem or line)
+    return [Card(id=where, when="-", state="invalid", note="; ".join(found), next_slots=(),
+                 strip=(), success="", trend="", spark="", attention=True)
+            for where, found in problems.items()]
+
+
+def _outcome(run: Run) -> Outcome:
+    started = run_started(run, [])
+    finished = run_finished(run)
+    done = run.status in RUN_TERMINAL
+    return Outcome(run_id=run.run_id, status=run.status.value, slot=run.slot,
+                   duration=finished - started if started and finished else None,
+                   href=f"runs/{run.run_id}/brief.html" if done else None)
+
+
+def _finished(strip: Sequence[Outcome]) -> list[Outcome]:
+    terminal = {s.value for s in RUN_TERMINAL}
+    return [o for o in strip if o.status in terminal]
+
+
+def _success(strip: Sequence[Outcome]) -> str:
+    done = _finished(strip)
+    if not done:
+        return ""
+    good = sum(1 for o in done if o.status == RunStatus.COMPLETED.value)
+    return f"{good} of {len(done)} finished runs succeeded ({round(100 * good / len(done))}%)"
+
+
+def _trend(strip: Sequence[Outcome]) -> str:
+    """The median duration of the newer half of the finished runs against the older
+    half's: a slowdown shows before it times out."""
+    durations = [o.duration for o in _finished(strip) if o.duration is not None]
+    if len(durations) < 2:
+        return f"took {fmt_duration(durations[0])}" if durations else ""
+    half = len(durations) // 2
+    older = statistics.median(d.total_seconds() for d in durations[:half])
+    newer = statistics.median(d.total_seconds() for d in durations[half:])
+    change = "" if not older else f" ({(newer - older) / older:+.0%})"
+    return (f"median {fmt_duration(timedelta(seconds=newer))} lately, "
+            f"{fmt_duration(timedelta(seconds=older))} before{change}")
+
+
+def _spark(strip: Sequence[Outcome]) -> str:
+    """The ``points`` of an SVG polyline of the durations, oldest left, longest top."""
+    seconds = [o.duration.total_seconds() for o in _finished(strip) if o.duration is not None]
+    if len(seconds) < 2:
+        return ""
+    top = max(seconds) or 1.0
+    step = SPARK_WIDTH / (len(seconds) - 1)
+    return " ".join(f"{i * step:.1f},{SPARK_HEIGHT - 2 - (s / top) * (SPARK_HEIGHT - 4):.1f}"
+                    for i, s in enumerate(seconds))
+
+
+def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
+               invalid: Sequence[str], now: datetime, *,
+               state: state_model.State | None = None,
+               last_tick: datetime | None = None) -> Dashboard:
+    """The dashboard of the branch ``files``: its state read through the index of open
+    runs (or ``state``, the one a writer is about to commit, with ``last_tick``), and
+    the strips' runs read from the run folders, only for the schedules shown."""
+    from ..state import codec
+    from ..state import index as state_index
+
+    if state is None:
+        state = state_index.load(files).state
+        last_tick = codec.last_tick_at(files)
+    also = dict(state.runs)
+
+    def history(ids: Sequence[str]) -> Mapping[str, Sequence[Run]]:
+        return state_index.schedule_history(files, ids, also, STRIP_RUNS)
+
+    return build(schedules, invalid, state, last_tick, history, now)
