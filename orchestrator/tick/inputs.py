@@ -56,8 +56,8 @@ class TickInputs:
              scoped: bool = False) -> TickInputs:
         settings = RepoSettings.read(repo)
         calendars = Calendars(repo)
-        memo = None if scoped else quiet.Memo.read(snapshot.files, repo, now,
-                                                   settings.key + b"\0" + calendars.key())
+        memo = None if scoped else quiet.Memo.read(snapshot.files, repo, now, settings.key,
+                                                   calendars)
         parsed, loaded = quiet.select(memo, repo / "schedules", snapshot.files,
                                       calendars=calendars)
         held = frozenset(loaded.state.held_schedules())

@@ -191,10 +191,10 @@ class Memo:
 
     @classmethod
     def read(cls, files: Mapping[str, bytes], repo: Path, now: datetime,
-             config_key: bytes) -> Memo:
+             config_key: bytes, calendars: Calendars | None = None) -> Memo:
         """The memo as ``files`` hold it. ``config_key`` is
-        :attr:`~orchestrator.spec.config.RepoSettings.key` and
-        :meth:`~orchestrator.spec.calendars.Calendars.key`."""
+        :attr:`~orchestrator.spec.config.RepoSettings.key`; ``calendars`` the calendar
+        folder the tick parses the schedules with (default: ``repo``'s, read here)."""
         files = as_state_files(files)
         busy: set[str] = set()
         # one git process for the folders the tick lists anyway; state/runs only if need be
@@ -215,7 +215,8 @@ class Memo:
             if data is not None:
                 with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
                     folder = codec.parse_record(QuietFolder, FOLDER, data)
-        common = _digest(str(FORMAT), __version__, _tz_version(), config_key)
+        common = _digest(str(FORMAT), __version__, _tz_version(), config_key,
+                         (calendars or Calendars(repo)).key())
         memo = cls(repo, now, files if index is not None else None,
                    _cursor_ids(files) if index is not None and QUIET in files else {},
                    busy, common, listing)
