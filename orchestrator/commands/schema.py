@@ -26,7 +26,7 @@ def command(config: bool, event: bool, calendar: bool) -> int:
     if config + event + calendar > 1:
         raise click.UsageError("--config, --event and --calendar: give one")
     if calendar:
-        from ..spec.calendars import schema_text as calendar_schema
+        from ..spec.calendar_file import schema_text as calendar_schema
 
         click.echo(calendar_schema(), nl=False)
         return 0

@@ -11,21 +11,19 @@ in ``exclude_calendars`` and its dates are read in the schedule's own time zone,
   is one line naming its file; it costs only the schedules that name it.
 - :meth:`Calendars.key` digests every calendar file's bytes: the tick's memo of quiet
   schedules keys on it, so an edited calendar is read again at once.
+- The file's model and JSON Schema are in :mod:`.calendar_file`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
-
 from ..support import safejson
-from .fields import ID_RE, ID_RULE, Frozen
+from .fields import ID_RE, ID_RULE
 
 FOLDER = "calendars"
 """Beside ``schedules/``, at the repository's root."""
@@ -35,21 +33,6 @@ SCHEMA_FILE = "calendar.schema.json"
 
 MAX_BYTES = 1024 * 1024
 """A calendar file larger than this is refused rather than parsed."""
-
-MAX_DATES = 10000
-"""As many dates as a schedule's own ``exclude`` may list."""
-
-
-class Calendar(Frozen):
-    """A calendar file: dates on which the schedules that name it fire nothing."""
-
-    schema_ref: str | None = Field(
-        None, alias="$schema", description="Path or URL of the JSON Schema, for editors.")
-    description: str = Field("", max_length=1000, description="What these dates are.")
-    dates: list[date] = Field(
-        max_length=MAX_DATES,
-        description="Dates (YYYY-MM-DD), read in the time zone of each schedule that "
-        "names the calendar in `exclude_calendars`; no slot fires on them.")
 
 
 class CalendarError(ValueError):
@@ -110,6 +93,12 @@ class Calendars:
         return found
 
     def _parse(self, name: str) -> frozenset[date] | CalendarError:
+        # the model only when a schedule names a calendar: a tick that reads none
+        # never builds it
+        from pydantic import ValidationError
+
+        from .calendar_file import Calendar
+
         shown = display(name)
         try:
             raw = self._read(name)
@@ -165,18 +154,3 @@ def _problem(err: Any) -> tuple[str, str]:
     if kind == "extra_forbidden":
         return "unknown field; allowed: $schema, description, dates", loc
     return str(err.get("msg", "invalid value"))[:200], loc
-
-
-def calendar_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a calendar file (``calendars/calendar.schema.json``)."""
-    schema = Calendar.model_json_schema(by_alias=True, mode="validation")
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://orchestrator.invalid/calendar.schema.json",
-        "title": "Orchestrator calendar",
-        **{k: v for k, v in schema.items() if k != "title"},
-    }
-
-
-def schema_text() -> str:
-    return json.dumps(calendar_json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -15,7 +15,8 @@ import pytest
 from orchestrator.cadence.clock import calls
 from orchestrator.cadence.derive import schedule_slots
 from orchestrator.cadence.estimate import _all_slots
-from orchestrator.spec.calendars import Calendars, calendar_json_schema, schema_text
+from orchestrator.spec.calendar_file import calendar_json_schema, schema_text
+from orchestrator.spec.calendars import Calendars
 from orchestrator.spec.files import LoadResult, load_all, load_schedule
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.spec.preview import upcoming

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from orchestrator.cli import cli
-from orchestrator.spec.calendars import Calendar, calendar_json_schema
+from orchestrator.spec.calendar_file import Calendar, calendar_json_schema
 from orchestrator.spec.config import parse_repo_config, repo_config_json_schema
 from orchestrator.spec.models import ScheduleSpec
 from tests.docs import (
