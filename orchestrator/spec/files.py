@@ -15,6 +15,7 @@ import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def load_schedule(path: Path, root: Path | None = None) -> Schedule:
     its calendars are read from ``path``'s repository, the folder above ``schedules/``.
     """
     loaded = _load(path, lambda: display_path(path, root or path.parent.parent),
-                   calendars=Calendars(path.parent.parent))
+                   calendars=Calendars(root or path.parent.parent))
     if isinstance(loaded, Schedule):
         return loaded
     assert loaded is not None, "parsed: nothing vouched for it"
@@ -180,10 +181,11 @@ def _load(path: Path, show: Callable[[], str],
     except ValidationError as exc:
         return [ScheduleError(shown, *describe_error(err)) for err in exc.errors()]
     if spec.exclude_calendars:
-        dates: set[Any] = set()
+        source = calendars or Calendars(path.parent.parent)
+        dates: set[date] = set()
         try:
             for name in spec.exclude_calendars:
-                dates |= (calendars or Calendars(path.parent.parent)).dates(name)
+                dates |= source.dates(name)
         except CalendarError as exc:
             return [ScheduleError(shown, "exclude_calendars", str(exc))]
         spec = spec.with_calendars(frozenset(dates))

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cadence.clock import calls
-from orchestrator.cadence.derive import schedule_slots
+from orchestrator.cadence.derive import derive, schedule_slots
 from orchestrator.cadence.estimate import _all_slots
 from orchestrator.spec.calendar_file import calendar_json_schema, schema_text
 from orchestrator.spec.calendars import Calendars
+from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.files import LoadResult, load_all, load_schedule
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.spec.preview import upcoming
@@ -279,3 +280,19 @@ def test_previews_and_show_leave_a_calendar_date_out(
     assert [s["utc"] for s in shown["next"]] == ["2026-12-23T22:00:00Z",
                                                 "2026-12-25T22:00:00Z"]
     assert shown["spec"]["exclude_calendars"] == ["office"]
+
+
+def test_cron_sync_drops_the_lead_ticks_of_a_month_a_calendar_takes_out(
+        tmp_path: Path) -> None:
+    root = write_repo(tmp_path, {"dates": [f"2027-07-{day:02}" for day in range(1, 32)]})
+    utc = spec_data(cron="0 7 * * *", exclude_calendars=["office"])  # July, all of it
+    (root / "schedules" / "office.json").write_text(json.dumps(utc))
+
+    def lead_ticks() -> list[str]:
+        office = [s for s in loaded(root).schedules if s.id == "office"]
+        ticks = derive(office, RepoConfig(), datetime(2027, 1, 1, tzinfo=UTC)).tick_cron
+        return [line for line in ticks if line.startswith("44,49,54 6 ")]
+
+    assert lead_ticks() == ["44,49,54 6 * 1-6,8-12 *"]  # none before July's slots
+    (root / "calendars" / "office.json").write_text(json.dumps({"dates": []}))
+    assert lead_ticks() == ["44,49,54 6 * * *"]
