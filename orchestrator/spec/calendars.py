@@ -139,8 +139,9 @@ class Calendars:
             try:
                 part = self._read(name)
             except CalendarError as exc:
-                part = str(exc).encode()
-            h.update(f"{name}\0{len(part)}\0".encode())
+                part = str(exc).encode("utf-8", "surrogateescape")
+            # a name that is not UTF-8 comes back with surrogates: kept as its bytes
+            h.update(f"{name}\0{len(part)}\0".encode("utf-8", "surrogateescape"))
             h.update(part)
         return h.hexdigest().encode()
 

@@ -15,6 +15,7 @@ import pytest
 from orchestrator.cadence.clock import calls
 from orchestrator.cadence.derive import derive, schedule_slots
 from orchestrator.cadence.estimate import _all_slots
+from orchestrator.errors import ScheduleError
 from orchestrator.spec.calendar_file import calendar_json_schema, schema_text
 from orchestrator.spec.calendars import Calendars
 from orchestrator.spec.config import RepoConfig
@@ -197,6 +198,12 @@ def test_the_calendar_key_changes_with_any_calendar_s_bytes(tmp_path: Path) -> N
     assert Calendars(root).key() != before
     os.mkfifo(root / "calendars" / "other.json")  # read without blocking
     assert Calendars(root).key() not in (before, b"")
+    # a file name that is not UTF-8 is keyed and named, never a crash of the tick
+    (root / "calendars" / os.fsdecode(b"caf\xe9.json")).write_text(json.dumps({"dates": []}))
+    assert Calendars(root).key()
+    errors = ScheduleError("x", "y", str(Calendars(root).problems()[0]))
+    assert "calendars/caf\\udce9.json: the file name gives the invalid calendar name" \
+        in errors.message
 
 
 def test_the_committed_calendar_schema_is_the_generated_one() -> None:
