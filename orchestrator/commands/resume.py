@@ -67,7 +67,8 @@ def schedule_pause(cfg: Config, schedule_id: str, reason: str, by: str | None,
                    now_text: str | None) -> None:
     """Pause a schedule by hand, with no pull request (a compare-and-swap commit on the
     state branch): it fires nothing until `schedules resume` or `unpause`. Open runs
-    go on."""
+    go on. A schedule that has not ticked yet can be held before its first run; an id
+    with no schedule file here and no state is refused."""
     _write(cfg, schedule_id, reason, by, now_text, pause)
     click.echo(f"paused {schedule_id}; `orchestrator schedules unpause {schedule_id} "
                "--reason R` lets it fire again")
@@ -75,15 +76,19 @@ def schedule_pause(cfg: Config, schedule_id: str, reason: str, by: str | None,
 
 def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
            now_text: str | None, edit: Callable[..., Change]) -> None:
-    """Commit ``edit`` of the schedule's cursor, and the index that names its pause."""
+    """Commit ``edit`` of the schedule's cursor, and the index that names its pause.
+
+    A schedule file in this checkout defines the id, so a schedule can be paused
+    before its first tick, even from the branch of the pull request that adds it."""
     check_id(schedule_id, "schedule id")
+    defined = (cfg.schedules_dir / f"{schedule_id}.json").is_file()
     now = parse_now(now_text)
     actor = who(by)
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     verb = "pause" if edit is pause else "resume"
 
     def change(snap: Snapshot) -> Change:
-        out = edit(snap.files, schedule_id, actor, reason, now)
+        out = edit(snap.files, schedule_id, actor, reason, now, defined=defined)
         # the index names paused schedules: now with, or without, this one
         # (the open runs and the newest others, as the tick renders it)
         loaded = state_index.load(snap.files)

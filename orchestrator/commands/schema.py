@@ -1,5 +1,5 @@
-"""``orchestrator schema``: print the JSON Schema of a schedule file, of orchestrator.json
-or of a notification event."""
+"""``orchestrator schema``: print the JSON Schema of a schedule file, of a calendar
+file, of orchestrator.json or of a notification event."""
 
 from __future__ import annotations
 
@@ -15,13 +15,21 @@ from ..spec.files import schema_text
               help="The schema of orchestrator.json (repository settings) instead.")
 @click.option("--event", "event", is_flag=True,
               help="The schema of a notification event (what a json webhook receives).")
-def command(config: bool, event: bool) -> int:
+@click.option("--calendar", "calendar", is_flag=True,
+              help="The schema of a shared calendar, calendars/*.json, instead.")
+def command(config: bool, event: bool, calendar: bool) -> int:
     """Print the JSON Schema of schedules/*.json.
 
-    Regenerate the committed copy with: orchestrator schema > schedules/schedule.schema.json
+    Regenerate the committed copies with: orchestrator schema > schedules/schedule.schema.json
+    and orchestrator schema --calendar > calendars/calendar.schema.json
     """
-    if config and event:
-        raise click.UsageError("--config and --event: give one")
+    if config + event + calendar > 1:
+        raise click.UsageError("--config, --event and --calendar: give one")
+    if calendar:
+        from ..spec.calendar_file import schema_text as calendar_schema
+
+        click.echo(calendar_schema(), nl=False)
+        return 0
     if event:
         from ..notify.events import event_json_schema
 

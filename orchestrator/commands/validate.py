@@ -1,4 +1,5 @@
-"""``orchestrator validate``: check every schedule file and preview its next runs.
+"""``orchestrator validate``: check every schedule file and calendar file, and preview
+the schedules' next runs.
 
 The previews and warnings are computed by :mod:`orchestrator.spec.preview`; this module
 reads the options and prints. Made for the pull-request check: every problem is one
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import EXIT_OK, EXIT_USER, OrchestratorError
+from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
 from ..spec import preview
+from ..spec.calendars import Calendars
 from ..spec.files import load_all
 from ..spec.preview import Report
 from ..spec.track_workflow import outdated_notes
@@ -45,9 +47,15 @@ def _without_cyclic_gc() -> Iterator[None]:
 
 
 def build_report(cfg: Config, start: datetime, n: int) -> Report:
+    """Every schedule previewed, and every problem: of a schedule file, and of each
+    calendar file, named or not (a pull request may bring one for later)."""
     with _without_cyclic_gc():
-        return preview.build_report(load_all(cfg.schedules_dir), start, n,
-                                    cfg.repo / ".github" / "workflows")
+        calendars = Calendars(cfg.repo)
+        loaded = load_all(cfg.schedules_dir, calendars=calendars)
+        loaded.errors += [ScheduleError(e.file, e.field, e.problem)
+                          for e in calendars.problems()]
+        loaded.errors.sort(key=lambda e: e.file)
+        return preview.build_report(loaded, start, n, cfg.repo / ".github" / "workflows")
 
 
 def _summary(report: Report, problems: int = 0) -> str:

@@ -8,6 +8,11 @@
   resume ends it.
 - A resume records who, when and why; runs that finished before it no longer count
   towards the next pause, and slots that came due while paused are not fired.
+- A schedule that never ticked can be paused: the pause writes its first cursor,
+  settled up to the pause, so the first tick honours it and a resume starts from
+  the resume, never from a backlog since the file was added.
+- Pausing an id with neither a schedule file nor a cursor is refused (a typo would
+  otherwise hold nothing, silently).
 """
 
 from __future__ import annotations
@@ -24,20 +29,26 @@ from ..store import Change
 from ..support.times import iso
 
 
-def _cursor(files: Mapping[str, bytes], schedule_id: str) -> Cursor:
+def _cursor(files: Mapping[str, bytes], schedule_id: str, defined: bool) -> Cursor | None:
+    """The schedule's cursor; ``None`` when it never ticked. ``defined`` says whether
+    a schedule file names the id: with neither, the id is refused."""
     path = layout.cursor_path(schedule_id)  # that record alone, not the whole branch
     data = files.get(path)
     cursor = None if data is None else state_model.load({path: data}).cursors.get(schedule_id)
-    if cursor is None:
-        raise NotFound(f"schedule {schedule_id!r} has no state yet (never ticked)")
+    if cursor is None and not defined:
+        raise NotFound(f"no schedule {schedule_id!r}: no file schedules/{schedule_id}.json "
+                       "in this checkout and no state on the state branch")
     return cursor
 
 
 def pause(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
-          now: datetime) -> Change:
+          now: datetime, *, defined: bool = True) -> Change:
     """Pause ``schedule_id`` by hand: it fires nothing until a resume; who, when and
-    why are kept where the automatic pause keeps them."""
-    cursor = _cursor(files, schedule_id)
+    why are kept where the automatic pause keeps them. A schedule that never ticked
+    gets its first cursor here, settled up to ``now``."""
+    cursor = _cursor(files, schedule_id, defined)
+    if cursor is None:
+        cursor = Cursor(schedule_id=schedule_id, since=now)
     if cursor.paused is not None:
         raise UserError(f"schedule {schedule_id!r} is already paused since "
                         f"{iso(cursor.paused.at)} by {cursor.paused.by}: {cursor.paused.reason}")
@@ -46,11 +57,11 @@ def pause(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
 
 
 def resume(files: Mapping[str, bytes], schedule_id: str, who: str, reason: str,
-           now: datetime) -> Change:
+           now: datetime, *, defined: bool = True) -> Change:
     """End the pause of ``schedule_id``: record who, when and why. Slots that came due
     while it was paused are not fired afterwards (its cursor moves to ``now``)."""
-    cursor = _cursor(files, schedule_id)
-    if cursor.paused is None:
+    cursor = _cursor(files, schedule_id, defined)
+    if cursor is None or cursor.paused is None:
         raise UserError(f"schedule {schedule_id!r} is not paused")
     resumed = cursor.model_copy(update={
         "paused": None,

@@ -4,6 +4,9 @@ A schedule is ``schedules/<id>.json``; its id is the file stem. Loading never st
 at the first bad file: :func:`load_all` returns the valid schedules and one
 :class:`~orchestrator.errors.ScheduleError` per problem, so an invalid file never
 blocks the others (the tick fires the valid ones, ``validate`` reports the rest).
+A schedule that names shared calendars (``exclude_calendars``) gets their dates here,
+read once per load (:mod:`orchestrator.spec.calendars`); a calendar that cannot be
+used makes only the schedules that name it invalid.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from pydantic import ValidationError
 from ..errors import ScheduleError
 from ..support import safejson
 from ..support.atomic import write_text
+from .calendars import CalendarError, Calendars
 from .fields import ID_RE, ID_RULE
 from .models import Schedule, ScheduleSpec
 
@@ -62,17 +67,19 @@ def display_path(path: Path, root: Path | None) -> str:
 def load_schedule(path: Path, root: Path | None = None) -> Schedule:
     """Load one schedule file; raise :class:`ScheduleError` for the first problem.
 
-    ``root`` is the repository root, used to show the file as ``schedules/<id>.json``.
+    ``root`` is the repository root, used to show the file as ``schedules/<id>.json``;
+    its calendars are read from ``path``'s repository, the folder above ``schedules/``.
     """
-    loaded = _load(path, lambda: display_path(path, root or path.parent.parent))
+    loaded = _load(path, lambda: display_path(path, root or path.parent.parent),
+                   calendars=Calendars(root or path.parent.parent))
     if isinstance(loaded, Schedule):
         return loaded
     assert loaded is not None, "parsed: nothing vouched for it"
     raise loaded[0]
 
 
-def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
-             ) -> LoadResult:
+def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None,
+             calendars: Calendars | None = None) -> LoadResult:
     """Load every ``*.json`` in ``directory`` except the schema.
 
     Files are matched case-insensitively on the ``.json`` suffix. Of ``x.json`` and
@@ -81,11 +88,15 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
     (``x.JSON`` and ``x.Json``) are both named as duplicates, and neither fires.
     A file whose id and bytes ``known`` vouches for is read but not parsed, and left
     out of the result (the tick's memo of quiet schedules: :mod:`orchestrator.tick.memo`).
+    ``calendars`` is the calendar folder as the caller read it (default: the folder
+    beside ``directory``, read as schedules name its files).
     """
     result = LoadResult()
     if not directory.is_dir():
         return result
     root = directory.parent
+    if calendars is None:
+        calendars = Calendars(root)
     # Directories and symlinks named *.json are kept: _load names them as errors
     # rather than skipping them silently.
     files = sorted((p for p in directory.iterdir()
@@ -108,7 +119,7 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None
         chosen = paths[0] if len(paths) == 1 else _canonical(stem, paths, display, result)
         if chosen is None:
             continue
-        loaded = _load(chosen, partial(display, chosen), known)
+        loaded = _load(chosen, partial(display, chosen), known, calendars)
         if loaded is None:
             continue
         if isinstance(loaded, Schedule):
@@ -140,8 +151,8 @@ def _canonical(stem: str, paths: list[Path], display: Callable[[Path], str],
 
 
 def _load(path: Path, show: Callable[[], str],
-          known: Callable[[str, bytes], bool] | None = None
-          ) -> Schedule | list[ScheduleError] | None:
+          known: Callable[[str, bytes], bool] | None = None,
+          calendars: Calendars | None = None) -> Schedule | list[ScheduleError] | None:
     """A schedule, or every problem with it (at least one), the file named as
     ``show()`` says; ``None`` when ``known`` vouches for its bytes (then the file is
     not even named: naming a file can cost a ``stat``, and a tick skips thousands)."""
@@ -169,6 +180,15 @@ def _load(path: Path, show: Callable[[], str],
         spec = ScheduleSpec.model_validate_json(text)
     except ValidationError as exc:
         return [ScheduleError(shown, *describe_error(err)) for err in exc.errors()]
+    if spec.exclude_calendars:
+        source = calendars or Calendars(path.parent.parent)
+        dates: set[date] = set()
+        try:
+            for name in spec.exclude_calendars:
+                dates |= source.dates(name)
+        except CalendarError as exc:
+            return [ScheduleError(shown, "exclude_calendars", str(exc))]
+        spec = spec.with_calendars(frozenset(dates))
     return Schedule(id=stem, spec=spec, path=shown)
 
 

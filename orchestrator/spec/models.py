@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -223,6 +224,14 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         description="Local dates (YYYY-MM-DD, in `timezone`) on which no slot fires, e.g. "
         "holidays; with `cron` only.",
     )
+    exclude_calendars: list[Id] = Field(
+        default_factory=list, max_length=100,
+        description="Names of shared calendars, files `calendars/<name>.json`, whose dates "
+        "are excluded as `exclude` dates are (read in `timezone`); with `cron` only. A "
+        "missing or invalid calendar makes the schedule invalid.",
+    )
+    _calendar_dates: frozenset[date] | None = PrivateAttr(None)
+    """The dates of :attr:`exclude_calendars`, set by the loader that read them."""
     enabled: bool = Field(True, description="A disabled schedule never fires.")
     tracks: list[TrackSpec] = Field(
         min_length=1, max_length=1024, description="Tracks run in parallel by each run."
@@ -330,7 +339,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
     def _check_span(self) -> None:
         """``start_at``, ``end_at`` and ``exclude`` bound a cron's slots: a one-shot
         has its one instant, and an end before the start would never fire."""
-        for name in ("start_at", "end_at", "exclude"):
+        for name in ("start_at", "end_at", "exclude", "exclude_calendars"):
             if self.at is not None and getattr(self, name):
                 raise PydanticCustomError("span_with_at", "'{name}' applies to 'cron' only",
                                           {"field": name, "name": name})
@@ -345,6 +354,22 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         if start is not None and end is not None and end <= start:
             raise PydanticCustomError("span_order", "end_at must be after start_at",
                                       {"field": "end_at"})
+
+    def with_calendars(self, dates: frozenset[date]) -> ScheduleSpec:
+        """This spec with the dates of its calendars, as the loader read them."""
+        copy = self.model_copy()
+        copy._calendar_dates = dates
+        return copy
+
+    def excluded_dates(self) -> frozenset[date]:
+        """``exclude`` and the dates of ``exclude_calendars``: local dates with no slot.
+        A spec whose calendars were never read raises :class:`ValueError`, rather than
+        fire on a holiday."""
+        if not self.exclude_calendars:
+            return frozenset(self.exclude)
+        if self._calendar_dates is None:
+            raise ValueError("its calendars (exclude_calendars) were not read")
+        return frozenset(self.exclude) | self._calendar_dates
 
     def bound_utc(self, name: str) -> datetime | None:
         """``start_at`` or ``end_at`` in UTC (a naive one is read in ``timezone``)."""

@@ -153,7 +153,9 @@ class BoundedTrigger:
     end: datetime | None
     """Aware UTC; slots after it do not exist."""
     exclude: frozenset[date]
-    """Local dates in the inner trigger's zone."""
+    """Local dates in the inner trigger's zone (``exclude`` and the calendars' dates)."""
+    calendars: tuple[str, ...] = ()
+    """The shared calendars among them, by name (for :meth:`describe`)."""
 
     BATCH = 64
     """Slots asked for at a time while skipping excluded dates."""
@@ -177,8 +179,10 @@ class BoundedTrigger:
             words += f", from {iso(self.start)}"
         if self.end is not None:
             words += f", until {iso(self.end)}"
-        if self.exclude:
+        if self.exclude or self.calendars:
             words += f", except {len(self.exclude)} date{'s' if len(self.exclude) != 1 else ''}"
+        if self.calendars:
+            words += f" (calendar {', '.join(self.calendars)})"
         return words
 
     def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
@@ -230,15 +234,17 @@ def _utc(moment: datetime, name: str) -> datetime:
 
 
 def for_spec(spec: ScheduleSpec) -> Trigger:
-    """The trigger of a schedule: its ``cron`` or its ``at``."""
+    """The trigger of a schedule: its ``cron`` or its ``at``. :class:`ValueError` for a
+    spec with ``exclude_calendars`` that no loader resolved."""
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
     assert spec.cron is not None  # the model requires exactly one of the two
     plain = CronTrigger(spec.cron, spec.timezone, spec.dst)
-    if spec.start_at is None and spec.end_at is None and not spec.exclude:
+    if spec.start_at is None and spec.end_at is None and not spec.exclude \
+            and not spec.exclude_calendars:
         return plain
     return BoundedTrigger(plain, spec.bound_utc("start_at"), spec.bound_utc("end_at"),
-                          frozenset(spec.exclude))
+                          spec.excluded_dates(), tuple(spec.exclude_calendars))
 
 
 def min_interval(trigger: Trigger, start: datetime, sample: int = 64) -> timedelta | None:

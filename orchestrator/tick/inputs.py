@@ -1,8 +1,10 @@
 """What one tick reads before it decides, read once: :class:`TickInputs`.
 
-- The state branch is read once (one snapshot); the schedules and ``orchestrator.json``
-  once each, with the fallbacks of an invalid ``orchestrator.json`` side by side in
-  :class:`~orchestrator.spec.config.RepoSettings`.
+- The state branch is read once (one snapshot); the schedules, ``orchestrator.json``
+  and the shared calendars once each, with the fallbacks of an invalid
+  ``orchestrator.json`` side by side in :class:`~orchestrator.spec.config.RepoSettings`.
+- The calendars reach the planner inside the schedules that name them; their bytes
+  are part of the memo's key, so an edited calendar is planned at once.
 - A schedule whose cursor is quarantined is held (never planned): firing it would
   overwrite a record a person has to look at.
 - After a lost compare-and-swap, :meth:`TickInputs.on` gives the inputs for the new
@@ -21,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..planner import Caps
+from ..spec.calendars import Calendars
 from ..spec.config import RepoSettings, defaults
 from ..spec.models import Schedule
 from ..state import index as state_index
@@ -45,19 +48,24 @@ class TickInputs:
     settings: RepoSettings
     memo: quiet.Memo | None
     """The memo of quiet schedules (``None`` for a tick scoped to one run)."""
+    calendars: Calendars | None = None
+    """The calendar folder as this tick read it (``None``: no checkout was read)."""
 
     @classmethod
     def load(cls, snapshot: Snapshot, repo: Path, now: datetime,
              scoped: bool = False) -> TickInputs:
         settings = RepoSettings.read(repo)
-        memo = None if scoped else quiet.Memo.read(snapshot.files, repo, now, settings.key)
-        parsed, loaded = quiet.select(memo, repo / "schedules", snapshot.files)
+        calendars = Calendars(repo)
+        memo = None if scoped else quiet.Memo.read(snapshot.files, repo, now, settings.key,
+                                                   calendars)
+        parsed, loaded = quiet.select(memo, repo / "schedules", snapshot.files,
+                                      calendars=calendars)
         held = frozenset(loaded.state.held_schedules())
         invalid = [e.message for e in parsed.errors]
         if settings.caps_problem:  # reported like an invalid schedule; the rest is served
             invalid.append(settings.caps_problem)
         return cls(snapshot, loaded, _planned(parsed.schedules, held), tuple(invalid), held,
-                   settings, memo)
+                   settings, memo, calendars)
 
     @classmethod
     def of(cls, snapshot: Snapshot, schedules: Iterable[Schedule],
@@ -86,7 +94,7 @@ class TickInputs:
         if self.memo is not None and self.memo.left_out:
             # the memo was checked against the tip it lost to: plan everything
             parsed, _ = quiet.select(self.memo, repo / "schedules", snapshot.files,
-                                     everything=True)
+                                     everything=True, calendars=self.calendars)
             schedules = _planned(parsed.schedules, self.held)
         return replace(self, snapshot=snapshot, loaded=state_index.load(snapshot.files),
                        schedules=schedules)

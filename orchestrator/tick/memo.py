@@ -8,8 +8,8 @@ tick's cost grow with the number of schedules. The memo is two files:
 - An entry holds from the tick that found its schedule quiet (``checked``) until the
   schedule's next slot (``until``).
 - An entry's key digests everything that decision read: the file's blob id, the
-  cursor's blob id, ``orchestrator.json``, the time zone data and this package's
-  version.
+  cursor's blob id, ``orchestrator.json``, the shared calendars, the time zone data
+  and this package's version.
 - A schedule may go unread when its entry holds now, its key matches and it has no
   open run. The tick then only takes the slot as its next due moment.
 - The folder entry lets a tick read no schedule file at all. Its key covers git's
@@ -52,6 +52,7 @@ from ..cadence.wake import (
     next_slot,
     settled_after,
 )
+from ..spec.calendars import Calendars
 from ..spec.config import Cadence
 from ..spec.fields import ID_RE, Frozen
 from ..spec.files import SCHEMA_FILE, LoadResult, load_all
@@ -190,9 +191,10 @@ class Memo:
 
     @classmethod
     def read(cls, files: Mapping[str, bytes], repo: Path, now: datetime,
-             config_key: bytes) -> Memo:
+             config_key: bytes, calendars: Calendars | None = None) -> Memo:
         """The memo as ``files`` hold it. ``config_key`` is
-        :attr:`~orchestrator.spec.config.RepoSettings.key`."""
+        :attr:`~orchestrator.spec.config.RepoSettings.key`; ``calendars`` the calendar
+        folder the tick parses the schedules with (default: ``repo``'s, read here)."""
         files = as_state_files(files)
         busy: set[str] = set()
         # one git process for the folders the tick lists anyway; state/runs only if need be
@@ -213,7 +215,8 @@ class Memo:
             if data is not None:
                 with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
                     folder = codec.parse_record(QuietFolder, FOLDER, data)
-        common = _digest(str(FORMAT), __version__, _tz_version(), config_key)
+        common = _digest(str(FORMAT), __version__, _tz_version(), config_key,
+                         (calendars or Calendars(repo)).key())
         memo = cls(repo, now, files if index is not None else None,
                    _cursor_ids(files) if index is not None and QUIET in files else {},
                    busy, common, listing)
@@ -312,11 +315,13 @@ def _soonest(entries: Mapping[str, Quiet]) -> list[tuple[str, Quiet]]:
 
 
 def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
-           everything: bool = False) -> tuple[LoadResult, state_index.Loaded]:
+           everything: bool = False, calendars: Calendars | None = None
+           ) -> tuple[LoadResult, state_index.Loaded]:
     """The schedules to parse and the state to plan on, leaving out what ``memo``
     vouches for; everything when in doubt (``memo`` is ``None``, the index of open runs
     was rebuilt, a schedule left out has an open run after all, or ``everything``: the
-    compare-and-swap lost a race to a tip the memo was not checked against)."""
+    compare-and-swap lost a race to a tip the memo was not checked against).
+    ``calendars``: the calendar folder as the tick read it."""
     if memo is not None and not everything:
         if memo.whole is not None:
             loaded = state_index.load(files, skip_cursors=memo.whole)
@@ -325,7 +330,7 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
                 memo.read_all_clean = True  # as the tick that wrote the entry found them
                 return LoadResult(), loaded
             memo.forget()
-        result = load_all(directory, known=memo.knows)
+        result = load_all(directory, known=memo.knows, calendars=calendars)
         memo.read_all_clean = not result.errors
         if not memo.skipped:
             return result, state_index.load(files)
@@ -334,9 +339,10 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
                                            for run in loaded.state.runs.values()):
             return result, loaded
     if memo is None:
-        return load_all(directory), state_index.load(files)
+        return load_all(directory, calendars=calendars), state_index.load(files)
     memo.forget()
-    result = load_all(directory, known=memo.record)  # for the entries this tick writes
+    # for the entries this tick writes
+    result = load_all(directory, known=memo.record, calendars=calendars)
     memo.read_all_clean = not result.errors
     return result, state_index.load(files)
 

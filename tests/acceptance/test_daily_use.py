@@ -362,6 +362,40 @@ def test_a_manual_pause_with_a_note_needs_no_pull_request_and_shows_where_pauses
     assert fired and all(k.startswith("hourly--20261201T0907Z") for k in fired), fired
 
 
+def test_a_schedule_paused_before_its_first_tick_fires_nothing_then_starts_from_resume(
+        scaffolded: tuple[User, Path]) -> None:
+    """Kubernetes creates a CronJob suspended, Temporal a schedule paused: here a new
+    file is held before any tick, and its resume owes no backlog since it was added."""
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    user.run("schedules", "add", "hourly", "--cron", "7 * * * *", "--track", "t=true",
+             "--catchup", "all", "--catchup-window-minutes", "1440", "--overlap", "allow")
+    typo = user.run("schedules", "pause", "hourly2", "--reason", "x", expect=1)
+    assert typo.stderr.strip().splitlines() == [
+        "orchestrator: no schedule 'hourly2': no file schedules/hourly2.json in this "
+        "checkout and no state on the state branch"]
+    not_paused = user.run("schedules", "resume", "hourly", "--reason", "x", expect=1)
+    assert "schedule 'hourly' is not paused" in not_paused.stderr
+    user.run("schedules", "pause", "hourly", "--reason", "vendor not ready", "--by",
+             "alice", "--now", "2026-12-01T07:00:00Z")
+    shown = user.run("schedules", "show", "hourly").stdout
+    assert "PAUSED:    paused since 2026-12-01T07:00:00Z by alice: vendor not ready" in shown
+    assert user.json("schedules", "show", "hourly", "--json")["paused"]["by"] == "alice"
+
+    ticked = user.tick("2026-12-01T09:08:00Z")  # the first tick ever sees it paused
+    assert ticked["dispatched"] == []
+    status = user.run("status", "--now", "2026-12-01T09:09:00Z", expect=None).stdout
+    assert "PAUSED since 2026-12-01T07:00:00Z by alice: vendor not ready" in status
+    assert "vendor not ready" in user.state_file("state/index.html")
+
+    user.run("schedules", "unpause", "hourly", "--reason", "vendor ready", "--by", "bob",
+             "--now", "2026-12-01T10:30:00Z")
+    fired = user.tick("2026-12-01T12:08:00Z")["dispatched"]
+    # catchup=all fires what came due since the resume (11:07, 12:07), nothing before
+    assert sorted({k.split("--")[1] for k in fired}) == ["20261201T1107Z",
+                                                        "20261201T1207Z"], fired
+
+
 def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded

@@ -158,7 +158,7 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     assert tick(repo, t0 + timedelta(minutes=15, seconds=30), work).dispatched == []
 
     wrong = cli(repo, "schedules", "resume", "other", "--reason", "x", check=False)
-    assert wrong.returncode == 1 and "no state yet" in wrong.stderr
+    assert wrong.returncode == 1 and "no schedule 'other'" in wrong.stderr
     cli(repo, "schedules", "resume", "nightly", "--reason", "credentials rotated",
         "--by", "alice", "--now", iso(t0 + timedelta(minutes=16)), check=True)
     state, _ = state_of(repo)

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 from orchestrator.cli import cli
+from orchestrator.spec.calendar_file import Calendar, calendar_json_schema
 from orchestrator.spec.config import parse_repo_config, repo_config_json_schema
 from orchestrator.spec.models import ScheduleSpec
 from tests.docs import (
@@ -91,6 +92,10 @@ def _check_example(page: str, value: object) -> str:
         jsonschema.validate(value, SCHEMA)
         ScheduleSpec.model_validate_json(json.dumps(value))
         return "schedule"
+    if isinstance(value, dict) and "dates" in value:
+        jsonschema.validate(value, calendar_json_schema())
+        Calendar.model_validate_json(json.dumps(value))
+        return "calendar"
     config_keys = set(_properties(repo_config_json_schema()))
     if isinstance(value, dict) and value and set(value) <= config_keys:
         parse_repo_config(json.dumps(value).encode())
@@ -101,6 +106,7 @@ def _check_example(page: str, value: object) -> str:
 def test_every_json_example_parses_and_every_schedule_or_setting_validates() -> None:
     kinds = [_check_example(page, value) for page, value in json_examples(pages())]
     assert kinds.count("schedule") >= 3 and kinds.count("orchestrator.json") >= 2, kinds
+    assert kinds.count("calendar") >= 1, kinds
 
 
 def test_a_schedule_example_with_a_wrong_field_fails_the_check() -> None:

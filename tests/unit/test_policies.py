@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import UserError
+from orchestrator.errors import NotFound, UserError
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Caps, Decision, Observations, finish
 from orchestrator.planner.pause import failure_streak, record_finish
-from orchestrator.runs.pauses import resume
+from orchestrator.runs.pauses import pause, resume
 from orchestrator.spec.models import Schedule
 from orchestrator.state import codec, layout
 from orchestrator.state import health as runner_health
@@ -211,6 +211,31 @@ def test_resume_records_who_and_why_and_earlier_failures_no_longer_count() -> No
     assert keys(d) == ["job--20261201T0710Z--a--1"]
     with pytest.raises(UserError, match="not paused"):
         resume(d.state.dump(), "job", "bob", "again", at)
+
+
+def test_a_pause_before_the_first_tick_holds_every_slot_and_a_resume_owes_no_backlog(
+        ) -> None:
+    s = sched(overlap="allow", catchup="all", catchup_window_minutes=1440)
+    files = pause({}, "job", "alice", "not yet", T0)  # no state at all: never ticked
+    state = state_model.load(files)
+    assert state.cursors["job"].paused is not None and state.cursors["job"].since == T0
+    held = tick([s], state, T0 + timedelta(hours=2))
+    assert keys(held) == [] and any("job: paused since" in line for line in held.log)
+    at = T0 + timedelta(hours=3, minutes=2)
+    change = resume(held.state.dump(), "job", "bob", "ready", at)
+    state = state_model.load({**held.state.dump(), **{k: v for k, v in change.items()
+                                                     if v is not None}})
+    d = tick([s], state, at + timedelta(minutes=9))
+    # catchup=all counts from the resume: 10:05 and 10:10, nothing from 07:00 on
+    assert sorted({k.split("--")[1] for k in keys(d)}) == ["20261201T1005Z",
+                                                          "20261201T1010Z"]
+
+
+def test_pausing_an_id_without_a_file_or_state_is_refused() -> None:
+    with pytest.raises(NotFound, match="no schedule 'jbo'"):
+        pause({}, "jbo", "alice", "typo", T0, defined=False)
+    with pytest.raises(UserError, match="not paused"):
+        resume({}, "job", "alice", "never paused", T0)
 
 
 def test_editing_the_schedule_does_not_resume_it() -> None:
