@@ -262,19 +262,29 @@ class Tick:
 
     def tails_reader(self, executor: Executor) -> Tails | None:
         """What adds the tracks' stdout tails to a brief the tick renders: a local
-        executor's work folders hold them; ``None`` for an executor without any."""
+        executor's work folders hold them, a fan-in's outcome folder those its legs
+        left; ``None`` when there are none to read."""
         from ..executors.local import LocalExecutor
 
-        if not isinstance(executor, LocalExecutor):
+        redact, folder = redactor(self.environ), self.outcomes
+        if isinstance(executor, LocalExecutor):
+            work = executor.work_dir
+
+            def local(ctx: BriefContext) -> BriefContext:
+                from ..brief.tails import with_local_tails
+
+                return with_local_tails(ctx, work, redact)
+
+            return local
+        if not folder.stdouts:
             return None
-        work, redact = executor.work_dir, redactor(self.environ)
 
-        def read(ctx: BriefContext) -> BriefContext:
-            from ..brief.tails import with_local_tails
+        def legs(ctx: BriefContext) -> BriefContext:
+            from ..brief.tails import with_outcome_tails
 
-            return with_local_tails(ctx, work, redact)
+            return with_outcome_tails(ctx, folder, redact)
 
-        return read
+        return legs
 
     @staticmethod
     def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
