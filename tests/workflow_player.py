@@ -332,12 +332,17 @@ class Player:
         if ci_run is None:
             return "success"  # a played dispatch's job uses no artifact
         if action == "actions/upload-artifact":
-            source = Path(given["path"])
-            if not source.is_file():
+            # `path` holds one path a line; those that exist are uploaded, at the
+            # archive's top (the workflow's paths share their folder)
+            sources = [Path(line.strip()) for line in given["path"].splitlines()
+                       if line.strip()]
+            found = {source.name: source.read_bytes() for source in sources
+                     if source.is_file()}
+            if not found:
                 # if-no-files-found: ignore uploads nothing and succeeds
                 return "success" if given.get("if-no-files-found") == "ignore" else "failure"
             try:
-                self.fake.upload(ci_run, given["name"], {source.name: source.read_bytes()},
+                self.fake.upload(ci_run, given["name"], found,
                                  overwrite=given.get("overwrite", "").lower() == "true")
             except UploadFailed as exc:
                 played.errors.append(str(exc))

@@ -3,6 +3,11 @@
 - A local track's tail is read from its current attempt's work folder when the brief
   is rendered (:func:`local_tails`): ``stdout.log`` as a regular file only, no link
   followed, never a FIFO waited on, and no more than :data:`READ_BYTES` of it.
+- A GitHub leg's tail is read, when the fan-in renders the brief, from the outcome
+  folder it downloaded (:func:`outcome_tails`): the ``<dispatch key>.stdout`` the leg
+  uploaded beside its outcome, read as hostile as a work folder's file
+  (:meth:`~orchestrator.executors.outcomes.Folder.stdout`). Tails never go into the
+  state branch's records.
 - Every tail is at most :data:`LINES` lines and :data:`CHARS` characters, stripped of
   control characters and terminal escapes, and redacted; the template autoescapes it.
 - At most :data:`MAX_TRACKS` tracks show a tail, the ones a reader needs first (failed,
@@ -17,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..executors.local_outcome import read_tail
+from ..executors.outcomes import Folder
 from ..state.records import Track, TrackPhase
 from ..support.text import last_lines
 from .context import BriefContext
@@ -66,3 +72,23 @@ def with_local_tails(ctx: BriefContext, work_dir: Path,
     local = [t for t in ctx.tracks if t.executor == "local"]
     return dataclasses.replace(ctx, tails={**ctx.tails, **local_tails(work_dir, local, redact)},
                                tails_left_out=left_out(local))
+
+
+def outcome_tails(folder: Folder, tracks: Iterable[Track], redact: Callable[[str], str],
+                  limit: int = MAX_TRACKS) -> dict[str, str]:
+    """Track name -> the tail of its current attempt's stdout as its leg left it in the
+    outcome ``folder``, of the first ``limit`` such tracks (:func:`shown_first`)."""
+    found: dict[str, str] = {}
+    for track in shown_first(t for t in tracks if t.key in folder.stdouts)[:limit]:
+        text = tail_of(folder.stdout(track.key), redact)
+        if text:
+            found[track.name] = text
+    return found
+
+
+def with_outcome_tails(ctx: BriefContext, folder: Folder,
+                       redact: Callable[[str], str]) -> BriefContext:
+    """``ctx`` with the tails its tracks' legs left in the outcome ``folder``."""
+    legs = [t for t in ctx.tracks if t.key in folder.stdouts]
+    return dataclasses.replace(ctx, tails={**ctx.tails, **outcome_tails(folder, legs, redact)},
+                               tails_left_out=left_out(legs))

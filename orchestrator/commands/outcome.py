@@ -11,7 +11,7 @@ import click
 
 from ..errors import UserError
 from ..executors.local_outcome import read_enqueue
-from ..executors.outcomes import build, write
+from ..executors.outcomes import build, write, write_stdout
 from ..runs.reporting import load_result
 from ..spec.fields import check_id, check_run_id
 from ..state.items import NewItem
@@ -47,6 +47,9 @@ def _read_tail(path: Path | None) -> str:
               help="The limit `timeout` enforced: exit 124 or 137 at it is a tap-out.")
 @click.option("--stderr", "stderr_file", type=click.Path(dir_okay=False, path_type=Path),
               help="The command's stderr; its last lines go into the error.")
+@click.option("--stdout", "stdout_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The command's stdout; its last 16 KiB go beside the outcome, as "
+                   "<run>--<track>--<attempt>.stdout, for the brief.")
 @click.option("--result", "result_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A file holding a JSON object (ORCHESTRATOR_RESULT); absent or empty: none.")
 @click.option("--message", help="Why the attempt failed, when there is more to say than "
@@ -62,9 +65,10 @@ def _read_tail(path: Path | None) -> str:
 def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compensating: bool,
             exit_code: int | None,
             started_at: str, finished_at: str, timeout_minutes: float | None,
-            stderr_file: Path | None, result_file: Path | None, message: str | None,
-            enqueue_file: Path | None, folder: Path) -> int:
-    """Write a leg's outcome file (phase, exit code, result, stderr tail, times)."""
+            stderr_file: Path | None, stdout_file: Path | None, result_file: Path | None,
+            message: str | None, enqueue_file: Path | None, folder: Path) -> int:
+    """Write a leg's outcome file (phase, exit code, result, stderr tail, times) and,
+    beside it, the tail of its stdout."""
     result = None
     if result_file is not None and result_file.is_file() and result_file.stat().st_size:
         try:
@@ -85,5 +89,10 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
                     result=result, stderr=_read_tail(stderr_file), message=message,
                     enqueue=list(enqueue), enqueue_error=enqueue_error)
     path = write(folder, outcome)
+    if stdout_file is not None:
+        try:
+            write_stdout(folder, outcome.key, stdout_file)
+        except OSError as exc:  # the outcome counts; the brief shows no tail
+            click.echo(f"orchestrator: warning: stdout tail not kept: {exc}", err=True)
     click.echo(f"{outcome.key}: {outcome.phase} -> {path}")
     return 0

@@ -16,12 +16,20 @@ symbolic links never followed and FIFOs never opened. Every entry that is not us
 file that is not a valid outcome or whose name does not match its key, a link, a FIFO,
 a folder too deep, another kind of file) is named in one line with why, and the others
 are still recorded.
+
+Beside its outcome, a leg may leave the tail of its command's stdout,
+``<dispatch key>.stdout`` (:func:`write_stdout`: at most :data:`STDOUT_BYTES`, uploaded in
+the same artifact). It is for the brief the fan-in renders, never for the state branch:
+the folder lists it (a regular file only, of a key whose outcome it holds) and
+:meth:`Folder.stdout` reads its end when a brief shows it, no link followed, never a
+FIFO waited on.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,6 +45,7 @@ from ..state.records import TrackPhase
 from ..support import safejson
 from ..support.text import error_location
 from .base import Observation
+from .local_outcome import read_tail
 
 FORMAT = 1
 """Version of the outcome file; a reader refuses others instead of guessing."""
@@ -49,6 +58,10 @@ MAX_FILES = 4096
 STDERR_LINES = 20
 STDERR_CHARS = 4000
 """The tail of stderr kept: enough for the exception and its message."""
+STDOUT_SUFFIX = ".stdout"
+"""``<dispatch key>.stdout``: the tail of a leg's stdout, beside its outcome."""
+STDOUT_BYTES = 16 * 1024
+"""The end of stdout a leg keeps and the fan-in reads: the brief's 20 lines fit."""
 TIMEOUT_EXITS = frozenset({124, 137})
 """``timeout`` exits 124 after TERM ended the command, 137 when KILL had to."""
 TIMEOUT_SLACK = timedelta(seconds=1)
@@ -159,6 +172,21 @@ def write(folder: Path, outcome: Outcome) -> Path:
     return path
 
 
+def write_stdout(folder: Path, key: str, source: Path) -> Path | None:
+    """Copy the last :data:`STDOUT_BYTES` of ``source`` (a regular file only, read as
+    :func:`~.local_outcome.read_tail` reads) to ``folder/<key>.stdout``; ``None`` when
+    there was nothing to copy."""
+    from ..support.atomic import write_bytes
+
+    data = read_tail(source, STDOUT_BYTES)
+    if not data:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}{STDOUT_SUFFIX}"
+    write_bytes(path, data)
+    return path
+
+
 class BadOutcome(ValueError):
     """An outcome file that cannot be used; the message names the file and the fault."""
 
@@ -198,6 +226,15 @@ class Folder:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    stdouts: dict[str, Path] = field(default_factory=dict)
+    """Dispatch key -> its leg's ``<key>.stdout``, listed but not read (see
+    :meth:`stdout`); only of keys in :attr:`outcomes`."""
+
+    def stdout(self, key: str) -> bytes:
+        """The end of the stdout the leg ``key`` left, at most :data:`STDOUT_BYTES`;
+        nothing when it left none or the file is no longer a regular one."""
+        path = self.stdouts.get(key)
+        return b"" if path is None else read_tail(path, STDOUT_BYTES)
 
     def skip(self, name: str, why: str) -> None:
         """Name the entry ``name`` (relative to the folder) as skipped, and why."""
@@ -210,10 +247,11 @@ def _odd(name: str) -> bool:
     return not name.isprintable() or name != name.encode("utf-8", "replace").decode()
 
 
-def _entries(root: Path, out: Folder) -> list[Path]:
+def _entries(root: Path, out: Folder, tails: dict[str, Path]) -> list[Path]:
     """The ``*.json`` entries directly in ``root`` or one folder down
     (``download-artifact`` puts each artifact in a folder named after it unless told to
-    merge them), in name order; every other entry is named in ``out.problems``."""
+    merge them), in name order, and the ``*.stdout`` ones in ``tails`` by name; every
+    other entry is named in ``out.problems``."""
     found: list[Path] = []
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         if entry.is_dir(follow_symlinks=False):
@@ -222,14 +260,19 @@ def _entries(root: Path, out: Folder) -> list[Path]:
                     out.skip(f"{entry.name}/{sub.name}", "a folder two levels down (outcomes "
                              "are read at most one folder deep)")
                 else:
-                    found += _candidate(Path(sub.path), f"{entry.name}/{sub.name}", out)
+                    found += _candidate(Path(sub.path), f"{entry.name}/{sub.name}", out,
+                                        tails)
         else:
-            found += _candidate(Path(entry.path), entry.name, out)
+            found += _candidate(Path(entry.path), entry.name, out, tails)
     return found
 
 
-def _candidate(path: Path, name: str, out: Folder) -> list[Path]:
-    """``[path]`` when it may be an outcome file; else ``[]``, and ``out`` says why."""
+def _candidate(path: Path, name: str, out: Folder, tails: dict[str, Path]) -> list[Path]:
+    """``[path]`` when it may be an outcome file; else ``[]``, and ``out`` says why (a
+    stdout tail goes to ``tails``)."""
+    if name.endswith(STDOUT_SUFFIX):
+        tails[name] = path
+        return []
     if not name.endswith(".json"):
         out.skip(name, "not a .json file")
         return []
@@ -246,7 +289,8 @@ def read_folder(root: Path, run_id: str | None = None) -> Folder:
     out = Folder()
     if not root.is_dir():
         return out
-    paths = _entries(root, out)
+    tails: dict[str, Path] = {}
+    paths = _entries(root, out, tails)
     if len(paths) > MAX_FILES:
         out.problems.append(f"outcomes: {len(paths) - MAX_FILES} file(s) past the first "
                             f"{MAX_FILES} not read")
@@ -269,8 +313,30 @@ def read_folder(root: Path, run_id: str | None = None) -> Folder:
             out.skip(name, f"it belongs to run {outcome.run_id}")
             continue
         out.outcomes[outcome.key] = outcome
+    for name, path in tails.items():
+        _stdout(path, name, out)
     out.problems.sort()  # by name, as the entries are
     return out
+
+
+def _stdout(path: Path, name: str, out: Folder) -> None:
+    """List the stdout tail ``path`` in ``out`` when it is a regular file beside its
+    outcome; else name it in ``out.problems``. It is not read here."""
+    key = path.name.removesuffix(STDOUT_SUFFIX)
+    if key not in out.outcomes:
+        out.skip(name, "a stdout tail without an outcome of its key in the folder")
+        return
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        out.skip(name, "vanished while being read")
+        return
+    if stat.S_ISLNK(mode):
+        out.skip(name, "a symbolic link (never followed)")
+    elif kind := safejson.kind_of(mode):
+        out.skip(name, f"not a regular file ({kind})")
+    else:
+        out.stdouts[key] = path
 
 
 _PHASES: Mapping[str, TrackPhase] = {"complete": TrackPhase.COMPLETE,

@@ -80,7 +80,7 @@ def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
             raise UnsafeJSON("is a symlink (changed while reading)") from None
         raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
     try:
-        kind = _kind(os.fstat(fd).st_mode)
+        kind = kind_of(os.fstat(fd).st_mode)
         if kind:
             raise UnsafeJSON(f"not a regular file ({kind})")
         chunks: list[bytes] = []
@@ -119,7 +119,8 @@ def _follow(path: Path, root: Path | None) -> Path:
     return target
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words; ``""`` for a regular file."""
     if stat.S_ISREG(mode):
         return ""
     if stat.S_ISDIR(mode):

@@ -75,6 +75,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ExecutorFactory = Callable[[Breaker | None], Executor]
+Tails = Callable[["BriefContext"], "BriefContext"]
+"""Adds the tracks' stdout tails to a brief's context (:mod:`orchestrator.brief.tails`)."""
 
 _checkpoint = checkpoints.reached
 """The tick's points of no return (:mod:`~orchestrator.support.checkpoints`):
@@ -214,9 +216,6 @@ class Tick:
         --compact-keep-days`` turns it off: its own compaction wins)."""
         self.notifications = notifying.Notifications(self.now, environ)
         self.environ = os.environ if environ is None else environ
-        self.tails: Callable[[BriefContext], BriefContext] | None = None
-        """Adds the local tracks' stdout tails to a brief (set once the executor is
-        built: only a local one has work folders to read)."""
         """Where events go: the channels of ``orchestrator.json``, in ``environ`` (default:
         this process's environment, which holds the webhooks' URLs and the token)."""
         self.clock = clock
@@ -232,7 +231,7 @@ class Tick:
         if self.clock is not None and not dry_run:
             self.clock.refuse_the_future(self.now, inputs.snapshot.files)
         executor = self.make_executor(inputs.breaker(self.executor_name))
-        self.tails = self._tails_reader(executor)
+        tails = self.tails_reader(executor)
         seen = self.observe(inputs, executor)
         ahead = self.clock.behind(self.now, inputs.snapshot.files) if self.clock else []
         result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
@@ -240,12 +239,12 @@ class Tick:
                             quarantined=inputs.state.quarantine_lines(), memo=inputs.memo,
                             record_log=[*ahead, *seen.problems], snapshot=inputs.snapshot)
         if dry_run:
-            planned = self.plan(inputs, seen)
+            planned = self.plan(inputs, seen, tails)
             self._decided(result, inputs, planned)
             result.tip = inputs.snapshot.tip
             return result
         _checkpoint("before-mark")
-        planned, outcome, final = self.mark(inputs, seen)
+        planned, outcome, final = self.mark(inputs, seen, tails)
         self._decided(result, final, planned)
         result.mark_landed = outcome.landed
         result.tip = outcome.tip
@@ -270,19 +269,31 @@ class Tick:
             self._forget_local(executor, result.retention.runs)
         return result
 
-    def _tails_reader(self, executor: Executor) -> Callable[[BriefContext], BriefContext] | None:
+    def tails_reader(self, executor: Executor) -> Tails | None:
+        """What adds the tracks' stdout tails to a brief the tick renders: a local
+        executor's work folders hold them, a fan-in's outcome folder those its legs
+        left; ``None`` when there are none to read."""
         from ..executors.local import LocalExecutor
 
-        if not isinstance(executor, LocalExecutor):
+        redact, folder = redactor(self.environ), self.outcomes
+        if isinstance(executor, LocalExecutor):
+            work = executor.work_dir
+
+            def local(ctx: BriefContext) -> BriefContext:
+                from ..brief.tails import with_local_tails
+
+                return with_local_tails(ctx, work, redact)
+
+            return local
+        if not folder.stdouts:
             return None
-        work, redact = executor.work_dir, redactor(self.environ)
 
-        def read(ctx: BriefContext) -> BriefContext:
-            from ..brief.tails import with_local_tails
+        def legs(ctx: BriefContext) -> BriefContext:
+            from ..brief.tails import with_outcome_tails
 
-            return with_local_tails(ctx, work, redact)
+            return with_outcome_tails(ctx, folder, redact)
 
-        return read
+        return legs
 
     @staticmethod
     def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
@@ -307,8 +318,9 @@ class Tick:
         obs = gather(executor, view, known)
         return Seen(obs, executor.health(), tuple(self.outcomes.problems))
 
-    def plan(self, inputs: TickInputs, seen: Seen) -> Planned:
-        """Decide on ``inputs`` and turn the decision into the files of one commit."""
+    def plan(self, inputs: TickInputs, seen: Seen, tails: Tails | None = None) -> Planned:
+        """Decide on ``inputs`` and turn the decision into the files of one commit;
+        ``tails`` adds the stdout tails to the briefs it renders."""
         loaded, files0 = inputs.loaded, inputs.snapshot.files
         state, others = loaded.state, {}
         if self.scope is not None:
@@ -328,7 +340,7 @@ class Tick:
             decision, files, files0, {s.id: s.spec for s in inputs.schedules}, others,
             redraw_index=paused_schedules(decision.state) != paused_schedules(state),
             now=self.now, executor=self.executor_name, templates=self.templates,
-            tails=self.tails,
+            tails=tails,
             board=lambda after, rest: self.board(inputs, after, rest))
         notes = self.notifications.plan(inputs, state, decision.state, files, files0,
                                         self.scope)
@@ -355,7 +367,7 @@ class Tick:
         schedules, invalid = list(inputs.schedules), list(inputs.invalid)
         folder = self.repo / "schedules"
         if inputs.memo is not None and inputs.memo.left_out and folder.is_dir():
-            parsed = load_all(folder)
+            parsed = load_all(folder, calendars=inputs.calendars)
             schedules = [s for s in parsed.schedules if s.id not in inputs.held]
             invalid = [e.message for e in parsed.errors] + [
                 line for line in inputs.invalid if line == inputs.settings.caps_problem]
@@ -364,8 +376,8 @@ class Tick:
         return from_files(inputs.snapshot.files, schedules, invalid, self.now, state=state,
                           last_tick=self.now)
 
-    def mark(self, inputs: TickInputs,
-             seen: Seen) -> tuple[Planned, store.TransactResult, TickInputs]:
+    def mark(self, inputs: TickInputs, seen: Seen, tails: Tails | None = None
+             ) -> tuple[Planned, store.TransactResult, TickInputs]:
         """Commit the decision; returns the plan made on the tip the compare-and-swap
         ended on (one per race lost), what the store did, and that tip's inputs."""
         attempts: list[tuple[Planned, TickInputs]] = []
@@ -374,7 +386,7 @@ class Tick:
             # plan() never mutates its input, so the state parsed for observation is
             # reused while the compare-and-swap still sees the same tip
             on_tip = inputs.on(snap, self.repo)
-            attempts.append((self.plan(on_tip, seen), on_tip))
+            attempts.append((self.plan(on_tip, seen, tails), on_tip))
             _checkpoint("mark-planned")
             return attempts[-1][0].changes or None
 

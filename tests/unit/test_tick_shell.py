@@ -9,9 +9,11 @@ its tip.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
+from orchestrator.brief.context import BriefContext
 from orchestrator.spec.config import RepoSettings
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
@@ -269,6 +271,28 @@ def test_a_consolidated_run_gets_its_brief_in_the_mark_commit(shell: MemoryShell
     assert shell.run_record(RUN).status is RunStatus.COMPLETED
     assert shell.track(RUN, "a").result == {"summary": "built the docs"}
     assert b"built the docs" in shell.files[layout.brief_path(RUN)]
+
+
+def test_the_tails_reader_goes_to_mark_as_an_argument_and_the_tick_keeps_nothing(
+        shell: MemoryShell) -> None:
+    fired(shell)
+    shell.executor.finish(KEY, T0 + 2 * MINUTE, result={"summary": "built the docs"})
+    now = T0 + 3 * MINUTE
+    tick = shell.tick(now)
+    inputs = shell.inputs()
+    seen = tick.observe(inputs, shell.executor)
+
+    def tails(ctx: BriefContext) -> BriefContext:
+        return dataclasses.replace(ctx, tails={"a": "the last line it printed"})
+
+    planned, outcome, _ = tick.mark(inputs, seen, tails)
+    assert outcome.landed and planned.consolidated.rendered == [RUN]
+    assert b"the last line it printed" in shell.files[layout.brief_path(RUN)]
+
+    again = shell.tick(now + MINUTE)
+    before = dict(vars(again))
+    again.run()
+    assert vars(again) == before  # a whole tick parks nothing on the object
 
 
 # --------------------------------------------------------------------------- the inputs
