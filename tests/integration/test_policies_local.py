@@ -140,7 +140,9 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
 
     _, snap = state_of(repo)
     index = snap.files["state/index.html"].decode()
-    assert "nightly is paused</strong>" in index and "by orchestrator" in index
+    # first on the dashboard, with who and how to resume
+    assert "nightly is paused since" in index and "by orchestrator" in index
+    assert "orchestrator schedules resume nightly --reason ..." in index
     status = cli(repo, "status", "--now", iso(t0 + timedelta(minutes=11)), check=False)
     assert f"PAUSED since {iso(t0 + timedelta(minutes=10, seconds=30))} by orchestrator" \
         in status.stdout
