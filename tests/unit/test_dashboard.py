@@ -4,7 +4,6 @@ rendered by the autoescaped template; it and ``status`` name the same items."""
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta
 
 from orchestrator import brief
@@ -175,20 +174,16 @@ def test_caps_bound_the_page_and_the_records_read_at_scale() -> None:
                 asked.append(key)
             return super().get(key, default)
 
-    started = time.perf_counter()
-    # the state as the tick passes it (it loaded the open runs through the index)
+    # the state as the tick passes it (it loaded the open runs through the index);
+    # its time is bench/dashboard.py's to measure, the records it reads are this test's
     b = dashboard.from_files(Counting(files), schedules, [], NOW, state=State(),
                              last_tick=NOW)
-    built = time.perf_counter() - started
     html = brief.render_index([], generated_at=NOW, board=b)
-    elapsed = time.perf_counter() - started
-    print(f"built in {built:.2f}s, rendered in {elapsed - built:.2f}s, {len(html)} bytes")
     assert len(b.cards) == dashboard.SCHEDULES_SHOWN and b.cards_more == 900
     assert all(len(c.strip) == 10 for c in b.cards)  # every run of each shown
     assert len(asked) <= dashboard.SCHEDULES_SHOWN * dashboard.STRIP_RUNS
     assert "900 more schedules not shown" in html
     assert len(html) < 1_000_000
-    assert elapsed < 30, elapsed  # a guard against the quadratic; about 0.6 s unloaded
 
 
 def test_the_tick_draws_the_state_it_commits_with_the_cursors_it_did_not_read() -> None:
