@@ -62,7 +62,9 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
         # at the next minute boundary, in the same serve. Wait for that second firing
         # (its launch is logged once its run is committed), then for a push to be in
         # flight: a tick is between its start and its end.
-        wait(lambda: len(launched(work)) >= 2, "serve did not fire two slots", timeout=200)
+        fired = work / "launches.log"  # one line a launch, the last maybe half written
+        wait(lambda: fired.exists() and fired.read_text().count("\n") >= 2,
+             "serve did not fire two slots", timeout=200)
         wait(lambda: pushes.exists() and (pushes.read_text().splitlines() or [""])[-1]
              == "start", "no push after the second slot fired", timeout=50)
         proc.send_signal(signal.SIGTERM)
