@@ -20,12 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.support.checkpoints import POINTS
 from tests.builders import spec_data
 from tests.drive import STATE_BRANCH, cli_tick, state_of
 from tests.gitrepo import clone, git, make_origin
 
 EVERY = spec_data("* * * * *", run="true", overlap="allow")
 LOCK_LINE = "removed the stale lock"
+GIT_POINTS = ("fetch", "push")
+"""The points where the kill comes while a git process runs (:mod:`tests.crashpoint`)."""
 
 
 def at(minute: int) -> str:
@@ -123,23 +126,39 @@ def test_a_ref_lock_a_killed_push_left_in_the_remote_folder_is_cleared(
 
 
 @pytest.mark.slow
-def test_fifty_ticks_killed_at_random_moments_then_three_ordinary_ticks_succeed(
+def test_ticks_killed_at_every_checkpoint_and_at_random_moments_then_ordinary_ticks_succeed(
         tmp_path: Path) -> None:
-    """The acceptance loop: 50 ticks of one checkout SIGKILLed at random moments of their
-    life (another writer moves the branch before each, so each fetches), then 3
-    ordinary ticks: each succeeds and fires its slot."""
+    """The acceptance loop: ticks of one checkout SIGKILLed (another writer moves the
+    branch before each, so each fetches), then 3 ordinary ticks: each succeeds and
+    fires its slot. Each point of no return (:data:`POINTS`: before and after the mark,
+    after dispatching, notifying and recording, while git fetches, while it pushes) is
+    killed once, in a shuffled order, and the git ones once more, a random moment into
+    git's work; then 8 ticks are killed at random moments of their life."""
     origin, repo = checkout(tmp_path)
     work = tmp_path / "work"
     assert cli_tick(repo, at(0), work=work).returncode == 0
     rng = random.Random(25)
+    points = [*POINTS, *GIT_POINTS]
+    rng.shuffle(points)
+    minute = 0
+    for point in points:
+        minute += 1
+        another_writer(origin)
+        # the second kill at fetch and push comes at a random moment of git's work
+        again = points.index(point) < minute - 1
+        env = {"CRASH_DELAY": f"{rng.uniform(0.0, 0.05):.3f}"} if again else None
+        proc = cli_tick(repo, at(minute), work=work, crash_at=point, env=env)
+        assert proc.returncode == -9, (point, proc.stderr)  # it reached the point, and died
     killed = 0
-    for minute in range(1, 51):
+    for _ in range(8):
+        minute += 1
         another_writer(origin)
         victim = start(repo, minute, work)
         time.sleep(rng.uniform(0.0, 1.2))
         kill(victim)
         killed += victim.returncode == -9
-    assert killed >= 25  # most were killed before they ended by themselves
+    assert killed >= 4  # most were killed before they ended by themselves
+    assert minute < 51
     for minute in (51, 52, 53):
         proc = cli_tick(repo, at(minute), work=work)
         assert proc.returncode == 0, proc.stderr

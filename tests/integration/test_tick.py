@@ -220,31 +220,52 @@ def test_a_run_past_its_deadline_is_tapped_out_and_consolidated(tmp_path: Path) 
                            != "running" for k in first.dispatched))
 
 
+def pushes_in(trace: Path) -> int:
+    """How many ``git push`` commands a process traced to ``trace`` (``GIT_TRACE``) ran."""
+    if not trace.exists():
+        return 0
+    return sum("trace: built-in: git push " in line
+               for line in trace.read_text().splitlines())
+
+
 @pytest.mark.slow
 def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
-    """8 OS processes tick at the same instant, for 10 instants over 50 schedules.
+    """5 OS processes tick at the same instant, for 7 instants over 15 schedules.
 
-    Ten minutes hold two or more slots of every cron below (``*/5``: 07:00 and 07:05;
-    ``1-59/4``: 07:01, 07:05, 07:09), and the state grows by up to 50 runs a minute, so
-    every instant races eight pushes of many records; more minutes repeat the same
-    races on a larger state, at some 20 s each on a loaded machine."""
+    Seven minutes (06:59 to 07:05) hold two or more slots of every cron below
+    (``*/5``: 07:00 and 07:05; ``1-59/4``: 06:57 at first sight, 07:01, 07:05), and the
+    state grows by up to 15 runs a minute, so every instant races five pushes of many
+    records. The ticks really collide: some of their pushes lose the compare-and-swap
+    (a push that lands adds one commit to the linear state branch; the others lost)."""
     crons = ["* * * * *", "*/2 * * * *", "*/3 * * * *", "*/5 * * * *", "1-59/4 * * * *"]
     schedules = {f"s{i:02d}": {"cron": crons[i % len(crons)], "overlap": "allow",
                                "catchup_window_minutes": 2,
-                               "tracks": [{"name": "t", "run": "true"}]} for i in range(50)}
+                               "tracks": [{"name": "t", "run": "true"}]} for i in range(15)}
+    racers, minutes = 5, 6
     origin = make_origin(tmp_path, schedules)
-    clones = [clone(origin, tmp_path / f"c{i}") for i in range(8)]
+    clones = [clone(origin, tmp_path / f"c{i}") for i in range(racers)]
     work = tmp_path / "work"
-    env = {**os.environ, "ORCHESTRATOR_WORK_DIR": str(work)}
+    traces = tmp_path / "traces"
+    traces.mkdir()
     start = datetime(2026, 12, 1, 6, 59, tzinfo=UTC)
-    for step in range(11):
+    pushed = lost = 0
+    for step in range(minutes + 1):
         now = (start + timedelta(minutes=step)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        before = int(tip_count(origin))
         procs = [subprocess.Popen([sys.executable, "-m", "orchestrator", "--repo", str(c),
-                                   "tick", "--now", now], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True) for c in clones]
+                                   "tick", "--now", now],
+                                  env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(work),
+                                       "GIT_TRACE": str(traces / f"{step}-{i}")},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True) for i, c in enumerate(clones)]
         errors = [p.communicate()[1] for p in procs]
-        assert [p.returncode for p in procs] == [0] * 8, errors
+        assert [p.returncode for p in procs] == [0] * racers, errors
         assert_index_agrees(state_of(clones[0])[1].files)
+        tried = sum(pushes_in(traces / f"{step}-{i}") for i in range(racers))
+        landed = int(tip_count(origin)) - before
+        assert tried >= landed > 0
+        pushed, lost = pushed + tried, lost + tried - landed
+    assert lost > 0, f"no push of {pushed} lost a race: the ticks did not collide"
     state, _ = state_of(clones[0])
     from orchestrator.spec.files import load_all
     from orchestrator.spec.triggers import for_spec
@@ -255,12 +276,20 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
         # every tick is on time and fires its own slot
         slots = for_spec(s.spec).slots
         first = slots(start - timedelta(minutes=2), start)[-1:]
-        for slot in first + slots(start, start + timedelta(minutes=10)):
+        for slot in first + slots(start, start + timedelta(minutes=minutes)):
             expected.add(f"{s.id}--{slot:%Y%m%dT%H%MZ}")
     assert set(state.runs) == expected
     wait_until(lambda: len(launches(work)) >= len(expected), timeout=60)
     keys = launches(work)
     assert len(keys) == len(set(keys)) == len(expected)
+
+
+def tip_count(origin: Path) -> str:
+    """The number of commits on the origin's state branch (0 before the first)."""
+    if tip(origin) is None:
+        return "0"
+    return subprocess.run(["git", "rev-list", "--count", f"refs/heads/{BRANCH}"], cwd=origin,
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_the_job_summary_gets_the_tick_lines_and_the_finished_run_brief(tmp_path: Path
