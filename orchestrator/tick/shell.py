@@ -215,9 +215,10 @@ class Tick:
         """Apply ``keep_finished_runs_days`` after the tick's work (``serve
         --compact-keep-days`` turns it off: its own compaction wins)."""
         self.notifications = notifying.Notifications(self.now, environ)
-        self.environ = os.environ if environ is None else environ
         """Where events go: the channels of ``orchestrator.json``, in ``environ`` (default:
         this process's environment, which holds the webhooks' URLs and the token)."""
+        self.environ = os.environ if environ is None else environ
+        """The environment the tails' redactor reads its secrets from."""
         self.clock = clock
         """Where ``now`` came from (``None``: not said, as in tests driving the shell)."""
         self.requests = requests
