@@ -134,3 +134,24 @@ def test_the_log_s_download_link_lasts_a_minute(fake_github: FakeGitHub,
     assert answer.status_code == 302
     fake_github.now = (fake_github.now or T0) + timedelta(minutes=2)
     assert client.fetch_signed_tail(answer.headers["location"], 100) is None
+
+
+def test_a_signed_url_is_read_whole_within_a_limit_or_by_its_tail_without_the_token(
+        fake_github: FakeGitHub, tmp_path: Path) -> None:
+    _, ci_run = _finished(tmp_path, fake_github)
+    artifact = fake_github.upload(ci_run, "blob-check", {"a.txt": b"x" * 5000})
+    client = GitHubClient(fake_github.token, api_url=fake_github.api_url, now=T0)
+    answer = client.request(
+        "GET", f"repos/{fake_github.repository}/actions/artifacts/{artifact.id}/zip")
+    assert answer.status_code == 302
+    url, size = answer.headers["location"], len(artifact.data)
+    assert client.fetch_signed(url, size) == artifact.data  # exactly at the limit
+    assert client.fetch_signed(url, size - 1) is None  # one byte more than allowed
+    assert client.fetch_signed_tail(url, 10) == (artifact.data[-10:], size)
+    assert client.fetch_signed_tail(url, 0) == (b"", size)
+    assert client.fetch_signed_tail(url, 10 * size) == (artifact.data, size)
+    assert client.fetch_signed(url + "x", size) is None  # a bad signature: 403
+    assert client.fetch_signed("file:///etc/passwd", size) is None
+    assert client.fetch_signed_tail("ftp://example.com/x", 10) is None
+    blobs = fake_github.calls("blob")
+    assert len(blobs) == 6 and not any(r.authorized for r in blobs)

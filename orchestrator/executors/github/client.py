@@ -268,29 +268,24 @@ class GitHubClient:
 
     def fetch_signed(self, url: str, limit: int) -> bytes | None:
         """GET a signed URL GitHub redirected to (an artifact's archive), at most
-        ``limit`` bytes; ``None`` when it fails. The token is never sent: the URL is
-        off the API and carries its own signature."""
-        if not url.startswith(("https://", "http://")):
-            return None
-        self.calls += 1
-        try:
-            with self._client.stream("GET", url, headers={"User-Agent": self._headers[
-                    "User-Agent"]}) as response:
-                if response.status_code != 200:
-                    return None
-                data = b""
-                for chunk in response.iter_bytes():
-                    data += chunk
-                    if len(data) > limit:
-                        return None
-                return data
-        except httpx.HTTPError:
-            return None
+        ``limit`` bytes; ``None`` when it fails or is larger. The token is never sent:
+        the URL is off the API and carries its own signature."""
+        got = self._stream_signed(url, keep=limit, head=True)
+        return None if got is None else got[0]
 
     def fetch_signed_tail(self, url: str, keep: int) -> tuple[bytes, int] | None:
         """GET a signed URL GitHub redirected to (a job's log) without the token, and
         keep only its last ``keep`` bytes however large it is: (those bytes, the size
         read). ``None`` when it fails or the URL is not http(s)."""
+        return self._stream_signed(url, keep=keep, head=False)
+
+    def _stream_signed(self, url: str, *, keep: int, head: bool
+                       ) -> tuple[bytes, int] | None:
+        """Stream a signed URL without the token: (the bytes kept, the size read).
+
+        ``head`` keeps the whole body and gives up (``None``) past ``keep`` bytes;
+        otherwise only the last ``keep`` bytes are kept. Not http(s), an answer other
+        than ``200`` or a transport failure is ``None`` too."""
         if not url.startswith(("https://", "http://")):
             return None
         self.calls += 1
@@ -299,16 +294,20 @@ class GitHubClient:
                     "User-Agent"]}) as response:
                 if response.status_code != 200:
                     return None
-                tail = bytearray()
+                data = bytearray()
                 total = 0
                 for chunk in response.iter_bytes():
                     total += len(chunk)
-                    tail += chunk
-                    if len(tail) > 2 * keep:  # trim now and then, not on every chunk
-                        del tail[:len(tail) - keep]
-                return bytes(tail[-keep:]) if keep else b"", total
+                    data += chunk
+                    if head and total > keep:
+                        return None
+                    if not head and len(data) > 2 * keep:  # trim now and then
+                        del data[:len(data) - keep]
         except httpx.HTTPError:
             return None
+        if head:
+            return bytes(data), total
+        return (bytes(data[-keep:]) if keep else b""), total
 
     def paged(self, path: str, params: Mapping[str, str], key: str,
               max_pages: int) -> list[dict[str, Any]]:
