@@ -1,33 +1,73 @@
 """``orchestrator outcome``: a leg writes its outcome file
 (:mod:`orchestrator.executors.outcomes`) instead of pushing a report; the batch's fan-in
-job records every leg's file at once."""
+job records every leg's file at once.
+
+The stderr, stdout and result files are the track's: each is opened once, without
+following a link or blocking on a FIFO, and only its tail is read. One that is refused
+costs a warning line, never the outcome."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import UserError
 from ..executors.local_outcome import read_enqueue
-from ..executors.outcomes import build, write, write_stdout
-from ..runs.reporting import load_result
+from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
+from ..runs.reporting import MAX_RESULT_BYTES, parse_result
 from ..spec.fields import check_id, check_run_id
 from ..state.items import NewItem
+from ..support import safejson
 from ..support.times import parse_now
 from .context import Config, pass_config
 
-
-def _read_tail(path: Path | None) -> str:
-    if path is None or not path.is_file():
-        return ""
-    with path.open("rb") as fh:
-        size = fh.seek(0, 2)
-        fh.seek(max(0, size - 64 * 1024))  # only the tail is kept: read no more
-        return fh.read().decode("utf-8", "replace")
+STDERR_READ = 64 * 1024
+"""The end of stderr read: the outcome keeps its last lines, never more."""
 
 
+def _warn(text: str) -> None:
+    click.echo(f"orchestrator: warning: {text}", err=True)
+
+
+def _read_tail(path: Path | None, keep: int, option: str) -> tuple[bytes, str | None]:
+    """The last ``keep`` bytes of the file a track left, and a line saying what was
+    wrong or cut, if anything. The track wrote it and may have made it a symlink to any
+    file on the runner, a FIFO or gigabytes: it is read as untrusted input, tail only."""
+    if path is None:
+        return b"", None
+    try:
+        data, size = safejson.read_tail(path, keep)
+    except FileNotFoundError:
+        return b"", None  # the command never wrote one
+    except safejson.UnsafeJSON as exc:
+        return b"", f"{option} {path} not read: {exc}"
+    if size > keep:
+        return data, f"{option} {path} holds {size:,} bytes: only its last {keep:,} are kept"
+    return data, None
+
+
+def _read_result(path: Path | None) -> dict[str, Any] | None:
+    """The result object in ``path``; ``None`` when there is none or it is refused
+    (then a warning says why: the outcome still counts)."""
+    if path is None:
+        return None
+    try:
+        data = safejson.read_file(path, max_bytes=MAX_RESULT_BYTES)
+        return parse_result(data, path) if data else None
+    except FileNotFoundError:
+        return None
+    except safejson.UnsafeJSON as exc:
+        _warn(f"--result {path} not read: {exc}; result left out")
+    except UserError as exc:
+        _warn(f"{exc.message}; result left out")
+    return None
+
+
+# --stderr, --stdout and --result are not checked by click (it would stat through a
+# link and stop at a directory): _read_tail and _read_result refuse them, one line each.
 @click.command("outcome")
 @click.option("--run", "run_id", envvar="ORCHESTRATOR_RUN_ID", required=True, metavar="RUN",
               help="Run id [env: ORCHESTRATOR_RUN_ID].")
@@ -45,12 +85,12 @@ def _read_tail(path: Path | None) -> str:
 @click.option("--finished-at", required=True, metavar="ISO", help="When the command ended.")
 @click.option("--timeout-minutes", type=click.FloatRange(min=0, min_open=True),
               help="The limit `timeout` enforced: exit 124 or 137 at it is a tap-out.")
-@click.option("--stderr", "stderr_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--stderr", "stderr_file", type=click.Path(path_type=Path), metavar="FILE",
               help="The command's stderr; its last lines go into the error.")
-@click.option("--stdout", "stdout_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--stdout", "stdout_file", type=click.Path(path_type=Path), metavar="FILE",
               help="The command's stdout; its last 16 KiB go beside the outcome, as "
                    "<run>--<track>--<attempt>.stdout, for the brief.")
-@click.option("--result", "result_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--result", "result_file", type=click.Path(path_type=Path), metavar="FILE",
               help="A file holding a JSON object (ORCHESTRATOR_RESULT); absent or empty: none.")
 @click.option("--message", help="Why the attempt failed, when there is more to say than "
                                  "its exit code.")
@@ -69,30 +109,32 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
             message: str | None, enqueue_file: Path | None, folder: Path) -> int:
     """Write a leg's outcome file (phase, exit code, result, stderr tail, times) and,
     beside it, the tail of its stdout."""
-    result = None
-    if result_file is not None and result_file.is_file() and result_file.stat().st_size:
-        try:
-            result = load_result(result_file)
-        except UserError as exc:  # the outcome still counts; the result is dropped
-            click.echo(f"orchestrator: warning: {exc.message}; result left out", err=True)
+    result = _read_result(result_file)
     enqueue: tuple[NewItem, ...] = ()
     enqueue_error: str | None = None
     if enqueue_file is not None and exit_code == 0:  # only a track that completed
         enqueue, enqueue_error = read_enqueue(enqueue_file.parent, enqueue_file.name)
         if enqueue_error:
             click.echo(f"orchestrator: warning: {enqueue_error}", err=True)
+    stderr_bytes, stderr_note = _read_tail(stderr_file, STDERR_READ, "--stderr")
+    stdout_bytes, stdout_note = _read_tail(stdout_file, STDOUT_BYTES, "--stdout")
+    for note in (stderr_note, stdout_note):
+        if note:
+            _warn(note)
+    stderr = stderr_bytes.decode("utf-8", "replace")
+    if stderr_note and not stderr_bytes:  # refused: the error says so instead of a tail
+        stderr = f"orchestrator: {stderr_note}"
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=parse_now(started_at, "--started-at"),
                     finished_at=parse_now(finished_at, "--finished-at"),
                     limit=timedelta(minutes=timeout_minutes) if timeout_minutes else None,
-                    result=result, stderr=_read_tail(stderr_file), message=message,
+                    result=result, stderr=stderr, message=message,
                     enqueue=list(enqueue), enqueue_error=enqueue_error)
     path = write(folder, outcome)
-    if stdout_file is not None:
-        try:
-            write_stdout(folder, outcome.key, stdout_file)
-        except OSError as exc:  # the outcome counts; the brief shows no tail
-            click.echo(f"orchestrator: warning: stdout tail not kept: {exc}", err=True)
+    try:
+        write_stdout(folder, outcome.key, stdout_bytes)
+    except OSError as exc:  # the outcome counts; the brief shows no tail
+        _warn(f"stdout tail not kept: {exc}")
     click.echo(f"{outcome.key}: {outcome.phase} -> {path}")
     return 0

@@ -172,13 +172,12 @@ def write(folder: Path, outcome: Outcome) -> Path:
     return path
 
 
-def write_stdout(folder: Path, key: str, source: Path) -> Path | None:
-    """Copy the last :data:`STDOUT_BYTES` of ``source`` (a regular file only, read as
-    :func:`~.local_outcome.read_tail` reads) to ``folder/<key>.stdout``; ``None`` when
-    there was nothing to copy."""
+def write_stdout(folder: Path, key: str, data: bytes) -> Path | None:
+    """Write the last :data:`STDOUT_BYTES` of ``data`` (a leg's stdout, read by the
+    caller) to ``folder/<key>.stdout``; ``None`` when there was nothing to write."""
     from ..support.atomic import write_bytes
 
-    data = read_tail(source, STDOUT_BYTES)
+    data = data[-STDOUT_BYTES:]
     if not data:
         return None
     folder.mkdir(parents=True, exist_ok=True)

@@ -62,16 +62,26 @@ def load_result(path: Path) -> dict[str, Any]:
     without lone surrogates, which could never be committed.
     """
     try:
-        data = safejson.load_file(path, max_bytes=MAX_RESULT_BYTES)
+        data = safejson.read_file(path, max_bytes=MAX_RESULT_BYTES)
     except FileNotFoundError:
         raise UserError(f"cannot read result file {path}: No such file or directory"
                         ) from None
     except safejson.UnsafeJSON as exc:
         raise UserError(f"result file {_shown(path)} is refused: {exc}") from None
-    if not isinstance(data, dict):
+    return parse_result(data, path)
+
+
+def parse_result(data: bytes, path: Path) -> dict[str, Any]:
+    """The JSON object in ``data``, read from ``path``, or a :class:`UserError` naming
+    the file; a caller that read the bytes itself parses them here, once."""
+    try:
+        value = safejson.loads(data, max_bytes=MAX_RESULT_BYTES)
+    except safejson.UnsafeJSON as exc:
+        raise UserError(f"result file {_shown(path)} is refused: {exc}") from None
+    if not isinstance(value, dict):
         raise UserError(f"result file {_shown(path)} must hold a JSON object, "
-                        f"not {type(data).__name__}")
-    return data
+                        f"not {type(value).__name__}")
+    return value
 
 
 def check_message(message: str) -> str:

@@ -1,4 +1,5 @@
-"""One reader for every JSON input: schedules, state records, track results, reports.
+"""One reader for every JSON input: schedules, state records, track results, reports;
+and :func:`read_tail`, the same guarded open for the end of a log a track leaves.
 
 Anything read here may be hostile (a pull request brings schedules, a track writes its
 result, anyone who can push the state branch writes records), and one bad input must
@@ -61,6 +62,53 @@ def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     "absent") and :class:`UnsafeJSON` for anything else that is wrong: not a regular
     file, a symlink loop, a symlink out of ``root``, too large, unreadable.
     """
+    fd = _open(path, root)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise UnsafeJSON(f"larger than {max_bytes} bytes")
+    return b"".join(chunks)
+
+
+def read_tail(path: Path, keep: int, *, root: Path | None = None) -> tuple[bytes, int]:
+    """The last ``keep`` bytes of the regular file ``path`` and the file's size.
+
+    Opened as :func:`read_file` opens (the same refusals), but only the tail is read:
+    a log of gigabytes costs ``keep`` bytes of memory.
+    """
+    fd = _open(path, root)
+    try:
+        size = os.fstat(fd).st_size
+        os.lseek(fd, max(0, size - keep), os.SEEK_SET)
+        chunks: list[bytes] = []
+        got = 0
+        while got < keep:  # the file may grow meanwhile: never read more than keep
+            chunk = os.read(fd, min(_CHUNK, keep - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), size
+
+
+def _open(path: Path, root: Path | None) -> int:
+    """A descriptor of the regular file ``path`` (a symlink only inside ``root``),
+    opened without blocking; the caller closes it."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -81,23 +129,13 @@ def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
         raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
     try:
         kind = kind_of(os.fstat(fd).st_mode)
-        if kind:
-            raise UnsafeJSON(f"not a regular file ({kind})")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
     except OSError as exc:
-        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
-    finally:
         os.close(fd)
-    if size > max_bytes:
-        raise UnsafeJSON(f"larger than {max_bytes} bytes")
-    return b"".join(chunks)
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    if kind:
+        os.close(fd)
+        raise UnsafeJSON(f"not a regular file ({kind})")
+    return fd
 
 
 def _follow(path: Path, root: Path | None) -> Path:
