@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..planner import Decision, consolidate
 from ..spec.models import ScheduleSpec
@@ -34,6 +34,7 @@ from . import logs
 
 if TYPE_CHECKING:
     from ..brief.context import BriefContext
+    from ..brief.dashboard import Dashboard
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def paused_schedules(state: State) -> dict[str, Pause]:
     return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
 
 
-Board = Callable[[State, Mapping[str, Run]], Any]
+Board = Callable[[State, Mapping[str, Run]], "Dashboard"]
 """The state after the decision and the other open runs -> the index's dashboard."""
 
 

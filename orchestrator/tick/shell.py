@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
@@ -71,6 +71,7 @@ from .result import TickResult
 
 if TYPE_CHECKING:
     from ..brief.context import BriefContext
+    from ..brief.dashboard import Dashboard
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +359,8 @@ class Tick:
         parked.update(sorted(decision.dead_items.items()))  # items: the same alert
         return Planned(decision, change, consolidated, parked, notes)
 
-    def board(self, inputs: TickInputs, after: State, others: Mapping[str, Run]) -> Any:
+    def board(self, inputs: TickInputs, after: State, others: Mapping[str, Run]
+              ) -> Dashboard:
         """The index's dashboard on the state this tick commits. Every schedule is on
         it, so the files the memo vouched for are parsed here: only when the index is
         rendered (a run started or ended, a pause moved), never on a quiet tick."""

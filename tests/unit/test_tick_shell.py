@@ -313,3 +313,25 @@ def test_inputs_from_memory_hold_a_quarantined_schedule_and_name_a_bad_settings_
     assert result.dispatched == [] and memory_executor.starts == []
     assert any(layout.cursor_path("nightly") in line for line in result.quarantined)
     assert result.schedule_errors == list(inputs.invalid)
+
+
+
+def test_the_tick_s_dashboard_is_typed_and_its_module_still_loads_lazily() -> None:
+    """``Tick.board`` and the ``Board`` callback name the dashboard's type, imported only
+    for the type checker: a tick that renders no index never loads the module."""
+    import ast
+    import inspect
+    import typing
+
+    from orchestrator.brief.dashboard import Dashboard
+    from orchestrator.tick import consolidate, shell
+
+    names = {"Dashboard": Dashboard, "BriefContext": BriefContext}
+    assert typing.get_type_hints(shell.Tick.board, localns=names)["return"] is Dashboard
+    board = typing.get_type_hints(consolidate.finish_runs, localns=names)["board"]
+    assert typing.get_args(typing.get_args(board)[0])[1] is Dashboard
+    for module in (shell, consolidate):  # no module-level import outside TYPE_CHECKING
+        tree = ast.parse(inspect.getsource(module))
+        eager = [node.module for node in tree.body
+                 if isinstance(node, ast.ImportFrom) and node.module]
+        assert not any(m.startswith("brief") or ".brief" in m for m in eager), eager
