@@ -38,20 +38,10 @@ def schedule_resume(cfg: Config, schedule_id: str, reason: str, by: str | None,
                     now_text: str | None) -> None:
     """Resume a paused schedule, paused by hand or after repeated failures (a
     compare-and-swap commit on the state branch). Slots that came due while it was
-    paused are not fired."""
-    _write(cfg, schedule_id, reason, by, now_text, resume)
-    click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
+    paused are not fired.
 
-
-@click.command("unpause")
-@_ID
-@click.option("--reason", required=True, help="Why it may fire again, recorded in its state.")
-@_BY
-@_NOW
-@pass_config
-def schedule_unpause(cfg: Config, schedule_id: str, reason: str, by: str | None,
-                     now_text: str | None) -> None:
-    """The same as resume."""
+    `schedules unpause` is an alias of `schedules resume`: one command, two names.
+    """
     _write(cfg, schedule_id, reason, by, now_text, resume)
     click.echo(f"resumed {schedule_id}; the next tick fires its next slot")
 

@@ -566,13 +566,13 @@ def policy_lines(spec: ScheduleSpec) -> list[str]:
 def _add_runs() -> None:
     # `schedules runs ID` and `schedules resume ID` read the state branch; their code
     # lives with `runs` and in `resume`.
-    from .resume import schedule_pause, schedule_resume, schedule_unpause
+    from .resume import schedule_pause, schedule_resume
     from .runs import schedule_runs
 
     command.add_command(schedule_runs)
     command.add_command(schedule_resume)
     command.add_command(schedule_pause)
-    command.add_command(schedule_unpause)
+    command.add_command(schedule_resume, "unpause")  # the same command: they cannot drift
 
 
 _add_runs()

@@ -32,3 +32,13 @@ def test_user_errors_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) ->
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert "orchestrator" in capsys.readouterr().out
+
+
+def test_schedules_unpause_is_resume_under_a_second_name() -> None:
+    """One command object under two names: their options and behaviour cannot drift."""
+    from orchestrator.commands import schedules
+
+    ctx = click.Context(schedules.command)
+    resume = schedules.command.get_command(ctx, "resume")
+    assert resume is not None and schedules.command.get_command(ctx, "unpause") is resume
+    assert "`schedules unpause` is an alias of `schedules resume`" in (resume.help or "")
