@@ -484,7 +484,10 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
     """The runs ``state/index.html`` lists: the records of the ``limit`` newest runs
     (by slot, which ends a run id) with ``also`` over them (the open runs and what the
     writer changes), and how many run folders are left out. Only those records are
-    read; one that cannot be read is left out (the tick quarantines and reports it)."""
+    read; one that cannot be read is left out (the tick quarantines and reports it).
+
+    Of ``also``, only the open runs, the new ones and the newest are listed: a state
+    rebuilt without ``state/open.json`` holds every record, and the page stays bounded."""
     files = as_state_files(files)
     folders = run_folders(files)
     newest = sorted((r for r in folders if layout.is_run_id(r)),
@@ -501,7 +504,9 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
         except codec.CorruptState:
             continue
         runs[run.run_id] = run
-    runs.update(also)
+    shown = set(newest)
+    runs.update((r, run) for r, run in also.items()
+                if r in shown or r not in folders or run.status in RUN_OPEN)
     return runs, len(folders | set(runs)) - len(runs)
 
 

@@ -210,3 +210,28 @@ def test_the_tick_draws_the_state_it_commits_with_the_cursors_it_did_not_read() 
     b = dashboard.build([schedule("quiet")], [], merged, NOW, lambda ids: {}, NOW)
     assert [i["subject"] for i in b.attention] == ["quiet"]
     assert [r["run_id"] for r in b.open_runs] == ["hourly--20261204T0700Z"]
+
+
+def test_a_branch_without_its_open_index_lists_only_the_newest_runs() -> None:
+    """A branch written before ``state/open.json`` existed: loading it rebuilds the state
+    from every record, yet the page lists the open runs and the newest
+    INDEX_PAGE_RUNS others, and says how many more ``runs list`` shows."""
+    count = state_index.INDEX_PAGE_RUNS + 100
+    files: dict[str, bytes] = {}
+    for i in range(count):
+        files.update(finished_run("nightly", T0 - timedelta(days=i), RunStatus.COMPLETED, 60))
+    files.update(run_files("hourly--20260101T0600Z"))  # open, and older than all
+    assert state_index.OPEN_INDEX not in files
+    state = state_index.load(files).state  # as render --index and the pause verbs read it
+    assert len(state.runs) == count + 1  # every record, rebuilt
+    runs, older = state_index.page_runs(files, state.runs)
+    assert len(runs) == state_index.INDEX_PAGE_RUNS + 1 and older == 100
+    newest = sorted(runs, key=lambda r: r.rpartition("--")[2])
+    assert "hourly--20260101T0600Z" in runs
+    assert newest[-1] == "nightly--20261201T0700Z"
+    assert f"nightly--{T0 - timedelta(days=count - 1):%Y%m%dT%H%MZ}" not in runs
+    b = dashboard.from_files(files, [schedule("nightly"), schedule("hourly")], [], NOW)
+    html = brief.render_index(list(runs.values()), generated_at=NOW, board=b, older=older)
+    assert html.count('<td class="run">') == state_index.INDEX_PAGE_RUNS + 1
+    assert ("100 older not listed here (<code>orchestrator runs list</code> shows every run)"
+            in html)
