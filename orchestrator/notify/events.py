@@ -2,7 +2,11 @@
 
 - :func:`derive` compares the state before a tick's decision with the state after it
   (the planner's and the consolidation's): a run that became ``failed``, a dead letter
-  parked, a runner label gone degraded. It reads no log line and no clock.
+  parked, a queue item gone dead, a runner label gone degraded. It reads no log line
+  and no clock.
+- Queue items dead in one decision are one event each, up to :data:`GROUP_ABOVE` per
+  queue; more are one event for the queue, so a bad deploy that kills 500 items sends
+  one message, not 500.
 - The compare-and-swap makes a transition land once, so each event is derived by the
   one tick whose commit lands (a tick that lost the race plans again on the winner's
   state, where the transition already happened).
@@ -28,12 +32,17 @@ from ..spec.models import ScheduleSpec
 from ..spec.notify import EventKind
 from ..state import layout, machine
 from ..state.model import State
+from ..state.queue import QueueBook
 from ..state.records import Run, RunStatus
 from ..support.text import one_line
 from ..support.times import iso
 
 EVENT_ID_RE = re.compile(r"[A-Za-z0-9:._-]{1,200}")
 SUMMARY_LIMIT = 300
+GROUP_ABOVE = 5
+"""More items of one queue dead in one decision than this are told as one event."""
+GROUP_NAMES = 5
+"""Item ids a grouped event names."""
 
 
 class Event(Frozen):
@@ -125,8 +134,9 @@ class Seen:
 
 
 def derive(before: State, after: State, seen: Seen) -> list[Event]:
-    """The events of one decision, in order: runs by slot (each failure or recovery,
-    its dead letters before it), then pauses, runner labels, SLA misses, quarantines."""
+    """The events of one decision, in order: dead letters, runs by slot (each failure
+    or recovery), then queue items gone dead, pauses, runner labels, SLA misses,
+    quarantines."""
     failing = dict(seen.failing)
     events: list[Event] = []
     for letter_key in sorted(_new_letters(before, after)):
@@ -138,6 +148,8 @@ def derive(before: State, after: State, seen: Seen) -> list[Event]:
         event = _run_event(run, failing, seen)
         if event is not None:
             events.append(event)
+    for name, book in sorted(after.queues.items()):
+        events += _queue_letters(before.queues.get(name), book, after, seen)
     events += _paused(before, after, seen)
     events += _runners(before, after, seen)
     events += sla_misses(after, seen)
@@ -168,6 +180,98 @@ def _dead_letter(after: State, key: str, seen: Seen) -> Event:
         summary=_cut(f"dead letter {key} ({letter.reason}) waits for `{requeue}` or "
                      f"`{discard}`"),
         details={"key": key, "track": letter.track, "reason": _cut(letter.reason),
+                 "requeue": requeue, "discard": discard})
+
+
+def _new_dead_items(before: QueueBook | None, after: QueueBook) -> list[str]:
+    """Items of ``after`` dead by this decision, oldest first: new ones, and ones dead
+    again after a requeue (another time)."""
+    if not after.changed:  # nothing moved in this queue: no item can have died
+        return []
+    old = before.dead if before is not None else {}
+    fresh = []
+    for item_id, entry in after.dead.items():
+        was = old.get(item_id)
+        if not entry.discarded and (was is None or was.discarded or was.at != entry.at):
+            fresh.append((entry.at, item_id))
+    return [item_id for _, item_id in sorted(fresh)]
+
+
+def _holders(state: State, queue: str, ids: list[str]) -> dict[str, str]:
+    """Item id -> the run whose worker held it last (of the runs ``state`` holds)."""
+    wanted, found = set(ids), dict[str, str]()
+    for run_id in sorted(state.tracks):
+        for track in state.tracks[run_id].values():
+            if track.work is not None and track.work.queue == queue:
+                found.update((i, run_id) for i in track.work.items if i in wanted)
+    return found
+
+
+def _queue_letters(before: QueueBook | None, book: QueueBook, after: State,
+                   seen: Seen) -> list[Event]:
+    ids = _new_dead_items(before, book)
+    if not ids:
+        return []
+    runs = _holders(after, book.name, ids)
+    if len(ids) <= GROUP_ABOVE:
+        return [_queue_letter(book, i, runs.get(i), seen) for i in ids]
+    return [_queue_letter_group(book, ids, runs, seen)]
+
+
+def _last_error(book: QueueBook, item_id: str) -> tuple[str, str]:
+    """The item's attempts and its last error line (``?`` when it cannot be read)."""
+    item = book.item(item_id)
+    if item is None:
+        return "?", "?"
+    return str(item.attempt), _cut(item.error_log[-1] if item.error_log else "failed")
+
+
+def _about_run(run_id: str | None, seen: Seen) -> dict[str, Any]:
+    schedule = _schedule_of(run_id) if run_id else None
+    return {"schedule": schedule, "run_id": run_id if schedule else None,
+            "brief_url": seen.links.brief_url(run_id, schedule)
+            if run_id and schedule else None}
+
+
+def _queue_letter(book: QueueBook, item_id: str, run_id: str | None,
+                  seen: Seen) -> Event:
+    entry, key = book.dead[item_id], f"{book.name}/{item_id}"
+    attempts, error = _last_error(book, item_id)
+    requeue = f"orchestrator dlq requeue {key} --reason REASON"
+    discard = f"orchestrator dlq discard {key} --reason REASON"
+    return Event(
+        id=f"queue_dead_letter:{book.name}:{item_id}:{stamp(entry.at)}",
+        kind=EventKind.QUEUE_DEAD_LETTER, at=entry.at, link=seen.links.run,
+        **_about_run(run_id, seen),
+        summary=_cut(f"queue {book.name}: item {item_id} dead after {attempts} attempt(s) "
+                     f"({error}); it waits for `{requeue}` or `{discard}`"),
+        details={"queue": book.name, "item": item_id, "key": key, "count": "1",
+                 "attempts": attempts, "error": error, "reason": _cut(entry.reason),
+                 "requeue": requeue, "discard": discard})
+
+
+def _queue_letter_group(book: QueueBook, ids: list[str], runs: Mapping[str, str],
+                        seen: Seen) -> Event:
+    named = ids[:GROUP_NAMES]
+    keys = " ".join(f"{book.name}/{i}" for i in named)
+    attempts, error = _last_error(book, named[0])
+    latest = max(book.dead[i].at for i in ids)
+    holders = {runs.get(i) for i in ids}
+    run_id = holders.pop() if len(holders) == 1 else None
+    more = f" and {len(ids) - len(named)} more" if len(ids) > len(named) else ""
+    listing = "orchestrator dlq list"
+    requeue = f"orchestrator dlq requeue {keys} --reason REASON"
+    discard = f"orchestrator dlq discard {keys} --reason REASON"
+    return Event(
+        id=f"queue_dead_letter:{book.name}:{len(ids)}x{digest(' '.join(ids))}:"
+           f"{stamp(latest)}",
+        kind=EventKind.QUEUE_DEAD_LETTER, at=latest, link=seen.links.run,
+        **_about_run(run_id, seen),
+        summary=_cut(f"queue {book.name}: {len(ids)} items dead in one tick "
+                     f"({', '.join(named)}{more}; the first: {error}); `{listing}` lists "
+                     "them, `orchestrator dlq requeue KEY... --reason REASON` requeues them"),
+        details={"queue": book.name, "count": str(len(ids)), "items": ",".join(named),
+                 "attempts": attempts, "error": error, "list": listing,
                  "requeue": requeue, "discard": discard})
 
 

@@ -30,6 +30,7 @@ TITLES = {
     EventKind.RUN_FAILED: "Run failed",
     EventKind.RUN_RECOVERED: "Run recovered",
     EventKind.DEAD_LETTER: "Dead letter",
+    EventKind.QUEUE_DEAD_LETTER: "Queue item dead",
     EventKind.SCHEDULE_PAUSED: "Schedule paused",
     EventKind.RUNNER_DEGRADED: "Runner degraded",
     EventKind.RUNNER_RECOVERED: "Runner recovered",

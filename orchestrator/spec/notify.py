@@ -29,6 +29,9 @@ class EventKind(StrEnum):
     """A run ``completed`` after one or more failed runs of its schedule."""
     DEAD_LETTER = "dead_letter"
     """A track was parked in the dead letter queue: it waits for a requeue or a discard."""
+    QUEUE_DEAD_LETTER = "queue_dead_letter"
+    """Work-queue items became dead (their last attempt failed): one event per item, or
+    one per queue when many died in one decision."""
     SCHEDULE_PAUSED = "schedule_paused"
     """A schedule was paused after repeated failures (``pause_after_failures``)."""
     RUNNER_DEGRADED = "runner_degraded"

@@ -14,7 +14,17 @@ import pytest
 from orchestrator.errors import UserError
 from orchestrator.notify import record as notify_record
 from orchestrator.notify.channel import ISSUES, Delivery
-from orchestrator.notify.events import Event, Links, Seen, derive, event_json_schema
+from orchestrator.notify.events import (
+    GROUP_ABOVE,
+    GROUP_NAMES,
+    SUMMARY_LIMIT,
+    Event,
+    Links,
+    Seen,
+    derive,
+    event_json_schema,
+    stamp,
+)
 from orchestrator.notify.outbox import CLAIM_GRACE, MAX_ATTEMPTS, Routes, prepare, settle
 from orchestrator.notify.record import MAX_OUTBOX, NotifyRecord, Pending, Streak
 from orchestrator.notify.text import (
@@ -26,6 +36,7 @@ from orchestrator.notify.text import (
     md,
     quiet,
     slack_payload,
+    title,
 )
 from orchestrator.spec.config import parse_repo_config
 from orchestrator.spec.notify import EventKind, NotifySpec
@@ -402,3 +413,106 @@ def test_the_documented_example_is_a_valid_orchestrator_json() -> None:
     assert config.notify.github_issues and len(config.notify.webhooks) == 2
     table = section.split("| event | when | who tells |", 1)[1].split("\n\n", 1)[0]
     assert [k.value for k in EventKind if f"`{k.value}`" not in table] == []
+
+
+# --------------------------------------------------------------------------- queue items
+
+QUEUE_KEY = f"{RUN}--pages-w1--1"
+
+
+def _queue_state(count: int, *, fail: int, now: datetime = NOW) -> tuple[State, State]:
+    """A queue of ``count`` items on in-memory files, claimed by one worker of ``RUN``
+    (``max_attempts`` 1), and the state after its report: the first ``fail`` failed."""
+    from orchestrator.state import queue as queue_state
+    from orchestrator.state import queueops
+    from orchestrator.state.items import ItemReport, NewItem
+    from orchestrator.state.queue import QueueBook
+    from orchestrator.state.records import Track, Work
+    from tests.unit.test_queue_state import commit
+
+    book = QueueBook.empty("pages", {})
+    queueops.enqueue(book, [NewItem(payload=n, key=f"k{n}") for n in range(count)], T0, "me")
+    book = queue_state.load(commit({}, book.dump()))[0]["pages"]
+    items = queueops.claim(book, book.claimable(T0, count), QUEUE_KEY, NOW, 1, T0, "tick")
+    book = queue_state.load(commit(dict(book.files.items()), book.dump()))[0]["pages"]
+    spec = schedule_spec().tracks[0].model_copy(update={"name": "pages-w1"})
+    worker = Track(run_id=RUN, name="pages-w1", spec=spec, work=Work(
+        drain="pages", queue="pages", items=[i.id for i in items], wall_minutes=5,
+        lease_until=NOW))
+    before = State(tracks={RUN: {worker.name: worker}}, queues={"pages": book})
+    after = before.copy()
+    moved = after.queues["pages"]
+    for item in items[:fail]:
+        error = ("exit code 3; stderr ends with: " + "x" * 500
+                 + "\nTraceback (most recent call last):\nKeyError: 'url'")
+        report = ItemReport(id=item.id, outcome="failed", attempt=1, error=error)
+        queueops.settle(moved, moved.item(item.id), report, QUEUE_KEY, now, timedelta(0))
+    return before, after
+
+
+def test_a_queue_item_gone_dead_is_one_event_with_its_commands() -> None:
+    before, after = _queue_state(3, fail=1)
+    [event] = derive(before, after, seen())
+    item = next(iter(after.queues["pages"].dead))
+    assert event.kind is EventKind.QUEUE_DEAD_LETTER
+    assert event.id == f"queue_dead_letter:pages:{item}:{stamp(NOW)}"
+    assert (event.schedule, event.run_id) == ("nightly", RUN)  # its worker's run
+    details = event.details
+    assert (details["queue"], details["item"], details["attempts"]) == ("pages", item, "1")
+    assert details["requeue"] == f"orchestrator dlq requeue pages/{item} --reason REASON"
+    assert details["discard"] == f"orchestrator dlq discard pages/{item} --reason REASON"
+    # the last error line, on one line and cut as every event's text is
+    assert details["error"].endswith("KeyError: 'url'") and "\n" not in details["error"]
+    assert len(details["error"]) <= SUMMARY_LIMIT and len(event.summary) <= SUMMARY_LIMIT
+    assert derive(before, after, seen()) == [event]  # the same decision, the same event
+    assert derive(after, after, seen()) == []  # told once: the next tick says nothing
+    jsonschema.validate(event.to_json(), event_json_schema())
+
+
+def test_an_item_requeued_and_dead_again_is_a_new_event_and_a_discard_is_none() -> None:
+    from orchestrator.state import queueops
+
+    before, after = _queue_state(1, fail=1)
+    [first] = derive(before, after, seen())
+    book = after.queues["pages"]
+    item_id = next(iter(book.dead))
+    discarded = after.copy()
+    queueops.discard(discarded.queues["pages"], book.item(item_id),  # type: ignore[arg-type]
+                     NOW, "me", "obsolete")
+    assert derive(after, discarded, seen()) == []
+    _, again = _queue_state(1, fail=1, now=NOW + timedelta(hours=1))
+    [second] = derive(after, again, seen())
+    assert second.id != first.id and second.id.endswith(stamp(NOW + timedelta(hours=1)))
+
+
+@pytest.mark.parametrize(("count", "events"), [(GROUP_ABOVE, GROUP_ABOVE), (500, 1)])
+def test_many_items_dead_in_one_tick_are_one_event_for_their_queue(
+        count: int, events: int) -> None:
+    before, after = _queue_state(count, fail=count)
+    told = derive(before, after, seen())
+    assert len(told) == events and kinds(told) == ["queue_dead_letter"] * events
+    if events > 1:
+        return
+    [event] = told
+    dead = sorted(after.queues["pages"].dead)
+    named = event.details["items"].split(",")
+    assert event.details["count"] == "500" and len(named) == GROUP_NAMES
+    assert set(named) <= set(dead)
+    assert "500 items dead" in event.summary and "and 495 more" in event.summary
+    assert event.details["requeue"].startswith(f"orchestrator dlq requeue pages/{named[0]} ")
+    assert event.details["list"] == "orchestrator dlq list"
+    assert event.run_id == RUN
+    assert derive(before, after, seen()) == told  # a stable id for the group too
+    assert derive(after, after, seen()) == []
+    assert len(event.id) <= 200
+    jsonschema.validate(event.to_json(), event_json_schema())
+
+
+def test_a_channel_routes_queue_dead_letters_by_their_own_kind() -> None:
+    before, after = _queue_state(2, fail=2)
+    events = derive(before, after, seen())
+    routes = Routes(hooks({"url_secret": "QUEUE_WEBHOOK", "events": ["queue_dead_letter"]},
+                          {"url_secret": "RUNS_WEBHOOK", "events": ["dead_letter"]},
+                          github_issues=True))
+    assert [routes.channels(e) for e in events] == [["webhook:json:QUEUE_WEBHOOK"]] * 2
+    assert title(events[0]) == "Queue item dead: nightly"
