@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from test_policies import T0, K, saga, seen
 
-from orchestrator.brief import dashboard
+from orchestrator.brief import context_from_files, dashboard, render_markdown
 from orchestrator.notify import events
 from orchestrator.planner import CancelRequest, consolidate
 from orchestrator.planner.pause import failure_streak, record_finish
@@ -45,6 +45,14 @@ def test_a_cancel_applied_by_a_tick_ends_the_run_cancelled(shell: MemoryShell) -
     brief = shell.files[layout.brief_path(RUN)].decode()
     assert "Run cancelled" in brief and "by carol: wrong data" in brief
     assert 'class="status s-cancelled">cancelled<' in brief
+    index = shell.files[layout.INDEX].decode()  # the dashboard: neutral, no attention
+    assert f'class="o-cancelled" href="runs/{RUN}/brief.html"' in index
+    assert '<span class="pill s-cancelled">cancelled</span>' in index
+    assert "Nothing needs attention" in index
+    ctx = context_from_files(shell.files, RUN, now=NOW + 3 * MINUTE, schedule=NIGHTLY.spec)
+    summary = render_markdown(ctx)  # the job summary's and the notifications' brief
+    assert f"({RunStatus.CANCELLED.value})" in summary
+    assert "⚪ **Run cancelled**: by carol: wrong data; 1 of 2 tracks complete." in summary
 
 
 def _cancelled_saga() -> tuple[State, datetime]:
