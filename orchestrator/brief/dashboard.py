@@ -181,11 +181,17 @@ def _finished(strip: Sequence[Outcome]) -> list[Outcome]:
 
 
 def _success(strip: Sequence[Outcome]) -> str:
-    done = _finished(strip)
+    """The success rate of the finished runs. A cancelled run is neither a success nor a
+    failure: it is left out of the rate and counted beside it."""
+    finished = _finished(strip)
+    cancelled = sum(1 for o in finished if o.status == RunStatus.CANCELLED.value)
+    done = [o for o in finished if o.status != RunStatus.CANCELLED.value]
+    aside = f"; {cancelled} cancelled, not counted" if cancelled else ""
     if not done:
-        return ""
+        return f"no run succeeded or failed{aside}" if cancelled else ""
     good = sum(1 for o in done if o.status == RunStatus.COMPLETED.value)
-    return f"{good} of {len(done)} finished runs succeeded ({round(100 * good / len(done))}%)"
+    return (f"{good} of {len(done)} finished runs succeeded "
+            f"({round(100 * good / len(done))}%){aside}")
 
 
 def _trend(strip: Sequence[Outcome]) -> str:

@@ -16,7 +16,7 @@ from .. import __version__
 from ..spec.graph import CONSOLIDATE
 from ..spec.models import When
 from ..state.machine import TRACK_OPEN
-from ..state.records import Track, TrackPhase
+from ..state.records import RunStatus, Track, TrackPhase
 from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext
@@ -175,7 +175,7 @@ class Counts:
 @dataclass(frozen=True)
 class Headline:
     level: str
-    """``bad``, ``warn``, ``info`` or ``ok``."""
+    """``bad``, ``warn``, ``info``, ``ok`` or ``neutral`` (a run an operator cancelled)."""
     title: str
     detail: str = ""
     action: str = ""
@@ -234,6 +234,10 @@ def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bo
     tick_note = _tick_note(stale, age)
     if counts.attention or counts.dead_letters:
         return _trouble_headline(counts, rows, tick_note)
+    act = ctx.run.cancelled
+    if ctx.run.status is RunStatus.CANCELLED and act is not None:
+        return Headline("neutral", "Run cancelled", f"{act.describe()}; "
+                        f"{counts.complete} of {counts.total} tracks complete.", tick_note)
     if counts.open:
         if stale:
             return Headline("warn", "The run is open but the scheduler looks stopped",

@@ -1,6 +1,6 @@
 """Step 4 of the tick: runs whose tracks are all terminal go to ``consolidating`` and
 get a render effect; :func:`consolidate` then finishes each one whose brief the shell
-rendered (``completed`` or ``failed``) and counts it on its schedule's cursor.
+rendered (``completed``, ``cancelled`` or ``failed``) and counts it on its schedule's cursor.
 """
 
 from __future__ import annotations
@@ -50,18 +50,30 @@ def fan_in(ctx: Context) -> None:
             ctx.decision.render.append(run.run_id)
 
 
-def finish(run: Run, tracks: Iterable[Track], now: datetime) -> Run:
-    """Mark a ``consolidating`` run ``completed`` (every track complete) or ``failed``,
+def finish(run: Run, tracks: Iterable[Track], now: datetime,
+           undos: Iterable[Track] = ()) -> Run:
+    """Mark a ``consolidating`` run ``completed`` (every track complete), ``cancelled``
+    (an operator's cancel stands and no compensation failed for good) or ``failed``,
     with the span its tracks' commands ran (:func:`work_span`)."""
     tracks = list(tracks)
     started, ended = work_span(tracks)
     span = {"finished_at": now, "work_started_at": started, "work_finished_at": ended}
     bad = [t.name for t in tracks if t.phase is not TrackPhase.COMPLETE]
     bad += [name for name in run.tracks if name not in {t.name for t in tracks}]  # lost
-    if bad:
-        return machine.move_run(run, RunStatus.FAILED, now,
-                                f"not complete: {', '.join(sorted(bad))}", **span)
+    undone = sorted(u.name for u in undos if u.phase in _GAVE_UP)
+    act = run.standing_cancel
+    if act is not None and not undone:
+        return machine.move_run(run, RunStatus.CANCELLED, now,
+                                f"cancelled {act.describe()}", **span)
+    if bad or undone:
+        why = [f"not complete: {', '.join(sorted(bad))}"] if bad else []
+        why += [f"compensation of {', '.join(undone)} failed"] if undone else []
+        return machine.move_run(run, RunStatus.FAILED, now, "; ".join(why), **span)
     return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", **span)
+
+
+_GAVE_UP = frozenset({TrackPhase.FAILED, TrackPhase.TAPPED_OUT})
+"""A compensation in these phases at consolidation failed for good (it is parked)."""
 
 
 def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None]:
@@ -106,7 +118,8 @@ def consolidate(state: State, run_id: str, now: datetime) -> Finished:
     """Finish the ``consolidating`` run ``run_id`` of ``state``. Pure: the shell applies
     it only once the run's brief rendered (a brief that fails keeps the run open)."""
     run = state.runs[run_id]
-    finished = finish(run, state.tracks.get(run_id, {}).values(), now)
+    finished = finish(run, state.tracks.get(run_id, {}).values(), now,
+                      state.undos.get(run_id, {}).values())
     cursor = state.cursors.get(run.schedule_id)
     counted = record_finish(cursor, finished) if cursor is not None else None
     return Finished(finished, counted if counted is not cursor else None)

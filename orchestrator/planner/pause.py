@@ -1,6 +1,7 @@
 """Pause after repeated failures (``pause_after_failures``), and the resume that ends it.
 
-A schedule whose last N finished runs all ended ``failed`` is paused in its cursor on
+A schedule whose last N finished runs all ended ``failed`` (``cancelled`` ones left
+out: an operator's cancel is neither a failure nor a success) is paused in its cursor on
 the state branch: who (``orchestrator``), when, why. A paused schedule fires nothing;
 its open runs go on. Only ``orchestrator schedules resume ID --reason R`` ends the
 pause: the pause lives on the state branch, not in the schedule file, so editing
@@ -38,6 +39,8 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
         key=lambda r: (r.slot, r.run_id), reverse=True)
     streak: list[str] = []
     for run in finished:
+        if run.status is RunStatus.CANCELLED:
+            continue  # neither a failure nor a success: the streak goes on past it
         if run.status is not RunStatus.FAILED:
             break
         streak.append(run.run_id)
@@ -46,7 +49,10 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
 
 def record_finish(cursor: Cursor, run: Run) -> Cursor:
     """``cursor`` counting the finished ``run``: one more failure in a row, or none. A
-    requeued run that fails again was counted when it first failed."""
+    requeued run that fails again was counted when it first failed; a cancelled run
+    changes nothing."""
+    if run.status is RunStatus.CANCELLED:
+        return cursor
     again = sum(1 for h in run.state_history if h.to == RunStatus.FAILED.value) > 1
     if run.status is RunStatus.FAILED and again:
         return cursor

@@ -111,9 +111,9 @@ def _cancel(ctx: Context, request: CancelRequest) -> None:
         what = "no open run" if run is None else f"{run.status.value}"
         _answer(ctx, request, f"{request.run_id}: not cancelled: {what}")
         return
-    if run.cancelled is not None:
+    if run.standing_cancel is not None:
         _answer(ctx, request, f"{request.run_id}: not cancelled: already cancelled "
-                f"{run.cancelled.describe()}")
+                f"{run.standing_cancel.describe()}")
         return
     why = f"cancelled {request.act.describe()}"
     cancel_open(ctx, run, why)

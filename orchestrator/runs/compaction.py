@@ -58,10 +58,10 @@ def _finished(run: Run) -> datetime | None:
 
 def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
          candidates: Iterable[str] | None = None) -> Plan:
-    """The runs to archive (pure): terminal (completed or failed) and finished more than
-    ``keep_days`` days before ``now``. Open runs are never touched, nor runs that still
-    have a dead letter waiting for a human (a requeue needs the run); discarded dead
-    letters of archived runs go with them.
+    """The runs to archive (pure): terminal (completed, failed or cancelled) and
+    finished more than ``keep_days`` days before ``now``. Open runs are never touched,
+    nor runs that still have a dead letter waiting for a human (a requeue needs the
+    run); discarded dead letters of archived runs go with them.
 
     ``candidates`` (run ids) limits the records read to those runs' (the tick, whose
     listing already tells which runs are old enough, never reads the others); a

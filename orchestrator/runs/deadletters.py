@@ -118,7 +118,7 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
     else:
         out[layout.track_path(letter.run_id, letter.track)] = codec.record_bytes(
             track, codec.read_specs(files, letter.run_id))
-    if run.status is RunStatus.FAILED:
+    if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
         # A reopened saga undoes the run's effects: a new run must not race it.
         out[layout.run_path(run.run_id)] = codec.to_json(
             _reopen(run, why, now, repair=not compensation))

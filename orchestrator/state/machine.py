@@ -13,16 +13,26 @@ Track::
 
 Run::
 
-    scheduled ──> running ──> consolidating ──> completed | failed
-        └────────────────────────^        failed ──(operator requeue)──> running
+    scheduled ──> running ──> consolidating ──> completed | failed | cancelled
+        └────────────────────────^     failed | cancelled ──(operator requeue)──> running
+
+A consolidated run ends ``completed`` when every track completed. It ends
+``cancelled`` when an operator cancelled it (``runs cancel``) and no ``runs retry``
+came after the cancel, even if a track had failed before it: that track's dead letter
+asks for a human. A cancelled run whose compensation failed for good (parked as
+``compensation_failed``) ends ``failed``: the undo is unfinished and needs a human.
+Once its requeue finishes the saga, the run ends ``cancelled`` again. Any other run
+ends ``failed``. Records written before ``cancelled`` existed keep their ``failed``.
 
 ``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions
 (but a compensation cancelled behind a failed one, reopened by its requeue:
-:func:`reopen_compensation`).
+:func:`reopen_compensation`; and an operator's ``runs retry``: :func:`retry_track`,
+:func:`reopen_run`).
 ``waiting`` (a poll answered "not yet") uses no attempt: it goes back to
 ``dispatched`` under a new dispatch key, or is tapped out or cancelled.
 ``failed`` and ``tapped_out`` tracks leave only through a retry or an operator's
-requeue, and a ``failed`` run only through a requeue of one of its tracks. Every
+requeue, and a ``failed`` or ``cancelled`` run only through a requeue or a retry of
+one of its tracks. Every
 transition appends ``{from, to, at, reason}`` to the object's ``state_history``;
 an illegal one raises :class:`~orchestrator.errors.IllegalTransition`.
 """
@@ -72,15 +82,18 @@ is left: the planner turns a retryable failure back into ``pending`` in the same
 RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.SCHEDULED: frozenset({RunStatus.RUNNING, RunStatus.CONSOLIDATING}),
     RunStatus.RUNNING: frozenset({RunStatus.CONSOLIDATING}),
-    RunStatus.CONSOLIDATING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED}),
+    RunStatus.CONSOLIDATING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED,
+                                        RunStatus.CANCELLED}),
     RunStatus.COMPLETED: frozenset(),
     RunStatus.FAILED: frozenset({RunStatus.RUNNING}),
+    RunStatus.CANCELLED: frozenset({RunStatus.RUNNING}),
 }
 """Allowed run transitions. ``scheduled -> consolidating`` happens when every track was
-cancelled, tapped out or skipped before any dispatch; ``failed -> running`` is a requeue."""
+cancelled, tapped out or skipped before any dispatch; ``failed -> running`` and
+``cancelled -> running`` are a requeue."""
 
 RUN_OPEN = frozenset({RunStatus.SCHEDULED, RunStatus.RUNNING, RunStatus.CONSOLIDATING})
-RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
+RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
 
 M = TypeVar("M", bound=BaseModel)
 

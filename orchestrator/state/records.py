@@ -66,6 +66,9 @@ class RunStatus(StrEnum):
     """Every track completed. Terminal."""
     FAILED = "failed"
     """Some track did not complete. Terminal (an operator's requeue may reopen it)."""
+    CANCELLED = "cancelled"
+    """An operator cancelled it (``runs cancel``) and every track is terminal. Terminal,
+    neither a success nor a failure (a retry or a requeue may reopen it)."""
 
 
 class Transition(Frozen):
@@ -202,6 +205,16 @@ class Run(Frozen):
     """Who cancelled the run (``runs cancel``), and why."""
     retries: list[Act] = Field(default_factory=list)
     """Each ``runs retry`` of the run, oldest first."""
+
+    @property
+    def standing_cancel(self) -> Act | None:
+        """The operator's cancel, unless a ``runs retry`` came after it: a retried run
+        is the operator's to finish again, and may be cancelled again. A requeue from
+        the dead letter queue repairs a cancelled run and leaves the cancel standing."""
+        act = self.cancelled
+        if act is None or any(r.at >= act.at for r in self.retries):
+            return None
+        return act
 
     def acts(self) -> list[str]:
         """What operators did to the run, one line each, oldest first (for ``status``,

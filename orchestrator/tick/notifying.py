@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..spec.notify import any_enabled
 from ..state import layout
-from ..state.records import RunStatus
+from ..state.machine import RUN_TERMINAL
 
 if TYPE_CHECKING:  # the notify package is imported only by a tick that notifies
     from ..notify.channel import Delivery
@@ -178,7 +178,7 @@ def markdown_of(summaries: Mapping[str, Callable[[int], str]], files: Mapping[st
 
             schedule = layout.parse_run_id(run_id)[0]
             ctx = context_from_files(files, run_id, now=now, schedule=specs.get(schedule))
-            if ctx.run.status not in (RunStatus.COMPLETED, RunStatus.FAILED):
+            if ctx.run.status not in RUN_TERMINAL:
                 return None
             return render_markdown(ctx, limit)
         except Exception:  # a brief is a courtesy in a notification, never its failure

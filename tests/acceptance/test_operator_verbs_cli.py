@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.acceptance.cliuser import User
+from tests.acceptance.cliuser import User, wait
 
 RUN = "deploy--20261201T1400Z-manual-1"
 
@@ -72,5 +72,63 @@ def test_trigger_retry_backfill_and_cancel(tmp_path: Path,
     out = user.run("runs", "cancel", "slow--20261201T1412Z-manual-1", "--reason",
                    "wrong input", "--now", "2026-12-01T14:13:00Z").stdout
     assert "slow--20261201T1412Z-manual-1: cancelled by " in out and "wrong input" in out
-    status = user.run("status").stdout
-    assert "slow--20261201T1412Z-manual-1" not in status or "cancelled" in status
+    # a cancelled run is finished, neither open nor a failure (it used to end failed)
+    status = user.run("status", "--now", "2026-12-01T14:14:00Z").stdout
+    assert "slow--20261201T1412Z-manual-1" not in status
+    assert "nothing needs attention" in status
+    assert "slow--20261201T1412Z-manual-1  cancelled" in user.run(
+        "runs", "show", "slow--20261201T1412Z-manual-1").stdout
+
+
+SLOW = "slow--20261201T1412Z-manual-1"
+
+
+def test_a_cancelled_run_ends_cancelled_and_asks_for_no_attention(
+        scaffolded: tuple[User, Path]) -> None:
+    user, _ = scaffolded
+    user.run("schedules", "remove", "nightly")
+    write_schedule(user, "slow", {"cron": "0 3 * * *", "tracks": [
+        {"name": "prepare", "run": "true"}, {"name": "crunch", "run": "sleep 300"}]})
+    user.run("trigger", "slow", "--reason", "monthly figures", "--now", "2026-12-01T14:12:00Z")
+    first = user.json("tick", "--now", "2026-12-01T14:12:30Z", "--json")
+    work = user.cwd / ".orchestrator" / "work"
+    crunch = f"{SLOW}--crunch--1"
+    assert crunch in first["dispatched"] or crunch in json.dumps(
+        user.json("runs", "show", SLOW, "--json"))
+    wait(lambda: "pgid" in (work / crunch / "status.json").read_text()
+         if (work / crunch / "status.json").exists() else False, "crunch did not start")
+    user.tick("2026-12-01T14:13:00Z")  # prepare's outcome recorded; crunch still runs
+    assert user.json("runs", "show", SLOW, "--json")["run"]["status"] == "running"
+
+    out = user.run("runs", "cancel", SLOW, "--reason", "wrong month", "--by", "carol",
+                   "--now", "2026-12-01T14:14:00Z").stdout
+    assert f"{SLOW}: cancelled by carol: wrong month" in out
+    wait(lambda: _stopped(work / crunch), "crunch was not stopped", timeout=30)
+    user.tick("2026-12-01T14:15:00Z")
+
+    shown = user.json("runs", "show", SLOW, "--json")
+    assert shown["run"]["status"] == "cancelled"
+    assert shown["run"]["cancelled"]["by"] == "carol"
+    assert {n: t["phase"] for n, t in shown["tracks"].items()} == {
+        "prepare": "complete", "crunch": "cancelled"}
+    text = user.run("runs", "show", SLOW).stdout
+    assert text.startswith(f"{SLOW}  cancelled\n")
+    assert "cancelled by carol: wrong month at 2026-12-01 14:14 UTC" in text
+    listed = user.json("runs", "list", "--status", "cancelled", "--json")
+    assert [r["run_id"] for r in listed] == [SLOW]
+    assert user.json("runs", "list", "--status", "failed", "--json") == []
+    status = user.run("status", "--now", "2026-12-01T14:16:00Z", "--fail-on-dead-letters")
+    assert "nothing needs attention" in status.stdout
+    report = user.json("status", "--now", "2026-12-01T14:16:00Z", "--json")
+    assert report["attention"] == [] and report["open_runs"] == []
+    brief = user.state_file(f"state/runs/{SLOW}/brief.html")
+    assert '<span class="status s-cancelled">cancelled</span>' in brief
+    assert "Run cancelled" in brief and "by carol: wrong month" in brief
+
+
+def _stopped(folder: Path) -> bool:
+    try:
+        state = json.loads((folder / "status.json").read_text()).get("state")
+    except (FileNotFoundError, ValueError):
+        return False
+    return state not in ("queued", "running")

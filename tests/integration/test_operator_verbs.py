@@ -192,7 +192,8 @@ def test_cancel_of_a_local_run_stops_the_sleeping_track_and_compensates(
         return False
 
     wait_until(gone, timeout=5 + 5)  # the grace (5 s) and a margin
-    settle(repo, work, now, lambda s: s.runs[MANUAL].status is RunStatus.FAILED)
+    # a cancel is its own end state (before RunStatus.CANCELLED the run ended failed)
+    settle(repo, work, now, lambda s: s.runs[MANUAL].status is RunStatus.CANCELLED)
     state, files = read_state(repo)
     assert state.tracks[MANUAL]["sleepy"].phase is TrackPhase.CANCELLED
     assert state.undos[MANUAL]["quick"].phase is TrackPhase.COMPLETE
@@ -201,9 +202,10 @@ def test_cancel_of_a_local_run_stops_the_sleeping_track_and_compensates(
     assert run.cancelled is not None and run.cancelled.by == "carol"
     brief = files[layout.brief_path(MANUAL)].decode()
     assert "cancelled by carol" in brief and "wrong data" in brief
+    assert "Run cancelled" in brief and "The run was cancelled under" in brief
     again = cli(repo, "runs", "cancel", MANUAL, "--reason", "again", work=work)
     assert again.returncode == 1
-    assert again.stderr.strip() == (f"orchestrator: run {MANUAL} is failed: only a "
+    assert again.stderr.strip() == (f"orchestrator: run {MANUAL} is cancelled: only a "
                                     "scheduled or running run can be cancelled")
 
 

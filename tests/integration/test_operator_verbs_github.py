@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.records import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, read_state, state_of
 from tests.fakes.github import WORKFLOWS, FakeGitHub
@@ -76,6 +76,7 @@ def test_cancel_on_github_cancels_the_batch_and_a_late_fan_in_changes_nothing(
     assert {t.phase for t in before.tracks[run_id].values()} == {TrackPhase.CANCELLED}
     assert before.runs[run_id].cancelled is not None
     assert before.runs[run_id].cancelled.by == "frank"
+    assert before.runs[run_id].status is RunStatus.CANCELLED  # it used to end failed
 
     # the legs ran anyway (the cancel lands late) and uploaded "complete"; then the
     # batch's fan-in records their outcomes, as the fan-in job runs it
@@ -94,3 +95,4 @@ def test_cancel_on_github_cancels_the_batch_and_a_late_fan_in_changes_nothing(
     after, _ = state_of(repo)
     assert after.tracks[run_id] == before.tracks[run_id]  # refused: a stale attempt
     assert after.runs[run_id].cancelled == before.runs[run_id].cancelled
+    assert after.runs[run_id].status is RunStatus.CANCELLED
