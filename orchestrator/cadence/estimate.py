@@ -15,6 +15,11 @@ Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
   ``--max-linger`` after the first one; a job that ticks and finds nothing to do
   (one queued behind a lingering tick, a lead tick arriving after its slot) is
   billed its minute like any other;
+- a lingering job that ends cancels the scheduled job waiting behind it when that
+  job would find nothing (:mod:`.pending`, ``cadence.cancel_idle_pending``): created
+  before the last tick, no slot due within :data:`~.pending.GRACE` and none worth
+  waiting for before the next cron tick or within the linger window. It never
+  started, so it costs nothing;
 - a tick fires a schedule's slots that fell due since the last one: under
   ``catchup: latest`` only the newest inside the catch-up window (the others are
   missed); dispatch is the tick's end. Lateness is slot to dispatch (for GitHub's
@@ -52,6 +57,7 @@ from ..spec.policies import FanIn
 from ..spec.preview import GITHUB_MIN_INTERVAL
 from . import clock
 from .derive import schedule_slots, scheduled
+from .pending import GRACE
 from .wake import lingering_slots
 
 MONTH_DAYS = 30
@@ -247,6 +253,10 @@ class _Month:
         self.times: list[datetime] = []
         self.waited: list[datetime] = []
         """The slots worth waiting for (a subset of ``times``)."""
+        self.cron_ticks: list[datetime] = []
+        """When tick.yml's cron fires (the next one bounds what a held job would do)."""
+        self.last_tick: datetime | None = None
+        """The last tick of the job :meth:`job` ran last."""
         self.last_commit: datetime | None = None
         self.api: Counter[datetime] = Counter()
         self.push: Counter[datetime] = Counter()
@@ -292,6 +302,24 @@ class _Month:
         if self.specs[sid].fan_in is FanIn.JOB:
             minutes["fan-in"] = minutes.get("fan-in", 0) + billed(self.b.fan_in_seconds)
 
+    def idle(self, created: datetime, last_tick: datetime, now: datetime) -> bool:
+        """Whether a lingering job whose last tick ran at ``last_tick`` and that ends at
+        ``now`` cancels the scheduled job created at ``created`` and waiting behind it:
+        :func:`~.pending.keeps` on the slots, as the tick decides it."""
+        if not (self.setup.linger_minutes and self.setup.cadence.cancel_idle_pending) \
+                or created >= last_tick:
+            return False
+        i = bisect.bisect_right(self.cron_ticks, now)
+        if i == len(self.cron_ticks):
+            return False  # no next scheduled tick known: the tick does not cancel
+        j = bisect.bisect_right(self.times, last_tick)
+        if j < len(self.times) and self.times[j] <= now + GRACE:
+            return False
+        k = bisect.bisect_right(self.waited, last_tick)
+        horizon = max(self.cron_ticks[i],
+                      now + timedelta(minutes=self.setup.linger_minutes) + GRACE)
+        return k == len(self.waited) or self.waited[k] > horizon
+
     def _api(self, at: datetime, n: int) -> None:
         self.f.api_requests += n
         self.api[at.replace(minute=0, second=0, microsecond=0)] += n
@@ -309,6 +337,7 @@ class _Month:
         ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
         while True:
             self.tick(now)
+            self.last_tick = now
             end = now + timedelta(seconds=self.b.tick_seconds)
             i = bisect.bisect_right(self.waited, now)
             upcoming = self.waited[i] if i < len(self.waited) else None
@@ -340,7 +369,9 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month.waited = _waited_for(schedules, setup.cadence, start, end)
     figures.slots = len(month.slots)
     arrivals: list[tuple[datetime, int, float | None]] = []
-    for at in _utc_ticks(setup.tick_cron, start, end):
+    # past the end too: the job of the last day weighs the next cron tick
+    month.cron_ticks = _utc_ticks(setup.tick_cron, start, end + timedelta(days=2))
+    for at in (t for t in month.cron_ticks if t <= end):
         late = delay.sample(rng, at)
         if late is not None:
             arrivals.append((at + late, 0, None))
@@ -371,9 +402,16 @@ def _clock_arrivals(schedules: list[Schedule], model: ClockModel, start: datetim
 def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]]) -> None:
     """Tick jobs in their concurrency groups (0: GitHub's schedule, 1: the clock's
     calls): one runs, at most one waits and a newer one replaces the waiting one, which
-    then never starts. ``arrivals``: (time, group, start-up or None), in time order."""
+    then never starts; a lingering scheduled job that ends cancels the waiting one when
+    it would find nothing (:meth:`_Month.idle`). ``arrivals``: (time, group, start-up
+    or None), in time order."""
     running: dict[int, datetime] = {}
+    last: dict[int, datetime | None] = {}
     waiting: dict[int, tuple[datetime, float | None]] = {}
+
+    def run(group: int, begin: datetime, startup: float | None) -> None:
+        running[group] = month.job(begin, startup)
+        last[group] = month.last_tick if startup is None else None
 
     def start_waiting(until: datetime | None) -> None:
         # the waiting jobs whose group freed up by ``until`` start, earliest first
@@ -383,13 +421,16 @@ def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]
             if not ready:
                 return
             begin, group = ready[0]
-            _, startup = waiting.pop(group)
-            running[group] = month.job(begin, startup)
+            created, startup = waiting.pop(group)
+            ticked = last.get(group)
+            if startup is None and ticked is not None and month.idle(created, ticked, begin):
+                continue  # cancelled as the lingering job ended: never started, not billed
+            run(group, begin, startup)
 
     for at, group, startup in arrivals:
         start_waiting(at)
         if group not in running or at >= running[group]:
-            running[group] = month.job(at, startup)
+            run(group, at, startup)
         else:
             waiting[group] = (at, startup)
     start_waiting(None)

@@ -19,6 +19,7 @@ import click
 from .. import executors
 from ..cadence.linger import Linger
 from ..cadence.wake import Wake
+from ..errors import OrchestratorError
 from ..planner import Request
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
@@ -224,11 +225,14 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
     if scope is not None:
         check_run_id(scope)
 
+    last: list[tuple[Tick, TickResult]] = []
+
     def once(now: datetime) -> Wake | None:
         clock = Clock(machine=datetime.now(UTC), given=now_text is not None, force=force)
         tick = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
                          template=template, scope=scope, outcomes=outcomes, clock=clock)
         result = tick.run(dry_run=dry_run)
+        last[:] = [(tick, result)]
         if executor == "github" and not dry_run and scope is None:
             result.record_log += keep_workflows_enabled(tick, result, now)
         track_state_branch(cfg, result.tip)
@@ -254,7 +258,39 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
                   log=lambda line: click.echo(line, err=True))
     install_stop_signals(loop.stop)
     loop.run(once)
+    for line in cancel_idle_pending(cfg, executor, loop, last):
+        click.echo(f"linger: {line}", err=True)
     return 0
+
+
+def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,
+                        last: list[tuple[Tick, TickResult]],
+                        environ: Mapping[str, str] | None = None) -> list[str]:
+    """After a lingering tick's last tick on GitHub (not stopped by a signal): cancel
+    the scheduled tick.yml run GitHub holds behind this job when it would find nothing
+    (:mod:`orchestrator.cadence.pending`); one line per thing done or failed."""
+    from ..cadence import pending
+
+    if executor != "github" or not last or loop.stop_reason is not None:
+        return []
+    tick, result = last[0]
+    env = os.environ if environ is None else environ
+    cadence = result.cadence
+    if cadence is None or not cadence.cancel_idle_pending or result.snapshot is None:
+        return []  # off, or the last tick never read the state
+    if env.get("GITHUB_EVENT_NAME") != pending.SCHEDULE_EVENT:
+        return []  # not a scheduled run: the held run waits in another group
+    own = env.get("GITHUB_RUN_ID", "")
+    now = datetime.now(UTC)
+    try:
+        api = tick.make_executor(None)
+    except OrchestratorError as exc:
+        return [f"cancelling the pending scheduled tick failed: {exc.message}"]
+    if not isinstance(api, pending.PendingAPI):
+        return []
+    return pending.cancel_idle(api, wake=result.wake, read_at=result.now, now=now,
+                               next_tick=pending.next_scheduled_tick(cfg.repo, now),
+                               window=loop.window, own_run=int(own) if own.isdigit() else None)
 
 
 def keep_workflows_enabled(tick: Tick, result: TickResult, now: datetime) -> list[str]:

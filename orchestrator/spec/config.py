@@ -75,6 +75,12 @@ class Cadence(Frozen):
         "slots, false never to, whatever its interval (overrides "
         "linger_min_interval_hours).",
     )
+    cancel_idle_pending: bool = Field(
+        True,
+        description="A lingering tick on GitHub cancels, as it ends, the scheduled tick.yml "
+        "run GitHub holds pending behind it when that run would find nothing to do before "
+        "the next scheduled tick (it saves that run's billed minute); false: never cancel.",
+    )
     fixed_cron: list[CronText] = Field(
         ["7,22,37,52 * * * *"], min_length=1, max_length=20,
         description="Fixed mode: the cron lines (UTC) of tick.yml.",

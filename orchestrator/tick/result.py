@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..cadence.wake import Wake
 from ..planner import Decision
 from ..runs.retention import Outcome
+from ..spec.config import Cadence
 from ..store import Snapshot
 from ..support.times import iso
 from .memo import Memo
@@ -57,6 +58,9 @@ class TickResult:
     """The events this tick's decision derived (:mod:`orchestrator.notify.events`)."""
     notify_log: list[str] = field(default_factory=list)
     """One line per delivery, and per notification problem."""
+    cadence: Cadence | None = None
+    """``orchestrator.json``'s cadence as the tick read it (for what runs after it, e.g.
+    the cancel of an idle pending tick: :mod:`orchestrator.cadence.pending`)."""
     snapshot: Snapshot | None = None
     """The state branch as the tick read it (for what runs after it, e.g. the
     workflows' keep-alive: :mod:`orchestrator.cadence.keepalive`)."""

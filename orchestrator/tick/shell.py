@@ -482,5 +482,6 @@ class Tick:
         result.summaries = planned.consolidated.summaries
         result.events = list(planned.notify.events)
         result.notify_log = planned.notify.log
+        result.cadence = inputs.settings.cadence
         result.wake = quiet.next_wake(inputs.memo, inputs.schedules, decision.state,
                                       self.now, inputs.settings.cadence)

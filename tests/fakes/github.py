@@ -24,7 +24,9 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
 - ``GET .../actions/runs/{id}``, ``GET .../actions/runs/{id}/jobs`` (``filter=latest``,
   the default, or ``all``; paginated), ``POST .../actions/runs/{id}/cancel`` (``202``
   and carried out :attr:`~FakeGitHub.cancel_delay` later, :data:`CANCEL_DELAY` unless
-  a test sets it, or ``409`` once completed); a deleted run answers ``404``.
+  a test sets it, or ``409`` once completed); a deleted run answers ``404``. A run
+  GitHub's cron started and its concurrency group holds (:meth:`FakeGitHub.waiting_run`)
+  lists with status ``pending`` and no jobs, and a cancel ends it ``cancelled``.
 - ``GET .../actions/runs/{id}/artifacts`` (``name`` filter; paginated) and
   ``GET .../actions/artifacts/{id}/zip``, which answers ``302`` to a signed URL on this
   server (served without a token, as GitHub's blob storage is) or ``410`` once the
@@ -440,7 +442,10 @@ class FakeRun:
     waiting_jobs: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
     """Jobs that ``need`` others (the workflow's ``after``), not created yet."""
     event: str = "workflow_dispatch"
-    """What started it: ``workflow_dispatch`` or ``repository_dispatch``."""
+    """What started it: ``workflow_dispatch``, ``repository_dispatch`` or ``schedule``."""
+    held: bool = False
+    """Waiting for its concurrency group (:meth:`FakeGitHub.waiting_run`): status
+    ``pending``, no jobs yet, until cancelled."""
     cancelled_by: str | None = None
     """Who pressed *Cancel workflow* (:meth:`FakeGitHub.cancel_by`)."""
 
@@ -453,6 +458,10 @@ class FakeRun:
         jobs = self.latest_jobs
         if self.startup_failure or self.stale:
             return "completed"
+        if self.held and not self.cancelled:
+            # GitHub's docs, "Control the concurrency of workflows and jobs": a run queued
+            # while another of its group is in progress "will be pending"
+            return "pending"
         if self.cancelled:
             # an `always()` job may still run after a cancel: the run ends with it
             busy = self.waiting_jobs or any(j.status != "completed" for j in jobs)
@@ -945,6 +954,22 @@ class FakeGitHub:
             run.cancelled_by = actor
             run.cancel_at = run.cancel_at or self._clock() + self.cancel_delay
             self.settle()
+
+    def waiting_run(self, workflow: str = "tick.yml", *, created_at: datetime,
+                    held: bool = True, event: str = "schedule") -> FakeRun:
+        """A run of ``workflow`` that has not started, by ``event`` (``schedule``: GitHub's
+        cron started it); ``held``: it waits behind a run of its concurrency group (status
+        ``pending``), as the next scheduled tick waits behind a lingering one; else it is
+        ``queued``. It has no jobs."""
+        with self._lock:
+            known = self.workflows.get(workflow)
+            run = FakeRun(id=next(self._ids), workflow=workflow,
+                          workflow_name=known.name if known else workflow,
+                          display_title=known.name if known else workflow, ref="main",
+                          inputs={}, created_at=created_at, run_number=len(self.runs) + 1,
+                          event=event, held=held)
+            self.runs[run.id] = run
+            return run
 
     def delete_run(self, run_id: int) -> None:
         """Delete a run, as someone may on GitHub: it and its jobs answer 404."""

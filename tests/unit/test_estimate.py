@@ -106,10 +106,16 @@ def test_ticks_queued_behind_a_lingering_one_wait_and_the_newest_replaces_the_ol
     daily = sched("0 7 * * *")
     # ticks at 06:40, 06:45 and 06:50: the first lingers until 07:00; the second waits,
     # the third replaces it; only the third runs, after the first, and finds nothing
-    figures = simulate([daily], Setup(["40,45,50 6 * * *"], 25, 45), START, days=1,
-                       delay=ON_TIME)
+    # (unless the first cancels it as it ends, the default)
+    kept = Cadence(cancel_idle_pending=False)
+    figures = simulate([daily], Setup(["40,45,50 6 * * *"], 25, 45, cadence=kept), START,
+                       days=1, delay=ON_TIME)
     assert figures.tick_jobs == 2
     assert figures.runner_minutes["ticks"] == 30 * (billed(20 * 60 + 10) + 1)
+    cancelled = simulate([daily], Setup(["40,45,50 6 * * *"], 25, 45), START, days=1,
+                         delay=ON_TIME)
+    assert cancelled.tick_jobs == 1
+    assert cancelled.runner_minutes["ticks"] == 30 * billed(20 * 60 + 10)
 
 
 def test_github_s_own_schedule_costs_the_tracks_only() -> None:
@@ -164,3 +170,29 @@ def test_a_schedule_missing_most_of_its_slots_is_warned_about_and_github_runs_it
     assert theirs.slots == 24 * 60
     assert theirs.slots - theirs.missed == 24 * 60 // 5
     assert theirs.runner_minutes == {"tracks": 30 * 24 * 60 // 5}  # scaled to 30 days
+
+
+def test_a_lingering_job_cancels_the_lead_tick_waiting_behind_it_when_it_would_find_nothing(
+        ) -> None:
+    """Daily 07:00, lead ticks 06:45 and 06:50 on time: the second waits behind the first
+    in the concurrency group; the first, as it ends, cancels it (a run never started is
+    not billed), unless ``cancel_idle_pending`` is off."""
+    daily = sched("0 7 * * *", tracks=4)
+    on = simulate([daily], Setup(["45,50 6 * * *"], 20, 45), START, days=30, delay=ON_TIME)
+    off = simulate([daily], Setup(["45,50 6 * * *"], 20, 45,
+                                  cadence=Cadence(cancel_idle_pending=False)),
+                   START, days=30, delay=ON_TIME)
+    assert off.tick_jobs == 60 and on.tick_jobs == 30
+    assert off.runner_minutes["ticks"] - on.runner_minutes["ticks"] == 30 * billed(60)
+    assert (on.lateness(0.95), on.missed) == (off.lateness(0.95), off.missed)
+
+
+def test_the_waiting_lead_tick_stays_when_a_slot_worth_waiting_for_comes_before_the_next_tick(
+        ) -> None:
+    """A second daily slot at 07:30, beyond the 20-minute linger after 07:00 but before the
+    next cron tick (06:45 the day after): the waiting job is kept, as the tick keeps it."""
+    early, late = sched("0 7 * * *"), sched("30 7 * * *")
+    late = Schedule(id="late", spec=late.spec)
+    figures = simulate([early, late], Setup(["45,50 6 * * *"], 20, 45), START, days=30,
+                       delay=ON_TIME)
+    assert figures.tick_jobs == 60

@@ -357,6 +357,20 @@ class GitHubExecutor:
             raise GitHubError(f"enabling workflow {workflow} failed: {response.status_code} "
                               f"{message(response)}", status=response.status_code)
 
+    def waiting_runs(self, workflow: str, event: str) -> list[dict[str, Any]]:
+        """The runs of ``workflow`` started by ``event`` that wait to start (``pending``
+        or ``queued``), as GitHub lists them."""
+        return self.listing.waiting(self._workflow(workflow), event)
+
+    def cancel_run(self, ci_run: int) -> None:
+        """``POST .../actions/runs/{id}/cancel``: GitHub answers ``202`` and cancels it a
+        little later, ``409`` when the run cannot be cancelled (completed)."""
+        response = self.client.request("POST", f"{self._repo_path}/actions/runs/{ci_run}/cancel")
+        if response.status_code != 202:
+            raise GitHubError(f"cancelling workflow run {ci_run} failed: "
+                              f"{response.status_code} {message(response)}",
+                              status=response.status_code)
+
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch_batch(self, batch: Batch) -> list[DispatchResult]:
