@@ -7,14 +7,20 @@ it would observe every record a tick reads, and slow every command (a plugin lik
 logfire's costs over 100 ms). So the CLI turns them off as pydantic documents,
 ``PYDANTIC_DISABLE_PLUGINS=__all__``, unless the environment already says something.
 
-That setting is all the CLI does about plugins. pydantic's loader still imports
-:mod:`importlib.metadata` when it is first asked (about 12 ms of a no-op tick); that
-import could be skipped only by putting a stand-in for the private module
-``pydantic.plugin._loader`` into ``sys.modules``, which ties the CLI to the name, the
-signature and the answers of a module pydantic may change in any release without
-notice, and a change would fail silently (plugins loaded against the user's setting,
-or not loaded when asked for). The documented variable is kept instead of the import
-time.
+pydantic's loader still imports :mod:`importlib.metadata` (with :mod:`email` and more)
+when it is first asked, about 32 M instructions of a no-op tick's 1,100 (3 %). With
+that setting its answer is known without the import: no plugin. :class:`_DeferredLoader`
+gives it, only for the pydantic releases whose loader was read (:data:`CHECKED`), and
+hands every other question, other releases and a setting that enables plugins to the
+real loader. Invariants:
+
+- the stand-in answers only ``get_plugins()`` with no arguments, only while
+  ``PYDANTIC_DISABLE_PLUGINS`` is one of :data:`OFF`, only on a release in
+  :data:`CHECKED`; its answer is ``()``, what that release's loader returns then;
+- anything else imports the real loader and puts it in ``sys.modules`` in its place;
+- ``tests/unit/test_process.py`` fails when the installed pydantic is not in
+  :data:`CHECKED`, or when its loader no longer returns ``()`` for each of :data:`OFF`
+  before it reads any entry point: a new release is read before it is trusted.
 
 A track is the user's code: its environment is the one the orchestrator was given,
 without what :func:`settle` added (:func:`given`).
@@ -22,8 +28,12 @@ without what :func:`settle` added (:func:`given`).
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+import sys
+import types
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 OWN = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 """Set for the CLI's process when its environment does not set them."""
@@ -36,8 +46,46 @@ def settle() -> None:
     for name, value in OWN.items():
         if name not in os.environ:
             os.environ[name] = _added[name] = value
+    if LOADER not in sys.modules:
+        sys.modules[LOADER] = _DeferredLoader(LOADER)
 
 
 def given(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without what :func:`settle` added to this process's environment."""
     return {k: v for k, v in env.items() if k not in _added or _added[k] != v}
+
+
+LOADER = "pydantic.plugin._loader"
+OFF = ("__all__", "1", "true")
+"""The values of ``PYDANTIC_DISABLE_PLUGINS`` with which pydantic loads no plugin."""
+CHECKED = ("2.13.", "2.14.")
+"""pydantic releases whose ``get_plugins`` returns ``()`` for each of :data:`OFF` before
+it reads any entry point (read in their source: ``elif disabled_plugins in ('__all__',
+'1', 'true'): return ()``)."""
+
+
+def known_release(version: str) -> bool:
+    return version.startswith(CHECKED)
+
+
+class _DeferredLoader(types.ModuleType):
+    """pydantic's plugin loader, imported only when its answer is not known."""
+
+    def get_plugins(self, *args: Any, **kwargs: Any) -> Iterable[Any]:
+        import pydantic  # imported by now: it is asking
+
+        if (not args and not kwargs and known_release(pydantic.VERSION)
+                and os.environ.get("PYDANTIC_DISABLE_PLUGINS") in OFF):
+            return ()
+        return self.real().get_plugins(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system asks (is it a package?)
+            raise AttributeError(name)
+        return getattr(self.real(), name)
+
+    def real(self) -> types.ModuleType:
+        """The real loader, in ``sys.modules`` from now on."""
+        if sys.modules.get(LOADER) is self:
+            del sys.modules[LOADER]
+        return importlib.import_module(LOADER)

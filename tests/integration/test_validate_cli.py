@@ -7,6 +7,7 @@ naming the bad file and its field, never a traceback, and still preview the good
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -143,6 +144,24 @@ def test_as_a_real_process(tmp_path: Path) -> None:
         "Input should be greater than 0",
     ]
     assert "2026-11-01T07:07:00Z" in proc.stdout
+
+
+def test_the_cli_validates_without_importing_pydantic_s_plugin_loader(tmp_path: Path) -> None:
+    """pydantic's plugin loader is answered by the CLI's stand-in on a release it was
+    checked against (``orchestrator/support/process.py``): validating schedules never
+    imports it, nor with it ``importlib.metadata`` (about 3 % of a no-op tick; httpx
+    may still import that module where pygments is installed)."""
+    repo = make_repo(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from orchestrator.cli import run; run()",
+         "--repo", str(repo), "validate", "--preview", "1", *FROM],
+        capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "orchestrator.spec.models" in imported  # the models were built: it validated
+    assert "pydantic.plugin._loader" not in imported
 
 
 def test_a_twin_of_another_suffix_is_refused_and_the_json_file_is_the_schedule(
