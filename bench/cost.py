@@ -60,6 +60,7 @@ from orchestrator.cadence.estimate import (
     CronDelay,
     Figures,
     Setup,
+    billed,
     simulate,
     simulate_github_schedule,
 )
@@ -249,6 +250,30 @@ def external_bound_lines(github: dict[str, Figures]) -> list[str]:
         f"{runs:,} tick jobs are {legs + runs:,}, {(legs + runs) / mixed:.2f} x GitHub's "
         f"{mixed:,.0f}, before any fan-in job. The slots are 11 minutes apart: one tick "
         f"cannot serve two of them within 90 s.",
+        *claiming_legs_lines(daily, mixed),
+    ]
+
+
+def claiming_legs_lines(daily: float, mixed: float) -> list[str]:
+    """The design with no tick job: the clock dispatches the legs, each leg claims its
+    run by compare-and-swap before its command (so a call that came twice runs nothing
+    twice) and records its outcome after it. The claim is a tick's work (fetch, plan,
+    push) inside every leg, and GitHub bills each job by the started minute."""
+    billing = Billing()
+    leg = 60.0  # a 1-minute track, set-up included, as in every row above
+    claimed = leg + billing.tick_seconds
+    per_leg = billed(claimed)
+    legs_daily, legs_mixed = 30 * 4, 5 * 24 * 30 * 2 + 5 * 30 * 4
+    return [
+        f"Bound 3'' (no tick job: legs that claim their run): a leg that claims before "
+        f"its command runs {claimed:.0f} s and is billed {per_leg} minutes, so the daily "
+        f"case's legs alone are {legs_daily * per_leg} runner-minutes, "
+        f"{legs_daily * per_leg / daily:.2f} x GitHub's {daily:.0f}, and the mixed "
+        f"case's {legs_mixed * per_leg:,}, {legs_mixed * per_leg / mixed:.2f} x. Only a "
+        f"track that leaves more than {billing.tick_seconds:.0f} s of its last billed "
+        f"minute free absorbs the claim; a 1-minute track does not. Below 1.3 x the "
+        f"orchestrator's work for a fire must run off GitHub's runners: the own-machine "
+        f"rows.",
     ]
 
 
