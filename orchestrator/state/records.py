@@ -21,7 +21,7 @@ from pydantic import (
     model_serializer,
 )
 
-from ..spec.fields import Frozen, Id, UTCDateTime
+from ..spec.fields import Frozen, Id, UTCDateTime, ZoneName
 from ..spec.models import TrackSpec
 from ..spec.policies import Pause
 from .layout import run_id_for as run_id_for  # where run ids are made; named here too
@@ -181,7 +181,9 @@ class Run(Frozen):
     tracks: list[Id]
     description: str = ""
     cron: str | None = None
-    timezone: str = "UTC"
+    timezone: ZoneName = "UTC"
+    """The schedule's IANA zone when the run fired; checked as a schedule's is, so a
+    record naming no zone is quarantined when read, not a crash of the planner."""
     workflow: str = "track.yml"
     """The track workflow the run was created with (GitHub executor)."""
     finished_at: UTCDateTime | None = None
