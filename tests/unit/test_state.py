@@ -162,3 +162,15 @@ def test_runs_written_with_a_zone_still_load() -> None:
         record = json.loads(files[path])
         files[path] = json.dumps({**record, "timezone": zone}).encode()
         assert state_model.load(files).runs["job--20261201T0700Z"].timezone == zone
+
+
+@pytest.mark.parametrize("workflow", ["../../../user.yml", "a/b.yml", "track.yml?x=1", ""])
+def test_a_run_naming_no_workflow_file_is_quarantined(workflow: str) -> None:
+    files = _state().dump()
+    path = layout.run_path("job--20261201T0700Z")
+    files[path] = json.dumps({**json.loads(files[path]), "workflow": workflow}).encode()
+    state = state_model.load(files)
+    assert "job--20261201T0700Z" not in state.runs
+    assert state.quarantined[path].startswith(f"{path}: workflow: ")
+    files[path] = json.dumps({**json.loads(files[path]), "workflow": "nightly.yaml"}).encode()
+    assert state_model.load(files).runs["job--20261201T0700Z"].workflow == "nightly.yaml"
