@@ -52,10 +52,11 @@ def fmt_clock(moment: datetime | None) -> str:
 
 
 def zone(name: str) -> ZoneInfo:
-    """The named time zone, UTC when this machine does not know it."""
+    """The named time zone, UTC when this machine does not know it (or the name is a
+    folder of the zone tree, or too long for a file name)."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         return ZoneInfo("UTC")
 
 

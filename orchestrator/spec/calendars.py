@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..support import safejson
+from ..support.text import error_location
 from .fields import ID_RE, ID_RULE
 
 FOLDER = "calendars"
@@ -148,7 +149,8 @@ class Calendars:
 
 def _problem(err: Any) -> tuple[str, str]:
     """(problem, field) for one pydantic error of a calendar file."""
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+    parts = tuple(err.get("loc", ()))
+    loc = error_location(parts) if parts else "(top level)"
     kind = str(err.get("type", ""))
     if kind == "missing":
         return "required field is missing", loc

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import OrchestratorError, UserError
 from ..support import safejson
+from ..support.text import error_location
 from .fields import CronText, Frozen
 from .notify import NotifySpec
 
@@ -182,7 +183,8 @@ def parse_repo_config(raw: bytes) -> RepoConfig:
         return RepoConfig.model_validate_json(text)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        loc = tuple(err.get("loc", ()))
+        where = error_location(loc) if loc else "(top level)"
         problem = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
             problem = "unknown field"

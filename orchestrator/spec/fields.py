@@ -75,15 +75,17 @@ def _zone_names() -> frozenset[str]:
 
 
 def _zone(value: str) -> str:
+    # A state record is checked here too: a value read from it may be a megabyte.
+    shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
     if value not in _zone_names():
         close = difflib.get_close_matches(value, sorted(_zone_names()), n=1, cutoff=0.8)
         hint = f"did you mean {close[0]!r}?" if close else (
             "use an IANA name such as 'America/New_York' or 'UTC'")
-        raise ValueError(f"unknown time zone {value!r} ({hint})")
+        raise ValueError(f"unknown time zone {shown} ({hint})")
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise ValueError(f"time zone {value!r} cannot be loaded: {exc}") from exc
+        raise ValueError(f"time zone {shown} cannot be loaded: {exc}") from exc
     return value
 
 

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from ..errors import ScheduleError
 from ..support import safejson
 from ..support.atomic import write_text
+from ..support.text import error_location
 from .calendars import CalendarError, Calendars
 from .fields import ID_RE, ID_RULE
 from .models import Schedule, ScheduleSpec
@@ -170,7 +171,8 @@ def _load(path: Path, show: Callable[[], str],
     except safejson.UnsafeJSON as exc:
         return [ScheduleError(show(), exc.where or "(file)", exc.problem)]
     except _DuplicateKey as exc:
-        return [ScheduleError(show(), exc.key, "key appears twice in the same object")]
+        return [ScheduleError(show(), error_location((exc.key,)),
+                              "key appears twice in the same object")]
     shown = show()
     text = safejson.decode(raw)
     if not isinstance(data, dict):
@@ -247,7 +249,7 @@ def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
     """(field path, problem) for one pydantic error, in words a schedule author knows."""
     loc = tuple(err.get("loc", ()))
     ctx = err.get("ctx") or {}
-    path = ".".join(str(p) for p in loc) or str(ctx.get("field", "")) or "(top level)"
+    path = (error_location(loc) if loc else "") or str(ctx.get("field", "")) or "(top level)"
     kind = err.get("type", "")
     given = err.get("input")
     if kind == "extra_forbidden":

@@ -171,8 +171,9 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
         raise BadEnqueue(f"a JSON object is expected, not {type(data).__name__}")
     unknown = sorted(set(data) - {"queue", "payload", "key", "priority", "not_before"})
     if unknown:
-        raise BadEnqueue(f"{unknown[0]}: unknown field (give payload, key, priority, "
-                         "not_before" + (", queue)" if queue_required else ")"))
+        # a key of the line may hold a line break or a megabyte: quoted, cut
+        raise BadEnqueue(f"{error_location((unknown[0],))}: unknown field (give payload, "
+                         "key, priority, not_before" + (", queue)" if queue_required else ")"))
     if queue_required and "queue" not in data:
         raise BadEnqueue("queue: required (the queue the item goes to)")
     when = data.get("not_before")

@@ -21,7 +21,7 @@ from pydantic import (
     model_serializer,
 )
 
-from ..spec.fields import Frozen, Id, UTCDateTime
+from ..spec.fields import WORKFLOW_RE, Frozen, Id, UTCDateTime, ZoneName
 from ..spec.models import TrackSpec
 from ..spec.policies import Pause
 from .layout import run_id_for as run_id_for  # where run ids are made; named here too
@@ -184,9 +184,12 @@ class Run(Frozen):
     tracks: list[Id]
     description: str = ""
     cron: str | None = None
-    timezone: str = "UTC"
-    workflow: str = "track.yml"
-    """The track workflow the run was created with (GitHub executor)."""
+    timezone: ZoneName = "UTC"
+    """The schedule's IANA zone when the run fired; checked as a schedule's is, so a
+    record naming no zone is quarantined when read, not a crash of the planner."""
+    workflow: str = Field("track.yml", pattern=f"^{WORKFLOW_RE.pattern}$")
+    """The track workflow the run was created with (GitHub executor). A file name as a
+    schedule's: it goes into the path of the dispatch request."""
     finished_at: UTCDateTime | None = None
     state_history: list[Transition] = Field(default_factory=list)
     repair: bool = False

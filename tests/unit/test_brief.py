@@ -532,3 +532,12 @@ def test_the_consolidate_step_heads_the_brief() -> None:
                                  "javascript:alert(1)", " https://x.invalid/", "c:\\x"])
 def test_unsafe_urls_go(url: str) -> None:
     assert brief.safe_url(url) is None
+
+
+@pytest.mark.parametrize("name", ["", "[]", "America", "x" * 10_000, "UTC\x00"],
+                         ids=["empty", "brackets", "a-folder", "10kB", "null-byte"])
+def test_a_zone_the_brief_cannot_load_is_shown_in_utc(name: str) -> None:
+    from orchestrator.brief.text import zone
+
+    assert zone(name).key == "UTC"
+    assert zone("Asia/Kolkata").key == "Asia/Kolkata"

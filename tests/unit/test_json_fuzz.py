@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.brief import context_from_files
@@ -51,6 +51,10 @@ RECORDS = [json.loads(data) for data in VALID.values()]
 PATHS = [*sorted(VALID), layout.polls_path(RUN_ID), layout.TICKS]
 
 
+def _run_with(**fields: Any) -> bytes:
+    return json.dumps({**json.loads(VALID[layout.run_path(RUN_ID)]), **fields}).encode()
+
+
 @FUZZ
 @given(st.one_of(st.binary(max_size=5000), shapes.map(str.encode, ),
                  json_values.map(lambda v: json.dumps(v).encode())))
@@ -66,6 +70,8 @@ def test_safejson_returns_or_says_why(data: bytes) -> None:
 
 @FUZZ
 @given(st.sampled_from(PATHS), hostile_texts(RECORDS))
+@example(layout.run_path(RUN_ID), _run_with(timezone=""))  # found by the fuzzer: no zone
+@example(layout.run_path(RUN_ID), _run_with(timezone="[]"))
 def test_a_hostile_record_is_quarantined_and_the_planner_goes_on(path: str, data: bytes
                                                                  ) -> None:
     files = {**VALID, path: data}

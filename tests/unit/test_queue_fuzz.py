@@ -48,6 +48,7 @@ LINES = [{"payload": {"n": 1}, "key": "a", "priority": 2}, {"payload": None},
                  st.lists(json_values.map(json.dumps), max_size=5).map(
                      lambda lines: "\n".join(lines).encode())))
 @example(b'{"payload": "x", "not_before": "' + b"[" * 400 + b'"}')  # quoted in full once
+@example(b'{"payload": "x", "\\n": 1}')  # found by the fuzzer: a field named with a line break
 def test_the_enqueue_parser_takes_a_file_or_names_the_line_at_fault(data: bytes) -> None:
     with bounded_memory():
         try:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from orchestrator import store
 from orchestrator.errors import InvalidId
+from orchestrator.planner import Observations, plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
+from tests.builders import schedule
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 
@@ -128,3 +131,46 @@ def test_a_field_named_with_a_line_break_is_quoted_in_its_one_line() -> None:
     assert len(lines) == 2 and not any("\n" in line for line in lines)
     assert "state/health.json: '\\n': Extra inputs" in lines[0]
     assert "state/schedules/job.json: fires_per_day.'\\n': " in lines[1]
+
+
+NO_ZONES = ["", "[]", "../../etc/localtime", "x" * 10_000, "UTC\x00", "America",
+            "/etc/localtime", "localtime", "Europe/London "]
+"""Not IANA zones: found by the fuzzer (the first two), a path out of the zone tree, a
+name too long for the file system, a null byte, a folder, the host's own zone, a space."""
+
+
+@pytest.mark.parametrize("zone", NO_ZONES, ids=[repr(z[:20]) for z in NO_ZONES])
+def test_a_run_naming_no_time_zone_is_quarantined_and_the_planner_never_sees_it(
+        zone: str) -> None:
+    files = _state().dump()
+    path = layout.run_path("job--20261201T0700Z")
+    record = json.loads(files[path])
+    files[path] = json.dumps({**record, "timezone": zone}).encode()
+    state = state_model.load(files)
+    assert "job--20261201T0700Z" not in state.runs
+    why = state.quarantined[path]
+    assert why.startswith(f"{path}: timezone: ") and "\n" not in why and len(why) < 300
+    decision = plan([schedule("other", cron="* * * * *")], state, Observations(),
+                    T0 + timedelta(minutes=2))
+    assert any(r.startswith("other--") for r in decision.state.runs)
+
+
+def test_runs_written_with_a_zone_still_load() -> None:
+    files = _state().dump()
+    path = layout.run_path("job--20261201T0700Z")
+    for zone in ["UTC", "America/New_York", "Asia/Kolkata", "Etc/GMT+5"]:
+        record = json.loads(files[path])
+        files[path] = json.dumps({**record, "timezone": zone}).encode()
+        assert state_model.load(files).runs["job--20261201T0700Z"].timezone == zone
+
+
+@pytest.mark.parametrize("workflow", ["../../../user.yml", "a/b.yml", "track.yml?x=1", ""])
+def test_a_run_naming_no_workflow_file_is_quarantined(workflow: str) -> None:
+    files = _state().dump()
+    path = layout.run_path("job--20261201T0700Z")
+    files[path] = json.dumps({**json.loads(files[path]), "workflow": workflow}).encode()
+    state = state_model.load(files)
+    assert "job--20261201T0700Z" not in state.runs
+    assert state.quarantined[path].startswith(f"{path}: workflow: ")
+    files[path] = json.dumps({**json.loads(files[path]), "workflow": "nightly.yaml"}).encode()
+    assert state_model.load(files).runs["job--20261201T0700Z"].workflow == "nightly.yaml"
