@@ -6,13 +6,20 @@ bare origin on this machine. The baseline, measured in the same run, is the floo
 every tick pays: starting Python and importing the package, plus one ``git fetch`` of
 the state branch. The ratio is what the tick adds on top of that floor.
 
-    python bench/tick.py [--reps 5] [--runs 1000]
+With ``--tree PATH`` (repeatable) it times other checkouts of the package beside this
+one (e.g. the commit before a change, ``git worktree add ../before <commit>``): each
+builds its own workspace with its own code, and every repetition times the floor and
+each checkout's tick once, in turns, so a slow spell of a shared machine falls on all
+of them alike. It then prints the median, the fastest and the slowest of each.
+
+    python bench/tick.py [--reps 5] [--runs 1000] [--tree PATH ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,11 +65,66 @@ def timed(cmd: list[str], cwd: Path, reps: int, env: dict[str, str] | None = Non
     return statistics.median(samples)
 
 
+BUILD = """
+import sys
+sys.path.insert(0, {tree!r}); sys.path.insert(0, {tree!r} + "/bench")
+from pathlib import Path
+import tick
+print(tick.workspace(Path({root!r}), {schedules}, {runs}))
+"""
+
+
+def tree_env(tree: Path, work: Path) -> dict[str, str]:
+    return {**ENV, "PYTHONPATH": str(tree), "ORCHESTRATOR_WORK_DIR": str(work)}
+
+
+def in_turns(trees: list[Path], reps: int, runs: int) -> None:
+    """The no-op tick of each checkout in ``trees`` and the floor, timed in turns."""
+    tick = [sys.executable, "-m", "orchestrator", "tick", "--now", NOW.isoformat()]
+    print(f"no-op tick in turns, {reps} repetitions, {runs} finished runs; floor: "
+          "python -c 'import orchestrator' plus one git fetch of the state branch")
+    print("| schedules | checkout | median s | fastest s | slowest s | median / floor |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for n in (10, 100, 1000):
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = []
+            for i, tree in enumerate(trees):
+                root = Path(tmp) / str(i)
+                root.mkdir()
+                env = tree_env(tree, root / "work")
+                built = subprocess.run([sys.executable, "-c", BUILD.format(
+                    tree=str(tree), root=str(root), schedules=n, runs=runs)],
+                    cwd=tree, env=env, check=True, capture_output=True, text=True)
+                repo = Path(built.stdout.strip().splitlines()[-1])
+                for _ in range(2):  # the cursors and the memo, then a quiet tick
+                    subprocess.run(tick, cwd=repo, check=True, capture_output=True, env=env)
+                cases.append((tree, repo, env, []))
+            floors: list[float] = []
+            for _ in range(reps):
+                repo = cases[0][1]
+                floors.append(timed([sys.executable, "-c", "import orchestrator"], repo, 1)
+                              + timed(["git", "fetch", "-q", "origin", "orchestrator-state"],
+                                      repo, 1))
+                for _, repo, env, samples in cases:
+                    samples.append(timed(tick, repo, 1, env))
+            floor = statistics.median(floors)
+            for tree, _, _, samples in cases:
+                median = statistics.median(samples)
+                print(f"| {n} | {os.path.basename(tree)} | {median:.3f} | {min(samples):.3f} "
+                      f"| {max(samples):.3f} | {median / floor:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--tree", type=Path, action="append", default=[],
+                        help="another checkout to time beside this one, in turns")
     args = parser.parse_args()
+    if args.tree:
+        here = Path(__file__).resolve().parent.parent
+        in_turns([t.resolve() for t in args.tree] + [here], args.reps, args.runs)
+        return
     rows = []
     for n in (10, 100, 1000):
         with tempfile.TemporaryDirectory() as tmp:

@@ -122,7 +122,7 @@ def test_a_schedule_that_is_not_a_regular_file_is_named_and_the_others_fire(
         repo: Path, tmp_path: Path, name: str) -> None:
     make, problem = ODD_FILES[name]
     make(repo / "schedules" / f"{name}.json")
-    proc = cli_tick(repo, NOW, work=tmp_path / "work", timeout=30)
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if f"schedules/{name}.json" in x)
     assert problem in line
@@ -178,7 +178,7 @@ def test_an_orchestrator_json_that_is_not_a_regular_file_is_named_and_the_others
         repo: Path, tmp_path: Path, name: str) -> None:
     make, problem = ODD_FILES[name]
     make(repo / "orchestrator.json")
-    proc = cli_tick(repo, NOW, work=tmp_path / "work", timeout=30)
+    proc = cli_tick(repo, NOW, work=tmp_path / "work")
     assert_fired(proc)
     line = next(x for x in proc.stdout.splitlines() if "orchestrator.json" in x)
     assert problem in line
@@ -191,7 +191,7 @@ def test_validate_does_not_wait_on_a_workflow_file_that_is_a_fifo(repo: Path,
     os.mkfifo(workflows / "track.yml")
     (repo / "schedules" / "cheap.json").write_text(
         _json({"cron": "7 * * * *", "fan_in": "next_tick", "tracks": TRACK}))
-    proc = cli(repo, "validate", "--format", "json", work=tmp_path / "work", timeout=30)
+    proc = cli(repo, "validate", "--format", "json", work=tmp_path / "work")
     assert proc.returncode == 0, proc.stderr
     [cheap] = [s for s in json.loads(proc.stdout)["schedules"] if s["id"] == "cheap"]
     # a FIFO is no workflow file: the schedule's workflow is said to be missing
@@ -445,12 +445,12 @@ def test_a_poisonous_result_becomes_that_attempts_error(repo: Path, tmp_path: Pa
     work = tmp_path / "work"
     assert_fired(cli_tick(repo, NOW, work=work))
     wait_finished(work, "bad--20261201T0700Z--a--1")
-    proc = cli_tick(repo, "2026-12-01T07:01:30Z", work=work, timeout=30)
+    proc = cli_tick(repo, "2026-12-01T07:01:30Z", work=work)
     assert_fired(proc, "20261201T0701Z")
     assert "bad--20261201T0700Z: a: dispatched -> complete" in proc.stdout
     record = track_record(repo, "bad--20261201T0700Z")
     assert problem in record["result"]["error"]
-    again = cli_tick(repo, "2026-12-01T07:02:30Z", work=work, timeout=30)
+    again = cli_tick(repo, "2026-12-01T07:02:30Z", work=work)
     assert_fired(again, "20261201T0702Z")
 
 
