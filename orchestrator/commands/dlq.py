@@ -1,12 +1,13 @@
 """``orchestrator dlq list | show KEY | requeue KEY... | discard KEY...``: the dead letter
 queue (see :mod:`orchestrator.runs.deadletters`). ``requeue`` and ``discard`` take
-several keys, or ``--schedule ID`` / ``--all`` after a confirmation with the count,
-and change them all in one compare-and-swap commit."""
+several keys, or ``--schedule ID`` / ``--queue NAME`` / ``--all`` after a confirmation
+with the count, and change them all in one compare-and-swap commit."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -78,16 +79,33 @@ def _files(cfg: Config) -> Mapping[str, bytes]:
     return GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
 
 
-def _chosen(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: bool,
-            yes: bool, verb: str) -> list[str]:
+@dataclass(frozen=True)
+class Choice:
+    """The dead letters a bulk verb acts on; ``queue`` when they are all of that one
+    queue (``--queue``), so the change reads that queue once."""
+
+    keys: list[str]
+    queue: str | None = None
+
+    def ids(self) -> list[str]:
+        return [k.partition("/")[2] for k in self.keys]
+
+
+def _chosen(cfg: Config, keys: tuple[str, ...], schedule: str | None, queue: str | None,
+            every: bool, yes: bool, verb: str) -> Choice:
     """The dead letters ``verb`` acts on: the keys named (a track's or a queue item's),
-    or (after a confirmation that says how many) those of ``--schedule`` or ``--all``
-    (``--all``: the dead queue items too)."""
-    if sum([bool(keys), schedule is not None, every]) != 1:
-        raise click.UsageError("name dead letters by KEY..., or give --schedule ID or --all")
+    or (after a confirmation that says how many) those of ``--schedule``, ``--queue`` or
+    ``--all`` (``--all``: the dead queue items too)."""
+    if sum([bool(keys), schedule is not None, queue is not None, every]) != 1:
+        raise click.UsageError("choose one selector: KEY..., --schedule ID, --queue NAME "
+                               "or --all")
     if schedule is not None:
         check_id(schedule, "schedule id")
+    if queue is not None:
+        check_id(queue, "queue")
     files = _files(cfg)
+    if queue is not None:
+        return _of_queue(files, queue, yes, verb)
     items = list(dict.fromkeys(k for k in keys if _is_item(k)))
     for key in items:
         queues.find_letter(files, key)  # validates the key; it must be a dead item
@@ -96,15 +114,31 @@ def _chosen(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: boo
     if every:
         chosen += [f"{i.queue}/{i.id}" for i in queues.dead_letters(files)]
     if keys:
-        return chosen + items
+        return Choice(chosen + items)
     which = f"of schedule {schedule}" if schedule is not None else "waiting"
-    if not chosen:
+    return _confirmed(Choice(chosen), which, yes, verb)
+
+
+def _of_queue(files: Mapping[str, bytes], queue: str, yes: bool, verb: str) -> Choice:
+    """Every dead item of ``queue`` waiting, once confirmed; none, said why, when there
+    is no such queue."""
+    ids = queues.queue_letters(files, queue)
+    if ids is None:
+        click.echo(f"no queue {queue!r}: nothing to {verb}")
+        return Choice([], queue)
+    return _confirmed(Choice([f"{queue}/{i}" for i in ids], queue), f"of queue {queue}",
+                      yes, verb)
+
+
+def _confirmed(choice: Choice, which: str, yes: bool, verb: str) -> Choice:
+    """``choice`` once confirmed (or ``--yes``); nothing, said so, when it is empty."""
+    count = len(choice.keys)
+    if not count:
         click.echo(f"no dead letters {which}: nothing to {verb}")
-        return []
-    if not yes and not click.confirm(f"{verb} {len(chosen)} dead letter(s) {which}?",
-                                     err=True):
+        return choice
+    if not yes and not click.confirm(f"{verb} {count} dead letter(s) {which}?", err=True):
         raise UserError(f"not confirmed: no dead letter was {verb}d")
-    return chosen
+    return choice
 
 
 def _transact(cfg: Config, change: ChangeFn, message: str) -> None:
@@ -112,8 +146,27 @@ def _transact(cfg: Config, change: ChangeFn, message: str) -> None:
     store.transact(change, message)
 
 
-def _subject(verb: str, keys: list[str]) -> str:
-    return f"dlq: {verb} {keys[0]}" if len(keys) == 1 else f"dlq: {verb} {len(keys)} dead letters"
+def _subject(verb: str, choice: Choice) -> str:
+    keys = choice.keys
+    if len(keys) == 1:
+        return f"dlq: {verb} {keys[0]}"
+    of = f" of queue {choice.queue}" if choice.queue is not None else ""
+    return f"dlq: {verb} {len(keys)} dead letters{of}"
+
+
+def _apply(cfg: Config, verb: str, choice: Choice,
+           one: Callable[[Mapping[str, bytes], str], Any],
+           bulk: Callable[[Mapping[str, bytes], str, list[str]], Any]) -> None:
+    """Change every chosen dead letter in one compare-and-swap commit: ``one`` key at a
+    time, or (``--queue``) ``bulk`` on one read of the queue, so a queue of 10,000 dead
+    items is still one commit and one pass."""
+    queue = choice.queue
+    if queue is not None:
+        ids = choice.ids()
+        _transact(cfg, lambda snap: bulk(snap.files, queue, ids), _subject(verb, choice))
+    else:
+        _transact(cfg, lambda snap: deadletters.each(snap.files, choice.keys, one),
+                  _subject(verb, choice))
 
 
 def _bulk(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -121,6 +174,8 @@ def _bulk(function: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed((
         click.argument("keys", metavar="[KEY]...", nargs=-1),
         click.option("--schedule", metavar="ID", help="Every dead letter of this schedule "
+                     "(asks first, with the count)."),
+        click.option("--queue", metavar="NAME", help="Every dead item of this work queue "
                      "(asks first, with the count)."),
         click.option("--all", "every", is_flag=True,
                      help="Every dead letter waiting (asks first, with the count)."),
@@ -136,15 +191,16 @@ def _bulk(function: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--reason", default="", help="Why, recorded in each track's history.")
 @click.option("--now", "now_text", metavar="ISO", help="Time of the requeue (default: now).")
 @pass_config
-def requeue(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: bool,
-            yes: bool, by: str | None, reason: str, now_text: str | None) -> None:
+def requeue(cfg: Config, keys: tuple[str, ...], schedule: str | None, queue: str | None,
+            every: bool, yes: bool, by: str | None, reason: str,
+            now_text: str | None) -> None:
     """Put parked tracks back to pending with a fresh attempt budget, in one commit; for
     a failed compensation, reopen the saga where it stopped. A failed run reopens as a
     repair: new slots of its schedule fire beside it, whatever its overlap policy."""
     now = parse_now(now_text)
     actor = who(by)
-    chosen = _chosen(cfg, keys, schedule, every, yes, "requeue")
-    if not chosen:
+    chosen = _chosen(cfg, keys, schedule, queue, every, yes, "requeue")
+    if not chosen.keys:
         return
 
     def one(files: Mapping[str, bytes], key: str) -> Any:
@@ -152,24 +208,24 @@ def requeue(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: boo
             return queues.requeue(files, key, actor, reason, now)
         return deadletters.requeue(files, key, actor, reason, now)
 
-    _transact(cfg, lambda snap: deadletters.each(snap.files, chosen, one),
-              _subject("requeue", chosen))
-    for key in chosen:
+    _apply(cfg, "requeue", chosen, one, lambda files, name, ids: queues.requeue_queue(
+        files, name, ids, actor, reason, now))
+    for key in chosen.keys:
         click.echo(f"requeued {key}")
-    click.echo("the next tick dispatches " + ("it" if len(chosen) == 1 else "them"))
+    click.echo("the next tick dispatches " + ("it" if len(chosen.keys) == 1 else "them"))
 
 
 @command.command("discard")
 @_bulk
 @click.option("--reason", required=True, help="Why they are being given up.")
 @pass_config
-def discard(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: bool,
-            yes: bool, by: str | None, reason: str) -> None:
+def discard(cfg: Config, keys: tuple[str, ...], schedule: str | None, queue: str | None,
+            every: bool, yes: bool, by: str | None, reason: str) -> None:
     """Give up on parked tracks, in one commit; each entry is kept, marked with who and
     why."""
     actor = who(by)
-    chosen = _chosen(cfg, keys, schedule, every, yes, "discard")
-    if not chosen:
+    chosen = _chosen(cfg, keys, schedule, queue, every, yes, "discard")
+    if not chosen.keys:
         return
     now = parse_now(None)
 
@@ -178,7 +234,7 @@ def discard(cfg: Config, keys: tuple[str, ...], schedule: str | None, every: boo
             return queues.discard(files, key, actor, reason, now)
         return deadletters.discard(files, key, actor, reason)
 
-    _transact(cfg, lambda snap: deadletters.each(snap.files, chosen, one),
-              _subject("discard", chosen))
-    for key in chosen:
+    _apply(cfg, "discard", chosen, one, lambda files, name, ids: queues.discard_queue(
+        files, name, ids, actor, reason, now))
+    for key in chosen.keys:
         click.echo(f"discarded {key}")

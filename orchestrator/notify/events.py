@@ -253,23 +253,24 @@ def _queue_letter(book: QueueBook, item_id: str, run_id: str | None,
 def _queue_letter_group(book: QueueBook, ids: list[str], runs: Mapping[str, str],
                         seen: Seen) -> Event:
     named = ids[:GROUP_NAMES]
-    keys = " ".join(f"{book.name}/{i}" for i in named)
     attempts, error = _last_error(book, named[0])
     latest = max(book.dead[i].at for i in ids)
     holders = {runs.get(i) for i in ids}
     run_id = holders.pop() if len(holders) == 1 else None
-    more = f" and {len(ids) - len(named)} more" if len(ids) > len(named) else ""
     listing = "orchestrator dlq list"
-    requeue = f"orchestrator dlq requeue {keys} --reason REASON"
-    discard = f"orchestrator dlq discard {keys} --reason REASON"
+    # one command for the whole queue: five keys of 500 would leave 495 behind
+    requeue = f"orchestrator dlq requeue --queue {book.name} --reason REASON"
+    discard = f"orchestrator dlq discard --queue {book.name} --reason REASON"
     return Event(
         id=f"queue_dead_letter:{book.name}:{len(ids)}x{digest(' '.join(ids))}:"
            f"{stamp(latest)}",
         kind=EventKind.QUEUE_DEAD_LETTER, at=latest, link=seen.links.run,
         **_about_run(run_id, seen),
-        summary=_cut(f"queue {book.name}: {len(ids)} items dead in one tick "
-                     f"({', '.join(named)}{more}; the first: {error}); `{listing}` lists "
-                     "them, `orchestrator dlq requeue KEY... --reason REASON` requeues them"),
+        # the commands before the error, which a cut summary may lose; the first
+        # names are in the details
+        summary=_cut(f"queue {book.name}: {len(ids)} items dead in one tick; `{requeue}` "
+                     f"requeues them, `{discard}` gives them up, `{listing}` lists them; "
+                     f"the first: {error}"),
         details={"queue": book.name, "count": str(len(ids)), "items": ",".join(named),
                  "attempts": attempts, "error": error, "list": listing,
                  "requeue": requeue, "discard": discard})

@@ -237,3 +237,52 @@ def discard(files: Mapping[str, bytes], key: str, who: str, reason: str,
         return None
     queueops.discard(target, item, now, who, reason)
     return target.dump()
+
+
+def queue_letters(files: Mapping[str, bytes], queue: str) -> list[str] | None:
+    """The ids of ``queue``'s dead items waiting (not discarded), oldest first, read from
+    its summary alone; ``None`` when there is no such queue."""
+    target = books(files).get(layout.check_queue(queue))
+    if target is None:
+        return None
+    return sorted((i for i, d in target.dead.items() if not d.discarded),
+                  key=lambda i: (target.dead[i].at, i))
+
+
+def requeue_queue(files: Mapping[str, bytes], queue: str, ids: Iterable[str], who: str,
+                  reason: str, now: datetime) -> Change:
+    """The dead items ``ids`` of ``queue`` back to ``ready``, on one read of the queue:
+    a bulk requeue costs one change, however many items it names."""
+    target, items = _dead_items(files, queue, ids)
+    for item in items:
+        if item.discarded:
+            raise UserError(f"dead letter {queue}/{item.id} was discarded; it cannot be "
+                            "requeued")
+        queueops.requeue(target, item, now, who, reason)
+    return target.dump()
+
+
+def discard_queue(files: Mapping[str, bytes], queue: str, ids: Iterable[str], who: str,
+                  reason: str, now: datetime) -> Change:
+    """The dead items ``ids`` of ``queue`` marked discarded, those not already, on one
+    read of the queue."""
+    target, items = _dead_items(files, queue, ids)
+    for item in items:
+        if not item.discarded:
+            queueops.discard(target, item, now, who, reason)
+    return target.dump()
+
+
+def _dead_items(files: Mapping[str, bytes], queue: str,
+                ids: Iterable[str]) -> tuple[QueueBook, list[Item]]:
+    """``queue`` and its items ``ids``, read in one bulk read; each must still be dead."""
+    target = book(files, queue, must_exist=True)
+    ids = list(dict.fromkeys(ids))
+    target.prefetch(ids)
+    items = []
+    for ident in ids:
+        item = target.item(ident)
+        if item is None or item.status is not ItemStatus.DEAD:
+            raise NotFound(f"no dead item '{queue}/{ident}'")
+        items.append(item)
+    return target, items

@@ -498,8 +498,12 @@ def test_many_items_dead_in_one_tick_are_one_event_for_their_queue(
     named = event.details["items"].split(",")
     assert event.details["count"] == "500" and len(named) == GROUP_NAMES
     assert set(named) <= set(dead)
-    assert "500 items dead" in event.summary and "and 495 more" in event.summary
-    assert event.details["requeue"].startswith(f"orchestrator dlq requeue pages/{named[0]} ")
+    assert event.summary.startswith("queue pages: 500 items dead in one tick; ")
+    # one command for the whole queue, not the first 5 of 500 keys
+    assert event.details["requeue"] == "orchestrator dlq requeue --queue pages --reason REASON"
+    assert event.details["discard"] == "orchestrator dlq discard --queue pages --reason REASON"
+    assert f"`{event.details['requeue']}`" in event.summary
+    assert f"`{event.details['discard']}`" in event.summary
     assert event.details["list"] == "orchestrator dlq list"
     assert event.run_id == RUN
     assert derive(before, after, seen()) == told  # a stable id for the group too
