@@ -230,6 +230,29 @@ class StoreContract:
         }
         assert files.listdirs([""]) == {"": {"state": True}}
 
+    def test_the_folders_of_many_runs_list_as_those_of_a_few(self, backend: Backend) -> None:
+        """A rebuilt index lists every run's folders at once (the git store then lists
+        ``state/runs`` whole): each folder is listed exactly, a missing one empty."""
+        runs = [f"r{n:03d}--20261201T0700Z" for n in range(100)]
+        tree = {f"state/runs/{r}/run.json": r.encode() for r in runs}
+        tree.update({f"state/runs/{r}/tracks/t.json": b"t" for r in runs[::2]})
+        tree["state/queues/work/backlog/0001.jsonl"] = b"item"
+        backend.store.transact(lambda _: dict(tree), "seed")
+        files = backend.store.read().files
+        folders = [f for r in runs for f in (f"state/runs/{r}", f"state/runs/{r}/tracks",
+                                             f"state/runs/{r}/undo")]
+        listed = files.listdirs(folders)
+        assert listed == {
+            **{f"state/runs/{r}": {"run.json": False, **({"tracks": True} if i % 2 == 0
+                                                         else {})}
+               for i, r in enumerate(runs)},
+            **{f"state/runs/{r}/tracks": {"t.json": False} if i % 2 == 0 else {}
+               for i, r in enumerate(runs)},
+            **{f"state/runs/{r}/undo": {} for r in runs}}
+        assert files[f"state/runs/{runs[7]}/run.json"] == runs[7].encode()
+        assert files.listdirs(["state/queues/work"]) == {"state/queues/work": {"backlog": True}}
+        assert files.listdirs(["state/runs"])["state/runs"] == dict.fromkeys(runs, True)
+
     def test_object_ids_are_gits_blob_and_tree_ids(self, backend: Backend) -> None:
         backend.store.transact(lambda _: dict(TREE), "seed")
         files = backend.store.read().files

@@ -15,6 +15,9 @@ from ..errors import OrchestratorError
 from .base import StateFiles
 from .plumbing import Git
 
+RECURSE_AT = 64
+"""Folders under one anchor (``state/runs``) from which the anchor is listed whole."""
+
 
 class TreeFiles(StateFiles):
     """Files of one commit, listed folder by folder and loaded in bulk on demand.
@@ -90,25 +93,47 @@ class TreeFiles(StateFiles):
     def _list(self, folders: list[str]) -> None:
         for folder in folders:
             self._dirs[folder] = {}
+        # Many folders under one anchor (a rebuild of the index lists every run's three
+        # folders: 30,000 at 10,000 runs) are one recursive listing of the anchor, which
+        # git answers in one pass, not one pathspec each, which it matches entry by
+        # entry. Every folder under it is then known; other anchors (the queues, with
+        # items by the 100,000) are never listed in full for that.
+        anchors: dict[str, list[str]] = {}
+        for folder in folders:
+            parts = folder.split("/")
+            if len(parts) > 2:
+                anchors.setdefault("/".join(parts[:2]), []).append(folder)
+        whole = sorted(a for a, under in anchors.items() if len(under) >= RECURSE_AT)
+        single = [f for f in folders
+                  if not any(f == a or f.startswith(a + "/") for a in whole)]
         # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
         # folder's entries rather than the folder itself; the root needs no pathspec.
         # -t: a folder listed with one of its subfolders still shows that subfolder's
         # entry (without it, git recurses into it and drops the entry).
         raw = b""
-        if "" in folders:
+        if "" in single:
             raw += self._git.run("ls-tree", "-z", "--full-tree", self._tip).stdout
-        if any(folders):
+        if any(single):
             raw += self._git.run("ls-tree", "-z", "-t", "--full-tree", self._tip, "--",
-                                 *(f"{f}/" for f in folders if f),
+                                 *(f"{f}/" for f in single if f),
+                                 env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+        if whole:
+            for anchor in whole:
+                self._dirs.setdefault(anchor, {})
+            raw += self._git.run("ls-tree", "-z", "-r", "-t", "--full-tree", self._tip, "--",
+                                 *(f"{a}/" for a in whole),
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
         for record in raw.split(b"\0"):
             if not record:
                 continue
             meta, _, path_b = record.partition(b"\t")
             _mode, kind, sha = meta.split(b" ")
-            folder, _, name = path_b.decode("utf-8", "surrogateescape").rpartition("/")
+            path = path_b.decode("utf-8", "surrogateescape")
+            folder, _, name = path.rpartition("/")
             if folder in self._dirs and kind in (b"blob", b"tree"):
                 self._dirs[folder][name] = (kind == b"tree", sha.decode())
+                if kind == b"tree" and whole and any(path.startswith(a + "/") for a in whole):
+                    self._dirs.setdefault(path, {})  # listed in full: its entries follow
 
     def _sha(self, path: str) -> str | None:
         if self._index is not None:
