@@ -64,21 +64,12 @@ def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     """
     fd = _open(path, root)
     try:
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+        data = _read_up_to(fd, max_bytes + 1)  # one byte more tells a file too large
     finally:
         os.close(fd)
-    if size > max_bytes:
+    if len(data) > max_bytes:
         raise UnsafeJSON(f"larger than {max_bytes} bytes")
-    return b"".join(chunks)
+    return data
 
 
 def read_tail(path: Path, keep: int, *, root: Path | None = None) -> tuple[bytes, int]:
@@ -89,21 +80,30 @@ def read_tail(path: Path, keep: int, *, root: Path | None = None) -> tuple[bytes
     """
     fd = _open(path, root)
     try:
-        size = os.fstat(fd).st_size
-        os.lseek(fd, max(0, size - keep), os.SEEK_SET)
-        chunks: list[bytes] = []
-        got = 0
-        while got < keep:  # the file may grow meanwhile: never read more than keep
-            chunk = os.read(fd, min(_CHUNK, keep - got))
+        try:
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - keep), os.SEEK_SET)
+        except OSError as exc:
+            raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+        return _read_up_to(fd, keep), size  # it may grow meanwhile: keep bytes at most
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from ``fd``, read in chunks until its end."""
+    chunks: list[bytes] = []
+    got = 0
+    try:
+        while got < limit:
+            chunk = os.read(fd, min(_CHUNK, limit - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
     except OSError as exc:
         raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks), size
+    return b"".join(chunks)
 
 
 def _open(path: Path, root: Path | None) -> int:
