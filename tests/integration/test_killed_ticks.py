@@ -57,9 +57,19 @@ def checkout(tmp_path: Path) -> tuple[Path, Path]:
     return origin, clone(origin, tmp_path / "repo")
 
 
+def clear_server_locks(origin: Path) -> None:
+    """Remove the ref locks a killed push left in ``origin``, for the other writer:
+    a tick killed while it pushes can take its local ``receive-pack`` with it, holding
+    the branch's lock. The ticks clear such a lock themselves (the test above); the
+    other writer is plain ``git update-ref``, which stops at it."""
+    for lock in (origin / "refs").rglob("*.lock"):
+        lock.unlink(missing_ok=True)
+
+
 def another_writer(origin: Path) -> None:
     """Move the state branch on ``origin`` by one commit, as another machine's tick
     would: the checkout's next tick has a new tip to fetch."""
+    clear_server_locks(origin)
     tip = git("rev-parse", f"refs/heads/{STATE_BRANCH}", cwd=origin)
     commit = git("commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", "elsewhere", cwd=origin)
     git("update-ref", f"refs/heads/{STATE_BRANCH}", commit, tip, cwd=origin)
