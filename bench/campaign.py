@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.state.records import RunStatus  # noqa: E402
+from orchestrator.state.phases import RunStatus  # noqa: E402
 from orchestrator.support.checkpoints import POINTS  # noqa: E402
 from tests.builders import spec_data  # noqa: E402
 from tests.drive import STATE_BRANCH, launches, state_of  # noqa: E402

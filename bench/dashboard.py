@@ -27,7 +27,8 @@ from orchestrator.spec.files import load_all
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
 from orchestrator.state.machine import RUN_OPEN
-from orchestrator.state.records import Run, RunStatus
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import Run
 from orchestrator.store import GitStateStore
 
 SCHEDULES, RUNS = 1000, 10_000

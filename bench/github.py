@@ -47,7 +47,7 @@ for name, value in (("GIT_AUTHOR_NAME", "bench"), ("GIT_AUTHOR_EMAIL", "bench@lo
 from orchestrator.executors.github import GitHubExecutor  # noqa: E402
 from orchestrator.state import layout  # noqa: E402
 from orchestrator.state import model as state_model  # noqa: E402
-from orchestrator.state.records import RunStatus  # noqa: E402
+from orchestrator.state.phases import RunStatus  # noqa: E402
 from orchestrator.store import GitStateStore  # noqa: E402
 from orchestrator.tick.shell import Tick  # noqa: E402
 from tests.fakes.github import FakeGitHub  # noqa: E402

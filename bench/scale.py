@@ -42,7 +42,8 @@ from zoneinfo import ZoneInfo
 
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
-from orchestrator.state.records import Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Run, Track
 from orchestrator.store import GitStateStore
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

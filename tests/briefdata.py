@@ -14,7 +14,8 @@ from builders import schedule_spec
 from orchestrator.brief import BriefContext
 from orchestrator.spec.models import ScheduleSpec, TrackSpec
 from orchestrator.state.machine import move_run, move_track
-from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import DeadLetter, Run, Track
 
 SLOT = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 """02:00 in New York, a Tuesday."""

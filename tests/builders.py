@@ -19,7 +19,8 @@ from typing import Any
 
 from orchestrator.spec.models import Schedule, ScheduleSpec, TrackSpec
 from orchestrator.state import codec, layout
-from orchestrator.state.records import Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Run, Track
 
 CRON = "0 7 * * *"
 """07:00 every day: the default timing of a built schedule."""

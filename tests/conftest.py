@@ -39,6 +39,8 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.invalid")
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    # every tick found idle is planned too, and fails if the plan would do anything
+    monkeypatch.setenv("ORCHESTRATOR_VERIFY_IDLE", "1")
     for var in ("GITHUB_TOKEN", "GH_TOKEN", "ORCHESTRATOR_REPO", "ORCHESTRATOR_REMOTE",
                 "ORCHESTRATOR_STATE_BRANCH", "GITHUB_STEP_SUMMARY", "GITHUB_REPOSITORY",
                 "GITHUB_RUN_ID", "ORCHESTRATOR_TOKEN", "SLACK_WEBHOOK"):

@@ -49,7 +49,7 @@ from orchestrator.executors.github.jobnames import job_name
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.breaker import Breaker
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.builders import spec_data
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import make_origin

@@ -31,7 +31,7 @@ from orchestrator.errors import ExecutorError
 from orchestrator.executors.base import DispatchRequest, DispatchResult, Handle, Observation
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.items import ItemReport, NewItem
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 
 FINAL = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
                    TrackPhase.CANCELLED, TrackPhase.WAITING})

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..state.machine import RUN_TERMINAL, TRACK_OPEN
-from ..state.records import Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Run, Track
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..state.records import DeadLetter, TrackPhase
+from ..state.phases import TrackPhase
+from ..state.records import DeadLetter
 from .view import BriefView
 
 MARKDOWN_LIMIT = 1024 * 1024

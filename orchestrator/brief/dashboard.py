@@ -24,7 +24,8 @@ from ..runs import status
 from ..spec.models import Schedule
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
-from ..state.records import Run, RunStatus
+from ..state.phases import RunStatus
+from ..state.records import Run
 from .attempts import run_finished, run_started
 from .text import fmt_duration, zone
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..executors.local_outcome import read_tail
 from ..executors.outcomes import Folder
-from ..state.records import Track, TrackPhase
+from ..state.phases import TrackPhase
+from ..state.records import Track
 from ..support.text import last_lines
 from .context import BriefContext
 

@@ -16,7 +16,8 @@ from .. import __version__
 from ..spec.graph import CONSOLIDATE
 from ..spec.models import When
 from ..state.machine import TRACK_OPEN
-from ..state.records import RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Track
 from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext

@@ -32,14 +32,17 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ..spec.config import Cadence
-from ..spec.models import Schedule, ScheduleSpec
-from ..spec.triggers import for_spec
 from ..state import machine
-from ..state.model import State
-from ..state.records import Cursor, RunStatus, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
 from ..support.times import iso, iso_minute
+
+if TYPE_CHECKING:  # a tick that parsed no schedule reads its wake from the memo
+    from ..spec.models import Schedule, ScheduleSpec
+    from ..state.model import State
+    from ..state.records import Cursor
 
 
 @dataclass(frozen=True, order=True)
@@ -87,6 +90,8 @@ def cron_slots(spec: ScheduleSpec, after: datetime,
 
     The one place the timing modules (this one, :mod:`.cadence`, :mod:`.estimate`) ask
     the cron evaluator, so a change of its interface is adapted here only."""
+    from ..spec.triggers import for_spec
+
     trigger = for_spec(spec)
     if until is None:
         return [info.at for info in trigger.next(after, 1).found]
@@ -215,7 +220,7 @@ def _policies(schedules: Sequence[Schedule], state: State, now: datetime,
                     yield Wake(end, f"{run_id}: {track.name} queue timeout on {track.runner}")
 
 
-Source = Callable[[Sequence[Schedule], State, datetime, Cadence], Iterator[Wake]]
+Source = Callable[[Sequence["Schedule"], "State", datetime, Cadence], Iterator["Wake"]]
 
 SOURCES: tuple[Source, ...] = (
     _slots,

@@ -9,7 +9,8 @@ from ..errors import NotFound, UserError
 from ..planner import CancelRequest
 from ..runs import retry as retrying
 from ..spec.fields import check_id, check_run_id
-from ..state.records import Run, RunStatus
+from ..state.phases import RunStatus
+from ..state.records import Run
 from ..store import GitStateStore
 from . import _operate
 from .context import Config, pass_config

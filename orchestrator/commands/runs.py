@@ -14,7 +14,8 @@ from ..errors import NotFound
 from ..runs.views import rows_text, run_detail, run_rows, run_text
 from ..spec.fields import check_id, check_run_id
 from ..state import model as state_model
-from ..state.records import Run, RunStatus
+from ..state.phases import RunStatus
+from ..state.records import Run
 from ..store import GitStateStore
 from .context import Config, pass_config
 

@@ -53,7 +53,7 @@ from ..spec.models import Schedule
 from ..state import index as state_index
 from ..state.codec import last_tick_at
 from ..state.model import State
-from ..state.records import TrackPhase
+from ..state.phases import TrackPhase
 from ..store import GitStateStore
 from ..support.times import iso
 from ..tick.result import TickResult

@@ -13,20 +13,23 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import executors
 from ..cadence.linger import Linger
-from ..cadence.wake import Wake
 from ..errors import OrchestratorError
-from ..planner import Request
 from ..spec.fields import check_run_id
 from ..store import GitStateStore
 from ..support.times import iso, parse_now
 from ..tick.shell import Clock, ExecutorFactory, Tick, TickResult
 from ._heartbeat import heartbeat_target, ping
 from .context import Config, pass_config
+
+if TYPE_CHECKING:
+    from ..cadence.wake import Wake
+    from ..planner import Request
 
 
 def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:

@@ -15,10 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..state.breaker import Breaker
-from .base import Executor
+
+if TYPE_CHECKING:  # an idle tick builds no executor, and never imports one
+    from ..state.breaker import Breaker
+    from .base import Executor
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Setup:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
-Factory = Callable[[Setup, "Breaker | None"], Executor]
+Factory = Callable[[Setup, "Breaker | None"], "Executor"]
 """Builds an executor from the setup and the breaker persisted by the last tick."""
 
 

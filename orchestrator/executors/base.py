@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from ..spec.models import TrackSpec
 from ..state.breaker import Breaker
 from ..state.items import ItemReport, NewItem
-from ..state.records import TrackPhase
+from ..state.phases import TrackPhase
 
 
 @dataclass(frozen=True)

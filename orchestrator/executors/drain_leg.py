@@ -28,7 +28,8 @@ from ..spec.fields import check_id, check_run_id
 from ..spec.queues import MAX_TASK_CAP
 from ..state import layout
 from ..state import queue as queue_state
-from ..state.items import ITEM_ID_RE, ItemStatus
+from ..state.items import ItemStatus
+from ..state.layout import ITEM_ID_RE
 from ..store import StateStore
 from ..support.credentials import track_environment
 from . import _supervise as supervisor

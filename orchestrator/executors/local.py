@@ -85,8 +85,8 @@ from typing import Any
 from ..errors import CheckoutReadOnly, ExecutorError, InvalidId, OrchestratorError, UserError
 from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
 from ..state.breaker import Breaker
-from ..state.items import check_item_id
-from ..state.records import TrackPhase
+from ..state.layout import check_item_id
+from ..state.phases import TrackPhase
 from ..support import safejson
 from ..support.credentials import track_environment
 from . import _supervise as supervisor

@@ -22,7 +22,7 @@ from ..state.items import (
     parse_lines,
     report_from,
 )
-from ..state.records import TrackPhase
+from ..state.phases import TrackPhase
 from ..support import safejson
 from ..support.times import parse_utc
 from . import _supervise as supervisor

@@ -41,7 +41,7 @@ from pydantic import Field, ValidationError
 from ..errors import InvalidId
 from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
-from ..state.records import TrackPhase
+from ..state.phases import TrackPhase
 from ..support import safejson
 from ..support.text import error_location
 from .base import Observation

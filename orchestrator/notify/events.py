@@ -32,8 +32,9 @@ from ..spec.models import ScheduleSpec
 from ..spec.notify import EventKind
 from ..state import layout, machine
 from ..state.model import State
+from ..state.phases import RunStatus
 from ..state.queue import QueueBook
-from ..state.records import Run, RunStatus
+from ..state.records import Run
 from ..support.text import one_line
 from ..support.times import iso
 

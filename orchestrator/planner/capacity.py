@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from ..state import machine
 from ..state.model import State
-from ..state.records import TrackPhase
+from ..state.phases import TrackPhase
 from .context import Context
 
 IN_FLIGHT = frozenset({TrackPhase.DISPATCHED, TrackPhase.RUNNING})

@@ -34,7 +34,8 @@ from ..spec.models import TrackSpec
 from ..spec.policies import OnFailure
 from ..state import machine
 from ..state.layout import dlq_key
-from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import DeadLetter, Run, Track
 from .context import Context
 from .dispatch import run_environment
 from .hygiene import backoff, observe

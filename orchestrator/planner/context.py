@@ -16,7 +16,8 @@ from ..spec.models import Schedule
 from ..spec.policies import FanIn
 from ..state import machine
 from ..state.model import State
-from ..state.records import Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Run, Track
 from ..support.times import iso
 
 ERROR_LOG_KEEP = 50

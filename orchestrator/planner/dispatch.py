@@ -16,7 +16,8 @@ from ..spec.models import OverlapPolicy
 from ..spec.triggers import CronTrigger, for_spec
 from ..state import machine
 from ..state.model import State
-from ..state.records import Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Run, Track
 from ..support.times import iso
 from . import drain, graph
 from .capacity import admit

@@ -38,8 +38,9 @@ from ..spec.models import TrackSpec
 from ..spec.queues import worker_name
 from ..state import machine, queueops
 from ..state.items import ItemReport, ItemStatus
+from ..state.phases import TrackPhase
 from ..state.queue import QueueBook
-from ..state.records import Run, Track, TrackPhase, Work
+from ..state.records import Run, Track, Work
 from ..support.text import one_line
 from .context import Context
 

@@ -11,7 +11,8 @@ from datetime import datetime
 
 from ..state import machine
 from ..state.model import State
-from ..state.records import Cursor, Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Cursor, Run, Track
 from ..support.times import iso
 from .compensation import open_compensations
 from .context import Context

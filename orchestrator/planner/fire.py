@@ -14,17 +14,8 @@ from datetime import UTC, datetime, timedelta
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.triggers import Trigger, for_spec
 from ..state import machine
-from ..state.records import (
-    Act,
-    Cursor,
-    Run,
-    RunOrigin,
-    SlotNote,
-    Track,
-    TrackPhase,
-    run_id_for,
-    utc_date_key,
-)
+from ..state.phases import TrackPhase
+from ..state.records import Act, Cursor, Run, RunOrigin, SlotNote, Track, run_id_for, utc_date_key
 from ..support.times import iso_minute
 from .context import Context
 from .pause import apply_pause

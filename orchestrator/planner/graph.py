@@ -16,7 +16,8 @@ from typing import Any
 from ..spec.graph import order
 from ..spec.models import When
 from ..state import machine
-from ..state.records import RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Track
 from .context import Context
 
 ERROR_TAIL_LINES = 5

@@ -10,7 +10,8 @@ from datetime import timedelta
 from ..executors.base import Observation
 from ..state import machine
 from ..state.layout import dlq_key
-from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import DeadLetter, Run, Track
 from ..support.text import one_line
 from ..support.times import iso
 from . import drain, poll, routing

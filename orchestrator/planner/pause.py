@@ -20,7 +20,8 @@ from ..spec.models import Schedule
 from ..spec.policies import Pause
 from ..state import machine
 from ..state import model as state_model
-from ..state.records import Cursor, Run, RunStatus
+from ..state.phases import RunStatus
+from ..state.records import Cursor, Run
 from ..support.times import iso
 from .context import Context
 

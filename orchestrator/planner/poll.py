@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..executors.base import Observation
-from ..state.records import Track, TrackPhase
+from ..state.phases import TrackPhase
+from ..state.records import Track
 from ..support.times import iso
 from .context import Context
 

@@ -27,7 +27,8 @@ from datetime import datetime
 from ..spec.models import OverlapPolicy, Schedule
 from ..state import machine
 from ..state.layout import is_manual, manual_run_id, run_id_for
-from ..state.records import Act, Backfill, Cursor, RunStatus
+from ..state.phases import RunStatus
+from ..state.records import Act, Backfill, Cursor
 from ..support.times import iso_minute
 from .compensation import cancel_open, compensate
 from .context import Context

@@ -26,7 +26,8 @@ from datetime import timedelta
 
 from ..executors.base import Observation
 from ..state import health as runner_health
-from ..state.records import Run, Track, TrackPhase
+from ..state.phases import TrackPhase
+from ..state.records import Run, Track
 from ..support.times import iso
 from .context import Context, log_line
 

@@ -18,17 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..state import index as state_index
-from ..state import layout, queueops
-from ..state import queue as queue_state
+from ..state import layout
 from ..state.codec import CorruptState, parse_record, parse_with_spec, read_specs
 from ..state.machine import RUN_TERMINAL
-from ..state.queue import QueueBook, chunk_day
-from ..state.records import DeadLetter, Run
 from ..store import Change, ChangeFn, Snapshot, StateFiles, TransactResult, as_state_files
 from ..support.times import iso
+
+if TYPE_CHECKING:
+    from ..state.queue import QueueBook
+    from ..state.records import DeadLetter, Run
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     candidate whose record is unreadable is left alone and named in
     :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
     Without it every run record is read, as ``compact`` does."""
+    from ..state.records import DeadLetter, Run
+
     cutoff = now - timedelta(days=keep_days)
     letters: dict[str, DeadLetter] = {}
     files = as_state_files(files)
@@ -96,6 +99,10 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     """Add to ``change`` the removal of every queue item done before ``cutoff`` (by the
     days of its queue's done chunks); how many. A queue with nothing that old is read
     no further than its summary."""
+    from ..state import queue as queue_state
+    from ..state import queueops
+    from ..state.queue import chunk_day
+
     removed = 0
     for book in queue_state.load(files)[0].values():
         if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
@@ -109,6 +116,11 @@ def items_ripe(books: Iterable[QueueBook], keep_days: int, now: datetime,
                batch: timedelta) -> bool:
     """Whether some queue holds items done more than ``keep_days`` plus ``batch`` ago
     (from the summaries' done chunks alone)."""
+    books = list(books)
+    if not books:  # no queue: the queues' module is never loaded
+        return False
+    from ..state.queue import chunk_day
+
     day = f"{now - timedelta(days=keep_days) - batch:%Y%m%d}"
     return any(chunk_day(c) < day for book in books for c in book.done)
 
@@ -119,6 +131,8 @@ def _run_records(files: Mapping[str, bytes]) -> list[str]:
 
 def _read_candidates(files: StateFiles, run_ids: list[str],
                      skipped: list[str]) -> list[Run]:
+    from ..state.records import Run
+
     paths = [layout.run_path(run_id) for run_id in run_ids]
     if paths:
         # one git call for every candidate's record, found in the listing of the whole

@@ -23,7 +23,8 @@ from ..planner.compensation import order
 from ..state import codec, layout, machine
 from ..state import index as state_index
 from ..state import model as state_model
-from ..state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import DeadLetter, Run, Track
 from ..store import Change
 from ..support.times import iso
 

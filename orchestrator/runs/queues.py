@@ -17,7 +17,8 @@ from typing import Any
 from ..errors import NotFound, UserError
 from ..state import layout, queueops
 from ..state import queue as queue_state
-from ..state.items import ITEM_ID_RE, Item, ItemStatus, NewItem, key_id
+from ..state.items import Item, ItemStatus, NewItem, key_id
+from ..state.layout import ITEM_ID_RE
 from ..state.queue import QueueBook
 from ..store import Change
 from ..support.times import iso

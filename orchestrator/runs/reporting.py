@@ -19,7 +19,8 @@ from ..spec.fields import check_id, check_run_id
 from ..state.codec import parse_with_spec, read_specs, record_bytes
 from ..state.layout import run_path, track_path
 from ..state.machine import move_track
-from ..state.records import Track, TrackPhase
+from ..state.phases import TrackPhase
+from ..state.records import Track
 from ..store import Change, Snapshot, StateStore
 from ..support import safejson
 

@@ -20,7 +20,8 @@ from ..errors import NotFound, UserError
 from ..state import codec, layout, machine
 from ..state import index as state_index
 from ..state import model as state_model
-from ..state.records import Act, Run, RunStatus, Track, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Act, Run, Track
 from ..store import Change
 
 RETRYABLE = frozenset({TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED,

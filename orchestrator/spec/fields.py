@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from ..cron import validate_cron
 from ..errors import InvalidId
 
 ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9_]|-(?=[a-z0-9_])){0,63}")
@@ -98,7 +97,13 @@ def _utc(value: datetime) -> datetime:
 Id = Annotated[str, AfterValidator(_id),
                Field(json_schema_extra={"pattern": f"^{ID_RE.pattern}$"})]
 ZoneName = Annotated[str, AfterValidator(_zone)]
-CronText = Annotated[str, AfterValidator(validate_cron)]
+def _valid_cron(text: str) -> str:
+    from ..cron import validate_cron  # the evaluator only once a cron text is validated
+
+    return validate_cron(text)
+
+
+CronText = Annotated[str, AfterValidator(_valid_cron)]
 UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
 
 

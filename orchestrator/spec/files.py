@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -28,7 +28,9 @@ from ..support.atomic import write_text
 from ..support.text import error_location
 from .calendars import CalendarError, Calendars
 from .fields import ID_RE, ID_RULE
-from .models import Schedule, ScheduleSpec
+
+if TYPE_CHECKING:
+    from .models import Schedule
 
 SCHEMA_FILE = "schedule.schema.json"
 """Lives beside the schedules for editors; not a schedule itself."""
@@ -71,6 +73,8 @@ def load_schedule(path: Path, root: Path | None = None) -> Schedule:
     ``root`` is the repository root, used to show the file as ``schedules/<id>.json``;
     its calendars are read from ``path``'s repository, the folder above ``schedules/``.
     """
+    from .models import Schedule
+
     loaded = _load(path, lambda: display_path(path, root or path.parent.parent),
                    calendars=Calendars(root or path.parent.parent))
     if isinstance(loaded, Schedule):
@@ -92,6 +96,8 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None,
     ``calendars`` is the calendar folder as the caller read it (default: the folder
     beside ``directory``, read as schedules name its files).
     """
+    from .models import Schedule
+
     result = LoadResult()
     if not directory.is_dir():
         return result
@@ -157,6 +163,8 @@ def _load(path: Path, show: Callable[[], str],
     """A schedule, or every problem with it (at least one), the file named as
     ``show()`` says; ``None`` when ``known`` vouches for its bytes (then the file is
     not even named: naming a file can cost a ``stat``, and a tick skips thousands)."""
+    from .models import Schedule, ScheduleSpec
+
     stem = path.stem
     if not ID_RE.fullmatch(stem):
         return [ScheduleError(show(), "id", f"file name {path.name!r} gives the invalid id "
@@ -227,6 +235,8 @@ def _allowed(loc: tuple[int | str, ...]) -> list[str]:
     """The field names allowed in the object at ``loc`` (for 'did you mean')."""
     from pydantic import BaseModel
 
+    from .models import ScheduleSpec
+
     model: type[BaseModel] = ScheduleSpec
     for part in loc:
         if isinstance(part, int):
@@ -276,6 +286,8 @@ def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
 
 def schedule_json_schema() -> dict[str, Any]:
     """The JSON Schema of a schedule file (committed as ``schedules/schedule.schema.json``)."""
+    from .models import ScheduleSpec
+
     schema = ScheduleSpec.model_json_schema(by_alias=True, mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

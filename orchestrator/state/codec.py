@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,7 +22,9 @@ from .layout import (
     TICKS,
     specs_path,
 )
-from .records import DeadLetter, Track
+
+if TYPE_CHECKING:
+    from .records import DeadLetter, Track
 
 TICKS_KEEP = 500
 """Lines kept in ``ticks.jsonl``; older ones are dropped when a tick appends."""
@@ -112,6 +114,8 @@ def record_bytes(record: Track | DeadLetter, specs: Mapping[str, Any]) -> bytes:
     """A track record or dead letter, without the track's spec when ``specs`` (the run's
     ``specs.json``) holds the same one: a 64 KiB command is then stored once per run,
     not once per track record and dead letter."""
+    from .records import Track  # loaded by now: ``record`` is one of its models
+
     data = record.model_dump(mode="json", by_alias=True)
     field, name = ("spec", record.name) if isinstance(record, Track) else ("payload",
                                                                            record.track)
@@ -135,6 +139,8 @@ def parse_with_spec(model: type[RecordT], path: str, data: bytes,
     """:func:`parse_record` of a track record or dead letter, taking its spec from the
     run's ``specs`` when the record leaves it out (records written before specs.json
     carry their own)."""
+    from .records import Track
+
     field, key = ("spec", "name") if model is Track else ("payload", "track")
     try:
         raw = safejson.loads(data, max_bytes=MAX_RECORD_BYTES)

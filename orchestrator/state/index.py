@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -46,10 +46,13 @@ from .. import store
 from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
 from ..support.times import iso
-from . import codec, layout, queue
+from . import codec, layout
 from . import model as state_model
 from .machine import RUN_OPEN
-from .records import Run, RunStatus
+from .phases import RunStatus
+
+if TYPE_CHECKING:
+    from .records import Run
 
 OPEN_INDEX = layout.OPEN_INDEX
 RUNS = layout.RUNS
@@ -262,7 +265,12 @@ def queue_summaries(files: StateFiles) -> list[str]:
 
 def attach_queues(state: state_model.State, files: StateFiles) -> None:
     """The queues' summaries into ``state`` (no item is read); an entry of
-    ``state/queues`` that is no queue's is named like a quarantined record."""
+    ``state/queues`` that is no queue's is named like a quarantined record. A branch
+    without ``state/queues`` never imports the queues' models."""
+    if not files.listdirs([layout.QUEUES])[layout.QUEUES]:
+        return
+    from . import queue
+
     books, stray = queue.load(files)
     state.queues = books
     for line in stray:
@@ -422,6 +430,8 @@ def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes |
                touched: Collection[str]) -> OpenIndex:
     """``index`` after ``change``, which writes or deletes files of the runs
     ``touched``; it names no tree (the change moves it)."""
+    from .records import Run
+
     runs = dict(index.runs)
     folders = run_folders(files)
     # once, not per run: a compaction deletes thousands of runs in one change
@@ -488,6 +498,8 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
 
     Of ``also``, only the open runs, the new ones and the newest are listed: a state
     rebuilt without ``state/open.json`` holds every record, and the page stays bounded."""
+    from .records import Run
+
     files = as_state_files(files)
     folders = run_folders(files)
     newest = sorted((r for r in folders if layout.is_run_id(r)),
@@ -512,6 +524,8 @@ def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
 
 def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
     """Every run record, finished ones included (for the index page of every run)."""
+    from .records import Run
+
     files = as_state_files(files)
     folders = run_folders(files)
     paths = [layout.run_path(r) for r in sorted(folders)]
@@ -552,6 +566,8 @@ def schedule_history(files: Mapping[str, bytes], schedule_ids: Iterable[str],
 
 
 def _readable(files: StateFiles, path: str) -> Run | None:
+    from .records import Run
+
     data = files.get(path)
     if data is None:
         return None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -28,8 +27,8 @@ from ..spec.queues import MAX_KEY_CHARS, MAX_PAYLOAD_BYTES, MAX_PRIORITY
 from ..support import safejson
 from ..support.text import error_location
 from ..support.times import parse_utc
+from .layout import ITEM_ID_RE
 
-ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
 """An item id: 24 hex digits of a hash (safe as a file name)."""
 
 MAX_ITEM_RESULT_BYTES = 8 * 1024
@@ -130,15 +129,6 @@ def item_id(queue: str, key: str | None, seq: int, created_at: datetime) -> str:
 def key_id(queue: str, key: str) -> str:
     """The id the item with idempotency key ``key`` has (or would have)."""
     return item_id(queue, key, 0, datetime.min)
-
-
-def check_item_id(value: str) -> str:
-    """``value`` if it is an item id (no path can be built from anything else)."""
-    from ..errors import InvalidId
-
-    if not isinstance(value, str) or not ITEM_ID_RE.fullmatch(value):
-        raise InvalidId(f"invalid item id {value!r}: expected 24 hex digits")
-    return value
 
 
 # --------------------------------------------------------------------------- enqueue

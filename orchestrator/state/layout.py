@@ -29,7 +29,17 @@ from datetime import UTC, datetime
 
 from ..errors import InvalidId
 from ..spec.fields import MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
-from .items import check_item_id
+
+ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
+"""An item id: 24 hex digits (a queue item's file name)."""
+
+
+def check_item_id(value: str) -> str:
+    """``value`` if it is an item id (no path can be built from anything else)."""
+    if not isinstance(value, str) or not ITEM_ID_RE.fullmatch(value):
+        raise InvalidId(f"invalid item id {value!r}: expected 24 hex digits")
+    return value
+
 
 ROOT = "state"
 SCHEDULES = f"{ROOT}/schedules"

@@ -40,12 +40,15 @@ an illegal one raises :class:`~orchestrator.errors.IllegalTransition`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from ..errors import IllegalTransition
-from .records import Run, RunStatus, Track, TrackPhase, Transition
+from .phases import RunStatus, TrackPhase
+
+if TYPE_CHECKING:  # the tables are read without the records' models
+    from .records import Run, Track, Transition
 
 TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     TrackPhase.PENDING: frozenset({
@@ -123,6 +126,14 @@ def can_move_run(src: RunStatus, dst: RunStatus) -> bool:
     return dst in RUN_TRANSITIONS[src]
 
 
+def _history(record: Track | Run, src: str, dst: str, at: datetime,
+             reason: str) -> list[Transition]:
+    """``record``'s history with the move from ``src`` to ``dst`` appended."""
+    from .records import Transition  # loaded by now: ``record`` is one of its models
+
+    return [*record.state_history, Transition(from_=src, to=dst, at=at, reason=reason)]
+
+
 def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
                **changes: Any) -> Track:
     """Return ``track`` in phase ``to`` with the transition recorded, or raise."""
@@ -131,8 +142,7 @@ def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
             f"track {track.run_id}/{track.name}: illegal transition "
             f"{track.phase.value} -> {to.value}"
         )
-    history = [*track.state_history, Transition(from_=track.phase.value, to=to.value, at=at,
-                                                reason=reason)]
+    history = _history(track, track.phase.value, to.value, at, reason)
     return revise(track, **changes, phase=to, state_history=history)
 
 
@@ -145,8 +155,7 @@ def reopen_compensation(undo: Track, at: datetime, reason: str, **changes: Any) 
             f"track {undo.run_id}/{undo.name}: only a cancelled compensation reopens, "
             f"not a {'compensation' if undo.compensating else 'track'} "
             f"{undo.phase.value}")
-    history = [*undo.state_history, Transition(from_=undo.phase.value, to=TrackPhase.PENDING.value,
-                                               at=at, reason=reason)]
+    history = _history(undo, undo.phase.value, TrackPhase.PENDING.value, at, reason)
     return revise(undo, **changes, phase=TrackPhase.PENDING, state_history=history)
 
 
@@ -156,8 +165,7 @@ def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes:
         raise IllegalTransition(
             f"run {run.run_id}: illegal transition {run.status.value} -> {to.value}"
         )
-    history = [*run.state_history, Transition(from_=run.status.value, to=to.value, at=at,
-                                              reason=reason)]
+    history = _history(run, run.status.value, to.value, at, reason)
     return revise(run, **changes, status=to, state_history=history)
 
 
@@ -168,9 +176,7 @@ def retry_track(track: Track, at: datetime, reason: str, **changes: Any) -> Trac
         raise IllegalTransition(
             f"track {track.run_id}/{track.name}: only a finished track is retried, "
             f"not a {'compensation' if track.compensating else 'track'} {track.phase.value}")
-    history = [*track.state_history, Transition(from_=track.phase.value,
-                                                to=TrackPhase.PENDING.value, at=at,
-                                                reason=reason)]
+    history = _history(track, track.phase.value, TrackPhase.PENDING.value, at, reason)
     return revise(track, **changes, phase=TrackPhase.PENDING, state_history=history)
 
 
@@ -180,7 +186,5 @@ def reopen_run(run: Run, at: datetime, reason: str, **changes: Any) -> Run:
     if run.status not in RUN_TERMINAL:
         raise IllegalTransition(f"run {run.run_id}: only a finished run reopens, not a "
                                 f"{run.status.value} one")
-    history = [*run.state_history, Transition(from_=run.status.value,
-                                              to=RunStatus.RUNNING.value, at=at,
-                                              reason=reason)]
+    history = _history(run, run.status.value, RunStatus.RUNNING.value, at, reason)
     return revise(run, **changes, status=RunStatus.RUNNING, state_history=history)

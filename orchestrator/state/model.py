@@ -15,13 +15,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..store import StateFiles, as_state_files
 from ..support import safejson
-from .breaker import Breaker
 from .codec import (
     MAX_RECORD_BYTES,
     CorruptState,
@@ -33,7 +32,6 @@ from .codec import (
     record_bytes,
     to_json,
 )
-from .health import RUNNERS_KEY, RunnerHealth
 from .layout import (
     HEALTH,
     RUNS,
@@ -51,8 +49,12 @@ from .layout import (
     track_path,
     undo_path,
 )
-from .queue import QueueBook
-from .records import Cursor, DeadLetter, Run, Track
+
+if TYPE_CHECKING:
+    from .breaker import Breaker
+    from .health import RunnerHealth
+    from .queue import QueueBook
+    from .records import Cursor, DeadLetter, Run, Track
 
 
 @dataclass
@@ -97,6 +99,8 @@ class State:
         """The queue ``name``; a new, empty one when the branch has none of that name
         (a queue with any file on the branch is in :attr:`queues`)."""
         if name not in self.queues:
+            from .queue import QueueBook
+
             self.queues[name] = QueueBook.empty(name, {})
         return self.queues[name]
 
@@ -159,6 +163,8 @@ class State:
                 base is not None and base.health == self.health
                 and base.runners == self.runners):
             return None
+        from .health import RUNNERS_KEY
+
         health: dict[str, Any] = {k: v.model_dump(mode="json") for k, v in self.health.items()}
         if self.runners:
             health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
@@ -181,7 +187,9 @@ def _fresh(new: Mapping[str, V], old: Mapping[str, V] | None) -> Iterator[tuple[
 class RecordKind:
     """How one kind of record is read, and where it lands in a :class:`State`."""
 
-    model: type[BaseModel]
+    model: str
+    """The name of its model in :mod:`.records`, imported with the first record read:
+    a tick that reads no record never builds the records' models."""
     key: str
     """The record's field that must equal what its path names."""
     land: Callable[[State, Any, Located], str | None]
@@ -194,6 +202,13 @@ class RecordKind:
     needs it, and a branch with thousands of finished runs would pay a read for each."""
     specs_of: Callable[[Located], str] | None = None
     """The run whose ``specs.json`` holds the record's track spec."""
+
+    @property
+    def model_class(self) -> type[BaseModel]:
+        from . import records
+
+        model: type[BaseModel] = getattr(records, self.model)
+        return model
 
 
 def _land_cursor(state: State, cursor: Cursor, _: Located) -> None:
@@ -229,13 +244,13 @@ def _letter_run(where: Located) -> str:
 
 
 RECORD_KINDS: dict[Kind, RecordKind] = {
-    Kind.RUN: RecordKind(Run, "run_id", _land_run, of_run=True),
-    Kind.CURSOR: RecordKind(Cursor, "schedule_id", _land_cursor),
-    Kind.TRACK: RecordKind(Track, "name", _land_track, of_run=True, open_runs_only=True,
+    Kind.RUN: RecordKind("Run", "run_id", _land_run, of_run=True),
+    Kind.CURSOR: RecordKind("Cursor", "schedule_id", _land_cursor),
+    Kind.TRACK: RecordKind("Track", "name", _land_track, of_run=True, open_runs_only=True,
                            specs_of=_own_run),
-    Kind.UNDO: RecordKind(Track, "name", _land_undo, of_run=True, open_runs_only=True,
+    Kind.UNDO: RecordKind("Track", "name", _land_undo, of_run=True, open_runs_only=True,
                           specs_of=_own_run),
-    Kind.DEAD_LETTER: RecordKind(DeadLetter, "key", _land_letter, specs_of=_letter_run),
+    Kind.DEAD_LETTER: RecordKind("DeadLetter", "key", _land_letter, specs_of=_letter_run),
 }
 """Every record :func:`load` reads, but ``state/health.json`` (:func:`_load_health`)."""
 
@@ -311,7 +326,7 @@ class _Loading:
         if self._skips(kind, where):
             return
         specs = self.specs(kind.specs_of(where)) if kind.specs_of is not None else None
-        record = _record(self.state, kind.model, path, self.files, kind.key, where.name,
+        record = _record(self.state, kind.model_class, path, self.files, kind.key, where.name,
                          specs)
         why = kind.land(self.state, record, where) if record is not None else None
         if why is not None:
@@ -332,6 +347,9 @@ class _Loading:
 
 def _load_health(state: State, path: str, data: bytes) -> None:
     """The breakers and runner health of ``state/health.json``, or its quarantine."""
+    from .breaker import Breaker
+    from .health import RUNNERS_KEY, RunnerHealth
+
     try:
         raw = safejson.loads(data, max_bytes=MAX_RECORD_BYTES)
         if not isinstance(raw, dict):

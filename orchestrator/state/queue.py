@@ -42,7 +42,8 @@ from ..store import Stamped, StateFiles, as_state_files
 from ..support import safejson
 from ..support.times import parse_utc
 from . import codec, layout
-from .items import BACKLOG, ITEM_ID_RE, Item, ItemStatus
+from .items import BACKLOG, Item, ItemStatus
+from .layout import ITEM_ID_RE
 
 BLOCK_SIZE = 500
 """Enqueue positions per backlog block."""

@@ -22,19 +22,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..planner import Decision, consolidate
-from ..spec.models import ScheduleSpec
-from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.model import State
-from ..state.records import Run
 from ..store import as_state_files
 from . import logs
 
 if TYPE_CHECKING:
     from ..brief.context import BriefContext
     from ..brief.dashboard import Dashboard
+    from ..planner import Decision
+    from ..spec.models import ScheduleSpec
+    from ..spec.policies import Pause
+    from ..state.records import Run
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def paused_schedules(state: State) -> dict[str, Pause]:
     return {sid: c.paused for sid, c in sorted(state.cursors.items()) if c.paused}
 
 
-Board = Callable[[State, Mapping[str, Run]], "Dashboard"]
+Board = Callable[[State, Mapping[str, "Run"]], "Dashboard"]
 """The state after the decision and the other open runs -> the index's dashboard."""
 
 
@@ -133,6 +133,7 @@ def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
                 executor: str, templates: Templates, done: Consolidated,
                 tails: Callable[[BriefContext], BriefContext] | None) -> None:
     from ..brief import context_from_files, render_html, render_markdown
+    from ..planner import consolidate
 
     finished = consolidate(decision.state, run_id, now)
     run = finished.run

@@ -21,16 +21,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..planner import Caps
 from ..spec.calendars import Calendars
 from ..spec.config import RepoSettings, defaults
-from ..spec.models import Schedule
 from ..state import index as state_index
-from ..state.breaker import Breaker
-from ..state.model import State
-from ..store import Snapshot
 from . import memo as quiet
+
+if TYPE_CHECKING:
+    from ..planner import Caps
+    from ..spec.models import Schedule
+    from ..state.breaker import Breaker
+    from ..state.model import State
+    from ..store import Snapshot
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class TickInputs:
 
     @property
     def caps(self) -> Caps:
+        from ..planner import Caps
+
         return Caps(self.settings.max_concurrent_tracks,
                     self.settings.max_dispatches_per_tick)
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from ..planner import Decision
+if TYPE_CHECKING:
+    from ..planner import Decision
 from ..state import codec, layout
 from ..support.times import iso
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, Field
 
@@ -56,16 +56,17 @@ from ..spec.calendars import Calendars
 from ..spec.config import Cadence
 from ..spec.fields import ID_RE, Frozen
 from ..spec.files import SCHEMA_FILE, LoadResult, load_all
-from ..spec.models import Schedule
-from ..spec.triggers import for_spec
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
 from ..state.machine import RUN_OPEN
-from ..state.records import Cursor
 from ..store import StateFiles, as_state_files, blob_id
 from ..support.times import iso_minute
 from . import worktree
+
+if TYPE_CHECKING:
+    from ..spec.models import Schedule
+    from ..state.records import Cursor
 
 QUIET = layout.QUIET
 FOLDER = layout.QUIET_FOLDER
@@ -362,6 +363,8 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
     at = spec.at_utc()
     if at is not None:
         return cursor.done and cursor.last_slot == at, None
+    from ..spec.triggers import for_spec
+
     try:
         if for_spec(spec).slots(cursor.since, now):
             return False, None  # not settled up to now: a later tick has to look again

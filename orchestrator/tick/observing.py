@@ -19,7 +19,7 @@ from ..planner import Observations
 from ..state import model as state_model
 from ..state.items import ItemReport, NewItem
 from ..state.machine import TRACK_OPEN
-from ..state.records import RunStatus, TrackPhase
+from ..state.phases import RunStatus, TrackPhase
 from ..support import safejson
 from ..support.credentials import Redactor, redact_value, redactor
 from . import scope as run_scope

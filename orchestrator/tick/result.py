@@ -8,16 +8,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..cadence.wake import Wake
-from ..planner import Decision
-from ..runs.retention import Outcome
-from ..spec.config import Cadence
-from ..store import Snapshot
 from ..support.times import iso
-from .memo import Memo
 
 if TYPE_CHECKING:  # a tick that notifies nobody never imports the notify package
+    from ..cadence.wake import Wake
     from ..notify.events import Event
+    from ..planner import Decision
+    from ..runs.retention import Outcome
+    from ..spec.config import Cadence
+    from ..store import Snapshot
+    from .memo import Memo
+
+
+NOTHING_DECIDED: dict[str, list[str]] = {
+    "dispatch": [], "cancel": [], "render": [], "log": [], "invalid": []}
+"""The JSON of a decision with nothing in it (:meth:`orchestrator.planner.Decision.to_json`)."""
 
 
 @dataclass
@@ -64,6 +69,9 @@ class TickResult:
     snapshot: Snapshot | None = None
     """The state branch as the tick read it (for what runs after it, e.g. the
     workflows' keep-alive: :mod:`orchestrator.cadence.keepalive`)."""
+    idle: bool = False
+    """Nothing to plan (:mod:`orchestrator.tick.idle`): :attr:`decision` is ``None``, and
+    the output shows the empty decision the planner would have made."""
 
     @property
     def log(self) -> list[str]:
@@ -79,7 +87,9 @@ class TickResult:
             "committed": self.mark_landed,
             "recorded": self.record_landed,
             "tip": self.tip,
-            "decision": self.decision.to_json() if self.decision else None,
+            "decision": self.decision.to_json() if self.decision else
+            (dict(NOTHING_DECIDED) if self.idle else None),
+            "idle": self.idle,
             "dispatched": self.dispatched,
             "dispatch_errors": self.dispatch_errors,
             "rendered": self.rendered,

@@ -17,10 +17,13 @@ leg of an older track.yml that pushed its own report) through the executor as us
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ..executors.base import Observation
-from ..executors.outcomes import Folder, observation
 from ..state.model import State
+
+if TYPE_CHECKING:
+    from ..executors.base import Observation
+    from ..executors.outcomes import Folder
 
 
 def scoped(state: State, run_id: str) -> State:
@@ -37,6 +40,8 @@ def scoped(state: State, run_id: str) -> State:
 def observations(folder: Folder, state: State, run_id: str) -> dict[str, Observation]:
     """The outcomes of ``folder`` that speak of ``run_id``'s current attempts, as
     observations (an outcome of an older attempt is news to nobody)."""
+    from ..executors.outcomes import observation
+
     current = {t.dispatch_key for t in state.tracks.get(run_id, {}).values()}
     return {key: observation(outcome) for key, outcome in folder.outcomes.items()
             if key in current}

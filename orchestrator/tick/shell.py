@@ -41,20 +41,14 @@ from typing import TYPE_CHECKING
 
 from .. import store
 from ..errors import ExecutorError, OrchestratorError, Rewound, UserError
-from ..executors.base import DispatchResult, Executor
-from ..executors.outcomes import Folder
-from ..planner import Decision, Observations, Request, plan, record_dispatch
 from ..runs.retention import Outcome, retain
 from ..state import codec, layout
 from ..state import index as state_index
-from ..state.breaker import Breaker, merge_breaker
-from ..state.model import State
-from ..state.records import Run
 from ..store import Snapshot, StateStore
 from ..support import checkpoints
 from ..support.credentials import redactor
 from ..support.times import iso
-from . import logs, notifying
+from . import idle, logs, notifying
 from . import memo as quiet
 from . import scope as run_scope
 from .consolidate import (
@@ -66,16 +60,21 @@ from .consolidate import (
     paused_schedules,
 )
 from .inputs import TickInputs
-from .observing import gather
-from .result import TickResult
+from .result import NOTHING_DECIDED, TickResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # an idle tick (:mod:`.idle`) imports neither planner nor executor
     from ..brief.context import BriefContext
     from ..brief.dashboard import Dashboard
+    from ..executors.base import DispatchResult, Executor
+    from ..executors.outcomes import Folder
+    from ..planner import Decision, Observations, Request
+    from ..state.breaker import Breaker
+    from ..state.model import State
+    from ..state.records import Run
 
 log = logging.getLogger(__name__)
 
-ExecutorFactory = Callable[[Breaker | None], Executor]
+ExecutorFactory = Callable[["Breaker | None"], "Executor"]
 Tails = Callable[["BriefContext"], "BriefContext"]
 """Adds the tracks' stdout tails to a brief's context (:mod:`orchestrator.brief.tails`)."""
 
@@ -211,7 +210,7 @@ class Tick:
         (when the tick first renders), before the packaged one."""
         self.scope = scope
         """Only this run is advanced (a fan-in job's tick): see :mod:`.scope`."""
-        self.outcomes = outcomes or Folder()
+        self.outcomes = outcomes
         self.retention = retention
         """Apply ``keep_finished_runs_days`` after the tick's work (``serve
         --compact-keep-days`` turns it off: its own compaction wins)."""
@@ -232,6 +231,9 @@ class Tick:
         inputs = self.read()
         if self.clock is not None and not dry_run:
             self.clock.refuse_the_future(self.now, inputs.snapshot.files)
+        if idle.holds(inputs, self.now, self.heartbeat_every, scoped=self.scope is not None,
+                      requested=bool(self.requests)):
+            return self.rest(inputs, dry_run)
         executor = self.make_executor(inputs.breaker(self.executor_name))
         tails = self.tails_reader(executor)
         seen = self.observe(inputs, executor)
@@ -271,6 +273,35 @@ class Tick:
             self._forget_local(executor, result.retention.runs)
         return result
 
+    def rest(self, inputs: TickInputs, dry_run: bool) -> TickResult:
+        """An idle tick (:mod:`.idle`): nothing planned, nothing committed, no executor;
+        retention as on any tick."""
+        if os.environ.get(idle.VERIFY_ENV):
+            self._verify_idle(inputs)
+        ahead = self.clock.behind(self.now, inputs.snapshot.files) if self.clock else []
+        result = TickResult(now=self.now, executor=self.executor_name, dry_run=dry_run,
+                            idle=True, quarantined=inputs.state.quarantine_lines(),
+                            memo=inputs.memo, record_log=ahead, snapshot=inputs.snapshot,
+                            tip=inputs.snapshot.tip, cadence=inputs.settings.cadence)
+        result.wake = quiet.next_wake(inputs.memo, inputs.schedules, inputs.state,
+                                      self.now, inputs.settings.cadence)
+        if not dry_run:
+            result.retention = self.retain(inputs)
+            if result.retention is not None and result.retention.runs:
+                self._forget_local(self.make_executor(inputs.breaker(self.executor_name)),
+                                   result.retention.runs)
+        return result
+
+    def _verify_idle(self, inputs: TickInputs) -> None:
+        """Plan an idle tick all the same, and fail unless the plan is empty: no change,
+        no effect, no line."""
+        executor = self.make_executor(inputs.breaker(self.executor_name))
+        planned = self.plan(inputs, self.observe(inputs, executor))
+        decided = planned.decision.to_json()
+        if planned.changes or decided != NOTHING_DECIDED:
+            raise AssertionError(f"a tick found idle would have planned: changes "
+                                 f"{sorted(planned.changes)}, decision {decided}")
+
     def tails_reader(self, executor: Executor) -> Tails | None:
         """What adds the tracks' stdout tails to a brief the tick renders: a local
         executor's work folders hold them, a fan-in's outcome folder those its legs
@@ -287,7 +318,7 @@ class Tick:
                 return with_local_tails(ctx, work, redact)
 
             return local
-        if not folder.stdouts:
+        if folder is None or not folder.stdouts:
             return None
 
         def legs(ctx: BriefContext) -> BriefContext:
@@ -313,16 +344,23 @@ class Tick:
                                scoped=self.scope is not None or bool(self.requests))
 
     def observe(self, inputs: TickInputs, executor: Executor) -> Seen:
+        from ..executors.outcomes import Folder
+        from .observing import gather
+
         if self.scope is None:
             return Seen(gather(executor, inputs.state), executor.health())
         view = run_scope.scoped(inputs.state, self.scope)
-        known = run_scope.observations(self.outcomes, view, self.scope)
+        folder = self.outcomes if self.outcomes is not None else Folder()
+        known = run_scope.observations(folder, view, self.scope)
         obs = gather(executor, view, known)
-        return Seen(obs, executor.health(), tuple(self.outcomes.problems))
+        return Seen(obs, executor.health(), tuple(folder.problems))
 
     def plan(self, inputs: TickInputs, seen: Seen, tails: Tails | None = None) -> Planned:
         """Decide on ``inputs`` and turn the decision into the files of one commit;
         ``tails`` adds the stdout tails to the briefs it renders."""
+        from ..planner import plan
+        from ..state.breaker import merge_breaker
+
         loaded, files0 = inputs.loaded, inputs.snapshot.files
         state, others = loaded.state, {}
         if self.scope is not None:
@@ -435,6 +473,9 @@ class Tick:
                notes: notifying.Planned = notifying.OFF,
                sent: list[notifying.Delivery] | None = None) -> None:
         """Commit the dispatch results, the executor's breaker and what was notified."""
+        from ..planner import record_dispatch
+        from ..state.breaker import merge_breaker
+
         base = inputs.breaker(self.executor_name)
         lines: list[str] = []
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from orchestrator import brief
 from orchestrator.brief import tails
 from orchestrator.brief.context import BriefContext
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from orchestrator.support.credentials import redactor
 from tests.briefdata import four_track_run, many_track_run
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.times import iso
 from tests.drive import cli, launches, state_of, wait_until
 

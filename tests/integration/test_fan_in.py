@@ -19,7 +19,7 @@ from orchestrator.executors import outcomes
 from orchestrator.notify import record as notify_record
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import STATE_BRANCH as BRANCH
 from tests.drive import github_tick, read_state, run_ticks, start_github_tick
 from tests.fakes.github import FakeGitHub

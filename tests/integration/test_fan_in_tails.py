@@ -22,7 +22,7 @@ from orchestrator.brief import tails
 from orchestrator.brief.context import BriefContext
 from orchestrator.executors import outcomes
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.credentials import redactor
 from tests.briefdata import four_track_run, many_track_run
 from tests.drive import github_tick, read_state

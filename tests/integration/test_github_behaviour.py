@@ -18,7 +18,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.executors.base import Handle
 from orchestrator.executors.github.jobnames import job_name
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.fakes.github import MAX_RESULTS, FakeGitHub
 from tests.integration.test_github_executor import RUN, T0, executor, handles, req
 

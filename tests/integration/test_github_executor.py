@@ -26,7 +26,7 @@ from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker, BreakerPolicy
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.fakes.github import CANCEL_DELAY, FakeGitHub
 
 T0 = datetime(2026, 12, 1, 7, 0, 30, tzinfo=UTC)

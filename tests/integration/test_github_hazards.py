@@ -29,7 +29,7 @@ from orchestrator.errors import PushRejected
 from orchestrator.executors.github.artifacts import MISSING_OUTCOME
 from orchestrator.executors.github.jobnames import MAX_CHARS
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 from tests.drive import cli, github_cli_tick, github_tick, read_state
 from tests.fakes.github import (

@@ -12,7 +12,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.drive import cli, github_cli_tick, read_state, start_github_tick
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin

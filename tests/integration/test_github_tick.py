@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.executors.github.jobnames import job_name
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import github_tick, read_state, run_ticks, start_github_tick
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin

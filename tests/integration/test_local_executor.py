@@ -25,7 +25,7 @@ from orchestrator.executors import local
 from orchestrator.executors.base import DispatchRequest, Executor, Handle, Observation
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.spec.models import TrackSpec
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 
 RUN_ID = "nightly--20261201T0700Z"
 FINAL = {TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.times import parse_utc
 from tests.builders import spec_data
 from tests.drive import state_of, tick

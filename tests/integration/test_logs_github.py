@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orchestrator.executors.github import joblogs
 from orchestrator.executors.github.client import GitHubClient
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.drive import cli, github_tick, read_state
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.notify import record as notify_record
-from orchestrator.state.records import RunStatus
+from orchestrator.state.phases import RunStatus
 from tests.builders import spec_data
 from tests.drive import (
     cli,

@@ -14,7 +14,8 @@ import pytest
 
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
-from orchestrator.state.records import Run, RunStatus
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import Run
 from orchestrator.store import GitStateStore, Snapshot
 from tests.builders import spec_data
 from tests.drive import tick

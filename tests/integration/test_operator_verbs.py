@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, launches, read_state, start_cli, state_of, tick, wait_until
 from tests.gitrepo import clone, git, make_origin

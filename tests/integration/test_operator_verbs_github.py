@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, read_state, state_of
 from tests.fakes.github import WORKFLOWS, FakeGitHub

@@ -10,7 +10,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.drive import github_cli_tick, read_state, start_github_tick
 from tests.fakes.github import FakeGitHub, FakeRun
 from tests.gitrepo import clone, make_origin

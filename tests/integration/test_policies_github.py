@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.state.model import State
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import github_cli_tick, read_state
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin

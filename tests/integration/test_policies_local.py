@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator.state.records import RunStatus
+from orchestrator.state.phases import RunStatus
 from orchestrator.support.times import iso, parse_utc
 from tests.builders import spec_data
 from tests.drive import cli, launches, state_of, tick, wait_until

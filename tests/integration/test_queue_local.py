@@ -16,7 +16,8 @@ from typing import Any
 
 from orchestrator.state import index as state_index
 from orchestrator.state.items import ItemStatus, key_id
-from orchestrator.state.records import Track, TrackPhase
+from orchestrator.state.phases import TrackPhase
+from orchestrator.state.records import Track
 from orchestrator.store import GitStateStore
 from tests import queues
 from tests.drive import STATE_BRANCH, cli, tick

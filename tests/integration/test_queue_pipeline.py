@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.state import model as state_model
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
 from tests import queues
 from tests.drive import STATE_BRANCH, github_tick, read_state, tick

@@ -22,7 +22,8 @@ from orchestrator.spec.config import Cadence, RepoSettings
 from orchestrator.spec.files import load_all
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
-from orchestrator.state.records import Run, RunStatus, run_id_for
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import Run, run_id_for
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick import memo as quiet
 from orchestrator.tick.shell import Tick
@@ -103,6 +104,60 @@ def test_a_quiet_folder_is_not_read_on_this_clone_nor_on_a_fresh_one(tmp_path: P
                for p in opened_by_a_tick(repo, T0 + timedelta(hours=15, minutes=1)))
     files = GitStateStore(repo, "origin", BRANCH).read().files
     assert "state/runs/daily--20261202T0300Z/run.json" in files
+
+
+# The tick as a process of its own, saying which of the package's modules it loaded.
+LOADED = """
+import atexit, runpy, sys
+atexit.register(lambda: print("LOADED", *sorted(m for m in sys.modules
+                                                 if m.startswith("orchestrator")),
+                               file=sys.stderr))
+sys.argv = ["orchestrator", *sys.argv[1:]]
+runpy.run_module("orchestrator", run_name="__main__")
+"""
+
+NOT_IDLE = ("orchestrator.planner", "orchestrator.executors.base",
+            "orchestrator.executors.local", "orchestrator.spec.triggers",
+            "orchestrator.state.items", "orchestrator.state.queue", "orchestrator.notify")
+"""What an idle tick never loads: the planner, an executor, the schedules' triggers,
+the models of queue items, the notifications. (A branch with no run yet has no index
+of open runs, so its tick reads every cursor, and with them the records' models; the
+no-op tick of ``bench/instructions.py``, over 1,000 finished runs, reads none.)"""
+
+
+def loaded_by_a_tick(repo: Path, now: datetime, *, verify: bool = False) -> tuple[str, ...]:
+    env = {**os.environ, "ORCHESTRATOR_WORK_DIR": str(repo / ".work")}
+    if not verify:  # the suite's check plans every idle tick: here it must not
+        env.pop("ORCHESTRATOR_VERIFY_IDLE", None)
+    proc = subprocess.run([sys.executable, "-c", LOADED, "tick", "--now", now.isoformat(),
+                           "--json"], cwd=repo, capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["idle"]  # checked or not, the tick is idle
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED "))
+    return tuple(line.split()[1:])
+
+
+def test_a_quiet_tick_is_idle_and_loads_no_planner_executor_or_record_model(
+        tmp_path: Path) -> None:
+    repo = quiet_checkout(tmp_path)
+    written = tip(repo)
+    loaded = loaded_by_a_tick(repo, T0 + timedelta(minutes=10))
+    assert "orchestrator.tick.idle" in loaded
+    assert not [m for m in loaded if m.startswith(NOT_IDLE)], loaded
+    assert tip(repo) == written
+    # planned all the same (the suite's check), it loads them: the list above can fail
+    checked = loaded_by_a_tick(repo, T0 + timedelta(minutes=11), verify=True)
+    assert {"orchestrator.planner", "orchestrator.state.records"} <= set(checked)
+    # once a slot is due, the tick is not idle: it plans and fires
+    due = subprocess.run([sys.executable, "-m", "orchestrator", "tick", "--now",
+                          (T0 + timedelta(hours=15, minutes=1)).isoformat(), "--json"],
+                         cwd=repo, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ORCHESTRATOR_WORK_DIR": str(repo / ".work")})
+    assert due.returncode == 0, due.stderr
+    out = json.loads(due.stdout)
+    assert not out["idle"] and out["committed"]
+    assert "daily--20261202T0300Z: fired" in " ".join(out["log"])
 
 
 def edit(name: str, data: object) -> Callable[[Path], None]:

@@ -16,7 +16,8 @@ from orchestrator.runs.compaction import plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import parse_with_spec, to_json
 from orchestrator.state.layout import dlq_path, specs_path, track_path
-from orchestrator.state.records import DeadLetter, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import DeadLetter, Track
 from orchestrator.store import Change, GitStateStore, Snapshot
 from tests.builders import run_files
 from tests.gitrepo import bare_origin, empty_clone, git

@@ -19,7 +19,8 @@ from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
-from orchestrator.state.records import DeadLetter, RunStatus, Track, TrackPhase, run_id_for
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import DeadLetter, Track, run_id_for
 from orchestrator.store import ChangeFn, GitStateStore, TransactResult
 from tests.builders import run_files, spec_data
 from tests.drive import tick

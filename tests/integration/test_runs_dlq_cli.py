@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, launches, state_of, tick, wait_until
 

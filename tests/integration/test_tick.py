@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, launches, state_of, tick, wait_until
 from tests.gitrepo import clone, make_origin

@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import RunStatus
+from orchestrator.state.phases import RunStatus
 from orchestrator.store import GitStateStore
 from tests.drive import tick
 from tests.gitrepo import clone, make_origin

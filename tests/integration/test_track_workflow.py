@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orchestrator.spec.track_workflow import SHIPPED
 from orchestrator.state import layout
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import github_tick, read_state
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, git, make_origin

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.executors.local import MACHINE_ID
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.checkpoints import POINTS
 from tests.builders import spec_data
 from tests.drive import cli_tick, launches, state_of, tick, wait_until

@@ -26,7 +26,8 @@ from orchestrator.spec.models import TrackSpec, When
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.machine import move_run, move_track
-from orchestrator.state.records import RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Track
 
 REPO = Path(__file__).resolve().parents[2]
 

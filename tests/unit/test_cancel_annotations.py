@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from orchestrator.executors.base import Observation
 from orchestrator.executors.github.observation import cancelled_by, canceller
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 
 SEEN = Observation(key="r--20261201T0700Z--a--1", phase=TrackPhase.CANCELLED)
 

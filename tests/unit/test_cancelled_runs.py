@@ -17,7 +17,8 @@ from orchestrator.runs import deadletters, retry, status
 from orchestrator.state import codec, layout, machine
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
-from orchestrator.state.records import Act, Cursor, Run, RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Act, Cursor, Run
 from tests.builders import schedule
 from tests.memory_tick import MemoryShell
 from tests.planning import tick

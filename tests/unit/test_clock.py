@@ -29,7 +29,8 @@ from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.spec.triggers import for_spec
 from orchestrator.state.layout import run_id_for
 from orchestrator.state.model import State
-from orchestrator.state.records import Run, RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Run
 from tests.builders import track
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,7 +8,8 @@ from orchestrator.runs.compaction import archive_tag, plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import to_json
 from orchestrator.state.layout import dlq_path, run_path
-from orchestrator.state.records import DeadLetter, Run, RunStatus, Transition
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import DeadLetter, Run, Transition
 from tests.builders import run_files
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)

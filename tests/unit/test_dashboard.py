@@ -14,7 +14,8 @@ from orchestrator.spec.policies import Pause
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
 from orchestrator.state.model import State
-from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import Cursor, DeadLetter, Run
 from orchestrator.store import InMemoryStateStore
 from tests.builders import run_files, schedule
 

@@ -12,7 +12,8 @@ from orchestrator.runs.views import rows_text, run_rows, run_text
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import DeadLetter, Run, Track
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"

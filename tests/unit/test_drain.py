@@ -14,8 +14,9 @@ from orchestrator.runs import queues
 from orchestrator.state import index as state_index
 from orchestrator.state import model as state_model
 from orchestrator.state.items import ItemReport, ItemStatus, NewItem
+from orchestrator.state.phases import TrackPhase
 from orchestrator.state.queue import QueueBook
-from orchestrator.state.records import Track, TrackPhase
+from orchestrator.state.records import Track
 from orchestrator.store import InMemoryStateStore
 from tests.builders import schedule
 from tests.memory_executor import MemoryExecutor

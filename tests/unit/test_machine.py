@@ -6,7 +6,8 @@ from pydantic import ValidationError
 
 from orchestrator.errors import IllegalTransition
 from orchestrator.state import machine
-from orchestrator.state.records import Cursor, Run, RunStatus, TrackPhase, Transition
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Cursor, Run, Transition
 from tests.builders import track
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

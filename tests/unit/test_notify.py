@@ -43,7 +43,8 @@ from orchestrator.spec.notify import EventKind, NotifySpec
 from orchestrator.state import layout
 from orchestrator.state.health import RunnerHealth
 from orchestrator.state.model import State
-from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Transition
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import Cursor, DeadLetter, Run, Transition
 from orchestrator.support.credentials import (
     Redactor,
     is_credential,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from orchestrator.executors.base import Observation
 from orchestrator.planner import BackfillRequest, CancelRequest, TriggerRequest
 from orchestrator.state.model import State
-from orchestrator.state.records import Act, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Act, Track
 from tests.builders import schedule
 from tests.planning import tick
 

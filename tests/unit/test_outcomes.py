@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orchestrator.executors import outcomes
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"

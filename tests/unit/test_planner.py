@@ -20,7 +20,7 @@ from orchestrator.planner import (
 )
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import schedule as build_schedule
 from tests.builders import schedule_factory
 from tests.planning import tick

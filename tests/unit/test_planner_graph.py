@@ -19,7 +19,7 @@ from orchestrator.spec.files import describe_error
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state import machine
 from orchestrator.state.model import State
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import schedule, spec_data
 from tests.planning import tick
 

@@ -20,7 +20,7 @@ from orchestrator.state import codec, layout
 from orchestrator.state import health as runner_health
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import schedule_factory
 from tests.planning import tick
 

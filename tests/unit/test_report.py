@@ -11,7 +11,8 @@ from orchestrator.runs.reporting import Report, apply, report
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import to_json
 from orchestrator.state.layout import run_path, track_path
-from orchestrator.state.records import Run, Track, TrackPhase
+from orchestrator.state.phases import TrackPhase
+from orchestrator.state.records import Run, Track
 from orchestrator.store import InMemoryStateStore
 
 RUN = "nightly--20261201T0700Z"

@@ -16,7 +16,8 @@ from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import DeadLetter, RunStatus, run_id_for
+from orchestrator.state.phases import RunStatus
+from orchestrator.state.records import DeadLetter, run_id_for
 from tests.builders import run_files
 
 NOW = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from orchestrator.planner import Decision, Observations, plan
 from orchestrator.spec.models import Schedule
 from orchestrator.state import health as runner_health
 from orchestrator.state.model import State
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 from tests.builders import schedule_factory
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ from orchestrator.runs import deadletters
 from orchestrator.state import machine
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.planning import tick
 
 

@@ -13,7 +13,8 @@ from orchestrator.planner import Observations, plan
 from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Cursor, DeadLetter, Run, Track
 from tests.builders import schedule
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

@@ -10,7 +10,8 @@ from orchestrator.spec.models import Schedule, TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
 from orchestrator.state import model as state_model
-from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Cursor, DeadLetter, Run, Track
 from tests.builders import schedule
 from tests.indexcheck import assert_index_agrees
 

@@ -10,7 +10,8 @@ from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.codec import last_tick_at as last_tick
-from orchestrator.state.records import Cursor, DeadLetter, Run, RunStatus, Track, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.state.records import Cursor, DeadLetter, Run, Track
 from tests.builders import schedule
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from orchestrator.brief.context import BriefContext
 from orchestrator.spec.config import RepoSettings
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
-from orchestrator.state.records import RunStatus, TrackPhase
+from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.store import InMemoryStateStore, Snapshot
 from orchestrator.support.times import iso
 from orchestrator.tick.result import TickResult
@@ -324,9 +324,15 @@ def test_the_tick_s_dashboard_is_typed_and_its_module_still_loads_lazily() -> No
     import typing
 
     from orchestrator.brief.dashboard import Dashboard
+    from orchestrator.planner import Decision
+    from orchestrator.spec.models import ScheduleSpec
+    from orchestrator.state.model import State
+    from orchestrator.state.records import Run
     from orchestrator.tick import consolidate, shell
 
-    names = {"Dashboard": Dashboard, "BriefContext": BriefContext}
+    # the names the shell imports only for the type checker (an idle tick loads none)
+    names = {"Dashboard": Dashboard, "BriefContext": BriefContext, "State": State,
+             "Run": Run, "Decision": Decision, "ScheduleSpec": ScheduleSpec}
     assert typing.get_type_hints(shell.Tick.board, localns=names)["return"] is Dashboard
     board = typing.get_type_hints(consolidate.finish_runs, localns=names)["board"]
     assert typing.get_args(typing.get_args(board)[0])[1] is Dashboard

@@ -20,7 +20,7 @@ from orchestrator.planner import Observations, plan
 from orchestrator.spec.config import Cadence
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
-from orchestrator.state.records import TrackPhase
+from orchestrator.state.phases import TrackPhase
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

@@ -31,7 +31,7 @@ import zipfile
 from typing import Any
 
 from ...spec.github_limits import MAX_DOWNLOADS
-from ...state.records import TrackPhase
+from ...state.phases import TrackPhase
 from .. import outcomes
 from ..base import Observation
 from .client import GitHubClient, GitHubError, message

@@ -43,7 +43,7 @@ import httpx
 from ...errors import CircuitOpen, ExecutorError, UserError
 from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
 from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
-from ...state.records import TrackPhase
+from ...state.phases import TrackPhase
 from ...support.times import iso, parse_utc
 from ..base import DispatchRequest, DispatchResult, Handle, Observation
 from .artifacts import Artifacts, read_outcomes

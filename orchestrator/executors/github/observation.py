@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from ...state.records import TrackPhase
+from ...state.phases import TrackPhase
 from ...support.times import parse_utc
 from ..base import Handle, Observation
 from .batching import leg_timeout_minutes
