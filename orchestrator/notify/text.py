@@ -48,6 +48,9 @@ _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
 def title(event: Event) -> str:
     what = TITLES[event.kind]
+    count = event.details.get("count", "1")
+    if event.kind is EventKind.QUEUE_DEAD_LETTER and count != "1":
+        what = f"{count} queue items dead"  # one event for a queue's many, in one tick
     return f"{what}: {event.schedule}" if event.schedule else what
 
 

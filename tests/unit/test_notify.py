@@ -506,6 +506,7 @@ def test_many_items_dead_in_one_tick_are_one_event_for_their_queue(
     assert f"`{event.details['requeue']}`" in event.summary
     assert f"`{event.details['discard']}`" in event.summary
     assert event.details["list"] == "orchestrator dlq list"
+    assert title(event) == "500 queue items dead: nightly"
     assert event.run_id == RUN
     assert derive(before, after, seen()) == told  # a stable id for the group too
     assert derive(after, after, seen()) == []
