@@ -175,3 +175,12 @@ def test_a_run_naming_no_workflow_file_is_quarantined(workflow: str) -> None:
     assert state.quarantined[path].startswith(f"{path}: workflow: ")
     files[path] = json.dumps({**json.loads(files[path]), "workflow": "nightly.yaml"}).encode()
     assert state_model.load(files).runs["job--20261201T0700Z"].workflow == "nightly.yaml"
+
+
+def test_every_record_kind_names_its_model_in_the_records() -> None:
+    """The loader's table names each model by its name (imported with the first record
+    read): each name is the model the kind's path holds."""
+    kinds = {kind: entry.model_class for kind, entry in state_model.RECORD_KINDS.items()}
+    assert kinds == {layout.Kind.RUN: Run, layout.Kind.CURSOR: Cursor,
+                     layout.Kind.TRACK: Track, layout.Kind.UNDO: Track,
+                     layout.Kind.DEAD_LETTER: DeadLetter}
