@@ -4,6 +4,7 @@ runner plays them, and ``runs cancel`` of a run whose batch runs on the fake Git
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.state.phases import RunStatus, TrackPhase
@@ -14,11 +15,14 @@ from tests.gitrepo import clone, make_origin
 from tests.workflow_player import Player
 
 HOSTILE = 'hotfix $(touch pwned) `touch pwned2` "; exit 7'
+AWAY = f"0 {(datetime.now(UTC).hour + 12) % 24} * * *"
+"""A daily slot 12 hours from the real clock these tests tick on: the trigger's tick
+never also fires a scheduled slot (which overlap=skip would then weigh against it)."""
 
 
 def test_run_workflow_with_action_trigger_starts_one_manual_run_as_the_actor(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
-    origin = make_origin(tmp_path, {"nightly": spec_data(tracks=["a", "b"])})
+    origin = make_origin(tmp_path, {"nightly": spec_data(AWAY, tracks=["a", "b"])})
     summary = tmp_path / "summary.md"
     player = Player(fake_github, origin, tmp_path / "play", workflow=WORKFLOWS / "tick.yml",
                     env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTOR": "erin"})
@@ -57,7 +61,7 @@ def test_run_workflow_rejects_an_unknown_schedule_in_one_line(
 
 def test_cancel_on_github_cancels_the_batch_and_a_late_fan_in_changes_nothing(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
-    origin = make_origin(tmp_path, {"nightly": spec_data(tracks=["a", "b"], run="true")})
+    origin = make_origin(tmp_path, {"nightly": spec_data(AWAY, tracks=["a", "b"], run="true")})
     repo = clone(origin, tmp_path / "repo")
     env = fake_github.env()
     fake_github.now = None  # the real clock, as the legs keep it
