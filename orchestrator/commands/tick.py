@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     from ..planner import Request
 
 
-def executor_factory(cfg: Config, name: str, now: datetime) -> ExecutorFactory:
+def executor_factory(cfg: Config, name: str, now: datetime,
+                     clock_offset: timedelta = timedelta(0)) -> ExecutorFactory:
     """A function building the chosen executor from the persisted breaker state."""
     info = executors.get(name)
-    setup = executors.Setup(repo=cfg.repo, now=now)
+    setup = executors.Setup(repo=cfg.repo, now=now, clock_offset=clock_offset)
     return functools.partial(info.factory, setup)
 
 
@@ -77,7 +78,10 @@ def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: flo
         folder = read_folder(outcomes, scope)
     # The repository's templates are looked up when the tick renders: a tick with
     # nothing to render never imports the brief.
-    return Tick(store, cfg.repo, executor_factory(cfg, executor, now), now,
+    # One clock per run: a tick --now T runs its local tracks on T's clock.
+    machine = clock.machine if clock is not None else datetime.now(UTC)
+    offset = now - machine if clock is None or clock.given else timedelta(0)
+    return Tick(store, cfg.repo, executor_factory(cfg, executor, now, offset), now,
                 executor_name=executor, dispatch_grace=executors.get(executor).grace,
                 heartbeat_every=timedelta(minutes=heartbeat_every),
                 template=template, repo_templates=True, scope=scope, outcomes=folder,

@@ -33,6 +33,10 @@ class Setup:
     now: datetime
     """The tick's time (an executor never reads the clock)."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    clock_offset: timedelta = timedelta(0)
+    """The tick's clock minus the machine's when ``now`` was taken: zero on the real
+    clock, ``T - start`` for ``tick --now T``. Processes the executor starts on this
+    machine record their times on the tick's clock."""
 
 
 Factory = Callable[[Setup, "Breaker | None"], "Executor"]
@@ -62,7 +66,8 @@ def local_work_dir(setup: Setup) -> Path:
 def _local(setup: Setup, breaker: Breaker | None) -> Executor:
     from .local import LocalExecutor
 
-    return LocalExecutor(local_work_dir(setup), repo=setup.repo)
+    return LocalExecutor(local_work_dir(setup), repo=setup.repo,
+                         clock_offset=setup.clock_offset)
 
 
 def _github(setup: Setup, breaker: Breaker | None) -> Executor:

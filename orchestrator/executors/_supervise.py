@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -79,8 +79,24 @@ LOST = "lost"
 FINAL_STATES = frozenset({EXITED, TIMED_OUT, CANCELLED, ERROR, LOST})
 
 
+_clock_offset = timedelta(0)
+"""The run's clock minus this machine's (``launch.json``'s ``clock_offset_seconds``)."""
+
+
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat()
+    """Now on the run's clock: a tick's ``--now`` plus the time since that tick began,
+    so the times this supervisor records compare with the tick's own."""
+    return (datetime.now(UTC) + _clock_offset).isoformat()
+
+
+def set_clock_offset(seconds: object) -> None:
+    """Record times on the dispatching tick's clock from here on; a value that is not
+    a finite number of seconds (a hand-edited ``launch.json``) leaves the machine's."""
+    global _clock_offset
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return
+    if abs(seconds) < 1e10:  # about 300 years either way; False for NaN
+        _clock_offset = timedelta(seconds=seconds)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -494,6 +510,10 @@ def main(argv: list[str]) -> int:
         print("usage: _supervise.py ATTEMPT_DIR [--foreground]", file=sys.stderr)
         return 2
     attempt_dir = Path(argv[0]).resolve()
+    with contextlib.suppress(OSError, ValueError):  # the claim reports a bad launch.json
+        launch = read_json(attempt_dir / LAUNCH)
+        if isinstance(launch, dict):
+            set_clock_offset(launch.get("clock_offset_seconds", 0))
     if "--foreground" not in argv and os.fork() > 0:
         # The dispatcher waits for this parent only; the child is adopted by init
         # (or a subreaper) and outlives the tick.

@@ -79,6 +79,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,12 @@ class LocalExecutor:
     sharing ``work_dir``; dispatch never blocks on it, extra attempts wait in their
     supervisor. ``kill_grace_seconds`` is the time between SIGTERM and SIGKILL when a
     track is timed out or cancelled.
+
+    ``clock_offset`` is the tick's clock minus the machine's: zero for a tick on the
+    real clock, ``T - start`` for ``tick --now T``. Every time an attempt records
+    (dispatched, queued, started, finished) is the machine's clock plus it, so a track
+    of a simulated tick starts at ``T`` plus the real time since the tick began, and the
+    next simulated tick measures its timeout on the same clock as it started on.
     """
 
     name = "local"
@@ -212,6 +219,7 @@ class LocalExecutor:
         env: Mapping[str, str] | None = None,
         max_concurrent: int | None = None,
         kill_grace_seconds: float = 5.0,
+        clock_offset: timedelta = timedelta(0),
     ) -> None:
         if max_concurrent is not None and max_concurrent < 1:
             raise UserError(f"max_concurrent must be at least 1, not {max_concurrent}")
@@ -223,6 +231,11 @@ class LocalExecutor:
         self.env = dict(env) if env is not None else None
         self.max_concurrent = max_concurrent
         self.kill_grace_seconds = kill_grace_seconds
+        self.clock_offset = clock_offset
+
+    def _now(self) -> str:
+        """Now on the tick's clock (see ``clock_offset`` in the class docstring)."""
+        return (datetime.now(UTC) + self.clock_offset).isoformat()
 
     # ------------------------------------------------------------------ paths
 
@@ -293,7 +306,7 @@ class LocalExecutor:
             try:
                 if supervisor.read_json(folder / supervisor.STATUS) is None:
                     supervisor.write_json_atomic(folder / supervisor.STATUS, {
-                        "state": supervisor.ERROR, "finished_at": supervisor.utc_now(),
+                        "state": supervisor.ERROR, "finished_at": self._now(),
                         "error": error})
             finally:
                 os.close(fd)
@@ -334,7 +347,8 @@ class LocalExecutor:
             "cwd": str(self.repo) if self.repo is not None else None,
             "results": request.results is not None,
             "drain": _drain(request),
-            "dispatched_at": supervisor.utc_now(),
+            "dispatched_at": self._now(),
+            "clock_offset_seconds": self.clock_offset.total_seconds(),
             "dispatcher_pid": os.getpid(),
         }
         launcher = None
@@ -480,7 +494,7 @@ class LocalExecutor:
                 return dict(fresh)  # it finished just before dying
             # Reported failed only once its orphans are gone: a retry never overlaps them.
             supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.LOST, finished_at=supervisor.utc_now(),
+            fresh.update(state=supervisor.LOST, finished_at=self._now(),
                          error="supervisor vanished")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
             return dict(fresh)
@@ -520,7 +534,7 @@ class LocalExecutor:
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
             supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.CANCELLED, finished_at=supervisor.utc_now(),
+            fresh.update(state=supervisor.CANCELLED, finished_at=self._now(),
                          error="cancelled")
             supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
         finally:

@@ -114,11 +114,13 @@ def test_dead_letters_in_bulk_and_a_requeued_old_run_is_a_repair(
     user.run("schedules", "remove", "nightly")
     marks = tmp_path / "marks"
     marks.mkdir()
-    # Fails on its first attempt; once requeued, it holds its run open until `go`.
+    # Fails on its first attempt; once requeued, it holds its run open until `go` (its
+    # timeout outlasts the next slot: the tick's clock passes an hour, and the track's
+    # clock is the tick's).
     flaky = (f'if [ -e "{marks}/$ORCHESTRATOR_TRACK" ]; then while [ ! -e "{marks}/go" ]; '
              f'do sleep 0.1; done; else touch "{marks}/$ORCHESTRATOR_TRACK"; exit 1; fi')
     user.run("schedules", "add", "hourly", "--cron", "0 * * * *", "--overlap", "skip",
-             "--track", f"a={flaky}", "--track", f"b={flaky}")
+             "--timeout-minutes", "120", "--track", f"a={flaky}", "--track", f"b={flaky}")
     user.run("schedules", "add", "other", "--cron", "0 * * * *", "--track", "c=false",
              "--track", "d=false")
     user.tick("2026-12-01T07:01:00Z")

@@ -24,6 +24,8 @@ from tests.indexcheck import assert_index_agrees
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 BRANCH = "orchestrator-state"
+PAST_TIMEOUT = T0 + timedelta(days=2, minutes=35)
+"""Past the 30-minute timeout of the track the third day's tick (at 07:01) started."""
 
 
 def files_of(repo: Path) -> Snapshot:
@@ -72,13 +74,13 @@ def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path
     repo, work = started(tmp_path)
     before = set(si.all_runs(files_of(repo).files))
     by_hand(repo, "remove the index", {si.OPEN_INDEX: None})
-    log = tick(repo, T0 + timedelta(days=2, minutes=5), work).log
+    log = tick(repo, PAST_TIMEOUT, work).log
     assert log[0] == "state/open.json is missing: rebuilt from 3 run record(s), 1 open"
     files = files_of(repo).files
     assert_index_agrees(files)
     assert set(si.all_runs(files)) == before
     # the open run, found by the rebuild, was served (its track is past its timeout on
-    # the local executor's clock) and consolidated
+    # the tick's clock, which its local track started on) and consolidated
     assert "nightly--20261203T0700Z: consolidating (1 tapped_out)" in log
     assert si.load(files).index.runs == {}
     # the next tick trusts it again, and the next slot fires beside the open run
@@ -208,7 +210,8 @@ def test_a_report_moves_the_tree_and_the_next_tick_checks_the_index_by_listing(
     repo, work = started(tmp_path, finished=2)
     open_run = "nightly--20261203T0700Z"
     subprocess.run([sys.executable, "-m", "orchestrator", "--repo", str(repo), "report",
-                    "--run", open_run, "--track", "a", "--phase", "running"],
+                    "--run", open_run, "--track", "a", "--phase", "running",
+                    "--now", f"{T0 + timedelta(days=2, minutes=2):%Y-%m-%dT%H:%MZ}"],
                    check=True, capture_output=True)
     files = files_of(repo).files
     assert si.read(files)[0].runs_tree != runs_tree(repo)  # type: ignore[union-attr]
@@ -216,8 +219,8 @@ def test_a_report_moves_the_tree_and_the_next_tick_checks_the_index_by_listing(
     assert not loaded.vouched and loaded.note is None  # listed, checked, and it holds
     assert loaded.index.runs_tree == runs_tree(repo)
     assert loaded.state.runs[open_run].status is RunStatus.RUNNING
-    # the tick that writes the run next names the tree again
-    tick(repo, T0 + timedelta(days=2, minutes=5), work)
+    # the tick that writes the run next (it taps the track out) names the tree again
+    tick(repo, PAST_TIMEOUT, work)
     assert si.load(files_of(repo).files).vouched
 
 
