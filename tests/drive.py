@@ -7,10 +7,11 @@ origin (:mod:`tests.gitrepo`) with the local or the GitHub executor:
 - :func:`tick`: one tick in this process, built as ``orchestrator tick`` builds it
   (:func:`~orchestrator.commands.tick.make_tick`), with the local executor;
 - :func:`github_tick`: the same with the GitHub executor against the fake server;
-- :func:`cli`: ``python -m orchestrator --repo REPO ARGS`` as a subprocess, to the end;
+- :func:`cli`: ``orchestrator --repo REPO ARGS`` to the end, in this process as a
+  subprocess would see it, or in one where the process is the subject (a kill);
   :func:`cli_tick` is its ``tick --now``, :func:`github_cli_tick` the same with the
-  GitHub executor; :func:`start_cli` and :func:`start_github_tick` start one without
-  waiting (ticks that race), and :func:`run_ticks` waits for them;
+  GitHub executor in a subprocess; :func:`start_cli` and :func:`start_github_tick`
+  start one without waiting (ticks that race), and :func:`run_ticks` waits for them;
 - :func:`state_of`, :func:`read_state`, :func:`launches`, :func:`finished`,
   :func:`wait_until`: what a tick left behind, on the state branch and in the local
   work folder.
@@ -37,6 +38,7 @@ from orchestrator.state.breaker import Breaker, BreakerPolicy
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick.result import TickResult
 from orchestrator.tick.shell import Tick
+from tests import inprocess
 from tests.fakes.github import FakeGitHub
 from tests.indexcheck import assert_index_agrees
 
@@ -117,15 +119,22 @@ def _environment(work: Path | None, env: Mapping[str, str] | None) -> dict[str, 
 
 def cli(repo: Path, *args: str, work: Path | None = None, env: Mapping[str, str] | None = None,
         cwd: Path | None = None, check: bool = False, timeout: float = 120,
-        crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``orchestrator --repo REPO ARGS`` in a subprocess, in this process's environment
-    with ``ORCHESTRATOR_WORK_DIR=work`` and ``env`` on top. ``check``: fail the test on a
-    non-zero exit, with its stderr. ``crash_at``: the process is killed with SIGKILL when
-    a tick reaches that checkpoint (:mod:`tests.crashpoint`)."""
-    entry = ["-m", "orchestrator"] if crash_at is None else [str(CRASHPOINT), crash_at]
-    proc = subprocess.run([sys.executable, *entry, "--repo", str(repo), *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                          env=_environment(work, env))
+        crash_at: str | None = None, process: bool = False
+        ) -> subprocess.CompletedProcess[str]:
+    """``orchestrator --repo REPO ARGS``, in this process's environment with
+    ``ORCHESTRATOR_WORK_DIR=work`` and ``env`` on top, run in this process as a
+    subprocess would see it (:mod:`tests.inprocess`). ``check``: fail the test on a
+    non-zero exit, with its stderr. ``crash_at``: in a subprocess, killed with SIGKILL
+    when a tick reaches that checkpoint (:mod:`tests.crashpoint`). ``process``: in a
+    subprocess anyway (``timeout`` bounds it)."""
+    environ = _environment(work, env)
+    if crash_at is None and not process:
+        proc = inprocess.run(["--repo", str(repo), *args], env=environ, cwd=cwd)
+    else:
+        entry = ["-m", "orchestrator"] if crash_at is None else [str(CRASHPOINT), crash_at]
+        proc = subprocess.run([sys.executable, *entry, "--repo", str(repo), *args],
+                              capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                              env=environ)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
     return proc

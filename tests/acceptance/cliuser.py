@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import inprocess
 from tests.gitrepo import bare_origin, git
 
 STATE_BRANCH = "orchestrator-state"
@@ -32,18 +33,30 @@ def orchestrator() -> str:
 
 
 class User:
-    """Runs ``orchestrator`` in ``cwd`` (the checkout), as someone at a terminal would."""
+    """Runs ``orchestrator`` in ``cwd`` (the checkout), as someone at a terminal would.
 
-    def __init__(self, cwd: Path) -> None:
+    ``process``: each command in a process of its own, the console script installed
+    beside this interpreter. Otherwise the console script's entry point runs in this
+    process, with the environment, folder and streams a process would have
+    (:mod:`tests.inprocess`): the same code from the entry point down, without an
+    interpreter's start for each command. ``start`` always starts a process."""
+
+    def __init__(self, cwd: Path, *, process: bool = False) -> None:
         self.cwd = cwd
+        self.process = process
 
     def run(self, *args: str, expect: int | None = 0, cwd: Path | None = None,
             timeout: float = 180, env: dict[str, str] | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
-        """``env`` is added to this process's environment; ``input`` is typed on stdin."""
-        proc = subprocess.run([orchestrator(), *args], cwd=cwd or self.cwd,
-                              capture_output=True, text=True, timeout=timeout, check=False,
-                              env={**os.environ, **env} if env else None, input=input)
+        """``env`` is added to this process's environment; ``input`` is typed on stdin;
+        ``timeout`` bounds a command run as a process."""
+        environ = {**os.environ, **(env or {})}
+        if self.process:
+            proc = subprocess.run([orchestrator(), *args], cwd=cwd or self.cwd,
+                                  capture_output=True, text=True, timeout=timeout,
+                                  check=False, env=environ, input=input)
+        else:
+            proc = inprocess.run(args, env=environ, cwd=cwd or self.cwd, input=input)
         if expect is not None and proc.returncode != expect:
             raise AssertionError(f"orchestrator {' '.join(args)}: exit {proc.returncode}, "
                                  f"expected {expect}\nstdout:\n{proc.stdout}\n"
