@@ -1,9 +1,12 @@
-"""Shared fixtures: a pinned git identity and a guard against touching real remotes."""
+"""Shared fixtures: a pinned git identity, a guard against touching real remotes, and
+the session's own temporary folder, which must be empty at the end."""
 
 from __future__ import annotations
 
 import compileall
 import os
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +27,38 @@ def pytest_configure(config: pytest.Config) -> None:
     would compile the whole package from source again (a quarter of a second each).
     """
     compileall.compile_dir(REPO_ROOT / "orchestrator", quiet=2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_temporary_leftovers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Give the session a temporary folder of its own, and fail the run if anything is
+    left in it at the end.
+
+    ``TMPDIR`` (for every process the tests start) and ``tempfile.tempdir`` (for this
+    one) name a new folder under pytest's basetemp, which is this session's alone (each
+    xdist worker has its own), so nothing another worker or program makes can appear in
+    it, and whatever appears is this session's: a leftover, not a guess by name.
+    """
+    folder = tmp_path_factory.mktemp("tmpdir", numbered=False)
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        tempfile.tempdir = saved_tempdir
+    # A process a test left running may be between making a temporary file and
+    # removing it: only what is still there a few seconds later is left over.
+    deadline = time.monotonic() + 5
+    while (left := sorted(p.name for p in folder.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if left:
+        pytest.fail(f"the tests left {', '.join(left)} in the temporary folder {folder}: "
+                    "a test that makes them must remove them or point TMPDIR at its "
+                    "tmp_path", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -102,6 +102,11 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     # a fresh shell: nothing of this test run's environment leaks into the venv
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ORCHESTRATOR_WORK_DIR")}
+    # `demo --keep` keeps its workspace in the temporary folder, as asked, and pytest
+    # keeps its basetemp there: this test's folder, so neither outlives the test run.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env["TMPDIR"] = str(temporary)
     # this run's own venv (if any) off the PATH; this run's Python first
     own_bin = str(Path(sys.prefix) / "bin") if sys.prefix != sys.base_prefix else None
     env["PATH"] = os.pathsep.join([str(this_python(tmp_path / "python")), *(
@@ -112,6 +117,7 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     assert done.returncode == 0, f"{script}\n{done.stdout}\n{done.stderr}"
     brief = re.search(r"^brief: (.*)$", done.stdout, flags=re.M)
     assert brief and Path(brief.group(1)).is_file(), done.stdout
+    assert Path(brief.group(1)).is_relative_to(temporary)
     assert "passed" in done.stdout.splitlines()[-1]
     venv_bin = clone / ".venv" / "bin"
     assert (venv_bin / "orchestrator").exists()

@@ -1515,12 +1515,24 @@ def _created_filter(text: str) -> Any:
     return lambda m: day <= m < day + timedelta(days=1)
 
 
+_HUNG_UP = (BrokenPipeError, ConnectionResetError)
+"""What reading from or writing to a client that closed its end raises."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     github: FakeGitHub
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: tests read FakeGitHub.requests instead
+
+    def handle(self) -> None:
+        # A client that hangs up (its timeout passed, its process was killed) is no
+        # error of the server's: like a real one, it drops the connection without a word.
+        try:
+            super().handle()
+        except _HUNG_UP:
+            self.close_connection = True
 
     def _serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -1532,6 +1544,11 @@ class _Handler(BaseHTTPRequestHandler):
         except _Drop:
             self.close_connection = True
             return
+        except _HUNG_UP as exc:
+            # raised by the fake's own code, not by the client: a bug, to be reported
+            # by the server like any other (handle() would take it for a hang-up)
+            raise RuntimeError(f"the fake's answer to {self.command} {self.path} failed"
+                               ) from exc
         if delay:
             time.sleep(delay)
         raw_body = isinstance(payload, bytes)
