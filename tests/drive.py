@@ -126,10 +126,12 @@ def cli(repo: Path, *args: str, work: Path | None = None, env: Mapping[str, str]
     subprocess would see it (:mod:`tests.inprocess`). ``check``: fail the test on a
     non-zero exit, with its stderr. ``crash_at``: in a subprocess, killed with SIGKILL
     when a tick reaches that checkpoint (:mod:`tests.crashpoint`). ``process``: in a
-    subprocess anyway (``timeout`` bounds it)."""
+    subprocess anyway. ``timeout`` bounds either (in this process, a hang guard that
+    ends the test run's worker with every thread's stack)."""
     environ = _environment(work, env)
     if crash_at is None and not process:
-        proc = inprocess.run(["--repo", str(repo), *args], env=environ, cwd=cwd)
+        proc = inprocess.run(["--repo", str(repo), *args], env=environ, cwd=cwd,
+                             timeout=timeout)
     else:
         entry = ["-m", "orchestrator"] if crash_at is None else [str(CRASHPOINT), crash_at]
         proc = subprocess.run([sys.executable, *entry, "--repo", str(repo), *args],

@@ -26,6 +26,7 @@ console script itself, a real terminal) start a process instead.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import logging
 import os
@@ -98,18 +99,25 @@ def _as_a_process(env: Mapping[str, str], cwd: Path | None, input: str | None
 
 
 def run(args: Sequence[str], *, env: Mapping[str, str] | None = None,
-        cwd: Path | None = None, input: str | None = None
+        cwd: Path | None = None, input: str | None = None, timeout: float = 120
         ) -> subprocess.CompletedProcess[str]:
     """``orchestrator ARGS`` in this process with ``env`` (default: this process's
-    environment) in ``cwd``, ``input`` on stdin; what a subprocess run would return."""
+    environment) in ``cwd``, ``input`` on stdin; what a subprocess run would return.
+
+    ``timeout`` is a hang guard, as a subprocess's would be: a call still running then
+    prints every thread's stack and ends this process (the test run reports the
+    worker's crash), so a command that blocks (a FIFO read) fails instead of hanging."""
     from orchestrator.cli import main
 
     argv = [str(a) for a in args]
     with _as_a_process(dict(os.environ if env is None else env), cwd, input) as (out, err):
+        faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
         try:
             code = main(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
     return subprocess.CompletedProcess(
         ["orchestrator", *argv], code, out.getvalue().decode("utf-8", "replace"),
         err.getvalue().decode("utf-8", "replace"))

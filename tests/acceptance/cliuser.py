@@ -49,14 +49,15 @@ class User:
             timeout: float = 180, env: dict[str, str] | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
         """``env`` is added to this process's environment; ``input`` is typed on stdin;
-        ``timeout`` bounds a command run as a process."""
+        ``timeout`` bounds the command (in this process: :func:`tests.inprocess.run`)."""
         environ = {**os.environ, **(env or {})}
         if self.process:
             proc = subprocess.run([orchestrator(), *args], cwd=cwd or self.cwd,
                                   capture_output=True, text=True, timeout=timeout,
                                   check=False, env=environ, input=input)
         else:
-            proc = inprocess.run(args, env=environ, cwd=cwd or self.cwd, input=input)
+            proc = inprocess.run(args, env=environ, cwd=cwd or self.cwd, input=input,
+                                 timeout=timeout)
         if expect is not None and proc.returncode != expect:
             raise AssertionError(f"orchestrator {' '.join(args)}: exit {proc.returncode}, "
                                  f"expected {expect}\nstdout:\n{proc.stdout}\n"
