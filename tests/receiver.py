@@ -8,7 +8,12 @@ It answers every POST as its ``mode`` says and records what arrived:
   how long the sender kept the connection open (:attr:`Receiver.held`);
 - ``slack-429``: ``429`` with ``Retry-After: 0`` the first time, then ``200``;
 - ``endless-200``, ``endless-400``: that status, then a body that never ends: a byte
-  every 50 ms until the receiver stops (a minute at most).
+  every 50 ms until the receiver stops (a minute at most), or until the sender hangs
+  up, which it notes as ``hang`` does.
+
+Each request notes when it arrived (:attr:`Received.at`, ``time.monotonic()``), so a
+test can bound the span of a sender's tries by the receiver's clock, not by the time
+the whole command took.
 
 Use the ``receiver`` factory fixture (registered in ``tests/conftest.py``)::
 
@@ -27,7 +32,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -39,6 +44,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when the request had arrived, body and all."""
 
     @property
     def json(self) -> Any:
@@ -50,7 +57,8 @@ class Receiver:
         self.mode = mode
         self.requests: list[Received] = []
         self.held: list[float] = []
-        """Seconds each hung request's sender waited before it hung up (``hang``)."""
+        """Seconds each hung request's sender waited before it hung up (``hang``), or
+        read the endless body before it did (``endless-*``)."""
         self.lock = threading.Lock()
         self.release = threading.Event()
         receiver = self
@@ -108,8 +116,9 @@ class Receiver:
             while not self.release.wait(0.05) and time.monotonic() - start < 60:
                 handler.wfile.write(b"x")
                 handler.wfile.flush()
-        except OSError:
-            pass  # the sender hung up
+        except OSError:  # the sender hung up
+            with self.lock:
+                self.held.append(time.monotonic() - start)
 
     def _hang(self, connection: socket.socket) -> None:
         """Answer nothing; note when the sender closes its end (the socket reads EOF)."""

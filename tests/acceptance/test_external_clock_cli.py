@@ -6,6 +6,7 @@ UTC across both daylight-saving changes), ``validate`` on the clock's file, and 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from datetime import UTC, datetime, timedelta
@@ -100,8 +101,8 @@ def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
         monkeypatch: pytest.MonkeyPatch, via: str) -> None:
     user, origin = scaffolded
     user.run("schedules", "remove", "nightly")
-    slot = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
-    user.run("schedules", "add", "once", "--at", f"{slot:%Y-%m-%dT%H:%M:%SZ}", "--track",
+    later = datetime.now(UTC) + timedelta(days=1)  # for now: the slot is set once serve runs
+    user.run("schedules", "add", "once", "--at", f"{later:%Y-%m-%dT%H:%M:%SZ}", "--track",
              "t=true")
     for name, value in fake_github.env().items():
         if name != "GITHUB_TOKEN":  # the clock has a token of its own
@@ -114,6 +115,15 @@ def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
         assert proc.stderr is not None
         first = proc.stderr.readline()
         assert f"clock for tick.yml via {via}" in first and "clock, heartbeat" in first
+        # The clock calls only for moments after serve started, and reads the schedules
+        # at every look: the slot moves to a few seconds from now, once serve runs, so
+        # however slow its start the slot comes after it. The file is replaced whole.
+        slot = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+        path, new = user.cwd / "schedules" / "once.json", user.cwd.parent / "once.json"
+        spec = json.loads(path.read_text())
+        spec["at"] = f"{slot:%Y-%m-%dT%H:%M:%SZ}"
+        new.write_text(json.dumps(spec))
+        os.replace(new, path)
         wait(lambda: bool(fake_github.runs_of("tick.yml")), "no dispatch", timeout=60)
         called = datetime.now(UTC)
         time.sleep(2.5)  # the wake-ups after it call nothing more

@@ -149,13 +149,16 @@ def test_a_receiver_that_hangs_or_fails_costs_at_most_the_budget_and_everything_
     assert len(good.events()) == 2  # the other receiver was not held up
     gave_up = [line for line in lines if "SLACK_WEBHOOK" in line and "not sent" in line]
     assert len(gave_up) == 2 and all("within the 2s budget" in line for line in gave_up)
-    # a receiver that would hang for a minute holds the tick up for its budget, no longer
-    assert took < 2 + 20, took
+    # a receiver that would hang for a minute holds the tick up for its budget, no longer:
+    # timed where the receiver sees it, as the tick's own git work takes what the
+    # machine's load makes it take (the whole tick is only bounded by that minute)
+    assert took < 60, took
     if mode == "hang":
         wait_until(lambda: len(bad.held) == len(bad.requests))
         assert len(bad.requests) == 1 and bad.held[0] <= 2 + 1, bad.held
     if mode == "fail":
         assert len(bad.requests) >= 3  # tried again with back-off inside the budget
+        assert bad.requests[-1].at - bad.requests[0].at <= 2 + 1, bad.requests
         assert all("answered 500" in line for line in gave_up)
     assert repo.outbox() == []  # dropped, not left for every tick to try again
 
@@ -212,13 +215,14 @@ def test_an_answer_without_end_is_not_read_to_its_end(
     repo = Repo(tmp_path, [{"url_secret": "TEAM_WEBHOOK", "events": ["run_failed"]}],
                 {"TEAM_WEBHOOK": endless.url}, budget_seconds=20)
     repo.fire()
-    started = time.monotonic()
     lines = repo.tick(at(2))
-    took = time.monotonic() - started
     [said] = [line for line in lines if "TEAM_WEBHOOK" in line]
     if status == 200:
         assert said.endswith(f"run_failed:{RUN}:1: delivered (200)"), said
     else:
         assert f"run_failed:{RUN}:1: answered 400 {'x' * 5}" in said, said
     assert len(endless.requests) == 1
-    assert took < 12, took  # not the budget, nor the minute the body would take
+    # the sender hung up once it had the status: not at the budget's end, nor after
+    # the minute the body would take (timed by the receiver, from the status it sent)
+    wait_until(lambda: len(endless.held) == 1)
+    assert endless.held[0] < 10, endless.held  # half the budget
