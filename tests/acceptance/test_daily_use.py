@@ -43,6 +43,7 @@ def run_watchdog(user: User, summary: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_a_schedule_broken_by_an_edit_fails_status_and_the_watchdog(
         tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
@@ -74,6 +75,7 @@ def test_a_schedule_broken_by_an_edit_fails_status_and_the_watchdog(
     assert user.run("status").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_tick_far_in_the_future_is_refused_on_a_real_branch_and_never_misleads(
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
@@ -108,6 +110,7 @@ def test_a_tick_far_in_the_future_is_refused_on_a_real_branch_and_never_misleads
     assert shown["next"][0]["utc"] == stamp
 
 
+@pytest.mark.slow
 def test_dead_letters_in_bulk_and_a_requeued_old_run_is_a_repair(
         tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
@@ -230,6 +233,7 @@ def test_serve_notices_local_track_ends_at_once_and_durations_are_the_tracks(
     assert row and abs(_seconds(row.group(1)) - real.total_seconds()) <= 1, row
 
 
+@pytest.mark.slow
 def test_the_brief_and_the_index_give_the_tracks_durations_not_the_ticks(
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
@@ -401,6 +405,7 @@ def test_a_schedule_paused_before_its_first_tick_fires_nothing_then_starts_from_
                                                         "20261201T1207Z"], fired
 
 
+@pytest.mark.slow
 def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded

@@ -95,6 +95,7 @@ def test_cron_sync_external_prints_the_evaluators_calls_across_both_changes(
     assert "?? .github/orchestrator-clock.json" in git("status", "--porcelain", cwd=user.cwd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("via", ["workflow_dispatch", "repository_dispatch"])
 def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
         scaffolded: tuple[User, Path], fake_github: FakeGitHub,

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.cliuser import User
 
 STALE_OK = ("--max-staleness", "100000")
 
 
+@pytest.mark.slow
 def test_a_failing_schedule_alerts_pauses_and_resumes(scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
     user.run("schedules", "remove", "nightly")

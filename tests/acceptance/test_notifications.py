@@ -22,6 +22,7 @@ def configure(user: User, **notify: object) -> None:
     (user.cwd / "orchestrator.json").write_text(json.dumps({"notify": notify}))
 
 
+@pytest.mark.slow
 def test_notify_test_says_what_each_channel_answered(
         scaffolded: tuple[User, Path], receiver: Callable[[str], Receiver],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.cliuser import User, wait
 
 RUN = "deploy--20261201T1400Z-manual-1"
@@ -16,6 +18,7 @@ def write_schedule(user: User, sid: str, spec: dict[str, object]) -> None:
     path.write_text(json.dumps({"$schema": "./schedule.schema.json", **spec}, indent=2) + "\n")
 
 
+@pytest.mark.slow
 def test_trigger_retry_backfill_and_cancel(tmp_path: Path,
                                            scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.cliuser import User
 
 RUN = "gate--20261201T0900Z"
@@ -18,6 +20,7 @@ def write_schedule(user: User, sid: str, spec: dict[str, object]) -> None:
     path.write_text(json.dumps({"$schema": "./schedule.schema.json", **spec}, indent=2) + "\n")
 
 
+@pytest.mark.slow
 def test_hand_reports_and_the_dead_letter_queue(tmp_path: Path,
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
@@ -97,6 +100,7 @@ def test_schema_matches_the_scaffolded_copy(scaffolded: tuple[User, Path]) -> No
     assert json.loads(printed)["type"] == "object"
 
 
+@pytest.mark.slow
 def test_demo_runs_the_whole_loop_and_prints_the_brief(tmp_path: Path) -> None:
     user = User(tmp_path)
     out = user.run("demo", "--dir", str(tmp_path / "demo"), "--keep", timeout=240).stdout
@@ -113,6 +117,7 @@ def test_demo_runs_the_whole_loop_and_prints_the_brief(tmp_path: Path) -> None:
     assert "--crawl" in letters
 
 
+@pytest.mark.slow
 def test_demo_removes_its_workspace_unless_keep(tmp_path: Path) -> None:
     user = User(tmp_path)
     # given up after 5 s or finished: either way nothing of it is left

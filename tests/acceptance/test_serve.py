@@ -104,6 +104,7 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
     assert sorted(launched(work)) == sorted(f"{run}--t--1" for run in runs)
 
 
+@pytest.mark.slow
 def test_serve_survives_a_restart_without_firing_again(scaffolded: tuple[User, Path]) -> None:
     """State is in git: a second serve right after the first fires nothing twice, and
     serving leaves the checkout clean."""

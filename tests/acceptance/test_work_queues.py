@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.cliuser import User
 
 
+@pytest.mark.slow
 def test_a_backlog_drained_with_its_dead_letters_handled_by_hand(
         tmp_path: Path, scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded

@@ -32,6 +32,7 @@ def exited(work: Path, count: int) -> bool:
     return len(done) >= count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["after-mark", "after-dispatch"])
 def test_compensations_run_in_reverse_order_exactly_once_across_a_killed_tick(
         tmp_path: Path, repo_with_origin: Callable[..., Path], fault: str) -> None:

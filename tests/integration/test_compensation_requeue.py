@@ -9,6 +9,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.times import iso
@@ -23,6 +25,7 @@ def slot_now() -> datetime:
     return now - timedelta(minutes=now.minute % 5)
 
 
+@pytest.mark.slow
 def test_requeue_of_a_failed_compensation_reopens_the_saga_where_it_stopped(
         tmp_path: Path, repo_with_origin: Callable[..., Path]) -> None:
     t0 = slot_now()

@@ -127,6 +127,7 @@ def test_discard_queue_marks_that_queues_dead_items_in_one_commit(repo: Path) ->
     assert again.stdout.strip() == "no dead letters of queue pages: nothing to discard"
 
 
+@pytest.mark.slow
 def test_queue_asks_first_with_the_count_as_schedule_does(repo: Path) -> None:
     before = _waiting(repo)
     no = _orchestrator(repo, "dlq", "requeue", "--queue", "pages", stdin="n\n")

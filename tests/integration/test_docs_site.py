@@ -22,6 +22,7 @@ def test_the_documents_mark_blocks_to_run() -> None:
     assert {page for page, _ in BLOCKS} >= {"README.md", "docs/get-started/local.md"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("page", "block"), BLOCKS,
                          ids=[f"{page}-{i}" for i, (page, _) in enumerate(BLOCKS)])
 def test_a_marked_block_runs_as_written_in_a_throwaway_workspace(

@@ -46,6 +46,7 @@ def track_dispatches(fake: FakeGitHub) -> list[str]:
             if r.path.endswith("/workflows/track.yml/dispatches") and r.status < 300]
 
 
+@pytest.mark.slow
 def test_calls_twice_through_both_events_at_a_slot_fire_it_once(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     slot = (datetime.now(UTC) + timedelta(seconds=12)).replace(microsecond=0)

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.executors import outcomes
 from orchestrator.notify import record as notify_record
 from orchestrator.state import layout
@@ -70,6 +72,7 @@ def _history(state: state_model.State, run_id: str) -> dict[str, list[str]]:
             for name, t in state.tracks[run_id].items()}
 
 
+@pytest.mark.slow
 def test_the_fan_in_job_records_the_batch_in_one_push_and_lands_the_brief(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
@@ -114,6 +117,7 @@ def test_the_fan_in_job_records_the_batch_in_one_push_and_lands_the_brief(
     assert fake_github.calls("jobs") == [] and fake_github.calls("artifacts") == []
 
 
+@pytest.mark.slow
 def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifacts(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
@@ -136,6 +140,7 @@ def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifact
     assert [r.authorized for r in fake_github.calls("blob")] == [False] * 3
 
 
+@pytest.mark.slow
 def test_fan_in_next_tick_skips_the_job_and_the_next_tick_records_the_batch(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
@@ -175,6 +180,7 @@ def test_a_schedule_with_a_fan_in_job_sends_no_fan_in_input(
     assert "fan_in" not in call.body["inputs"]
 
 
+@pytest.mark.slow
 def test_a_missing_artifact_is_recovered_from_the_job_s_conclusion(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:2])
@@ -195,6 +201,7 @@ def test_a_missing_artifact_is_recovered_from_the_job_s_conclusion(
     assert state.runs[run_id].status is RunStatus.FAILED
 
 
+@pytest.mark.slow
 def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github)
@@ -231,6 +238,7 @@ def test_a_fan_in_job_racing_two_cron_ticks_records_each_outcome_once(
     assert list(files).count(layout.brief_path(run_id)) == 1
 
 
+@pytest.mark.slow
 def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin, repo, run_id, ci_run, inputs = _start(tmp_path, fake_github, TRACKS[:1])
@@ -252,6 +260,7 @@ def test_the_run_s_own_tick_fires_no_slot_and_advances_only_its_run(
     assert sorted(state.runs) == sorted([run_id, f"later--{due:%Y%m%dT%H%MZ}"])
 
 
+@pytest.mark.slow
 def test_the_consolidate_step_on_github_sees_every_result_and_heads_the_run(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     """The fan-in job of the first batch dispatches the consolidate step as a batch of
@@ -290,6 +299,7 @@ def test_the_consolidate_step_on_github_sees_every_result_and_heads_the_run(
     assert state.runs[run_id].status is RunStatus.FAILED  # `broken` failed
 
 
+@pytest.mark.slow
 def test_the_fan_in_job_opens_the_issue_of_the_run_it_finishes_failed(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     """The fan-in job is the tick that sees the run fail, so it tells the issue channel

@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator import brief
 from orchestrator.brief import tails
 from orchestrator.brief.context import BriefContext
@@ -44,6 +46,7 @@ TRACKS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 def test_a_fan_in_shows_each_leg_s_stdout_tail_in_the_brief_and_stores_none(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     slot = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)

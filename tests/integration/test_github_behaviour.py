@@ -136,6 +136,7 @@ def test_a_re_run_replaces_the_jobs_the_executor_reads(fake_github: FakeGitHub) 
 # --------------------------------------------------------------------------- busy repository
 
 
+@pytest.mark.slow
 def test_lookup_searches_only_around_the_mark_in_a_busy_repository(
         fake_github: FakeGitHub) -> None:
     # The dispatch was sent, then the tick died before recording it. Since then the

@@ -301,6 +301,7 @@ def _workflow_calls(fake: FakeGitHub) -> list[tuple[str, str]]:
             if r.endpoint in ("workflow", "enable")]
 
 
+@pytest.mark.slow
 def test_the_tick_keeps_its_scheduled_workflows_enabled_once_a_week_and_records_it(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {"cron": "7 3 * * *", "tracks": [OK]}})

@@ -12,6 +12,8 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state.phases import TrackPhase
 from tests.drive import cli, github_cli_tick, read_state, start_github_tick
 from tests.fakes.github import FakeGitHub
@@ -44,6 +46,7 @@ def adopted_once(repo: Path, fake: FakeGitHub) -> None:
         assert track.handle is not None and track.handle["ci_run_id"] == ci_run
 
 
+@pytest.mark.slow
 def test_after_an_accepted_rewind_a_dispatch_on_time_is_adopted_not_sent_again(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": NIGHTLY})
@@ -67,6 +70,7 @@ def test_after_an_accepted_rewind_a_dispatch_on_time_is_adopted_not_sent_again(
     adopted_once(repo, fake_github)
 
 
+@pytest.mark.slow
 def test_a_restored_mirror_with_its_high_water_ref_does_not_send_a_run_twice(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": NIGHTLY})

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.executors.github.jobnames import job_name
 from orchestrator.state import layout
 from orchestrator.state.phases import RunStatus, TrackPhase
@@ -24,6 +26,7 @@ def tracks_spec(*names: str, **extra: Any) -> list[dict[str, Any]]:
     return [{"name": n, "run": f"make {n}", **extra} for n in names]
 
 
+@pytest.mark.slow
 def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
                                                          fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {
@@ -84,6 +87,7 @@ def test_racing_ticks_dispatch_once_and_the_run_completes(tmp_path: Path,
                    for p in (origin / "refs").rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {

@@ -316,6 +316,7 @@ def test_a_tree_entry_named_dot_dot_is_quarantined(fired: Path, tmp_path: Path) 
     assert "'..'" not in status.stdout
 
 
+@pytest.mark.slow
 def test_an_open_run_whose_folder_became_a_file_is_named_until_it_is_restored(
         repo: Path, tmp_path: Path) -> None:
     origin, work = origin_of(repo), tmp_path / "work"
@@ -499,6 +500,7 @@ def test_a_track_gets_no_token_and_what_it_prints_is_redacted(repo: Path,
 # --------------------------------------------------------------------- the job summary
 
 
+@pytest.mark.slow
 def test_validate_markdown_keeps_html_and_links_from_schedules_inert(repo: Path,
                                                                      tmp_path: Path) -> None:
     from markdown_it import MarkdownIt

@@ -66,6 +66,7 @@ def test_read_file_and_load_file_return_or_say_why(tmp_path: Path, data: bytes) 
 
 # validate in three formats, the Markdown one with the month's cost estimate: bounded,
 # but a loaded machine needs more than the readers' 5 seconds
+@pytest.mark.slow
 @settings(FUZZ, deadline=timedelta(seconds=30))
 @given(data=hostile_texts(SCHEDULES))
 def test_the_schedule_loader_and_validate(tmp_path: Path, data: bytes) -> None:
@@ -133,6 +134,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return checkout
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=25)
 @given(path=st.sampled_from(["state/runs/every--20261201T0655Z/run.json",
                              "state/runs/every--20261201T0655Z/tracks/a.json",

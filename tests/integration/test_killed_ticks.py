@@ -84,6 +84,7 @@ def another_writer(origin: Path) -> None:
     git("update-ref", f"refs/heads/{STATE_BRANCH}", commit, tip, cwd=origin)
 
 
+@pytest.mark.slow
 def test_ticks_killed_during_their_fetch_leave_locks_the_next_tick_clears(
         tmp_path: Path) -> None:
     origin, repo = checkout(tmp_path)
@@ -99,6 +100,9 @@ def test_ticks_killed_during_their_fetch_leave_locks_the_next_tick_clears(
         kill(victim)
         stuck = lock.exists()
         left += stuck
+        # The kill may come after the fetch took the new tip and before it dropped its
+        # lock: the next tick must fetch too, or it would never meet the lock.
+        another_writer(origin)
         after = cli_tick(repo, at(2 * i), work=work)
         assert after.returncode == 0, after.stderr
         assert f"every--20261201T07{2 * i:02d}Z" in after.stdout  # fires what is due
@@ -107,6 +111,7 @@ def test_ticks_killed_during_their_fetch_leave_locks_the_next_tick_clears(
     assert left >= 1, "no kill landed while the fetch held its lock"
 
 
+@pytest.mark.slow
 def test_a_lock_a_live_git_process_may_hold_is_left_alone(tmp_path: Path) -> None:
     origin, repo = checkout(tmp_path)
     work = tmp_path / "work"

@@ -299,6 +299,7 @@ def test_sigterm_to_the_supervisor_cancels_the_track(ex: LocalExecutor) -> None:
     assert not group_alive(pgid)
 
 
+@pytest.mark.slow
 def test_a_vanished_supervisor_fails_the_attempt_and_its_orphans_are_killed(
     ex: LocalExecutor,
 ) -> None:
@@ -331,6 +332,7 @@ SLOW_TO_DIE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_an_orphan_slow_to_die_is_dead_before_its_attempt_is_reported_failed(
     ex: LocalExecutor,
 ) -> None:

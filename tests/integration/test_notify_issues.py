@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.notify import record as notify_record
 from orchestrator.state.phases import RunStatus
 from tests.builders import spec_data
@@ -90,6 +92,7 @@ def creates(fake: FakeGitHub) -> list[Any]:
     return [r for r in fake.requests if r.endpoint == "issues" and r.method == "POST"]
 
 
+@pytest.mark.slow
 def test_two_failures_then_a_success_give_one_issue_one_comment_then_closed(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = Repo(tmp_path, fake_github)
@@ -120,6 +123,7 @@ def test_two_failures_then_a_success_give_one_issue_one_comment_then_closed(
     assert [i.state for i in fake_github.issues.issues.values()] == ["closed", "open"]
 
 
+@pytest.mark.slow
 def test_racing_ticks_on_the_failing_run_open_one_issue(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = Repo(tmp_path, fake_github)
@@ -138,6 +142,7 @@ def test_racing_ticks_on_the_failing_run_open_one_issue(
     assert repo.record().streaks["nightly"].issue == 1
 
 
+@pytest.mark.slow
 def test_an_issue_closed_by_hand_stays_closed_for_the_streak(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = Repo(tmp_path, fake_github)
@@ -190,6 +195,7 @@ def test_a_claim_taken_again_finds_the_issue_an_earlier_attempt_opened(
     assert repo.record().streaks["nightly"].issue == 1 and repo.record().outbox == []
 
 
+@pytest.mark.slow
 def test_a_claim_taken_again_comments_once(tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = Repo(tmp_path, fake_github)
     repo.run_day(1, healthy=False)

@@ -134,6 +134,7 @@ def test_a_slack_webhook_that_rate_limits_gets_the_same_message_again(
     assert slack.url not in "\n".join(lines)  # the URL is the secret: never logged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["hang", "fail"])
 def test_a_receiver_that_hangs_or_fails_costs_at_most_the_budget_and_everything_fires(
         tmp_path: Path, receiver: Callable[[str], Receiver], mode: str) -> None:

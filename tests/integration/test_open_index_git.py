@@ -134,6 +134,7 @@ def test_racing_ticks_and_reports_keep_the_index_equal_to_the_records(tmp_path: 
     assert len(runs) == 3 * 5
 
 
+@pytest.mark.slow
 def test_a_shallow_runner_fetches_no_blob_of_a_finished_run(tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
     origin = tmp_path / "origin.git"
@@ -179,6 +180,7 @@ def runs_tree(repo: Path) -> str:
     return git("rev-parse", f"refs/heads/{BRANCH}:state/runs", cwd=repo.parent / "origin.git")
 
 
+@pytest.mark.slow
 def test_a_no_op_tick_does_not_list_the_runs_while_their_tree_is_the_one_the_index_names(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
@@ -205,6 +207,7 @@ def test_a_no_op_tick_does_not_list_the_runs_while_their_tree_is_the_one_the_ind
     assert len(si.all_runs(files_of(repo).files)) == 4
 
 
+@pytest.mark.slow
 def test_a_report_moves_the_tree_and_the_next_tick_checks_the_index_by_listing(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=2)
@@ -224,6 +227,7 @@ def test_a_report_moves_the_tree_and_the_next_tick_checks_the_index_by_listing(
     assert si.load(files_of(repo).files).vouched
 
 
+@pytest.mark.slow
 def test_a_run_added_by_hand_is_found_although_the_index_named_a_tree(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
@@ -239,6 +243,7 @@ def test_a_run_added_by_hand_is_found_although_the_index_named_a_tree(
     assert_index_agrees(files_of(repo).files)
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
@@ -249,6 +254,7 @@ def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
     assert si.load(files_of(repo).files).vouched  # the second one did not list the runs
 
 
+@pytest.mark.slow
 def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
     track = f"{layout.run_dir('nightly--20261201T0700Z')}/tracks/a.json"
@@ -262,6 +268,7 @@ def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -
     assert si.load(files_of(repo).files).vouched
 
 
+@pytest.mark.slow
 def test_a_firing_tick_on_a_runner_fetches_only_the_newest_runs_for_the_page(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)

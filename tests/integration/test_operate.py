@@ -303,6 +303,7 @@ def test_serve_refuses_a_folder_that_is_not_a_repository(tmp_path: Path) -> None
     assert proc.stderr == f"orchestrator: not a git repository: {tmp_path}\n"
 
 
+@pytest.mark.slow
 def test_serve_compacts_once_at_start_with_compact_keep_days(tmp_path: Path) -> None:
     repo = initialised(tmp_path)
     work = tmp_path / "work"

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.state import layout
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
@@ -47,6 +49,7 @@ def settle(repo: Path, work: Path, start: datetime, until: Any, ticks: int = 40)
 # --------------------------------------------------------------------------- trigger
 
 
+@pytest.mark.slow
 def test_two_triggers_with_one_request_id_racing_two_ticks_start_one_run(
         tmp_path: Path) -> None:
     repo = checkout(tmp_path, tracks=["a", "b"], run="true")
@@ -96,6 +99,7 @@ def test_trigger_inputs_reach_the_tracks_and_a_disabled_schedule_needs_force(
 # --------------------------------------------------------------------------- backfill
 
 
+@pytest.mark.slow
 def test_backfill_of_five_daily_slots_two_of_which_ran_fires_three_one_at_a_time(
         tmp_path: Path) -> None:
     repo = checkout(tmp_path, tracks=["a"], run="sleep 0.2", catchup="latest")
@@ -164,6 +168,7 @@ def test_backfill_refuses_a_reversed_range_and_one_over_max(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- cancel
 
 
+@pytest.mark.slow
 def test_cancel_of_a_local_run_stops_the_sleeping_track_and_compensates(
         tmp_path: Path) -> None:
     undone = tmp_path / "undone"
@@ -212,6 +217,7 @@ def test_cancel_of_a_local_run_stops_the_sleeping_track_and_compensates(
 # --------------------------------------------------------------------------- retry
 
 
+@pytest.mark.slow
 def test_retry_failed_reruns_only_the_failed_track_and_its_dependants(tmp_path: Path) -> None:
     flag = tmp_path / "fixed"
     repo = checkout(tmp_path, tracks=[

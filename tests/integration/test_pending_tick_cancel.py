@@ -10,6 +10,8 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state.phases import TrackPhase
 from tests.drive import github_cli_tick, read_state, start_github_tick
 from tests.fakes.github import FakeGitHub, FakeRun
@@ -79,6 +81,7 @@ def test_a_held_scheduled_tick_created_before_the_last_tick_is_cancelled(
     assert sorted(c.query["status"] for c in listing) == ["pending", "queued"]
 
 
+@pytest.mark.slow
 def test_a_held_dispatch_is_never_cancelled_nor_is_anything_with_the_setting_off(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     now = datetime.now(UTC)
@@ -110,6 +113,7 @@ def test_a_held_dispatch_is_never_cancelled_nor_is_anything_with_the_setting_off
     assert cancelled(fake_github) == {held.id} and again.status == "pending"
 
 
+@pytest.mark.slow
 def test_a_held_scheduled_tick_stays_when_a_retry_s_back_off_ends_before_the_next_tick(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     real = datetime.now(UTC).replace(second=0, microsecond=0)

@@ -60,6 +60,7 @@ def probe_brings_gpu_back(repo: Path, fake: FakeGitHub, call_index: int) -> Stat
     return state
 
 
+@pytest.mark.slow
 def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     repo = routed(tmp_path, "0,40 7 * * *")
@@ -111,6 +112,7 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
                                     f"{LATER}--b--1": "ubuntu-latest"}
 
 
+@pytest.mark.slow
 def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
                                                        fake_github: FakeGitHub) -> None:
     repo = routed(tmp_path, "0,45 7 * * *")
@@ -124,6 +126,7 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
     assert state.tracks[PROBED]["a"].phase is TrackPhase.RUNNING
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["no-runner", "lost"])
 def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back(
         tmp_path: Path, fake_github: FakeGitHub, how: str) -> None:
@@ -164,6 +167,7 @@ def test_legs_failing_to_start_move_to_the_next_label_and_a_probe_brings_it_back
     probe_brings_gpu_back(repo, fake_github, call_index=2)
 
 
+@pytest.mark.slow
 def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
                                                      fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {

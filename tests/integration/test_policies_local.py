@@ -11,6 +11,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state.phases import RunStatus
 from orchestrator.support.times import iso, parse_utc
 from tests.builders import spec_data
@@ -64,6 +66,7 @@ def tick_until_finished(repo: Path, work: Path, run_id: str, start: datetime,
     raise AssertionError(f"{run_id} did not finish")
 
 
+@pytest.mark.slow
 def test_max_parallel_is_never_exceeded(tmp_path: Path,
                                         repo_with_origin: Callable[..., Path]) -> None:
     repo = repo_with_origin({"nightly": spec_data(cron="*/5 * * * *", tracks=5,
@@ -84,6 +87,7 @@ def test_max_parallel_is_never_exceeded(tmp_path: Path,
     assert "max_parallel 2 of the run in flight" in polls  # what waited, and why
 
 
+@pytest.mark.slow
 def test_repository_caps_from_orchestrator_json(tmp_path: Path,
                                                 repo_with_origin: Callable[..., Path]) -> None:
     repo = repo_with_origin({"a": spec_data(cron="*/5 * * * *", tracks=3, run="sleep 0.4"),
@@ -118,6 +122,7 @@ def test_an_invalid_orchestrator_json_is_reported_and_the_schedules_still_fire(
         "equal to 1" in proc.stderr
 
 
+@pytest.mark.slow
 def test_pause_after_failures_then_resume(tmp_path: Path,
                                           repo_with_origin: Callable[..., Path]) -> None:
     repo = repo_with_origin({"nightly": spec_data(

@@ -81,6 +81,7 @@ def _claims(files: dict[str, bytes], count: int, prefix: str = "k") -> dict[str,
     return out
 
 
+@pytest.mark.slow
 def test_a_killed_worker_s_items_are_done_by_a_later_fire_once_each(tmp_path: Path) -> None:
     log = tmp_path / "worked.log"
     origin = make_origin(tmp_path, {"crawl": _schedule(_logging(log, 0.3))})
@@ -128,6 +129,7 @@ def test_a_tick_killed_mid_commit_claims_nothing_twice(tmp_path: Path, point: st
     assert set(_claims(files, 10).values()) == {1}
 
 
+@pytest.mark.slow
 def test_racing_ticks_on_three_machines_never_claim_one_item_twice(tmp_path: Path) -> None:
     """Three checkouts, each with its own schedule draining the same queue and its own
     work folder, tick at once with an enqueue racing them: each item is claimed by one

@@ -9,6 +9,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state import layout
 from orchestrator.state.items import ItemStatus, key_id
 from orchestrator.store import GitStateStore
@@ -49,6 +51,7 @@ def _add(repo: Path, kinds: list[str]) -> None:
         "--now", "2026-12-01T06:00:00Z", check=True)
 
 
+@pytest.mark.slow
 def test_hostile_result_files_and_a_forged_account_cost_only_their_items(
         tmp_path: Path) -> None:
     repo = _repo(tmp_path)

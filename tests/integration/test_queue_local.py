@@ -14,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.state import index as state_index
 from orchestrator.state.items import ItemStatus, key_id
 from orchestrator.state.phases import TrackPhase
@@ -58,6 +60,7 @@ def workers_of(state: Any) -> list[Track]:
             if t.work is not None]
 
 
+@pytest.mark.slow
 def test_a_backlog_of_500_is_drained_exactly_once_by_capped_workers(tmp_path: Path) -> None:
     log = tmp_path / "worked.log"
     origin = make_origin(tmp_path, {"crawl": drain_schedule(queues.worker_command(log))})

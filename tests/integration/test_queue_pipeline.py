@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.state import model as state_model
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.store import GitStateStore
@@ -36,6 +38,7 @@ def _found() -> list[str]:
     return queues.ids([f"found-{n}" for n in range(100)])
 
 
+@pytest.mark.slow
 def test_a_track_enqueues_100_items_and_the_next_stage_drains_them_in_the_same_run(
         tmp_path: Path) -> None:
     log = tmp_path / "worked.log"
@@ -61,6 +64,7 @@ def test_a_track_enqueues_100_items_and_the_next_stage_drains_them_in_the_same_r
         f"state/runs/{run_id}/polls.jsonl"].decode()
 
 
+@pytest.mark.slow
 def test_on_github_the_fan_in_job_enqueues_sizes_and_dispatches_the_next_stage(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     log = tmp_path / "worked.log"

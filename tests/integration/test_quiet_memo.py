@@ -65,6 +65,7 @@ def same_wake(got: wake.Wake | None, want: wake.Wake | None) -> None:
         same_wake(got.wait_for, want.wait_for)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "hours"), [("memory", 30), ("git", 12)])
 def test_a_memo_of_quiet_schedules_fires_every_slot_once_and_says_the_same_next_due(
         tmp_path: Path, kind: str, hours: int) -> None:

@@ -259,6 +259,7 @@ done
 """
 
 
+@pytest.mark.slow
 def test_a_protected_branch_gets_an_ordinary_commit_and_one_line(repo: Path) -> None:
     hook = origin_of(repo) / "hooks" / "pre-receive"
     hook.write_text(REFUSE_FORCE_PUSH)

@@ -36,6 +36,7 @@ def parked(tmp_path: Path, repo_with_origin: Callable[..., Path]) -> tuple[Path,
     return repo, work
 
 
+@pytest.mark.slow
 def test_runs_list_and_show(parked: tuple[Path, Path]) -> None:
     repo, _ = parked
     rows = json.loads(cli(repo, "runs", "list", "--json").stdout)
@@ -62,6 +63,7 @@ def test_unknown_or_malformed_ids_exit_1_with_one_line(parked: tuple[Path, Path]
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("orchestrator: ")
 
 
+@pytest.mark.slow
 def test_requeue_reopens_the_run_and_the_next_tick_runs_a_fresh_attempt(
         parked: tuple[Path, Path]) -> None:
     repo, work = parked
@@ -87,6 +89,7 @@ def test_requeue_reopens_the_run_and_the_next_tick_runs_a_fresh_attempt(
     assert json.loads(cli(repo, "dlq", "list", "--json").stdout) == []
 
 
+@pytest.mark.slow
 def test_discard_records_who_and_why_and_blocks_a_requeue(parked: tuple[Path, Path]) -> None:
     repo, _ = parked
     assert cli(repo, "dlq", "discard", KEY, "--reason", "obsolete", "--by", "ops"
@@ -103,6 +106,7 @@ def test_discard_records_who_and_why_and_blocks_a_requeue(parked: tuple[Path, Pa
     assert state.dlq[KEY].discarded_reason == "obsolete"
 
 
+@pytest.mark.slow
 def test_a_requeue_after_the_deadline_gives_the_run_a_new_allowance(
         parked: tuple[Path, Path]) -> None:
     repo, work = parked

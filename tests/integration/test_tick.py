@@ -103,6 +103,7 @@ def test_an_invalid_schedule_is_reported_and_valid_ones_still_fire(tmp_path: Pat
     assert len(result.dispatched) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["after-mark", "after-dispatch"])
 def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Path,
                                                                   fault: str) -> None:
@@ -130,6 +131,7 @@ def test_a_tick_killed_mid_way_is_repaired_without_a_second_launch(tmp_path: Pat
                                       "nightly--20261201T0700Z--b--1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rewind", ["older-commit", "deleted"])
 def test_a_rewound_state_branch_fires_nothing_until_a_person_accepts_it(
         tmp_path: Path, rewind: str) -> None:

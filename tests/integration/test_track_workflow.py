@@ -14,6 +14,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from orchestrator.spec.track_workflow import SHIPPED
 from orchestrator.state import layout
 from orchestrator.state.phases import RunStatus, TrackPhase
@@ -27,6 +29,7 @@ RUN = "nightly--20261201T0700Z"
 OLD = Path(__file__).resolve().parents[1] / "data" / "workflows" / "track-v1.yml"
 
 
+@pytest.mark.slow
 def test_old_style_legs_that_report_by_push_are_still_accepted(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     origin = make_origin(tmp_path, {"nightly": {"cron": "0 7 * * *", "tracks": [

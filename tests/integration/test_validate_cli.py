@@ -278,6 +278,7 @@ def test_markdown_for_the_step_summary(tmp_path: Path,
     assert err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_markdown_warns_instead_of_a_green_check_when_a_schedule_misses_most_slots(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = make_repo(tmp_path)

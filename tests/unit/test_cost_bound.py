@@ -35,6 +35,7 @@ def test_the_integrated_lead_set_agrees_with_the_simulated_one(cost: ModuleType)
     assert predicted.per_fire < per_fire < predicted.per_fire + 4
 
 
+@pytest.mark.slow
 def test_the_cheapest_punctual_lead_set_reaches_the_target_and_nothing_beats_it(
         cost: ModuleType) -> None:
     delay = CronDelay()
@@ -48,6 +49,7 @@ def test_the_cheapest_punctual_lead_set_reaches_the_target_and_nothing_beats_it(
         bound.wait_minutes)
 
 
+@pytest.mark.slow
 def test_on_cron_syncs_grid_the_defaults_daily_floor_is_above_4_5_times(
         cost: ModuleType) -> None:
     """Why the derived default cannot come within 4.5 times GitHub's own schedule for the

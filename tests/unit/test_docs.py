@@ -178,11 +178,13 @@ def _repository_files() -> set[str]:
         p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_dir()}
 
 
+@pytest.mark.slow
 def test_every_link_and_anchor_between_the_documents_resolves() -> None:
     docs = pages()
     assert broken_links(docs, _repository_files()) == []
 
 
+@pytest.mark.slow
 def test_a_deliberately_broken_link_or_anchor_is_caught() -> None:
     docs = {**pages(), "docs/broken.md": "# Broken\n\n[gone](nowhere.md) and "
             "[lost](concepts/tick.md#no-such-heading) and "

@@ -232,6 +232,7 @@ def test_a_due_moment_between_intervals_wakes_the_loop_at_its_second() -> None:
     assert (seen[1] - seen[0]).total_seconds() >= 0.5  # at the moment, never before
 
 
+@pytest.mark.slow
 def test_a_watch_that_fires_wakes_the_loop_between_its_intervals() -> None:
     # An hour's interval on a clock that stands still: only the watch can wake it.
     clock = Clock()
