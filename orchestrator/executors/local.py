@@ -69,6 +69,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -350,6 +351,8 @@ class LocalExecutor:
             "dispatched_at": self._now(),
             "clock_offset_seconds": self.clock_offset.total_seconds(),
             "dispatcher_pid": os.getpid(),
+            # The machine's clock, not the tick's: adoption ages the file on it.
+            "created_unix": time.time(),
         }
         launcher = None
         if self._create_exclusive(folder / supervisor.LAUNCH, launch):
@@ -410,9 +413,8 @@ class LocalExecutor:
         supervisor does exist: only the one that claims the attempt launches."""
         if (folder / supervisor.STATUS).exists():
             return
-        try:
-            age = time.time() - (folder / supervisor.LAUNCH).stat().st_mtime
-        except FileNotFoundError:
+        age = _age(folder / supervisor.LAUNCH)
+        if age is None:
             return
         if age < self.adopt_after_seconds:
             return
@@ -562,3 +564,20 @@ def _write_payloads(folder: Path, request: DispatchRequest) -> None:
     for work in request.items:
         check_item_id(work.id)
         supervisor.write_json_atomic(items / f"{work.id}.json", work.payload)
+
+
+def _age(launch: Path) -> float | None:
+    """Seconds since ``launch.json`` was written, on the clock of the process that wrote
+    it (``created_unix``): a file's time comes from the file system's clock, which a
+    network share or a faked process clock may not share. The file's time is the
+    fallback for a launch written before ``created_unix``; ``None`` when it is gone."""
+    try:
+        data = supervisor.read_json(launch)
+        created = data.get("created_unix") if isinstance(data, dict) else None
+        if isinstance(created, int | float) and math.isfinite(created):
+            return time.time() - float(created)
+        return time.time() - launch.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return 0.0  # unreadable now: treated as young, looked at again next time

@@ -502,6 +502,34 @@ def test_a_dispatch_whose_dispatcher_died_before_the_supervisor_is_adopted_once(
     assert [entry["key"] for entry in launches(ex)] == [req.key]
 
 
+def test_a_dispatch_is_aged_on_its_writers_clock_not_on_the_files_time(
+    work_dir: Path, tmp_path: Path, ex: LocalExecutor
+) -> None:
+    # A work folder on a share whose server clock runs an hour behind: the file's time
+    # says old, the dispatcher's clock says just written. Adopting it would start a
+    # second supervisor beside a dispatcher that is merely slow.
+    go = tmp_path / "go"
+    go.touch()
+    [proc] = _dispatchers(work_dir, go, "sleep 0.2", 1,
+                          env={**os.environ, "CRASH_BEFORE_SUPERVISOR": "1"})
+    proc.communicate(timeout=60)
+    req = request("race", "sleep 0.2")
+    launch = ex.attempt_dir(req.key) / "launch.json"
+    hour_ago = time.time() - 3600
+    os.utime(launch, (hour_ago, hour_ago))
+
+    assert observe(ex, req).phase is None
+    assert launches(ex) == []
+
+    # A launch written before `created_unix` existed is aged by its file's time.
+    data = json.loads(launch.read_text())
+    del data["created_unix"]
+    launch.write_text(json.dumps(data))
+    os.utime(launch, (hour_ago, hour_ago))
+    assert final(ex, req).phase == TrackPhase.COMPLETE
+    assert [entry["key"] for entry in launches(ex)] == [req.key]
+
+
 # --------------------------------------------------------------------------- validation
 
 
