@@ -1,16 +1,12 @@
 """The documentation is checked like code: nothing the long README documented was
 lost in the move to the site, the reference lists every field of the JSON Schemas,
-every JSON example validates, every CLI flag it mentions exists, every link between
-documents resolves, and tools/docs_split.py places and links what it does not know."""
+every JSON example validates, every CLI flag it mentions exists, and every link between
+documents resolves."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import re
-import sys
-from types import ModuleType
 
 import click
 import jsonschema
@@ -33,16 +29,6 @@ from tests.docs import (
 
 BEFORE = REPO / "tests" / "data" / "readme-before-headings.txt"
 SCHEMA = json.loads((REPO / "schedules" / "schedule.schema.json").read_text(encoding="utf-8"))
-
-
-@functools.cache
-def _split_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_split", REPO / "tools" / "docs_split.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["docs_split"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 # --------------------------------------------------------------------------- nothing lost
@@ -200,87 +186,9 @@ def test_the_readme_is_short_and_leads_into_the_site() -> None:
     assert runnable_blocks({"README.md": readme}), "the tour's first block is marked to run"
 
 
-# --------------------------------------------------------------------------- the split tool
-
-LONG = """\
-# tool
-
-Intro with a [link](#exit-codes) and a [file](docs/cli.md).
-
-## Quick start
-
-```sh
-# not a heading
-echo hi
-```
-
-## Operate at night
-
-See *Exit codes*.
-
-### Requeue a dead letter
-
-text
-
-## Work queues
-
-q
-
-## Notifications
-
-n
-
-## An external clock
-
-c
-
-### Exit codes
-
-| exit code | meaning |
-"""
-
-
-def test_the_split_places_unknown_headings_by_keyword_and_says_so() -> None:
-    tool = _split_tool()
-    files, said = tool.split(LONG, "# Changelog\n")
-    unknown = [line for line in said if line.startswith("unknown heading")]
-    assert unknown == [
-        "unknown heading # 'tool' -> docs/more.md (no rule); add it to PLACES in "
-        "tools/docs_split.py",
-        "unknown heading ## 'Operate at night' -> docs/how-to/operate.md (keyword); add it to "
-        "PLACES in tools/docs_split.py",
-        "unknown heading ### 'Requeue a dead letter' -> docs/how-to/operate.md (with "
-        "'Operate at night'); add it to PLACES in tools/docs_split.py",
-        "unknown heading ## 'An external clock' -> docs/how-to/external-clock.md "
-        "(keyword); add it to PLACES in tools/docs_split.py",
-    ]
-    operate = files["docs/how-to/operate.md"]
-    assert operate.startswith("# Operate runs\n\n")
-    assert "## Operate at night\n" in operate and "### Requeue a dead letter\n" in operate
-    assert "See [Exit codes](../reference/exit-codes.md#exit-codes)." in operate
-    assert "# not a heading" in files["docs/get-started/local.md"]
-    more = files["docs/more.md"]
-    assert "[link](reference/exit-codes.md#exit-codes)" in more
-    assert "[file](cli.md)" in more
-    assert "  - How-to:\n" in files["mkdocs.yml"] and "how-to/queues.md" in files["mkdocs.yml"]
-    assert files["docs/changelog.md"] == "# Changelog\n"
-    again, _ = tool.split(LONG, "# Changelog\n")
-    assert again == files
-
-
-def test_the_split_of_a_line_by_line_readme_loses_no_line() -> None:
-    tool = _split_tool()
-    files, _ = tool.split(LONG, None)
-    written = "\n".join(files.values())
-    for line in LONG.splitlines():
-        if line and not line.startswith("#") and "](" not in line and "*Exit" not in line:
-            assert line in written, line
-    assert re.search(r"^## Quick start$", files["docs/get-started/local.md"], flags=re.M)
-
 
 def test_the_site_s_changelog_is_the_changelog() -> None:
-    """docs/changelog.md is a copy (MkDocs reads only docs/): rerun tools/docs_split.py
-    or copy CHANGELOG.md over it."""
+    """docs/changelog.md is a copy (MkDocs reads only docs/): copy CHANGELOG.md over it."""
     assert (REPO / "docs" / "changelog.md").read_text(encoding="utf-8") == (
         REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
