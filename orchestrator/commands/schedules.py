@@ -8,7 +8,6 @@ stably formatted, so ``enable``/``disable`` change exactly one line.
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from ..cadence.wake import settled_after
 from ..cron import DstFold, DstGap, dst_note
 from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
+from ..spec import edit
 from ..spec.fields import check_id
 from ..spec.files import (
     SCHEMA_FILE,
@@ -276,99 +276,12 @@ def next_(cfg: Config, schedule_id: str, n: int, start: datetime | None, as_json
 # --------------------------------------------------------------------------- editing
 
 
-EVERY = ("minute", "hour", "day", "weekday")
-_TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
-
-
-def _refuse_what_does_not_apply(every: str | None, weekly: bool, time: str | None,
-                                minute: int | None, on_days: tuple[int, ...]) -> None:
-    """A flag the chosen form ignores is refused, never dropped: ``--time 07:10`` with
-    ``--every hour`` would otherwise write a schedule that runs at minute 0."""
-    if on_days and not weekly:
-        raise click.UsageError("--on-day goes with --weekly")
-    if minute is not None and every != "hour":
-        raise click.UsageError("--minute goes with --every hour")
-    if time is not None and not (weekly or every in ("day", "weekday")):
-        form = f"--every {every}" if every else "--cron or --at"
-        raise click.UsageError(f"--time does not apply to {form}: it goes with --every "
-                               "day|weekday and --weekly (--every hour takes --minute)")
-
-
-def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | None,
-               on_days: tuple[int, ...]) -> str:
-    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
-    _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
-    if every == "minute":
-        return "* * * * *"
-    if every == "hour":
-        return f"{minute or 0} * * * *"
-    if time is None:
-        raise click.UsageError("give the local time of day with --time HH:MM")
-    match = _TIME_RE.fullmatch(time)
-    if match is None:
-        raise click.UsageError(f"--time: expected HH:MM, got {time!r}")
-    hh, mm = int(match[1]), int(match[2])
-    if every == "day":
-        return f"{mm} {hh} * * *"
-    if every == "weekday":
-        return f"{mm} {hh} * * 1-5"
-    if not on_days:
-        raise click.UsageError("--weekly needs --on-day 0-6 (0 = Sunday)")
-    return f"{mm} {hh} * * {','.join(str(d) for d in sorted(set(on_days)))}"
-
-
-def _track(text: str) -> tuple[str, str]:
-    name, sep, run = text.partition("=")
-    if not sep or not run.strip():
-        raise click.UsageError(f"--track: expected NAME=COMMAND, got {text!r}")
-    return check_id(name.strip(), "track name"), run
-
-
-def _per_track(option: str, values: tuple[str, ...], names: list[str]
-               ) -> list[tuple[str, str]]:
-    """``NAME=VALUE`` pairs of a per-track option, each naming a track given by --track."""
-    pairs = []
-    for text in values:
-        name, sep, value = text.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise click.UsageError(f"{option}: expected TRACK=VALUE, got {text!r}")
-        if name.split(":", 1)[0] not in names:
-            raise click.UsageError(f"{option}: {name.split(':', 1)[0]!r} is not a --track")
-        pairs.append((name, value))
-    return pairs
-
-
-def _tracks(tracks: tuple[str, ...], common: dict[str, Any], needs: tuple[str, ...],
-            inputs: tuple[str, ...], timeouts: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The ``tracks`` field: each --track with the common per-track options, then its own
-    --needs, --input and --track-timeout."""
-    out = [{"name": name, "run": run, **{k: v for k, v in common.items() if v is not None}}
-           for name, run in map(_track, tracks)]
-    by_name = {t["name"]: t for t in out}
-    names = list(by_name)
-    for name, value in _per_track("--needs", needs, names):
-        by_name[name]["needs"] = [n.strip() for n in value.split(",") if n.strip()]
-    for spot, value in _per_track("--input", inputs, names):
-        name, sep, key = spot.partition(":")
-        if not sep or not key:
-            raise click.UsageError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
-        by_name[name].setdefault("inputs", {})[key] = value
-    for name, value in _per_track("--track-timeout", timeouts, names):
-        try:
-            by_name[name]["timeout_minutes"] = float(value)
-        except ValueError:
-            raise click.UsageError(f"--track-timeout: {value!r} is not a number of "
-                                   "minutes") from None
-    return out
-
-
 @command.command("add")
 @click.argument("schedule_id", metavar="ID")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Five-field cron expression.")
 @click.option("--at", "at", metavar="ISO",
               help="One-shot local date and time, e.g. 2026-12-24T18:00.")
-@click.option("--every", type=click.Choice(EVERY), help="A common interval.")
+@click.option("--every", type=click.Choice(edit.EVERY), help="A common interval.")
 @click.option("--weekly", is_flag=True, help="Once a week, on --on-day at --time.")
 @click.option("--on-day", "on_days", type=click.IntRange(0, 6), multiple=True,
               help="Day of week for --weekly, 0 = Sunday (repeatable).")
@@ -424,18 +337,21 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     data: dict[str, Any] = {"$schema": SCHEMA_REF}
     if description is not None:
         data["description"] = description
-    if at is not None or cron_expr is not None:
-        _refuse_what_does_not_apply(every, weekly, time, minute, on_days)
-    if at is not None:
-        data["at"] = at
-    else:
-        data["cron"] = cron_expr if cron_expr is not None else build_cron(
-            every, weekly, time, minute, on_days)
-    data["timezone"] = timezone
-    data["enabled"] = not disabled
     per_track = {"timeout_minutes": timeout_minutes, "max_attempts": max_attempts,
                  "retry_backoff_seconds": retry_backoff_seconds}
-    data["tracks"] = _tracks(tracks, per_track, needs, inputs, track_timeouts)
+    try:
+        if at is not None or cron_expr is not None:
+            edit.refuse_what_does_not_apply(every, weekly, time, minute, on_days)
+        if at is not None:
+            data["at"] = at
+        else:
+            data["cron"] = cron_expr if cron_expr is not None else edit.build_cron(
+                every, weekly, time, minute, on_days)
+        data["timezone"] = timezone
+        data["enabled"] = not disabled
+        data["tracks"] = edit.tracks_field(tracks, per_track, needs, inputs, track_timeouts)
+    except edit.FlagError as exc:
+        raise click.UsageError(str(exc)) from None
     policies = {"workflow": workflow, "overlap": overlap, "catchup": catchup,
                 "catchup_window_minutes": catchup_window_minutes,
                 "deadline_minutes": deadline_minutes, "max_runs_per_day": max_runs_per_day,
@@ -461,52 +377,11 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     return 0
 
 
-_ENABLED_RE = re.compile(r'(?<!\\)"enabled"(\s*:\s*)(true|false)\b')
-
-
-def set_enabled(path: Path, enabled: bool) -> bool:
-    """Set ``enabled`` in a schedule file, changing one line; False if already so.
-
-    The value is edited in place in the text, so a hand-formatted file keeps its
-    layout; only when that is not possible (no ``enabled`` key yet) is the file
-    rewritten in the standard format, with ``enabled`` after the timing fields.
-    """
-    raw = path.read_text(encoding="utf-8")
-    bom = "\ufeff" if raw.startswith("\ufeff") else ""  # the loader accepts one: keep it
-    text = raw[len(bom):]
-    data = json.loads(text)
-    if data.get("enabled", True) is enabled and "enabled" in data:
-        return False
-    if "enabled" not in data and enabled:
-        return False  # the default
-    wanted = {**data, "enabled": enabled}
-    hits = list(_ENABLED_RE.finditer(text))
-    if len(hits) == 1:
-        hit = hits[0]
-        new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
-              f"{text[hit.end():]}"
-        if json.loads(new) == wanted:
-            write_schedule(path, bom + new)
-            return True
-    ordered: dict[str, Any] = {}
-    anchor = next((k for k in ("timezone", "at", "cron") if k in data), None)
-    for key, value in data.items():
-        if key == "enabled":
-            continue
-        ordered[key] = value
-        if key == anchor:
-            ordered["enabled"] = enabled
-    if "enabled" not in ordered:
-        ordered["enabled"] = enabled
-    write_schedule(path, ordered)
-    return True
-
-
 def _toggle(cfg: Config, schedule_id: str, enabled: bool) -> int:
     schedule = _load(cfg, schedule_id)  # refuses to edit an invalid file
     path = _existing(cfg, schedule_id)
     verb = "enabled" if enabled else "disabled"
-    if set_enabled(path, enabled):
+    if edit.set_enabled(path, enabled):
         click.echo(f"{verb} {schedule.path}; commit it and open a pull request")
     else:
         click.echo(f"{schedule.path} is already {verb}")

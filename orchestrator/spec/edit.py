@@ -1,0 +1,150 @@
+"""Schedule files written from flags (``schedules add``) and edited in place
+(``schedules enable``/``disable``).
+
+- A flag the chosen form ignores is refused, never dropped (:class:`FlagError`, which
+  the command shows as a usage error).
+- An edit in place changes one line where it can, so a hand-formatted file keeps its
+  layout and a pull request shows only that line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .fields import check_id
+from .files import write_schedule
+
+
+class FlagError(ValueError):
+    """A command-line flag that does not fit the schedule being written."""
+
+
+EVERY = ("minute", "hour", "day", "weekday")
+_TIME_RE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def refuse_what_does_not_apply(every: str | None, weekly: bool, time: str | None,
+                                minute: int | None, on_days: tuple[int, ...]) -> None:
+    """A flag the chosen form ignores is refused, never dropped: ``--time 07:10`` with
+    ``--every hour`` would otherwise write a schedule that runs at minute 0."""
+    if on_days and not weekly:
+        raise FlagError("--on-day goes with --weekly")
+    if minute is not None and every != "hour":
+        raise FlagError("--minute goes with --every hour")
+    if time is not None and not (weekly or every in ("day", "weekday")):
+        form = f"--every {every}" if every else "--cron or --at"
+        raise FlagError(f"--time does not apply to {form}: it goes with --every "
+                               "day|weekday and --weekly (--every hour takes --minute)")
+
+
+def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | None,
+               on_days: tuple[int, ...]) -> str:
+    """The cron expression for ``--every`` / ``--weekly`` (local time of day ``--time``)."""
+    refuse_what_does_not_apply(every, weekly, time, minute, on_days)
+    if every == "minute":
+        return "* * * * *"
+    if every == "hour":
+        return f"{minute or 0} * * * *"
+    if time is None:
+        raise FlagError("give the local time of day with --time HH:MM")
+    match = _TIME_RE.fullmatch(time)
+    if match is None:
+        raise FlagError(f"--time: expected HH:MM, got {time!r}")
+    hh, mm = int(match[1]), int(match[2])
+    if every == "day":
+        return f"{mm} {hh} * * *"
+    if every == "weekday":
+        return f"{mm} {hh} * * 1-5"
+    if not on_days:
+        raise FlagError("--weekly needs --on-day 0-6 (0 = Sunday)")
+    return f"{mm} {hh} * * {','.join(str(d) for d in sorted(set(on_days)))}"
+
+
+def _track(text: str) -> tuple[str, str]:
+    name, sep, run = text.partition("=")
+    if not sep or not run.strip():
+        raise FlagError(f"--track: expected NAME=COMMAND, got {text!r}")
+    return check_id(name.strip(), "track name"), run
+
+
+def _per_track(option: str, values: tuple[str, ...], names: list[str]
+               ) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` pairs of a per-track option, each naming a track given by --track."""
+    pairs = []
+    for text in values:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise FlagError(f"{option}: expected TRACK=VALUE, got {text!r}")
+        if name.split(":", 1)[0] not in names:
+            raise FlagError(f"{option}: {name.split(':', 1)[0]!r} is not a --track")
+        pairs.append((name, value))
+    return pairs
+
+
+def tracks_field(tracks: tuple[str, ...], common: dict[str, Any], needs: tuple[str, ...],
+            inputs: tuple[str, ...], timeouts: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ``tracks`` field: each --track with the common per-track options, then its own
+    --needs, --input and --track-timeout."""
+    out = [{"name": name, "run": run, **{k: v for k, v in common.items() if v is not None}}
+           for name, run in map(_track, tracks)]
+    by_name = {t["name"]: t for t in out}
+    names = list(by_name)
+    for name, value in _per_track("--needs", needs, names):
+        by_name[name]["needs"] = [n.strip() for n in value.split(",") if n.strip()]
+    for spot, value in _per_track("--input", inputs, names):
+        name, sep, key = spot.partition(":")
+        if not sep or not key:
+            raise FlagError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
+        by_name[name].setdefault("inputs", {})[key] = value
+    for name, value in _per_track("--track-timeout", timeouts, names):
+        try:
+            by_name[name]["timeout_minutes"] = float(value)
+        except ValueError:
+            raise FlagError(f"--track-timeout: {value!r} is not a number of "
+                                   "minutes") from None
+    return out
+
+
+_ENABLED_RE = re.compile(r'(?<!\\)"enabled"(\s*:\s*)(true|false)\b')
+
+
+def set_enabled(path: Path, enabled: bool) -> bool:
+    """Set ``enabled`` in a schedule file, changing one line; False if already so.
+
+    The value is edited in place in the text, so a hand-formatted file keeps its
+    layout; only when that is not possible (no ``enabled`` key yet) is the file
+    rewritten in the standard format, with ``enabled`` after the timing fields.
+    """
+    raw = path.read_text(encoding="utf-8")
+    bom = "\ufeff" if raw.startswith("\ufeff") else ""  # the loader accepts one: keep it
+    text = raw[len(bom):]
+    data = json.loads(text)
+    if data.get("enabled", True) is enabled and "enabled" in data:
+        return False
+    if "enabled" not in data and enabled:
+        return False  # the default
+    wanted = {**data, "enabled": enabled}
+    hits = list(_ENABLED_RE.finditer(text))
+    if len(hits) == 1:
+        hit = hits[0]
+        new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
+              f"{text[hit.end():]}"
+        if json.loads(new) == wanted:
+            write_schedule(path, bom + new)
+            return True
+    ordered: dict[str, Any] = {}
+    anchor = next((k for k in ("timezone", "at", "cron") if k in data), None)
+    for key, value in data.items():
+        if key == "enabled":
+            continue
+        ordered[key] = value
+        if key == anchor:
+            ordered["enabled"] = enabled
+    if "enabled" not in ordered:
+        ordered["enabled"] = enabled
+    write_schedule(path, ordered)
+    return True
