@@ -36,7 +36,8 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import OrchestratorError
 from ..support.safejson import read_file
 from ..support.times import iso_minute, parse_utc
-from .derive import TICK, read_crons, utc_spec
+from .derive import utc_spec
+from .tickfile import TICK, read_crons
 from .wake import Wake, cron_slots
 
 GRACE = timedelta(minutes=5)

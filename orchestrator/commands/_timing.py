@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..cadence.derive import check
+from ..cadence.tickfile import check
 from ..errors import UserError
 from ..spec.config import load_repo_config
 from ..spec.models import Schedule

@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 import click
 
 from ..cadence import clock
-from ..cadence.derive import HORIZON, TICK, Derived, derive, dropped_zones, sync, utc_spec
+from ..cadence.derive import HORIZON, Derived, derive, utc_spec
+from ..cadence.tickfile import TICK, dropped_zones, sync
 from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..executors.github.client import API_VERSION, DEFAULT_API_URL
 from ..spec.config import RepoConfig, load_repo_config

@@ -18,8 +18,9 @@ from typing import Any
 
 import click
 
-from ..cadence.derive import TICK, WATCHDOG, derive, read_crons, read_linger
+from ..cadence.derive import derive
 from ..cadence.estimate import ClockModel, Setup, simulate, simulate_github_schedule
+from ..cadence.tickfile import TICK, WATCHDOG, read_crons, read_linger
 from ..spec.config import load_repo_config
 from ..spec.files import load_all
 from ..spec.models import Schedule

@@ -180,7 +180,7 @@ def add_local_origin(root: Path, bare: Path) -> list[str]:
 def _sync_cadence(root: Path) -> list[str]:
     """The shipped tick.yml ticks for this project's own schedules: derive it from the
     schedules actually written (what ``cron-sync`` does)."""
-    from ..cadence.derive import sync
+    from ..cadence.tickfile import sync
     from ..spec.config import load_repo_config
     from ..spec.files import load_all
 

@@ -126,7 +126,7 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     now = parse_now(now_text)
     if max_staleness is None:
         # ticks hours apart (a derived cadence) are healthy: judge by the tick's cron
-        from ..cadence.derive import staleness_limit
+        from ..cadence.tickfile import staleness_limit
 
         max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)

@@ -8,8 +8,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from orchestrator.cadence.derive import read_crons, read_linger
 from orchestrator.cadence.estimate import Setup, simulate_github_schedule
+from orchestrator.cadence.tickfile import read_crons, read_linger
 from orchestrator.spec.config import Cadence
 from orchestrator.spec.files import load_all
 from tests.acceptance.cliuser import git, new_repository

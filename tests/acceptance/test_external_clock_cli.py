@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cadence.derive import read_crons
+from orchestrator.cadence.tickfile import read_crons
 from orchestrator.spec.files import load_all
 from orchestrator.spec.triggers import for_spec
 from tests.acceptance.cliuser import User, git, wait

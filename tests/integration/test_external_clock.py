@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cadence import clock
-from orchestrator.cadence.derive import check, read_crons, sync
+from orchestrator.cadence.tickfile import check, read_crons, sync
 from orchestrator.executors.github.client import GitHubClient, GitHubError
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.files import load_all

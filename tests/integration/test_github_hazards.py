@@ -24,7 +24,7 @@ import httpx
 import pytest
 import yaml
 
-from orchestrator.cadence.derive import with_crons
+from orchestrator.cadence.tickfile import with_crons
 from orchestrator.errors import PushRejected
 from orchestrator.executors.github.artifacts import MISSING_OUTCOME
 from orchestrator.executors.github.jobnames import MAX_CHARS

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cadence import derive as cadence
+from orchestrator.cadence import tickfile
 from orchestrator.commands import init
 from orchestrator.spec.config import RepoConfig
 from orchestrator.state import layout
@@ -136,9 +136,9 @@ def test_init_refuses_to_overwrite_a_workflow_and_force_overwrites_it(tmp_path: 
     # the shipped file, with its cron derived from the example schedule (cron-sync)
     shipped = init.scaffold_files()[".github/workflows/tick.yml"]
     written = tick_yml.read_text()
-    assert "4,9 6 * 3-11 1-5" in cadence.read_crons(written)
-    assert cadence.with_crons(written, cadence.read_crons(shipped),
-                              cadence.tick_comment(RepoConfig())) == shipped
+    assert "4,9 6 * 3-11 1-5" in tickfile.read_crons(written)
+    assert tickfile.with_crons(written, tickfile.read_crons(shipped),
+                              tickfile.tick_comment(RepoConfig())) == shipped
     assert (repo / ".github" / "workflows" / "pages.yml").is_file()
     readme = (repo / "README.md").read_text()
     assert readme.startswith("# My project\n\n## Scheduled work (orchestrator)\n")

@@ -16,6 +16,7 @@ import pytest
 from croniter import croniter
 
 from orchestrator.cadence import derive as cadence
+from orchestrator.cadence import tickfile
 from orchestrator.spec.config import Cadence, RepoConfig
 from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.spec.triggers import for_spec
@@ -133,12 +134,12 @@ def test_compress_restricts_one_day_field_and_merges_lines() -> None:
 def test_the_schedule_block_is_rewritten_and_read_back() -> None:
     text = ('on:\n  schedule:\n    # old\n    - cron: "7 * * * *"\n  workflow_dispatch:\n'
             'jobs: {}\n')
-    new = cadence.with_crons(text, ["4 6 * * *", "17 */6 * * *"], ["new"])
+    new = tickfile.with_crons(text, ["4 6 * * *", "17 */6 * * *"], ["new"])
     assert new == ('on:\n  schedule:\n    # new\n    - cron: "4 6 * * *"\n'
                    '    - cron: "17 */6 * * *"\n  workflow_dispatch:\njobs: {}\n')
-    assert cadence.read_crons(new) == ["4 6 * * *", "17 */6 * * *"]
+    assert tickfile.read_crons(new) == ["4 6 * * *", "17 */6 * * *"]
     with pytest.raises(ValueError, match="no 'on: schedule:' block"):
-        cadence.with_crons("on:\n  push:\n", [], [])
+        tickfile.with_crons("on:\n  push:\n", [], [])
 
 
 def test_a_frequent_schedule_gets_one_tick_just_after_each_slot_and_no_lead_ticks() -> None:

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from orchestrator.cadence import clock
+from orchestrator.cadence import clock, tickfile
 from orchestrator.cadence import derive as cadence
 from orchestrator.cadence.estimate import (
     Billing,
@@ -168,7 +168,7 @@ def test_tick_yml_keeps_a_safety_tick_just_after_each_daily_slot_and_no_lead_tic
     # an hourly schedule needs no tick of its own: the clock calls at each slot
     hourly = sched("hourly", "7 * * * *")
     assert cadence.derive([hourly], config, START).tick_cron == ["17 0 * * *"]
-    assert "External clock" in cadence.tick_comment(config)[0]
+    assert "External clock" in tickfile.tick_comment(config)[0]
 
 
 # --------------------------------------------------------------------------- the loop
