@@ -6,8 +6,9 @@ commit on top of exactly that tip and pushes it with a lease on that tip. The re
 updates the branch only if it still points where the writer saw it; otherwise the
 writer re-reads and re-applies its change. No lock server, no textual merge.
 
-:class:`GitStateStore` is the loop; how a push ended is read by :mod:`.push`, the git
-commands and the remote are behind :mod:`.plumbing`.
+:class:`GitStateStore` is the loop; a commit is built by :mod:`.commit`, how a push
+ended is read by :mod:`.push`, the git commands and the remote are behind
+:mod:`.plumbing`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import logging
 import os
 import random
 import re
-import tempfile
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -32,11 +31,10 @@ from .base import (
     Change,
     ChangeFn,
     Snapshot,
-    Stamped,
     TransactResult,
-    blob_id,
     effective,
 )
+from .commit import build_commit
 from .memory import MemoryFiles
 from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus, refusal_advice
@@ -61,9 +59,6 @@ _EMPTY = MemoryFiles(MappingProxyType({}), frozen=True)
 
 _PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_-]+)*")
 
-
-BULK_BLOBS = 256
-"""A commit writing at least this many files writes its blobs in one pack."""
 
 
 def _plain_branch(name: str) -> bool:
@@ -418,7 +413,8 @@ class GitStateStore:
                 self._check_tag_free(tag)
             root = tag is not None and snap.tip is not None and all(
                 p.startswith(STATE_PREFIX) for p in snap.files)
-            commit = self._commit(snap.tip, change, message, root=root)
+            self._identify()
+            commit = build_commit(self.git, snap.tip, change, message, root=root)
             # The high-water mark moves with the branch, in the same atomic push.
             updates = [(commit, self.ref), (commit, self.high_water)]
             leases: list[tuple[str, str | None]] = [
@@ -476,67 +472,3 @@ class GitStateStore:
                             check=False).returncode == 0:
                 return commit
         return None
-
-    def _stage(self, tmp: Path, writes: list[tuple[str, bytes]], deletes: list[str],
-               env: Mapping[str, str]) -> None:
-        """Write ``writes`` as blobs and stage them, with ``deletes`` (index-info lines),
-        in the index named by ``env``."""
-        shas: list[str] = []
-        if len(writes) >= BULK_BLOBS:
-            shas = self._write_blobs([data for _, data in writes])
-        elif writes:
-            paths = []
-            for i, (_, data) in enumerate(writes):
-                blob = tmp / f"blob{i}"
-                blob.write_bytes(data)
-                paths.append(str(blob))
-            shas = self.git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                                input=("\n".join(paths) + "\n").encode()).split()
-        info = [f"100644 {sha}\t{path}" for (path, _), sha in zip(writes, shas, strict=True)]
-        info += deletes
-        if info:
-            self.git.run("update-index", "-z", "--index-info",
-                         input="".join(f"{line}\0" for line in info).encode(), env=env)
-
-    def _write_blobs(self, blobs: list[bytes]) -> list[str]:
-        """Write many blobs in one ``git fast-import`` (one pack, no file per blob: an
-        enqueue of 10,000 items would otherwise write and remove 10,000 files); their
-        ids, computed here as git computes them."""
-        stream = b"".join(b"blob\ndata %d\n%b\n" % (len(data), data) for data in blobs)
-        self.git.run("fast-import", "--quiet", "--done", input=stream + b"done\n")
-        return [blob_id(data) for data in blobs]
-
-    def _tree_id(self, folder: str, env: Mapping[str, str]) -> str | None:
-        """The id of ``folder``'s tree in the index named by ``env`` (``None`` when the
-        folder is not there)."""
-        proc = self.git.run("write-tree", "--missing-ok", f"--prefix={folder}/", env=env,
-                            check=False)
-        if proc.returncode != 0:  # "prefix ... not found"
-            return None
-        return proc.stdout.decode().strip() or None
-
-    def _commit(self, tip: str | None, change: Change, message: str, *, root: bool) -> str:
-        with tempfile.TemporaryDirectory(prefix="orchestrator-commit-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            if tip is not None:
-                self.git.read_tree(tip, env)
-            writes = [(p, d) for p, d in change.items()
-                      if d is not None and not isinstance(d, Stamped)]
-            deletes = [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
-            self._stage(Path(tmp), writes, deletes, env)
-            stamped = [(p, d) for p, d in change.items() if isinstance(d, Stamped)]
-            if stamped:  # the rest of the tree is staged: name its folders' ids
-                self._stage(Path(tmp), [(p, d.fill(self._tree_id(d.folder, env)))
-                                        for p, d in stamped], [], env)
-            # --missing-ok: in a partial clone the blobs of untouched records are not
-            # here, and checking them would make git fetch each one.
-            tree = self.git.out("write-tree", "--missing-ok", env=env)
-        parents = ["-p", tip] if tip is not None and not root else []
-        # Two writers applying the same change to the same tip within one second would
-        # otherwise build byte-identical commits, and the second push would report
-        # "up to date": two increments, one landed. A nonce makes every commit unique.
-        body = f"{message.rstrip()}\n\nOrchestrator-Nonce: {uuid.uuid4().hex[:16]}\n"
-        self._identify()
-        return self.git.out("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-",
-                            input=body.encode())
-
