@@ -1,10 +1,12 @@
 """The executor contract: what :mod:`orchestrator.executors.base` promises, as tests.
 
-One suite, run over every executor through one parametrized fixture, ``backend``:
-the local executor (real supervisors and processes in a temporary folder) and the
-GitHub executor against the fake GitHub server on 127.0.0.1, whose dispatched matrix
-legs are played as a runner plays ``track.yml`` (:mod:`tests.workflow_player`), so a
-track's command really runs in both. A tier runs the suite by subclassing
+One suite, run over every executor of the registry
+(:data:`orchestrator.executors.REGISTRY`) through one parametrized fixture,
+``backend``, each built by its harness in :data:`HARNESSES`: the local executor (real
+supervisors and processes in a temporary folder) and the GitHub executor against the
+fake GitHub server on 127.0.0.1, whose dispatched matrix legs are played as a runner
+plays ``track.yml`` (:mod:`tests.workflow_player`), so a track's command really runs
+in both. A tier runs the suite by subclassing
 :class:`ExecutorContract` in a ``test_*.py`` module (both backends need real
 processes, so only ``tests/integration`` does).
 
@@ -55,7 +57,8 @@ from tests.fakes.github import FakeGitHub
 from tests.gitrepo import make_origin
 from tests.workflow_player import Player
 
-BACKENDS = ("local", "github")
+BACKENDS = tuple(executors.REGISTRY)
+"""Every executor a user can pick: each must have a harness in :data:`HARNESSES`."""
 ENDED = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
                    TrackPhase.CANCELLED, TrackPhase.WAITING})
 """Phases after which an attempt has nothing more to say (``waiting``: until its next
@@ -261,6 +264,16 @@ def _github_backend(tmp: Path, fake: FakeGitHub) -> Iterator[Backend]:
     fake.faults.clear()
 
 
+Harness = Callable[[Path, pytest.FixtureRequest], Iterator[Backend]]
+"""Builds a backend under test in a temporary folder (the request gives fixtures)."""
+HARNESSES: dict[str, Harness] = {
+    "local": lambda tmp, _request: _local_backend(tmp),
+    "github": lambda tmp, request: _github_backend(tmp, request.getfixturevalue("fake_github")),
+}
+_missing = sorted(set(BACKENDS) - set(HARNESSES))
+assert not _missing, f"executors without a contract harness: {_missing}"
+
+
 # --------------------------------------------------------------------------- the suite
 
 
@@ -283,10 +296,7 @@ class ExecutorContract:
         marker = request.node.get_closest_marker("executor_backends")
         if marker is not None and request.param not in marker.args:
             pytest.skip(f"{request.param}: {marker.kwargs['why']}")
-        if request.param == "local":
-            yield from _local_backend(tmp_path)
-        else:
-            yield from _github_backend(tmp_path, request.getfixturevalue("fake_github"))
+        yield from HARNESSES[request.param](tmp_path, request)
 
     # ------------------------------------------------------------------ helpers
 

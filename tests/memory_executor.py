@@ -56,7 +56,9 @@ class Attempt:
 class MemoryExecutor:
     """The backend; see the module docstring."""
 
-    name: str = "local"
+    name: str = "memory"
+    """Its registry name (:mod:`tests.executor_contract` registers it): an executor that
+    claimed another's name would be given that one's capabilities (work folders)."""
     machine: str | None = None
     """The machine it launches on (``None``: it claims nothing, as GitHub)."""
     breaker: Breaker | None = None

@@ -1,8 +1,10 @@
 """The last lines a track printed to stdout, shown under its row of the brief.
 
-- A local track's tail is read from its current attempt's work folder when the brief
-  is rendered (:func:`local_tails`): ``stdout.log`` as a regular file only, no link
-  followed, never a FIFO waited on, and no more than :data:`READ_BYTES` of it.
+- A local track's tail (one whose executor declares a work folder on this machine,
+  :class:`orchestrator.executors.Capabilities`) is read from its current attempt's
+  folder there when the brief is rendered (:func:`local_tails`): ``stdout.log`` as a
+  regular file only, no link followed, never a FIFO waited on, and no more than
+  :data:`READ_BYTES` of it.
 - A GitHub leg's tail is read, when the fan-in renders the brief, from the outcome
   folder it downloaded (:func:`outcome_tails`): the ``<dispatch key>.stdout`` the leg
   uploaded beside its outcome, read as hostile as a work folder's file
@@ -21,6 +23,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from .. import executors
 from ..executors.local_outcome import read_tail
 from ..executors.outcomes import Folder
 from ..state.phases import TrackPhase
@@ -54,13 +57,18 @@ def left_out(tracks: Iterable[Track], limit: int = MAX_TRACKS) -> int:
     return max(0, sum(1 for _ in tracks) - limit)
 
 
+def in_work_folder(track: Track) -> bool:
+    """Whether ``track``'s executor keeps its attempts in work folders on this machine."""
+    return executors.declared(track.executor).work_dir is not None
+
+
 def local_tails(work_dir: Path, tracks: Iterable[Track], redact: Callable[[str], str],
                 limit: int = MAX_TRACKS) -> dict[str, str]:
     """Track name -> the tail of its current attempt's stdout in ``work_dir``, of the
     first ``limit`` local tracks (:func:`shown_first`); one that printed nothing has
     none."""
     found: dict[str, str] = {}
-    for track in shown_first(t for t in tracks if t.executor == "local")[:limit]:
+    for track in shown_first(t for t in tracks if in_work_folder(t))[:limit]:
         text = tail_of(read_tail(work_dir / track.key / STDOUT, READ_BYTES), redact)
         if text:
             found[track.name] = text
@@ -70,7 +78,7 @@ def local_tails(work_dir: Path, tracks: Iterable[Track], redact: Callable[[str],
 def with_local_tails(ctx: BriefContext, work_dir: Path,
                      redact: Callable[[str], str]) -> BriefContext:
     """``ctx`` with the tails of its local tracks, read from ``work_dir``."""
-    local = [t for t in ctx.tracks if t.executor == "local"]
+    local = [t for t in ctx.tracks if in_work_folder(t)]
     return dataclasses.replace(ctx, tails={**ctx.tails, **local_tails(work_dir, local, redact)},
                                tails_left_out=left_out(local))
 

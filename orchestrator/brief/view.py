@@ -21,6 +21,7 @@ from ..state.records import Track
 from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext
+from .tails import in_work_folder
 from .text import as_text, describe_cron, fmt_duration, safe_url, zone
 from .timeline import Timeline, layout
 
@@ -333,7 +334,7 @@ def _link(run_id: str, track: Track) -> tuple[str | None, str, str | None]:
     (or its workflow run's, before a tick saw the job); a local attempt names the
     ``orchestrator logs`` command instead of a ``file://`` folder."""
     url = safe_url(track.url)
-    if track.executor == "local" or (url and url.startswith("file:")):
+    if in_work_folder(track) or (url and url.startswith("file:")):
         return None, "", f"orchestrator logs {run_id} {track.name}"
     if not url:
         return None, "", None

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..cron import DstPolicy
 from ..errors import OrchestratorError
-from ..executors.github.client import GitHubClient, GitHubError, message
+from ..github import GitHubClient, GitHubError, message
 from ..planner.fire import jitter
 from ..spec.config import Cadence
 from ..spec.models import Schedule, ScheduleSpec, TrackSpec

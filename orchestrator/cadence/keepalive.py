@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from ..state import layout
 from ..support.times import iso, parse_utc
@@ -37,9 +37,8 @@ REFRESHED = frozenset({"active", "disabled_inactivity"})
 RECORD = layout.WORKFLOWS
 
 
-@runtime_checkable
 class WorkflowsAPI(Protocol):
-    """What the keep-alive needs of the GitHub executor."""
+    """What the keep-alive needs of the workflow admin (:mod:`orchestrator.github.admin`)."""
 
     def workflow_state(self, workflow: str) -> str | None: ...
 

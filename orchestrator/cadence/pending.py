@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from ..errors import OrchestratorError
 from ..support.safejson import read_file
@@ -49,9 +49,8 @@ MAX_WORKFLOW_BYTES = 256 * 1024
 """A ``tick.yml`` larger than this is not read (real ones are under 10 KB)."""
 
 
-@runtime_checkable
 class PendingAPI(Protocol):
-    """What the cancel needs of the GitHub executor."""
+    """What the cancel needs of the workflow admin (:mod:`orchestrator.github.admin`)."""
 
     def waiting_runs(self, workflow: str, event: str) -> list[dict[str, Any]]: ...
 

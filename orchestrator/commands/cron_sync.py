@@ -24,7 +24,7 @@ from ..cadence import clock
 from ..cadence.derive import HORIZON, Derived, derive, utc_spec
 from ..cadence.tickfile import TICK, dropped_zones, sync
 from ..errors import EXIT_OK, EXIT_USER, UserError
-from ..executors.github.client import API_VERSION, DEFAULT_API_URL
+from ..github import API_VERSION, api_url_of
 from ..spec.config import RepoConfig, load_repo_config
 from ..spec.files import load_all
 from ..spec.files import write_schedule as write_atomically
@@ -88,7 +88,7 @@ def external_report(cfg: Config, schedules: list[Schedule], start: datetime) -> 
     UTC call, the two requests and their tokens (``--external``, ``--json``)."""
     until = start + HORIZON
     repository = repository_of(cfg)
-    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    api_url = api_url_of(os.environ)
     listed = []
     for entry in clock.entries(schedules):
         ids = set(entry["schedules"])

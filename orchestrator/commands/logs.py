@@ -6,11 +6,11 @@ A local attempt's output is in its work folder (``<run>--<track>--<attempt>/``,
 every track of the run is shown, each under a header; without ``--attempt``, its
 latest attempt. ``--follow`` keeps printing until the attempt's command has ended.
 
-A run with no local folder here is looked up on the state branch: a track that ran on
-GitHub has its leg's job log read through the API
-(:mod:`orchestrator.executors.github.joblogs`), its end only, redacted and stripped of
-control characters. GitHub serves a job's log once the job has completed, so
-``--follow`` there waits for that, then prints it.
+A run with no local folder here is looked up on the state branch: a track whose
+executor declares a log reader (:class:`orchestrator.executors.Capabilities`; GitHub:
+its leg's job log, :mod:`orchestrator.executors.github.logs`) has its log's end
+printed, redacted and stripped of control characters. GitHub serves a job's log once
+the job has completed, so ``--follow`` there waits for that, then prints it.
 """
 
 from __future__ import annotations
@@ -19,21 +19,19 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import NotFound, UserError
+from .. import executors
+from ..errors import NotFound
 from ..executors import local
+from ..executors.base import LogReader
 from ..spec.fields import check_id, check_run_id
 from ..state import layout
 from ..state.records import Track
 from ..support.credentials import Redactor, redactor
 from ..support.text import printable
 from .context import Config, pass_config
-
-if TYPE_CHECKING:
-    from ..executors.github.client import GitHubClient
 
 STREAMS = ("stdout.log", "stderr.log")
 FOLLOW_SECONDS = 0.5
@@ -106,64 +104,46 @@ def _recorded_tracks(cfg: Config, run_id: str) -> dict[str, Track]:
     return state.tracks.get(run_id, {})
 
 
-def _github(cfg: Config, run_id: str, track: str | None, attempt: int | None,
-            follow: bool, work: Path) -> None:
-    """Print the job logs of the run's tracks that ran on GitHub."""
+def _elsewhere(cfg: Config, run_id: str, track: str | None, attempt: int | None,
+               follow: bool, work: Path) -> None:
+    """Print the logs of the run's tracks whose executor reads them from where they ran
+    (GitHub: the legs' job logs)."""
     from datetime import UTC, datetime
-
-    from ..executors.github import joblogs
-    from ..executors.github.client import DEFAULT_API_URL, GitHubClient
 
     tracks = _recorded_tracks(cfg, run_id)
     names = [track] if track is not None else sorted(
-        n for n, t in tracks.items() if t.executor == "github")
+        n for n, t in tracks.items() if executors.declared(t.executor).logs is not None)
     if not names:
         raise NotFound(f"run {run_id!r} has no local output in {work} and no track that "
                        "ran on GitHub")
     env = os.environ
-    client = GitHubClient(joblogs.token(env), now=datetime.now(UTC),
-                          api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL)
+    readers: dict[str, LogReader] = {}
+    for ran in tracks.values():  # the token is asked for before any track is read
+        opens = executors.declared(ran.executor).logs
+        if ran.name in names and opens is not None and str(ran.executor) not in readers:
+            readers[str(ran.executor)] = opens(env, datetime.now(UTC))
     redact = redactor(env)
     for name in names:
         record = tracks.get(name)
-        if record is None or record.executor != "github":
+        read = readers.get(str(record.executor)) if record is not None else None
+        if record is None or read is None:
             raise NotFound(f"track {name!r} of {run_id!r} has no local attempt in {work} "
                            "and did not run on GitHub")
         if attempt is not None and attempt != record.attempt:
             raise NotFound(f"track {name!r}: only its current attempt's job is known "
                            f"(attempt {record.attempt}); earlier ones are on the "
                            "repository's Actions page")
-        _print_job(client, record, follow, redact, header=track is None)
+        _print_log(read, record, follow, redact, header=track is None)
 
 
-def _print_job(client: GitHubClient, record: Track, follow: bool, redact: Redactor,
+def _print_log(read: LogReader, record: Track, follow: bool, redact: Redactor,
                header: bool) -> None:
-    from ..executors.github import joblogs
-    from ..executors.github.executor import valid_repository
-
-    named, ci_run, job_id = joblogs.from_url(record.url)
-    repository = os.environ.get("GITHUB_REPOSITORY") or named or ""
-    if not valid_repository(repository):
-        raise UserError("GITHUB_REPOSITORY is not set: set it to the owner/name whose "
-                        "Actions ran the track")
-    handle_run = (record.handle or {}).get("ci_run_id")
-    job = joblogs.find_job(client, repository, record.key,
-                           handle_run if isinstance(handle_run, int) else ci_run, job_id)
-    status = job.get("status")
-    if status != "completed":
-        if not follow:
-            raise UserError(f"job {job.get('id')} of {record.key} is {status}: GitHub "
-                            "serves a job's log once the job has completed (--follow "
-                            "waits for it)")
-        click.echo(f"job {job.get('id')} is {status}: waiting for it to complete",
-                   err=True)
-        job = joblogs.wait_completed(client, repository, job, time.sleep)
-    log = joblogs.download(client, repository, job)
+    log = read(record, follow, lambda line: click.echo(line, err=True))
     if header:
-        click.echo(f"== {record.name} attempt {record.attempt} (job {job.get('id')}) ==")
+        click.echo(f"== {record.name} attempt {record.attempt} ({log.source}) ==")
     if log.cut:
         click.echo(f"orchestrator: the first {log.cut:,} of {log.size:,} bytes of the log "
-                   f"are not shown; the whole log: {job.get('html_url')}", err=True)
+                   f"are not shown; the whole log: {log.whole}", err=True)
     text = redact(printable(log.text))
     click.echo(text + ("" if text.endswith("\n") or not text else "\n"), nl=False)
 
@@ -188,7 +168,7 @@ def command(cfg: Config, run_id: str, track: str | None, attempt: int | None,
     work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
     found = attempts(work, run_id)
     if not found or (track is not None and track not in found):
-        _github(cfg, run_id, track, attempt, follow, work)
+        _elsewhere(cfg, run_id, track, attempt, follow, work)
         return 0
     names = [track] if track is not None else sorted(found)
     redact = redactor(os.environ)

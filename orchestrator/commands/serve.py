@@ -35,7 +35,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 
@@ -81,7 +81,7 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
         track_state_branch(cfg, result.tip)
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
-        if wake_when is not None and executor == executors.LOCAL:
+        if wake_when is not None and executors.declared(executor).ended is not None:
             wake_when(local_ends(cfg, result))
         lines = list(result.log) + [f"dispatch failed: {e}" for e in result.dispatch_errors]
         lines += pinger()
@@ -91,20 +91,26 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
 
 
 def local_ends(cfg: Config, result: TickResult) -> Callable[[], bool] | None:
-    """A watch that fires when a local attempt the tick left open ends (``None``: none
-    is open), so the next tick records it at once rather than at the next wake-up."""
-    from ..executors.local import ended
-
+    """A watch that fires when an attempt the tick left open, of an executor that sees
+    its ends from this machine (the local one), ends (``None``: none is open), so the
+    next tick records it at once rather than at the next wake-up."""
     state = result.decision.state if result.decision else None
     if state is None:
         return None
+    setup = executors.Setup(repo=cfg.repo, now=result.now)
     records = [*state.tracks.values(), *state.undos.values()]
-    keys = {t.dispatch_key for tracks in records for t in tracks.values()
-            if t.phase in (TrackPhase.DISPATCHED, TrackPhase.RUNNING) and t.dispatch_key
-            and t.executor == executors.LOCAL}
-    work = executors.local_work_dir(executors.Setup(repo=cfg.repo, now=result.now))
-    keys -= ended(work, keys)  # already ended: this tick recorded it, or the next will
-    return (lambda: bool(ended(work, keys))) if keys else None
+    keys: dict[Callable[[executors.Setup, Iterable[str]], set[str]], set[str]] = {}
+    for track in (t for tracks in records for t in tracks.values()):
+        ended = executors.declared(track.executor).ended
+        if ended is not None and track.dispatch_key and track.phase in (
+                TrackPhase.DISPATCHED, TrackPhase.RUNNING):
+            keys.setdefault(ended, set()).add(track.dispatch_key)
+    for ended, open_keys in keys.items():
+        open_keys -= ended(setup, open_keys)  # already ended: recorded now or next tick
+    watched = {ended: open_keys for ended, open_keys in keys.items() if open_keys}
+    if not watched:
+        return None
+    return lambda: any(ended(setup, open_keys) for ended, open_keys in watched.items())
 
 
 def heartbeat_pinger(url: str | None) -> Callable[[], list[str]]:
@@ -128,7 +134,7 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
     event it starts it with), with the token of ``ORCHESTRATOR_CLOCK_TOKEN`` (else
     ``GITHUB_TOKEN``)."""
     from ..cadence.clock import TOKEN_VARIABLE, Clock, dispatch, requests
-    from ..executors.github.client import DEFAULT_API_URL, GitHubClient
+    from ..github import connect
     from .cron_sync import default_branch, repository_of
 
     token = os.environ.get(TOKEN_VARIABLE) or os.environ.get("GITHUB_TOKEN") or ""
@@ -140,7 +146,6 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
         raise UserError("--clock-only: set GITHUB_REPOSITORY to owner/name (the remote is "
                         "not on github.com)")
     request = requests(repository, default_branch(cfg))[via]
-    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
 
     def read() -> tuple[list[Schedule], State, Cadence]:
@@ -149,7 +154,7 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
                 RepoSettings.read(cfg.repo).cadence)
 
     def call(now: datetime) -> str:
-        client = GitHubClient(token, api_url=api_url, now=now)
+        client = connect(token, os.environ, now=now)
         try:
             return dispatch(client, request)
         finally:
@@ -272,7 +277,7 @@ def command(cfg: Config, interval: float, executor: str, compact_keep_days: int 
     """Tick every --interval seconds until SIGINT or SIGTERM (then finish the running
     tick and exit 0); with --clock-only, dispatch tick.yml at each due moment instead.
     Logs one line per wake-up to stderr."""
-    if clock_only and executor != "github":
+    if clock_only and not executors.declared(executor).clock:
         raise click.UsageError("--clock-only starts tick.yml on GitHub: it needs "
                                "--executor github")
     if clock_only and compact_keep_days is not None:

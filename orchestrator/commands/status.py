@@ -44,14 +44,14 @@ def workflows_report(files: Mapping[str, bytes], now: datetime) -> dict[str, Any
     says now when this runs with a repository and a token (the watchdog does)."""
     from ..cadence import keepalive
     from ..errors import OrchestratorError
-    from ..executors.github import GitHubExecutor
+    from ..github import WorkflowAdmin
 
     report = keepalive.describe(keepalive.read_record(files))
     if not os.environ.get("GITHUB_REPOSITORY"):
         return report  # not on GitHub Actions (nor pointed at a repository)
     try:
-        with GitHubExecutor.from_env(now=now, max_wait_seconds=10, timeout=5,
-                                     max_attempts=1) as api:
+        with WorkflowAdmin.from_env(os.environ, now=now, max_wait_seconds=10, timeout=5,
+                                    max_attempts=1) as api:
             found = keepalive.live(api)
     except OrchestratorError:
         return report  # no GitHub here, or it did not answer: the record alone

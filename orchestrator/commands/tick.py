@@ -240,8 +240,8 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
                          template=template, scope=scope, outcomes=outcomes, clock=clock)
         result = tick.run(dry_run=dry_run)
         last[:] = [(tick, result)]
-        if executor == "github" and not dry_run and scope is None:
-            result.record_log += keep_workflows_enabled(tick, result, now)
+        if not dry_run and scope is None:
+            result.record_log += keep_workflows_enabled(executor, tick, result, now)
         track_state_branch(cfg, result.tip)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
@@ -273,14 +273,16 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
 def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,
                         last: list[tuple[Tick, TickResult]],
                         environ: Mapping[str, str] | None = None) -> list[str]:
-    """After a lingering tick's last tick on GitHub (not stopped by a signal): cancel
-    the scheduled tick.yml run GitHub holds behind this job when it would find nothing
-    (:mod:`orchestrator.cadence.pending`); one line per thing done or failed."""
+    """After a lingering tick's last tick on an engine with a workflow admin (GitHub;
+    not stopped by a signal): cancel the scheduled tick.yml run it holds behind this
+    job when it would find nothing (:mod:`orchestrator.cadence.pending`); one line per
+    thing done or failed."""
     from ..cadence import pending
 
-    if executor != "github" or not last or loop.stop_reason is not None:
+    admin = executors.declared(executor).admin
+    if admin is None or not last or loop.stop_reason is not None:
         return []
-    tick, result = last[0]
+    _, result = last[0]
     env = os.environ if environ is None else environ
     cadence = result.cadence
     if cadence is None or not cadence.cancel_idle_pending or result.snapshot is None:
@@ -290,31 +292,34 @@ def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,
     own = env.get("GITHUB_RUN_ID", "")
     now = datetime.now(UTC)
     try:
-        api = tick.make_executor(None)
+        api = admin(env, now)
     except OrchestratorError as exc:
         return [f"cancelling the pending scheduled tick failed: {exc.message}"]
-    if not isinstance(api, pending.PendingAPI):
-        return []
-    return pending.cancel_idle(api, wake=result.wake, read_at=result.now, now=now,
-                               next_tick=pending.next_scheduled_tick(cfg.repo, now),
-                               window=loop.window, own_run=int(own) if own.isdigit() else None)
+    with api:
+        return pending.cancel_idle(
+            api, wake=result.wake, read_at=result.now, now=now,
+            next_tick=pending.next_scheduled_tick(cfg.repo, now), window=loop.window,
+            own_run=int(own) if own.isdigit() else None)
 
 
-def keep_workflows_enabled(tick: Tick, result: TickResult, now: datetime) -> list[str]:
-    """Once a week, enable the scheduled workflows the cadence needs and record what
-    was found (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
+def keep_workflows_enabled(executor: str, tick: Tick, result: TickResult, now: datetime,
+                           environ: Mapping[str, str] | None = None) -> list[str]:
+    """On an engine with a workflow admin (GitHub), once a week, enable the scheduled
+    workflows the cadence needs and record what was found
+    (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
     from ..cadence import keepalive
     from ..errors import OrchestratorError
 
+    admin = executors.declared(executor).admin
+    if admin is None:
+        return []
     record = keepalive.read_record(result.snapshot.files) if result.snapshot else \
         keepalive.Record()
     if not keepalive.due(record, now):
         return [f"warning: {line}" for line in keepalive.warnings(record)]
     try:
-        api = tick.make_executor(None)
-        if not isinstance(api, keepalive.WorkflowsAPI):
-            return []
-        fresh = keepalive.check(api, now)
+        with admin(os.environ if environ is None else environ, now) as api:
+            fresh = keepalive.check(api, now)
         # a racing tick that recorded its check first leaves nothing to commit
         tick.store.transact(lambda snap: {keepalive.RECORD: fresh.dump()} if keepalive.due(
             keepalive.read_record(snap.files), now) else None,

@@ -22,6 +22,7 @@ GitHub the ``run-name`` correlation in ``lookup`` provides it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ from ..spec.models import TrackSpec
 from ..state.breaker import Breaker
 from ..state.items import ItemReport, NewItem
 from ..state.phases import TrackPhase
+from ..state.records import Track
 
 
 @dataclass(frozen=True)
@@ -183,3 +185,26 @@ class Executor(Protocol):
     def health(self) -> Breaker | None:
         """The backend's circuit breaker after this tick's calls (``None``: no breaker)."""
         ...
+
+
+@dataclass(frozen=True)
+class TrackLog:
+    """The end of what a track's current attempt printed, as its backend keeps it."""
+
+    text: bytes
+    size: int
+    """The whole log's size in bytes."""
+    source: str
+    """What the log is, for its header (``job 42``)."""
+    whole: str | None = None
+    """Where the whole log is (a page), when only its end is here."""
+
+    @property
+    def cut(self) -> int:
+        """Bytes of the beginning not kept."""
+        return self.size - len(self.text)
+
+
+LogReader = Callable[[Track, bool, Callable[[str], None]], TrackLog]
+"""Reads a track's log: the track's record, whether to wait until the attempt has
+ended (``--follow``), and where to say that it waits."""

@@ -10,7 +10,8 @@ Invariants: events are derived from decisions, never from log lines; a channel n
 raises into the tick and never outlives its deadline; every text that leaves is
 redacted and cut to the channel's limits; a webhook URL is never written anywhere.
 
-May import: :mod:`orchestrator.planner`, :mod:`orchestrator.executors` (the GitHub
-client), :mod:`orchestrator.state`, :mod:`orchestrator.spec`, :mod:`orchestrator.store`,
-:mod:`orchestrator.support`, :mod:`orchestrator.errors`.
+May import: :mod:`orchestrator.planner`, :mod:`orchestrator.executors`,
+:mod:`orchestrator.github` (the REST client), :mod:`orchestrator.state`,
+:mod:`orchestrator.spec`, :mod:`orchestrator.store`, :mod:`orchestrator.support`,
+:mod:`orchestrator.errors`.
 """

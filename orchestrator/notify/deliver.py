@@ -49,8 +49,7 @@ def build(name: str, environ: Mapping[str, str], redact: Redactor, now: datetime
 def issue_channel(environ: Mapping[str, str], redact: Redactor, now: datetime,
                   budget: float) -> Built:
     """The GitHub issue channel of ``GITHUB_REPOSITORY``, or why there is none."""
-    from ..executors.github.client import DEFAULT_API_URL, GitHubClient
-    from ..executors.github.executor import valid_repository
+    from ..github import connect, valid_repository
     from .issues import CALL_TIMEOUT, IssueChannel
 
     repository = environ.get("GITHUB_REPOSITORY", "")
@@ -61,9 +60,8 @@ def issue_channel(environ: Mapping[str, str], redact: Redactor, now: datetime,
     if not valid_repository(repository):
         return f"GITHUB_REPOSITORY {repository!r} is not owner/name"
     redact.add(token)
-    client = GitHubClient(token, api_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-                          now=now, max_wait_seconds=budget, timeout=CALL_TIMEOUT,
-                          max_attempts=2)
+    client = connect(token, environ, now=now, max_wait_seconds=budget,
+                     timeout=CALL_TIMEOUT, max_attempts=2)
     return IssueChannel(client, repository, redact)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..executors.github.client import GitHubClient, GitHubError, message
+from ..github import GitHubClient, GitHubError, message
 from ..spec.notify import EventKind
 from ..support.credentials import Redactor
 from .channel import ISSUES, Deadline, Delivery, Item, dropped

@@ -36,7 +36,7 @@ import contextlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import Field
 
@@ -45,8 +45,8 @@ from ..spec.fields import Frozen, UTCDateTime
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
-from ..store import Change, ChangeFn, Snapshot, TransactResult, as_state_files
-from .compaction import Archiver, Compactor, Plan, archive_tag, items_ripe
+from ..store import ArchiveFn, Change, ChangeFn, Snapshot, StateStore, as_state_files
+from .compaction import Compactor, Plan, archive_tag, items_ripe
 
 RECORD = layout.RETENTION
 
@@ -57,14 +57,6 @@ how long after a compaction the next one may start."""
 RETRY_REWRITE = timedelta(days=7)
 """After a refused force push, how long compactions use ordinary commits before trying
 the rewrite again (the branch's protection may have been lifted)."""
-
-
-@runtime_checkable
-class Store(Archiver, Protocol):
-    """What a compaction needs of the store: :class:`~.store.GitStateStore` has both."""
-
-    def transact(self, change_fn: ChangeFn, message: str, *,
-                 snapshot: Snapshot | None = None) -> TransactResult: ...
 
 
 class Record(Frozen):
@@ -181,8 +173,8 @@ class Outcome:
                 "skipped": list(self.skipped)}
 
 
-def compact(store: Store, keep_days: int, now: datetime, run_ids: Iterable[str],
-            record: Record | None) -> Outcome:
+def compact(store: StateStore, archive: ArchiveFn, keep_days: int, now: datetime,
+            run_ids: Iterable[str], record: Record | None) -> Outcome:
     """Archive what :func:`~.compaction.plan` finds among ``run_ids`` and write the
     :class:`Record` in the same commit. Rewrites the branch under
     :func:`~.compaction.archive_tag`, unless a force push was refused less than
@@ -219,7 +211,7 @@ def compact(store: Store, keep_days: int, now: datetime, run_ids: Iterable[str],
     try:
         if tag is not None:
             try:
-                result = store.archive(unless_done(compactor), compactor.message(), tag)
+                result = archive(unless_done(compactor), compactor.message(), tag)
             except PushRejected as exc:
                 refused_now = refused = exc.message
                 refused_at, tag = now, None
@@ -264,14 +256,15 @@ def describe_lines(report: Mapping[str, Any]) -> list[str]:
     return [line]
 
 
-def retain(store: object, keep_days: int | None, files: Mapping[str, bytes],
+def retain(store: StateStore, keep_days: int | None, files: Mapping[str, bytes],
            loaded: state_index.Loaded, now: datetime) -> Outcome | None:
     """A tick's retention step, after its own work: compact when :func:`due` finds
     candidates in what the tick read first (``files``, ``loaded``), else nothing (and
     nothing is read). ``keep_days`` is ``keep_finished_runs_days`` (``None``: keep every
     run). ``None`` when no compaction was attempted."""
-    if keep_days is None or not isinstance(store, Store):
-        return None  # the in-memory store keeps no history to archive into
+    archive = store.archive
+    if keep_days is None or archive is None:
+        return None  # a store that keeps no history to archive into (in memory)
     # done queue items go by the same days, decided from the queues' summaries alone
     items = items_ripe(loaded.state.queues.values(), keep_days, now, BATCH)
     if loaded.vouched:  # state/runs was not listed: ask the index and the record first
@@ -286,4 +279,4 @@ def retain(store: object, keep_days: int | None, files: Mapping[str, bytes],
     if record is not None and timedelta(0) <= now - record.at < BATCH:
         return None
     ids = due(loaded.state, loaded.index.runs, record, keep_days, now)
-    return compact(store, keep_days, now, ids, record) if ids or items else None
+    return compact(store, archive, keep_days, now, ids, record) if ids or items else None

@@ -16,6 +16,7 @@ they mean.
 
 from .base import (
     STATE_PREFIX,
+    ArchiveFn,
     Change,
     ChangeFn,
     Snapshot,
@@ -48,6 +49,7 @@ __all__ = [
     "FALLBACK_NAME",
     "GIT_TIMEOUT",
     "STATE_PREFIX",
+    "ArchiveFn",
     "Change",
     "ChangeFn",
     "Git",

@@ -79,6 +79,9 @@ class Snapshot:
 
 
 ChangeFn = Callable[[Snapshot], Change | None]
+ArchiveFn = Callable[[ChangeFn, str, str], "TransactResult"]
+"""``archive(change_fn, message, tag)``: a transaction whose commit starts the branch's
+history afresh, the old tip kept under ``tag`` (:meth:`GitStateStore.archive`)."""
 """Computes a writer's change from one snapshot, and from nothing else."""
 
 
@@ -166,6 +169,11 @@ class StateStore(Protocol):
     """
 
     rewound: str | None
+
+    @property
+    def archive(self) -> ArchiveFn | None:
+        """The store's capability to archive (:data:`ArchiveFn`); ``None``: it keeps no
+        history to archive into (the in-memory store), and compaction does not run."""
 
     def read(self) -> Snapshot: ...
 

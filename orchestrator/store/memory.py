@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from ..errors import CASExhausted
 from .base import (
+    ArchiveFn,
     Change,
     ChangeFn,
     Snapshot,
@@ -150,6 +151,8 @@ class InMemoryStateStore:
         """Every commit: ``(sha, message, changed paths)``, oldest first."""
         self.rewound: str | None = None
         """Never set: the branch of an in-memory store cannot be rewound."""
+        self.archive: ArchiveFn | None = None
+        """No history to archive into: compaction does not run on this store."""
         if files:
             self._commit(self._tip, effective(self._files, dict(files)), "initial state")
 

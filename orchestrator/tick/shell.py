@@ -303,14 +303,15 @@ class Tick:
                                  f"{sorted(planned.changes)}, decision {decided}")
 
     def tails_reader(self, executor: Executor) -> Tails | None:
-        """What adds the tracks' stdout tails to a brief the tick renders: a local
-        executor's work folders hold them, a fan-in's outcome folder those its legs
-        left; ``None`` when there are none to read."""
-        from ..executors.local import LocalExecutor
+        """What adds the tracks' stdout tails to a brief the tick renders: the work
+        folders of an executor that declares them (the local one) hold them, a fan-in's
+        outcome folder those its legs left; ``None`` when there are none to read."""
+        from .. import executors
 
         redact, folder = redactor(self.environ), self.outcomes
-        if isinstance(executor, LocalExecutor):
-            work = executor.work_dir
+        work_dir = executors.declared(self.executor_name).work_dir
+        if work_dir is not None:
+            work = work_dir(executor)
 
             def local(ctx: BriefContext) -> BriefContext:
                 from ..brief.tails import with_local_tails
@@ -328,13 +329,13 @@ class Tick:
 
         return legs
 
-    @staticmethod
-    def _forget_local(executor: Executor, run_ids: tuple[str, ...]) -> None:
+    def _forget_local(self, executor: Executor, run_ids: tuple[str, ...]) -> None:
         """Archived runs' local work folders go with them (the same retention)."""
-        from ..executors.local import LocalExecutor, forget
+        from .. import executors
 
-        if isinstance(executor, LocalExecutor):
-            forget(executor.work_dir, run_ids)
+        forget = executors.declared(self.executor_name).forget
+        if forget is not None:
+            forget(executor, run_ids)
 
     def read(self) -> TickInputs:
         snap = self.store.read()

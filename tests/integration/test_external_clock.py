@@ -18,7 +18,7 @@ import pytest
 
 from orchestrator.cadence import clock
 from orchestrator.cadence.tickfile import check, read_crons, sync
-from orchestrator.executors.github.client import GitHubClient, GitHubError
+from orchestrator.github import GitHubClient, GitHubError
 from orchestrator.spec.config import RepoConfig
 from orchestrator.spec.files import load_all
 from orchestrator.state import layout

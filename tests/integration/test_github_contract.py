@@ -22,7 +22,7 @@ import pytest
 from orchestrator.cadence import clock
 from orchestrator.executors import outcomes
 from orchestrator.executors.base import Handle
-from orchestrator.executors.github.client import GitHubClient
+from orchestrator.github import GitHubClient, WorkflowAdmin
 from tests.fakes import openapi
 from tests.fakes.github import FakeGitHub
 from tests.integration.test_github_executor import RUN, T0, executor, handles, req
@@ -110,8 +110,9 @@ def _cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     fake.delete_run(other.handle["ci_run_id"])
     ex.observe(handles([other]))
     # the scheduled workflows kept enabled (the 60-day rule)
-    assert ex.workflow_state("tick.yml") == "active"
-    ex.enable_workflow("tick.yml")
+    admin = WorkflowAdmin(ex.client, fake.repository)
+    assert admin.workflow_state("tick.yml") == "active"
+    admin.enable_workflow("tick.yml")
     called = set()
     for record in fake.requests:
         found = openapi.find_operation(fake.description_for(record), record.method,
@@ -147,7 +148,7 @@ def test_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
 def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     """Open, find, comment (twice, the second looked for first), close: every issue
     endpoint the channel uses. Returns the operations called."""
-    from orchestrator.executors.github.client import GitHubClient
+    from orchestrator.github import GitHubClient
     from orchestrator.notify.channel import Deadline, Item
     from orchestrator.notify.events import Event
     from orchestrator.notify.issues import IssueChannel

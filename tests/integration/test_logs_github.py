@@ -10,8 +10,8 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator.executors.github import joblogs
-from orchestrator.executors.github.client import GitHubClient
+from orchestrator.executors.github.logs import find_job
+from orchestrator.github import GitHubClient, joblogs
 from orchestrator.state.phases import TrackPhase
 from tests.drive import cli, github_tick, read_state
 from tests.fakes.github import FakeGitHub
@@ -111,7 +111,7 @@ def test_a_running_job_s_log_waits_for_its_end_with_follow(
     # --follow's wait, with time as a parameter: each "sleep" lets the fake move on
     client = GitHubClient(fake_github.token, api_url=fake_github.api_url, now=T0)
     key = f"{RUN}--a--1"
-    job = joblogs.find_job(client, fake_github.repository, key, ci_run, None)
+    job = find_job(client, fake_github.repository, key, ci_run, None)
     slept: list[float] = []
 
     def sleep(seconds: float) -> None:

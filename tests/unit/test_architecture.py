@@ -29,8 +29,8 @@ LAYERS: dict[str, int] = {
     "": 0, "errors": 0, "support": 0,
     # what users write, the cron evaluator, the git store, the installable wheel
     "cron": 1, "store": 1, "spec": 1, "distribution": 1,
-    # what the tick writes
-    "state": 2,
+    # what the tick writes; GitHub's REST API (its client keeps the breaker of state/)
+    "state": 2, "github": 2,
     # the pure decision, and the backends that carry it out
     "planner": 3, "executors": 3,
     # what runs on top of state: the brief, operations on runs, the clock, notifications
@@ -354,3 +354,95 @@ def test_no_two_test_files_share_a_name() -> None:
     for path in sorted((REPO / "tests").rglob("test_*.py")):
         names.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
     assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+# --------------------------------------------------------------------------- doors and capabilities
+
+GITHUB_DOORS = ("orchestrator.github", "orchestrator.executors.github")
+"""The packages that may import GitHub's REST client module."""
+
+
+def test_only_the_github_packages_import_the_github_client() -> None:
+    """GitHub behind one door: the client module is imported by ``orchestrator/github/``
+    and the GitHub executor only; others take names from ``orchestrator.github``, and
+    nothing outside ``executors/`` imports the GitHub executor's modules."""
+    graph = project_graph()
+    inside = tuple(f"{door}." for door in GITHUB_DOORS)
+    client = [m for m, targets in graph.items() if f"{PACKAGE}.github.client" in targets
+              and not m.startswith(inside) and m not in GITHUB_DOORS]
+    assert client == [], "import the GitHub client's names from orchestrator.github"
+    executor = [m for m, targets in graph.items()
+                if any(t.startswith(f"{PACKAGE}.executors.github") for t in targets)
+                and package_of(m) != "executors"]
+    assert executor == [], "ask the executor registry, not the GitHub executor"
+
+
+def _defined_classes(*packages: str) -> set[str]:
+    return {node.name for package in packages
+            for path in (REPO / PACKAGE / package).rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef)}
+
+
+def _names_an_executor(node: ast.expr) -> bool:
+    name = node.id if isinstance(node, ast.Name) else \
+        node.attr if isinstance(node, ast.Attribute) else ""
+    return "executor" in name.lower()
+
+
+def _is_literal_name(node: ast.expr) -> bool:
+    """A string, a tuple or set of strings, or a constant like ``executors.LOCAL``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.Tuple | ast.Set | ast.List):
+        return any(_is_literal_name(e) for e in node.elts)
+    return isinstance(node, ast.Attribute) and node.attr.isupper()
+
+
+def capability_probes(source: str, classes: set[str]) -> list[str]:
+    """Where ``source`` compares an executor's name with a literal, or calls isinstance
+    on one of ``classes`` (executor and store classes, runtime-checked protocols)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(_names_an_executor, operands)) and any(map(_is_literal_name, operands)):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "isinstance" and len(node.args) == 2:
+            kinds = node.args[1]
+            named = [kinds] if not isinstance(kinds, ast.Tuple) else list(kinds.elts)
+            if any((n.id if isinstance(n, ast.Name) else
+                    n.attr if isinstance(n, ast.Attribute) else "") in classes
+                   for n in named):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _runtime_protocols() -> set[str]:
+    return {node.name for path in (REPO / PACKAGE).rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef) and any(
+                "runtime_checkable" in ast.unparse(d) for d in node.decorator_list)}
+
+
+def test_no_executor_name_or_class_is_checked_outside_the_executors() -> None:
+    """Capabilities declared, not probed: outside ``executors/`` a caller asks the
+    registry (``executors.declared(name)``), and a store its ``archive``."""
+    classes = _defined_classes("executors") | _runtime_protocols() | {
+        "GitStateStore", "InMemoryStateStore", "StateStore"}
+    found = {rel: probes for rel, probes in (
+        (path.relative_to(REPO).as_posix(),
+         capability_probes(path.read_text(encoding="utf-8"), classes))
+        for path in sorted((REPO / PACKAGE).rglob("*.py"))
+        if "executors" not in path.relative_to(REPO / PACKAGE).parts) if probes}
+    assert found == {}
+
+
+def test_the_probe_check_finds_names_and_classes() -> None:
+    source = ("a = t.executor == 'local'\nb = executor != executors.LOCAL\n"
+              "c = isinstance(ex, LocalExecutor)\nd = name == 'local'\n"
+              "e = executors.declared(t.executor).work_dir is not None\n")
+    assert capability_probes(source, {"LocalExecutor"}) == [
+        "line 1: t.executor == 'local'", "line 2: executor != executors.LOCAL",
+        "line 3: isinstance(ex, LocalExecutor)"]

@@ -78,13 +78,13 @@ def test_a_due_slot_is_marked_then_dispatched_then_recorded(shell: MemoryShell) 
     assert shell.executor.starts == [KEY]
     assert shell.commits == [decide(now)]  # sent, not yet recorded
 
-    result = TickResult(now=now, executor="local", dry_run=False)
+    result = TickResult(now=now, executor="memory", dry_run=False)
     tick.record(final, acted, result)
     assert result.record_landed and result.tip == shell.store.read().tip
     assert shell.commits == [decide(now), record(now)]
     recorded = shell.track(RUN, "a")
     assert recorded.phase is TrackPhase.DISPATCHED
-    assert recorded.handle == {"executor": "local", "key": KEY}
+    assert recorded.handle == {"executor": "memory", "key": KEY}
     assert recorded.url == f"memory:{KEY}"
 
 
@@ -93,7 +93,7 @@ def test_a_whole_tick_on_a_due_slot_commits_twice(shell: MemoryShell) -> None:
     assert result.mark_landed and result.record_landed
     assert result.tip == shell.store.read().tip
     assert shell.run_record(RUN).status is RunStatus.RUNNING  # its first track went out
-    assert shell.track(RUN, "a").handle == {"executor": "local", "key": KEY}
+    assert shell.track(RUN, "a").handle == {"executor": "memory", "key": KEY}
     assert [line["fired"] for line in ticks(shell)] == [1]
 
 
@@ -118,7 +118,7 @@ def test_an_idle_tick_writes_the_heartbeat_once_heartbeat_every_passed(
     assert beat.mark_landed and not beat.record_landed
     assert shell.commits[-1] == decide(T0 + 6 * MINUTE)
     assert shell.changed() == (layout.TICKS,)  # the heartbeat line, nothing else
-    assert ticks(shell)[-1] == {"at": iso(T0 + 6 * MINUTE), "executor": "local",
+    assert ticks(shell)[-1] == {"at": iso(T0 + 6 * MINUTE), "executor": "memory",
                                 "fired": 0, "dispatched": 0, "rendered": 0, "invalid": 0}
     assert not shell.run(T0 + 7 * MINUTE, heartbeat_every=every).mark_landed
 
@@ -147,7 +147,7 @@ def test_a_lost_race_re_plans_on_the_new_tip_and_fires_once(shell: MemoryShell) 
     assert rivals == [1] and outcome.landed and outcome.attempts == 2
     assert final.snapshot.tip != inputs.snapshot.tip  # planned again, on the rival's tip
     assert shell.commits == ["rival", decide(now)]
-    assert [line["executor"] for line in ticks(shell)] == ["github", "local"]  # kept
+    assert [line["executor"] for line in ticks(shell)] == ["github", "memory"]  # kept
     assert [r.key for r in planned.decision.dispatch] == [KEY]
     tick.act(planned.decision, shell.executor)
     assert shell.executor.starts == [KEY]
@@ -216,7 +216,7 @@ def test_a_failed_dispatch_records_nothing_and_leaves_the_track_dispatched(
     again = shell.run(later)
     assert again.dispatched == [KEY]
     assert shell.executor.starts == [KEY]
-    assert shell.track(RUN, "a").handle == {"executor": "local", "key": KEY}
+    assert shell.track(RUN, "a").handle == {"executor": "memory", "key": KEY}
 
 
 def _forget_handle(shell: MemoryShell, run_id: str, name: str) -> None:

@@ -30,11 +30,11 @@ import logging
 import zipfile
 from typing import Any
 
+from ...github.client import GitHubClient, GitHubError, message
 from ...spec.github_limits import MAX_DOWNLOADS
 from ...state.phases import TrackPhase
 from .. import outcomes
 from ..base import Observation
-from .client import GitHubClient, GitHubError, message
 
 log = logging.getLogger(__name__)
 

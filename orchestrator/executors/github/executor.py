@@ -24,7 +24,9 @@ Observation
     the outcome files they uploaded, through the artifacts API (:mod:`.artifacts`).
 
 Limits and failures
-    Rate limits, retries and the circuit breaker live in the client (:mod:`.client`).
+    Rate limits, retries and the circuit breaker live in the client
+    (:mod:`orchestrator.github.client`); the workflow-admin calls (keep-alive, held
+    ticks) are :mod:`orchestrator.github.admin`'s, not the executor's.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -41,14 +42,7 @@ from typing import Any
 import httpx
 
 from ...errors import CircuitOpen, ExecutorError, UserError
-from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
-from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
-from ...state.phases import TrackPhase
-from ...support.times import iso, parse_utc
-from ..base import DispatchRequest, DispatchResult, Handle, Observation
-from .artifacts import Artifacts, read_outcomes
-from .batching import Batch, plan_batches
-from .client import (
+from ...github.client import (
     API_VERSION,
     DEFAULT_API_URL,
     DETAILS_ALWAYS,
@@ -56,20 +50,19 @@ from .client import (
     GitHubError,
     message,
 )
+from ...github.settings import api_url_of, token_of, valid_repository
+from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
+from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
+from ...state.phases import TrackPhase
+from ...support.times import iso, parse_utc
+from ..base import DispatchRequest, DispatchResult, Handle, Observation
+from .artifacts import Artifacts, read_outcomes
+from .batching import Batch, plan_batches
 from .jobnames import is_leg, job_name, match
 from .listing import LOST_AFTER, Listing, Window
 from .observation import cancelled_by, canceller, job_observation, missing_job
 
 log = logging.getLogger(__name__)
-
-_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
-"""``owner/name`` as GitHub allows them; it becomes part of every request path."""
-
-
-def valid_repository(name: str) -> bool:
-    """Whether ``name`` is ``owner/name`` as GitHub allows them."""
-    return bool(_REPO_RE.fullmatch(name or ""))
-
 
 class GitHubExecutor:
     """Runs tracks as matrix legs of ``workflow_dispatch`` runs on GitHub Actions.
@@ -150,14 +143,14 @@ class GitHubExecutor:
         if not repository:
             raise UserError("GITHUB_REPOSITORY is not set: run the tick on GitHub Actions "
                             "or set it to owner/name")
-        token = token or env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or ""
+        token = token or token_of(env)
         if not token:
             raise UserError("GITHUB_TOKEN is not set: pass the workflow's token to the tick "
                             "step (env: GITHUB_TOKEN: ${{ github.token }})")
         return cls(
             repository,
             token,
-            api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL,
+            api_url=api_url_of(env),
             ref=env.get("ORCHESTRATOR_DISPATCH_REF") or env.get("GITHUB_REF_NAME") or "main",
             breaker=breaker,
             now=now,
@@ -326,47 +319,6 @@ class GitHubExecutor:
             return
         response = self.client.request("POST", f"{self._repo_path}/actions/runs/{ci_run}/cancel")
         if response.status_code not in (202, 409):  # 409: the run already finished
-            raise GitHubError(f"cancelling workflow run {ci_run} failed: "
-                              f"{response.status_code} {message(response)}",
-                              status=response.status_code)
-
-    # ------------------------------------------------------------------ workflows
-
-    def workflow_state(self, workflow: str) -> str | None:
-        """The ``state`` of ``.github/workflows/<workflow>`` (``active``,
-        ``disabled_inactivity``, ``disabled_manually``, ...); ``None`` when GitHub has
-        no such workflow."""
-        response = self.client.request(
-            "GET", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}")
-        if response.status_code == 404:
-            return None
-        try:
-            data = response.json() if response.status_code == 200 else None
-        except ValueError:
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("state"), str):
-            raise GitHubError(f"reading workflow {workflow} failed: {response.status_code} "
-                              f"{message(response)}", status=response.status_code)
-        return str(data["state"])
-
-    def enable_workflow(self, workflow: str) -> None:
-        """``PUT .../workflows/<workflow>/enable``: GitHub answers ``204``."""
-        response = self.client.request(
-            "PUT", f"{self._repo_path}/actions/workflows/{self._workflow(workflow)}/enable")
-        if response.status_code != 204:
-            raise GitHubError(f"enabling workflow {workflow} failed: {response.status_code} "
-                              f"{message(response)}", status=response.status_code)
-
-    def waiting_runs(self, workflow: str, event: str) -> list[dict[str, Any]]:
-        """The runs of ``workflow`` started by ``event`` that wait to start (``pending``
-        or ``queued``), as GitHub lists them."""
-        return self.listing.waiting(self._workflow(workflow), event)
-
-    def cancel_run(self, ci_run: int) -> None:
-        """``POST .../actions/runs/{id}/cancel``: GitHub answers ``202`` and cancels it a
-        little later, ``409`` when the run cannot be cancelled (completed)."""
-        response = self.client.request("POST", f"{self._repo_path}/actions/runs/{ci_run}/cancel")
-        if response.status_code != 202:
             raise GitHubError(f"cancelling workflow run {ci_run} failed: "
                               f"{response.status_code} {message(response)}",
                               status=response.status_code)

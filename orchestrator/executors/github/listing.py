@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ...github.client import GitHubClient
 from ...state.layout import parse_run_id
 from ...support.times import iso
 from .batching import run_id_of
-from .client import GitHubClient
 
 CLOCK_SKEW = timedelta(minutes=5)
 """Margin around every window: runner and GitHub clocks differ slightly."""
@@ -28,11 +28,6 @@ the tick's retry policy takes over, under a new dispatch key."""
 DISPATCH_SPAN = timedelta(minutes=30)
 """A tick dispatches what it marked in the same pass, seconds after the mark landed (a
 lingering tick.yml job makes several passes, each marking and dispatching its own)."""
-WAITING = ("pending", "queued")
-"""Statuses of a run that has not started: ``pending`` behind a run of its concurrency
-group (GitHub's docs, "Control the concurrency of workflows and jobs"), ``queued``
-before that or before a runner takes it (the listing's ``status`` filter, GitHub's
-OpenAPI description of "List workflow runs for a workflow")."""
 RUN_PAGES = 10
 """Pages of 100 workflow runs: GitHub lists no more than 1,000 for a filtered listing."""
 JOB_PAGES = 30
@@ -87,17 +82,6 @@ class Listing:
         }
         return self.client.paged(f"{self.repo_path}/actions/workflows/{workflow}/runs", params,
                                  "workflow_runs", RUN_PAGES)
-
-    def waiting(self, workflow: str, event: str) -> list[dict[str, Any]]:
-        """The runs of ``workflow`` started by ``event`` that have not started: one page
-        per status of :data:`WAITING` (a concurrency group holds at most one pending)."""
-        found: list[dict[str, Any]] = []
-        for status in WAITING:
-            found += self.client.paged(
-                f"{self.repo_path}/actions/workflows/{workflow}/runs",
-                {"event": event, "status": status, "per_page": "100",
-                 "exclude_pull_requests": "true"}, "workflow_runs", 1)
-        return found
 
     def find(self, workflow: str, run_name: str, window: Window) -> dict[str, Any] | None:
         """The first run titled ``run_name`` created in ``window``."""

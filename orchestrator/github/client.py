@@ -28,10 +28,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ... import __version__
-from ...errors import CircuitOpen, ExecutorError
-from ...state.breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
-from ...support.times import iso
+from .. import __version__
+from ..errors import CircuitOpen, ExecutorError
+from ..state.breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
+from ..support.times import iso
 
 log = logging.getLogger(__name__)
 

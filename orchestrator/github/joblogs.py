@@ -1,7 +1,7 @@
-"""A leg's job log, read through the API for ``orchestrator logs``.
+"""A job's log, read through the API for ``orchestrator logs``.
 
-- The leg's job is found by its id when the track's record links the job's page, else
-  among the jobs of its workflow run by the hash in its job name (:mod:`.jobnames`).
+- The job is read by its id (:func:`read_job`); finding a leg's job among the jobs of its
+  workflow run by its name is the executor's (:mod:`orchestrator.executors.github.logs`).
 - GitHub serves a job's log only once the job has completed: its own ``gh`` refuses
   before that ("job is still in progress; logs will be available when it is
   complete", cli/cli ``pkg/cmd/run/view``). :func:`wait_completed` polls the job.
@@ -19,10 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import NotFound, UserError
+from ..errors import NotFound, UserError
 from .client import GitHubClient, GitHubError, message
-from .jobnames import match
-from .listing import Listing
 
 MAX_BYTES = 1 << 20
 """The end of a log that is printed; the rest is on the job's page."""
@@ -70,29 +68,12 @@ def _json(client: GitHubClient, path: str, what: str) -> Any:
         raise GitHubError(f"GET {path}: the answer is not JSON") from None
 
 
-def find_job(client: GitHubClient, repository: str, key: str, ci_run: int | None,
-             job_id: int | None) -> Mapping[str, Any]:
-    """The job of the leg with dispatch ``key``: job ``job_id``, else the one of workflow
-    run ``ci_run`` whose name carries the key's hash."""
-    if job_id is not None:
-        job = _json(client, f"repos/{repository}/actions/jobs/{job_id}", f"job {job_id}")
-        if isinstance(job, dict) and isinstance(job.get("id"), int):
-            return job
-        raise GitHubError(f"job {job_id}: unexpected answer (no id)")
-    if ci_run is None:
-        raise NotFound(f"{key}: no workflow run is known yet (not dispatched, or its "
-                       "dispatch not yet seen by a tick)")
-    try:
-        jobs = Listing(client, repository).jobs(ci_run)
-    except GitHubError as exc:
-        if exc.status in (403, 404):
-            raise NotFound(f"GitHub answered {exc.status} for the jobs of workflow run "
-                           f"{ci_run}: it is gone, or {NEEDS}") from None
-        raise
-    found = match(jobs, [key]).get(key)
-    if found is None:
-        raise NotFound(f"workflow run {ci_run} has no job for {key} (yet)")
-    return found
+def read_job(client: GitHubClient, repository: str, job_id: int) -> Mapping[str, Any]:
+    """Job ``job_id`` of ``repository``, as GitHub describes it now."""
+    found = _json(client, f"repos/{repository}/actions/jobs/{job_id}", f"job {job_id}")
+    if isinstance(found, dict) and isinstance(found.get("id"), int):
+        return found
+    raise GitHubError(f"job {job_id}: unexpected answer (no id)")
 
 
 def wait_completed(client: GitHubClient, repository: str, job: Mapping[str, Any],
@@ -101,7 +82,7 @@ def wait_completed(client: GitHubClient, repository: str, job: Mapping[str, Any]
     """``job`` once it has completed, asking GitHub every ``every`` seconds."""
     while job.get("status") != "completed":
         sleep(every)
-        job = find_job(client, repository, "", None, int(job["id"]))
+        job = read_job(client, repository, int(job["id"]))
     return job
 
 
