@@ -27,6 +27,9 @@ Template context (documented in the README; every template may be replaced):
     ``older`` and ``board`` (:class:`Dashboard` or ``None``).
 ``brief.md.j2``
     see the packaged template's opening comment; filter ``md`` besides the three above.
+
+May import: executors (the registry's capabilities), runs, state, spec, cron,
+support, errors.
 """
 
 from .attempts import Attempt, attempts_of

@@ -4,6 +4,10 @@ Add a new module's name to ``MODULES``; the command's name must equal the module
 name, with ``-`` for ``_`` (``cron_sync`` is ``cron-sync``). Modules are imported only
 when their command runs (or for ``--help``), so a tick does not pay for jinja2 or the
 GitHub client it does not use.
+
+May import: every package below it (tick, brief, runs, cadence, notify, planner,
+executors, state, github, spec, store, cron, distribution, support, errors). Only
+:mod:`orchestrator.cli` imports it.
 """
 
 from __future__ import annotations

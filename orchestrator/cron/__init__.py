@@ -5,6 +5,8 @@
 Nothing here knows schedule files: functions take the expression, the zone and the
 DST policy. :mod:`orchestrator.spec.triggers` puts a schedule's ``cron`` or ``at`` behind
 one interface.
+
+May import: errors and support only.
 """
 
 from .dst import DstFold, DstGap, DstPolicy

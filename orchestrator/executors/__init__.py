@@ -10,6 +10,8 @@ tick waits for a dispatch to show up before it looks it up again, the settings
   or the command line chose; they never compare an executor's name or class.
 - Each factory and hook imports its module when called, so a local tick never loads
   the HTTP client.
+
+May import: github (the REST client), state, spec, store, support, errors.
 """
 
 from __future__ import annotations

@@ -41,6 +41,9 @@ Order inside one call, each step in its own module:
 
 A tick that has nothing to do returns a state equal to its input, so the shell
 commits nothing.
+
+May import: executors (the request and observation types), state, spec, cron,
+support, errors. Nothing that reads a file or the clock.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@
 
 The store knows nothing of the domain: it writes files under ``state/``, whatever
 they mean.
+
+May import: errors and support only.
 """
 
 from .base import (
