@@ -33,6 +33,8 @@ def settle(ctx: Context) -> bool:
         if run.status is RunStatus.CONSOLIDATING:
             continue
         tracks = ctx.state.tracks.get(run.run_id, {})
+        if not any(_may_skip(t) and needs_terminal(tracks, t) for t in tracks.values()):
+            continue  # no first skip, so none at all: ordering the graph is the costly part
         # Needs first: a skip reaches the dependants of the skipped track in this pass.
         for name in order({n: t.spec.needs for n, t in tracks.items()}):
             track = tracks[name]
