@@ -6,38 +6,48 @@ must carry out (dispatch, cancel, render). It performs no I/O and never reads th
 clock, so a lost compare-and-swap race is handled by calling it again on the new
 tip, and tests drive it with plain datetimes.
 
-Order inside one call, each step in its own module:
+The steps of one call, in order. Each runs once, but for the settling loop
+(:mod:`.settling`, **settle** below), which runs at three points:
 
-1. **Observe** (:mod:`.hygiene`): fold executor observations and dispatch look-ups
-   into open tracks.
-2. **Hygiene** (:mod:`.hygiene`): tap out tracks past ``timeout_minutes`` and every
-   open track of a run past its deadline; re-dispatch ``dispatched`` tracks nobody has
-   seen after a grace period; retry failed tracks with attempts left (after backoff),
-   park the others in the dead letter queue.
-   Then a schedule's ``on_failure`` (:mod:`.compensation`): cancel a run at its first
-   final failure, and run the compensations of its completed tracks (a saga); legs
-   queued too long on a runner label are sent to the next one (:mod:`.routing`).
-   Then the workers of drain tracks that ended are settled item by item, claims whose
-   lease passed without a live worker are released, and drain tracks whose workers
-   all ended complete (:mod:`.drain`).
-3. **Decide** (:mod:`.fire`): fire the slots due since each schedule's cursor, under
-   the catch-up, overlap and daily-cap policies (a paused schedule fires nothing,
-   :mod:`.pause`); then an operator's triggers and backfills (:mod:`.requests`; its
-   cancels come before ``on_failure``, so a cancelled run's saga starts at once); then
-   (:mod:`.graph`) skip the tracks whose needs ended without
-   completing (``when: success``).
-4. **Fan in** (:mod:`.fan_in`): runs whose tracks are all terminal go to
-   ``consolidating`` and get a render effect; :func:`consolidate` then marks each
-   whose brief rendered ``completed`` or ``failed`` and counts it on its cursor.
-   Fan-in also runs before step 3, so a run whose last track this tick saw finish no
-   longer counts as open for the overlap policy.
-5. **Dispatch** (:mod:`.dispatch`): pending tracks whose ``not_before`` has passed
-   and whose needs are terminal, and waiting poll tracks whose next poll is due (after
-   fan-in, so a run buffered behind one that just finished starts in the same tick),
-   as far as the stampede caps allow (:mod:`.capacity`). A drain track is sized
-   here: its items are claimed and its workers dispatched in the same decision
-   (:mod:`.drain`).
-   :func:`record_dispatch` folds the executor's answers back in afterwards.
+=======================  ==============================================================
+step (module)            why it is where it is
+=======================  ==============================================================
+``log_notes``            First: what the queue reader noticed, before any step changes
+(:mod:`.drain`)          a queue.
+``hygiene``              Observations folded in first, so later steps see the tracks as
+(:mod:`.hygiene`)        the executor last did. Timeouts, deadlines, retries, parking.
+``cancel_runs``          An operator's cancels, before ``on_failure``, so a cancelled
+(:mod:`.requests`)       run's saga starts at once.
+``on_failure``           After the steps that end tracks for good: cancel the run, or
+(:mod:`.compensation`)   start its saga. A failure found later waits for the next tick.
+``watch_queues``         Legs queued too long on a runner label move to the next label,
+(:mod:`.routing`)        before dispatch reads the labels.
+**settle**               Before firing, so ``overlap: skip`` does not count a run whose
+                         last track this tick saw finish.
+``release_stranded``     After the first settling: a worker that ended is settled from
+(:mod:`.drain`)          its own report before its lease is judged. Never repeated.
+``fire_due_slots``       The clock's due slots, under catch-up, overlap, daily caps and
+(:mod:`.fire`)           pauses (:mod:`.pause`). ``cancel_previous`` ends tracks here.
+``start_runs``           An operator's triggers and backfills, after the clock's slots.
+(:mod:`.requests`)
+**settle**               What ``cancel_previous`` ended; skips before dispatch, which
+                         sends every pending track whose needs are terminal.
+``dispatch_pending``     After settling, so a run buffered behind one that just ended
+(:mod:`.dispatch`)       starts now. Caps apply (:mod:`.capacity`); drains are sized.
+**settle**               A drain whose queue was empty completes at dispatch: its
+                         dependants are skipped and its run fans in within this tick.
+=======================  ==============================================================
+
+The settling loop:
+
+- Its passes (:data:`.settling.PASSES`) enable each other: a settled worker lets its
+  drain finish, a finished drain lets its dependants be skipped, a skip lets a run fan in.
+- It repeats because firing and dispatch end tracks too, and runs each time to a fixed
+  point, so no step after it meets a half-settled state.
+- Its passes may run in any order and reach the same decision (tested); only the number
+  of rounds changes. Nothing outside it repeats: each would fire, send or cancel twice.
+- Fan-in only asks for a render; :func:`consolidate` finishes the run once its brief
+  rendered, and :func:`record_dispatch` folds the executor's answers in, both after.
 
 A tick that has nothing to do returns a state equal to its input, so the shell
 commits nothing.
@@ -48,7 +58,7 @@ support, errors. Nothing that reads a file or the clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from ..spec.models import Schedule
@@ -57,9 +67,8 @@ from . import drain
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
-from .fan_in import Finished, consolidate, fan_in, finish
+from .fan_in import Finished, consolidate, finish
 from .fire import fire_due_slots, jitter
-from .graph import settle
 from .hygiene import backoff, hygiene
 from .requests import (
     BackfillRequest,
@@ -70,6 +79,7 @@ from .requests import (
     start_runs,
 )
 from .routing import watch_queues
+from .settling import PASSES, Pass, settle
 
 __all__ = [
     "BackfillRequest",
@@ -102,8 +112,10 @@ def plan(
     caps: Caps | None = None,
     only_run: str | None = None,
     requests: Iterable[Request] = (),
+    settling: Sequence[Pass] = PASSES,
 ) -> Decision:
-    """Decide one tick. Pure: the same inputs always give the same decision."""
+    """Decide one tick. Pure: the same inputs always give the same decision.
+    ``settling`` orders the settling loop's passes (a test runs every order)."""
     decision = Decision(state=state.copy(), invalid=list(invalid))
     for line in decision.invalid:
         decision.log.append(f"invalid schedule, ignored: {line}")
@@ -112,24 +124,15 @@ def plan(
                   only_run)
     drain.log_notes(ctx)
     requests = list(requests)
-    hygiene(ctx)  # 1 + 2
-    cancel_runs(ctx, requests)  # 2a: an operator's cancels
-    on_failure(ctx)  # 2b
-    watch_queues(ctx)  # 2c
-    drain.settle_workers(ctx)  # 2d: workers that ended; then stranded claims
+    hygiene(ctx)
+    cancel_runs(ctx, requests)
+    on_failure(ctx)
+    watch_queues(ctx)
+    settle(ctx, settling)
     drain.release_stranded(ctx)
-    drain.finish_drains(ctx)
-    # A run whose last track this tick saw finish is closed before slots are weighed:
-    # overlap=skip must not skip the next slot for a run that is already over.
-    settle(ctx)
-    fan_in(ctx)
-    fire_due_slots(ctx)  # 3
-    start_runs(ctx, requests)  # 3: an operator's triggers, and every backfill's next slots
-    settle(ctx)  # 3: skips, before fan-in counts the run's tracks
-    drain.settle_workers(ctx)  # the workers cancel_previous just ended
-    drain.finish_drains(ctx)
-    fan_in(ctx)  # 4: and runs that cancel_previous just ended
-    dispatch_pending(ctx)  # 5
-    drain.finish_drains(ctx)  # a drain whose workers had nothing left to claim
-    fan_in(ctx)  # and a run whose drain track found its queue empty end in this tick
+    fire_due_slots(ctx)
+    start_runs(ctx, requests)
+    settle(ctx, settling)
+    dispatch_pending(ctx)
+    settle(ctx, settling)
     return decision

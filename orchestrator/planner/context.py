@@ -102,7 +102,7 @@ class Context:
         self.caps = caps or Caps()
         self.only_run = only_run
         self.settled: set[str] = set()
-        """Workers whose items this pass settled already (settling runs twice)."""
+        """Workers whose items this tick settled already (the settling loop repeats)."""
         """The one run a scoped tick (a fan-in job's) may touch: the claims of other
         runs' workers are not its to release."""
 

@@ -1,4 +1,4 @@
-"""Step 5 of the tick (dispatch pending tracks whose time has come), and folding the
+"""The tick's dispatch step (dispatch pending tracks whose time has come), and folding the
 executor's answers to those dispatches back into the state once they are sent.
 """
 

@@ -152,8 +152,10 @@ def hold(ctx: Context, track: Track, seen: Observation) -> bool:
             and seen.phase in machine.TRACK_TERMINAL and ctx.now < track.work.lease_until)
 
 
-def settle_workers(ctx: Context) -> None:
-    """Apply the reports of every worker that ended, and release what it did not report."""
+def settle_workers(ctx: Context) -> bool:
+    """Apply the reports of every worker that ended, and release what it did not report;
+    say whether any worker was settled."""
+    changed = False
     for run in ctx.open_runs():
         tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
@@ -169,6 +171,8 @@ def settle_workers(ctx: Context) -> None:
                 continue
             ctx.settled.add(key)
             _settle(ctx, run, worker, book, key, reports)
+            changed = True
+    return changed
 
 
 def _settle(ctx: Context, run: Run, worker: Track, book: QueueBook, key: str,
@@ -270,8 +274,10 @@ def _alive(ctx: Context, key: str, run_id: str) -> bool:
 # --------------------------------------------------------------------------- finishing
 
 
-def finish_drains(ctx: Context) -> None:
-    """Complete every dispatched drain track whose workers have all ended and settled."""
+def finish_drains(ctx: Context) -> bool:
+    """Complete every dispatched drain track whose workers have all ended and settled;
+    say whether any was completed."""
+    changed = False
     for run in ctx.open_runs():
         tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
@@ -285,6 +291,8 @@ def finish_drains(ctx: Context) -> None:
                     book is not None and any(w.dispatch_key in book.claims for w in workers)):
                 continue
             _finish(ctx, track, workers, book)
+            changed = True
+    return changed
 
 
 def _seconds(row: list[Any]) -> float:

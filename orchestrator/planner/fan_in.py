@@ -1,6 +1,7 @@
-"""Step 4 of the tick: runs whose tracks are all terminal go to ``consolidating`` and
-get a render effect; :func:`consolidate` then finishes each one whose brief the shell
-rendered (``completed``, ``cancelled`` or ``failed``) and counts it on its schedule's cursor.
+"""Fan-in, the last pass of the settling loop (:mod:`.settling`): runs whose tracks are
+all terminal go to ``consolidating`` and get a render effect; :func:`consolidate` then
+finishes each one whose brief the shell rendered (``completed``, ``cancelled`` or
+``failed``) and counts it on its schedule's cursor.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from .context import Context
 from .pause import record_finish
 
 
-def fan_in(ctx: Context) -> None:
+def fan_in(ctx: Context) -> bool:
+    """Move each open run whose tracks are all terminal to ``consolidating``, and ask
+    for the render of each consolidating run; say whether anything was added."""
+    changed = False
     for run in ctx.open_runs():
         tracks = ctx.state.tracks.get(run.run_id, {})
         if run.run_id in ctx.decision.render:
-            continue  # already seen by this tick (fan-in runs before and after firing)
+            continue  # already seen by this tick (fan-in runs in every settling round)
         if run.status is RunStatus.CONSOLIDATING:
             ctx.decision.render.append(run.run_id)  # a previous render did not land
+            changed = True
             continue
         if open_compensations(ctx, run.run_id):
             continue  # consolidated once the saga is over
@@ -36,8 +41,9 @@ def fan_in(ctx: Context) -> None:
         if lost and ctx.now < run.deadline:
             line = (f"{run.run_id}: no record of track(s) {', '.join(lost)}; treated as "
                     f"lost, the run ends at its deadline {iso(run.deadline)}")
-            if line not in ctx.decision.log:  # fan-in runs twice a tick
+            if line not in ctx.decision.log:  # fan-in runs more than once a tick
                 ctx.decision.log.append(line)
+                changed = True
             continue
         if (tracks or lost) and all(t.phase in machine.TRACK_TERMINAL
                                     for t in tracks.values()):
@@ -49,6 +55,8 @@ def fan_in(ctx: Context) -> None:
                 run, RunStatus.CONSOLIDATING, ctx.now, f"all tracks terminal: {summary}")
             ctx.decision.note(run.run_id, f"consolidating ({summary})")
             ctx.decision.render.append(run.run_id)
+            changed = True
+    return changed
 
 
 def finish(run: Run, tracks: Iterable[Track], now: datetime,

@@ -1,4 +1,4 @@
-"""Step 3 of the tick: fire the slots due since each schedule's cursor, under the
+"""The tick's firing step: fire the slots due since each schedule's cursor, under the
 catch-up, overlap and daily-cap policies.
 
 Slots come from the schedule's trigger (:mod:`orchestrator.spec.triggers`); the one thing

@@ -3,9 +3,10 @@
 A track with ``needs`` stays ``pending`` until every needed track is terminal. Then,
 with ``when: success``, it runs only if they all completed, else it becomes ``skipped``
 (terminal, so its own dependants are settled in the same pass); with ``when: always``
-it runs whatever their outcome. :func:`settle` runs before fan-in, so a run whose last
-tracks are skipped consolidates in the same tick; :func:`ready` gates the dispatch
-step, so each stage is dispatched by the tick that sees its needs finish.
+it runs whatever their outcome. :func:`settle` is a pass of the settling loop
+(:mod:`.settling`), before fan-in, so a run whose last tracks are skipped consolidates
+in the same tick; :func:`ready` gates the dispatch step, so each stage is dispatched by
+the tick that sees its needs finish.
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ ERROR_TAIL_LINES = 5
 """Lines of each track's error log handed to a dependant in ``ORCHESTRATOR_RESULTS``."""
 
 
-def settle(ctx: Context) -> None:
-    """Skip every pending track whose needs ended without all completing (``success``)."""
+def settle(ctx: Context) -> bool:
+    """Skip every pending track whose needs ended without all completing (``success``);
+    say whether any was skipped."""
+    changed = False
     for run in ctx.open_runs():
         if run.status is RunStatus.CONSOLIDATING:
             continue
         tracks = ctx.state.tracks.get(run.run_id, {})
+        if not any(_may_skip(t) and needs_terminal(tracks, t) for t in tracks.values()):
+            continue  # no first skip, so none at all: ordering the graph is the costly part
         # Needs first: a skip reaches the dependants of the skipped track in this pass.
         for name in order({n: t.spec.needs for n, t in tracks.items()}):
             track = tracks[name]
-            if (track.phase is not TrackPhase.PENDING or not track.spec.needs
-                    or track.spec.when is not When.SUCCESS or not needs_terminal(tracks, track)):
+            if not _may_skip(track) or not needs_terminal(tracks, track):
                 continue
             missed = [n for n in track.spec.needs
                       if n not in tracks or tracks[n].phase is not TrackPhase.COMPLETE]
@@ -43,6 +47,14 @@ def settle(ctx: Context) -> None:
                                 for n in missed)
                 ctx.move(track, TrackPhase.SKIPPED, f"needs did not complete: {why}",
                          finished_at=ctx.now, not_before=None)
+                changed = True
+    return changed
+
+
+def _may_skip(track: Track) -> bool:
+    """A pending track with needs that runs only if they all complete."""
+    return (track.phase is TrackPhase.PENDING and bool(track.spec.needs)
+            and track.spec.when is When.SUCCESS)
 
 
 def needs_terminal(tracks: Mapping[str, Track], track: Track) -> bool:

@@ -1,4 +1,4 @@
-"""Steps 1 and 2 of the tick: fold what the executor observed into open tracks, then
+"""The tick's first step: fold what the executor observed into open tracks, then
 keep them honest: timeouts and deadlines, dispatches nobody recorded, retries and the
 dead letter queue.
 """
