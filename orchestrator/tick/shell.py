@@ -65,14 +65,12 @@ if TYPE_CHECKING:  # an idle tick (:mod:`.idle`) imports neither planner nor exe
     from ..executors.outcomes import Folder
     from ..planner import Decision
     from ..state.breaker import Breaker
-    from .contributors import Planned
+    from .contributors import Planned, Tails
     from .deciding import Seen
 
 log = logging.getLogger(__name__)
 
 ExecutorFactory = Callable[["Breaker | None"], "Executor"]
-Tails = Callable[["BriefContext"], "BriefContext"]
-"""Adds the tracks' stdout tails to a brief's context (:mod:`orchestrator.brief.tails`)."""
 
 _checkpoint = checkpoints.reached
 """The tick's points of no return (:mod:`~orchestrator.support.checkpoints`):
