@@ -49,6 +49,7 @@ from orchestrator.state import layout  # noqa: E402
 from orchestrator.state import model as state_model  # noqa: E402
 from orchestrator.state.phases import RunStatus  # noqa: E402
 from orchestrator.store import GitStateStore  # noqa: E402
+from orchestrator.tick.settings import TickSettings  # noqa: E402
 from orchestrator.tick.shell import Tick  # noqa: E402
 from tests.fakes.github import FakeGitHub  # noqa: E402
 from tests.gitrepo import clone, git, make_origin  # noqa: E402
@@ -66,7 +67,7 @@ def _tick(repo: Path, fake: FakeGitHub) -> None:
                               breaker=breaker)
 
     Tick(GitStateStore(repo, "origin", BRANCH), repo, make, now,
-         executor_name="github").run()
+         TickSettings(executor_name="github")).run()
 
 
 def _commits(repo: Path) -> int:

@@ -4,8 +4,8 @@ subprocess, and reading back what they left on the state branch.
 Plain functions, written once, for every test module that ticks a checkout of a bare
 origin (:mod:`tests.gitrepo`) with the local or the GitHub executor:
 
-- :func:`tick`: one tick in this process, built as ``orchestrator tick`` builds it
-  (:func:`~orchestrator.commands.tick.make_tick`), with the local executor;
+- :func:`tick`: one tick in this process, built as the commands build it
+  (:func:`~orchestrator.commands.tick.build`), with the local executor;
 - :func:`github_tick`: the same with the GitHub executor against the fake server;
 - :func:`cli`: ``orchestrator --repo REPO ARGS`` to the end, in this process as a
   subprocess would see it, or in one where the process is the subject (a kill);
@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.commands.context import Config
-from orchestrator.commands.tick import make_tick
+from orchestrator.commands.tick import build
 from orchestrator.executors.github import GitHubExecutor
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker, BreakerPolicy
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick.result import TickResult
+from orchestrator.tick.settings import TickSettings
 from orchestrator.tick.shell import Tick
 from tests import inprocess
 from tests.fakes.github import FakeGitHub
@@ -71,13 +72,14 @@ def _work_dir(work: Path | None) -> Iterator[None]:
 
 
 def tick(repo: Path, now: datetime, work: Path | None = None, *, dry_run: bool = False,
-         **options: Any) -> TickResult:
+         environ: Mapping[str, str] | None = None, **settings: Any) -> TickResult:
     """One tick of ``repo`` at ``now`` in this process, with the local executor (its
-    attempts in ``work``; default: the checkout's ``.orchestrator/work``). ``options``
-    go to :func:`make_tick` (``retention``, ``heartbeat_every``, ...)."""
+    attempts in ``work``; default: the checkout's ``.orchestrator/work``). ``settings``
+    go to :class:`~orchestrator.tick.settings.TickSettings` (``retention``,
+    ``requests``, ...), ``environ`` to the tick."""
     cfg = Config(repo=repo, remote="origin", state_branch=STATE_BRANCH)
     with _work_dir(work):
-        return make_tick(cfg, "local", now, **options).run(dry_run=dry_run)
+        return build(cfg, now, TickSettings(**settings), environ=environ).run(dry_run=dry_run)
 
 
 class Sleeper:
@@ -104,8 +106,8 @@ def github_tick(repo: Path, fake: FakeGitHub, now: datetime,
                               breaker=breaker, sleep=Sleeper(fake, now), policy=policy)
 
     store = GitStateStore(repo, "origin", STATE_BRANCH)
-    return Tick(store, repo, make, now, executor_name="github",
-                dispatch_grace=timedelta(minutes=10), environ=environ).run()
+    settings = TickSettings(executor_name="github", dispatch_grace=timedelta(minutes=10))
+    return Tick(store, repo, make, now, settings, environ=environ).run()
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -30,6 +30,7 @@ from orchestrator.state.records import Run, Track
 from orchestrator.store import InMemoryStateStore
 from orchestrator.tick.inputs import TickInputs
 from orchestrator.tick.result import TickResult
+from orchestrator.tick.settings import TickSettings
 from orchestrator.tick.shell import Tick
 from tests.memory_executor import MemoryExecutor
 
@@ -61,19 +62,20 @@ class MemoryShell:
     settings: RepoSettings | None = None
     """``orchestrator.json`` (``None``: no file, the defaults)."""
 
-    def tick(self, now: datetime, **options: Any) -> Tick:
-        """A tick at ``now`` against the store and the executor; ``options`` go to
-        :class:`Tick` (``heartbeat_every``, ``dispatch_grace``, ...)."""
+    def tick(self, now: datetime, **settings: Any) -> Tick:
+        """A tick at ``now`` against the store and the executor; ``settings`` go to
+        :class:`~orchestrator.tick.settings.TickSettings` (``heartbeat_every``,
+        ``dispatch_grace``, ...)."""
         return _FromMemory(self, self.store, NO_CHECKOUT, lambda _breaker: self.executor,
-                           now, executor_name=self.executor.name, **options)
+                           now, TickSettings(executor_name=self.executor.name, **settings))
 
     def inputs(self) -> TickInputs:
         """The inputs of a tick on the store's tip, from the schedules in memory."""
         return TickInputs.of(self.store.read(), self.schedules, self.settings)
 
-    def run(self, now: datetime, *, dry_run: bool = False, **options: Any) -> TickResult:
+    def run(self, now: datetime, *, dry_run: bool = False, **settings: Any) -> TickResult:
         """One whole tick at ``now`` (:meth:`Tick.run`)."""
-        return self.tick(now, **options).run(dry_run=dry_run)
+        return self.tick(now, **settings).run(dry_run=dry_run)
 
     # ------------------------------------------------------------------ what was committed
 

@@ -24,7 +24,6 @@ from ..spec.files import load_all
 from ..spec.models import Schedule
 from ..state import model as state_model
 from ..state.records import Act
-from ..store import GitStateStore
 from ..support.times import parse_now
 from .context import Config, who
 
@@ -76,7 +75,7 @@ def schedule(cfg: Config, schedule_id: str) -> Schedule:
 
 
 def read_state(cfg: Config) -> state_model.State:
-    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    snap = cfg.store().read()
     return state_model.load(snap.files, all_tracks=True)
 
 
@@ -84,9 +83,10 @@ def tick(cfg: Config, executor: str, now: datetime,
          requests: tuple[Request, ...] = ()) -> TickResult:
     """Run one tick with ``requests`` now, and print what it did (the tick shell is
     imported here: ``runs list`` and ``runs show`` never load it)."""
-    from .tick import make_tick, summary_lines, write_step_summary
+    from ..tick.settings import TickSettings
+    from .tick import build, summary_lines, write_step_summary
 
-    result = make_tick(cfg, executor, now, requests=requests).run()
+    result = build(cfg, now, TickSettings(executor_name=executor, requests=requests)).run()
     click.echo("\n".join(summary_lines(result)))
     write_step_summary(result)
     return result

@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from ..runs.compaction import archive_tag, compact, plan
-from ..store import GitStateStore
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -22,10 +21,9 @@ def command(cfg: Config, keep_days: int, now: str | None, dry_run: bool) -> int:
     """Archive finished runs older than N days, and queue items done as long ago, from
     the state branch (old tip kept under the tag orchestrator-archive/<timestamp>)."""
     moment = parse_now(now)
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
     if dry_run:
         # the plan compact would commit, on the branch as it is now
-        would = plan(store.read().files, keep_days, moment)
+        would = plan(cfg.store().read().files, keep_days, moment)
         items = f", {would.items} done queue item(s)" if would.items else ""
         click.echo(f"would archive {len(would.runs)} run(s){items} and "
                    f"{len(would.dead_letters)} discarded dead letter(s) (--dry-run: nothing "
@@ -35,7 +33,7 @@ def command(cfg: Config, keep_days: int, now: str | None, dry_run: bool) -> int:
         for line in would.skipped:
             click.echo(f"  {line}")
         return 0
-    done = compact(store, keep_days, moment)
+    done = compact(cfg.git(), keep_days, moment)
     if done is None:
         click.echo("nothing to archive")
         return 0

@@ -1,17 +1,24 @@
 """What every command is handed: the options of ``orchestrator`` itself.
 
-Kept apart from :mod:`orchestrator.cli` so that commands never import the group that
-loads them (no package-level import circle).
+- Kept apart from :mod:`orchestrator.cli` so that commands never import the group that
+  loads them (no package-level import circle).
+- The one place a command gets its store (:meth:`Config.store`): a config holding an
+  in-memory store runs every command on it, the tick too
+  (:func:`orchestrator.commands.tick.build`).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ..store import GitStateStore, InMemoryStateStore, StateStore
 
 
 @dataclass(frozen=True)
@@ -21,10 +28,23 @@ class Config:
     repo: Path
     remote: str
     state_branch: str
+    memory: InMemoryStateStore | None = field(default=None, compare=False)
+    """A store in memory instead of the remote's state branch (the commands' tests)."""
 
     @property
     def schedules_dir(self) -> Path:
         return self.repo / "schedules"
+
+    def store(self) -> StateStore:
+        """The state store: the state branch on the remote, or :attr:`memory`."""
+        return self.memory if self.memory is not None else self.git()
+
+    def git(self) -> GitStateStore:
+        """The state branch on the remote, for what only git does: archive history
+        (``compact``), accept a rewound branch (``status --accept-rewind``)."""
+        from ..store import GitStateStore
+
+        return GitStateStore(self.repo, self.remote, self.state_branch)
 
 
 pass_config = click.make_pass_decorator(Config)

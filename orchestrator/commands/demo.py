@@ -23,11 +23,10 @@ from ..errors import UserError
 from ..state import layout
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
-from ..store import GitStateStore
 from ..support.times import iso
-from ..tick.shell import Clock
+from ..tick.settings import Clock, TickSettings
 from .context import Config
-from .tick import make_tick
+from .tick import build
 
 
 def _result(summary: str) -> str:
@@ -124,10 +123,11 @@ def _run(root: Path, interval: float, max_seconds: float, keep: bool) -> int:
     while time.monotonic() < deadline:
         number += 1
         now = datetime.now(UTC)
-        result = make_tick(cfg, executors.LOCAL, now, clock=Clock(machine=now)).run()
+        result = build(cfg, now, TickSettings(executor_name=executors.LOCAL,
+                                              clock=Clock(machine=now))).run()
         for line in result.log:
             click.echo(f"tick {number}: {line}")
-        snap = GitStateStore(repo, "origin", cfg.state_branch).read()
+        snap = cfg.store().read()
         state = state_model.load(snap.files, all_tracks=True)
         run_id = next(iter(sorted(state.runs)), None)
         if run_id and state.runs[run_id].status in RUN_TERMINAL:

@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..runs import deadletters, queues
 from ..spec.fields import check_id
 from ..state import model as state_model
-from ..store import ChangeFn, GitStateStore
+from ..store import ChangeFn
 from ..support.times import parse_now
 from .context import Config, pass_config, who
 from .runs import read_state
@@ -76,7 +76,7 @@ def _is_item(key: str) -> bool:
 
 
 def _files(cfg: Config) -> Mapping[str, bytes]:
-    return GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+    return cfg.store().read().files
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def _confirmed(choice: Choice, which: str, yes: bool, verb: str) -> Choice:
 
 
 def _transact(cfg: Config, change: ChangeFn, message: str) -> None:
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
     store.transact(change, message)
 
 

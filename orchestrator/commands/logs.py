@@ -89,9 +89,8 @@ def _follow(work: Path, folder: Path, redact: Redactor) -> None:
 def _recorded_tracks(cfg: Config, run_id: str) -> dict[str, Track]:
     """The run's track records on the state branch (only the run's files are read)."""
     from ..state.model import load
-    from ..store import GitStateStore
 
-    files = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read().files
+    files = cfg.store().read().files
     prefix = layout.tracks_dir(run_id) + "/"
     mine = {p: files[p] for p in files if p.startswith(prefix)
             or p in (layout.run_path(run_id), layout.specs_path(run_id))}

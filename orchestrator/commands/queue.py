@@ -24,7 +24,7 @@ from ..state.items import (
     parse_lines,
 )
 from ..state.queueops import Enqueued
-from ..store import GitStateStore, Snapshot
+from ..store import Snapshot, StateStore
 from ..support import safejson
 from ..support.times import parse_now
 from .context import Config, pass_config, who
@@ -35,8 +35,8 @@ def command() -> None:
     """Work queues: items on the state branch, drained by drain tracks."""
 
 
-def _store(cfg: Config) -> GitStateStore:
-    return GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+def _store(cfg: Config) -> StateStore:
+    return cfg.store()
 
 
 def _echo_json(data: Any) -> None:

@@ -25,7 +25,6 @@ from ..spec.models import ScheduleSpec
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.layout import parse_run_id
-from ..store import GitStateStore
 from ..support.atomic import write_bytes, write_text
 from ..support.credentials import redactor
 from ..support.times import parse_now
@@ -76,7 +75,7 @@ def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, f
         return
     assert run_id is not None
     schedule_id, _ = parse_run_id(run_id)
-    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    snap = cfg.store().read()
     schedule = _schedule(cfg, schedule_id)
     ctx = brief.context_from_files(snap.files, run_id, now=parse_now(now_text),
                                    schedule=schedule)
@@ -110,7 +109,7 @@ def _write(path: Path, text: str | bytes) -> None:
 def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -> None:
     """The dashboard as the tick renders it, from the branch, into ``out``; each brief
     it links to is copied to ``runs/<id>/brief.html`` beside it."""
-    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    snap = cfg.store().read()
     loaded = load_all(cfg.schedules_dir)
     problem = RepoSettings.read(cfg.repo).caps_problem
     invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])

@@ -11,7 +11,6 @@ import click
 from ..errors import UserError
 from ..runs.reporting import PHASES, Report, check_message, load_result, report
 from ..spec.fields import check_id, check_run_id
-from ..store import GitStateStore
 from ..support.credentials import redact_value, redactor
 from ..support.times import parse_now
 from .context import Config, pass_config
@@ -45,7 +44,7 @@ def command(cfg: Config, run_id: str, track: str, phase: str, result_file: Path 
                  result=redact_value(result, redact) if result is not None else None,
                  message=redact(check_message(message)) if message else message,
                  attempt=attempt)
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
     outcome = report(store, rep)
     name = f"{rep.run_id}/{rep.track}"
     if outcome.verdict == "stale_attempt":

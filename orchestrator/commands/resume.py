@@ -19,7 +19,7 @@ from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.records import Cursor
-from ..store import Change, GitStateStore, Snapshot
+from ..store import Change, Snapshot
 from ..support.times import iso, parse_now
 from .context import Config, pass_config, who
 
@@ -74,7 +74,7 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
     defined = (cfg.schedules_dir / f"{schedule_id}.json").is_file()
     now = parse_now(now_text)
     actor = who(by)
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
     verb = "pause" if edit is pause else "resume"
 
     def change(snap: Snapshot) -> Change:
@@ -108,7 +108,7 @@ def cursors(cfg: Config) -> dict[str, Cursor]:
     """Schedule id -> its cursor, read from the state branch; empty when the branch
     cannot be read (``schedules list`` and ``show`` still describe the files then)."""
     try:
-        snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+        snap = cfg.store().read()
         found = {}
         for path in snap.files:
             if layout.kind_of(path) is layout.Kind.CURSOR:

@@ -11,7 +11,6 @@ from ..runs import retry as retrying
 from ..spec.fields import check_id, check_run_id
 from ..state.phases import RunStatus
 from ..state.records import Run
-from ..store import GitStateStore
 from . import _operate
 from .context import Config, pass_config
 from .runs import read_state
@@ -63,7 +62,7 @@ def retry(cfg: Config, run_id: str, names: tuple[str, ...], failed: bool, reason
     for name in names:
         check_id(name, "track name")
     act = _operate.act(by, now_text, reason)
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
     store.transact(lambda snap: retrying.retry(snap.files, run_id, names, failed, act),
                    f"runs retry {run_id}")
     picked = read_state(cfg).runs[run_id].retries[-1].tracks

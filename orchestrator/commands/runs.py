@@ -16,13 +16,12 @@ from ..spec.fields import check_id, check_run_id
 from ..state import model as state_model
 from ..state.phases import RunStatus
 from ..state.records import Run
-from ..store import GitStateStore
 from .context import Config, pass_config
 
 
 def read_state(cfg: Config) -> state_model.State:
     """The whole state branch, parsed (tracks of finished runs included)."""
-    snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+    snap = cfg.store().read()
     return state_model.load(snap.files, all_tracks=True)
 
 

@@ -36,7 +36,6 @@ from ..spec.preview import slot_dict, upcoming
 from ..spec.triggers import for_spec
 from ..state import model as state_model
 from ..state.records import Cursor, Run
-from ..store import GitStateStore
 from ..support.times import iso, parse_now
 from .context import Config, pass_config
 from .resume import cursors, pause_text
@@ -234,7 +233,7 @@ def recent_runs(cfg: Config, schedule_id: str) -> list[Run]:
     """The schedule's newest runs on the state branch, cron, manual and backfilled alike
     (none when the branch cannot be read: ``show`` still describes the file)."""
     try:
-        snap = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch).read()
+        snap = cfg.store().read()
         state = state_model.load(snap.files)
     except OrchestratorError:
         return []

@@ -2,7 +2,7 @@
 
 For a machine or VM of your own instead of (or beside) GitHub's cron. Consumers:
 
-- ``tick`` on every wake-up: ``make_tick(cfg, executor, now).run()``, exactly what
+- ``tick`` on every wake-up: ``build(cfg, now, settings).run()``, exactly what
   ``orchestrator tick`` does; the loop also wakes at the next due moment each tick
   reports (a slot fires within a second of its time, whatever ``--interval``) and,
   with the local executor, within a second or two of a track's end (its next track,
@@ -54,13 +54,12 @@ from ..state import index as state_index
 from ..state.codec import last_tick_at
 from ..state.model import State
 from ..state.phases import TrackPhase
-from ..store import GitStateStore
 from ..support.times import iso
 from ..tick.result import TickResult
-from ..tick.shell import Clock
+from ..tick.settings import Clock, TickSettings
 from .context import Config, pass_config
 from .status import DEFAULT_MAX_STALENESS
-from .tick import make_tick, ping, track_state_branch
+from .tick import build, ping, track_state_branch
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0
 COMPACT_EVERY = 24 * 3600.0
@@ -76,8 +75,9 @@ def tick_work(cfg: Config, executor: str, heartbeat_every: float,
     pinger = heartbeat_pinger(heartbeat_url)
 
     def work(now: datetime) -> list[str]:
-        result = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                           retention=retention, clock=Clock(machine=now)).run()
+        result = build(cfg, now, TickSettings(
+            executor_name=executor, heartbeat_every=timedelta(minutes=heartbeat_every),
+            retention=retention, clock=Clock(machine=now))).run()
         track_state_branch(cfg, result.tip)
         if wake_at is not None and result.wake is not None:
             wake_at(result.wake.at)  # the loop wakes for it, between its intervals
@@ -146,7 +146,7 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
         raise UserError("--clock-only: set GITHUB_REPOSITORY to owner/name (the remote is "
                         "not on github.com)")
     request = requests(repository, default_branch(cfg))[via]
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
 
     def read() -> tuple[list[Schedule], State, Cadence]:
         state = state_index.load(store.read().files).state
@@ -177,7 +177,7 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
     watchers: list[Watcher] = []
 
     def work(now: datetime) -> list[str]:
-        store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+        store = cfg.store()
         files = store.read().files
         spec = RepoSettings.read(cfg.repo).notify
         if not watchers or watchers[0].spec != spec:  # orchestrator.json changed
@@ -201,7 +201,7 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
 
 def compact_work(cfg: Config, keep_days: int) -> Work:
     def work(now: datetime) -> list[str]:
-        done = compact(GitStateStore(cfg.repo, cfg.remote, cfg.state_branch), keep_days, now)
+        done = compact(cfg.git(), keep_days, now)
         if done is None:
             return []
         from ..executors.local import forget
@@ -283,7 +283,7 @@ def command(cfg: Config, interval: float, executor: str, compact_keep_days: int 
     if clock_only and compact_keep_days is not None:
         raise click.UsageError("--clock-only writes nothing to the state branch: "
                                "--compact-keep-days is the ticks' to do")
-    GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)  # fail now on a bad repo/remote
+    cfg.store()  # fail now on a bad repo/remote
     loop = build_loop(cfg, interval=interval, executor=executor,
                       heartbeat_every=heartbeat_every, heartbeat_url=heartbeat_url,
                       max_staleness=max_staleness, compact_keep_days=compact_keep_days,

@@ -34,7 +34,6 @@ from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..spec.config import RepoSettings
 from ..spec.files import load_all
-from ..store import GitStateStore
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -129,11 +128,13 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         from ..cadence.tickfile import staleness_limit
 
         max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
+    store = cfg.store()
     if accept_rewind:
-        accepted = store.accept_rewind()
+        git = cfg.git()
+        accepted = git.accept_rewind()
         click.echo(f"accepted: {accepted}" if accepted else
                    "the state branch is not behind its high-water mark: nothing to accept")
+        store = git
     snap = store.read()
     loaded = load_all(cfg.schedules_dir)
     settings = RepoSettings.read(cfg.repo)

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -21,15 +22,15 @@ from .. import executors
 from ..cadence.linger import Linger
 from ..errors import OrchestratorError
 from ..spec.fields import check_run_id
-from ..store import GitStateStore
 from ..support.times import iso, parse_now
-from ..tick.shell import Clock, ExecutorFactory, Tick, TickResult
+from ..tick.consolidate import Templates
+from ..tick.settings import Clock, TickSettings
+from ..tick.shell import ExecutorFactory, Tick, TickResult
 from ._heartbeat import heartbeat_target, ping
 from .context import Config, pass_config
 
 if TYPE_CHECKING:
     from ..cadence.wake import Wake
-    from ..planner import Request
 
 
 def executor_factory(cfg: Config, name: str, now: datetime,
@@ -38,6 +39,30 @@ def executor_factory(cfg: Config, name: str, now: datetime,
     info = executors.get(name)
     setup = executors.Setup(repo=cfg.repo, now=now, clock_offset=clock_offset)
     return functools.partial(info.factory, setup)
+
+
+def build(cfg: Config, now: datetime, settings: TickSettings | None = None, *,
+          outcomes: Path | None = None, environ: Mapping[str, str] | None = None) -> Tick:
+    """The tick at ``now`` on ``cfg``'s store, as every command builds it: the
+    executor's dispatch grace from its registry entry, each template not given looked
+    for in the checkout, the outcome files of ``outcomes`` read for ``settings.scope``.
+    ``settings.clock`` says where ``now`` came from."""
+    settings = TickSettings() if settings is None else settings
+    folder = settings.outcomes
+    if outcomes is not None:
+        from ..executors.outcomes import read_folder
+
+        folder = read_folder(outcomes, settings.scope)
+    # The repository's templates are looked up when the tick renders: a tick with
+    # nothing to render never imports the brief.
+    name, clock = settings.executor_name, settings.clock
+    settings = replace(settings, dispatch_grace=executors.get(name).grace,
+                       templates=replace(settings.templates, repo=cfg.repo), outcomes=folder)
+    # One clock per run: a tick --now T runs its local tracks on T's clock.
+    machine = clock.machine if clock is not None else datetime.now(UTC)
+    offset = now - machine if clock is None or clock.given else timedelta(0)
+    return Tick(cfg.store(), cfg.repo, executor_factory(cfg, name, now, offset), now,
+                settings, environ=environ)
 
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -65,27 +90,13 @@ def track_state_branch(cfg: Config, tip: str | None) -> None:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None, retention: bool = True,
-              environ: Mapping[str, str] | None = None, clock: Clock | None = None,
-              requests: tuple[Request, ...] = ()) -> Tick:
-    """The tick at ``now``; ``clock`` says where ``now`` came from (the machine's clock
-    for ``serve`` and ``demo``)."""
-    store = GitStateStore(cfg.repo, cfg.remote, cfg.state_branch)
-    folder = None
-    if outcomes is not None:
-        from ..executors.outcomes import read_folder
-
-        folder = read_folder(outcomes, scope)
-    # The repository's templates are looked up when the tick renders: a tick with
-    # nothing to render never imports the brief.
-    # One clock per run: a tick --now T runs its local tracks on T's clock.
-    machine = clock.machine if clock is not None else datetime.now(UTC)
-    offset = now - machine if clock is None or clock.given else timedelta(0)
-    return Tick(store, cfg.repo, executor_factory(cfg, executor, now, offset), now,
-                executor_name=executor, dispatch_grace=executors.get(executor).grace,
-                heartbeat_every=timedelta(minutes=heartbeat_every),
-                template=template, repo_templates=True, scope=scope, outcomes=folder,
-                retention=retention, environ=environ, clock=clock, requests=requests)
+              outcomes: Path | None = None, clock: Clock | None = None) -> Tick:
+    """The tick of ``orchestrator tick``'s options at ``now`` (:func:`build`);
+    ``clock`` says where ``now`` came from."""
+    settings = TickSettings(executor_name=executor,
+                            heartbeat_every=timedelta(minutes=heartbeat_every),
+                            templates=Templates(brief=template), scope=scope, clock=clock)
+    return build(cfg, now, settings, outcomes=outcomes)
 
 
 def summary_lines(result: TickResult) -> list[str]:
@@ -239,16 +250,16 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         tick = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
                          template=template, scope=scope, outcomes=outcomes, clock=clock)
         result = tick.run(dry_run=dry_run)
-        last[:] = [(tick, result)]
         if not dry_run and scope is None:
-            result.record_log += keep_workflows_enabled(executor, tick, result, now)
+            result = result.with_lines(keep_workflows_enabled(executor, tick, result, now))
         track_state_branch(cfg, result.tip)
         target = (heartbeat_target(heartbeat_url, heartbeat_fail_url, bool(result.parked))
                   if heartbeat_url and not dry_run else None)
         if target:
             problem = ping(target)
             if problem:
-                result.record_log.append(problem)
+                result = result.with_lines([problem])
+        last[:] = [(tick, result)]
         if as_json:
             click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
         else:

@@ -1,10 +1,15 @@
 """What one tick did: :class:`TickResult`, for the CLI's text, ``--json`` output and
-the job summary (the tick itself is :mod:`orchestrator.tick.shell`)."""
+the job summary (the tick itself is :mod:`orchestrator.tick.shell`).
+
+- Built once, at the end of the tick, from what its steps returned; frozen, with
+  tuples and read-only mappings. A command that adds lines after the tick (the
+  heartbeat ping, the workflows' keep-alive) makes a new one with :meth:`TickResult.with_lines`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +30,7 @@ NOTHING_DECIDED: dict[str, list[str]] = {
 """The JSON of a decision with nothing in it (:meth:`orchestrator.planner.Decision.to_json`)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TickResult:
     """What one tick did, for the CLI's text and ``--json`` output."""
 
@@ -36,22 +41,22 @@ class TickResult:
     mark_landed: bool = False
     record_landed: bool = False
     tip: str | None = None
-    dispatched: list[str] = field(default_factory=list)
-    dispatch_errors: list[str] = field(default_factory=list)
-    rendered: list[str] = field(default_factory=list)
-    record_log: list[str] = field(default_factory=list)
-    schedule_errors: list[str] = field(default_factory=list)
-    quarantined: list[str] = field(default_factory=list)
+    dispatched: tuple[str, ...] = ()
+    dispatch_errors: tuple[str, ...] = ()
+    rendered: tuple[str, ...] = ()
+    record_log: tuple[str, ...] = ()
+    schedule_errors: tuple[str, ...] = ()
+    quarantined: tuple[str, ...] = ()
     """One line per state record the tick could not read and left alone."""
-    finished: list[str] = field(default_factory=list)
-    summaries: dict[str, Callable[[int], str]] = field(default_factory=dict)
+    finished: tuple[str, ...] = ()
+    summaries: Mapping[str, Callable[[int], str]] = field(default_factory=dict)
     """Run id -> the Markdown brief of each run this tick finished, rendered within a
     byte limit (for the job summary, whose limit the briefs share)."""
     wake: Wake | None = None
     """The next due moment after this tick, from the state it decided."""
     scope: str | None = None
     """The one run this tick advanced (``tick --run``), if it was scoped."""
-    parked: dict[str, str] = field(default_factory=dict)
+    parked: Mapping[str, str] = field(default_factory=dict)
     """Dead letter key -> reason, for each track this tick parked and each queue item it
     made dead (``<queue>/<item-id>``): an alert each."""
     retention: Outcome | None = None
@@ -59,9 +64,9 @@ class TickResult:
     memo: Memo | None = None
     """The memo of quiet schedules the tick read: which schedules it left unread
     (``left_out``), whether it vouched for the whole folder (``whole``)."""
-    events: list[Event] = field(default_factory=list)
+    events: tuple[Event, ...] = ()
     """The events this tick's decision derived (:mod:`orchestrator.notify.events`)."""
-    notify_log: list[str] = field(default_factory=list)
+    notify_log: tuple[str, ...] = ()
     """One line per delivery, and per notification problem."""
     cadence: Cadence | None = None
     """``orchestrator.json``'s cadence as the tick read it (for what runs after it, e.g.
@@ -77,7 +82,12 @@ class TickResult:
     def log(self) -> list[str]:
         lines = list(self.decision.log) if self.decision else []
         kept = self.retention.lines() if self.retention else []
-        return self.quarantined + lines + self.record_log + self.notify_log + kept
+        return [*self.quarantined, *lines, *self.record_log, *self.notify_log, *kept]
+
+    def with_lines(self, lines: Iterable[str]) -> TickResult:
+        """This result with ``lines`` added to its record log (what a command did
+        after the tick)."""
+        return replace(self, record_log=(*self.record_log, *lines))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,17 +100,17 @@ class TickResult:
             "decision": self.decision.to_json() if self.decision else
             (dict(NOTHING_DECIDED) if self.idle else None),
             "idle": self.idle,
-            "dispatched": self.dispatched,
-            "dispatch_errors": self.dispatch_errors,
-            "rendered": self.rendered,
-            "finished": self.finished,
-            "schedule_errors": self.schedule_errors,
-            "quarantined": self.quarantined,
+            "dispatched": list(self.dispatched),
+            "dispatch_errors": list(self.dispatch_errors),
+            "rendered": list(self.rendered),
+            "finished": list(self.finished),
+            "schedule_errors": list(self.schedule_errors),
+            "quarantined": list(self.quarantined),
             "log": self.log,
             "next_wake": self.wake.to_json() if self.wake else None,
             "run": self.scope,
-            "parked": self.parked,
+            "parked": dict(self.parked),
             "retention": self.retention.to_json() if self.retention else None,
             "events": [event.to_json() for event in self.events],
-            "notify": self.notify_log,
+            "notify": list(self.notify_log),
         }

@@ -260,7 +260,7 @@ def test_a_calendar_that_is_a_fifo_costs_only_its_schedule_and_status_says_so(
     line = ("schedules/office.json: exclude_calendars: calendars/office.json: not a "
             "regular file (a FIFO)")
     result = tick(repo, TOKYO_25TH + timedelta(minutes=1), tmp_path / "work")
-    assert result.schedule_errors == [line]
+    assert result.schedule_errors == (line,)
     assert fired(repo) == ["plain--20261224T2200Z"]
     status = cli(repo, "status", "--now", iso(TOKYO_25TH + timedelta(minutes=2)))
     assert status.returncode == 7, status

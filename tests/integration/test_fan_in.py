@@ -126,7 +126,7 @@ def test_a_fan_in_job_that_never_ran_is_recovered_by_the_cron_tick_from_artifact
     fake_github.set_job(ci_run, "fan-in", "completed", "cancelled")  # its runner was lost
 
     result = github_tick(repo, fake_github, datetime.now(UTC))
-    assert result.rendered == [run_id]
+    assert result.rendered == (run_id,)
     state, files = read_state(repo)
     tracks = state.tracks[run_id]
     assert tracks["build"].result == {"summary": "built docs"}  # only the artifact has it
@@ -163,7 +163,7 @@ def test_fan_in_next_tick_skips_the_job_and_the_next_tick_records_the_batch(
     assert _commits(repo) == before  # nobody recorded the batch yet
 
     result = github_tick(repo, fake_github, datetime.now(UTC))
-    assert result.rendered == [run_id]
+    assert result.rendered == (run_id,)
     state, files = read_state(repo)
     tracks = state.tracks[run_id]
     assert tracks["build"].result == {"summary": "built docs"}  # from the artifact

@@ -136,6 +136,6 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     assert track.phase is TrackPhase.PENDING and track.attempt == 2
     assert any("created nothing" in line for line in track.error_log)
     later = github_tick(repo, fake_github, breaker.opened_at + timedelta(minutes=18))
-    assert later.dispatched == [f"{RUN}--a--2"]
+    assert later.dispatched == (f"{RUN}--a--2",)
     assert len(fake_github.dispatches) == 2
     assert [c.status for c in fake_github.dispatches][-1] in (200, 204)

@@ -250,7 +250,7 @@ def test_a_folder_that_is_no_run_id_is_still_named_when_the_runs_are_not_listed(
     by_hand(repo, "a stray folder", {"state/runs/not-a-run/x.json": b"{}\n"})
     lines = [tick(repo, T0 + timedelta(days=2, minutes=m), work).quarantined for m in (5, 6)]
     named = "quarantined state/runs/'not-a-run': not a run id; that folder is left alone"
-    assert lines == [[named], [named]]
+    assert lines == [(named,), (named,)]
     assert si.load(files_of(repo).files).vouched  # the second one did not list the runs
 
 

@@ -98,7 +98,7 @@ def test_repository_caps_from_orchestrator_json(tmp_path: Path,
     t0 = slot_now()
     first = tick(repo, t0 + timedelta(seconds=10), work)
     # two per tick, shared round-robin between the two schedules that fired together
-    assert first.dispatched == [f"{run_id('a', t0)}--t0--1", f"{run_id('b', t0)}--t0--1"]
+    assert first.dispatched == (f"{run_id('a', t0)}--t0--1", f"{run_id('b', t0)}--t0--1")
     for i in range(80):
         tick(repo, t0 + timedelta(seconds=20 + i), work)
         state, _ = state_of(repo)
@@ -136,7 +136,7 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
         time.sleep(0.3)
         tick_until_finished(repo, work, run_id("nightly", slot), slot + timedelta(minutes=1))
     paused = tick(repo, t0 + timedelta(minutes=10, seconds=30), work)
-    assert paused.dispatched == [] and paused.mark_landed
+    assert paused.dispatched == () and paused.mark_landed
     assert any("nightly: paused: 2 consecutive runs failed" in line for line in paused.log)
     state, _ = state_of(repo)
     assert run_id("nightly", t0 + timedelta(minutes=10)) not in state.runs
@@ -162,7 +162,7 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     spec_file = repo / "schedules" / "nightly.json"
     spec_file.write_text(json.dumps(spec_data(cron="*/5 * * * *", tracks=1, run="true",
                                               pause_after_failures=2)))
-    assert tick(repo, t0 + timedelta(minutes=15, seconds=30), work).dispatched == []
+    assert tick(repo, t0 + timedelta(minutes=15, seconds=30), work).dispatched == ()
 
     wrong = cli(repo, "schedules", "resume", "other", "--reason", "x", check=False)
     assert wrong.returncode == 1 and "no schedule 'other'" in wrong.stderr
@@ -178,6 +178,6 @@ def test_pause_after_failures_then_resume(tmp_path: Path,
     again = cli(repo, "schedules", "resume", "nightly", "--reason", "twice", check=False)
     assert again.returncode == 1 and "not paused" in again.stderr
     # the slot at +15 came due while paused: not back-filled; the one at +20 fires
-    assert tick(repo, t0 + timedelta(minutes=17), work).dispatched == []
-    assert tick(repo, t0 + timedelta(minutes=20, seconds=5), work).dispatched == [
-        f"{run_id('nightly', t0 + timedelta(minutes=20))}--t0--1"]
+    assert tick(repo, t0 + timedelta(minutes=17), work).dispatched == ()
+    assert tick(repo, t0 + timedelta(minutes=20, seconds=5), work).dispatched == (
+        f"{run_id('nightly', t0 + timedelta(minutes=20))}--t0--1",)

@@ -119,7 +119,7 @@ def test_an_empty_queue_starts_no_worker_and_completes_the_track(tmp_path: Path)
     repo = clone(origin, tmp_path / "repo")
     work = tmp_path / "work"
     result = tick(repo, T0, work)
-    assert result.dispatched == []
+    assert result.dispatched == ()
     assert not (work / "launches.log").exists()
     run_id = "crawl--20261201T0700Z"
     assert run_id in result.rendered  # consolidated in the same tick

@@ -52,7 +52,7 @@ def test_a_track_enqueues_100_items_and_the_next_stage_drains_them_in_the_same_r
     settle(work, second.dispatched)
     third = tick(repo, t0 + timedelta(minutes=2), work)
     run_id = "crawl--20261201T0700Z"
-    assert third.rendered == [run_id]
+    assert third.rendered == (run_id,)
     assert queues.worked(log) == dict.fromkeys(_found(), 1)
     snap = GitStateStore(repo, "origin", STATE_BRANCH).read()
     state = state_model.load(snap.files, all_tracks=True)

@@ -26,6 +26,7 @@ from orchestrator.state.phases import RunStatus
 from orchestrator.state.records import Run, run_id_for
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick import memo as quiet
+from orchestrator.tick.settings import TickSettings
 from orchestrator.tick.shell import Tick
 from tests.builders import spec_data
 from tests.drive import tick
@@ -348,7 +349,7 @@ def test_a_tick_that_loses_the_race_plans_every_schedule_on_the_new_tip(
     # a heartbeat is due: the tick has something to commit, and its push loses
     racing = Tick(GitStateStore(repo, "origin", BRANCH), repo,
                   observed_while_a_rival_lands, now,  # type: ignore[arg-type]
-                  heartbeat_every=timedelta(minutes=1))
+                  TickSettings(heartbeat_every=timedelta(minutes=1)))
     result = racing.run()
     assert result.memo is not None and result.memo.whole is None  # forgotten on the race
     assert result.mark_landed

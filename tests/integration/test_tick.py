@@ -50,7 +50,7 @@ def test_a_run_goes_from_due_to_brief(tmp_path: Path) -> None:
     wait_until(lambda: all((work / k / "status.json").exists() and json.loads(
         (work / k / "status.json").read_text())["state"] == "exited" for k in first.dispatched))
     second = tick(repo, T0 + timedelta(minutes=4), work)
-    assert second.rendered == ["nightly--20261201T0700Z"]
+    assert second.rendered == ("nightly--20261201T0700Z",)
     state, snap = state_of(repo)
     run = state.runs["nightly--20261201T0700Z"]
     assert run.status is RunStatus.COMPLETED
@@ -212,7 +212,7 @@ def test_a_run_past_its_deadline_is_tapped_out_and_consolidated(tmp_path: Path) 
     first = tick(repo, T0 + timedelta(minutes=1), work)
     assert len(first.dispatched) == 2
     late = tick(repo, T0 + timedelta(minutes=7), work)
-    assert late.rendered == ["nightly--20261201T0700Z"]
+    assert late.rendered == ("nightly--20261201T0700Z",)
     state, _ = state_of(repo)
     assert {t.phase for t in state.tracks["nightly--20261201T0700Z"].values()} == {
         TrackPhase.TAPPED_OUT}
@@ -325,9 +325,9 @@ def test_the_job_summary_shares_its_limit_between_briefs_and_says_what_it_left_o
             return letter * min(limit, 6000)  # a brief fits itself into its room
         return render
 
-    result = TickResult(now=T0, executor="github", dry_run=False)
-    result.summaries = {"a--20261201T0700Z": brief("A"), "b--20261201T0700Z": brief("B"),
-                        "c--20261201T0700Z": brief("C")}
+    result = TickResult(now=T0, executor="github", dry_run=False, summaries={
+        "a--20261201T0700Z": brief("A"), "b--20261201T0700Z": brief("B"),
+        "c--20261201T0700Z": brief("C")})
     limit = 6000 + BRIEF_MIN_BYTES + 1500
     text = step_summary(result, limit=limit)
     assert len(text.encode()) <= limit
@@ -359,7 +359,7 @@ def test_a_broken_index_or_brief_template_never_blocks_firing(tmp_path: Path) ->
     (repo / "templates" / "brief.html.j2").unlink()
     (repo / "templates" / "index.html.j2").unlink()
     fixed = tick(repo, T0 + timedelta(minutes=4), work)
-    assert fixed.rendered == ["nightly--20261201T0700Z"]
+    assert fixed.rendered == ("nightly--20261201T0700Z",)
     state, snap = state_of(repo)
     assert state.runs["nightly--20261201T0700Z"].status is RunStatus.COMPLETED
     assert layout.INDEX in snap.files

@@ -54,7 +54,7 @@ def test_the_job_summary_uses_the_repository_markdown_template(tmp_path: Path) -
         "{{ view.counts.total }}\n{% endmacro %}"
         "{% macro opening(name) %}{% endmacro %}{% macro row(name, x) %}{% endmacro %}"
         "{{ head() }}")})
-    assert result.rendered == [RUN_ID]
+    assert result.rendered == (RUN_ID,)
     assert result.summaries[RUN_ID](1024 * 1024) == f"ours: {RUN_ID} 2/2\n"
 
 
@@ -62,7 +62,7 @@ def test_a_hostile_brief_template_is_refused_and_the_run_waits(tmp_path: Path) -
     repo, result = finished_run(tmp_path, {
         "brief.html.j2": "{{ lipsum.__globals__['os'].environ }}",
         "index.html.j2": "{{ lipsum.__globals__['os'].popen('id').read() }}"})
-    assert result.rendered == []
+    assert result.rendered == ()
     refused = [line for line in result.log if "not rendered" in line]
     assert len(refused) == 2, result.log
     assert all("unsafe" in line for line in refused)

@@ -62,7 +62,7 @@ def test_old_style_legs_that_report_by_push_are_still_accepted(
 
     # the cron tick finds every track terminal and consolidates the run
     result = github_tick(repo, fake_github, T0 + timedelta(minutes=5))
-    assert result.rendered == [RUN]
+    assert result.rendered == (RUN,)
     state, files = read_state(repo)
     assert state.runs[RUN].status is RunStatus.FAILED
     assert layout.brief_path(RUN) in files

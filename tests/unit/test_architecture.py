@@ -247,6 +247,23 @@ def test_a_read_only_command_does_not_load_the_tick_shell() -> None:
         assert not shell, f"commands.{command} loads {shell}"
 
 
+def test_the_git_store_is_built_in_one_place_outside_the_store_package() -> None:
+    """Commands get their store from ``Config.store`` (or ``Config.git`` for what only
+    git does), so a config holding the in-memory store runs them on it."""
+    built = [(module, node.lineno)
+             for module, (source, _) in package_sources().items()
+             if package_of(module) != "store" and "GitStateStore" in source
+             for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Call) and _called_name(node.func) == "GitStateStore"]
+    assert len(built) <= 1, f"GitStateStore(...) built in {built}"
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
 def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
     seen = {start}
     todo = [start]

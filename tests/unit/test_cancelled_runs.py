@@ -35,7 +35,7 @@ def test_a_cancel_applied_by_a_tick_ends_the_run_cancelled(shell: MemoryShell) -
     assert sorted(shell.run(NOW + MINUTE).dispatched) == [f"{RUN}--a--1", f"{RUN}--b--1"]
     shell.executor.finish(f"{RUN}--a--1", NOW + MINUTE)  # b runs on
     result = shell.run(NOW + 2 * MINUTE, requests=(CancelRequest(RUN, CAROL),))
-    assert result.finished == [RUN]
+    assert result.finished == (RUN,)
     run = shell.run_record(RUN)
     assert run.status is RunStatus.CANCELLED and run.status in machine.RUN_TERMINAL
     assert run.state_history[-1].reason == "cancelled by carol: wrong data"

@@ -95,8 +95,8 @@ def test_an_empty_queue_completes_the_track_without_a_worker(
         drained: Callable[..., MemoryShell]) -> None:
     shell = drained(0)
     result = shell.run(T0)
-    assert result.dispatched == [] and shell.executor.starts == []
-    assert result.rendered == [RUN]
+    assert result.dispatched == () and shell.executor.starts == []
+    assert result.rendered == (RUN,)
     track = shell.track(RUN, "pages")
     assert track.phase is TrackPhase.COMPLETE and track.result is not None
     assert track.result["summary"] == "queue pages empty: no worker dispatched"
@@ -255,6 +255,6 @@ def test_a_worker_whose_claims_were_all_released_is_cancelled_not_run(
 
     shell.store.transact(release_all, "released by hand")
     result = shell.run(T0 + timedelta(minutes=15))  # past the grace: dispatched again
-    assert result.dispatched == [] and shell.executor.starts == []
+    assert result.dispatched == () and shell.executor.starts == []
     assert shell.track(RUN, "pages-w1").phase is TrackPhase.CANCELLED
     assert shell.track(RUN, "pages").phase is TrackPhase.FAILED  # no worker completed

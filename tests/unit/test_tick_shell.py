@@ -49,7 +49,7 @@ def fired(shell: MemoryShell, now: datetime = T0 + MINUTE) -> TickResult:
     """``nightly`` fired its 07:00 slot and dispatched track ``a``, in a whole tick."""
     shell.schedules = [NIGHTLY]
     result = shell.run(now)
-    assert result.dispatched == [KEY] and shell.commits == [decide(now), record(now)]
+    assert result.dispatched == (KEY,) and shell.commits == [decide(now), record(now)]
     return result
 
 
@@ -78,9 +78,8 @@ def test_a_due_slot_is_marked_then_dispatched_then_recorded(shell: MemoryShell) 
     assert shell.executor.starts == [KEY]
     assert shell.commits == [decide(now)]  # sent, not yet recorded
 
-    result = TickResult(now=now, executor="memory", dry_run=False)
-    tick.record(final, acted, result)
-    assert result.record_landed and result.tip == shell.store.read().tip
+    recorded = tick.record(final, acted)
+    assert recorded.landed and recorded.tip == shell.store.read().tip
     assert shell.commits == [decide(now), record(now)]
     recorded = shell.track(RUN, "a")
     assert recorded.phase is TrackPhase.DISPATCHED
@@ -102,7 +101,7 @@ def test_a_tick_with_nothing_to_do_commits_nothing(shell: MemoryShell) -> None:
     tip = shell.store.read().tip
     result = shell.run(T0 + 2 * MINUTE)  # the attempt still waits for a runner
     assert not result.mark_landed and not result.record_landed
-    assert result.tip == tip and result.dispatched == []
+    assert result.tip == tip and result.dispatched == ()
     assert len(shell.commits) == 2
     assert shell.executor.starts == [KEY]
 
@@ -170,8 +169,8 @@ def test_a_rival_tick_that_fired_the_slot_first_leaves_this_one_nothing_to_fire(
 
     [rival] = rivals
     assert raced == [1]
-    assert rival.dispatched == [KEY] and rival.mark_landed and rival.record_landed
-    assert not result.mark_landed and result.dispatched == []
+    assert rival.dispatched == (KEY,) and rival.mark_landed and rival.record_landed
+    assert not result.mark_landed and result.dispatched == ()
     assert result.decision is not None and result.decision.dispatch == []
     assert shell.commits == [decide(now), record(now)]  # the rival's two only
     assert shell.executor.starts == [KEY]  # one run, one start
@@ -186,7 +185,7 @@ def test_a_dry_run_decides_and_commits_and_dispatches_nothing(shell: MemoryShell
     result = shell.run(T0 + MINUTE, dry_run=True)
     assert result.dry_run and result.decision is not None
     assert [r.key for r in result.decision.dispatch] == [KEY]  # what it would do
-    assert not result.mark_landed and result.dispatched == [] and result.tip is None
+    assert not result.mark_landed and result.dispatched == () and result.tip is None
     assert shell.commits == [] and shell.executor.starts == []
 
 
@@ -200,9 +199,9 @@ def test_a_failed_dispatch_records_nothing_and_leaves_the_track_dispatched(
     now = T0 + MINUTE
     result = shell.run(now)
     assert result.mark_landed and not result.record_landed
-    assert result.dispatched == []
-    assert result.dispatch_errors == [
-        "dispatch failed: connection reset after the request was sent"]
+    assert result.dispatched == ()
+    assert result.dispatch_errors == (
+        "dispatch failed: connection reset after the request was sent",)
     assert shell.commits == [decide(now)]
     track = shell.track(RUN, "a")
     assert track.phase is TrackPhase.DISPATCHED and track.handle is None
@@ -214,7 +213,7 @@ def test_a_failed_dispatch_records_nothing_and_leaves_the_track_dispatched(
     shell.executor.dispatch_fails = None
     later = T0 + 12 * MINUTE
     again = shell.run(later)
-    assert again.dispatched == [KEY]
+    assert again.dispatched == (KEY,)
     assert shell.executor.starts == [KEY]
     assert shell.track(RUN, "a").handle == {"executor": "memory", "key": KEY}
 
@@ -240,7 +239,7 @@ def test_a_failing_look_up_keeps_what_observing_learned(shell: MemoryShell) -> N
     assert shell.track(RUN, "a").phase is TrackPhase.COMPLETE  # observed all the same
     b = shell.track(RUN, "b")
     assert b.phase is TrackPhase.DISPATCHED and b.handle is None  # not asked: left alone
-    assert result.dispatched == []
+    assert result.dispatched == ()
 
 
 def test_a_dispatch_the_backend_refused_is_recorded_as_failed(shell: MemoryShell) -> None:
@@ -248,7 +247,7 @@ def test_a_dispatch_the_backend_refused_is_recorded_as_failed(shell: MemoryShell
     shell.executor.refused["a"] = "422 inputs are too large"
     now = T0 + MINUTE
     result = shell.run(now)
-    assert result.dispatch_errors == [f"{KEY}: 422 inputs are too large"]
+    assert result.dispatch_errors == (f"{KEY}: 422 inputs are too large",)
     assert result.record_landed and shell.commits == [decide(now), record(now)]
     track = shell.track(RUN, "a")
     assert track.phase is TrackPhase.FAILED
@@ -264,7 +263,7 @@ def test_a_consolidated_run_gets_its_brief_in_the_mark_commit(shell: MemoryShell
     now = T0 + 3 * MINUTE
     result = shell.run(now)
 
-    assert result.rendered == [RUN] and result.finished == [RUN]
+    assert result.rendered == (RUN,) and result.finished == (RUN,)
     assert result.mark_landed and not result.record_landed  # nothing to dispatch
     assert shell.commits[-1] == decide(now)
     assert {layout.brief_path(RUN), layout.run_path(RUN)} <= set(shell.changed())
@@ -310,15 +309,16 @@ def test_inputs_from_memory_hold_a_quarantined_schedule_and_name_a_bad_settings_
                               "its caps are not applied",)
     assert inputs.memo is None
     result = shell.run(T0 + MINUTE)
-    assert result.dispatched == [] and memory_executor.starts == []
+    assert result.dispatched == () and memory_executor.starts == []
     assert any(layout.cursor_path("nightly") in line for line in result.quarantined)
-    assert result.schedule_errors == list(inputs.invalid)
+    assert result.schedule_errors == inputs.invalid
 
 
 
 def test_the_tick_s_dashboard_is_typed_and_its_module_still_loads_lazily() -> None:
-    """``Tick.board`` and the ``Board`` callback name the dashboard's type, imported only
-    for the type checker: a tick that renders no index never loads the module."""
+    """``contributors.board`` and the ``Board`` callback name the dashboard's type,
+    imported only for the type checker: a tick that renders no index never loads the
+    module."""
     import ast
     import inspect
     import typing
@@ -328,15 +328,16 @@ def test_the_tick_s_dashboard_is_typed_and_its_module_still_loads_lazily() -> No
     from orchestrator.spec.models import ScheduleSpec
     from orchestrator.state.model import State
     from orchestrator.state.records import Run
-    from orchestrator.tick import consolidate, shell
+    from orchestrator.tick import consolidate, contributors, shell
 
     # the names the shell imports only for the type checker (an idle tick loads none)
     names = {"Dashboard": Dashboard, "BriefContext": BriefContext, "State": State,
              "Run": Run, "Decision": Decision, "ScheduleSpec": ScheduleSpec}
-    assert typing.get_type_hints(shell.Tick.board, localns=names)["return"] is Dashboard
+    assert typing.get_type_hints(contributors.board, localns=names)["return"] is Dashboard
     board = typing.get_type_hints(consolidate.finish_runs, localns=names)["board"]
     assert typing.get_args(typing.get_args(board)[0])[1] is Dashboard
-    for module in (shell, consolidate):  # no module-level import outside TYPE_CHECKING
+    # no module-level import outside TYPE_CHECKING
+    for module in (shell, consolidate, contributors):
         tree = ast.parse(inspect.getsource(module))
         eager = [node.module for node in tree.body
                  if isinstance(node, ast.ImportFrom) and node.module]
