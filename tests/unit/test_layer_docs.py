@@ -86,3 +86,31 @@ def test_the_documents_list_the_layers_of_the_layer_test(document: str) -> None:
         if name and name not in {"__main__", "clidoc"}:
             expected.setdefault(layer, set()).add(name)
     assert _listed_layers(document) == [expected[k] for k in sorted(expected)]
+
+
+def test_the_feature_map_names_modules_that_exist() -> None:
+    text = (REPO / "docs" / "develop.md").read_text(encoding="utf-8")
+    section = text.split("## Where each feature lives", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| feature")]
+    assert len(rows) >= 12
+    root = REPO / PACKAGE
+    missing = []
+    for _feature, model, step, _contributor, _command, _page in rows:
+        for name in re.findall(r"`([a-z_/]+\.py|[a-z_]+/)`", model):
+            if not (root / name).exists():
+                missing.append(name)
+        for name in re.findall(r"`([a-z_]+\.py)`", step):
+            if not (root / "planner" / name).exists():
+                missing.append(f"planner/{name}")
+    assert missing == [], "the feature map names modules that are gone"
+
+
+def test_the_feature_map_names_contributors_the_tick_has() -> None:
+    from orchestrator.tick.contributors import CONTRIBUTORS
+
+    text = (REPO / "docs" / "develop.md").read_text(encoding="utf-8")
+    section = text.split("## Where each feature lives", 1)[1].split("\n## ", 1)[0]
+    named = {name for line in section.splitlines() if line.startswith("| ")
+             for name in re.findall(r"`([a-z_]+)`", line.split("|")[4])}
+    assert named and named <= {c.__name__ for c in CONTRIBUTORS}
