@@ -1,17 +1,25 @@
 """The executor contract: what :mod:`orchestrator.executors.base` promises, as tests.
 
-One suite, run over every executor of the registry
-(:data:`orchestrator.executors.REGISTRY`) through one parametrized fixture,
-``backend``, each built by its harness in :data:`HARNESSES`: the local executor (real
-supervisors and processes in a temporary folder) and the GitHub executor against the
-fake GitHub server on 127.0.0.1, whose dispatched matrix legs are played as a runner
-plays ``track.yml`` (:mod:`tests.workflow_player`), so a track's command really runs
-in both. A tier runs the suite by subclassing
-:class:`ExecutorContract` in a ``test_*.py`` module (both backends need real
-processes, so only ``tests/integration`` does).
+One suite, :class:`ExecutorContract`, run through one parametrized fixture,
+``backend``, each backend built by its :class:`Harness`. A tier runs the suite by
+subclassing it in a ``test_*.py`` module:
+
+- By default a subclass runs over every executor of the registry
+  (:data:`orchestrator.executors.REGISTRY`), read when the subclass is collected, each
+  built by its harness in :data:`HARNESSES`: the local executor (real supervisors and
+  processes in a temporary folder) and the GitHub executor against the fake GitHub
+  server on 127.0.0.1, whose matrix legs are played as a runner plays ``track.yml``
+  (:mod:`tests.workflow_player`). Both need real processes: ``tests/integration``.
+- A subclass that sets :attr:`ExecutorContract.executor` and
+  :attr:`ExecutorContract.harness` runs over that executor alone, registered
+  (:func:`orchestrator.executors.register`) while each case runs and never after, so
+  no other module sees it. A new executor needs its module, its registry entry and a
+  harness; this file does not change.
 
 A guarantee that holds for some backends only is marked ``@backends("local",
-why=...)``: the others skip it and say why.
+why=...)``: the others skip it and say why. A case that needs a track's command to run
+as a real process is marked ``@needs_process``: a harness that runs no process (the
+in-memory executor's) skips it, and runs every other case.
 
 Time: the legs and the supervisors measure their own times on the real clock, so
 runs are named after the current minute and executors are built with the current
@@ -33,7 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 
@@ -78,6 +86,11 @@ def backends(*names: str, why: str) -> pytest.MarkDecorator:
     unknown = set(names) - set(BACKENDS)
     assert not unknown, f"unknown backends {sorted(unknown)}"
     return pytest.mark.executor_backends(*names, why=why)
+
+
+needs_process = pytest.mark.needs_process
+"""Marks a contract case that needs a track's command to run as a real process (its
+exit code, output, files, signals): backends whose harness runs none skip it."""
 
 
 def eventually(probe: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
@@ -133,18 +146,21 @@ class Backend:
     stops: Callable[[str], int]
     """How many times the backend was asked to stop the attempt with this key (local:
     its cancel marker; GitHub: cancels of its workflow run)."""
-    tmp: Path
-    """A folder for the tracks' own files."""
+    tmp: Path | None
+    """A folder for the tracks' own files (``None``: the backend runs no process)."""
     break_it: Callable[[], None] | None = None
     """Makes the backend unable to answer (local: its work folder cannot be read;
     GitHub: every call fails)."""
+    settle: float = SETTLE
+    """Seconds after which a second start, were there one, has happened (none for a
+    backend in memory, where a start happens within the call that makes it)."""
 
     def starts(self, *keys: str) -> list[int]:
         """How many times each attempt was started, once a second start, were there one,
-        would have happened: after :data:`SETTLE`, and the runners taking what is new."""
-        time.sleep(SETTLE)
+        would have happened: after :attr:`settle`, and the runners taking what is new."""
+        time.sleep(self.settle)
         self.take_jobs()
-        time.sleep(SETTLE / 2)
+        time.sleep(self.settle / 2)
         return [self.count_starts(key) for key in keys]
 
 
@@ -264,14 +280,24 @@ def _github_backend(tmp: Path, fake: FakeGitHub) -> Iterator[Backend]:
     fake.faults.clear()
 
 
-Harness = Callable[[Path, pytest.FixtureRequest], Iterator[Backend]]
-"""Builds a backend under test in a temporary folder (the request gives fixtures)."""
+@dataclass(frozen=True)
+class Harness:
+    """How the suite builds one backend under test, and tears it down."""
+
+    build: Callable[[pytest.FixtureRequest], Iterator[Backend]]
+    """Yields the backend, then leaves nothing running (the request gives fixtures,
+    ``tmp_path`` among them)."""
+    processes: bool = True
+    """Whether a track's command runs as a real process: cases marked
+    :data:`needs_process` skip for a backend that runs none."""
+
+
 HARNESSES: dict[str, Harness] = {
-    "local": lambda tmp, _request: _local_backend(tmp),
-    "github": lambda tmp, request: _github_backend(tmp, request.getfixturevalue("fake_github")),
+    "local": Harness(lambda request: _local_backend(request.getfixturevalue("tmp_path"))),
+    "github": Harness(lambda request: _github_backend(
+        request.getfixturevalue("tmp_path"), request.getfixturevalue("fake_github"))),
 }
-_missing = sorted(set(BACKENDS) - set(HARNESSES))
-assert not _missing, f"executors without a contract harness: {_missing}"
+"""The harness of each executor of the registry."""
 
 
 # --------------------------------------------------------------------------- the suite
@@ -289,14 +315,43 @@ class Ran:
 
 
 class ExecutorContract:
-    """The contract cases, each run over every backend of :data:`BACKENDS`."""
+    """The contract cases, each run over every executor of the registry, or over the
+    subclass's own :attr:`executor`."""
 
-    @pytest.fixture(params=BACKENDS)
-    def backend(self, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-        marker = request.node.get_closest_marker("executor_backends")
-        if marker is not None and request.param not in marker.args:
-            pytest.skip(f"{request.param}: {marker.kwargs['why']}")
-        yield from HARNESSES[request.param](tmp_path, request)
+    executor: ClassVar[executors.ExecutorInfo | None] = None
+    """An executor the subclass defines (in its test file): the cases run over it alone,
+    with it registered while each runs. ``None``: over every registered executor."""
+    harness: ClassVar[Harness | None] = None
+    """The harness of :attr:`executor`."""
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        # Read when each subclass is collected, not when this module is imported.
+        if "backend" in metafunc.fixturenames:
+            metafunc.parametrize("backend", self._backends(), indirect=True)
+
+    def _backends(self) -> tuple[str, ...]:
+        if self.executor is not None:
+            assert self.harness is not None, f"{self.executor.name} has no harness"
+            return (self.executor.name,)
+        missing = sorted(set(executors.REGISTRY) - set(HARNESSES))
+        assert not missing, f"executors without a contract harness: {missing}"
+        return tuple(executors.REGISTRY)
+
+    def _harness(self, name: str) -> Harness:
+        return self.harness if self.harness is not None else HARNESSES[name]
+
+    @pytest.fixture
+    def backend(self, request: pytest.FixtureRequest) -> Iterator[Backend]:
+        name, harness = request.param, self._harness(request.param)
+        only = request.node.get_closest_marker("executor_backends")
+        if only is not None and name not in only.args:
+            pytest.skip(f"{name}: holds for {', '.join(only.args)} only ({only.kwargs['why']})")
+        if request.node.get_closest_marker("needs_process") and not harness.processes:
+            pytest.skip(f"{name}: its harness runs no process, and this case needs one")
+        with contextlib.ExitStack() as stack:
+            if self.executor is not None:
+                stack.enter_context(executors.register(self.executor))
+            yield from harness.build(request)
 
     # ------------------------------------------------------------------ helpers
 
@@ -337,6 +392,7 @@ class ExecutorContract:
     @staticmethod
     def script(backend: Backend, name: str, body: str) -> str:
         """A command that runs the Python ``body`` (with ``os`` and ``json`` imported)."""
+        assert backend.tmp is not None, "a script runs in a process: mark the case"
         path = backend.tmp / f"{name}.py"
         path.write_text(f"import json, os, sys\n{body}\n")
         return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
@@ -428,6 +484,7 @@ class ExecutorContract:
 
     # ------------------------------------------------------------------ observe
 
+    @needs_process
     def test_exit_0_is_complete_with_its_times_and_its_result(self, backend: Backend) -> None:
         run = self.script(backend, "done", "json.dump({'summary': 'built'}, "
                           "open(os.environ['ORCHESTRATOR_RESULT'], 'w'))")
@@ -440,6 +497,7 @@ class ExecutorContract:
         assert done.started_at is not None and done.finished_at is not None
         assert ran.sent - SLACK <= done.started_at <= done.finished_at <= after + SLACK
 
+    @needs_process
     def test_exit_1_is_failed_with_the_end_of_stderr(self, backend: Backend) -> None:
         request = self.request(backend, "a", "echo starting; echo 'no such table' >&2; exit 1")
         ran = self.run_to_end(backend, request)
@@ -450,6 +508,7 @@ class ExecutorContract:
         assert failed.started_at is not None and failed.finished_at is not None
         assert ran.sent - SLACK <= failed.started_at <= failed.finished_at
 
+    @needs_process
     def test_exit_75_is_a_polls_not_yet_and_the_next_poll_starts_again(
             self, backend: Backend) -> None:
         run = self.script(backend, "poll", "poll = os.environ['ORCHESTRATOR_POLL']\n"
@@ -470,6 +529,7 @@ class ExecutorContract:
         assert polled.result == {"summary": "ready at poll 1"}
         assert backend.starts(request.key, again.key) == [1, 1]
 
+    @needs_process
     def test_a_track_past_its_timeout_is_tapped_out(self, backend: Backend) -> None:
         request = self.request(backend, "a", "sleep 30", timeout_minutes=0.02)  # 1.2 s
         tapped = self.run_to_end(backend, request).seen[request.key]
@@ -482,12 +542,13 @@ class ExecutorContract:
         request = self.request(backend, "a", "true")
         with backend.no_free_runner() as executor:
             [result] = executor.dispatch([request])
-            time.sleep(0.5)  # time enough to start, were a runner free
+            time.sleep(backend.settle / 2)  # time enough to start, were a runner free
             seen = executor.observe([self.handle(result)])
             assert set(seen) <= {request.key}
             assert request.key not in seen or seen[request.key].phase is None
             assert backend.count_starts(request.key) == 0  # so far: no runner took it
 
+    @needs_process
     def test_the_command_gets_its_inputs_the_other_tracks_results_and_its_environment(
             self, backend: Backend) -> None:
         run = self.script(backend, "seen", "\n".join([
@@ -520,6 +581,7 @@ class ExecutorContract:
         assert undone["env"]["COMPENSATING"] == "1"
         assert undone["env"]["ORIGINAL_RESULT"] == original
 
+    @needs_process
     def test_the_command_knows_its_schedule_its_slot_and_the_slot_before(
             self, backend: Backend) -> None:
         names = ["ORCHESTRATOR_SCHEDULE", "ORCHESTRATOR_SLOT", "ORCHESTRATOR_SLOT_LOCAL",
@@ -565,7 +627,9 @@ class ExecutorContract:
 
     # ------------------------------------------------------------------ cancel
 
+    @needs_process
     def test_cancel_stops_a_running_track(self, backend: Backend) -> None:
+        assert backend.tmp is not None
         pidfile = backend.tmp / "pid"
         request = self.request(backend, "a", f"echo $$ > {shlex.quote(str(pidfile))}; "
                                              "exec sleep 60")
@@ -587,6 +651,7 @@ class ExecutorContract:
         assert seen[request.key].phase is TrackPhase.CANCELLED
         eventually(lambda: gone(pid), f"the command of {request.key} to stop", timeout=15)
 
+    @needs_process
     def test_cancel_leaves_a_finished_attempt_alone(self, backend: Backend) -> None:
         run = self.script(backend, "done", "json.dump({'summary': 'built'}, "
                           "open(os.environ['ORCHESTRATOR_RESULT'], 'w'))")

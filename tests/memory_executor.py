@@ -2,11 +2,14 @@
 
 A test double of a backend for the tick's unit tests (the tick is what they test; this
 stands where the local executor or GitHub would). It keeps the contract of
-:mod:`orchestrator.executors.base`: one result per request, in order; a key dispatched
-again gets the handle it got before and starts nothing; :meth:`lookup` maps a key it
-never saw to ``None``, and answers nothing while the backend is down (every call
-raises, as the local executor's do when its folder cannot be read); a cancel leaves a
-finished attempt alone.
+:mod:`orchestrator.executors.base`, and runs the executor contract suite's cases that
+need no process (``tests/unit/test_memory_executor_contract.py``):
+
+- one result per request, in order; an invalid run id or track name gets an error;
+- a key dispatched again gets the handle it got before and starts nothing;
+- :meth:`lookup` maps a key it never saw to ``None``, and leaves every key out while
+  the backend is down (it could ask about none); its other calls raise then;
+- a cancel leaves a finished attempt alone.
 
 What an attempt does once dispatched is the test's to say, with the times it gives:
 it waits for a runner (no phase) until :meth:`MemoryExecutor.start` and
@@ -14,10 +17,11 @@ it waits for a runner (no phase) until :meth:`MemoryExecutor.start` and
 get an error result, :attr:`dispatch_fails` makes ``dispatch`` raise
 :class:`~orchestrator.errors.ExecutorError` (a batch that failed half-way: nothing
 says what was started), :attr:`lookup_fails` makes ``lookup`` raise it, and while
-:attr:`down` is set every call raises it.
+:attr:`down` is set every call but ``lookup`` raises it.
 
 It lives in ``tests/`` and not in the package beside the in-memory store: no command
-builds it (the executor registry lists the backends a user can pick), while the
+builds it (the executor registry lists the backends a user can pick; its contract test
+registers it only while each case runs), while the
 in-memory store is the reference the store contract is written against.
 """
 
@@ -27,8 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from orchestrator.errors import ExecutorError
+from orchestrator.errors import ExecutorError, InvalidId
 from orchestrator.executors.base import DispatchRequest, DispatchResult, Handle, Observation
+from orchestrator.spec.fields import check_id, check_run_id
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.items import ItemReport, NewItem
 from orchestrator.state.phases import TrackPhase
@@ -57,8 +62,8 @@ class MemoryExecutor:
     """The backend; see the module docstring."""
 
     name: str = "memory"
-    """Its registry name (:mod:`tests.executor_contract` registers it): an executor that
-    claimed another's name would be given that one's capabilities (work folders)."""
+    """Its registry name (its contract test registers it): an executor that claimed
+    another's name would be given that one's capabilities (work folders)."""
     machine: str | None = None
     """The machine it launches on (``None``: it claims nothing, as GitHub)."""
     breaker: Breaker | None = None
@@ -69,7 +74,7 @@ class MemoryExecutor:
     """While set, ``dispatch`` raises ``ExecutorError(dispatch_fails)`` and starts
     nothing."""
     down: str | None = None
-    """While set, every call raises ``ExecutorError(down)``."""
+    """While set, every call but :meth:`lookup` raises ``ExecutorError(down)``."""
     lookup_fails: str | None = None
     """While set, ``lookup`` raises ``ExecutorError(lookup_fails)`` (a backend
     whose other calls still answer)."""
@@ -88,6 +93,12 @@ class MemoryExecutor:
             raise ExecutorError(self.dispatch_fails)
         results = []
         for request in requests:
+            try:
+                check_run_id(request.run_id)
+                check_id(request.track, "track name")
+            except InvalidId as exc:
+                results.append(DispatchResult(key=request.key, error=exc.message))
+                continue
             why = self.refused.get(request.track)
             if why is not None:
                 results.append(DispatchResult(key=request.key, error=why))
@@ -99,7 +110,8 @@ class MemoryExecutor:
         return results
 
     def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
-        self._reachable()
+        if self.down is not None:  # asked about nothing: no key may be dispatched again
+            return {}
         if self.lookup_fails is not None:
             raise ExecutorError(self.lookup_fails)
         return {r.key: self._result(r.key) if r.key in self.attempts else None
