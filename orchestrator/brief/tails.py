@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import executors
-from ..executors.local_outcome import read_tail
 from ..executors.outcomes import Folder
 from ..state.phases import TrackPhase
 from ..state.records import Track
+from ..support.safejson import tail_bytes
 from ..support.text import last_lines
 from .context import BriefContext
 
@@ -69,7 +69,7 @@ def local_tails(work_dir: Path, tracks: Iterable[Track], redact: Callable[[str],
     none."""
     found: dict[str, str] = {}
     for track in shown_first(t for t in tracks if in_work_folder(t))[:limit]:
-        text = tail_of(read_tail(work_dir / track.key / STDOUT, READ_BYTES), redact)
+        text = tail_of(tail_bytes(work_dir / track.key / STDOUT, READ_BYTES), redact)
         if text:
             found[track.name] = text
     return found

@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from .. import executors
 from ..errors import NotFound
-from ..executors import local
 from ..executors.base import LogReader
 from ..spec.fields import check_id, check_run_id
 from ..state import layout
@@ -76,10 +76,12 @@ def _print(folder: Path, offsets: dict[str, int], redact: Redactor, header: str 
         click.echo(text, nl=False)
 
 
-def _follow(work: Path, folder: Path, redact: Redactor) -> None:
+def _follow(setup: executors.Setup, folder: Path, redact: Redactor) -> None:
+    ended = executors.declared(executors.LOCAL).ended
+    assert ended is not None, "the local executor declares which attempts ended"
     offsets: dict[str, int] = {}
     while True:
-        done = bool(local.ended(work, [folder.name]))
+        done = bool(ended(setup, [folder.name]))
         _print(folder, offsets, redact, None)
         if done:
             return
@@ -163,8 +165,8 @@ def command(cfg: Config, run_id: str, track: str | None, attempt: int | None,
         check_id(track, "track name")
     if follow and track is None:
         raise click.UsageError("--follow needs a TRACK")
-    # as the local executor finds it (executors.local_work_dir)
-    work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
+    setup = executors.Setup(repo=cfg.repo, now=datetime.now(UTC))
+    work = executors.local_work_dir(setup)
     found = attempts(work, run_id)
     if not found or (track is not None and track not in found):
         _elsewhere(cfg, run_id, track, attempt, follow, work)
@@ -180,7 +182,7 @@ def command(cfg: Config, run_id: str, track: str | None, attempt: int | None,
             raise NotFound(f"track {name!r} of {run_id!r} has no attempt {number} "
                            f"(attempts: {', '.join(map(str, sorted(tried)))})")
         if follow:
-            _follow(work, tried[number], redact)
+            _follow(setup, tried[number], redact)
         else:
             _print(tried[number], {}, redact, f"{name} attempt {number}")
     return 0

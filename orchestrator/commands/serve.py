@@ -199,15 +199,18 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
     return work
 
 
-def compact_work(cfg: Config, keep_days: int) -> Work:
+def compact_work(cfg: Config, keep_days: int, executor: str) -> Work:
+    forget = executors.declared(executor).forget
+
     def work(now: datetime) -> list[str]:
         done = compact(cfg.git(), keep_days, now)
         if done is None:
             return []
-        from ..executors.local import forget
-
-        # the archived runs' local work folders go with them, as after a tick's retention
-        forget(executors.local_work_dir(executors.Setup(repo=cfg.repo, now=now)), done.runs)
+        if forget is not None:
+            # the archived runs' work folders go with them, as after a tick's retention
+            built = executors.get(executor).factory(
+                executors.Setup(repo=cfg.repo, now=now), None)
+            forget(built, done.runs)
         return [f"archived {len(done.runs)} run(s); previous history kept as tag "
                 f"{archive_tag(now)}"]
 
@@ -230,7 +233,8 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
-        loop.add("compact", compact_work(cfg, compact_keep_days), every=COMPACT_EVERY)
+        loop.add("compact", compact_work(cfg, compact_keep_days, executor),
+                 every=COMPACT_EVERY)
     return loop
 
 

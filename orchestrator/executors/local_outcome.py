@@ -5,9 +5,7 @@ track may leave a FIFO, a symlink to ``/dev/zero`` or 100,000 brackets there).""
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from ..state.items import (
 )
 from ..state.phases import TrackPhase
 from ..support import safejson
+from ..support.safejson import tail_bytes
 from ..support.times import parse_utc
 from . import _supervise as supervisor
 from .base import Observation
@@ -38,37 +37,8 @@ STDERR_TAIL_LINES = 20
 
 
 def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
-    text = _read_tail(path, max_bytes).decode("utf-8", errors="replace")
+    text = tail_bytes(path, max_bytes).decode("utf-8", errors="replace")
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _read_tail(path: Path, max_bytes: int, start: int = 0, end: int | None = None) -> bytes:
-    """At most the last ``max_bytes`` of ``path`` between ``start`` and ``end`` (default:
-    its size); nothing when it is not a regular file. The track can replace its stderr
-    file with a FIFO or a symlink: it is opened without blocking and without following
-    a link."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return b""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return b""
-        stop = info.st_size if end is None else end
-        begin = max(start, stop - max_bytes)
-        os.lseek(fd, begin, os.SEEK_SET)
-        return os.read(fd, max(0, stop - begin))
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
-def read_tail(path: Path, max_bytes: int) -> bytes:
-    """At most the last ``max_bytes`` of ``path``, read as :func:`_read_tail` reads (a
-    regular file only, no link followed, never blocking on a FIFO)."""
-    return _read_tail(path, max_bytes)
 
 
 def signal_name(number: int) -> str:
@@ -231,7 +201,7 @@ def _slice_tail(path: Path, start: Any, end: Any) -> str:
     """The last lines the command wrote to stderr between two offsets."""
     if not isinstance(start, int):
         return ""
-    data = _read_tail(path, 16 * 1024, start, end if isinstance(end, int) else None)
+    data = tail_bytes(path, 16 * 1024, start, end if isinstance(end, int) else None)
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-ITEM_STDERR_LINES:])
 
 

@@ -43,9 +43,9 @@ from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.phases import TrackPhase
 from ..support import safejson
+from ..support.safejson import tail_bytes
 from ..support.text import error_location
 from .base import Observation
-from .local_outcome import read_tail
 
 FORMAT = 1
 """Version of the outcome file; a reader refuses others instead of guessing."""
@@ -233,7 +233,7 @@ class Folder:
         """The end of the stdout the leg ``key`` left, at most :data:`STDOUT_BYTES`;
         nothing when it left none or the file is no longer a regular one."""
         path = self.stdouts.get(key)
-        return b"" if path is None else read_tail(path, STDOUT_BYTES)
+        return b"" if path is None else tail_bytes(path, STDOUT_BYTES)
 
     def skip(self, name: str, why: str) -> None:
         """Name the entry ``name`` (relative to the folder) as skipped, and why."""

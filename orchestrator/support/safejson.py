@@ -250,3 +250,26 @@ def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     """:func:`read_file` then :func:`loads`."""
     return loads(read_file(path, max_bytes=max_bytes, root=root), max_bytes=max_bytes,
                  max_depth=max_depth)
+
+
+def tail_bytes(path: Path, max_bytes: int, start: int = 0, end: int | None = None) -> bytes:
+    """At most the last ``max_bytes`` of ``path`` between ``start`` and ``end`` (default:
+    its size); nothing when it is missing or not a regular file. A track can replace the
+    files it writes with a FIFO or a symlink: it is opened without blocking and without
+    following a link, and any trouble reads as nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return b""
+        stop = info.st_size if end is None else end
+        begin = max(start, stop - max_bytes)
+        os.lseek(fd, begin, os.SEEK_SET)
+        return os.read(fd, max(0, stop - begin))
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

@@ -394,6 +394,23 @@ def test_only_the_github_packages_import_the_github_client() -> None:
     assert executor == [], "ask the executor registry, not the GitHub executor"
 
 
+EXECUTOR_CONTRACT = {f"{PACKAGE}.executors", f"{PACKAGE}.executors.base",
+                     f"{PACKAGE}.executors.outcomes", f"{PACKAGE}.executors.local_outcome",
+                     f"{PACKAGE}.executors.drain_leg"}
+"""What a module outside ``executors/`` may import of it: the registry and the contract,
+and the leg's side that any executor's legs run (``orchestrator outcome`` reads a
+track's files and writes its outcome; ``orchestrator queue work`` is a drain leg)."""
+
+
+def test_outside_the_executors_only_the_registry_and_the_contract_are_imported() -> None:
+    graph = project_graph()
+    reached = sorted(f"{m} -> {t}" for m, targets in graph.items()
+                     if package_of(m) != "executors"
+                     for t in targets if package_of(t) == "executors"
+                     and t not in EXECUTOR_CONTRACT)
+    assert reached == [], "ask the registry (executors.declared), not a backend's module"
+
+
 def _defined_classes(*packages: str) -> set[str]:
     return {node.name for package in packages
             for path in (REPO / PACKAGE / package).rglob("*.py")
