@@ -26,6 +26,7 @@ from orchestrator.brief import dashboard, render_index
 from orchestrator.spec.files import load_all
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
+from orchestrator.state.history import page_runs
 from orchestrator.state.machine import RUN_OPEN
 from orchestrator.state.phases import RunStatus
 from orchestrator.state.records import Run
@@ -86,7 +87,7 @@ def main() -> None:
             board = dashboard.from_files(snap.files, parsed.schedules, [], now, state=state,
                                          last_tick=now)
             built_at = time.perf_counter()
-            runs, older = state_index.page_runs(snap.files, state.runs)
+            runs, older = page_runs(snap.files, state.runs)
             page = render_index(list(runs.values()), generated_at=now, board=board,
                                 older=older)
             done = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from orchestrator.state import index as state_index
+from orchestrator.state.history import all_runs
 
 
 def assert_index_agrees(files: Mapping[str, bytes]) -> None:
@@ -16,7 +17,7 @@ def assert_index_agrees(files: Mapping[str, bytes]) -> None:
     if index is None and not folders:
         return  # a branch without runs gets its index with its first run
     assert index is not None, f"{state_index.OPEN_INDEX} {problem}"
-    expected = state_index.build(state_index.all_runs(files).values(), folders)
+    expected = state_index.build(all_runs(files).values(), folders)
     # The tree it names is the one it was written with; a writer of track records
     # alone (a report) moves the tree on without writing the index: that id then
     # matches nothing, and the next load lists the runs.

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..state.machine import RUN_TERMINAL, TRACK_OPEN
 from ..state.phases import RunStatus, TrackPhase
-from ..state.records import Run, Track
+from ..state.records import Run, Track, Transition
 
 
 @dataclass(frozen=True)
@@ -71,17 +71,21 @@ def _from_history(track: Track) -> list[Attempt]:
             if cur is not None and cur["finished"] is not None:
                 out.append(Attempt(**cur))  # a retry or requeue: that attempt is over
                 cur = None
-        elif cur is None:
-            continue  # tapped out or cancelled while waiting for a dispatch: nothing ran
-        elif step.to == TrackPhase.RUNNING.value:
-            cur["started"] = cur["started"] or step.at  # a poll's later runs go on
-            cur["outcome"] = step.to
-        elif step.to in _TERMINAL:
-            cur["finished"] = step.at
-            cur["outcome"] = step.to
+        elif cur is not None:  # else tapped out or cancelled before a dispatch: nothing ran
+            _went_on(cur, step)
     if cur is not None:
         out.append(Attempt(**cur))
     return out
+
+
+def _went_on(cur: dict[str, Any], step: Transition) -> None:
+    """Note in the attempt ``cur`` a step of its own: its start, or its end."""
+    if step.to == TrackPhase.RUNNING.value:
+        cur["started"] = cur["started"] or step.at  # a poll's later runs go on
+        cur["outcome"] = step.to
+    elif step.to in _TERMINAL:
+        cur["finished"] = step.at
+        cur["outcome"] = step.to
 
 
 def _with_record_times(last: Attempt, track: Track) -> Attempt:
@@ -91,10 +95,8 @@ def _with_record_times(last: Attempt, track: Track) -> Attempt:
     # (and a start never shown as "running": dispatched -> complete in one tick).
     current = last.number == track.attempt
     started = last.started
-    if current and track.started_at is not None and (started is None or (
-            track.polls == 0 and (last.dispatched is None
-                                  or track.started_at >= last.dispatched))):
-        started = track.started_at  # a poll's start is its latest one: keep the first
+    if current and _record_start_holds(last, track):
+        started = track.started_at
     finished = last.finished
     if track.phase not in TRACK_OPEN and track.finished_at is not None and (
             finished is None or current):
@@ -103,6 +105,18 @@ def _with_record_times(last: Attempt, track: Track) -> Attempt:
     outcome = track.phase.value if finished is None else last.outcome
     return Attempt(number=last.number, dispatched=last.dispatched, started=started,
                    finished=finished, outcome=outcome)
+
+
+def _record_start_holds(last: Attempt, track: Track) -> bool:
+    """Whether the record's start is the current attempt's ``last``: the history has
+    none, or (no poll) the record's is not before the dispatch."""
+    if track.started_at is None:
+        return False
+    if last.started is None:
+        return True
+    # a poll's start is its latest one: keep the first
+    return track.polls == 0 and (last.dispatched is None
+                                 or track.started_at >= last.dispatched)
 
 
 def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:

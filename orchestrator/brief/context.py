@@ -89,6 +89,16 @@ def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
     return polls
 
 
+def _run_files(files: Mapping[str, bytes], run_id: str) -> dict[str, bytes]:
+    """The files one run's brief reads: the run's record and specs, its tracks and undo
+    records, its dead letters, and the runners' health."""
+    exact = {run_path(run_id), specs_path(run_id), HEALTH}
+    prefix = run_dir(run_id) + "/"
+    prefixes = (prefix + "tracks/", prefix + "undo/", f"{DLQ}/{run_id}--")
+    # Filter on paths first: a git snapshot loads contents lazily, on access.
+    return {p: files[p] for p in files if p in exact or p.startswith(prefixes)}
+
+
 def context_from_files(
     files: Mapping[str, bytes],
     run_id: str,
@@ -106,13 +116,7 @@ def context_from_files(
     check_run_id(run_id)
     if run_path(run_id) not in files:
         raise NotFound(f"no run {run_id!r} on the state branch")
-    prefix = run_dir(run_id) + "/"
-    dlq_prefix = f"{DLQ}/{run_id}--"
-    # Filter on paths first: a git snapshot loads contents lazily, on access.
-    mine = {p: files[p] for p in files
-            if p in (run_path(run_id), specs_path(run_id)) or p.startswith(prefix + "tracks/")
-            or p.startswith(prefix + "undo/") or p.startswith(dlq_prefix) or p == HEALTH}
-    state = load(mine, all_tracks=True)
+    state = load(_run_files(files, run_id), all_tracks=True)
     if run_id not in state.runs:  # quarantined: its run record or a track is unreadable
         raise CorruptState("; ".join(state.quarantine_lines()))
     run = state.runs[run_id]

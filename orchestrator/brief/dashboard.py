@@ -91,7 +91,7 @@ class Dashboard:
 
 History = Callable[[Sequence[str]], Mapping[str, Sequence[Run]]]
 """Schedule ids -> each one's newest runs, newest first (on a branch:
-:func:`orchestrator.state.index.schedule_history`). Asked only for the schedules shown."""
+:func:`orchestrator.state.history.schedule_history`). Asked only for the schedules shown."""
 
 
 def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_model.State,
@@ -229,6 +229,7 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
     the strips' runs read from the run folders, only for the schedules shown."""
     from ..state import codec
     from ..state import index as state_index
+    from ..state.history import schedule_history
 
     if state is None:
         state = state_index.load(files).state
@@ -236,6 +237,6 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
     also = dict(state.runs)
 
     def history(ids: Sequence[str]) -> Mapping[str, Sequence[Run]]:
-        return state_index.schedule_history(files, ids, also, STRIP_RUNS)
+        return schedule_history(files, ids, also, STRIP_RUNS)
 
     return build(schedules, invalid, state, last_tick, history, now)

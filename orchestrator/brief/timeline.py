@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -111,65 +112,113 @@ def poll_marks(track: Track, x: Any) -> list[Mark]:
     return marks
 
 
+Scale = Callable[[datetime], float]
+"""A moment -> its x in viewBox units, clamped to the axis."""
+
+
 def layout(ctx: BriefContext, attempts: dict[str, list[Attempt]]) -> Timeline:
     now = ctx.generated_at
-    starts = [a.dispatched or a.started for al in attempts.values() for a in al]
-    ends = [a.finished or now for al in attempts.values() for a in al]
-    t0 = min([s for s in starts if s is not None] or [ctx.run.fire_at])
-    t1 = max([e for e in ends if e is not None] or [t0 + timedelta(minutes=1)])
-    finished = run_finished(ctx.run)
-    if finished and finished > t1:
-        t1 = finished
-    if t1 <= t0:
-        t1 = t0 + timedelta(minutes=1)
+    start, end = _window(ctx, attempts)
+    x = _scale(start, end)
+    row_h = 26 if len(ctx.tracks) <= 64 else 14
+    rows = [_row(track, attempts[track.name], index * row_h, now, x)
+            for index, track in enumerate(ctx.tracks)]
+    deadline, slot = ctx.run.deadline, ctx.run.slot
+    slot_x = x(slot) if start <= slot <= end else None
+    now_x = x(now) if ctx.run.status not in RUN_TERMINAL and now <= end else None
+    return Timeline(start=start, end=end, rows=rows, ticks=_ticks(start, end, x),
+                    row_height=row_h, height=max(row_h * len(rows), row_h),
+                    deadline_x=x(deadline) if deadline <= end else None, deadline=deadline,
+                    slot_x=slot_x, slot=slot, now_x=now_x)
+
+
+def _window(ctx: BriefContext, attempts: dict[str, list[Attempt]]
+            ) -> tuple[datetime, datetime]:
+    """The span the timeline shows: the activity, stretched to the deadline and the slot
+    when they are near it, with a margin of 2 % on each side."""
+    t0, t1 = _activity(ctx, attempts)
     deadline = ctx.run.deadline
     # Draw the deadline when it is on (or near) the activity; a 4-hour ceiling over a
     # 5-minute run would squash every bar into a sliver, so then it is named instead.
-    if deadline > t1 and deadline - t0 <= (t1 - t0) * 1.5:
+    if deadline > t1 and _worth_stretching(deadline - t0, t1 - t0):
         t1 = deadline
     # Likewise the slot: a few minutes of lateness is worth seeing, hours are not.
     slot = ctx.run.slot
-    if slot < t0 and t1 - slot <= (t1 - t0) * 1.5:
+    if slot < t0 and _worth_stretching(t1 - slot, t1 - t0):
         t0 = slot
     pad = (t1 - t0) * 0.02
     start, end = t0 - pad, t1 + pad
     if deadline < start:
         start = deadline - pad
+    return start, end
+
+
+def _activity(ctx: BriefContext, attempts: dict[str, list[Attempt]]
+              ) -> tuple[datetime, datetime]:
+    """From the first dispatch or start to the last end (``now`` for an attempt still
+    going) or the run's end: the slot's fire time and a minute when nothing ran."""
+    now = ctx.generated_at
+    every = [a for al in attempts.values() for a in al]
+    t0 = min(_begins(every) or [ctx.run.fire_at])
+    t1 = max([a.finished or now for a in every] or [t0 + timedelta(minutes=1)])
+    finished = run_finished(ctx.run)
+    if finished and finished > t1:
+        t1 = finished
+    if t1 <= t0:
+        t1 = t0 + timedelta(minutes=1)
+    return t0, t1
+
+
+def _begins(attempts: list[Attempt]) -> list[datetime]:
+    """When each attempt that began did: its dispatch, or its start."""
+    begins = (a.dispatched or a.started for a in attempts)
+    return [moment for moment in begins if moment is not None]
+
+
+def _worth_stretching(stretched: timedelta, span: timedelta) -> bool:
+    """Whether stretching ``span`` to ``stretched`` leaves the bars readable."""
+    return stretched <= span * 1.5
+
+
+def _scale(start: datetime, end: datetime) -> Scale:
     total = (end - start).total_seconds()
 
     def x(moment: datetime) -> float:
         return round(max(0.0, min(1000.0, (moment - start).total_seconds() / total * 1000)), 2)
 
-    row_h = 26 if len(ctx.tracks) <= 64 else 14
-    rows: list[TimelineRow] = []
-    for index, track in enumerate(ctx.tracks):
-        bars: list[Bar] = []
-        for a in attempts[track.name]:
-            begin = a.dispatched or a.started
-            if begin is None:
-                continue
-            stop = a.finished or now
-            label = f"{track.name} · attempt {a.number} · {a.outcome.replace('_', ' ')}"
-            if a.dispatched and a.started and a.started > a.dispatched:
-                bars.append(Bar(x(a.dispatched), max(x(a.started) - x(a.dispatched), 1.5),
-                                "queued", f"{label} · queued {fmt_clock(a.dispatched)} to "
-                                f"{fmt_clock(a.started)} "
-                                f"({fmt_duration(a.started - a.dispatched)})"))
-            run_from = a.started or begin
-            bars.append(Bar(x(run_from), max(x(stop) - x(run_from), 3.0), a.outcome,
-                            f"{label} · {fmt_clock(run_from)} to "
-                            f"{fmt_clock(a.finished) if a.finished else 'now'} "
-                            f"({fmt_duration(stop - run_from)})", open=a.open))
-        note = "" if bars else ("skipped" if track.phase.value == "skipped"
-                                else "not dispatched")
-        marks = poll_marks(track, x)
-        rows.append(TimelineRow(track.name, track.phase.value, len(attempts[track.name]),
-                                index * row_h, bars, note, marks))
-    in_range = deadline <= end
-    slot_x = x(slot) if start <= slot <= end else None
-    now_x = x(now) if ctx.run.status not in RUN_TERMINAL and now <= end else None
-    return Timeline(start=start, end=end, rows=rows, ticks=_ticks(start, end, x),
-                    row_height=row_h, height=max(row_h * len(rows), row_h),
-                    deadline_x=x(deadline) if in_range else None, deadline=deadline,
-                    slot_x=slot_x, slot=slot, now_x=now_x)
+    return x
 
+
+def _row(track: Track, attempts: list[Attempt], y: float, now: datetime,
+         x: Scale) -> TimelineRow:
+    bars = [bar for a in attempts for bar in _attempt_bars(track.name, a, now, x)]
+    note = "" if bars else ("skipped" if track.phase.value == "skipped"
+                            else "not dispatched")
+    return TimelineRow(track.name, track.phase.value, len(attempts), y, bars, note,
+                       poll_marks(track, x))
+
+
+def _attempt_bars(name: str, a: Attempt, now: datetime, x: Scale) -> list[Bar]:
+    """The bars of one attempt: its wait in the queue, if any, then its run up to its
+    end (or ``now``); none when it never began."""
+    begin = a.dispatched or a.started
+    if begin is None:
+        return []
+    label = f"{name} · attempt {a.number} · {a.outcome.replace('_', ' ')}"
+    queued = _queued_bar(label, a, x)
+    run_from = a.started or begin
+    stop = a.finished or now
+    ran = Bar(x(run_from), max(x(stop) - x(run_from), 3.0), a.outcome,
+              f"{label} · {fmt_clock(run_from)} to "
+              f"{fmt_clock(a.finished) if a.finished else 'now'} "
+              f"({fmt_duration(stop - run_from)})", open=a.open)
+    return [queued, ran] if queued is not None else [ran]
+
+
+def _queued_bar(label: str, a: Attempt, x: Scale) -> Bar | None:
+    """The wait between dispatch and start, when the attempt started after it."""
+    if not (a.dispatched and a.started and a.started > a.dispatched):
+        return None
+    return Bar(x(a.dispatched), max(x(a.started) - x(a.dispatched), 1.5), "queued",
+               f"{label} · queued {fmt_clock(a.dispatched)} to {fmt_clock(a.started)} "
+               f"({fmt_duration(a.started - a.dispatched)})")

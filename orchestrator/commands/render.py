@@ -24,6 +24,7 @@ from ..spec.files import load_all, load_schedule
 from ..spec.models import ScheduleSpec
 from ..state import codec, layout
 from ..state import index as state_index
+from ..state.history import page_runs
 from ..state.layout import parse_run_id
 from ..support.atomic import write_bytes, write_text
 from ..support.credentials import redactor
@@ -116,7 +117,7 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -
     state = state_index.load(snap.files).state
     board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
                                  last_tick=codec.last_tick_at(snap.files))
-    runs, older = state_index.page_runs(snap.files, state.runs)
+    runs, older = page_runs(snap.files, state.runs)
     rows = list(runs.values())
     html = brief.render_index(rows, generated_at=now, older=older, board=board,
                               template=brief.repo_template(cfg.repo, brief.INDEX_TEMPLATE,

@@ -18,6 +18,7 @@ from ..spec.files import load_all
 from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import index as state_index
+from ..state.history import page_runs
 from ..state.records import Cursor
 from ..store import Change, Snapshot
 from ..support.times import iso, parse_now
@@ -86,7 +87,7 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
         assert edited is not None
         cursors = {**loaded.state.cursors, schedule_id: codec.parse_record(
             Cursor, layout.cursor_path(schedule_id), edited)}
-        runs, older = state_index.page_runs(snap.files, loaded.state.runs)
+        runs, older = page_runs(snap.files, loaded.state.runs)
         state = loaded.state.copy()
         state.cursors = cursors
         parsed = load_all(cfg.schedules_dir)

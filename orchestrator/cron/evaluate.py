@@ -216,27 +216,37 @@ def _matched(expr: CronExpr, zone: ZoneInfo, dst: DstPolicy, after: datetime,
              until: datetime, changes: list[ZoneChange]) -> list[_Found]:
     """The matches of ``expr`` at instants in ``(after, until]``, ascending; those in the
     repeated hour of a fall-back are marked so."""
-    inside = [c for c in changes if c.at > after]
     folds = [(c.at, c.at + (c.before - c.after)) for c in changes if not c.is_gap]
     repeat_fires = not expr.fixed or dst.fold is DstFold.BOTH
-    normal, repeated = SlotKind.NORMAL, SlotKind.REPEATED
     found: list[_Found] = []
-    bounds = [after, *(c.at for c in inside), until + _TICK]
-    offsets = [_offset(zone, after), *(c.after for c in inside)]
-    for i, offset in enumerate(offsets):
-        lo, hi = bounds[i], bounds[i + 1]
+    for lo, hi, offset in _segments(zone, after, until, changes):
         # Between two changes the offset is constant, so wall time maps 1:1 to UTC.
         for base, minutes in expr.hour_matches(_naive(lo + offset), _naive(hi + offset)):
             at_base = base.replace(tzinfo=UTC) - offset
             for minute in minutes:
                 at = at_base + minute
-                if at <= after:
-                    continue
-                if folds and any(start <= at < end for start, end in folds):
-                    found.append((at, True, base + minute, repeated, repeat_fires))
-                else:
-                    found.append((at, False, base + minute, normal, True))
+                if at > after:
+                    found.append(_found_at(at, base + minute, folds, repeat_fires))
     return found
+
+
+def _segments(zone: ZoneInfo, after: datetime, until: datetime, changes: list[ZoneChange]
+              ) -> list[tuple[datetime, datetime, timedelta]]:
+    """``(after, until]`` cut at the zone's changes after ``after``: each piece, from
+    its start to its end (exclusive), with its constant UTC offset."""
+    inside = [c for c in changes if c.at > after]
+    bounds = [after, *(c.at for c in inside), until + _TICK]
+    offsets = [_offset(zone, after), *(c.after for c in inside)]
+    return [(bounds[i], bounds[i + 1], offset) for i, offset in enumerate(offsets)]
+
+
+def _found_at(at: datetime, wall: datetime, folds: list[tuple[datetime, datetime]],
+              repeat_fires: bool) -> _Found:
+    """The match at ``at`` (wall time ``wall``), marked when it falls in one of the
+    repeated hours ``folds``."""
+    if folds and any(start <= at < end for start, end in folds):
+        return (at, True, wall, SlotKind.REPEATED, repeat_fires)
+    return (at, False, wall, SlotKind.NORMAL, True)
 
 
 def _in_gaps(expr: CronExpr, dst: DstPolicy, after: datetime, changes: list[ZoneChange]
@@ -355,27 +365,43 @@ def _firing(text: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int
     while len(seconds) < n and lo < end:
         change = _next_change(zone, lo - FOLD_LOOKBACK)
         near = lo + _YEAR if change is None else change.at - _NEAR
-        lo_s = _seconds(lo)
         if lo < near:
             hi = min(near, end)
-            offset = _offset(zone, lo) // _SECOND
-            walls = matching_seconds(expr, lo_s + offset, _seconds(hi) + offset,
-                                     n - len(seconds))
-            if walls:
-                found.stretches.append((len(seconds), offset))
-                seconds += [wall - offset for wall in walls[:n - len(seconds)]]
+            _add_stretch(found, expr, zone, lo, hi, n)
         else:
             assert change is not None
             hi = min(change.at + FOLD_LOOKBACK, end)
-            # Offsets are less than a day: no wall time outside this range maps into
-            # the window, so a rare expression skips the change without resolving it.
-            if matching_seconds(expr, lo_s - _DAY_S, _seconds(hi) + _DAY_S, 1):
-                for at, _, wall, kind, fires in _resolve(text, zone, dst, lo, hi):
-                    if fires and len(seconds) < n:
-                        found.resolved[len(seconds)] = (_seconds(wall, _WALL_EPOCH), kind)
-                        seconds.append(_seconds(at))
+            _add_window(found, text, zone, dst, lo, hi, n)
         lo = hi
     return found, (end if len(seconds) < n else None)
+
+
+def _add_stretch(found: _Slots, expr: CronExpr, zone: ZoneInfo, lo: datetime,
+                 hi: datetime, n: int) -> None:
+    """Add to ``found`` the slots in ``(lo, hi]``, where the offset is constant: the
+    expression's wall times less the offset, up to ``n`` in all."""
+    seconds = found.seconds
+    offset = _offset(zone, lo) // _SECOND
+    walls = matching_seconds(expr, _seconds(lo) + offset, _seconds(hi) + offset,
+                             n - len(seconds))
+    if walls:
+        found.stretches.append((len(seconds), offset))
+        seconds += [wall - offset for wall in walls[:n - len(seconds)]]
+
+
+def _add_window(found: _Slots, text: str, zone: ZoneInfo, dst: DstPolicy, lo: datetime,
+                hi: datetime, n: int) -> None:
+    """Add to ``found`` the slots in the window ``(lo, hi]`` around a change, resolved
+    one by one, up to ``n`` in all."""
+    seconds = found.seconds
+    # Offsets are less than a day: no wall time outside this range maps into the
+    # window, so a rare expression skips the change without resolving it.
+    if not matching_seconds(parse_cron(text), _seconds(lo) - _DAY_S, _seconds(hi) + _DAY_S, 1):
+        return
+    for at, _, wall, kind, fires in _resolve(text, zone, dst, lo, hi):
+        if fires and len(seconds) < n:
+            found.resolved[len(seconds)] = (_seconds(wall, _WALL_EPOCH), kind)
+            seconds.append(_seconds(at))
 
 
 def _infos(found: _Slots, zone: ZoneInfo, n: int) -> tuple[SlotInfo, ...]:

@@ -124,15 +124,12 @@ class CronExpr:
         """
         if start >= stop:
             return
-        first = start.replace(second=0, microsecond=0)
-        if first < start:
-            first += MINUTE
+        first = _first_minute(start)
         every = tuple(_MINUTES[m] for m in self.minutes)
         day = first.date()
         last_day = (stop - _TICK).date()
         while day <= last_day:
-            if day.month not in self.months or (
-                    self.weekday_star and day.day not in self.days):
+            if self._cannot_match(day):
                 day = self._next_candidate(day)
                 continue
             # The hour loop stays inline: a generator per day made long spans a third slower.
@@ -147,11 +144,15 @@ class CronExpr:
                         continue
                     if base >= first and end <= stop:
                         yield base, every
-                    else:
-                        part = tuple(o for o in every if first <= base + o < stop)
-                        if part:
-                            yield base, part
+                    elif part := _within(every, base, first, stop):
+                        yield base, part
             day += _DAY
+
+    def _cannot_match(self, day: date) -> bool:
+        """Whether ``day`` cannot match whatever its weekday: its month is not named, or
+        only the day of the month decides and names another."""
+        return day.month not in self.months or (self.weekday_star
+                                                and day.day not in self.days)
 
     def _next_candidate(self, day: date) -> date:
         """The first day after ``day`` that may match, for a ``day`` that cannot: its
@@ -164,6 +165,18 @@ class CronExpr:
             if later and later[0] <= month_end:
                 return date(day.year, day.month, later[0])
         return date(day.year + day.month // 12, day.month % 12 + 1, 1)
+
+
+def _first_minute(start: datetime) -> datetime:
+    """The first whole minute at or after ``start``."""
+    first = start.replace(second=0, microsecond=0)
+    return first + MINUTE if first < start else first
+
+
+def _within(offsets: tuple[timedelta, ...], base: datetime, first: datetime,
+            stop: datetime) -> tuple[timedelta, ...]:
+    """The ``offsets`` from ``base`` that fall in ``[first, stop)``."""
+    return tuple(o for o in offsets if first <= base + o < stop)
 
 
 def _leap(year: int) -> bool:
@@ -208,43 +221,61 @@ def _parse_field(text: str, index: int, notes: list[str]) -> set[int]:
     for item in text.split(","):
         if item.isdigit() and item.isascii():  # the common case, without the regexes below
             values.add(_value(item, low, high, names, field))
-            continue
-        if item == "*":
+        elif item == "*":
             values.update(range(low, high + 1))
-            continue
-        extension = _extension(item)
-        if extension is not None:
-            raise ValueError(
-                f"{field} field: {item.upper()!r} uses {extension} "
-                f"({EXTENSIONS[extension]}), an unsupported extension; use numbers, names, "
-                "'*', ',', '-' and '/'")
-        match = _ITEM_RE.fullmatch(item)
-        if match is None:
-            raise ValueError(
-                f"{field} field: cannot read {item!r} (use numbers, names, '*', ',', '-' "
-                "and '/')"
-            )
-        part, step_text = match["range"], match["step"]
-        step = 1
-        if step_text is not None:
-            step = int(step_text)
-            if step < 1:
-                raise ValueError(f"{field} field: step {step} must be at least 1")
-        if part == "*":
-            start, end = low, high
-        elif "-" in part:
-            a, b = part.split("-")
-            start, end = (_value(a, low, high, names, field), _value(b, low, high, names, field))
-            if start > end:
-                raise ValueError(f"{field} field: range {part!r} runs backwards")
         else:
-            start = _value(part, low, high, names, field)
-            end = high if step_text is not None else start  # "5/15" means 5-max/15
-        if step_text is not None and step > end - start:
-            notes.append(f"{field} field: step {step} in {item!r} is larger than its range "
-                         f"{start}-{end}, so it matches only {start}")
-        values.update(range(start, end + 1, step))
+            values.update(_item_values(item, index, notes))
     return values
+
+
+def _item_values(item: str, index: int, notes: list[str]) -> range:
+    """The values of one item of field ``index``: a range, a step, a name."""
+    field = _FIELDS[index][0]
+    extension = _extension(item)
+    if extension is not None:
+        raise ValueError(
+            f"{field} field: {item.upper()!r} uses {extension} "
+            f"({EXTENSIONS[extension]}), an unsupported extension; use numbers, names, "
+            "'*', ',', '-' and '/'")
+    match = _ITEM_RE.fullmatch(item)
+    if match is None:
+        raise ValueError(
+            f"{field} field: cannot read {item!r} (use numbers, names, '*', ',', '-' "
+            "and '/')"
+        )
+    stepped = match["step"] is not None
+    step = _step(match["step"], field)
+    start, end = _bounds(match["range"], stepped, index)
+    if stepped and step > end - start:
+        notes.append(f"{field} field: step {step} in {item!r} is larger than its range "
+                     f"{start}-{end}, so it matches only {start}")
+    return range(start, end + 1, step)
+
+
+def _step(text: str | None, field: str) -> int:
+    """The step after a ``/`` (1 without one)."""
+    if text is None:
+        return 1
+    step = int(text)
+    if step < 1:
+        raise ValueError(f"{field} field: step {step} must be at least 1")
+    return step
+
+
+def _bounds(part: str, stepped: bool, index: int) -> tuple[int, int]:
+    """The first and last value of the range ``part`` (before any ``/``) of field
+    ``index``."""
+    field, low, high, names = _FIELDS[index]
+    if part == "*":
+        return low, high
+    if "-" in part:
+        a, b = part.split("-")
+        start, end = (_value(a, low, high, names, field), _value(b, low, high, names, field))
+        if start > end:
+            raise ValueError(f"{field} field: range {part!r} runs backwards")
+        return start, end
+    start = _value(part, low, high, names, field)
+    return start, (high if stepped else start)  # "5/15" means 5-max/15
 
 
 @functools.lru_cache(maxsize=4096)
@@ -278,13 +309,18 @@ def parse_cron(expr: str) -> CronExpr:
         notes=tuple(notes),
     )
     if parsed.weekday_star:
-        # Day-of-month (with month) alone decides which days match: it must name a date.
-        possible = [m for m in parsed.months if min(parsed.days) <= _MONTH_DAYS[m - 1]]
-        if not possible:
-            months = ", ".join(MONTH_NAMES[m - 1] for m in sorted(parsed.months))
-            raise ValueError(f"cron {expr.strip()!r} never fires: day {min(parsed.days)} "
-                             f"does not occur in {months}")
+        _check_a_date(parsed, expr)
     return parsed
+
+
+def _check_a_date(parsed: CronExpr, expr: str) -> None:
+    """Raise unless the day of the month names a date in some month named: it alone
+    (with the month) decides which days match."""
+    possible = [m for m in parsed.months if min(parsed.days) <= _MONTH_DAYS[m - 1]]
+    if not possible:
+        months = ", ".join(MONTH_NAMES[m - 1] for m in sorted(parsed.months))
+        raise ValueError(f"cron {expr.strip()!r} never fires: day {min(parsed.days)} "
+                         f"does not occur in {months}")
 
 
 def validate_cron(expr: str) -> str:

@@ -48,32 +48,34 @@ def _star_step(field: str, values: int) -> int | None:
 
 
 def _time_words(expr: CronExpr) -> str:
-    minute_field, hour_field = expr.fields[0], expr.fields[1]
-    all_minutes = len(expr.minutes) == 60
-    all_hours = len(expr.hours) == 24
-    minute_step = _star_step(minute_field, len(expr.minutes))
-    hour_step = _star_step(hour_field, len(expr.hours))
-    if all_minutes:
-        minutes = "every minute"
-    elif minute_step:
-        minutes = f"every {minute_step} minutes"
-    else:
-        minutes = ""
-    if all_hours:
-        if minutes:
-            return minutes
-        label = "minute" if len(expr.minutes) == 1 else "minutes"
-        return f"at {label} {_runs(list(expr.minutes))} of every hour"
+    minutes = _every_minutes(expr)
+    label = "minute" if len(expr.minutes) == 1 else "minutes"
+    listed = f"{label} {_runs(list(expr.minutes))}"
+    if len(expr.hours) == 24:
+        return minutes or f"at {listed} of every hour"
+    hour_step = _star_step(expr.fields[1], len(expr.hours))
     if minutes:
-        hours = (f"every {_ordinal(hour_step)} hour" if hour_step else
-                 f"hour {_runs(list(expr.hours))}" if len(expr.hours) == 1 else
-                 f"hours {_runs(list(expr.hours))}")
-        return f"{minutes} during {hours}"
+        return f"{minutes} during {_hour_words(expr, hour_step, 'hour')}"
     if len(expr.hours) * len(expr.minutes) <= 6:
         return "at " + _join([f"{h:02d}:{m:02d}" for h in expr.hours for m in expr.minutes])
-    label = "minute" if len(expr.minutes) == 1 else "minutes"
-    hours = f"every {_ordinal(hour_step)} hour" if hour_step else f"hours {_runs(list(expr.hours))}"
-    return f"at {label} {_runs(list(expr.minutes))} past {hours}"
+    return f"at {listed} past {_hour_words(expr, hour_step, 'hours')}"
+
+
+def _every_minutes(expr: CronExpr) -> str:
+    """``every minute``, ``every N minutes``, or empty when the minutes are listed."""
+    if len(expr.minutes) == 60:
+        return "every minute"
+    step = _star_step(expr.fields[0], len(expr.minutes))
+    return f"every {step} minutes" if step else ""
+
+
+def _hour_words(expr: CronExpr, step: int | None, one: str) -> str:
+    """``every Nth hour`` for a step, else the hours listed (``one``: the word for a
+    single hour)."""
+    if step:
+        return f"every {_ordinal(step)} hour"
+    word = one if len(expr.hours) == 1 else "hours"
+    return f"{word} {_runs(list(expr.hours))}"
 
 
 def _day_words(expr: CronExpr) -> str:

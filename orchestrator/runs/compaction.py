@@ -101,7 +101,7 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     no further than its summary."""
     from ..state import queue as queue_state
     from ..state import queueops
-    from ..state.queue import chunk_day
+    from ..state.queueformat import chunk_day
 
     removed = 0
     for book in queue_state.load(files)[0].values():
@@ -119,7 +119,7 @@ def items_ripe(books: Iterable[QueueBook], keep_days: int, now: datetime,
     books = list(books)
     if not books:  # no queue: the queues' module is never loaded
         return False
-    from ..state.queue import chunk_day
+    from ..state.queueformat import chunk_day
 
     day = f"{now - timedelta(days=keep_days) - batch:%Y%m%d}"
     return any(chunk_day(c) < day for book in books for c in book.done)

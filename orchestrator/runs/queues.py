@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import NotFound, UserError
-from ..state import layout, queueops
+from ..state import layout, queueformat, queueops
 from ..state import queue as queue_state
 from ..state.items import Item, ItemStatus, NewItem, key_id
 from ..state.layout import ITEM_ID_RE
@@ -76,7 +76,7 @@ def _ids(target: QueueBook, status: ItemStatus | None) -> list[str]:
     if status is ItemStatus.DONE:
         return [i for c in target.done for i in target.chunk(c)]
     return [path.rpartition("/")[2].removesuffix(".json")
-            for path in queue_state.all_item_paths(target.name, target.files)
+            for path in queueformat.all_item_paths(target.name, target.files)
             if path.endswith(".json")]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
@@ -112,16 +112,7 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None,
     by_id: dict[str, list[Path]] = {}
     for path in files:
         by_id.setdefault(path.stem, []).append(path)
-    # The folder is resolved once, not once per file (resolving is a stat per part of
-    # the path, thousands of them for a large repository); a symlinked file still is.
-    folder = display_path(directory, root) if directory.resolve().is_relative_to(
-        root.resolve()) else None
-
-    def display(path: Path) -> str:
-        if folder is None or path.is_symlink():
-            return display_path(path, root)
-        return f"{folder}/{path.name}" if folder != "." else path.name
-
+    display = _namer(directory, root)
     for stem, paths in sorted(by_id.items()):
         chosen = paths[0] if len(paths) == 1 else _canonical(stem, paths, display, result)
         if chosen is None:
@@ -135,6 +126,21 @@ def load_all(directory: Path, known: Callable[[str, bytes], bool] | None = None,
             result.errors.extend(loaded)
     result.errors.sort(key=lambda e: e.file)
     return result
+
+
+def _namer(directory: Path, root: Path) -> Callable[[Path], str]:
+    """How a file of ``directory`` is named in messages: relative to ``root``."""
+    # The folder is resolved once, not once per file (resolving is a stat per part of
+    # the path, thousands of them for a large repository); a symlinked file still is.
+    folder = display_path(directory, root) if directory.resolve().is_relative_to(
+        root.resolve()) else None
+
+    def display(path: Path) -> str:
+        if folder is None or path.is_symlink():
+            return display_path(path, root)
+        return f"{folder}/{path.name}" if folder != "." else path.name
+
+    return display
 
 
 def _canonical(stem: str, paths: list[Path], display: Callable[[Path], str],
@@ -169,18 +175,10 @@ def _load(path: Path, show: Callable[[], str],
     if not ID_RE.fullmatch(stem):
         return [ScheduleError(show(), "id", f"file name {path.name!r} gives the invalid id "
                               f"{stem!r}: use {ID_RULE}")]
-    try:
-        raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
-        if known is not None and known(stem, raw):
-            return None
-        data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
-    except FileNotFoundError:
-        return [ScheduleError(show(), "(file)", "vanished while being read")]
-    except safejson.UnsafeJSON as exc:
-        return [ScheduleError(show(), exc.where or "(file)", exc.problem)]
-    except _DuplicateKey as exc:
-        return [ScheduleError(show(), error_location((exc.key,)),
-                              "key appears twice in the same object")]
+    read = _read(path, show, known)
+    if not isinstance(read, tuple):
+        return read  # vouched for, or unreadable
+    raw, data = read
     shown = show()
     text = safejson.decode(raw)
     if not isinstance(data, dict):
@@ -191,15 +189,40 @@ def _load(path: Path, show: Callable[[], str],
     except ValidationError as exc:
         return [ScheduleError(shown, *describe_error(err)) for err in exc.errors()]
     if spec.exclude_calendars:
-        source = calendars or Calendars(path.parent.parent)
-        dates: set[date] = set()
         try:
-            for name in spec.exclude_calendars:
-                dates |= source.dates(name)
+            dates = _calendar_dates(spec.exclude_calendars,
+                                    calendars or Calendars(path.parent.parent))
         except CalendarError as exc:
             return [ScheduleError(shown, "exclude_calendars", str(exc))]
-        spec = spec.with_calendars(frozenset(dates))
+        spec = spec.with_calendars(dates)
     return Schedule(id=stem, spec=spec, path=shown)
+
+
+def _read(path: Path, show: Callable[[], str], known: Callable[[str, bytes], bool] | None
+          ) -> tuple[bytes, Any] | list[ScheduleError] | None:
+    """The file's bytes and its JSON, or why they cannot be read; ``None`` when
+    ``known`` vouches for the bytes."""
+    try:
+        raw = safejson.read_file(path, max_bytes=MAX_BYTES, root=path.parent.parent)
+        if known is not None and known(path.stem, raw):
+            return None
+        data = safejson.loads(raw, max_bytes=MAX_BYTES, object_pairs_hook=_no_duplicate_keys)
+    except FileNotFoundError:
+        return [ScheduleError(show(), "(file)", "vanished while being read")]
+    except safejson.UnsafeJSON as exc:
+        return [ScheduleError(show(), exc.where or "(file)", exc.problem)]
+    except _DuplicateKey as exc:
+        return [ScheduleError(show(), error_location((exc.key,)),
+                              "key appears twice in the same object")]
+    return raw, data
+
+
+def _calendar_dates(names: Iterable[str], source: Calendars) -> frozenset[date]:
+    """The dates of the calendars ``names``, together."""
+    dates: set[date] = set()
+    for name in names:
+        dates |= source.dates(name)
+    return frozenset(dates)
 
 
 class _DuplicateKey(Exception):
@@ -263,11 +286,7 @@ def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
     kind = err.get("type", "")
     given = err.get("input")
     if kind == "extra_forbidden":
-        allowed = _allowed(loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else (
-            f"; allowed: {', '.join(allowed)}" if allowed else "")
-        return path, f"unknown field{hint}"
+        return path, f"unknown field{_did_you_mean(loc)}"
     if kind == "missing":
         return path, "required field is missing"
     if kind == "string_pattern_mismatch" and path == "workflow":
@@ -275,10 +294,25 @@ def describe_error(err: Mapping[str, Any]) -> tuple[str, str]:
                       ".github/workflows)")
     message = str(err.get("msg", "invalid value"))
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if kind.endswith("_type") or kind in {"enum", "literal_error"}:
-        message += f", got {_json_type(given)}" if kind.endswith("_type") else (
-            f", got {given!r}" if isinstance(given, str) else f", got {_json_type(given)}")
-    return path, message[:300]
+    return path, (message + _got(kind, given))[:300]
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """For an unknown field at ``loc``: the allowed name closest to it, or them all."""
+    allowed = _allowed(loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; allowed: {', '.join(allowed)}" if allowed else ""
+
+
+def _got(kind: str, given: object) -> str:
+    """What was given, for a value of the wrong type or not among those allowed."""
+    if kind.endswith("_type"):
+        return f", got {_json_type(given)}"
+    if kind in {"enum", "literal_error"}:
+        return f", got {given!r}" if isinstance(given, str) else f", got {_json_type(given)}"
+    return ""
 
 
 # --------------------------------------------------------------------------- schema

@@ -294,6 +294,14 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
     @model_validator(mode="after")
     def _check(self) -> ScheduleSpec:
         # A model-level error has no location; ctx["field"] names the field for messages.
+        self._check_when()
+        self._check_span()
+        self._check_track_names()
+        self._check_needs()
+        return self
+
+    def _check_when(self) -> None:
+        """Exactly one of ``cron`` and ``at``, and an ``at`` in the years allowed."""
         if self.cron is None and self.at is None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at'",
                                       {"field": "cron"})
@@ -305,7 +313,10 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                       "{low} to {high}", {"field": "at", "at": str(self.at),
                                                           "low": AT_YEARS[0],
                                                           "high": AT_YEARS[1]})
-        self._check_span()
+
+    def _check_track_names(self) -> None:
+        """Track names are unique, and none is a drain's worker's or ``consolidate``
+        (when the schedule consolidates)."""
         seen: set[str] = set()
         for i, track in enumerate(self.tracks):
             if track.name in seen:
@@ -313,8 +324,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                           {"field": f"tracks.{i}.name", "name": track.name})
             seen.add(track.name)
         for i, track in enumerate(self.tracks):
-            taken = next((t.name for t in self.tracks if t.drain is not None and t is not track
-                          and track.name in worker_names(t.name, t.drain)), None)
+            taken = self._drain_naming(track)
             if taken is not None:
                 raise PydanticCustomError(
                     "reserved_track", "track name '{name}' is reserved for a worker of the "
@@ -326,6 +336,15 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
             raise PydanticCustomError(
                 "reserved_track", "track name '{name}' is reserved for the schedule's "
                 "'consolidate' step", {"field": f"tracks.{i}.name", "name": CONSOLIDATE})
+
+    def _drain_naming(self, track: TrackSpec) -> str | None:
+        """The other drain track whose workers' names include ``track``'s, if any."""
+        return next((t.name for t in self.tracks if t.drain is not None and t is not track
+                     and track.name in worker_names(t.name, t.drain)), None)
+
+    def _check_needs(self) -> None:
+        """The tracks' ``needs`` form no circle and name tracks that exist; the
+        compensations fit ``on_failure``."""
         problem = graph_error([(t.name, t.needs) for t in self.tracks])
         if problem is not None:
             raise PydanticCustomError("track_graph", "{msg}", {
@@ -334,7 +353,6 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                             [t.name for t in self.tracks if t.compensate])
         if undo_problem:
             raise PydanticCustomError("compensation", undo_problem, {"field": "on_failure"})
-        return self
 
     def _check_span(self) -> None:
         """``start_at``, ``end_at`` and ``exclude`` bound a cron's slots: a one-shot

@@ -207,11 +207,8 @@ class BoundedTrigger:
             if len(found) >= n:
                 break
             search = self.inner.next(lo, max(n - len(found), self.BATCH))
-            for slot in search.found:
-                if self.end is not None and slot.at > self.end:
-                    return Search(tuple(found))
-                if self._keeps(slot.at) and len(found) < n:
-                    found.append(slot)
+            if self._past_end(search.found, found, n):
+                return Search(tuple(found))
             if search.horizon is not None or not search.found:
                 return Search(tuple(found), search.horizon)
             lo = search.found[-1].at
@@ -219,6 +216,16 @@ class BoundedTrigger:
             if len(found) < n:
                 return Search(tuple(found), lo)
         return Search(tuple(found))
+
+    def _past_end(self, slots: tuple[SlotInfo, ...], found: list[SlotInfo], n: int) -> bool:
+        """Add to ``found`` the ``slots`` kept, up to ``n`` in all; whether one of them
+        is past the end (then nothing follows)."""
+        for slot in slots:
+            if self.end is not None and slot.at > self.end:
+                return True
+            if self._keeps(slot.at) and len(found) < n:
+                found.append(slot)
+        return False
 
     def lints(self, start: datetime) -> list[str]:
         found = self.inner.lints(start)

@@ -35,67 +35,22 @@ not grow with the history.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from .. import store
-from ..spec.fields import Frozen, UTCDateTime
 from ..store import Change, Stamped, StateFiles, as_state_files
-from ..support.times import iso
-from . import codec, layout
+from . import codec, layout, strays
 from . import model as state_model
 from .machine import RUN_OPEN
-from .phases import RunStatus
+from .openindex import OpenIndex, OpenRun, digest
 
 if TYPE_CHECKING:
     from .records import Run
 
 OPEN_INDEX = layout.OPEN_INDEX
 RUNS = layout.RUNS
-
-
-class OpenRun(Frozen):
-    """One open run, as the index lists it."""
-
-    schedule_id: str
-    status: RunStatus
-    slot: UTCDateTime
-
-
-class OpenIndex(Frozen):
-    """``state/open.json``: the open runs and a fingerprint of the run folders."""
-
-    format: Literal[1] = 1
-    runs: dict[str, OpenRun] = Field(default_factory=dict)
-    """Run id -> the open run (scheduled, running or consolidating)."""
-    run_folders: int = 0
-    """How many folders ``state/runs/`` holds (open and finished runs)."""
-    digest: str = hashlib.sha256(b"").hexdigest()
-    """:func:`digest` of those folders' names: a writer that added or removed a run
-    without updating the index is caught by the next tick."""
-    quarantined: dict[str, str] = Field(default_factory=dict)
-    """Path -> what is wrong, for records the last load could not read: read again by
-    every tick (and reported, and their run left alone) until someone mends them."""
-    runs_tree: str | None = None
-    """The id of ``state/runs``'s tree when this index was last checked against it or
-    written with it (``None``: not since the folder last changed). While the tip's
-    tree has this id, the folder count and digest hold without listing the folder."""
-    oldest_finished: str | None = None
-    """The run folder, not open, with the earliest slot (``None``: there is none): what
-    retention asks before it lists the runs. Set whenever ``runs_tree`` is."""
-    lost: dict[str, str] = Field(default_factory=dict)
-    """Run id -> what became of it, for each run an index listed as open whose run
-    record the tree lost (its folder deleted, or a file now): named by every tick until
-    the record is back or a person deletes the entry."""
-
-    def by_schedule(self, schedule_id: str) -> list[str]:
-        """The open runs of one schedule, by slot (what overlap policies look at)."""
-        return sorted((r for r, o in self.runs.items() if o.schedule_id == schedule_id),
-                      key=lambda r: (self.runs[r].slot, r))
 
 
 @dataclass(frozen=True)
@@ -109,10 +64,6 @@ class Loaded:
     """Why the index was rebuilt (missing, unreadable, disagreeing), or ``None``."""
     vouched: bool = False
     """Whether ``state/runs`` was left unlisted because its tree id is the index's."""
-
-
-def digest(names: Iterable[str]) -> str:
-    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
 def run_folders(files: Mapping[str, bytes]) -> set[str]:
@@ -182,23 +133,35 @@ def read(files: Mapping[str, bytes]) -> tuple[OpenIndex | None, str | None]:
 
 def _disagreement(index: OpenIndex, folders: set[str] | None,
                   state: state_model.State) -> str | None:
-    if folders is not None and (index.run_folders != len(folders)
-                                or index.digest != digest(folders)):
+    """What ``index`` says that the run ``folders`` (``None``: not listed) or the
+    records of ``state`` do not, or ``None``."""
+    if folders is not None and not _counts(index, folders):
+        other = " (other ones)" if index.run_folders == len(folders) else ""
         return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
-                f"{len(folders)}" + (" (other ones)" if index.run_folders == len(folders)
-                                     else ""))
+                f"{len(folders)}{other}")
     unlisted = sorted(r for r, run in state.runs.items()
                       if run.status in RUN_OPEN and r not in index.runs)
     if unlisted:  # a quarantined run that was mended, or a run written behind its back
         return f"does not list the open run {unlisted[0]}"
     for run_id, entry in sorted(index.runs.items()):
-        run = state.runs.get(run_id)
-        if run is None:
-            return f"lists {run_id}, which has no run record"
-        if (run.status, run.schedule_id, run.slot) != (entry.status, entry.schedule_id,
-                                                       entry.slot):
-            return (f"says {run_id} is {entry.status.value}, its record says "
-                    f"{run.status.value}")
+        problem = _entry_disagreement(run_id, entry, state.runs.get(run_id))
+        if problem is not None:
+            return problem
+    return None
+
+
+def _counts(index: OpenIndex, folders: set[str]) -> bool:
+    """Whether ``index`` counts and digests exactly the run ``folders``."""
+    return index.run_folders == len(folders) and index.digest == digest(folders)
+
+
+def _entry_disagreement(run_id: str, entry: OpenRun, run: Run | None) -> str | None:
+    """What the index's ``entry`` says that the run's record does not, or ``None``."""
+    if run is None:
+        return f"lists {run_id}, which has no run record"
+    if (run.status, run.schedule_id, run.slot) != (entry.status, entry.schedule_id,
+                                                   entry.slot):
+        return f"says {run_id} is {entry.status.value}, its record says {run.status.value}"
     return None
 
 
@@ -215,17 +178,10 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     has to be rebuilt.
     """
     files = as_state_files(files)
-    # the queues' folder too, listed in the same call whether or not it exists
-    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ, layout.QUEUES])
-    # exactly these: state/ also holds the index page of every run
-    files.prefetch([*(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files),
-                    *queue_summaries(files)])
+    top = _list_top(files)
     index, problem = read(files)
     tree = tree_id(files, RUNS)
-    # A stray entry no commit can carry (a `..` in a hand-made tree) was dropped by the
-    # commit that stamped the index, which still names it: list the folder again.
-    vouched = (index is not None and tree is not None and index.runs_tree == tree
-               and not any(map(_uncarried, index.quarantined)))
+    vouched = _vouched(index, tree)
     names = None if vouched else files.listdirs([RUNS])[RUNS]
     state: state_model.State | None = None
     if index is not None:
@@ -237,21 +193,51 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
         names = files.listdirs([RUNS])[RUNS] if names is None else names
         old = index
         state, index, note = _rebuild(files, _folders(names) or set(), problem, top)
-        lost = _lost(old, state, names)
+        lost = strays.lost_runs(old, state, names)
         vouched = False
+    index = _as_checked(state, index, names, lost, tree)
+    folders = _folders(names)
+    state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
+    if "queues" in top[layout.ROOT]:
+        attach_queues(state, files)
+    return Loaded(state, index, note, vouched)
+
+
+def _list_top(files: StateFiles) -> dict[str, dict[str, bool]]:
+    """The listings a load starts from (``state/``, its ``schedules``, ``dlq`` and
+    ``queues`` folders), with the few files of ``state/`` it reads prefetched."""
+    # the queues' folder too, listed in the same call whether or not it exists
+    top = files.listdirs([layout.ROOT, layout.SCHEDULES, layout.DLQ, layout.QUEUES])
+    # exactly these: state/ also holds the index page of every run
+    files.prefetch([*(p for p in (OPEN_INDEX, layout.TICKS, layout.HEALTH) if p in files),
+                    *queue_summaries(files)])
+    return top
+
+
+def _vouched(index: OpenIndex | None, tree: str | None) -> bool:
+    """Whether ``index`` holds for ``state/runs`` without listing it: it names the tree
+    ``tree`` the folder has."""
+    if index is None or tree is None or index.runs_tree != tree:
+        return False
+    # A stray entry no commit can carry (a `..` in a hand-made tree) was dropped by the
+    # commit that stamped the index, which still names it: list the folder again.
+    return not any(map(strays.uncarried, index.quarantined))
+
+
+def _as_checked(state: state_model.State, index: OpenIndex,
+                names: Mapping[str, bool] | None, lost: Mapping[str, str],
+                tree: str | None) -> OpenIndex:
+    """``index`` as it must stand on the tip after this load; the lost runs and the
+    stray entries of ``state/runs`` are named in ``state``."""
     lost = {r: why for r, why in lost.items() if r not in state.runs}  # back: served
-    _name_lost(state, lost)
-    _name_stray_entries(state, index, names, lost)
+    strays.name_lost(state, lost)
+    strays.name_stray_entries(state, index, names, lost)
     folders = _folders(names)
     update: dict[str, object] = {"quarantined": dict(sorted(state.quarantined.items())),
                                  "runs_tree": tree, "lost": lost}
     if folders is not None:  # checked against this tree now
         update["oldest_finished"] = oldest_finished(folders, index.runs)
-    index = index.model_copy(update=update)
-    state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
-    if "queues" in top[layout.ROOT]:
-        attach_queues(state, files)
-    return Loaded(state, index, note, vouched)
+    return index.model_copy(update=update)
 
 
 def queue_summaries(files: StateFiles) -> list[str]:
@@ -290,34 +276,61 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     and of the runs."""
     # only compared with the paths listed, never read: no need to check each id
     skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
-    # the open runs, and the runs of records quarantined before: read again, they are
-    # reported again, or they load (mended) and the index takes them back
-    mine = set(runs) if runs is not None else {
-        *index.runs, *index.lost,
-        *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
-    open_runs = [r for r in sorted(mine if folders is None else mine & folders)
-                 if layout.is_run_id(r)]
+    open_runs = _runs_to_read(index, folders, runs)
     open_dirs = [d for r in open_runs
                  for d in (layout.run_dir(r), layout.tracks_dir(r), layout.undo_dir(r))]
     # A dead letter keeps its track's spec in its run's specs.json, and its run is
     # usually finished: that one file of it is read too (its folder listed with the
     # open ones, in the same call).
-    parked = sorted(r for r in (layout.dead_letter_run(name[:-5])
-                                for name in top[layout.DLQ] if name.endswith(".json"))
-                    if layout.is_run_id(r) and (folders is None or r in folders))
+    parked = _parked_runs(top[layout.DLQ], folders)
     runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
     listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
-    wanted = [path for folder, entries in listed.items()
-              if folder not in (layout.ROOT, layout.QUEUES)
-              for name, is_dir in entries.items()
-              if not is_dir and name.endswith(".json")
-              and (path := f"{folder}/{name}") not in skip]
+    wanted = [path for path in _records_in(listed) if path not in skip]
     if layout.HEALTH in files:
         wanted.append(layout.HEALTH)
     wanted += [path for path in map(layout.specs_path, parked)
                if path not in wanted and path in files]
     files.prefetch(wanted)
     return state_model.load({p: files[p] for p in wanted})
+
+
+def _runs_to_read(index: OpenIndex, folders: set[str] | None,
+                  runs: Collection[str] | None) -> list[str]:
+    """The runs whose records a load reads: ``runs`` when given, else those the index
+    names. Of them, those with a folder (when the folders were listed)."""
+    # the open runs, and the runs of records quarantined before: read again, they are
+    # reported again, or they load (mended) and the index takes them back
+    mine = set(runs) if runs is not None else {
+        *index.runs, *index.lost,
+        *(r for r in map(layout.run_of, index.quarantined) if r is not None)}
+    if folders is not None:
+        mine &= folders
+    return sorted(filter(layout.is_run_id, mine))
+
+
+def _parked_runs(dlq: Mapping[str, bool], folders: set[str] | None) -> list[str]:
+    """The runs of the dead letters ``dlq`` lists, those with a folder (when the
+    folders were listed)."""
+    runs = (layout.dead_letter_run(name[:-5]) for name in dlq if name.endswith(".json"))
+    return sorted(r for r in runs if layout.is_run_id(r) and _has_folder(r, folders))
+
+
+def _has_folder(run_id: str, folders: set[str] | None) -> bool:
+    """Whether ``run_id`` has a folder among ``folders`` (``None``: not listed, so it
+    is taken to)."""
+    return folders is None or run_id in folders
+
+
+def _records_in(listed: Mapping[str, Mapping[str, bool]]) -> list[str]:
+    """The JSON files of the ``listed`` folders but ``state/`` itself and
+    ``state/queues`` (whose files are read apart), in listing order."""
+    return [f"{folder}/{name}" for folder, entries in listed.items()
+            if folder not in (layout.ROOT, layout.QUEUES)
+            for name, is_dir in entries.items() if _is_record(name, is_dir)]
+
+
+def _is_record(name: str, is_dir: bool) -> bool:
+    return not is_dir and name.endswith(".json")
 
 
 def _rebuild(files: StateFiles, folders: set[str], problem: str | None,
@@ -333,67 +346,6 @@ def _rebuild(files: StateFiles, folders: set[str], problem: str | None,
         note = (f"{OPEN_INDEX} {problem}: rebuilt from {len(state.runs)} run "
                 f"record(s), {len(index.runs)} open")
     return state, index, note
-
-
-def _stray(path: str) -> bool:
-    """Whether ``path`` is an entry of ``state/runs`` itself (not inside a run folder)."""
-    return layout.runs_entry(path) is not None and layout.run_of(path) is None
-
-
-def _uncarried(path: str) -> bool:
-    """Whether ``path`` is a stray entry that no commit carries over (see
-    :func:`~orchestrator.store.committable`)."""
-    name = layout.runs_entry(path)
-    return name is not None and _stray(path) and not store.committable(name)
-
-
-def _lost(old: OpenIndex | None, state: state_model.State,
-          names: Mapping[str, bool]) -> dict[str, str]:
-    """The runs ``old`` listed as open (or as lost) that have no run record in
-    ``state`` and are not quarantined (a quarantined record is named already), with
-    what became of each."""
-    if old is None:
-        return {}
-    named = {layout.run_of(p) for p in state.quarantined}
-    lost = dict(old.lost)
-    for run_id, entry in old.runs.items():
-        if run_id in state.runs or run_id in named:
-            continue
-        kind = names.get(run_id)
-        where = ("its folder is gone" if kind is None else "its folder has no run.json"
-                 if kind else "its folder is a file now")
-        lost[run_id] = (f"the open run ({entry.status.value}, slot {iso(entry.slot)}) lost "
-                        f"its records: {where}")
-    return {r: why for r, why in sorted(lost.items()) if r not in named}
-
-
-def _name_lost(state: state_model.State, lost: Mapping[str, str]) -> None:
-    """Name each lost run, as a quarantined record is named, on every load (under its
-    run record's path: it is no stray entry, and its records are looked for again)."""
-    for run_id, why in lost.items():
-        state.quarantined[f"{layout.runs_entry_path(run_id)}/run.json"] = (
-            f"{layout.runs_entry_path(run_id)}: {why}; its tracks are not served: restore "
-            f"it from the branch's history, or delete its entry under 'lost' in "
-            f"{OPEN_INDEX} to let it go")
-
-
-def _name_stray_entries(state: state_model.State, index: OpenIndex,
-                        names: Mapping[str, bool] | None, lost: Collection[str]) -> None:
-    """Quarantine each entry of ``state/runs`` that is no run folder (a name that is no
-    run id, or a file that is not a ``lost`` run's): it is never read, only named.
-    Unlisted (``names`` is ``None``), they are as the index last saw them."""
-    if names is None:
-        for path, why in index.quarantined.items():
-            if _stray(path):
-                state.quarantined.setdefault(path, why)
-        return
-    for name, is_dir in sorted(names.items()):
-        if not layout.is_run_id(name):
-            state_model.quarantine_folder(state, name)
-        elif not is_dir and name not in lost:
-            state.quarantined.setdefault(
-                layout.runs_entry_path(name),
-                f"{layout.runs_entry_path(name)}: a file, not a run folder; left alone")
 
 
 def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
@@ -414,16 +366,23 @@ def refresh(files: Mapping[str, bytes], change: Mapping[str, bytes | None],
         index, _ = read(files)
     if index is None:
         return out
-    tree = tree_id(files, RUNS)
-    good = tree is not None and index.runs_tree == tree
-    new = _with_runs(index, files, change, touched) if touched else index
-    # A branch without runs gets its index with its first run, not on an idle tick.
-    if not (OPEN_INDEX in files or new.run_folders):
-        return out
-    data = _stamped(new) if touched and good else _index_bytes(files, change, new)
+    data = _index_file(files, change, index, touched)
     if data is not None:
         out[OPEN_INDEX] = data
     return out
+
+
+def _index_file(files: StateFiles, change: Mapping[str, bytes | None], index: OpenIndex,
+                touched: Collection[str]) -> bytes | Stamped | None:
+    """The index file ``change`` calls for, given the ``index`` on ``files`` and the runs
+    ``touched``; ``None`` when none is to be written."""
+    tree = tree_id(files, RUNS)
+    stamp = bool(touched) and tree is not None and index.runs_tree == tree
+    new = _with_runs(index, files, change, touched) if touched else index
+    # A branch without runs gets its index with its first run, not on an idle tick.
+    if not (OPEN_INDEX in files or new.run_folders):
+        return None
+    return _stamped(new) if stamp else _index_bytes(files, change, new)
 
 
 def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes | None],
@@ -482,96 +441,3 @@ def _index_bytes(files: StateFiles, change: Mapping[str, bytes | None],
             and not store.changes(files, change):
         return None  # only checked against the tree again: not worth a commit of its own
     return data
-
-
-INDEX_PAGE_RUNS = 200
-"""How many of the newest runs ``state/index.html`` lists (and every open run): the
-page is rendered whenever a run starts or ends, so it must not read the history."""
-
-
-def page_runs(files: Mapping[str, bytes], also: Mapping[str, Run],
-              limit: int = INDEX_PAGE_RUNS) -> tuple[dict[str, Run], int]:
-    """The runs ``state/index.html`` lists: the records of the ``limit`` newest runs
-    (by slot, which ends a run id) with ``also`` over them (the open runs and what the
-    writer changes), and how many run folders are left out. Only those records are
-    read; one that cannot be read is left out (the tick quarantines and reports it).
-
-    Of ``also``, only the open runs, the new ones and the newest are listed: a state
-    rebuilt without ``state/open.json`` holds every record, and the page stays bounded."""
-    from .records import Run
-
-    files = as_state_files(files)
-    folders = run_folders(files)
-    newest = sorted((r for r in folders if layout.is_run_id(r)),
-                    key=lambda r: (layout.slot_text(r), r), reverse=True)[:limit]
-    paths = [layout.run_path(r) for r in newest]
-    files.prefetch(paths)
-    runs: dict[str, Run] = {}
-    for path in paths:
-        data = files.get(path)
-        if data is None:
-            continue
-        try:
-            run = codec.parse_record(Run, path, data)
-        except codec.CorruptState:
-            continue
-        runs[run.run_id] = run
-    shown = set(newest)
-    runs.update((r, run) for r, run in also.items()
-                if r in shown or r not in folders or run.status in RUN_OPEN)
-    return runs, len(folders | set(runs)) - len(runs)
-
-
-def all_runs(files: Mapping[str, bytes]) -> dict[str, Run]:
-    """Every run record, finished ones included (for the index page of every run)."""
-    from .records import Run
-
-    files = as_state_files(files)
-    folders = run_folders(files)
-    paths = [layout.run_path(r) for r in sorted(folders)]
-    files.prefetch(paths)
-    return {run.run_id: run for run in (codec.parse_record(Run, p, files[p])
-                                        for p in paths if p in files)}
-
-
-def schedule_history(files: Mapping[str, bytes], schedule_ids: Iterable[str],
-                     also: Mapping[str, Run], per_schedule: int) -> dict[str, list[Run]]:
-    """Schedule id -> the records of its ``per_schedule`` newest runs, newest first,
-    for the schedules ``schedule_ids`` (the dashboard's strips). The run ids name
-    their schedule and slot, so only those records are read; ``also`` (the open runs
-    and what the writer changes) is taken over the branch's. An unreadable record is
-    left out (the tick quarantines and reports it)."""
-    files = as_state_files(files)
-    wanted = set(schedule_ids)
-    by_schedule: dict[str, list[str]] = {sid: [] for sid in wanted}
-    for run_id in {*run_folders(files), *also}:
-        if not layout.is_run_id(run_id):
-            continue
-        sid = run_id.rpartition("--")[0]  # the form is checked: no parse needed
-        if sid in by_schedule:
-            by_schedule[sid].append(run_id)
-    newest = {sid: sorted(ids, key=lambda r: (layout.slot_text(r), r), reverse=True)
-              [:per_schedule] for sid, ids in by_schedule.items()}
-    paths = [layout.run_path(r) for ids in newest.values() for r in ids if r not in also]
-    files.prefetch(paths)
-    out: dict[str, list[Run]] = {}
-    for sid, ids in newest.items():
-        runs = []
-        for run_id in ids:
-            run = also.get(run_id) or _readable(files, layout.run_path(run_id))
-            if run is not None:
-                runs.append(run)
-        out[sid] = runs
-    return out
-
-
-def _readable(files: StateFiles, path: str) -> Run | None:
-    from .records import Run
-
-    data = files.get(path)
-    if data is None:
-        return None
-    try:
-        return codec.parse_record(Run, path, data)
-    except codec.CorruptState:
-        return None

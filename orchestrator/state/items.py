@@ -159,22 +159,12 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
     on the command line); :class:`BadEnqueue` with the field at fault."""
     if not isinstance(data, dict):
         raise BadEnqueue(f"a JSON object is expected, not {type(data).__name__}")
-    unknown = sorted(set(data) - {"queue", "payload", "key", "priority", "not_before"})
-    if unknown:
-        # a key of the line may hold a line break or a megabyte: quoted, cut
-        raise BadEnqueue(f"{error_location((unknown[0],))}: unknown field (give payload, "
-                         "key, priority, not_before" + (", queue)" if queue_required else ")"))
-    if queue_required and "queue" not in data:
-        raise BadEnqueue("queue: required (the queue the item goes to)")
-    when = data.get("not_before")
+    _check_fields(data, queue_required)
     fields = dict(data)
+    when = data.get("not_before")
     if when is not None:
-        moment = parse_utc(when)
-        if moment is None or not 1970 <= moment.year <= 9000:
-            shown = repr(when) if len(repr(when)) <= 80 else repr(when)[:77] + "..."
-            raise BadEnqueue(f"not_before: {shown} is no ISO time with an offset")
-        fields["not_before"] = moment
-    if "queue" in fields and isinstance(fields["queue"], str):
+        fields["not_before"] = _not_before(when)
+    if isinstance(fields.get("queue"), str):
         try:
             check_id(fields["queue"], "queue")
         except Exception as exc:  # InvalidId: a message of its own
@@ -188,6 +178,26 @@ def new_item(data: Any, *, queue_required: bool = False) -> NewItem:
         first = exc.errors()[0]
         where = error_location(first["loc"])
         raise BadEnqueue(f"{where}: {first['msg']}") from None
+
+
+def _check_fields(data: dict[str, Any], queue_required: bool) -> None:
+    """Refuse a field an item does not have, and a missing ``queue`` when required."""
+    unknown = sorted(set(data) - {"queue", "payload", "key", "priority", "not_before"})
+    if unknown:
+        # a key of the line may hold a line break or a megabyte: quoted, cut
+        raise BadEnqueue(f"{error_location((unknown[0],))}: unknown field (give payload, "
+                         "key, priority, not_before" + (", queue)" if queue_required else ")"))
+    if queue_required and "queue" not in data:
+        raise BadEnqueue("queue: required (the queue the item goes to)")
+
+
+def _not_before(when: Any) -> datetime:
+    """``not_before`` as an aware UTC time, or :class:`BadEnqueue`."""
+    moment = parse_utc(when)
+    if moment is None or not 1970 <= moment.year <= 9000:
+        shown = repr(when) if len(repr(when)) <= 80 else repr(when)[:77] + "..."
+        raise BadEnqueue(f"not_before: {shown} is no ISO time with an offset")
+    return moment
 
 
 def parse_array(value: Any, *, queue_required: bool = False,

@@ -319,14 +319,19 @@ def locate(path: str) -> Located | None:
     parts = path.split("/")
     if parts[0] != ROOT or len(parts) < 3:
         return None
-    in_runs = parts[1] == "runs"
-    if len(parts) == 4 and in_runs and parts[3] in _RUN_FILES:
-        return Located(_RUN_FILES[parts[3]], parts[2], parts[2])
-    if not path.endswith(".json"):
-        return None
-    if len(parts) == 3 and parts[1] in _TOP_FOLDERS:
+    if parts[1] == "runs":
+        return _in_a_run(path, parts)
+    if len(parts) == 3 and parts[1] in _TOP_FOLDERS and path.endswith(".json"):
         return Located(_TOP_FOLDERS[parts[1]], parts[2][:-5])
-    if len(parts) == 5 and in_runs and parts[3] in _RUN_FOLDERS:
+    return None
+
+
+def _in_a_run(path: str, parts: list[str]) -> Located | None:
+    """What a path under ``state/runs`` is: a run's own file, or a record in one of
+    its folders."""
+    if len(parts) == 4 and parts[3] in _RUN_FILES:
+        return Located(_RUN_FILES[parts[3]], parts[2], parts[2])
+    if len(parts) == 5 and parts[3] in _RUN_FOLDERS and path.endswith(".json"):
         return Located(_RUN_FOLDERS[parts[3]], parts[4][:-5], parts[2])
     return None
 

@@ -130,16 +130,25 @@ class State:
         specs = self._dump_tracks(files, base)
         files.update((dlq_path(key), record_bytes(letter, specs.get(letter.run_id, {})))
                      for key, letter in _fresh(self.dlq, base.dlq if base else None))
-        for rid, undos in self.undos.items():
-            files.update((undo_path(rid, name), to_json(undo)) for name, undo
-                         in _fresh(undos, base.undos.get(rid) if base else None))
+        self._dump_undos(files, base)
         health = self._dump_health(base)
         if health is not None:
             files[HEALTH] = health
+        self._dump_queues(files, base)
+        return files
+
+    def _dump_undos(self, files: dict[str, bytes | None], base: State | None) -> None:
+        """Write the changed undo records into ``files``."""
+        for rid, undos in self.undos.items():
+            files.update((undo_path(rid, name), to_json(undo)) for name, undo
+                         in _fresh(undos, base.undos.get(rid) if base else None))
+
+    def _dump_queues(self, files: dict[str, bytes | None], base: State | None) -> None:
+        """Write into ``files`` what changed in each queue not the same book as in
+        ``base``."""
         for name, book in sorted(self.queues.items()):
             if base is None or base.queues.get(name) is not book:
                 files.update(book.dump())
-        return files
 
     def _dump_tracks(self, files: dict[str, bytes | None], base: State | None
                      ) -> dict[str, dict[str, Any]]:
@@ -262,24 +271,15 @@ def load(files: Mapping[str, bytes], *, all_tracks: bool = False) -> State:
     records of finished runs :attr:`RecordKind.open_runs_only` names unless
     ``all_tracks``. Each pass loads its files with one :meth:`~.StateFiles.prefetch`.
     """
-    from .machine import RUN_TERMINAL
-
     loading = _Loading(as_state_files(files))
     found = {p: where for p in sorted(loading.files) if (where := locate(p)) is not None}
     loading.folders_first()
-    runs = [(p, where) for p, where in found.items() if where.kind is Kind.RUN]
     loading.files.prefetch(p for p, where in found.items() if where.kind in _FIRST)
-    for path, where in runs:
-        loading.read(path, where)
+    loading.read_runs(found)
     if not all_tracks:
-        loading.finished = {r for r, run in loading.state.runs.items()
-                            if run.status in RUN_TERMINAL}
+        loading.skip_finished()
     loading.files.prefetch(p for p, where in found.items() if loading.wanted_later(where))
-    for path, where in found.items():
-        if where.kind is Kind.HEALTH:
-            _load_health(loading.state, path, loading.files[path])
-        elif where.kind is not Kind.RUN and where.kind in RECORD_KINDS:
-            loading.read(path, where)
+    loading.read_the_rest(found)
     return loading.done()
 
 
@@ -309,6 +309,29 @@ class _Loading:
             if not is_run_id(entry):
                 self.bad_runs.add(entry)
                 quarantine_folder(self.state, entry)
+
+    def read_runs(self, found: Mapping[str, Located]) -> None:
+        """Read the run records among ``found``, first: a run's status decides what
+        else of it is read."""
+        for path, where in found.items():
+            if where.kind is Kind.RUN:
+                self.read(path, where)
+
+    def skip_finished(self) -> None:
+        """Leave out, from now on, the records of the runs read as finished that only
+        open runs need."""
+        from .machine import RUN_TERMINAL
+
+        self.finished = {r for r, run in self.state.runs.items()
+                         if run.status in RUN_TERMINAL}
+
+    def read_the_rest(self, found: Mapping[str, Located]) -> None:
+        """Read every other record among ``found`` (the second pass), in path order."""
+        for path, where in found.items():
+            if where.kind is Kind.HEALTH:
+                _load_health(self.state, path, self.files[path])
+            elif where.kind is not Kind.RUN and where.kind in RECORD_KINDS:
+                self.read(path, where)
 
     def wanted_later(self, where: Located) -> bool:
         """Whether the second pass reads the file (or its track specs)."""

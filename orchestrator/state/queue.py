@@ -1,13 +1,6 @@
 """One work queue on the state branch, read lazily and changed in memory: :class:`QueueBook`.
 
-On the branch a queue is::
-
-    state/queues/<queue>.json                   the summary (QueueSummary)
-    state/queues/<queue>/items/<ab>/<c>/<id>.json   one record per item
-    state/queues/<queue>/backlog/<rank>.json    the claimable items, in claim order
-    state/queues/<queue>/done/<YYYYMMDD>-<n>.json   ids done that day (retention, purge)
-
-Invariants:
+The files it reads and writes are :mod:`~.queueformat`'s. Invariants:
 
 - The items are the truth. The summary and the backlog blocks spare a reader listing
   them: counts by status, the claims by worker, the dead letters, which blocks and
@@ -16,9 +9,8 @@ Invariants:
   (:class:`~orchestrator.store.Stamped`). A reader that finds another id (someone
   changed the folder behind the summary's back), or a summary it cannot read, rebuilds
   it from every item and says so in one line (:attr:`QueueBook.note`).
-- A backlog block holds the ``ready`` and ``failed`` items of one priority and one
-  span of 500 enqueue positions; block names sort in claim order (highest priority,
-  then oldest), so sizing a drain reads the first few blocks and no item beyond.
+- Sizing a drain reads the first few backlog blocks (they sort in claim order) and no
+  item beyond.
 - Every change of an item goes through :meth:`QueueBook.put`, which keeps counts,
   blocks, claims, dead letters and done chunks in step, in the same commit.
 - An item record that cannot be read is named in one line and left alone: it is never
@@ -27,97 +19,33 @@ Invariants:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
-
-from pydantic import Field, field_validator
+from typing import Any, TypeGuard
 
 from ..errors import InvalidId
-from ..spec.fields import ID_RE, Frozen, Id, UTCDateTime
-from ..spec.queues import MAX_PRIORITY
 from ..store import Stamped, StateFiles, as_state_files
-from ..support import safejson
-from ..support.times import parse_utc
 from . import codec, layout
 from .items import BACKLOG, Item, ItemStatus
 from .layout import ITEM_ID_RE
-
-BLOCK_SIZE = 500
-"""Enqueue positions per backlog block."""
-CHUNK_SIZE = 1000
-"""Ids per done chunk."""
-SCAN_BLOCKS = 64
-"""Most backlog blocks one look for claimable items reads (32,000 entries)."""
-
-
-class Claim(Frozen):
-    """The items one worker owns, and until when its claim holds without it."""
-
-    run_id: str
-    until: UTCDateTime
-    items: list[str]
-
-
-class DeadEntry(Frozen):
-    """A dead item, as ``dlq list`` shows it without reading the item."""
-
-    reason: str
-    at: UTCDateTime
-    discarded: bool = False
-
-
-class QueueSummary(Frozen):
-    """``state/queues/<queue>.json``."""
-
-    format: Literal[1] = 1
-    queue: Id
-    next_seq: int = Field(0, ge=0)
-    counts: dict[str, int] = Field(default_factory=dict)
-    blocks: dict[str, int] = Field(default_factory=dict)
-    """Backlog block -> how many items it holds."""
-    claims: dict[str, Claim] = Field(default_factory=dict)
-    """Worker dispatch key -> its claim."""
-    dead: dict[str, DeadEntry] = Field(default_factory=dict)
-    done: dict[str, int] = Field(default_factory=dict)
-    """Done chunk -> how many ids it holds."""
-    tree: str | None = None
-    """The id of ``state/queues/<queue>/``'s tree in the commit that wrote this."""
-    updated_at: UTCDateTime | None = None
-
-    @field_validator("blocks")
-    @classmethod
-    def _block_names(cls, blocks: dict[str, int]) -> dict[str, int]:
-        """A block name is part of a path: one that is not a block's makes the summary bad
-        (rebuilt from the items), never an error of a later read."""
-        bad = [name for name in blocks if not layout.BLOCK_RE.fullmatch(name)]
-        if bad:
-            raise ValueError(f"invalid backlog block {bad[0][:40]!r}")
-        return blocks
-
-    @field_validator("done")
-    @classmethod
-    def _chunk_names(cls, done: dict[str, int]) -> dict[str, int]:
-        bad = [name for name in done if not layout.CHUNK_RE.fullmatch(name)]
-        if bad:
-            raise ValueError(f"invalid done chunk {bad[0][:40]!r}")
-        return done
-
-
-Entry = tuple[int, datetime | None]
-"""A backlog entry: the item's place and when it may be claimed (``None``: now)."""
-
-
-def rank(item: Item) -> str:
-    """The backlog block of ``item``: names sort as claims go (priority, then place)."""
-    return f"{MAX_PRIORITY - item.priority:07d}-{item.seq // BLOCK_SIZE:08d}"
-
-
-def chunk_day(chunk: str) -> str:
-    """The UTC day (``YYYYMMDD``) of a done chunk."""
-    return chunk[:8]
+from .queueformat import (
+    CHUNK_SIZE,
+    SCAN_BLOCKS,
+    Claim,
+    DeadEntry,
+    Entry,
+    QueueSummary,
+    all_item_paths,
+    block_bytes,
+    chunk_bytes,
+    chunk_day,
+    file_stems,
+    parse_block,
+    parse_chunk,
+    queue_names,
+    rank,
+)
 
 
 @dataclass
@@ -265,14 +193,7 @@ class QueueBook:
         and the items it returns."""
         if want <= 0:
             return []
-        found: list[str] = []
-        for block in sorted(self.blocks)[:SCAN_BLOCKS]:
-            entries = self.entries(block)
-            for item_id, (_, at) in sorted(entries.items(), key=lambda e: e[1][0]):
-                if at is None or at <= now:
-                    found.append(item_id)
-            if len(found) >= want:
-                break
+        found = self._due_ids(now, want)
         picked: list[Item] = []
         start = 0
         while len(picked) < want and start < len(found):
@@ -280,9 +201,19 @@ class QueueBook:
             batch = found[start:start + want - len(picked)]
             start += len(batch)
             self.prefetch(batch)
-            picked += [i for i in map(self.item, batch)
-                       if i is not None and i.status in BACKLOG]
+            picked += [i for i in map(self.item, batch) if _in_backlog(i)]
         return picked
+
+    def _due_ids(self, now: datetime, want: int) -> list[str]:
+        """The ids of the backlog entries claimable at ``now``, in claim order, from the
+        first blocks until ``want`` are found (the items themselves are not read)."""
+        found: list[str] = []
+        for block in sorted(self.blocks)[:SCAN_BLOCKS]:
+            entries = sorted(self.entries(block).items(), key=lambda e: e[1][0])
+            found += [item_id for item_id, (_, at) in entries if _due(at, now)]
+            if len(found) >= want:
+                break
+        return found
 
     @property
     def backlog(self) -> int:
@@ -301,26 +232,25 @@ class QueueBook:
         assert old is None or old.id == new.id
         self._forget(old)
         self._count(new.status, +1)
-        if new.status in BACKLOG:
-            self._block_add(new)
-        elif new.status is ItemStatus.CLAIMED and new.claimed_by:
-            claim = self.claims.get(new.claimed_by)
-            ids = [*(claim.items if claim else []), new.id]
-            until = new.locked_until or now
-            self.claims[new.claimed_by] = Claim(
-                run_id=new.claimed_by.rpartition("--")[0].rpartition("--")[0],
-                until=max(until, claim.until) if claim else until, items=ids)
-        elif new.status is ItemStatus.DEAD:
-            self.dead[new.id] = DeadEntry(reason=new.dead_reason or "dead",
-                                          at=new.finished_at or now,
-                                          discarded=new.discarded)
-        elif new.status is ItemStatus.DONE and (old is None
-                                                or old.status is not ItemStatus.DONE):
-            self._chunk_add(new.id, new.finished_at or now)
+        self._enter(new, old, now)
         self.next_seq = max(self.next_seq, new.seq + 1)
         self._items[new.id] = new
         self._dirty_items.add(new.id)
         self._touch(now)
+
+    def _enter(self, new: Item, old: Item | None, now: datetime) -> None:
+        """File ``new`` where its status keeps it: a backlog block, its worker's claim,
+        the dead letters, or (done just now) a done chunk."""
+        if new.status in BACKLOG:
+            self._block_add(new)
+        elif new.status is ItemStatus.CLAIMED and new.claimed_by:
+            self._claim_add(new, new.claimed_by, now)
+        elif new.status is ItemStatus.DEAD:
+            self.dead[new.id] = DeadEntry(reason=new.dead_reason or "dead",
+                                          at=new.finished_at or now,
+                                          discarded=new.discarded)
+        elif new.status is ItemStatus.DONE and not _was_done(old):
+            self._chunk_add(new.id, new.finished_at or now)
 
     def delete(self, old: Item, now: datetime) -> None:
         """Remove ``old`` from the queue (a purge). Its done chunk is the caller's."""
@@ -347,14 +277,29 @@ class QueueBook:
         if old.status in BACKLOG:
             self._block_remove(old)
         elif old.status is ItemStatus.CLAIMED and old.claimed_by in self.claims:
-            claim = self.claims[old.claimed_by]
-            ids = [i for i in claim.items if i != old.id]
-            if ids:
-                self.claims[old.claimed_by] = claim.model_copy(update={"items": ids})
-            else:
-                del self.claims[old.claimed_by]
+            self._claim_remove(old, old.claimed_by)
         elif old.status is ItemStatus.DEAD:
             self.dead.pop(old.id, None)
+
+    def _claim_add(self, item: Item, key: str, now: datetime) -> None:
+        """``item`` joins the claim of the worker ``key``, which holds until the later of
+        the two locks."""
+        claim = self.claims.get(key)
+        until = item.locked_until or now
+        held: list[str] = []
+        if claim is not None:
+            held, until = claim.items, max(until, claim.until)
+        self.claims[key] = Claim(run_id=key.rpartition("--")[0].rpartition("--")[0],
+                                 until=until, items=[*held, item.id])
+
+    def _claim_remove(self, item: Item, key: str) -> None:
+        """``item`` leaves the claim of ``key``; a claim left empty goes."""
+        claim = self.claims[key]
+        ids = [i for i in claim.items if i != item.id]
+        if ids:
+            self.claims[key] = claim.model_copy(update={"items": ids})
+        else:
+            del self.claims[key]
 
     def _count(self, status: ItemStatus, delta: int) -> None:
         left = self.counts.get(status.value, 0) + delta
@@ -432,62 +377,7 @@ class QueueBook:
         return files
 
 
-# --------------------------------------------------------------------------- bytes
-
-
-def block_bytes(entries: Mapping[str, Entry]) -> bytes:
-    """A backlog block: one ``[place, id, claimable from]`` per line, in place order."""
-    rows = sorted(((seq, item_id, at) for item_id, (seq, at) in entries.items()))
-    lines = [json.dumps([seq, item_id, at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else None])
-             for seq, item_id, at in rows]
-    return ("[\n" + ",\n".join(lines) + "\n]\n").encode()
-
-
-def parse_block(data: bytes) -> dict[str, Entry]:
-    raw = safejson.loads(data, max_bytes=codec.MAX_RECORD_BYTES)
-    if not isinstance(raw, list):
-        raise ValueError("a JSON list is expected")
-    out: dict[str, Entry] = {}
-    for row in raw:
-        if (not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], int)
-                or isinstance(row[0], bool) or not isinstance(row[1], str)
-                or not ITEM_ID_RE.fullmatch(row[1])):
-            raise ValueError(f"not a backlog entry: {str(row)[:80]}")
-        at = parse_utc(row[2]) if row[2] is not None else None
-        if row[2] is not None and at is None:
-            raise ValueError(f"not a time: {str(row[2])[:40]}")
-        out[row[1]] = (row[0], at)
-    return out
-
-
-def chunk_bytes(ids: list[str]) -> bytes:
-    return ("[\n" + ",\n".join(json.dumps(i) for i in ids) + "\n]\n").encode()
-
-
-def parse_chunk(data: bytes) -> list[str]:
-    raw = safejson.loads(data, max_bytes=codec.MAX_RECORD_BYTES)
-    if not isinstance(raw, list) or not all(
-            isinstance(i, str) and ITEM_ID_RE.fullmatch(i) for i in raw):
-        raise ValueError("a JSON list of item ids is expected")
-    return list(raw)
-
-
 # --------------------------------------------------------------------------- loading
-
-
-def queue_names(files: StateFiles) -> tuple[list[str], list[str]]:
-    """The queues of ``state/queues`` (a summary or a folder), and the entries that are
-    no queue's (named, never read)."""
-    listed = files.listdirs([layout.QUEUES])[layout.QUEUES]
-    names: set[str] = set()
-    stray: list[str] = []
-    for entry, is_dir in sorted(listed.items()):
-        name = entry if is_dir else entry.removesuffix(".json")
-        if (is_dir or entry.endswith(".json")) and ID_RE.fullmatch(name):
-            names.add(name)
-        else:
-            stray.append(f"{layout.QUEUES}/{entry!r}: not a queue; left alone")
-    return sorted(names), stray
 
 
 def load(files: Mapping[str, bytes]) -> tuple[dict[str, QueueBook], list[str]]:
@@ -531,24 +421,26 @@ def _book(name: str, files: StateFiles, tree: str | None) -> QueueBook:
     return rebuild(name, files, f"{path} {problem}")
 
 
-def all_item_paths(name: str, files: StateFiles) -> Iterator[str]:
-    """Every file under the queue's ``items/`` (three listings, whatever its size)."""
-    top = layout.items_dir(name)
-    firsts = [f"{top}/{d}" for d, is_dir in files.listdirs([top])[top].items() if is_dir]
-    seconds = [f"{f}/{d}" for f, entries in files.listdirs(firsts).items()
-               for d, is_dir in entries.items() if is_dir]
-    for folder, entries in sorted(files.listdirs(seconds).items()):
-        for entry, is_dir in sorted(entries.items()):
-            if not is_dir:
-                yield f"{folder}/{entry}"
-
-
 def rebuild(name: str, files: StateFiles, why: str) -> QueueBook:
     """The queue's summary, backlog and done chunks made again from every item; the
     old blocks and chunks are replaced."""
     book = QueueBook.empty(name, files)
-    paths = list(all_item_paths(name, files))
-    files.prefetch(paths)
+    items = _every_item(book)
+    _replace_blocks_and_chunks(book)
+    for item in sorted(items, key=lambda i: (i.finished_at or i.created_at, i.seq)):
+        book.put(item, None, item.updated_at)
+        book._dirty_items.discard(item.id)  # the record itself is as it was
+    book.updated_at = max((i.updated_at for i in items), default=None)
+    book._dirty = True
+    book.note = f"{why}: rebuilt from {len(items)} item(s)"
+    return book
+
+
+def _every_item(book: QueueBook) -> list[Item]:
+    """Every readable item of ``book``'s queue; a file that is no item's, or a record
+    that cannot be read, is named in :attr:`QueueBook.problems`."""
+    paths = list(all_item_paths(book.name, book.files))
+    book.files.prefetch(paths)
     items: list[Item] = []
     for path in paths:
         stem = path.rpartition("/")[2].removesuffix(".json")
@@ -558,24 +450,35 @@ def rebuild(name: str, files: StateFiles, why: str) -> QueueBook:
         item = book._read(path, stem)
         if item is not None:
             items.append(item)
-    for folder in (layout.backlog_dir(name), layout.done_dir(name)):
-        for entry, is_dir in files.listdirs([folder])[folder].items():
-            stem = entry.removesuffix(".json")
-            if is_dir:
-                continue
-            if folder.endswith("backlog") and layout.BLOCK_RE.fullmatch(stem):
-                book._entries[stem] = {}
-                book._dirty_blocks.add(stem)
-            elif folder.endswith("done") and layout.CHUNK_RE.fullmatch(stem):
-                book._chunks[stem] = []
-                book._dirty_chunks.add(stem)
-    for item in sorted(items, key=lambda i: (i.finished_at or i.created_at, i.seq)):
-        book.put(item, None, item.updated_at)
-        book._dirty_items.discard(item.id)  # the record itself is as it was
-    book.updated_at = max((i.updated_at for i in items), default=None)
-    book._dirty = True
-    book.note = f"{why}: rebuilt from {len(items)} item(s)"
-    return book
+    return items
+
+
+def _replace_blocks_and_chunks(book: QueueBook) -> None:
+    """Mark every backlog block and done chunk on the branch to be written again (as
+    deleted, unless a put fills it): a rebuild trusts none of them."""
+    blocks = layout.backlog_dir(book.name)
+    for stem in file_stems(book.files, blocks, layout.BLOCK_RE):
+        book._entries[stem] = {}
+        book._dirty_blocks.add(stem)
+    chunks = layout.done_dir(book.name)
+    for stem in file_stems(book.files, chunks, layout.CHUNK_RE):
+        book._chunks[stem] = []
+        book._dirty_chunks.add(stem)
+
+
+def _due(at: datetime | None, now: datetime) -> bool:
+    """Whether a backlog entry claimable from ``at`` (``None``: now) may be claimed."""
+    return at is None or at <= now
+
+
+def _in_backlog(item: Item | None) -> TypeGuard[Item]:
+    """Whether ``item`` was read and still waits in the backlog."""
+    return item is not None and item.status in BACKLOG
+
+
+def _was_done(old: Item | None) -> bool:
+    """Whether the item was done already (its id is in a done chunk)."""
+    return old is not None and old.status is ItemStatus.DONE
 
 
 def describe(book: QueueBook) -> dict[str, Any]:

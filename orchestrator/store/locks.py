@@ -63,24 +63,27 @@ def git_processes(proc: Path = Path("/proc")) -> list[Process] | None:
         entries = [e for e in os.scandir(proc) if e.name.isdigit()]
     except (OSError, StopIteration, ValueError):
         return None
-    found: list[Process] = []
-    for entry in entries:
-        try:
-            raw = (proc / entry.name / "stat").read_text()
-        except OSError:
-            continue  # it ended meanwhile
-        comm, _, rest = raw.partition(" (")[2].rpartition(")")
-        fields = rest.split()
-        # after the name: the state (field 3), ..., the start time in ticks (field 22)
-        if not comm.startswith("git") or len(fields) < 20 or fields[0] == "Z":
-            continue
-        try:
-            cwd: Path | None = Path(os.readlink(proc / entry.name / "cwd"))
-        except OSError:
-            cwd = None
-        # btime is whole seconds, rounded down: the start is never later than the truth
-        found.append(Process(cwd, boot + int(fields[19]) / ticks))
-    return found
+    found = (_git_process(proc / entry.name, boot, ticks) for entry in entries)
+    return [process for process in found if process is not None]
+
+
+def _git_process(folder: Path, boot: float, ticks: int) -> Process | None:
+    """The process of ``/proc/<pid>`` when it is a live git process, else ``None``."""
+    try:
+        raw = (folder / "stat").read_text()
+    except OSError:
+        return None  # it ended meanwhile
+    comm, _, rest = raw.partition(" (")[2].rpartition(")")
+    fields = rest.split()
+    # after the name: the state (field 3), ..., the start time in ticks (field 22)
+    if not comm.startswith("git") or len(fields) < 20 or fields[0] == "Z":
+        return None
+    try:
+        cwd: Path | None = Path(os.readlink(folder / "cwd"))
+    except OSError:
+        cwd = None
+    # btime is whole seconds, rounded down: the start is never later than the truth
+    return Process(cwd, boot + int(fields[19]) / ticks)
 
 
 def _inside(path: Path, folders: Iterable[Path]) -> bool:
@@ -122,26 +125,34 @@ def clear(path: str, folders: list[Path], cwd: Path) -> str | None:
         return None
     lock = where / lock.name
     with _serialised(owner):
-        try:
-            seen = os.lstat(lock)
-        except OSError:
-            return None  # gone already: whoever held it is done
-        if not stat.S_ISREG(seen.st_mode):
-            return None
-        if not stale(seen, owners, git_processes(), time.time()):
-            return None
-        # Its holder may have ended meanwhile, putting the lock in place or removing it;
-        # then another may have taken the lock afresh: only the very file seen goes.
-        try:
-            now = os.lstat(lock)
-        except FileNotFoundError:
-            return None
-        if (now.st_ino, now.st_mtime_ns) != (seen.st_ino, seen.st_mtime_ns):
-            return None
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            return None
+        seen = _remove_if_stale(lock, owners)
+    if seen is None:
+        return None
     age = max(0.0, time.time() - seen.st_mtime)
     return (f"removed the stale lock {lock} ({age:.0f} s old): a git process killed "
             "mid-way left it, and no live one could hold it")
+
+
+def _remove_if_stale(lock: Path, owners: list[Path]) -> os.stat_result | None:
+    """Remove ``lock`` when it is a file no live git process in ``owners`` could hold;
+    its status as seen, or ``None`` when it was left alone. The caller holds the
+    owner's ``flock``."""
+    try:
+        seen = os.lstat(lock)
+    except OSError:
+        return None  # gone already: whoever held it is done
+    if not stat.S_ISREG(seen.st_mode) or not stale(seen, owners, git_processes(), time.time()):
+        return None
+    # Its holder may have ended meanwhile, putting the lock in place or removing it;
+    # then another may have taken the lock afresh: only the very file seen goes.
+    try:
+        now = os.lstat(lock)
+    except FileNotFoundError:
+        return None
+    if (now.st_ino, now.st_mtime_ns) != (seen.st_ino, seen.st_mtime_ns):
+        return None
+    try:
+        os.unlink(lock)
+    except FileNotFoundError:
+        return None
+    return seen

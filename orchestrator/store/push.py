@@ -98,32 +98,49 @@ def classify_push(returncode: int, stdout: str, stderr: str, refs: list[str]) ->
     lines = _porcelain(stdout)
     remote = remote_lines(stderr)
     suffix = f"; remote says: {remote}" if remote else ""
-    worst: PushOutcome | None = None
+    outcomes: list[PushOutcome] = []
     atomic_failed = False
     for ref in refs:
         if ref not in lines:
-            status = PushStatus.PERMANENT if refused(stderr) else PushStatus.TRANSIENT
-            outcome = PushOutcome(status, last_error(stderr) + suffix)
-        else:
-            flag, summary = lines[ref]
-            if flag in " +*=-":
-                continue
-            low = summary.lower()
-            if "atomic push failed" in low or "atomic transaction failed" in low:
-                atomic_failed = True
-                continue
-            outcome = _rejection(summary, remote, suffix)
-        if worst is None or _RANK[outcome.status] > _RANK[worst.status]:
-            worst = outcome
-    if worst is not None:
-        return worst
-    if atomic_failed and any(p in remote.lower() for p in _LOST_RACE):
-        # Every ref says only "atomic transaction failed": the remote's own
-        # message (e.g. "cannot lock ref ... reference already exists") says why.
+            outcomes.append(_unreported(stderr, suffix))
+            continue
+        flag, summary = lines[ref]
+        if flag in _ACCEPTED:
+            continue
+        if _atomic_only(summary):
+            atomic_failed = True
+            continue
+        outcomes.append(_rejection(summary, remote, suffix))
+    if outcomes:  # the first of the worst
+        return max(outcomes, key=lambda outcome: _RANK[outcome.status])
+    if atomic_failed:
+        return _atomic_failure(stderr, remote, suffix)
+    return PushOutcome(PushStatus.OK, "accepted")  # every ref has a line, and took
+
+
+_ACCEPTED = " +*=-"
+"""The porcelain flags of a ref the push updated (or found up to date)."""
+
+
+def _atomic_only(summary: str) -> bool:
+    """Whether a ref was rejected only because another ref of the atomic push was."""
+    low = summary.lower()
+    return "atomic push failed" in low or "atomic transaction failed" in low
+
+
+def _unreported(stderr: str, suffix: str) -> PushOutcome:
+    """The outcome for a ref git printed no line for: the conversation broke off."""
+    status = PushStatus.PERMANENT if refused(stderr) else PushStatus.TRANSIENT
+    return PushOutcome(status, last_error(stderr) + suffix)
+
+
+def _atomic_failure(stderr: str, remote: str, suffix: str) -> PushOutcome:
+    """The outcome when every rejected ref says only that the atomic push failed."""
+    if any(p in remote.lower() for p in _LOST_RACE):
+        # The remote's own message (e.g. "cannot lock ref ... reference already
+        # exists") says why.
         return PushOutcome(PushStatus.LOST_RACE, remote)
-    if all(r in lines for r in refs) and not atomic_failed:
-        return PushOutcome(PushStatus.OK, "accepted")
-    # Only "atomic push failed" lines: some ref failed without saying why.
+    # Some ref failed without saying why.
     return PushOutcome(PushStatus.TRANSIENT, last_error(stderr) + suffix)
 
 

@@ -19,6 +19,29 @@ RECURSE_AT = 64
 """Folders under one anchor (``state/runs``) from which the anchor is listed whole."""
 
 
+def _by_anchor(folders: list[str]) -> tuple[list[str], list[str]]:
+    """``folders`` split into those listed one by one and the anchors (their first two
+    levels) listed whole instead: those with :data:`RECURSE_AT` folders under them."""
+    # Many folders under one anchor (a rebuild of the index lists every run's three
+    # folders: 30,000 at 10,000 runs) are one recursive listing of the anchor, which
+    # git answers in one pass, not one pathspec each, which it matches entry by
+    # entry. Every folder under it is then known; other anchors (the queues, with
+    # items by the 100,000) are never listed in full for that.
+    anchors: dict[str, list[str]] = {}
+    for folder in folders:
+        parts = folder.split("/")
+        if len(parts) > 2:
+            anchors.setdefault("/".join(parts[:2]), []).append(folder)
+    whole = sorted(a for a, under in anchors.items() if len(under) >= RECURSE_AT)
+    single = [f for f in folders if not _under_any(f, whole)]
+    return single, whole
+
+
+def _under_any(path: str, anchors: list[str]) -> bool:
+    """Whether ``path`` is one of ``anchors`` or inside one."""
+    return any(path == a or path.startswith(a + "/") for a in anchors)
+
+
 class TreeFiles(StateFiles):
     """Files of one commit, listed folder by folder and loaded in bulk on demand.
 
@@ -93,19 +116,14 @@ class TreeFiles(StateFiles):
     def _list(self, folders: list[str]) -> None:
         for folder in folders:
             self._dirs[folder] = {}
-        # Many folders under one anchor (a rebuild of the index lists every run's three
-        # folders: 30,000 at 10,000 runs) are one recursive listing of the anchor, which
-        # git answers in one pass, not one pathspec each, which it matches entry by
-        # entry. Every folder under it is then known; other anchors (the queues, with
-        # items by the 100,000) are never listed in full for that.
-        anchors: dict[str, list[str]] = {}
-        for folder in folders:
-            parts = folder.split("/")
-            if len(parts) > 2:
-                anchors.setdefault("/".join(parts[:2]), []).append(folder)
-        whole = sorted(a for a, under in anchors.items() if len(under) >= RECURSE_AT)
-        single = [f for f in folders
-                  if not any(f == a or f.startswith(a + "/") for a in whole)]
+        single, whole = _by_anchor(folders)
+        for anchor in whole:
+            self._dirs.setdefault(anchor, {})
+        self._take(self._ls_tree(single, whole), whole)
+
+    def _ls_tree(self, single: list[str], whole: list[str]) -> bytes:
+        """The ``ls-tree -z`` records of the folders ``single`` and, recursively, of the
+        anchors ``whole``."""
         # Literal pathspecs: a folder name is never a glob. A trailing slash lists the
         # folder's entries rather than the folder itself; the root needs no pathspec.
         # -t: a folder listed with one of its subfolders still shows that subfolder's
@@ -118,11 +136,14 @@ class TreeFiles(StateFiles):
                                  *(f"{f}/" for f in single if f),
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
         if whole:
-            for anchor in whole:
-                self._dirs.setdefault(anchor, {})
             raw += self._git.run("ls-tree", "-z", "-r", "-t", "--full-tree", self._tip, "--",
                                  *(f"{a}/" for a in whole),
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+        return raw
+
+    def _take(self, raw: bytes, whole: list[str]) -> None:
+        """The entries of ``raw`` (``ls-tree -z`` records) into the folders being
+        listed; every folder under an anchor of ``whole`` is listed with them."""
         for record in raw.split(b"\0"):
             if not record:
                 continue
@@ -132,7 +153,7 @@ class TreeFiles(StateFiles):
             folder, _, name = path.rpartition("/")
             if folder in self._dirs and kind in (b"blob", b"tree"):
                 self._dirs[folder][name] = (kind == b"tree", sha.decode())
-                if kind == b"tree" and whole and any(path.startswith(a + "/") for a in whole):
+                if kind == b"tree" and _under_any(path, whole):
                     self._dirs.setdefault(path, {})  # listed in full: its entries follow
 
     def _sha(self, path: str) -> str | None:
@@ -148,16 +169,18 @@ class TreeFiles(StateFiles):
             raise KeyError(path)
         with self._lock:
             if sha not in self._cache:
-                folder = path.rpartition("/")[0]
-                siblings = self._dirs.get(folder)
-                if siblings is None and self._index is not None:
-                    prefix = folder + "/"
-                    self._load([sha, *(s for p, s in self._index.items()
-                                       if p.startswith(prefix) and "/" not in p[len(prefix):])])
-                else:
-                    self._load([sha, *(s for is_dir, s in (siblings or {}).values()
-                                       if not is_dir)])
+                self._load([sha, *self._sibling_blobs(path.rpartition("/")[0])])
             return self._cache[sha]
+
+    def _sibling_blobs(self, folder: str) -> list[str]:
+        """The blob ids of the files in ``folder``, loaded with the one asked for: from
+        the folder's listing, else from the whole tree's when there is one."""
+        siblings = self._dirs.get(folder)
+        if siblings is None and self._index is not None:
+            prefix = folder + "/"
+            return [s for p, s in self._index.items()
+                    if p.startswith(prefix) and "/" not in p[len(prefix):]]
+        return [s for is_dir, s in (siblings or {}).values() if not is_dir]
 
     def prefetch(self, paths: Iterable[str]) -> None:
         """Load the contents of ``paths`` (those in the tree) with one git call."""

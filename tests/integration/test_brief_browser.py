@@ -277,11 +277,11 @@ def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
     """The index as a dashboard: what needs attention is the first thing on screen,
     the hostile schedule name and pause reason stay text, nothing scrolls sideways."""
     from orchestrator.brief import dashboard
-    from orchestrator.state import index as state_index
+    from orchestrator.state.history import page_runs
     from tests.unit.test_dashboard import INVALID, NOW, SCHEDULES, snapshot_files
 
     files = snapshot_files()
-    runs, older = state_index.page_runs(files, {})
+    runs, older = page_runs(files, {})
     board = dashboard.from_files(files, SCHEDULES, INVALID, NOW)
     path = _write(tmp_path, "index.html", brief.render_index(
         list(runs.values()), generated_at=NOW, board=board, older=older))

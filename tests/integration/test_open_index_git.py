@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
+from orchestrator.state.history import INDEX_PAGE_RUNS, all_runs
 from orchestrator.state.phases import RunStatus
 from orchestrator.state.records import Run
 from orchestrator.store import GitStateStore, Snapshot
@@ -72,13 +73,13 @@ def started(tmp_path: Path, finished: int = 2) -> tuple[Path, Path]:
 
 def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path: Path) -> None:
     repo, work = started(tmp_path)
-    before = set(si.all_runs(files_of(repo).files))
+    before = set(all_runs(files_of(repo).files))
     by_hand(repo, "remove the index", {si.OPEN_INDEX: None})
     log = tick(repo, PAST_TIMEOUT, work).log
     assert log[0] == "state/open.json is missing: rebuilt from 3 run record(s), 1 open"
     files = files_of(repo).files
     assert_index_agrees(files)
-    assert set(si.all_runs(files)) == before
+    assert set(all_runs(files)) == before
     # the open run, found by the rebuild, was served (its track is past its timeout on
     # the tick's clock, which its local track started on) and consolidated
     assert "nightly--20261203T0700Z: consolidating (1 tapped_out)" in log
@@ -87,7 +88,7 @@ def test_a_hand_deleted_index_is_rebuilt_with_a_note_and_no_run_is_lost(tmp_path
     log = tick(repo, T0 + timedelta(days=3, minutes=1), work).log
     assert not any("open.json" in line for line in log)
     assert_index_agrees(files_of(repo).files)
-    assert len(si.all_runs(files_of(repo).files)) == 4
+    assert len(all_runs(files_of(repo).files)) == 4
 
 
 def test_a_corrupted_index_is_rebuilt_with_a_note(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_racing_ticks_and_reports_keep_the_index_equal_to_the_records(tmp_path: 
         assert all(code == 0 for code, _ in errors[:3]), errors
         files = files_of(clones[0]).files
         assert_index_agrees(files)
-        runs = si.all_runs(files)
+        runs = all_runs(files)
         fired = sorted(si.load(files).index.runs)
     assert len(runs) == 3 * 5
 
@@ -204,7 +205,7 @@ def test_a_no_op_tick_does_not_list_the_runs_while_their_tree_is_the_one_the_ind
     assert si.load(files).index.runs_tree == runs_tree(repo)
     # the same slot again: its run is on the branch, it does not fire twice
     tick(repo, T0 + timedelta(days=3, minutes=2), work)
-    assert len(si.all_runs(files_of(repo).files)) == 4
+    assert len(all_runs(files_of(repo).files)) == 4
 
 
 @pytest.mark.slow
@@ -272,7 +273,7 @@ def test_checking_the_index_again_is_never_a_commit_of_its_own(tmp_path: Path) -
 def test_a_firing_tick_on_a_runner_fetches_only_the_newest_runs_for_the_page(
         tmp_path: Path) -> None:
     repo, work = started(tmp_path, finished=3)
-    older = [T0 - timedelta(days=1, minutes=i) for i in range(si.INDEX_PAGE_RUNS)]
+    older = [T0 - timedelta(days=1, minutes=i) for i in range(INDEX_PAGE_RUNS)]
     finished = {}
     for slot in older:  # as a consolidating tick leaves them, in one commit
         run = Run(run_id=f"old--{slot:%Y%m%dT%H%MZ}", schedule_id="old", slot=slot,

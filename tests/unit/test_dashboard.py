@@ -13,6 +13,7 @@ from orchestrator.spec.models import TrackSpec
 from orchestrator.spec.policies import Pause
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
+from orchestrator.state.history import INDEX_PAGE_RUNS, page_runs
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
 from orchestrator.state.records import Cursor, DeadLetter, Run
@@ -141,7 +142,7 @@ def test_a_stale_clock_is_named_first() -> None:
 def test_the_page_escapes_every_name_and_reason_and_links_relatively() -> None:
     files = snapshot_files()
     b = dashboard.from_files(files, SCHEDULES, INVALID, NOW)
-    runs, older = state_index.page_runs(files, {})
+    runs, older = page_runs(files, {})
     html = brief.render_index(list(runs.values()), generated_at=NOW, board=b, older=older)
     assert "<script" not in html
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
@@ -217,7 +218,7 @@ def test_a_branch_without_its_open_index_lists_only_the_newest_runs() -> None:
     """A branch written before ``state/open.json`` existed: loading it rebuilds the state
     from every record, yet the page lists the open runs and the newest
     INDEX_PAGE_RUNS others, and says how many more ``runs list`` shows."""
-    count = state_index.INDEX_PAGE_RUNS + 100
+    count = INDEX_PAGE_RUNS + 100
     files: dict[str, bytes] = {}
     for i in range(count):
         files.update(finished_run("nightly", T0 - timedelta(days=i), RunStatus.COMPLETED, 60))
@@ -225,14 +226,14 @@ def test_a_branch_without_its_open_index_lists_only_the_newest_runs() -> None:
     assert state_index.OPEN_INDEX not in files
     state = state_index.load(files).state  # as render --index and the pause verbs read it
     assert len(state.runs) == count + 1  # every record, rebuilt
-    runs, older = state_index.page_runs(files, state.runs)
-    assert len(runs) == state_index.INDEX_PAGE_RUNS + 1 and older == 100
+    runs, older = page_runs(files, state.runs)
+    assert len(runs) == INDEX_PAGE_RUNS + 1 and older == 100
     newest = sorted(runs, key=lambda r: r.rpartition("--")[2])
     assert "hourly--20260101T0600Z" in runs
     assert newest[-1] == "nightly--20261201T0700Z"
     assert f"nightly--{T0 - timedelta(days=count - 1):%Y%m%dT%H%MZ}" not in runs
     b = dashboard.from_files(files, [schedule("nightly"), schedule("hourly")], [], NOW)
     html = brief.render_index(list(runs.values()), generated_at=NOW, board=b, older=older)
-    assert html.count('<td class="run">') == state_index.INDEX_PAGE_RUNS + 1
+    assert html.count('<td class="run">') == INDEX_PAGE_RUNS + 1
     assert ("100 older not listed here (<code>orchestrator runs list</code> shows every run)"
             in html)

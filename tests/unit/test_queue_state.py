@@ -13,7 +13,8 @@ from orchestrator.errors import IllegalTransition
 from orchestrator.state import layout, queueops
 from orchestrator.state import queue as queue_state
 from orchestrator.state.items import Item, ItemReport, ItemStatus, NewItem, key_id
-from orchestrator.state.queue import BLOCK_SIZE, QueueBook
+from orchestrator.state.queue import QueueBook
+from orchestrator.state.queueformat import BLOCK_SIZE
 from orchestrator.store import MemoryFiles, Stamped
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)

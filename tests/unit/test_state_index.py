@@ -10,6 +10,7 @@ from orchestrator.spec.models import Schedule, TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
 from orchestrator.state import model as state_model
+from orchestrator.state.history import page_runs
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.state.records import Cursor, DeadLetter, Run, Track
 from tests.builders import schedule
@@ -181,7 +182,7 @@ def test_the_page_of_runs_reads_the_newest_records_only() -> None:
     files = history(finished=30)
     files["state/runs/old--20261130T0659Z/run.json"] = b"{ not json"  # among the newest
     counting = Counting(files)
-    shown, older = si.page_runs(counting, {}, limit=5)
+    shown, older = page_runs(counting, {}, limit=5)
     records = {p for p in counting.read if p.endswith("/run.json")}
     assert len(records) == 5  # never the other 26
     # the open run and the newest finished ones (an unreadable one left out, not fatal)
@@ -190,7 +191,7 @@ def test_the_page_of_runs_reads_the_newest_records_only() -> None:
     assert older == 27
     # what the writer adds (a run it fires now) is listed on top and counted
     fired = run("nightly--20261202T0700Z", RunStatus.SCHEDULED, T0 + timedelta(days=1))
-    shown, older = si.page_runs(files, {fired.run_id: fired}, limit=5)
+    shown, older = page_runs(files, {fired.run_id: fired}, limit=5)
     assert fired.run_id in shown and len(shown) == 5 and older == 27
 
 
