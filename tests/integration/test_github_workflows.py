@@ -173,6 +173,9 @@ def _pull_request(tmp_path: Path, changed: dict[str, str]) -> Path:
     ({"orchestrator.json": "{}\n"}, "true"),
     ({"templates/brief.html.j2": "x\n"}, "true"),
     ({"schedules/other.json": "{}\n"}, "true"),
+    # validate reads the calendars and, under an external clock, the clock's file
+    ({"calendars/holidays.json": "{}\n"}, "true"),
+    ({".github/orchestrator-clock.json": "{}\n"}, "true"),
 ])
 def test_validate_runs_on_every_pull_request_and_passes_at_once_when_nothing_relevant_changed(
         tmp_path: Path, changed: dict[str, str], relevant: str) -> None:
