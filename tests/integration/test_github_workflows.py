@@ -7,6 +7,7 @@ GitHub would cancel a pending manual tick when the next scheduled one arrives.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -212,3 +213,50 @@ def test_a_dry_run_never_replaces_a_pending_manual_tick(
     assert text == "orchestrator-tick-${{ github.event_name }}" + suffix
     assert text.replace("${{ github.event_name }}", event).replace(
         suffix, "-dry-run" if dry_run else "") == group
+
+
+STUB = """#!{python}
+import pathlib, signal, sys, time
+seen = pathlib.Path({seen!r})
+signal.signal(signal.SIGINT, lambda *_: (seen.write_text("SIGINT"), sys.exit(0)))
+seen.with_suffix(".ready").write_text(" ".join(sys.argv[1:]))
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(("action", "event"), [
+    ("tick", "schedule"), ("tick", "workflow_dispatch"), ("cancel", "workflow_dispatch")])
+def test_a_cancelled_tick_step_signals_the_orchestrator_not_only_its_shell(
+        tmp_path: Path, action: str, event: str) -> None:
+    """The runner cancels a step by signalling the step's own process (its shell) with
+    SIGINT, then SIGTERM, then kills the tree (actions/runner's process invoker). A
+    command the shell waits on never hears the first two; exec'd, it is the shell."""
+    import signal
+    import sys
+    import time
+
+    seen = tmp_path / "seen"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "orchestrator"
+    stub.write_text(STUB.format(python=sys.executable, seen=str(seen)))
+    stub.chmod(0o755)
+    script = _step(_workflow("tick.yml")["jobs"]["tick"], "Tick")["run"]
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ACTION": action,
+           "EVENT": event, "DRY_RUN": "", "RUN": "nightly--20261203T0700Z", "REASON": "r"}
+    # the runner's `shell: bash`
+    step = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                            env=env, start_new_session=True)
+    try:
+        ready = seen.with_suffix(".ready")
+        end = time.monotonic() + 30  # a guard against a hang, not a margin
+        while not ready.exists() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert ready.read_text().split()[0] in {"tick", "runs"}
+        step.send_signal(signal.SIGINT)  # to the step's process alone, as the runner does
+        assert step.wait(timeout=30) == 0
+        assert seen.read_text() == "SIGINT"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(step.pid, signal.SIGKILL)  # the stub too, when the shell kept it
+        step.wait()
