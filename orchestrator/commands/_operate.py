@@ -37,7 +37,7 @@ def options(func: F) -> F:
     """``--reason``, ``--by``, ``--now`` and ``--executor``, as every verb takes them."""
     for option in reversed([
         click.option("--reason", default="", help="Why, recorded with who and when."),
-        click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name)."),
+        click.option("--by", help="Who (default: the GitHub actor, or the user name)."),
         click.option("--now", "now_text", metavar="ISO", help="Act as of this instant "
                      "(default: now)."),
         click.option("--executor", type=click.Choice(executors.NAMES),

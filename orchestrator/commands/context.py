@@ -51,10 +51,13 @@ pass_config = click.make_pass_decorator(Config)
 
 
 def who(by: str | None = None) -> str:
-    """Who acts: ``--by`` when given, else the GitHub actor in Actions, else the login."""
+    """Who acts: ``--by`` when given, else the GitHub actor in Actions, else the login.
+    On a re-run, GitHub keeps ``GITHUB_ACTOR`` (who started the first run) and names
+    who re-ran it in ``GITHUB_TRIGGERING_ACTOR``: that person acts now."""
     if by:
         return by
     try:
-        return os.environ.get("GITHUB_ACTOR") or getpass.getuser()
+        return (os.environ.get("GITHUB_TRIGGERING_ACTOR") or os.environ.get("GITHUB_ACTOR")
+                or getpass.getuser())
     except (KeyError, OSError):
         return "unknown"

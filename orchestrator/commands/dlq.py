@@ -180,7 +180,7 @@ def _bulk(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--all", "every", is_flag=True,
                      help="Every dead letter waiting (asks first, with the count)."),
         click.option("--yes", "-y", is_flag=True, help="Do not ask for a confirmation."),
-        click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name)."),
+        click.option("--by", help="Who (default: the GitHub actor, or the user name)."),
     )):
         function = option(function)
     return function

@@ -113,7 +113,7 @@ def _items(payload: str | None, file: str | None, key: str | None, priority: int
                             "is kept, nothing is added.")
 @click.option("--priority", type=int, help="Higher is claimed first (default 0).")
 @click.option("--not-before", metavar="ISO", help="Not claimed before this time.")
-@click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
+@click.option("--by", help="Who (default: the GitHub actor, or the user name).")
 @click.option("--now", "now_text", metavar="ISO", help="Time of the enqueue (default: now).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_config

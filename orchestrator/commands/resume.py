@@ -25,7 +25,7 @@ from ..support.times import iso, parse_now
 from .context import Config, pass_config, who
 
 _ID = click.argument("schedule_id", metavar="ID")
-_BY = click.option("--by", help="Who (default: $GITHUB_ACTOR or the user name).")
+_BY = click.option("--by", help="Who (default: the GitHub actor, or the user name).")
 _NOW = click.option("--now", "now_text", metavar="ISO", help="Time of it (default: now).")
 
 

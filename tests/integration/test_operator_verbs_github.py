@@ -7,6 +7,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, read_state, state_of
@@ -20,12 +22,16 @@ AWAY = f"0 {(datetime.now(UTC).hour + 12) % 24} * * *"
 never also fires a scheduled slot (which overlap=skip would then weigh against it)."""
 
 
+@pytest.mark.parametrize(("actors", "acted"), [
+    ({"GITHUB_ACTOR": "erin"}, "erin"),
+    # a re-run: GitHub keeps the first run's actor and names who re-ran it beside
+    ({"GITHUB_ACTOR": "dave", "GITHUB_TRIGGERING_ACTOR": "erin"}, "erin")])
 def test_run_workflow_with_action_trigger_starts_one_manual_run_as_the_actor(
-        tmp_path: Path, fake_github: FakeGitHub) -> None:
+        tmp_path: Path, fake_github: FakeGitHub, actors: dict[str, str], acted: str) -> None:
     origin = make_origin(tmp_path, {"nightly": spec_data(AWAY, tracks=["a", "b"])})
     summary = tmp_path / "summary.md"
     player = Player(fake_github, origin, tmp_path / "play", workflow=WORKFLOWS / "tick.yml",
-                    env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTOR": "erin"})
+                    env={"GITHUB_STEP_SUMMARY": str(summary), **actors})
     inputs = {"action": "trigger", "schedule": "nightly", "run": "", "from": "", "to": "",
               "reason": HOSTILE, "dry_run": False}
     played = player.play_job("tick", inputs)  # type: ignore[arg-type]
@@ -35,7 +41,7 @@ def test_run_workflow_with_action_trigger_starts_one_manual_run_as_the_actor(
     [run] = [r for r in state.runs.values() if r.origin == "manual"]
     assert "-manual-1" in run.run_id
     assert run.requested is not None
-    assert (run.requested.by, run.requested.reason) == ("erin", HOSTILE)  # as typed
+    assert (run.requested.by, run.requested.reason) == (acted, HOSTILE)  # as typed
     assert not list((tmp_path / "play").rglob("pwned*"))  # an input is never run
     [call] = fake_github.dispatches
     assert call.body["inputs"]["run_id"] == run.run_id
