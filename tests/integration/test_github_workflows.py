@@ -260,3 +260,11 @@ def test_a_cancelled_tick_step_signals_the_orchestrator_not_only_its_shell(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(step.pid, signal.SIGKILL)  # the stub too, when the shell kept it
         step.wait()
+
+
+def test_pages_builds_nothing_after_a_cancelled_or_skipped_tick() -> None:
+    condition = " ".join(_workflow("pages.yml")["jobs"]["build"]["if"].split())
+    assert condition == (
+        "github.event_name == 'workflow_dispatch' || !contains(fromJSON('[\"cancelled\", "
+        "\"skipped\"]'), github.event.workflow_run.conclusion)")
+    assert _workflow("pages.yml")["jobs"]["deploy"]["needs"] == "build"  # skipped with it
