@@ -74,7 +74,7 @@ def write_install(root: Path, installed: install.InstallFiles) -> list[str]:
         verb = "overwrote" if (root / rel).exists() else "created"
         write_bytes(root / rel, data)
         done.append(f"{verb} {rel}")
-    return done
+    return done + install.keep_tracked(root, list(installed.files()))
 
 
 def conflicts(root: Path, files: Mapping[str, object]) -> list[str]:

@@ -44,6 +44,8 @@ def command(cfg: Config, path: Path | None) -> int:
     if not stale and all(before[rel] == data for rel, data in installed.files().items()):
         click.echo(f"{INSTALL_DIR} already holds this version ({installed.wheel.filename}, "
                    f"sha256 {installed.wheel.sha256[:12]}): nothing to do")
+        for line in install.keep_tracked(root, list(installed.files())):
+            click.echo(line)
     else:
         for line in write_install(root, installed):
             click.echo(line)

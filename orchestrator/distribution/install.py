@@ -11,6 +11,7 @@ The wheel's path is relative to the repository's root, where the workflows' step
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,3 +61,43 @@ def stale_wheels(root: Path, keep: str) -> list[Path]:
         return []
     return sorted(p for p in folder.glob(f"{WHEEL_NAME}-*.whl")
                   if p.name != keep and (p.is_file() or p.is_symlink()))
+
+
+UNIGNORE = f"!/{INSTALL_DIR}/*"
+"""The ``.gitignore`` line that takes the install folder back from a broader pattern
+(``*.whl``, ``.github/*``): a later negation wins over an earlier match."""
+
+
+def ignored(root: Path, rels: list[str]) -> dict[str, str]:
+    """Path -> the ``.gitignore`` rule that ignores it, for the ``rels`` git would leave
+    out of a ``git add`` in ``root`` (none when ``root`` is no git work tree)."""
+    proc = subprocess.run(["git", "check-ignore", "--verbose", "--non-matching", "--", *rels],
+                          cwd=root, capture_output=True, text=True, check=False)
+    found = {}
+    for line in proc.stdout.splitlines():  # <source>:<line>:<pattern> TAB <path>
+        rule, _, path = line.partition("\t")
+        source, _line, pattern = [*rule.split(":", 2), "", ""][:3]
+        if pattern and not pattern.startswith("!"):  # "::" matches nothing
+            found[path] = f"{source}: {pattern}"
+    return found
+
+
+def keep_tracked(root: Path, rels: list[str]) -> list[str]:
+    """Make sure git would commit ``rels``: a wheel that a ``*.whl`` line ignores is
+    left out of every commit, and each workflow's install step then fails. Adds
+    :data:`UNIGNORE` to ``.gitignore`` when a rule ignores one; one line per thing done
+    or still wrong."""
+    caught = ignored(root, rels)
+    if not caught:
+        return []
+    gitignore = root / ".gitignore"
+    old = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    if UNIGNORE not in old.splitlines():
+        sep = "" if not old or old.endswith("\n") else "\n"
+        gitignore.write_text(f"{old}{sep}{UNIGNORE}\n", encoding="utf-8")
+    lines = [f"added {UNIGNORE} to .gitignore: {path} was ignored ({rule})"
+             for path, rule in sorted(caught.items())]
+    for path, rule in sorted(ignored(root, rels).items()):
+        lines.append(f"warning: {path} is still ignored ({rule}): the workflows install it, "
+                     f"so commit it with `git add -f {path}`")
+    return lines

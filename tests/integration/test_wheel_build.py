@@ -60,6 +60,40 @@ def test_two_inits_write_the_same_wheel_which_is_the_checkout_s_and_pinned(
     assert requirements == (tmp_path / "two" / REQUIREMENTS).read_text()
 
 
+def _left_out(repo: Path) -> list[str]:
+    """What `git add -A` would leave out of the commit, under .github/orchestrator."""
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=repo, check=True,
+                            capture_output=True, text=True).stdout.split()
+    on_disk = [p.relative_to(repo).as_posix() for p in (repo / INSTALL_DIR).iterdir()]
+    return sorted(set(on_disk) - set(staged))
+
+
+def test_init_takes_the_wheel_back_from_a_gitignore_that_ignores_wheels(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    (repo / ".gitignore").write_text("*.whl\n")  # a common line in Python projects
+    done = cli(tmp_path, "init", str(repo), check=True)
+    assert "added !/.github/orchestrator/* to .gitignore" in done.stdout
+    assert "was ignored (.gitignore: *.whl)" in done.stdout
+    assert _left_out(repo) == []  # the wheel the workflows install is committed
+
+
+def test_init_warns_when_the_install_folder_stays_ignored(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    # a folder ignored whole: git looks at nothing inside, so no negation can help
+    (repo / ".gitignore").write_text(".github/orchestrator/\n")
+    done = cli(tmp_path, "init", str(repo), check=True)
+    built = wheel.build().filename
+    assert (f"warning: {INSTALL_DIR}/{built} is still ignored (.gitignore: "
+            f".github/orchestrator/)") in done.stdout
+    assert f"git add -f {INSTALL_DIR}/{built}" in done.stdout
+
+
 @pytest.mark.slow
 def test_pip_installs_the_pinned_wheel_and_refuses_it_once_a_byte_changed(
         tmp_path: Path) -> None:
