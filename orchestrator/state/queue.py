@@ -61,6 +61,7 @@ class QueueBook:
     next_seq: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     blocks: dict[str, int] = field(default_factory=dict)
+    waits: dict[str, datetime] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)
     dead: dict[str, DeadEntry] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)
@@ -88,13 +89,15 @@ class QueueBook:
     def of(cls, summary: QueueSummary, files: Mapping[str, bytes]) -> QueueBook:
         return cls(summary.queue, as_state_files(files), next_seq=summary.next_seq,
                    counts=dict(summary.counts), blocks=dict(summary.blocks),
-                   claims=dict(summary.claims), dead=dict(summary.dead),
+                   waits=dict(summary.waits), claims=dict(summary.claims),
+                   dead=dict(summary.dead),
                    done=dict(summary.done), updated_at=summary.updated_at)
 
     def copy(self) -> QueueBook:
         return QueueBook(
             self.name, self.files, self.next_seq, dict(self.counts), dict(self.blocks),
-            dict(self.claims), dict(self.dead), dict(self.done), self.updated_at, self.note,
+            dict(self.waits), dict(self.claims), dict(self.dead), dict(self.done),
+            self.updated_at, self.note,
             dict(self.problems), dict(self._items),
             {r: dict(e) for r, e in self._entries.items()},
             {c: list(ids) for c, ids in self._chunks.items()}, set(self._dirty_items),
@@ -208,7 +211,8 @@ class QueueBook:
         """The ids of the backlog entries claimable at ``now``, in claim order, from the
         first blocks until ``want`` are found (the items themselves are not read)."""
         found: list[str] = []
-        for block in sorted(self.blocks)[:SCAN_BLOCKS]:
+        due = [b for b in sorted(self.blocks) if _due(self.waits.get(b), now)]
+        for block in due[:SCAN_BLOCKS]:  # a block whose every item waits is not read
             entries = sorted(self.entries(block).items(), key=lambda e: e[1][0])
             found += [item_id for item_id, (_, at) in entries if _due(at, now)]
             if len(found) >= want:
@@ -311,9 +315,22 @@ class QueueBook:
     def _block_add(self, item: Item) -> None:
         block = rank(item)
         entries = self.entries(block)
+        first = not entries
         entries[item.id] = (item.seq, item.available_at)
         self.blocks[block] = len(entries)
         self._dirty_blocks.add(block)
+        self._wait_add(block, item.available_at, first)
+
+    def _wait_add(self, block: str, at: datetime | None, first: bool) -> None:
+        """Keep :attr:`waits` a lower bound of when ``block``'s items may be claimed:
+        an item claimable now (``at`` is ``None``) ends the block's wait, and a block
+        that is not named stays unnamed (it may hold such an item)."""
+        if at is None:
+            self.waits.pop(block, None)
+        elif first:
+            self.waits[block] = at
+        elif block in self.waits:
+            self.waits[block] = min(self.waits[block], at)
 
     def _block_remove(self, item: Item) -> None:
         block = rank(item)
@@ -324,6 +341,7 @@ class QueueBook:
             self.blocks[block] = len(entries)
         else:
             self.blocks.pop(block, None)
+            self.waits.pop(block, None)
         self._dirty_blocks.add(block)
 
     def _chunk_add(self, item_id: str, at: datetime) -> None:
@@ -346,6 +364,7 @@ class QueueBook:
         return QueueSummary(queue=self.name, next_seq=self.next_seq,
                             counts=dict(sorted(self.counts.items())),
                             blocks=dict(sorted(self.blocks.items())),
+                            waits=dict(sorted(self.waits.items())),
                             claims=dict(sorted(self.claims.items())),
                             dead=dict(sorted(self.dead.items())),
                             done=dict(sorted(self.done.items())), tree=tree,

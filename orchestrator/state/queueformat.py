@@ -70,6 +70,10 @@ class QueueSummary(Frozen):
     counts: dict[str, int] = Field(default_factory=dict)
     blocks: dict[str, int] = Field(default_factory=dict)
     """Backlog block -> how many items it holds."""
+    waits: dict[str, UTCDateTime] = Field(default_factory=dict)
+    """Backlog block -> no item of it may be claimed before this moment. Only blocks
+    whose every item waits are named; the moment may be earlier than the truth (an
+    item that left does not move it), never later."""
     claims: dict[str, Claim] = Field(default_factory=dict)
     """Worker dispatch key -> its claim."""
     dead: dict[str, DeadEntry] = Field(default_factory=dict)

@@ -4,6 +4,7 @@ when it cannot be trusted, and bad records costing only themselves. In memory.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
@@ -93,6 +94,38 @@ def test_sizing_reads_the_first_backlog_blocks_and_no_other_item() -> None:
     blocks = [p for p in files.read if "/backlog/" in p]
     items = [p for p in files.read if "/items/" in p]
     assert len(blocks) == 1 and len(items) == 10
+
+
+def test_ready_items_are_claimed_whatever_waits_in_front_of_them() -> None:
+    # 1,000 items that wait months, spread over more blocks than one look reads
+    # (a priority each), in front of 5 ready items of the lowest priority
+    months = T0 + timedelta(days=90)
+    waiting = [NewItem(payload=f"w{n}", key=f"w{n}", priority=1 + n % 100,
+                       not_before=months) for n in range(1000)]
+    ready = [NewItem(payload=f"r{n}", key=f"r{n}") for n in range(5)]
+    files = Reads(queue_with(waiting + ready))
+    book = loaded(files)
+    assert len(book.blocks) > queue_state.SCAN_BLOCKS
+    files.read.clear()
+    assert [i.payload for i in book.claimable(T0, 10)] == [f"r{n}" for n in range(5)]
+    # the waiting blocks were passed over by the summary alone, not read
+    assert [p for p in files.read if "/backlog/" in p] == [
+        layout.backlog_path("pages", b) for b in sorted(book.blocks)[-1:]]
+    # once they are due, they come first again (their priority is higher)
+    assert [i.payload for i in book.claimable(months, 1)] == ["w99"]
+
+
+def test_a_summary_without_the_blocks_waits_reads_the_blocks_as_before() -> None:
+    files = dict(queue_with([NewItem(payload="later", key="l", priority=3,
+                                     not_before=T0 + timedelta(days=1)),
+                             NewItem(payload="now", key="n")]))
+    path = layout.queue_summary_path("pages")
+    old = json.loads(files[path])
+    assert old.pop("waits")  # a summary written before blocks said when they are due
+    files[path] = (json.dumps(old) + "\n").encode()
+    book = loaded(files)
+    assert book.note is None and book.waits == {}  # read as it is, not rebuilt
+    assert [i.payload for i in book.claimable(T0, 5)] == ["now"]
 
 
 def test_the_summary_names_its_tree_and_a_change_behind_its_back_rebuilds_it() -> None:
