@@ -72,6 +72,7 @@ from ..state.breaker import Breaker
 from ..state.layout import check_item_id
 from ..state.phases import TrackPhase
 from ..support.credentials import track_environment
+from . import _attempt_folder as files
 from . import _supervise as supervisor
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 from .local_outcome import EX_TEMPFAIL as EX_TEMPFAIL
@@ -188,17 +189,17 @@ class LocalExecutor:
         """The supervisor could not start, so nothing was started. Close the attempt
         (so no later look-up or racing dispatch adopts it) and report the error."""
         error = f"local dispatch: the supervisor failed to start ({reason})"
-        tail = stderr_tail(folder / supervisor.SUPERVISOR_LOG, lines=5)
+        tail = stderr_tail(folder / files.SUPERVISOR_LOG, lines=5)
         if tail:
             error = f"{error}: {tail}"
         try:
-            fd = supervisor.try_lock(folder / supervisor.LOCK)
+            fd = files.try_lock(folder / files.LOCK)
             if fd is None:  # a supervisor started after all (an adoption): it owns it
                 return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
             try:
-                if supervisor.read_json(folder / supervisor.STATUS) is None:
-                    supervisor.write_json_atomic(folder / supervisor.STATUS, {
-                        "state": supervisor.ERROR, "finished_at": self._now(),
+                if files.read_json(folder / files.STATUS) is None:
+                    files.write_json_atomic(folder / files.STATUS, {
+                        "state": files.ERROR, "finished_at": self._now(),
                         "error": error})
             finally:
                 os.close(fd)
@@ -217,10 +218,10 @@ class LocalExecutor:
             raise UserError(f"track {request.track!r} has no 'run' command to run locally")
         folder = self.attempt_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        fresh = not (folder / supervisor.LAUNCH).exists()
+        fresh = not (folder / files.LAUNCH).exists()
         if request.results is not None and fresh:
             # Before launch.json: the supervisor may start the command at once.
-            supervisor.write_json_atomic(folder / supervisor.RESULTS, request.results)
+            files.write_json_atomic(folder / files.RESULTS, request.results)
         if request.items and fresh:
             _write_payloads(folder, request)
         launch = {
@@ -246,7 +247,7 @@ class LocalExecutor:
             "created_unix": time.time(),
         }
         launcher = None
-        if create_exclusive(folder / supervisor.LAUNCH, launch):
+        if create_exclusive(folder / files.LAUNCH, launch):
             try:
                 launcher = self._start_supervisor(folder)
             except OSError as exc:
@@ -258,12 +259,12 @@ class LocalExecutor:
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
         try:  # the track inherits this: only the credentials its schedule names
-            launch = supervisor.read_json(folder / supervisor.LAUNCH) or {}
+            launch = files.read_json(folder / files.LAUNCH) or {}
             asked = launch.get("credentials") or []
         except (OSError, ValueError):
             asked = []
         env = track_environment(env, [str(name) for name in asked])
-        with open(folder / supervisor.SUPERVISOR_LOG, "ab") as log:
+        with open(folder / files.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
             # the user site. setsid: it outlives the tick and ignores its terminal.
             return subprocess.Popen(
@@ -276,9 +277,9 @@ class LocalExecutor:
         """Start a supervisor for a dispatch nobody claimed in time (its dispatcher died
         between creating ``launch.json`` and starting the supervisor). Harmless when a
         supervisor does exist: only the one that claims the attempt launches."""
-        if (folder / supervisor.STATUS).exists():
+        if (folder / files.STATUS).exists():
             return
-        age = launch_age(folder / supervisor.LAUNCH)
+        age = launch_age(folder / files.LAUNCH)
         if age is None:
             return
         if age < self.adopt_after_seconds:
@@ -299,7 +300,7 @@ class LocalExecutor:
                 found[request.key] = None  # no such folder can exist
                 continue
             try:
-                exists = (folder / supervisor.LAUNCH).exists()
+                exists = (folder / files.LAUNCH).exists()
             except OSError as exc:
                 # "Not found" would make the tick dispatch again: the key is left out
                 # (not asked), and the others are still answered.
@@ -334,36 +335,36 @@ class LocalExecutor:
     def _observe_one(self, key: str) -> Observation:
         folder = self.attempt_dir(key)
         url = self._url(folder)
-        if not (folder / supervisor.LAUNCH).exists():
+        if not (folder / files.LAUNCH).exists():
             return Observation(key=key, phase=TrackPhase.FAILED, url=url,
                                error=f"no local attempt {key} in {self.work_dir}")
         try:
-            status = supervisor.read_json(folder / supervisor.STATUS)
+            status = files.read_json(folder / files.STATUS)
         except ValueError as exc:  # written atomically, so only if tampered with
             return Observation(key=key, phase=None, url=url,
                                error=f"status.json unreadable: {exc}")
         if status is None:
             self._adopt(folder)
             return Observation(key=key, phase=None, url=url, details={"state": "launching"})
-        if status.get("state") not in supervisor.FINAL_STATES:
+        if status.get("state") not in files.FINAL_STATES:
             status = self._check_supervisor(folder, status)
         return to_observation(key, folder, self._url(folder), status)
 
     def _check_supervisor(self, folder: Path, status: dict[str, Any]) -> dict[str, Any]:
         """If the supervisor of an unfinished attempt is dead (its lock is free), kill
         the orphaned group and record the attempt as ``lost``."""
-        fd = supervisor.try_lock(folder / supervisor.LOCK)
+        fd = files.try_lock(folder / files.LOCK)
         if fd is None:
             return status  # alive
         try:
-            fresh = supervisor.read_json(folder / supervisor.STATUS) or status
-            if fresh.get("state") in supervisor.FINAL_STATES:
+            fresh = files.read_json(folder / files.STATUS) or status
+            if fresh.get("state") in files.FINAL_STATES:
                 return dict(fresh)  # it finished just before dying
             # Reported failed only once its orphans are gone: a retry never overlaps them.
-            supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.LOST, finished_at=self._now(),
+            files.kill_group_and_wait(fresh.get("pgid"))
+            fresh.update(state=files.LOST, finished_at=self._now(),
                          error="supervisor vanished")
-            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
+            files.write_json_atomic(folder / files.STATUS, fresh)
             return dict(fresh)
         finally:
             os.close(fd)
@@ -382,28 +383,28 @@ class LocalExecutor:
 
     def _cancel(self, folder: Path) -> None:
         try:
-            status = supervisor.read_json(folder / supervisor.STATUS)
+            status = files.read_json(folder / files.STATUS)
         except ValueError:
             status = None
-        if status is not None and status.get("state") in supervisor.FINAL_STATES:
+        if status is not None and status.get("state") in files.FINAL_STATES:
             return
         folder.mkdir(parents=True, exist_ok=True)
         # The marker first: a live supervisor polls for it and stops the group itself
         # (SIGTERM, grace, SIGKILL); one that claims the attempt later never launches.
-        (folder / supervisor.CANCEL).touch()
-        fd = supervisor.try_lock(folder / supervisor.LOCK)
+        (folder / files.CANCEL).touch()
+        fd = files.try_lock(folder / files.LOCK)
         if fd is None:
             return  # a live supervisor will act on the marker
         try:
-            fresh = supervisor.read_json(folder / supervisor.STATUS) or {}
-            if fresh.get("state") in supervisor.FINAL_STATES:
+            fresh = files.read_json(folder / files.STATUS) or {}
+            if fresh.get("state") in files.FINAL_STATES:
                 return
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
-            supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.CANCELLED, finished_at=self._now(),
+            files.kill_group_and_wait(fresh.get("pgid"))
+            fresh.update(state=files.CANCELLED, finished_at=self._now(),
                          error="cancelled")
-            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
+            files.write_json_atomic(folder / files.STATUS, fresh)
         finally:
             os.close(fd)
 
@@ -424,8 +425,8 @@ def _drain(request: DispatchRequest) -> dict[str, Any] | None:
 
 def _write_payloads(folder: Path, request: DispatchRequest) -> None:
     """Each item's payload as ``items/<id>.json``, what ``ORCHESTRATOR_ITEM`` names."""
-    items = folder / supervisor.ITEMS
+    items = folder / files.ITEMS
     items.mkdir(exist_ok=True)
     for work in request.items:
         check_item_id(work.id)
-        supervisor.write_json_atomic(items / f"{work.id}.json", work.payload)
+        files.write_json_atomic(items / f"{work.id}.json", work.payload)

@@ -39,7 +39,7 @@ from typing import Any
 from ..errors import CheckoutReadOnly, InvalidId, UserError
 from ..spec.fields import ID_RE, RUN_ID_RE
 from ..support import safejson
-from . import _supervise as supervisor
+from . import _attempt_folder as files
 
 KEY_RE = re.compile(
     rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})(?:--undo)?"
@@ -104,10 +104,10 @@ def ended(work_dir: Path, keys: Iterable[str]) -> set[str]:
     done = set()
     for key in keys:
         try:
-            status = supervisor.read_json(Path(work_dir) / check_key(key) / supervisor.STATUS)
+            status = files.read_json(Path(work_dir) / check_key(key) / files.STATUS)
         except (OSError, ValueError, InvalidId):
             continue
-        if isinstance(status, dict) and status.get("state") in supervisor.FINAL_STATES:
+        if isinstance(status, dict) and status.get("state") in files.FINAL_STATES:
             done.add(key)
     return done
 
@@ -164,7 +164,7 @@ def age(launch: Path) -> float | None:
     network share or a faked process clock may not share. The file's time is the
     fallback for a launch written before ``created_unix``; ``None`` when it is gone."""
     try:
-        data = supervisor.read_json(launch)
+        data = files.read_json(launch)
         created = data.get("created_unix") if isinstance(data, dict) else None
         if isinstance(created, int | float) and math.isfinite(created):
             return time.time() - float(created)
