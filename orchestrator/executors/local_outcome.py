@@ -66,24 +66,10 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
 
 def _observation(key: str, folder: Path, url: str, status: dict[str, Any]) -> Observation:
     state = status.get("state")
-    details = {
-        "state": state,
-        "pid": status.get("pid"),
-        "exit_code": status.get("exit_code"),
-        "signal": status.get("signal"),
-        "stdout": str(folder / files.STDOUT),
-        "stderr": str(folder / files.STDERR),
-    }
-    common: dict[str, Any] = {
-        "key": key,
-        "url": url,
-        "started_at": parse_utc(status.get("started_at")),
-        "details": details,
-    }
-    if state == files.QUEUED:
-        return Observation(phase=None, **common)
-    if state == files.RUNNING:
-        return Observation(phase=TrackPhase.RUNNING, **common)
+    common = _common(key, folder, url, status)
+    if state in (files.QUEUED, files.RUNNING):
+        return Observation(phase=TrackPhase.RUNNING if state == files.RUNNING else None,
+                           **common)
     common["finished_at"] = parse_utc(status.get("finished_at"))
     result, result_error = read_result(folder)
     if state == files.EXITED and status.get("exit_code") == 0:
@@ -94,21 +80,37 @@ def _observation(key: str, folder: Path, url: str, status: dict[str, Any]) -> Ob
     if state == files.CANCELLED:
         return Observation(phase=TrackPhase.CANCELLED, result=result,
                            error=status.get("error") or "cancelled", **common)
-    if state == files.TIMED_OUT:
-        phase = TrackPhase.TAPPED_OUT
-        error = str(status.get("error") or "timed out")
-    elif state == files.EXITED:
-        phase = TrackPhase.FAILED
-        code, sig = status.get("exit_code"), status.get("signal")
-        error = f"exit code {code}" if code is not None else (
-            f"killed by {signal_name(int(sig))}" if sig is not None else "exited")
-    else:  # error, lost, or something this version does not know
-        phase = TrackPhase.FAILED
-        error = str(status.get("error") or f"unknown state {state!r}")
+    phase, error = _failure(state, status)
     tail = stderr_tail(folder / files.STDERR)
     if tail:
         error = f"{error}; stderr ends with:\n{tail}"
     return Observation(phase=phase, result=result, error=error, **common)
+
+
+def _common(key: str, folder: Path, url: str, status: dict[str, Any]) -> dict[str, Any]:
+    """What every observation of the attempt says, finished or not."""
+    details = {
+        "state": status.get("state"),
+        "pid": status.get("pid"),
+        "exit_code": status.get("exit_code"),
+        "signal": status.get("signal"),
+        "stdout": str(folder / files.STDOUT),
+        "stderr": str(folder / files.STDERR),
+    }
+    return {"key": key, "url": url, "started_at": parse_utc(status.get("started_at")),
+            "details": details}
+
+
+def _failure(state: Any, status: dict[str, Any]) -> tuple[TrackPhase, str]:
+    """The phase and error of an attempt that ended neither well nor cancelled."""
+    if state == files.TIMED_OUT:
+        return TrackPhase.TAPPED_OUT, str(status.get("error") or "timed out")
+    if state == files.EXITED:
+        code, sig = status.get("exit_code"), status.get("signal")
+        return TrackPhase.FAILED, (f"exit code {code}" if code is not None else (
+            f"killed by {signal_name(int(sig))}" if sig is not None else "exited"))
+    # error, lost, or something this version does not know
+    return TrackPhase.FAILED, str(status.get("error") or f"unknown state {state!r}")
 
 
 def read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
