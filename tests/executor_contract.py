@@ -46,7 +46,7 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 
 from orchestrator import executors
-from orchestrator.executors import _supervise as sv
+from orchestrator.executors import _attempt_folder as sv
 from orchestrator.executors.base import (
     DispatchRequest,
     DispatchResult,

@@ -29,10 +29,10 @@ earliest of all.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..spec.config import Cadence
 from ..state import machine
@@ -42,7 +42,7 @@ from ..support.times import iso, iso_minute
 if TYPE_CHECKING:  # a tick that parsed no schedule reads its wake from the memo
     from ..spec.models import Schedule, ScheduleSpec
     from ..state.model import State
-    from ..state.records import Cursor
+    from ..state.records import Cursor, Run, Track
 
 
 @dataclass(frozen=True, order=True)
@@ -168,56 +168,78 @@ def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
                        lingers_before(schedule, slot, cadence), slot=True)
 
 
+def _open_runs(state: State, runs: Mapping[str, Any]) -> Iterator[tuple[str, Run, Any]]:
+    """(run id, run, its entry of ``runs``) for every open run of ``state``."""
+    for run_id, entry in runs.items():
+        run = state.runs.get(run_id)
+        if run is not None and run.status in machine.RUN_OPEN:
+            yield run_id, run, entry
+
+
 def _tracks(schedules: Sequence[Schedule], state: State, now: datetime,
             cadence: Cadence) -> Iterator[Wake]:
-    for run_id, tracks in state.tracks.items():
-        run = state.runs.get(run_id)
-        if run is None or run.status not in machine.RUN_OPEN:
-            continue
+    for run_id, run, tracks in _open_runs(state, state.tracks):
         if run.status is not RunStatus.SCHEDULED and run.deadline > now:
             yield Wake(run.deadline, f"{run_id}: run deadline", False)
         for track in tracks.values():
-            if track.phase not in machine.TRACK_OPEN:
-                continue
-            # Poll tracks waiting for their next poll keep it in `not_before` too.
-            if track.not_before is not None and track.not_before > now:
-                what = ("next poll" if track.phase is TrackPhase.WAITING
-                        else "retry" if track.attempt > 1 else "not before")
-                yield Wake(track.not_before, f"{run_id}: {track.name} {what}")
-            if track.started_at is not None:
-                end = track.started_at + timedelta(minutes=track.spec.timeout_minutes)
-                if end > now:
-                    yield Wake(end, f"{run_id}: {track.name} timeout", False)
+            if track.phase in machine.TRACK_OPEN:
+                yield from _track(run_id, track, now)
+
+
+def _track(run_id: str, track: Track, now: datetime) -> Iterator[Wake]:
+    """An open track's next poll, retry or start, and its timeout."""
+    # Poll tracks waiting for their next poll keep it in `not_before` too.
+    if track.not_before is not None and track.not_before > now:
+        what = ("next poll" if track.phase is TrackPhase.WAITING
+                else "retry" if track.attempt > 1 else "not before")
+        yield Wake(track.not_before, f"{run_id}: {track.name} {what}")
+    if track.started_at is not None:
+        end = track.started_at + timedelta(minutes=track.spec.timeout_minutes)
+        if end > now:
+            yield Wake(end, f"{run_id}: {track.name} timeout", False)
 
 
 def _policies(schedules: Sequence[Schedule], state: State, now: datetime,
               cadence: Cadence) -> Iterator[Wake]:
     """A compensation's retry or timeout, and the moment a leg waiting for a runner is
     moved to the next label (``runs_on``)."""
-    specs = {s.id: s.spec for s in schedules}
-    for run_id, undos in state.undos.items():
-        run = state.runs.get(run_id)
-        if run is None or run.status not in machine.RUN_OPEN:
-            continue
+    yield from _compensations(state, now)
+    yield from _queued_legs(schedules, state, now)
+
+
+def _compensations(state: State, now: datetime) -> Iterator[Wake]:
+    for run_id, _, undos in _open_runs(state, state.undos):
         for undo in undos.values():
-            if undo.phase in machine.TRACK_OPEN and undo.not_before is not None \
-                    and undo.not_before > now:
+            if undo.phase not in machine.TRACK_OPEN:
+                continue
+            if undo.not_before is not None and undo.not_before > now:
                 yield Wake(undo.not_before, f"{run_id}: {undo.name} compensation retry")
-            if undo.phase in machine.TRACK_OPEN and undo.started_at is not None:
+            if undo.started_at is not None:
                 end = undo.started_at + timedelta(minutes=undo.spec.timeout_minutes)
                 if end > now:
                     yield Wake(end, f"{run_id}: {undo.name} compensation timeout")
-    for run_id, tracks in state.tracks.items():
-        run = state.runs.get(run_id)
-        spec = specs.get(run.schedule_id) if run is not None else None
-        if run is None or spec is None or run.status not in machine.RUN_OPEN:
+
+
+def _queued_since(track: Track) -> datetime | None:
+    """When ``track`` was dispatched, if it is a leg on a runner label not started yet."""
+    if track.runner is None or track.started_at is not None:
+        return None
+    return track.dispatched_at if track.phase in machine.TRACK_OPEN else None
+
+
+def _queued_legs(schedules: Sequence[Schedule], state: State,
+                 now: datetime) -> Iterator[Wake]:
+    specs = {s.id: s.spec for s in schedules}
+    for run_id, run, tracks in _open_runs(state, state.tracks):
+        spec = specs.get(run.schedule_id)
+        if spec is None:
             continue
         for track in tracks.values():
-            if (track.runner is not None and track.started_at is None
-                    and track.dispatched_at is not None and track.phase in machine.TRACK_OPEN):
-                end = track.dispatched_at + timedelta(minutes=spec.queue_timeout_minutes)
-                if end > now:
-                    yield Wake(end, f"{run_id}: {track.name} queue timeout on {track.runner}")
+            since = _queued_since(track)
+            end = (since + timedelta(minutes=spec.queue_timeout_minutes)
+                   if since is not None else None)
+            if end is not None and end > now:
+                yield Wake(end, f"{run_id}: {track.name} queue timeout on {track.runner}")
 
 
 Source = Callable[[Sequence["Schedule"], "State", datetime, Cadence], Iterator["Wake"]]

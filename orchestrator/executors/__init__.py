@@ -116,13 +116,13 @@ def _local_work(executor: Executor) -> Path:
 
 
 def _local_forget(executor: Executor, run_ids: tuple[str, ...]) -> list[str]:
-    from .local import forget
+    from .workfolder import forget
 
     return forget(_local_work(executor), run_ids)
 
 
 def _local_ended(setup: Setup, keys: Iterable[str]) -> set[str]:
-    from .local import ended
+    from .workfolder import ended
 
     return ended(local_work_dir(setup), keys)
 

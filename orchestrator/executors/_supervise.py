@@ -22,178 +22,29 @@ the attempt goes on; the child does the work:
    or ``error``) and kill whatever the track left behind in its group, as CI runners
    do with orphan processes at the end of a job.
 
-Standard library only and no package imports: it starts once per attempt.
+Standard library only, and of the package only :mod:`._attempt_folder` (itself standard
+library only), loaded by path: it starts once per attempt.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
-import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-LAUNCH = "launch.json"
-STATUS = "status.json"
-RESULT = "result.json"
-RESULTS = "results.json"
-STDOUT = "stdout.log"
-STDERR = "stderr.log"
-CANCEL = "cancel"
-LOCK = "supervisor.lock"
-SUPERVISOR_LOG = "supervisor.log"
-LAUNCHES = "launches.log"
-SLOTS = "slots"
-ITEMS = "items"
-"""A drain worker's folder of payloads, ``items/<id>.json``."""
-ITEM_RESULTS = "item-results"
-"""Each item's ``ORCHESTRATOR_RESULT``, ``item-results/<id>.json``."""
-ITEMS_LOG = "items.jsonl"
-"""A drain worker's account: a line when an item starts and one when it ends."""
-ENQUEUE = "enqueue.jsonl"
-"""``ORCHESTRATOR_ENQUEUE``: items the track asks to enqueue, one JSON object a line."""
-EX_TEMPFAIL = 75
-
-POLL_SECONDS = 0.1
-"""How often the supervisor looks at its track, the clock and the cancel marker."""
-
-# States written to status.json. Only the supervisor writes the first three and
-# `exited`/`timed_out`; `cancelled` and `lost` may also be written by an observer
-# that holds the supervisor lock (i.e. after the supervisor died).
-QUEUED = "queued"
-RUNNING = "running"
-EXITED = "exited"
-TIMED_OUT = "timed_out"
-CANCELLED = "cancelled"
-ERROR = "error"
-LOST = "lost"
-FINAL_STATES = frozenset({EXITED, TIMED_OUT, CANCELLED, ERROR, LOST})
-
-
-_clock_offset = timedelta(0)
-"""The run's clock minus this machine's (``launch.json``'s ``clock_offset_seconds``)."""
-
-
-def utc_now() -> str:
-    """Now on the run's clock: a tick's ``--now`` plus the time since that tick began,
-    so the times this supervisor records compare with the tick's own."""
-    return (datetime.now(UTC) + _clock_offset).isoformat()
-
-
-def set_clock_offset(seconds: object) -> None:
-    """Record times on the dispatching tick's clock from here on; a value that is not
-    a finite number of seconds (a hand-edited ``launch.json``) leaves the machine's."""
-    global _clock_offset
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        return
-    if abs(seconds) < 1e10:  # about 300 years either way; False for NaN
-        _clock_offset = timedelta(seconds=seconds)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``,
-    so a reader sees the old or the new content, never half of it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, sort_keys=True, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-MAX_STATUS_BYTES = 1024 * 1024
-
-
-def read_json(path: Path) -> Any:
-    """The parsed content of ``path``, or ``None`` when it does not exist."""
-    # The track runs beside these files and may replace them: a regular file only,
-    # opened without blocking (a FIFO), read within a bound (/dev/zero).
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path.name} is not a regular file")
-        data = os.read(fd, MAX_STATUS_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_STATUS_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_STATUS_BYTES} bytes")
-    return json.loads(data)
-
-
-def append_line(path: Path, data: dict[str, Any]) -> None:
-    """Append one JSON line with a single ``write`` on an ``O_APPEND`` descriptor, so
-    lines from concurrent writers never interleave."""
-    line = (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-
-
-def kill_group(pgid: int | None, sig: signal.Signals) -> None:
-    """Signal a whole process group; a group that is already gone is fine."""
-    if not pgid or pgid <= 1:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-GONE_WAIT_SECONDS = 5.0
-"""How long an observer that killed an orphaned group waits for it to die."""
-
-
-def kill_group_and_wait(pgid: int | None, timeout: float = GONE_WAIT_SECONDS) -> bool:
-    """SIGKILL a whole group and wait until none of it is left; ``False`` if some of it
-    still exists after ``timeout`` seconds (unreaped zombies where nothing reaps them).
-
-    A signal is delivered asynchronously: ``killpg`` returns before its targets die,
-    and on a loaded machine a killed process may run on for a while. Whoever reports
-    an orphaned group killed waits for it, so a retry never runs beside it."""
-    if not pgid or pgid <= 1:
-        return True
-    kill_group(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return True  # not ours (any more): nothing of this attempt is left
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-
-
-def try_lock(path: Path, shared: bool = False) -> int | None:
-    """Open ``path`` and take a non-blocking ``flock``; the descriptor, or ``None`` when
-    someone else holds it. Closing the descriptor releases the lock."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return None
-        raise
-    return fd
+# Run by path under ``python -I``, which puts no folder of ours on ``sys.path``: the
+# attempt folder's module is found beside this file, after the standard library.
+if TYPE_CHECKING or __package__:
+    from . import _attempt_folder as files
+else:
+    sys.path.append(str(Path(__file__).resolve().parent))
+    import _attempt_folder as files
 
 
 class Launch(NamedTuple):
@@ -248,45 +99,45 @@ class Drainer:
             self.one(str(entry["id"]), int(entry["attempt"]), deadline)
 
     def one(self, item_id: str, attempt: int, deadline: float) -> None:
-        result = self.folder / ITEM_RESULTS / f"{item_id}.json"
+        result = self.folder / files.ITEM_RESULTS / f"{item_id}.json"
         result.parent.mkdir(exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             result.unlink()
         env = dict(self.env, ORCHESTRATOR_ITEM_ID=item_id,
-                   ORCHESTRATOR_ITEM=str(self.folder / ITEMS / f"{item_id}.json"),
+                   ORCHESTRATOR_ITEM=str(self.folder / files.ITEMS / f"{item_id}.json"),
                    ORCHESTRATOR_ITEM_ATTEMPT=str(attempt), ORCHESTRATOR_RESULT=str(result))
-        stderr = self.folder / STDERR
+        stderr = self.folder / files.STDERR
         line: dict[str, Any] = {"id": item_id, "attempt": attempt, "outcome": "started",
-                                "started_at": utc_now(), "stderr_from": _size(stderr)}
-        append_line(self.folder / ITEMS_LOG, line)
-        with open(self.folder / STDOUT, "ab") as out, open(stderr, "ab") as err:
+                                "started_at": files.utc_now(), "stderr_from": _size(stderr)}
+        files.append_line(self.folder / files.ITEMS_LOG, line)
+        with open(self.folder / files.STDOUT, "ab") as out, open(stderr, "ab") as err:
             try:
                 proc = subprocess.Popen(["sh", "-c", self.run], cwd=self.cwd, env=env,
                                         stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                         process_group=0)
             except OSError as exc:
-                line.update(outcome="failed", finished_at=utc_now(),
+                line.update(outcome="failed", finished_at=files.utc_now(),
                             error=f"could not start the command: {exc}")
-                append_line(self.folder / ITEMS_LOG, line)
+                files.append_line(self.folder / files.ITEMS_LOG, line)
                 return
         if self.launched is not None:
             self.launched(proc, item_id)
         stopped = self.watch(proc, deadline)
-        kill_group(proc.pid, signal.SIGKILL)  # whatever it left behind goes with it
+        files.kill_group(proc.pid, signal.SIGKILL)  # whatever it left behind goes with it
         rc = proc.returncode
         outcome = ("released" if stopped else "done" if rc == 0
-                   else "back" if rc == EX_TEMPFAIL else "failed")
-        line.update(outcome=outcome, finished_at=utc_now(), stderr_to=_size(stderr),
+                   else "back" if rc == files.EX_TEMPFAIL else "failed")
+        line.update(outcome=outcome, finished_at=files.utc_now(), stderr_to=_size(stderr),
                     exit_code=rc if rc >= 0 else None, signal=-rc if rc < 0 else None)
         if stopped:
             line["error"] = stopped
-        append_line(self.folder / ITEMS_LOG, line)
+        files.append_line(self.folder / files.ITEMS_LOG, line)
 
     def watch(self, proc: subprocess.Popen[bytes], deadline: float) -> str | None:
         """Wait for the item's command; why it was stopped, or ``None`` if it ended."""
         while True:
             try:
-                proc.wait(timeout=POLL_SECONDS)
+                proc.wait(timeout=files.POLL_SECONDS)
                 return None
             except subprocess.TimeoutExpired:
                 pass
@@ -294,10 +145,10 @@ class Drainer:
                 "the worker's wall clock passed" if time.monotonic() >= deadline else None)
             if why is None:
                 continue
-            kill_group(proc.pid, signal.SIGTERM)
+            files.kill_group(proc.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=self.grace)
-            kill_group(proc.pid, signal.SIGKILL)
+            files.kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
             return why
 
@@ -320,14 +171,14 @@ class Supervisor:
 
     def record(self, **changes: Any) -> None:
         self.status.update(changes)
-        write_json_atomic(self.dir / STATUS, self.status)
+        files.write_json_atomic(self.dir / files.STATUS, self.status)
 
     def finish(self, state: str, **changes: Any) -> int:
-        self.record(state=state, finished_at=utc_now(), **changes)
+        self.record(state=state, finished_at=files.utc_now(), **changes)
         return 0
 
     def cancel_requested(self) -> bool:
-        if self.stop_reason is None and (self.dir / CANCEL).exists():
+        if self.stop_reason is None and (self.dir / files.CANCEL).exists():
             self.stop_reason = "cancelled"
         return self.stop_reason is not None
 
@@ -343,39 +194,39 @@ class Supervisor:
         try:
             launch = self.read_launch()
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            return self.finish(ERROR, error=f"launch.json unreadable: {exc}")
+            return self.finish(files.ERROR, error=f"launch.json unreadable: {exc}")
         self.record()  # the claim
 
         slot = None
         if launch.cap:
             slot = self.take_slot(int(launch.cap))
             if slot is None:
-                return self.finish(CANCELLED, error=self.stop_reason)
+                return self.finish(files.CANCELLED, error=self.stop_reason)
         if self.cancel_requested():
-            return self.finish(CANCELLED, error=self.stop_reason)
+            return self.finish(files.CANCELLED, error=self.stop_reason)
         if launch.drain is not None:
             code = self.drain(launch)
             if slot is not None:
                 os.close(slot)
             return code
 
-        with open(self.dir / STDOUT, "ab") as out, open(self.dir / STDERR, "ab") as err:
+        with open(self.dir / files.STDOUT, "ab") as out, open(self.dir / files.STDERR, "ab") as err:
             try:
                 proc = subprocess.Popen(
                     ["sh", "-c", launch.run], cwd=launch.cwd, env=launch.env,
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0,
                 )
             except OSError as exc:
-                return self.finish(ERROR, error=f"could not start the track: {exc}")
-        self.record(state=RUNNING, pid=proc.pid, pgid=proc.pid, started_at=utc_now())
-        append_line(self.work_dir / LAUNCHES, {
+                return self.finish(files.ERROR, error=f"could not start the track: {exc}")
+        self.record(state=files.RUNNING, pid=proc.pid, pgid=proc.pid, started_at=files.utc_now())
+        files.append_line(self.work_dir / files.LAUNCHES, {
             "at": self.status["started_at"], "key": self.dir.name, "pid": proc.pid,
             "supervisor_pid": os.getpid(),
         })
 
         outcome = self.watch(proc, launch.timeout, launch.grace)
         # Whatever the track left running in its group goes with it.
-        kill_group(proc.pid, signal.SIGKILL)
+        files.kill_group(proc.pid, signal.SIGKILL)
         changes = self.ending(proc.returncode, outcome, launch.timeout)
         if slot is not None:
             os.close(slot)
@@ -386,12 +237,12 @@ class Supervisor:
         ``exited`` 0 whatever the items did (they each have their own outcome), or
         ``cancelled`` when a cancel or SIGTERM stopped it."""
         assert launch.drain is not None
-        self.record(state=RUNNING, started_at=utc_now())
+        self.record(state=files.RUNNING, started_at=files.utc_now())
 
         def launched(proc: subprocess.Popen[bytes], item_id: str) -> None:
             self.record(pid=proc.pid, pgid=proc.pid)
-            append_line(self.work_dir / LAUNCHES, {
-                "at": utc_now(), "key": self.dir.name, "item": item_id, "pid": proc.pid,
+            files.append_line(self.work_dir / files.LAUNCHES, {
+                "at": files.utc_now(), "key": self.dir.name, "item": item_id, "pid": proc.pid,
                 "supervisor_pid": os.getpid()})
 
         def stopping() -> str | None:
@@ -401,24 +252,24 @@ class Supervisor:
                 float(launch.drain["wall_seconds"]), launch.grace, stopping,
                 launched).work()
         if self.stop_reason is not None:
-            return self.finish(CANCELLED, error=self.stop_reason)
-        return self.finish(EXITED, exit_code=0, signal=None)
+            return self.finish(files.CANCELLED, error=self.stop_reason)
+        return self.finish(files.EXITED, exit_code=0, signal=None)
 
     def claim(self) -> bool:
         """Take the supervisor lock and the attempt, unless another supervisor (alive,
         or dead after claiming it) or a cancel got there first."""
-        if (self.dir / STATUS).exists():
+        if (self.dir / files.STATUS).exists():
             # Claimed before: exit without even taking the lock, which an observer
             # would take for the owner's (a supervisor that vanished looks alive).
             return False
         # The descriptor is never closed: the lock is held until the process exits.
-        lock = try_lock(self.dir / LOCK)
+        lock = files.try_lock(self.dir / files.LOCK)
         if lock is None:
             return False  # another supervisor is alive and owns this attempt
-        if (self.dir / STATUS).exists():
+        if (self.dir / files.STATUS).exists():
             return False  # claimed before: by a supervisor (maybe dead) or a cancel
         self.status = {
-            "state": QUEUED, "supervisor_pid": os.getpid(), "queued_at": utc_now(),
+            "state": files.QUEUED, "supervisor_pid": os.getpid(), "queued_at": files.utc_now(),
             "pid": None, "pgid": None, "started_at": None, "finished_at": None,
             "exit_code": None, "signal": None,
         }
@@ -426,7 +277,7 @@ class Supervisor:
 
     def read_launch(self) -> Launch:
         """What ``launch.json`` asks for, with the environment the track gets."""
-        launch = read_json(self.dir / LAUNCH)
+        launch = files.read_json(self.dir / files.LAUNCH)
         run = launch["run"]
         timeout = float(launch["timeout_minutes"]) * 60
         grace = float(launch.get("kill_grace_seconds", 5.0))
@@ -437,12 +288,12 @@ class Supervisor:
             "ORCHESTRATOR_TRACK": str(launch["track"]),
             "ORCHESTRATOR_ATTEMPT": str(launch["attempt"]),
             "ORCHESTRATOR_POLL": str(launch.get("poll") or 0),
-            "ORCHESTRATOR_RESULT": str(self.dir / RESULT),
+            "ORCHESTRATOR_RESULT": str(self.dir / files.RESULT),
             "ORCHESTRATOR_INPUTS": json.dumps(launch.get("inputs") or {}, sort_keys=True),
-            "ORCHESTRATOR_ENQUEUE": str(self.dir / ENQUEUE),
+            "ORCHESTRATOR_ENQUEUE": str(self.dir / files.ENQUEUE),
         })
         if launch.get("results"):
-            env["ORCHESTRATOR_RESULTS"] = str(self.dir / RESULTS)
+            env["ORCHESTRATOR_RESULTS"] = str(self.dir / files.RESULTS)
         env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
         cwd = launch.get("cwd") or str(self.dir)
         drain = launch.get("drain")
@@ -458,14 +309,14 @@ class Supervisor:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                proc.wait(timeout=POLL_SECONDS)
-                return EXITED
+                proc.wait(timeout=files.POLL_SECONDS)
+                return files.EXITED
             except subprocess.TimeoutExpired:
                 pass
             if self.cancel_requested():
-                outcome = CANCELLED
+                outcome = files.CANCELLED
             elif time.monotonic() >= deadline:
-                outcome = TIMED_OUT
+                outcome = files.TIMED_OUT
             else:
                 continue
             self.stop(proc, grace)
@@ -478,30 +329,30 @@ class Supervisor:
             "exit_code": rc if rc >= 0 else None,
             "signal": -rc if rc < 0 else None,
         }
-        if outcome == CANCELLED:
+        if outcome == files.CANCELLED:
             changes["error"] = self.stop_reason
-        elif outcome == TIMED_OUT:
+        elif outcome == files.TIMED_OUT:
             changes["error"] = f"timed out after {timeout / 60:g} minutes"
         return changes
 
     def stop(self, proc: subprocess.Popen[bytes], grace: float) -> None:
-        kill_group(proc.pid, signal.SIGTERM)
+        files.kill_group(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=grace)
-        kill_group(proc.pid, signal.SIGKILL)
+        files.kill_group(proc.pid, signal.SIGKILL)
         proc.wait()
 
     def take_slot(self, cap: int) -> int | None:
         """Block until one of ``cap`` slot locks is free (``None``: cancelled first).
         Not FIFO: whichever waiting supervisor looks first after a slot frees wins."""
-        slots = self.work_dir / SLOTS
+        slots = self.work_dir / files.SLOTS
         slots.mkdir(exist_ok=True)
         while not self.cancel_requested():
             for i in range(cap):
-                fd = try_lock(slots / f"{i}.lock")
+                fd = files.try_lock(slots / f"{i}.lock")
                 if fd is not None:
                     return fd
-            time.sleep(POLL_SECONDS)
+            time.sleep(files.POLL_SECONDS)
         return None
 
 
@@ -511,9 +362,9 @@ def main(argv: list[str]) -> int:
         return 2
     attempt_dir = Path(argv[0]).resolve()
     with contextlib.suppress(OSError, ValueError):  # the claim reports a bad launch.json
-        launch = read_json(attempt_dir / LAUNCH)
+        launch = files.read_json(attempt_dir / files.LAUNCH)
         if isinstance(launch, dict):
-            set_clock_offset(launch.get("clock_offset_seconds", 0))
+            files.set_clock_offset(launch.get("clock_offset_seconds", 0))
     if "--foreground" not in argv and os.fork() > 0:
         # The dispatcher waits for this parent only; the child is adopted by init
         # (or a subreaper) and outlives the tick.

@@ -32,6 +32,7 @@ from ..state.items import ItemStatus
 from ..state.layout import ITEM_ID_RE
 from ..store import StateStore
 from ..support.credentials import track_environment
+from . import _attempt_folder as files
 from . import _supervise as supervisor
 from .local_outcome import read_enqueue, read_reports
 from .outcomes import build, write
@@ -68,7 +69,7 @@ def _payloads(store: StateStore, queue: str, key: str, wanted: list[tuple[str, i
     if book is None:
         raise UserError(f"no queue {queue!r} on the state branch")
     book.prefetch(i for i, _ in wanted)
-    (folder / supervisor.ITEMS).mkdir(parents=True, exist_ok=True)
+    (folder / files.ITEMS).mkdir(parents=True, exist_ok=True)
     entries: list[dict[str, Any]] = []
     skipped: list[str] = []
     for item_id, attempt in wanted:
@@ -76,7 +77,7 @@ def _payloads(store: StateStore, queue: str, key: str, wanted: list[tuple[str, i
         if item is None or item.status is not ItemStatus.CLAIMED or item.claimed_by != key:
             skipped.append(f"item {item_id}: not held by {key}; left alone")
             continue
-        supervisor.write_json_atomic(folder / supervisor.ITEMS / f"{item_id}.json",
+        files.write_json_atomic(folder / files.ITEMS / f"{item_id}.json",
                                      item.payload)
         entries.append({"id": item_id, "attempt": attempt})
     return entries, skipped
@@ -113,7 +114,7 @@ def work(store: StateStore, *, run_id: str, track: str, attempt: int, queue: str
         print(f"orchestrator: {line}", file=sys.stderr)
     env = track_environment(dict(os.environ))
     env.pop("ORCHESTRATOR_RESULT", None)
-    env["ORCHESTRATOR_ENQUEUE"] = str(folder / supervisor.ENQUEUE)
+    env["ORCHESTRATOR_ENQUEUE"] = str(folder / files.ENQUEUE)
     supervisor.Drainer(folder, command, env, str(cwd), entries, wall_minutes * 60,
                        KILL_GRACE_SECONDS, lambda: stop[0] if stop else None).work()
     reports = read_reports(folder)

@@ -1,18 +1,7 @@
 """The local executor: each track attempt is a detached process group on this machine.
 
-Layout of the work folder (default ``<repo>/.orchestrator/work``)::
-
-    machine-id                   this folder's machine: what its ticks dispatch, they claim
-    launches.log                 one JSON line per real launch of a track command
-    slots/<i>.lock               task-cap slots (``max_concurrent``), held with flock
-    <run_id>--<track>--<attempt>/
-        launch.json              what to run; its creation *is* the dispatch
-        status.json              written by the supervisor: queued, running, exited, ...
-        stdout.log, stderr.log   the track's output
-        result.json              $ORCHESTRATOR_RESULT: the track's own JSON result
-        supervisor.lock          held by the live supervisor for its whole life
-        supervisor.log           the supervisor's own stderr (normally empty)
-        cancel                   marker asking the supervisor to stop the track
+The work folder's layout, its machine id and the dispatch keys are
+:mod:`.workfolder`'s.
 
 Concurrency and crash safety, per dispatch key:
 
@@ -32,9 +21,9 @@ Concurrency and crash safety, per dispatch key:
   ``failed``. A supervisor started for an attempt already claimed exits without
   taking the lock, so it never passes for the owner.
 
-Machines: a work folder is one machine, named by its ``machine-id`` (made by its first
-tick). A tick marks each dispatch with that id, and only ticks of the same folder look
-it up or observe it (:meth:`LocalExecutor.owns`); the others cannot see this folder.
+Machines: a work folder is one machine (:func:`.workfolder.machine_id`). A tick marks
+each dispatch with that id, and only ticks of the same folder look it up or observe it
+(:meth:`LocalExecutor.owns`); the others cannot see this folder.
 
 ``launches.log`` is an operational log: one line per command actually started, with
 the key, the pid and the time. It answers "did this run, and how often?" and is what
@@ -65,133 +54,36 @@ for a task-cap slot it is reported with no phase (still ``dispatched``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import logging
-import math
 import os
-import re
-import secrets
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckoutReadOnly, ExecutorError, InvalidId, OrchestratorError, UserError
-from ..spec.fields import ID_RE, RUN_ID_RE, check_id, check_run_id
+from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
+from ..spec.fields import check_id, check_run_id
 from ..state.breaker import Breaker
 from ..state.layout import check_item_id
 from ..state.phases import TrackPhase
-from ..support import safejson
 from ..support.credentials import track_environment
+from . import _attempt_folder as files
 from . import _supervise as supervisor
 from .base import DispatchRequest, DispatchResult, Handle, Observation
 from .local_outcome import EX_TEMPFAIL as EX_TEMPFAIL
 from .local_outcome import MAX_RESULT_BYTES as MAX_RESULT_BYTES
 from .local_outcome import stderr_tail, to_observation
-
-KEY_RE = re.compile(
-    rf"(?P<run_id>{RUN_ID_RE.pattern})--(?P<track>{ID_RE.pattern})(?:--undo)?"
-    rf"--(?P<attempt>[1-9]\d{{0,5}})"
-    r"(?:\.(?P<poll>[1-9]\d{0,5}))?"
-)
-"""A dispatch key, ``<run_id>--<track>--<attempt>[.<poll>]``: also a safe single path
-segment."""
+from .workfolder import age as launch_age
+from .workfolder import check_key, create_exclusive, machine_id
 
 log = logging.getLogger(__name__)
 
 SUPERVISOR = Path(supervisor.__file__)
-
-MACHINE_ID = "machine-id"
-"""The file of the work folder that names its machine (made by the first tick)."""
-_MACHINE_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
-
-
-def machine_id(work_dir: Path) -> str:
-    """The id of the machine whose work folder is ``work_dir``, from its ``machine-id``
-    file, made on first use: the host's name and a random part, so that two work
-    folders on one host are two machines, and one folder keeps its id for good."""
-    path = work_dir / MACHINE_ID
-    for _ in range(2):
-        try:
-            raw = safejson.read_file(path, max_bytes=256)
-        except FileNotFoundError:
-            _make_machine_id(work_dir, path)
-            continue
-        except safejson.UnsafeJSON as exc:
-            raise UserError(f"{path}: {exc}; delete it and the next tick makes a new one"
-                            ) from None
-        text = raw.decode("utf-8", "replace").strip()
-        if not _MACHINE_RE.fullmatch(text):
-            raise UserError(f"{path}: {text[:80]!r} is not a machine id (a-z, 0-9 and '-'); "
-                            "delete it and the next tick makes a new one")
-        return text
-    raise UserError(f"{path}: vanished while being read")
-
-
-def _make_machine_id(work_dir: Path, path: Path) -> None:
-    host = re.sub(r"[^a-z0-9]+", "-", socket.gethostname().lower()).strip("-")[:40]
-    made = f"{host or 'machine'}-{secrets.token_hex(4)}"
-    try:
-        work_dir.mkdir(parents=True, exist_ok=True)
-        # exclusively, whole: of two first ticks at once, both read the one that won
-        LocalExecutor._create_exclusive_text(path, made + "\n")
-    except OSError as exc:
-        raise CheckoutReadOnly(f"cannot write the work folder {work_dir}: "
-                               f"{exc.strerror or exc}") from None
-
-
-def check_key(key: str) -> str:
-    """Return ``key`` if it is a valid dispatch key, else raise :class:`InvalidId`."""
-    if not isinstance(key, str) or not KEY_RE.fullmatch(key):
-        raise InvalidId(
-            f"invalid dispatch key {key!r}: expected <run_id>--<track>--<attempt>"
-        )
-    return key
-
-
-def ended(work_dir: Path, keys: Iterable[str]) -> set[str]:
-    """The attempts of ``keys`` in ``work_dir`` whose command has ended (a final
-    ``status.json``): what ``serve`` watches to tick as soon as a track ends. Cheap,
-    and never raises: an unreadable attempt is one the next tick looks at anyway."""
-    done = set()
-    for key in keys:
-        try:
-            status = supervisor.read_json(Path(work_dir) / check_key(key) / supervisor.STATUS)
-        except (OSError, ValueError, InvalidId):
-            continue
-        if isinstance(status, dict) and status.get("state") in supervisor.FINAL_STATES:
-            done.add(key)
-    return done
-
-
-def forget(work_dir: Path, run_ids: Iterable[str]) -> list[str]:
-    """Remove the work folders of ``run_ids`` (archived runs: the retention of runs is
-    that of their local output too). An attempt whose command has not ended is kept;
-    never raises. Returns the folders removed."""
-    wanted = set(run_ids)
-    removed: list[str] = []
-    try:
-        folders = sorted(Path(work_dir).iterdir())
-    except OSError:
-        return removed
-    for folder in folders:
-        match = KEY_RE.fullmatch(folder.name)
-        if match is None or match["run_id"] not in wanted or folder.is_symlink():
-            continue
-        if not ended(work_dir, [folder.name]):
-            continue  # still running (or unreadable): the next compaction's business
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder.name)
-    return removed
-
 
 class LocalExecutor:
     """Runs tracks as detached local processes; see the module docstring.
@@ -297,17 +189,17 @@ class LocalExecutor:
         """The supervisor could not start, so nothing was started. Close the attempt
         (so no later look-up or racing dispatch adopts it) and report the error."""
         error = f"local dispatch: the supervisor failed to start ({reason})"
-        tail = stderr_tail(folder / supervisor.SUPERVISOR_LOG, lines=5)
+        tail = stderr_tail(folder / files.SUPERVISOR_LOG, lines=5)
         if tail:
             error = f"{error}: {tail}"
         try:
-            fd = supervisor.try_lock(folder / supervisor.LOCK)
+            fd = files.try_lock(folder / files.LOCK)
             if fd is None:  # a supervisor started after all (an adoption): it owns it
                 return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder))
             try:
-                if supervisor.read_json(folder / supervisor.STATUS) is None:
-                    supervisor.write_json_atomic(folder / supervisor.STATUS, {
-                        "state": supervisor.ERROR, "finished_at": self._now(),
+                if files.read_json(folder / files.STATUS) is None:
+                    files.write_json_atomic(folder / files.STATUS, {
+                        "state": files.ERROR, "finished_at": self._now(),
                         "error": error})
             finally:
                 os.close(fd)
@@ -326,10 +218,10 @@ class LocalExecutor:
             raise UserError(f"track {request.track!r} has no 'run' command to run locally")
         folder = self.attempt_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        fresh = not (folder / supervisor.LAUNCH).exists()
+        fresh = not (folder / files.LAUNCH).exists()
         if request.results is not None and fresh:
             # Before launch.json: the supervisor may start the command at once.
-            supervisor.write_json_atomic(folder / supervisor.RESULTS, request.results)
+            files.write_json_atomic(folder / files.RESULTS, request.results)
         if request.items and fresh:
             _write_payloads(folder, request)
         launch = {
@@ -355,7 +247,7 @@ class LocalExecutor:
             "created_unix": time.time(),
         }
         launcher = None
-        if self._create_exclusive(folder / supervisor.LAUNCH, launch):
+        if create_exclusive(folder / files.LAUNCH, launch):
             try:
                 launcher = self._start_supervisor(folder)
             except OSError as exc:
@@ -364,41 +256,15 @@ class LocalExecutor:
             self._adopt(folder)  # dispatched before, by us or a racing tick
         return DispatchResult(key=key, handle=self._handle(key), url=self._url(folder)), launcher
 
-    @staticmethod
-    def _create_exclusive(path: Path, data: dict[str, Any]) -> bool:
-        """Create ``path`` with ``data`` unless it exists; ``True`` if this call made it.
-
-        ``os.link`` fails with ``EEXIST`` exactly like ``O_CREAT|O_EXCL``, but the file
-        appears with its whole content, so a racing reader never sees it empty.
-        """
-        return LocalExecutor._create_exclusive_text(
-            path, json.dumps(data, sort_keys=True, indent=2) + "\n")
-
-    @staticmethod
-    def _create_exclusive_text(path: Path, text: str) -> bool:
-        """:meth:`_create_exclusive` of the text ``text``."""
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            return True
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
     def _start_supervisor(self, folder: Path) -> subprocess.Popen[bytes]:
         env = dict(self.env) if self.env is not None else dict(os.environ)
         try:  # the track inherits this: only the credentials its schedule names
-            launch = supervisor.read_json(folder / supervisor.LAUNCH) or {}
+            launch = files.read_json(folder / files.LAUNCH) or {}
             asked = launch.get("credentials") or []
         except (OSError, ValueError):
             asked = []
         env = track_environment(env, [str(name) for name in asked])
-        with open(folder / supervisor.SUPERVISOR_LOG, "ab") as log:
+        with open(folder / files.SUPERVISOR_LOG, "ab") as log:
             # -I: the supervisor needs only the standard library; ignore PYTHON* and
             # the user site. setsid: it outlives the tick and ignores its terminal.
             return subprocess.Popen(
@@ -411,9 +277,9 @@ class LocalExecutor:
         """Start a supervisor for a dispatch nobody claimed in time (its dispatcher died
         between creating ``launch.json`` and starting the supervisor). Harmless when a
         supervisor does exist: only the one that claims the attempt launches."""
-        if (folder / supervisor.STATUS).exists():
+        if (folder / files.STATUS).exists():
             return
-        age = _age(folder / supervisor.LAUNCH)
+        age = launch_age(folder / files.LAUNCH)
         if age is None:
             return
         if age < self.adopt_after_seconds:
@@ -434,7 +300,7 @@ class LocalExecutor:
                 found[request.key] = None  # no such folder can exist
                 continue
             try:
-                exists = (folder / supervisor.LAUNCH).exists()
+                exists = (folder / files.LAUNCH).exists()
             except OSError as exc:
                 # "Not found" would make the tick dispatch again: the key is left out
                 # (not asked), and the others are still answered.
@@ -469,36 +335,36 @@ class LocalExecutor:
     def _observe_one(self, key: str) -> Observation:
         folder = self.attempt_dir(key)
         url = self._url(folder)
-        if not (folder / supervisor.LAUNCH).exists():
+        if not (folder / files.LAUNCH).exists():
             return Observation(key=key, phase=TrackPhase.FAILED, url=url,
                                error=f"no local attempt {key} in {self.work_dir}")
         try:
-            status = supervisor.read_json(folder / supervisor.STATUS)
+            status = files.read_json(folder / files.STATUS)
         except ValueError as exc:  # written atomically, so only if tampered with
             return Observation(key=key, phase=None, url=url,
                                error=f"status.json unreadable: {exc}")
         if status is None:
             self._adopt(folder)
             return Observation(key=key, phase=None, url=url, details={"state": "launching"})
-        if status.get("state") not in supervisor.FINAL_STATES:
+        if status.get("state") not in files.FINAL_STATES:
             status = self._check_supervisor(folder, status)
         return to_observation(key, folder, self._url(folder), status)
 
     def _check_supervisor(self, folder: Path, status: dict[str, Any]) -> dict[str, Any]:
         """If the supervisor of an unfinished attempt is dead (its lock is free), kill
         the orphaned group and record the attempt as ``lost``."""
-        fd = supervisor.try_lock(folder / supervisor.LOCK)
+        fd = files.try_lock(folder / files.LOCK)
         if fd is None:
             return status  # alive
         try:
-            fresh = supervisor.read_json(folder / supervisor.STATUS) or status
-            if fresh.get("state") in supervisor.FINAL_STATES:
+            fresh = files.read_json(folder / files.STATUS) or status
+            if fresh.get("state") in files.FINAL_STATES:
                 return dict(fresh)  # it finished just before dying
             # Reported failed only once its orphans are gone: a retry never overlaps them.
-            supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.LOST, finished_at=self._now(),
+            files.kill_group_and_wait(fresh.get("pgid"))
+            fresh.update(state=files.LOST, finished_at=self._now(),
                          error="supervisor vanished")
-            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
+            files.write_json_atomic(folder / files.STATUS, fresh)
             return dict(fresh)
         finally:
             os.close(fd)
@@ -517,28 +383,28 @@ class LocalExecutor:
 
     def _cancel(self, folder: Path) -> None:
         try:
-            status = supervisor.read_json(folder / supervisor.STATUS)
+            status = files.read_json(folder / files.STATUS)
         except ValueError:
             status = None
-        if status is not None and status.get("state") in supervisor.FINAL_STATES:
+        if status is not None and status.get("state") in files.FINAL_STATES:
             return
         folder.mkdir(parents=True, exist_ok=True)
         # The marker first: a live supervisor polls for it and stops the group itself
         # (SIGTERM, grace, SIGKILL); one that claims the attempt later never launches.
-        (folder / supervisor.CANCEL).touch()
-        fd = supervisor.try_lock(folder / supervisor.LOCK)
+        (folder / files.CANCEL).touch()
+        fd = files.try_lock(folder / files.LOCK)
         if fd is None:
             return  # a live supervisor will act on the marker
         try:
-            fresh = supervisor.read_json(folder / supervisor.STATUS) or {}
-            if fresh.get("state") in supervisor.FINAL_STATES:
+            fresh = files.read_json(folder / files.STATUS) or {}
+            if fresh.get("state") in files.FINAL_STATES:
                 return
             # No supervisor: none claimed the attempt yet, or it died. Claim or close it
             # here so that nothing launches or keeps running.
-            supervisor.kill_group_and_wait(fresh.get("pgid"))
-            fresh.update(state=supervisor.CANCELLED, finished_at=self._now(),
+            files.kill_group_and_wait(fresh.get("pgid"))
+            fresh.update(state=files.CANCELLED, finished_at=self._now(),
                          error="cancelled")
-            supervisor.write_json_atomic(folder / supervisor.STATUS, fresh)
+            files.write_json_atomic(folder / files.STATUS, fresh)
         finally:
             os.close(fd)
 
@@ -559,25 +425,8 @@ def _drain(request: DispatchRequest) -> dict[str, Any] | None:
 
 def _write_payloads(folder: Path, request: DispatchRequest) -> None:
     """Each item's payload as ``items/<id>.json``, what ``ORCHESTRATOR_ITEM`` names."""
-    items = folder / supervisor.ITEMS
+    items = folder / files.ITEMS
     items.mkdir(exist_ok=True)
     for work in request.items:
         check_item_id(work.id)
-        supervisor.write_json_atomic(items / f"{work.id}.json", work.payload)
-
-
-def _age(launch: Path) -> float | None:
-    """Seconds since ``launch.json`` was written, on the clock of the process that wrote
-    it (``created_unix``): a file's time comes from the file system's clock, which a
-    network share or a faked process clock may not share. The file's time is the
-    fallback for a launch written before ``created_unix``; ``None`` when it is gone."""
-    try:
-        data = supervisor.read_json(launch)
-        created = data.get("created_unix") if isinstance(data, dict) else None
-        if isinstance(created, int | float) and math.isfinite(created):
-            return time.time() - float(created)
-        return time.time() - launch.stat().st_mtime
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return 0.0  # unreadable now: treated as young, looked at again next time
+        files.write_json_atomic(items / f"{work.id}.json", work.payload)

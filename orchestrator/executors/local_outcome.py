@@ -24,7 +24,7 @@ from ..state.phases import TrackPhase
 from ..support import safejson
 from ..support.safejson import tail_bytes
 from ..support.times import parse_utc
-from . import _supervise as supervisor
+from . import _attempt_folder as files
 from .base import Observation
 
 EX_TEMPFAIL = 75
@@ -57,7 +57,7 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
     if seen.phase is None or seen.phase is TrackPhase.RUNNING:
         return seen
     changes: dict[str, Any] = {}
-    if (folder / supervisor.ITEMS).is_dir():
+    if (folder / files.ITEMS).is_dir():
         changes["items"] = read_reports(folder)
     if seen.phase is TrackPhase.COMPLETE:
         changes["enqueue"], changes["enqueue_error"] = read_enqueue(folder)
@@ -66,56 +66,58 @@ def to_observation(key: str, folder: Path, url: str, status: dict[str, Any]
 
 def _observation(key: str, folder: Path, url: str, status: dict[str, Any]) -> Observation:
     state = status.get("state")
-    details = {
-        "state": state,
-        "pid": status.get("pid"),
-        "exit_code": status.get("exit_code"),
-        "signal": status.get("signal"),
-        "stdout": str(folder / supervisor.STDOUT),
-        "stderr": str(folder / supervisor.STDERR),
-    }
-    common: dict[str, Any] = {
-        "key": key,
-        "url": url,
-        "started_at": parse_utc(status.get("started_at")),
-        "details": details,
-    }
-    if state == supervisor.QUEUED:
-        return Observation(phase=None, **common)
-    if state == supervisor.RUNNING:
-        return Observation(phase=TrackPhase.RUNNING, **common)
+    common = _common(key, folder, url, status)
+    if state in (files.QUEUED, files.RUNNING):
+        return Observation(phase=TrackPhase.RUNNING if state == files.RUNNING else None,
+                           **common)
     common["finished_at"] = parse_utc(status.get("finished_at"))
     result, result_error = read_result(folder)
-    if state == supervisor.EXITED and status.get("exit_code") == 0:
+    if state == files.EXITED and status.get("exit_code") == 0:
         return Observation(phase=TrackPhase.COMPLETE, result=result, error=result_error,
                            **common)
-    if state == supervisor.EXITED and status.get("exit_code") == EX_TEMPFAIL:
+    if state == files.EXITED and status.get("exit_code") == EX_TEMPFAIL:
         return Observation(phase=TrackPhase.WAITING, result=result, **common)
-    if state == supervisor.CANCELLED:
+    if state == files.CANCELLED:
         return Observation(phase=TrackPhase.CANCELLED, result=result,
                            error=status.get("error") or "cancelled", **common)
-    if state == supervisor.TIMED_OUT:
-        phase = TrackPhase.TAPPED_OUT
-        error = str(status.get("error") or "timed out")
-    elif state == supervisor.EXITED:
-        phase = TrackPhase.FAILED
-        code, sig = status.get("exit_code"), status.get("signal")
-        error = f"exit code {code}" if code is not None else (
-            f"killed by {signal_name(int(sig))}" if sig is not None else "exited")
-    else:  # error, lost, or something this version does not know
-        phase = TrackPhase.FAILED
-        error = str(status.get("error") or f"unknown state {state!r}")
-    tail = stderr_tail(folder / supervisor.STDERR)
+    phase, error = _failure(state, status)
+    tail = stderr_tail(folder / files.STDERR)
     if tail:
         error = f"{error}; stderr ends with:\n{tail}"
     return Observation(phase=phase, result=result, error=error, **common)
+
+
+def _common(key: str, folder: Path, url: str, status: dict[str, Any]) -> dict[str, Any]:
+    """What every observation of the attempt says, finished or not."""
+    details = {
+        "state": status.get("state"),
+        "pid": status.get("pid"),
+        "exit_code": status.get("exit_code"),
+        "signal": status.get("signal"),
+        "stdout": str(folder / files.STDOUT),
+        "stderr": str(folder / files.STDERR),
+    }
+    return {"key": key, "url": url, "started_at": parse_utc(status.get("started_at")),
+            "details": details}
+
+
+def _failure(state: Any, status: dict[str, Any]) -> tuple[TrackPhase, str]:
+    """The phase and error of an attempt that ended neither well nor cancelled."""
+    if state == files.TIMED_OUT:
+        return TrackPhase.TAPPED_OUT, str(status.get("error") or "timed out")
+    if state == files.EXITED:
+        code, sig = status.get("exit_code"), status.get("signal")
+        return TrackPhase.FAILED, (f"exit code {code}" if code is not None else (
+            f"killed by {signal_name(int(sig))}" if sig is not None else "exited"))
+    # error, lost, or something this version does not know
+    return TrackPhase.FAILED, str(status.get("error") or f"unknown state {state!r}")
 
 
 def read_result(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The attempt's result, or ``{"error": why}`` and why: the track may have left a
     FIFO, a symlink to ``/dev/zero`` or 100,000 brackets (see :mod:`..safejson`)."""
     try:
-        data = safejson.load_file(folder / supervisor.RESULT, max_bytes=MAX_RESULT_BYTES)
+        data = safejson.load_file(folder / files.RESULT, max_bytes=MAX_RESULT_BYTES)
     except FileNotFoundError:
         return None, None
     except safejson.UnsafeJSON as exc:
@@ -136,7 +138,7 @@ def read_reports(folder: Path) -> tuple[ItemReport, ...]:
     its outcome, times, exit code, the tail of what it wrote to stderr, its result. A
     line that cannot be read is left out (its item is then released)."""
     try:
-        data = safejson.read_file(folder / supervisor.ITEMS_LOG,
+        data = safejson.read_file(folder / files.ITEMS_LOG,
                                   max_bytes=MAX_ITEMS_LOG_BYTES)
     except FileNotFoundError:
         return ()
@@ -167,13 +169,13 @@ def _report(folder: Path, item_id: str, entry: dict[str, Any]) -> ItemReport:
         error = (f"exit code {code}" if code is not None else
                  f"killed by {signal_name(int(sig))}" if sig is not None else "failed")
     if outcome in ("failed", "started"):
-        tail = _slice_tail(folder / supervisor.STDERR, entry.get("stderr_from"),
+        tail = _slice_tail(folder / files.STDERR, entry.get("stderr_from"),
                            entry.get("stderr_to"))
         if tail:
             error = f"{error or 'stopped'}; stderr ends with:\n{tail}"
     result = None
     if outcome == "done":
-        result = read_item_result(folder / supervisor.ITEM_RESULTS / f"{item_id}.json")
+        result = read_item_result(folder / files.ITEM_RESULTS / f"{item_id}.json")
     return report_from({"id": item_id, "outcome": outcome, "attempt": entry.get("attempt"),
                         "started_at": entry.get("started_at"),
                         "finished_at": entry.get("finished_at"),
@@ -205,7 +207,7 @@ def _slice_tail(path: Path, start: Any, end: Any) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-ITEM_STDERR_LINES:])
 
 
-def read_enqueue(folder: Path, name: str = supervisor.ENQUEUE
+def read_enqueue(folder: Path, name: str = files.ENQUEUE
                  ) -> tuple[tuple[NewItem, ...], str | None]:
     """The items a track asked to enqueue (``ORCHESTRATOR_ENQUEUE``), or none and why:
     the file is read as hostile input, and one bad line refuses the whole file."""

@@ -173,6 +173,18 @@ def settle(record: NotifyRecord, claims: Sequence[Pending],
     """``record`` after the claimant delivered ``claims``: each channel served or given
     up leaves its entry (an entry owed nothing more goes), a deferred one stays for a
     later tick; issue numbers and hand-closed issues join their streaks."""
+    outbox = _outbox_left(record, claims, deliveries)
+    streaks = dict(record.streaks)
+    for d in deliveries:
+        streak = streaks.get(d.schedule or "")
+        if streak is not None and d.streak == streak.since:
+            streaks[d.schedule or ""] = _streak_told(streak, d)
+    return record.model_copy(update={"streaks": streaks, "outbox": outbox})
+
+
+def _outbox_left(record: NotifyRecord, claims: Sequence[Pending],
+                 deliveries: Sequence[Delivery]) -> list[Pending]:
+    """The outbox without the channels the claimant served or gave up."""
     done: dict[str, set[str]] = {}
     for d in deliveries:
         if d.status != "deferred":
@@ -180,19 +192,18 @@ def settle(record: NotifyRecord, claims: Sequence[Pending],
     mine = {p.event.id for p in claims}
     outbox = []
     for entry in record.outbox:
-        left = [c for c in entry.channels
-                if entry.event.id not in mine or c not in done.get(entry.event.id, set())]
+        served = done.get(entry.event.id, set()) if entry.event.id in mine else set()
+        left = [c for c in entry.channels if c not in served]
         if left:
             outbox.append(entry if left == entry.channels
                           else entry.model_copy(update={"channels": left}))
-    streaks = dict(record.streaks)
-    for d in deliveries:
-        streak = streaks.get(d.schedule or "")
-        if streak is None or d.streak != streak.since:
-            continue
-        if d.issue is not None and streak.issue != d.issue:
-            streak = streak.model_copy(update={"issue": d.issue, "issue_url": d.issue_url})
-        if d.closed_by_hand and not streak.closed_by_hand:
-            streak = streak.model_copy(update={"closed_by_hand": True})
-        streaks[d.schedule or ""] = streak
-    return record.model_copy(update={"streaks": streaks, "outbox": outbox})
+    return outbox
+
+
+def _streak_told(streak: Streak, d: Delivery) -> Streak:
+    """``streak`` with the issue a delivery opened or found closed by hand."""
+    if d.issue is not None and streak.issue != d.issue:
+        streak = streak.model_copy(update={"issue": d.issue, "issue_url": d.issue_url})
+    if d.closed_by_hand and not streak.closed_by_hand:
+        streak = streak.model_copy(update={"closed_by_hand": True})
+    return streak

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.executors import _supervise as supervisor
+from orchestrator.executors import _attempt_folder as supervisor
 from orchestrator.state.phases import TrackPhase
 from tests.builders import spec_data
 from tests.drive import finished, state_of, tick, wait_until

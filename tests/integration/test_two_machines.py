@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.executors.local import MACHINE_ID
+from orchestrator.executors.workfolder import MACHINE_ID
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.support.checkpoints import POINTS
 from tests.builders import spec_data

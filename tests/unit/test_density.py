@@ -21,17 +21,13 @@ PACKAGE = REPO / "orchestrator"
 
 # Measured on the tree as it stands; the targets are at most 25 over 12 and at most 6 %
 # over 8. Both constants only ever go down.
-MAX_OVER_12 = 68
+MAX_OVER_12 = 60
 """Functions over radon complexity 12."""
-MAX_SHARE_OVER_8 = 0.1176
-"""The share of functions over radon complexity 8 (198 of 1,685 today)."""
+MAX_SHARE_OVER_8 = 0.1128
+"""The share of functions over radon complexity 8 (193 of 1,711 today)."""
 MAX_LINES = 500
 """A module longer than this holds more than one role."""
-KNOWN_LONG: dict[str, int] = {
-    "orchestrator/executors/_supervise.py": 525,
-    "orchestrator/executors/github/executor.py": 587,
-    "orchestrator/executors/local.py": 583,
-}
+KNOWN_LONG: dict[str, int] = {}
 """Modules over :data:`MAX_LINES` today, each with its length as its limit: the list
 and the limits only ever shrink."""
 

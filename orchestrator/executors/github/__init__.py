@@ -1,5 +1,6 @@
 """The GitHub Actions executor, by role: batching and naming (:mod:`.batching`),
-reading jobs (:mod:`.observation`), a leg's job log (:mod:`.logs`) and the executor
+finding a batch again (:mod:`.correlation`), reading jobs (:mod:`.watching`,
+:mod:`.observation`), a leg's job log (:mod:`.logs`) and the executor
 (:mod:`.executor`). Its HTTP goes through :mod:`orchestrator.github`."""
 
 from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS

@@ -10,18 +10,16 @@ Dispatch
     ``run-name``.
 
 Correlation
-    A batch is found again by listing ``workflow_dispatch`` runs created since the
-    dispatch and comparing their ``display_title`` with the batch's run-name. Every
-    matrix leg's job is named by a hash of its dispatch key (:mod:`.jobnames`: never
-    over GitHub's 100 characters), so the jobs of a run tell exactly which keys it
-    carries. Before every dispatch the batch is looked up first: nothing on the state
-    branch proves a key fresh (a rewind accepted, a mirror restored), so a batch sent
-    before is adopted, never repeated.
+    A batch is found again by its run-name or its jobs' names (:mod:`.correlation`).
+    Before every dispatch the batch is looked up first: nothing on the state branch
+    proves a key fresh (a rewind accepted, a mirror restored), so a batch sent before
+    is adopted, never repeated.
 
 Observation
     ``GET /actions/runs/{id}/jobs?filter=latest`` (paginated), one listing per workflow
-    run whatever its number of tracks (:mod:`.observation`); for legs that finished,
-    the outcome files they uploaded, through the artifacts API (:mod:`.artifacts`).
+    run whatever its number of tracks (:mod:`.watching`, :mod:`.observation`); for legs
+    that finished, the outcome files they uploaded, through the artifacts API
+    (:mod:`.artifacts`).
 
 Limits and failures
     Rate limits, retries and the circuit breaker live in the client
@@ -31,7 +29,6 @@ Limits and failures
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -54,13 +51,14 @@ from ...github.settings import api_url_of, token_of, valid_repository
 from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
 from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
 from ...state.phases import TrackPhase
-from ...support.times import iso, parse_utc
+from ...support.times import parse_utc
 from ..base import DispatchRequest, DispatchResult, Handle, Observation
-from .artifacts import Artifacts, read_outcomes
+from .artifacts import Artifacts
 from .batching import Batch, plan_batches
-from .jobnames import is_leg, job_name, match
+from .correlation import adopt, correlate, first_titled, lookup_group, pending, window_of
+from .jobnames import is_leg, match
 from .listing import LOST_AFTER, Listing, Window
-from .observation import cancelled_by, canceller, job_observation, missing_job
+from .watching import RunWatch
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +105,10 @@ class GitHubExecutor:
             max_wait_seconds=max_wait_seconds, client=client, timeout=timeout,
             max_attempts=max_attempts, api_version=api_version)
         self.listing = Listing(self.client, repository)
-        self.artifacts = Artifacts(self.client, repository)
+        self.watch = RunWatch(self.client, self.listing,
+                              Artifacts(self.client, repository), repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
-        self._access_confirmed = False
         self._listed: dict[str, tuple[Window, list[dict[str, Any]]]] = {}
         """Workflow -> the runs listed for :meth:`_sent_before` in this ``dispatch``."""
 
@@ -212,7 +210,8 @@ class GitHubExecutor:
                               []).append(request)
         for (run_id, workflow), group in sorted(groups.items()):
             try:
-                hits = self._lookup_group(run_id, workflow, group)
+                hits = lookup_group(self.listing, run_id, workflow, group,
+                                    self.client.now())
                 # asked and answered: what is not among the hits does not exist
                 found.update({r.key: hits.get(r.key) for r in group})
             except CircuitOpen:
@@ -228,7 +227,8 @@ class GitHubExecutor:
         try:
             for (workflow, run_name), group in sorted(pending.items()):
                 try:
-                    run = self.listing.find(workflow, run_name, self._window(group[0]))
+                    run = self.listing.find(workflow, run_name,
+                                            window_of(group[0], self.client.now()))
                 except CircuitOpen:
                     raise
                 except ExecutorError as exc:
@@ -240,7 +240,7 @@ class GitHubExecutor:
                 else:
                     out.update(self._lost_dispatches(run_name, group))
             for ci_run, group in sorted(by_run.items()):
-                out.update(self._observe_group(ci_run, group, urls.get(ci_run)))
+                out.update(self.watch.group(ci_run, group, urls.get(ci_run)))
         except CircuitOpen:
             pass  # the breaker opened: no more calls, and what was seen so far stands
         return out
@@ -272,22 +272,6 @@ class GitHubExecutor:
                         f"{LOST_AFTER} of the dispatch: it created nothing"))
         return out
 
-    def _observe_group(self, ci_run: int, group: list[Handle], url: str | None
-                       ) -> dict[str, Observation]:
-        """What workflow run ``ci_run`` shows of ``group``; nothing when asking failed."""
-        try:
-            seen = self._observe_run(ci_run, group, url)
-        except CircuitOpen:
-            raise
-        except ExecutorError as exc:
-            log.warning("observing workflow run %s failed: %s", ci_run, exc.message)
-            return {}
-        for h in group:  # correlated by title: hand the run id back
-            if h.key in seen and h.handle.get("ci_run_id") != ci_run:
-                seen[h.key] = dataclasses.replace(
-                    seen[h.key], handle={**h.handle, "ci_run_id": ci_run})
-        return seen
-
     def cancel(self, handle: Handle) -> None:
         """Cancel the attempt's workflow run once no other leg of it is still wanted.
 
@@ -295,33 +279,43 @@ class GitHubExecutor:
         while its siblings run is left to its own ``timeout-minutes``; when every open
         leg of the run has been cancelled in this tick, the run is cancelled.
         """
-        ci_run = handle.handle.get("ci_run_id")
-        if not isinstance(ci_run, int):
-            run_name = handle.handle.get("run_name")
-            if not run_name:
-                return
-            wf = self._workflow(str(handle.handle.get("workflow", "track.yml")))
-            run = self.listing.find(wf, str(run_name), self._window(handle))
-            if run is None:
-                return
-            ci_run = int(run["id"])
-        marked = self._cancel_marked.setdefault(ci_run, set())
-        marked.add(handle.key)
-        # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
-        jobs = [j for j in self.listing.jobs(ci_run) if is_leg(str(j.get("name")))]
-        mine = match(jobs, [handle.key]).get(handle.key)
-        if mine is not None and mine.get("status") == "completed":
-            return  # finished already: nothing to stop
-        unwanted = {id(j) for j in match(jobs, marked).values()}
-        if any(j.get("status") != "completed" and id(j) not in unwanted for j in jobs):
-            log.info("workflow run %s: other legs still running; leaving %s to its timeout",
-                     ci_run, handle.key)
+        ci_run = self._run_of(handle)
+        if ci_run is None or self._other_legs_run(ci_run, handle.key):
             return
         response = self.client.request("POST", f"{self._repo_path}/actions/runs/{ci_run}/cancel")
         if response.status_code not in (202, 409):  # 409: the run already finished
             raise GitHubError(f"cancelling workflow run {ci_run} failed: "
                               f"{response.status_code} {message(response)}",
                               status=response.status_code)
+
+    def _run_of(self, handle: Handle) -> int | None:
+        """The workflow run of ``handle``: named, else found by its run-name."""
+        ci_run = handle.handle.get("ci_run_id")
+        if isinstance(ci_run, int):
+            return ci_run
+        run_name = handle.handle.get("run_name")
+        if not run_name:
+            return None
+        wf = self._workflow(str(handle.handle.get("workflow", "track.yml")))
+        run = self.listing.find(wf, str(run_name), window_of(handle, self.client.now()))
+        return None if run is None else int(run["id"])
+
+    def _other_legs_run(self, ci_run: int, key: str) -> bool:
+        """Whether cancelling ``key`` leaves ``ci_run`` alone: its leg has finished, or a
+        leg not cancelled in this tick still runs. Marks ``key`` as cancelled."""
+        marked = self._cancel_marked.setdefault(ci_run, set())
+        marked.add(key)
+        # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
+        jobs = [j for j in self.listing.jobs(ci_run) if is_leg(str(j.get("name")))]
+        mine = match(jobs, [key]).get(key)
+        if mine is not None and mine.get("status") == "completed":
+            return True  # finished already: nothing to stop
+        unwanted = {id(j) for j in match(jobs, marked).values()}
+        if any(j.get("status") != "completed" and id(j) not in unwanted for j in jobs):
+            log.info("workflow run %s: other legs still running; leaving %s to its timeout",
+                     ci_run, key)
+            return True
+        return False
 
     # ------------------------------------------------------------------ dispatch
 
@@ -345,7 +339,11 @@ class GitHubExecutor:
         if existing is not None:
             log.info("%s: already dispatched as workflow run %s; adopting it",
                      batch.run_name, existing["id"])
-            return self._adopt(batch, int(existing["id"]), existing.get("html_url"))
+            return adopt(batch, int(existing["id"]), existing.get("html_url"))
+        return self._send(batch, window)
+
+    def _send(self, batch: Batch, window: Window) -> list[DispatchResult]:
+        """POST the batch; on no answer or a 5xx, look it up instead of sending again."""
         while True:
             body: dict[str, Any] = {"ref": self.ref, "inputs": batch.inputs()}
             if self._asks_details:
@@ -355,29 +353,36 @@ class GitHubExecutor:
                     "POST", f"{self._repo_path}/actions/workflows/{batch.workflow}/dispatches",
                     body=body, retry=False)
             except GitHubError as exc:
-                if exc.rate_limited or (exc.status is not None and exc.status < 500):
-                    raise  # refused before anything was created (rate limit, 401)
-                # No answer, or a 5xx (GitHub may create the run and then answer 502):
-                # the run may exist. Sending again could start the tracks twice, so
-                # the batch is looked up by run-name instead, now or by later ticks.
-                log.warning("%s: %s; looking the run up by run-name", batch.run_name,
-                            exc.message)
-                try:
-                    return self._correlate(batch, window)
-                except ExecutorError:
-                    return self._pending(batch)
+                return self._unanswered(batch, window, exc)
             if response.status_code in (200, 201, 204):
                 return self._accepted(batch, response, window)
-            if (response.status_code in (400, 422) and self._asks_details
-                    and "return_run_details" in response.text):
-                # A GitHub that does not know the field (an Enterprise Server not
-                # recognised by its URL): dispatch plainly and correlate by run-name.
-                # Nothing was created by the refused request.
-                self._details = False
-                continue
-            raise GitHubError(
-                f"dispatching {batch.run_name} to {batch.workflow} on {self.ref} was refused: "
-                f"{response.status_code} {message(response)}", status=response.status_code)
+            if not self._refused_details(response):
+                raise GitHubError(
+                    f"dispatching {batch.run_name} to {batch.workflow} on {self.ref} was "
+                    f"refused: {response.status_code} {message(response)}",
+                    status=response.status_code)
+            # A GitHub that does not know the field (an Enterprise Server not recognised
+            # by its URL): dispatch plainly and correlate by run-name. Nothing was
+            # created by the refused request.
+            self._details = False
+
+    def _refused_details(self, response: httpx.Response) -> bool:
+        """Whether a refusal names ``return_run_details``, which this GitHub lacks."""
+        return (response.status_code in (400, 422) and self._asks_details
+                and "return_run_details" in response.text)
+
+    def _unanswered(self, batch: Batch, window: Window,
+                    exc: GitHubError) -> list[DispatchResult]:
+        if exc.rate_limited or (exc.status is not None and exc.status < 500):
+            raise exc  # refused before anything was created (rate limit, 401)
+        # No answer, or a 5xx (GitHub may create the run and then answer 502): the run
+        # may exist. Sending again could start the tracks twice, so the batch is
+        # looked up by run-name instead, now or by later ticks.
+        log.warning("%s: %s; looking the run up by run-name", batch.run_name, exc.message)
+        try:
+            return self._correlate(batch, window)
+        except ExecutorError:
+            return pending(batch, self.client.now())
 
     def _sent_before(self, batch: Batch) -> dict[str, Any] | None:
         """The workflow run already titled with ``batch``'s run-name, created since its
@@ -388,8 +393,7 @@ class GitHubExecutor:
         if listed is None or listed[0].start > since_slot.start:
             listed = (since_slot, self.listing.runs(batch.workflow, since_slot))
             self._listed[batch.workflow] = listed
-        matches = [r for r in listed[1] if r.get("display_title") == batch.run_name]
-        return min(matches, key=lambda r: int(r["id"])) if matches else None
+        return first_titled(listed[1], batch.run_name)
 
     @property
     def _asks_details(self) -> bool:
@@ -407,172 +411,12 @@ class GitHubExecutor:
             except ValueError:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("workflow_run_id"), int):
-                return self._adopt(batch, data["workflow_run_id"], data.get("html_url"))
+                return adopt(batch, data["workflow_run_id"], data.get("html_url"))
         return self._correlate(batch, window)
 
     def _correlate(self, batch: Batch, window: Window) -> list[DispatchResult]:
-        """Find the batch's run by its run-name, polling a little; else a handle that
-        ``observe`` resolves once the run shows up."""
-        for poll in range(self.correlate_polls):
-            if poll and not self.client.sleep_for(float(2 ** (poll - 1))):
-                break
-            run = self.listing.find(batch.workflow, batch.run_name, window)
-            if run is not None:
-                return self._adopt(batch, int(run["id"]), run.get("html_url"))
-        return self._pending(batch)
-
-    def _adopt(self, batch: Batch, ci_run: int, url: Any) -> list[DispatchResult]:
-        html = url if isinstance(url, str) else None
-        return [
-            DispatchResult(key=key, handle={"ci_run_id": ci_run, "job_name": job_name(key),
-                                            "run_name": batch.run_name,
-                                            "workflow": batch.workflow}, url=html)
-            for key in batch.keys
-        ]
-
-    def _pending(self, batch: Batch) -> list[DispatchResult]:
-        sent = iso(self.client.now())
-        return [
-            DispatchResult(key=key, handle={"job_name": job_name(key),
-                                            "run_name": batch.run_name,
-                                            "workflow": batch.workflow,
-                                            "dispatched_at": sent})
-            for key in batch.keys
-        ]
-
-    # ------------------------------------------------------------------ lookup
-
-    def _lookup_group(self, run_id: str, workflow: str,
-                      group: list[DispatchRequest]) -> dict[str, DispatchResult]:
-        runs = self._lookup_runs(workflow, group)
-        candidates = sorted(
-            (r for r in runs if str(r.get("display_title", "")) == run_id
-             or str(r.get("display_title", "")).startswith(run_id + " ")),
-            key=lambda r: int(r["id"]),
-        )
-        by_title: dict[str, dict[str, Any]] = {}
-        for run in candidates:
-            by_title.setdefault(str(run["display_title"]), run)
-        found: dict[str, DispatchResult] = {}
-        used: set[int] = set()
-        batches, _ = plan_batches(group)
-        for batch in batches:
-            titled = by_title.get(batch.run_name)
-            if titled is not None:
-                used.add(int(titled["id"]))
-                found.update((r.key, r) for r in self._adopt(batch, int(titled["id"]),
-                                                              titled.get("html_url")))
-        wanted = {r.key: r for r in group if r.key not in found}
-        for run in candidates:
-            if not wanted:
-                break
-            if int(run["id"]) in used:
-                continue
-            # The batch was dispatched with other companions: its jobs say which keys
-            # it carries (one job per leg, named by a hash of its dispatch key).
-            for key in match(self.listing.jobs(int(run["id"])), list(wanted)):
-                request = wanted.pop(key)
-                found[request.key] = DispatchResult(
-                    key=request.key,
-                    handle={"ci_run_id": int(run["id"]), "job_name": job_name(request.key),
-                            "run_name": str(run["display_title"]), "workflow": workflow},
-                    url=run.get("html_url"))
-        return found
-
-    def _lookup_runs(self, workflow: str,
-                     group: list[DispatchRequest]) -> list[dict[str, Any]]:
-        """The runs created while the group's dispatches may have been sent: one listing
-        per mark time (usually one: a tick marks a run's tracks together)."""
-        marks = sorted({r.marked_at for r in group if r.marked_at is not None})
-        windows = [Window.marked_at(m) for m in marks]
-        if len(marks) < len(group):
-            windows.append(Window.since_slot(group[0].run_id, self.client.now()))
-        runs: dict[int, dict[str, Any]] = {}
-        for window in windows:
-            runs.update((int(r["id"]), r) for r in self.listing.runs(workflow, window))
-        return list(runs.values())
-
-    def _window(self, handle: Handle) -> Window:
-        sent = parse_utc(handle.handle.get("dispatched_at"))
-        if sent is not None:
-            return Window.sent_at(sent)
-        return Window.since_slot(str(handle.handle.get("run_name", "")), self.client.now())
-
-    # ------------------------------------------------------------------ observe
-
-    def _observe_run(self, ci_run: int, handles: list[Handle],
-                     run_url: str | None) -> dict[str, Observation]:
-        try:
-            jobs = self.listing.jobs(ci_run)
-        except GitHubError as exc:
-            if exc.status != 404:
-                raise
-            # The run was deleted: GitHub answers 404 for its jobs as for itself. So it
-            # does for a token that cannot read the repository: ask before failing.
-            self._confirm_access(ci_run)
-            return {h.key: missing_job(h, ci_run, 404, None, run_url) for h in handles}
-        legs = match(jobs, [h.key for h in handles])
-        out: dict[str, Observation] = {}
-        missing: list[Handle] = []
-        for handle in handles:
-            leg = legs.get(handle.key)
-            if leg is None:
-                missing.append(handle)
-            else:
-                out[handle.key] = job_observation(handle, ci_run, leg)
-        if missing:
-            response = self.client.request("GET", f"{self._repo_path}/actions/runs/{ci_run}")
-            if response.status_code == 404:
-                self._confirm_access(ci_run)
-            try:
-                run = response.json() if response.status_code == 200 else None
-            except ValueError:
-                run = None
-            for handle in missing:
-                out[handle.key] = missing_job(handle, ci_run, response.status_code, run,
-                                               run_url)
-        return self._with_canceller(ci_run, read_outcomes(self.artifacts, ci_run, out))
-
-    def _confirm_access(self, ci_run: int) -> None:
-        """Before a 404 fails tracks as deleted: can this token list the repository's
-        runs at all? GitHub answers 404, not 403, for a repository a token may not see
-        (docs, "Troubleshooting the REST API"), so a wrong or narrowed token would
-        otherwise fail every open track. One listing of one run, once per tick."""
-        if self._access_confirmed:
-            return
-        response = self.client.request("GET", f"{self._repo_path}/actions/runs",
-                                       params={"per_page": "1"})
-        if response.status_code != 200:
-            raise GitHubError(
-                f"workflow run {ci_run} answers 404 and so does the list of {self.repository}'s "
-                f"runs ({response.status_code}): the token cannot read this repository's "
-                "Actions (check GITHUB_TOKEN or ORCHESTRATOR_TOKEN, and `actions: read`); "
-                "no track is failed for it", status=response.status_code)
-        self._access_confirmed = True
-
-    def _with_canceller(self, ci_run: int, seen: dict[str, Observation]
-                        ) -> dict[str, Observation]:
-        """Legs a person cancelled, with who did: one annotations request per run."""
-        cancelled = [k for k, o in seen.items() if o.phase is TrackPhase.CANCELLED
-                     and isinstance(o.details.get("job_id"), int)]
-        if not cancelled:
-            return seen
-        job_id = seen[cancelled[0]].details["job_id"]
-        actor, readable = None, False
-        try:
-            response = self.client.request(
-                "GET", f"{self._repo_path}/check-runs/{job_id}/annotations",
-                params={"per_page": "100"})
-            data = response.json() if response.status_code == 200 else None
-            readable = isinstance(data, list)
-            actor = canceller(data) if isinstance(data, list) else None
-            if response.status_code != 200:
-                log.info("who cancelled workflow run %s is not known: annotations answered "
-                         "%s", ci_run, response.status_code)
-        except (GitHubError, ValueError) as exc:
-            log.info("who cancelled workflow run %s is not known: %s", ci_run, exc)
-        return {k: cancelled_by(o, ci_run, actor, readable) if k in cancelled else o
-                for k, o in seen.items()}
+        return correlate(self.listing, self.client, batch, window, self.correlate_polls,
+                         self.client.now())
 
     # ------------------------------------------------------------------ paths
 

@@ -94,16 +94,22 @@ def failed_to_start(job: Mapping[str, Any]) -> bool:
     if not isinstance(steps, list):
         return False  # not reported: nothing says it did not run
     steps = [s for s in steps if isinstance(s, Mapping)]
-    if not steps:
-        return True
+    return not steps or _track_never_began(steps)
+
+
+def _track_never_began(steps: list[Mapping[str, Any]]) -> bool:
+    """Whether the step running the track never began while no set-up step before it
+    failed; ``False`` for a workflow with no such step."""
     track = [s for s in steps if s.get("name") in (TRACK_STEP, DRAIN_STEP)]
-    if not track:
+    if not track or any(_began(s) for s in track):
         return False
-    if any(_began(s) for s in track):
-        return False
-    step = track[0]
-    before = [s for s in steps if _number(s) < _number(step) and s.get("name") != SETUP_STEP]
-    return not any(s.get("conclusion") == "failure" for s in before)
+    return not any(_failed_before(s, track[0]) for s in steps)
+
+
+def _failed_before(step: Mapping[str, Any], track: Mapping[str, Any]) -> bool:
+    """Whether ``step``, one of the workflow's own before the track's, failed."""
+    return (_number(step) < _number(track) and step.get("name") != SETUP_STEP
+            and step.get("conclusion") == "failure")
 
 
 def _began(step: Mapping[str, Any]) -> bool:
