@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.state import queue as queue_state
+from orchestrator.state import queueload
 from orchestrator.state.items import key_id
 from orchestrator.state.queue import QueueBook
 
@@ -77,5 +77,5 @@ def worked(log: Path) -> Counter[str]:
 
 
 def book_of(files: Mapping[str, bytes], queue: str = QUEUE) -> QueueBook:
-    books, _ = queue_state.load(files)
+    books, _ = queueload.load(files)
     return books[queue]

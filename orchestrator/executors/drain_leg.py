@@ -26,8 +26,7 @@ from typing import Any
 from ..errors import OrchestratorError, UserError
 from ..spec.fields import check_id, check_run_id
 from ..spec.queues import MAX_TASK_CAP
-from ..state import layout
-from ..state import queue as queue_state
+from ..state import layout, queueload
 from ..state.items import ItemStatus
 from ..state.layout import ITEM_ID_RE
 from ..store import StateStore
@@ -64,7 +63,7 @@ def _payloads(store: StateStore, queue: str, key: str, wanted: list[tuple[str, i
               folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Write the payload of each item this worker holds; the items to work, and one
     line per item it does not hold."""
-    books, _ = queue_state.load(store.read().files)
+    books, _ = queueload.load(store.read().files)
     book = books.get(queue)
     if book is None:
         raise UserError(f"no queue {queue!r} on the state branch")

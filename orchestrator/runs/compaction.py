@@ -99,12 +99,11 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     """Add to ``change`` the removal of every queue item done before ``cutoff`` (by the
     days of its queue's done chunks); how many. A queue with nothing that old is read
     no further than its summary."""
-    from ..state import queue as queue_state
-    from ..state import queueops
+    from ..state import queueload, queueops
     from ..state.queueformat import chunk_day
 
     removed = 0
-    for book in queue_state.load(files)[0].values():
+    for book in queueload.load(files)[0].values():
         if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
             continue
         removed += queueops.purge_done(book, cutoff, now)

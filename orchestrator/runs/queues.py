@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import NotFound, UserError
-from ..state import layout, queueformat, queueops
+from ..state import layout, queueformat, queueload, queueops
 from ..state import queue as queue_state
 from ..state.items import Item, ItemStatus, NewItem, key_id
 from ..state.layout import ITEM_ID_RE
@@ -26,7 +26,7 @@ from ..support.times import iso
 
 def books(files: Mapping[str, bytes]) -> dict[str, QueueBook]:
     """Every queue of the branch, from its summary."""
-    return queue_state.load(files)[0]
+    return queueload.load(files)[0]
 
 
 def book(files: Mapping[str, bytes], queue: str, *, must_exist: bool = False) -> QueueBook:

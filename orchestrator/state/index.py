@@ -255,9 +255,9 @@ def attach_queues(state: state_model.State, files: StateFiles) -> None:
     without ``state/queues`` never imports the queues' models."""
     if not files.listdirs([layout.QUEUES])[layout.QUEUES]:
         return
-    from . import queue
+    from . import queueload
 
-    books, stray = queue.load(files)
+    books, stray = queueload.load(files)
     state.queues = books
     for line in stray:
         state.quarantined.setdefault(line.split(":", 1)[0], line)

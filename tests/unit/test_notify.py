@@ -424,8 +424,7 @@ QUEUE_KEY = f"{RUN}--pages-w1--1"
 def _queue_state(count: int, *, fail: int, now: datetime = NOW) -> tuple[State, State]:
     """A queue of ``count`` items on in-memory files, claimed by one worker of ``RUN``
     (``max_attempts`` 1), and the state after its report: the first ``fail`` failed."""
-    from orchestrator.state import queue as queue_state
-    from orchestrator.state import queueops
+    from orchestrator.state import queueload, queueops
     from orchestrator.state.items import ItemReport, NewItem
     from orchestrator.state.queue import QueueBook
     from orchestrator.state.records import Track, Work
@@ -433,9 +432,9 @@ def _queue_state(count: int, *, fail: int, now: datetime = NOW) -> tuple[State, 
 
     book = QueueBook.empty("pages", {})
     queueops.enqueue(book, [NewItem(payload=n, key=f"k{n}") for n in range(count)], T0, "me")
-    book = queue_state.load(commit({}, book.dump()))[0]["pages"]
+    book = queueload.load(commit({}, book.dump()))[0]["pages"]
     items = queueops.claim(book, book.claimable(T0, count), QUEUE_KEY, NOW, 1, T0, "tick")
-    book = queue_state.load(commit(dict(book.files.items()), book.dump()))[0]["pages"]
+    book = queueload.load(commit(dict(book.files.items()), book.dump()))[0]["pages"]
     spec = schedule_spec().tracks[0].model_copy(update={"name": "pages-w1"})
     worker = Track(run_id=RUN, name="pages-w1", spec=spec, work=Work(
         drain="pages", queue="pages", items=[i.id for i in items], wall_minutes=5,

@@ -12,8 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.executors.outcomes import BadOutcome, parse
-from orchestrator.state import codec, layout, queueops
-from orchestrator.state import queue as queue_state
+from orchestrator.state import codec, layout, queueload, queueops
 from orchestrator.state.items import BadEnqueue, Item, NewItem, parse_lines
 from orchestrator.state.queue import QueueBook
 from tests.hostile import hostile_texts, json_values, shapes
@@ -65,7 +64,7 @@ def test_the_enqueue_parser_takes_a_file_or_names_the_line_at_fault(data: bytes)
 def test_a_hostile_queue_file_costs_only_itself(path: str, data: bytes) -> None:
     files = {**VALID, path: data}
     with bounded_memory():
-        books, stray = queue_state.load(files)
+        books, stray = queueload.load(files)
         assert stray == []
         book = books["pages"]
         picked = book.claimable(T0 + timedelta(hours=1), 10)

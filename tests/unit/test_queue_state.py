@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orchestrator.errors import IllegalTransition
-from orchestrator.state import layout, queueops
+from orchestrator.state import layout, queueload, queueops
 from orchestrator.state import queue as queue_state
 from orchestrator.state.items import Item, ItemReport, ItemStatus, NewItem, key_id
 from orchestrator.state.queue import QueueBook
@@ -55,7 +55,7 @@ def queue_with(new: list[NewItem], now: datetime = T0) -> dict[str, bytes]:
 
 
 def loaded(files: Mapping[str, bytes]) -> QueueBook:
-    books, stray = queue_state.load(files)
+    books, stray = queueload.load(files)
     assert stray == []
     return books["pages"]
 
@@ -163,7 +163,7 @@ def test_a_corrupt_item_costs_only_itself() -> None:
 def test_an_entry_of_state_queues_that_is_no_queue_is_named_and_left_alone() -> None:
     files = queue_with([NewItem(payload=1)])
     files["state/queues/Bad Name.json"] = b"{}"
-    books, stray = queue_state.load(files)
+    books, stray = queueload.load(files)
     assert list(books) == ["pages"] and len(stray) == 1 and "Bad Name" in stray[0]
 
 
