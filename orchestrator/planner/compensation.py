@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from ..executors.base import DispatchRequest
 from ..spec.models import TrackSpec
@@ -38,7 +38,7 @@ from ..state.phases import RunStatus, TrackPhase
 from ..state.records import DeadLetter, Run, Track
 from .context import Context
 from .dispatch import run_environment
-from .hygiene import backoff, observe
+from .hygiene import backoff, dispatch_lost, observe, timed_out
 
 REASON = "compensation_failed"
 """The dead letter reason of a compensation that failed its last attempt."""
@@ -131,20 +131,6 @@ def undo_record(track: Track) -> Track:
                  max_attempts=step_.max_attempts)
 
 
-def _timed_out(ctx: Context, undo: Track) -> bool:
-    if undo.phase not in machine.TRACK_OPEN or undo.started_at is None:
-        return False
-    return ctx.now >= undo.started_at + timedelta(minutes=undo.spec.timeout_minutes)
-
-
-def _dispatch_lost(ctx: Context, undo: Track) -> bool:
-    """Dispatched a grace period ago, and the executor found nothing under its key."""
-    key = undo.dispatch_key or ""
-    return (undo.phase is TrackPhase.DISPATCHED and undo.handle is None
-            and key in ctx.obs.found and ctx.obs.found[key] is None
-            and undo.dispatched_at is not None and ctx.now >= undo.dispatched_at + ctx.grace)
-
-
 def _retry(ctx: Context, undo: Track) -> None:
     wait = backoff(undo)
     ctx.move(undo, TrackPhase.PENDING,
@@ -170,13 +156,13 @@ def _park(ctx: Context, run: Run, undo: Track) -> None:
 def drive(ctx: Context, run: Run, undo: Track) -> None:
     """Observe one compensation, time it out, retry it or park it."""
     undo = observe(ctx, undo)
-    if _timed_out(ctx, undo):
+    if timed_out(ctx, undo):
         ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
         undo = ctx.state.undos[run.run_id][undo.name]
     if ctx.abandoned(undo):
         ctx.tap_out(undo, f"{undo.claimed_by} never recorded its dispatch")
         undo = ctx.state.undos[run.run_id][undo.name]
-    if _dispatch_lost(ctx, undo):
+    if dispatch_lost(ctx, undo):
         undo = ctx.move(undo, TrackPhase.PENDING, "dispatch never recorded; re-dispatching")
     if undo.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
         return
