@@ -10,11 +10,11 @@ runs in jinja2's sandbox (a repository may replace each one).
 Rendering is pure: time comes in as ``generated_at``/``now``; nothing here reads the
 clock or the network.
 
-By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline` and
-:mod:`.view` derive what is shown; :mod:`.dashboard` builds the index's dashboard;
-:mod:`.cuts` decides what the Markdown keeps under GitHub's limit; :mod:`.render`
-finds and renders templates (HTML and the index); :mod:`.markdown` renders the
-Markdown twin; :mod:`.text` formats and escapes.
+By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline`,
+:mod:`.drains` and :mod:`.view` derive what is shown; :mod:`.dashboard` builds the
+index's dashboard; :mod:`.cuts` decides what the Markdown keeps under GitHub's limit;
+:mod:`.render` finds and renders templates (HTML and the index); :mod:`.markdown`
+renders the Markdown twin; :mod:`.text` formats and escapes.
 
 Template context (documented in the README; every template may be replaced):
 
@@ -47,9 +47,9 @@ from .render import (
     render_index,
     repo_template,
 )
-from .text import describe_cron, fmt_clock, fmt_duration, fmt_when, md, safe_url
+from .text import PHASE_LABELS, describe_cron, fmt_clock, fmt_duration, fmt_when, md, safe_url
 from .timeline import Bar, Timeline, TimelineRow
-from .view import PHASE_LABELS, PHASE_ORDER, BriefView, Counts, Headline, TrackRow, build_view
+from .view import PHASE_ORDER, BriefView, Counts, Headline, TrackRow, build_view
 
 __all__ = [
     "BRIEF_TEMPLATE", "DATA", "DEFAULT_STALE_AFTER", "INDEX_TEMPLATE", "MARKDOWN_LIMIT",

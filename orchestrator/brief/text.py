@@ -14,8 +14,22 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..cron import describe as cron_in_words
+from ..state.phases import TrackPhase
 
 SAFE_SCHEMES = frozenset({"http", "https", "file"})
+
+PHASE_LABELS = {
+    TrackPhase.PENDING: "pending",
+    TrackPhase.DISPATCHED: "dispatched",
+    TrackPhase.RUNNING: "running",
+    TrackPhase.COMPLETE: "complete",
+    TrackPhase.FAILED: "failed",
+    TrackPhase.TAPPED_OUT: "tapped out",
+    TrackPhase.CANCELLED: "cancelled",
+    TrackPhase.SKIPPED: "skipped",
+    TrackPhase.WAITING: "waiting to poll",
+}
+"""A phase in words, as every rendering of the brief names it."""
 
 
 def fmt_duration(delta: timedelta | None) -> str:

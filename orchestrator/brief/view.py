@@ -21,21 +21,10 @@ from ..state.records import Track
 from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
 from .context import BriefContext
+from .drains import DrainView, drain_views
 from .tails import in_work_folder
-from .text import as_text, describe_cron, fmt_duration, safe_url, zone
+from .text import PHASE_LABELS, as_text, describe_cron, fmt_duration, safe_url, zone
 from .timeline import Timeline, layout
-
-PHASE_LABELS = {
-    TrackPhase.PENDING: "pending",
-    TrackPhase.DISPATCHED: "dispatched",
-    TrackPhase.RUNNING: "running",
-    TrackPhase.COMPLETE: "complete",
-    TrackPhase.FAILED: "failed",
-    TrackPhase.TAPPED_OUT: "tapped out",
-    TrackPhase.CANCELLED: "cancelled",
-    TrackPhase.SKIPPED: "skipped",
-    TrackPhase.WAITING: "waiting to poll",
-}
 
 # Attention order: what a reader must act on first comes first in every listing.
 PHASE_ORDER = {
@@ -72,89 +61,6 @@ class TrackRow:
     command: str | None = None
     """For a local track: the command that prints what it wrote (its work folder is on
     the machine that ran it, and no link to it would open for a reader elsewhere)."""
-
-
-@dataclass(frozen=True)
-class DrainView:
-    """One drain track rolled up: what its workers did to the queue, never a row per
-    item, so a brief of a 10,000-item drain stays one readable page."""
-
-    name: str
-    queue: str
-    phase: str
-    phase_label: str
-    workers: int
-    drained: int
-    failed: int
-    dead: int
-    released: int
-    back: int
-    refused: int
-    remaining: int | None
-    """Items left in the queue when the drain ended (``None``: still draining)."""
-    slowest: list[tuple[str, str]]
-    """(item id, duration) of the slowest items, slowest first."""
-    failures: list[tuple[str, str]]
-    """(item id, error line) of items whose attempt failed."""
-
-    @property
-    def summary(self) -> str:
-        parts = [f"{self.drained} drained", f"{self.failed} failed", f"{self.dead} dead",
-                 f"{self.released} released"]
-        if self.back:
-            parts.append(f"{self.back} put back")
-        if self.refused:
-            parts.append(f"{self.refused} reports refused")
-        tail = (f"; {self.remaining} remain in the queue" if self.remaining is not None
-                else "; still draining")
-        return ", ".join(parts) + f" by {self.workers} worker(s){tail}"
-
-
-def _number(data: Mapping[str, Any], key: str) -> int:
-    value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _pairs(rows: Any, seconds: bool = False) -> list[tuple[str, str]]:
-    out = []
-    for row in rows if isinstance(rows, list) else []:
-        if isinstance(row, list) and len(row) >= 2:
-            value = row[1]
-            text = (fmt_duration(timedelta(seconds=float(value)))
-                    if seconds and isinstance(value, int | float) else as_text(value))
-            out.append((as_text(row[0]), text))
-    return out
-
-
-def drain_views(tracks: list[Track]) -> list[DrainView]:
-    """A roll-up of each drain track of the run, from its result once it ended, else
-    from what its settled workers reported so far."""
-    views = []
-    for track in tracks:
-        if track.spec.drain is None or track.work is not None:
-            continue
-        workers = [t for t in tracks if t.work is not None and t.work.drain == track.name]
-        if track.result is not None and track.phase in (TrackPhase.COMPLETE, TrackPhase.FAILED):
-            data: dict[str, Any] = dict(track.result)
-            data.setdefault("done", data.get("drained"))
-        else:
-            data = {k: sum(_number(w.result or {}, k) for w in workers)
-                    for k in ("done", "failed", "dead", "released", "back", "refused")}
-            data["slowest"] = [r for w in workers for r in (w.result or {}).get("slowest") or []]
-            data["failures"] = [r for w in workers for r in (w.result or {}).get("failures")
-                                or []]
-            data["remaining"] = None
-        remaining = data.get("remaining")
-        views.append(DrainView(
-            name=track.name, queue=track.spec.drain.queue, phase=track.phase.value,
-            phase_label=PHASE_LABELS[track.phase], workers=len(workers),
-            drained=_number(data, "done"), failed=_number(data, "failed"),
-            dead=_number(data, "dead"), released=_number(data, "released"),
-            back=_number(data, "back"), refused=_number(data, "refused"),
-            remaining=remaining if isinstance(remaining, int) else None,
-            slowest=_pairs(data.get("slowest"), seconds=True)[:5],
-            failures=_pairs(data.get("failures"))[:10]))
-    return views
 
 
 @dataclass(frozen=True)
@@ -343,33 +249,39 @@ def _link(run_id: str, track: Track) -> tuple[str | None, str, str | None]:
     return url, "job" if "/job/" in url else "CI run", None
 
 
-def build_view(ctx: BriefContext) -> BriefView:
-    """Derive everything the brief shows from ``ctx`` (pure)."""
-    run = ctx.run
-    attempts = {t.name: attempts_of(t) for t in ctx.tracks}
-    rows: list[TrackRow] = []
-    for track in ctx.tracks:
-        al = attempts[track.name]
-        last = al[-1] if al else None
-        run_time = last.run_time if last else None
-        begin = (last.started or last.dispatched) if last else None
-        if last and last.open and begin:
-            run_time = ctx.generated_at - begin  # so far
-        total = sum((a.run_time for a in al if a.run_time), timedelta())
-        title = (f"{fmt_duration(total)} over {len(al)} attempts" if len(al) > 1
-                 else "time from start to finish")
-        summary = as_text((track.result or {}).get("summary"))
-        url, link_label, command = _link(run.run_id, track)
-        used = max(track.attempt, len(al))
-        rows.append(TrackRow(
-            track=track, phase=track.phase.value, phase_label=PHASE_LABELS[track.phase],
-            attempts=al, attempts_label=f"{used}/{max(track.max_attempts, used)}",
-            duration=fmt_duration(run_time) + ("…" if last and last.open else ""),
-            duration_title=title, summary=summary, url=url, link_label=link_label,
-            errors=list(track.error_log), tail=ctx.tails.get(track.name, ""),
-            command=command))
+def _duration(now: datetime, last: Attempt | None) -> str:
+    """The last attempt's run time; while it is open, the time so far, marked as such."""
+    if last is None:
+        return fmt_duration(None)
+    begin = last.started or last.dispatched
+    if last.open and begin:
+        return fmt_duration(now - begin) + "…"
+    return fmt_duration(last.run_time) + ("…" if last.open else "")
+
+
+def _duration_title(attempts: list[Attempt]) -> str:
+    if len(attempts) <= 1:
+        return "time from start to finish"
+    total = sum((a.run_time for a in attempts if a.run_time), timedelta())
+    return f"{fmt_duration(total)} over {len(attempts)} attempts"
+
+
+def _row(ctx: BriefContext, track: Track, attempts: list[Attempt]) -> TrackRow:
+    url, link_label, command = _link(ctx.run.run_id, track)
+    used = max(track.attempt, len(attempts))
+    return TrackRow(
+        track=track, phase=track.phase.value, phase_label=PHASE_LABELS[track.phase],
+        attempts=attempts, attempts_label=f"{used}/{max(track.max_attempts, used)}",
+        duration=_duration(ctx.generated_at, attempts[-1] if attempts else None),
+        duration_title=_duration_title(attempts),
+        summary=as_text((track.result or {}).get("summary")), url=url,
+        link_label=link_label, errors=list(track.error_log),
+        tail=ctx.tails.get(track.name, ""), command=command)
+
+
+def _counts(ctx: BriefContext) -> Counts:
     phases = [t.phase for t in ctx.tracks]
-    counts = Counts(
+    return Counts(
         total=len(phases),
         complete=phases.count(TrackPhase.COMPLETE),
         failed=phases.count(TrackPhase.FAILED),
@@ -379,62 +291,105 @@ def build_view(ctx: BriefContext) -> BriefView:
         open=sum(1 for p in phases if p in TRACK_OPEN),
         dead_letters=sum(1 for d in ctx.dead_letters if not d.discarded),
     )
+
+
+def _described(ctx: BriefContext) -> tuple[str, str | None, str]:
+    """The run's description, cron line and time zone, each falling back to its
+    schedule's when the run did not record one."""
+    run, schedule = ctx.run, ctx.schedule
+    if schedule is None:
+        return run.description or "", run.cron, run.timezone or "UTC"
+    return (run.description or schedule.description, run.cron or schedule.cron,
+            run.timezone or schedule.timezone)
+
+
+def _slot_local(slot: datetime, timezone: str) -> str:
+    """The slot in the schedule's own zone (empty for UTC, which the slot shows)."""
+    return "" if timezone == "UTC" else f"{slot.astimezone(zone(timezone)):%Y-%m-%d %H:%M %Z}"
+
+
+def _late_by(slot: datetime, started: datetime | None) -> timedelta | None:
+    return started - slot if started and started > slot else None
+
+
+def _errors(rows: list[TrackRow]) -> list[tuple[str, str, list[str]]]:
+    ordered = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], r.track.name))
+    return [(r.track.name, r.phase_label, r.errors) for r in ordered if r.errors]
+
+
+def _is_consolidation(track: Track) -> bool:
+    return (track.name == CONSOLIDATE and track.spec.when is When.ALWAYS
+            and bool(track.spec.needs))
+
+
+def _consolidation(rows: list[TrackRow]) -> TrackRow | None:
+    """The row of the schedule's consolidate step: it heads the brief, since its outcome
+    is the run's answer."""
+    return next((r for r in rows if _is_consolidation(r.track)), None)
+
+
+def _tick_age(ctx: BriefContext) -> tuple[timedelta | None, bool]:
+    """How old the last tick was when the brief was rendered, and whether that is stale
+    (no tick at all is)."""
     age = ctx.generated_at - ctx.last_tick if ctx.last_tick else None
-    stale = age is None or age > ctx.stale_after
+    return age, age is None or age > ctx.stale_after
+
+
+def _notes(cron: str | None, cron_words: str | None) -> list[str]:
+    return ["cron shown as written"] if cron and cron_words is None else []
+
+
+def _attention_first(tracks: list[Track], rows: list[TrackRow]) -> list[TrackRow]:
+    """``rows`` by :data:`PHASE_ORDER`, each phase in the order of the run's tracks."""
+    position = {t.name: i for i, t in enumerate(tracks)}
+    return sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], position[r.track.name]))
+
+
+def _poll_columns(polls: list[dict[str, Any]]) -> list[str]:
+    return [c for c in POLL_COLUMNS if any(p[c] for p in polls)]
+
+
+def build_view(ctx: BriefContext) -> BriefView:
+    """Derive everything the brief shows from ``ctx`` (pure)."""
+    run = ctx.run
+    attempts = {t.name: attempts_of(t) for t in ctx.tracks}
+    rows = [_row(ctx, track, attempts[track.name]) for track in ctx.tracks]
+    counts = _counts(ctx)
+    age, stale = _tick_age(ctx)
     every = [a for al in attempts.values() for a in al]
     started = run_started(run, every)
     finished = run_finished(run, every)
-    duration = None
-    if started:
-        duration = (finished or ctx.generated_at) - started
-    late_by = started - run.slot if started and started > run.slot else None
-    schedule = ctx.schedule
-    description = run.description or (schedule.description if schedule else "")
-    cron = run.cron or (schedule.cron if schedule else None)
-    timezone = run.timezone or (schedule.timezone if schedule else "UTC")
-    slot_local = ("" if timezone == "UTC" else
-                  f"{run.slot.astimezone(zone(timezone)):%Y-%m-%d %H:%M %Z}")
+    duration = (finished or ctx.generated_at) - started if started else None
+    description, cron, timezone = _described(ctx)
     cron_words = describe_cron(cron)
-    notes = []
-    if cron and cron_words is None:
-        notes.append("cron shown as written")
-    errors = [(r.track.name, r.phase_label, r.errors) for r in
-              sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], r.track.name))
-              if r.errors]
     polls = [_poll_view(p) for p in ctx.polls]
-    position = {t.name: i for i, t in enumerate(ctx.tracks)}
-    view_rows = sorted(rows, key=lambda r: (PHASE_ORDER[r.track.phase], position[r.track.name]))
-    # The schedule's consolidate step heads the brief: its outcome is the run's answer.
-    consolidation = next((r for r in rows if r.track.name == CONSOLIDATE
-                          and r.track.spec.when is When.ALWAYS and r.track.spec.needs), None)
     return BriefView(
         status=run.status.value,
         counts=counts,
         headline=_headline(ctx, counts, rows, stale, age),
-        rows=view_rows,
+        rows=_attention_first(ctx.tracks, rows),
         timeline=layout(ctx, attempts),
         schedule_id=run.schedule_id,
         description=description,
         cron=cron,
         cron_words=cron_words,
         timezone=timezone,
-        slot_local=slot_local,
+        slot_local=_slot_local(run.slot, timezone),
         started=started,
         finished=finished,
-        late_by=late_by,
+        late_by=_late_by(run.slot, started),
         duration=duration,
         duration_is_partial=finished is None,
         last_tick_age=age,
         stale=stale,
         stale_after=ctx.stale_after,
-        errors=errors,
+        errors=_errors(rows),
         polls=polls,
-        poll_columns=[c for c in POLL_COLUMNS if any(p[c] for p in polls)],
-        notes=notes,
-        consolidation=consolidation,
+        poll_columns=_poll_columns(polls),
+        notes=_notes(cron, cron_words),
+        consolidation=_consolidation(rows),
         drains=drain_views(list(ctx.tracks)),
         acts=run.acts(),
         tails_left_out=ctx.tails_left_out,
         run_id=run.run_id,
     )
-

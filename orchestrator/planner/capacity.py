@@ -49,21 +49,15 @@ def admit(ctx: Context, wanting: Iterable[tuple[str, str]]) -> list[tuple[str, s
         while tier:  # round-robin over the schedules of runs this old
             for sid in list(tier):
                 queue = tier[sid]
-                pick = next((i for i, (run_id, _) in enumerate(queue)
-                             if per_run[run_id] < _max_parallel(ctx, run_id)), None)
+                pick = _first_under_max(ctx, queue, per_run)
                 if pick is None:  # every run of this schedule is at its max_parallel
-                    for run_id, name in queue:
-                        waiting[run_id, name] = (f"max_parallel {_max_parallel(ctx, run_id)}"
-                                                 " of the run in flight")
+                    waiting.update(_at_max_parallel(ctx, queue))
                     del tier[sid]
                     continue
                 limit = _global_limit(caps.max_concurrent_tracks, total,
                                       caps.max_dispatches_per_tick, len(admitted))
                 if limit is not None:
-                    taken = set(admitted)
-                    for key in wanting:
-                        if key not in taken and key not in waiting:
-                            waiting[key] = limit
+                    _hold_the_rest(wanting, admitted, waiting, limit)
                     _report(ctx, wanting, waiting)
                     return admitted
                 run_id, name = queue.pop(pick)
@@ -74,6 +68,29 @@ def admit(ctx: Context, wanting: Iterable[tuple[str, str]]) -> list[tuple[str, s
                     del tier[sid]
     _report(ctx, wanting, waiting)
     return admitted
+
+
+def _first_under_max(ctx: Context, queue: list[tuple[str, str]],
+                     per_run: Counter[str]) -> int | None:
+    """The index in ``queue`` of the first track whose run is under its max_parallel."""
+    return next((i for i, (run_id, _) in enumerate(queue)
+                 if per_run[run_id] < _max_parallel(ctx, run_id)), None)
+
+
+def _at_max_parallel(ctx: Context, queue: list[tuple[str, str]]
+                     ) -> dict[tuple[str, str], str]:
+    """Why each track of ``queue`` waits: its run is at its max_parallel."""
+    return {(run_id, name): f"max_parallel {_max_parallel(ctx, run_id)} of the run in flight"
+            for run_id, name in queue}
+
+
+def _hold_the_rest(wanting: list[tuple[str, str]], admitted: list[tuple[str, str]],
+                   waiting: dict[tuple[str, str], str], limit: str) -> None:
+    """Hold every track neither admitted nor already waiting, for the global ``limit``."""
+    taken = set(admitted)
+    for key in wanting:
+        if key not in taken and key not in waiting:
+            waiting[key] = limit
 
 
 def _by_age(ctx: Context, wanting: list[tuple[str, str]]

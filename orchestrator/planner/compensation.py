@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from ..executors.base import DispatchRequest
 from ..spec.models import TrackSpec
@@ -38,7 +38,7 @@ from ..state.phases import RunStatus, TrackPhase
 from ..state.records import DeadLetter, Run, Track
 from .context import Context
 from .dispatch import run_environment
-from .hygiene import backoff, observe
+from .hygiene import backoff, dispatch_lost, observe, timed_out
 
 REASON = "compensation_failed"
 """The dead letter reason of a compensation that failed its last attempt."""
@@ -131,32 +131,17 @@ def undo_record(track: Track) -> Track:
                  max_attempts=step_.max_attempts)
 
 
-def drive(ctx: Context, run: Run, undo: Track) -> None:
-    """Observe one compensation, time it out, retry it or park it."""
-    undo = observe(ctx, undo)
-    limit = timedelta(minutes=undo.spec.timeout_minutes)
-    if undo.phase in machine.TRACK_OPEN and undo.started_at is not None \
-            and ctx.now >= undo.started_at + limit:
-        ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
-        undo = ctx.state.undos[run.run_id][undo.name]
-    if ctx.abandoned(undo):
-        ctx.tap_out(undo, f"{undo.claimed_by} never recorded its dispatch")
-        undo = ctx.state.undos[run.run_id][undo.name]
-    key = undo.dispatch_key or ""
-    if (undo.phase is TrackPhase.DISPATCHED and undo.handle is None and key in ctx.obs.found
-            and ctx.obs.found[key] is None and undo.dispatched_at is not None
-            and ctx.now >= undo.dispatched_at + ctx.grace):
-        undo = ctx.move(undo, TrackPhase.PENDING, "dispatch never recorded; re-dispatching")
-    if undo.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
-        return
-    if undo.attempt < undo.max_attempts:
-        wait = backoff(undo)
-        ctx.move(undo, TrackPhase.PENDING,
-                 f"retry {undo.attempt + 1}/{undo.max_attempts} after {wait}",
-                 attempt=undo.attempt + 1, not_before=ctx.now + wait, handle=None,
-                 dispatch_key=None, url=None, started_at=None, finished_at=None,
-                 dispatched_at=None)
-        return
+def _retry(ctx: Context, undo: Track) -> None:
+    wait = backoff(undo)
+    ctx.move(undo, TrackPhase.PENDING,
+             f"retry {undo.attempt + 1}/{undo.max_attempts} after {wait}",
+             attempt=undo.attempt + 1, not_before=ctx.now + wait, handle=None,
+             dispatch_key=None, url=None, started_at=None, finished_at=None,
+             dispatched_at=None)
+
+
+def _park(ctx: Context, run: Run, undo: Track) -> None:
+    """Park a compensation out of attempts as a dead letter (once per attempt count)."""
     key = dlq_key(run.run_id, undo.name)
     current = ctx.state.dlq.get(key)
     if current is not None and current.reason == REASON and current.attempts >= undo.attempt:
@@ -166,6 +151,25 @@ def drive(ctx: Context, run: Run, undo: Track) -> None:
         attempts=undo.attempt, payload=undo.spec, error_log=undo.error_log,
         state_history=undo.state_history)
     ctx.decision.note(run.run_id, f"{undo.name} (undo): parked in the dead letter queue ({REASON})")
+
+
+def drive(ctx: Context, run: Run, undo: Track) -> None:
+    """Observe one compensation, time it out, retry it or park it."""
+    undo = observe(ctx, undo)
+    if timed_out(ctx, undo):
+        ctx.tap_out(undo, f"timeout of {undo.spec.timeout_minutes:g} minutes")
+        undo = ctx.state.undos[run.run_id][undo.name]
+    if ctx.abandoned(undo):
+        ctx.tap_out(undo, f"{undo.claimed_by} never recorded its dispatch")
+        undo = ctx.state.undos[run.run_id][undo.name]
+    if dispatch_lost(ctx, undo):
+        undo = ctx.move(undo, TrackPhase.PENDING, "dispatch never recorded; re-dispatching")
+    if undo.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
+        return
+    if undo.attempt < undo.max_attempts:
+        _retry(ctx, undo)
+    else:
+        _park(ctx, run, undo)
 
 
 def step(ctx: Context, run: Run) -> None:

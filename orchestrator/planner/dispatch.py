@@ -27,31 +27,43 @@ from .routing import pick, routable
 
 def dispatch_pending(ctx: Context) -> None:
     if not ctx.obs.executor_available:
-        if any(t.phase is TrackPhase.PENDING
-               for ts in ctx.state.tracks.values() for t in ts.values()):
+        if _any_pending(ctx):
             ctx.decision.log.append(f"{ctx.executor}: circuit breaker open; dispatch deferred")
         return
+    for run_id, name in admit(ctx, routable(ctx, _wanting(ctx))):
+        run, track = ctx.state.runs[run_id], ctx.state.tracks[run_id][name]
+        if drain.is_drain(track):
+            # sized now: its workers and their claims are part of this decision
+            for worker in drain.size(ctx, run, track):
+                dispatch_one(ctx, ctx.state.runs[run_id], worker)
+            continue
+        dispatch_one(ctx, run, track)
+
+
+def _any_pending(ctx: Context) -> bool:
+    return any(t.phase is TrackPhase.PENDING
+               for ts in ctx.state.tracks.values() for t in ts.values())
+
+
+def _due_to_go(ctx: Context, tracks: dict[str, Track], track: Track) -> bool:
+    """Waiting to go, its needs met, and past any ``not_before``."""
+    if track.phase not in (TrackPhase.PENDING, TrackPhase.WAITING):
+        return False
+    if not graph.ready(tracks, track):
+        return False
+    return track.not_before is None or track.not_before <= ctx.now
+
+
+def _wanting(ctx: Context) -> list[tuple[str, str]]:
+    """(run id, track) of every track due to go, before caps and routing have a say."""
     wanting: list[tuple[str, str]] = []
     for run in ctx.open_runs():
         if run.status is RunStatus.CONSOLIDATING or buffered(ctx, run):
             continue
         tracks = ctx.state.tracks.get(run.run_id, {})
-        for name in sorted(tracks):
-            track = tracks[name]
-            if (track.phase not in (TrackPhase.PENDING, TrackPhase.WAITING)
-                    or not graph.ready(tracks, track)):
-                continue
-            if track.not_before is not None and track.not_before > ctx.now:
-                continue
-            wanting.append((run.run_id, name))
-    for run_id, name in admit(ctx, routable(ctx, wanting)):
-        track = ctx.state.tracks[run_id][name]
-        if drain.is_drain(track):
-            # sized now: its workers and their claims are part of this decision
-            for worker in drain.size(ctx, ctx.state.runs[run_id], track):
-                dispatch_one(ctx, ctx.state.runs[run_id], worker)
-            continue
-        dispatch_one(ctx, ctx.state.runs[run_id], track)
+        wanting += [(run.run_id, name) for name in sorted(tracks)
+                    if _due_to_go(ctx, tracks, tracks[name])]
+    return wanting
 
 
 PREVIOUS_SLOT_SPANS = (timedelta(hours=2), timedelta(days=2), timedelta(days=33),
@@ -177,17 +189,30 @@ def record_dispatch(state: State, results: Iterable[DispatchResult], now: dateti
             res = by_key.get(track.dispatch_key or "")
             if res is None or track.phase is not TrackPhase.DISPATCHED:
                 continue
-            if res.error and res.not_sent:
-                tracks[name] = machine.move_track(
-                    track, TrackPhase.PENDING, now, f"not dispatched: {res.error}",
-                    dispatch_key=None, dispatched_at=None, handle=None)
-                records.append(DispatchRecord(run_id, name, "not_sent", res.error))
-            elif res.error:
-                log = log_line(track, f"{iso(now)} dispatch failed: {res.error}")
-                tracks[name] = machine.move_track(track, TrackPhase.FAILED, now, "dispatch failed",
-                                                  error_log=log, finished_at=now)
-                records.append(DispatchRecord(run_id, name, "failed", res.error))
-            elif track.handle != res.handle or track.url != res.url:
-                tracks[name] = track.model_copy(update={"handle": res.handle, "url": res.url})
-                records.append(DispatchRecord(run_id, name, "started", res.url or ""))
+            folded = _folded(track, res, now)
+            if folded is not None:
+                tracks[name], outcome, detail = folded
+                records.append(DispatchRecord(run_id, name, outcome, detail))
     return records
+
+
+_Outcome = Literal["not_sent", "failed", "started"]
+
+
+def _folded(track: Track, res: DispatchResult, now: datetime
+            ) -> tuple[Track, _Outcome, str] | None:
+    """``track`` with its dispatch result applied, the outcome and its detail; ``None``
+    when the result changes nothing."""
+    if res.error and res.not_sent:
+        return (machine.move_track(track, TrackPhase.PENDING, now, f"not dispatched: {res.error}",
+                                   dispatch_key=None, dispatched_at=None, handle=None),
+                "not_sent", res.error)
+    if res.error:
+        log = log_line(track, f"{iso(now)} dispatch failed: {res.error}")
+        return (machine.move_track(track, TrackPhase.FAILED, now, "dispatch failed",
+                                   error_log=log, finished_at=now),
+                "failed", res.error)
+    if track.handle != res.handle or track.url != res.url:
+        return (track.model_copy(update={"handle": res.handle, "url": res.url}),
+                "started", res.url or "")
+    return None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -37,7 +38,7 @@ from ..executors.base import Observation, WorkItem
 from ..spec.models import TrackSpec
 from ..spec.queues import worker_name
 from ..state import machine, queueops
-from ..state.items import ItemReport, ItemStatus
+from ..state.items import Item, ItemReport, ItemStatus
 from ..state.phases import TrackPhase
 from ..state.queue import QueueBook
 from ..state.records import Run, Track, Work
@@ -175,53 +176,85 @@ def settle_workers(ctx: Context) -> bool:
     return changed
 
 
-def _settle(ctx: Context, run: Run, worker: Track, book: QueueBook, key: str,
-            reports: Iterable[ItemReport]) -> None:
-    assert worker.work is not None
-    owned = set(worker.work.items)
-    tally: Counter[str] = Counter()
-    slowest: list[tuple[float, str]] = []
-    failures: list[list[str]] = []
-    latest = {r.id: r for r in reports}  # the last word on each item
-    book.prefetch(latest)
-    for report in latest.values():
-        why: str | None = f"item {report.id} is not one it was given"
-        if report.id in owned:
-            item = book.item(report.id)
-            why = queueops.settle(book, item, report, key, ctx.now,
-                                  item_backoff(worker.spec, item.attempt + 1 if item else 1))
-        if why is not None:
-            tally["refused"] += 1
-            if tally["refused"] <= REFUSALS_NAMED:  # a forged account of 1,000 lines: 10
-                ctx.decision.note(run.run_id, f"{worker.name}: report refused: {why}")
-            continue
-        after = book.item(report.id)
-        tally[_tally_key(after.status if after else None, report)] += 1
-        if after is not None and after.status is ItemStatus.DEAD:
-            ctx.decision.dead_items[f"{book.name}/{after.id}"] = after.dead_reason or "dead"
+@dataclass
+class _Account:
+    """What one worker's applied reports come to: counts by where the items went, the
+    slowest items, the failures."""
+
+    tally: Counter[str] = field(default_factory=Counter)
+    slowest: list[tuple[float, str]] = field(default_factory=list)
+    failures: list[list[str]] = field(default_factory=list)
+
+    def add(self, report: ItemReport, status: ItemStatus | None) -> None:
+        self.tally[_tally_key(status, report)] += 1
         if report.started_at and report.finished_at:
-            slowest.append(((report.finished_at - report.started_at).total_seconds(),
-                            report.id))
+            seconds = (report.finished_at - report.started_at).total_seconds()
+            self.slowest.append((seconds, report.id))
         if report.outcome in ("failed", "started"):
-            failures.append([report.id, one_line(report.error or "failed")[:300]])
+            self.failures.append([report.id, one_line(report.error or "failed")[:300]])
+
+    def result(self, queue: str) -> dict[str, Any]:
+        slowest = sorted(self.slowest, reverse=True)
+        return {"summary": _words(self.tally), "queue": queue,
+                **{k: self.tally.get(k, 0) for k in _TALLY},
+                "slowest": [[i, round(s, 3)] for s, i in slowest[:SLOWEST]],
+                "failures": self.failures[:FAILURES]}
+
+
+def _apply(ctx: Context, worker: Track, owned: set[str], book: QueueBook, key: str,
+           report: ItemReport) -> str | None:
+    """Apply one report of ``worker`` to its queue; why it was refused (``None``: it
+    was applied)."""
+    if report.id not in owned:
+        return f"item {report.id} is not one it was given"
+    item = book.item(report.id)
+    return queueops.settle(book, item, report, key, ctx.now,
+                           item_backoff(worker.spec, item.attempt + 1 if item else 1))
+
+
+def _note_dead(ctx: Context, book: QueueBook, item: Item | None) -> None:
+    if item is not None and item.status is ItemStatus.DEAD:
+        ctx.decision.dead_items[f"{book.name}/{item.id}"] = item.dead_reason or "dead"
+
+
+def _release_unreported(ctx: Context, worker: Track, book: QueueBook, key: str) -> int:
+    """Put back the items ``worker`` still holds (no attempt used); how many."""
     held = book.claims.get(key)
-    if tally["refused"] > REFUSALS_NAMED:
-        ctx.decision.note(run.run_id, f"{worker.name}: {tally['refused'] - REFUSALS_NAMED} "
-                          "more report(s) refused")
+    released = 0
     for item_id in list(held.items if held is not None else []):
         item = book.item(item_id)
         if item is not None:
             queueops.release(book, item, ctx.now, _by(ctx),
                              f"its worker {worker.name} ended ({worker.phase.value}) "
                              "without reporting it")
-            tally["released"] += 1
+            released += 1
+    return released
+
+
+def _settle(ctx: Context, run: Run, worker: Track, book: QueueBook, key: str,
+            reports: Iterable[ItemReport]) -> None:
+    assert worker.work is not None
+    owned = set(worker.work.items)
+    account = _Account()
+    latest = {r.id: r for r in reports}  # the last word on each item
+    book.prefetch(latest)
+    for report in latest.values():
+        why = _apply(ctx, worker, owned, book, key, report)
+        if why is not None:
+            account.tally["refused"] += 1
+            if account.tally["refused"] <= REFUSALS_NAMED:  # a forged account of 1,000 lines: 10
+                ctx.decision.note(run.run_id, f"{worker.name}: report refused: {why}")
+            continue
+        after = book.item(report.id)
+        account.add(report, after.status if after else None)
+        _note_dead(ctx, book, after)
+    if account.tally["refused"] > REFUSALS_NAMED:
+        ctx.decision.note(run.run_id, f"{worker.name}: "
+                          f"{account.tally['refused'] - REFUSALS_NAMED} more report(s) refused")
+    account.tally["released"] += _release_unreported(ctx, worker, book, key)
     book.drop_claim(key, ctx.now)
     _log_problems(ctx, book)
-    slowest.sort(reverse=True)
-    result = {"summary": _words(tally), "queue": book.name,
-              **{k: tally.get(k, 0) for k in _TALLY},
-              "slowest": [[i, round(s, 3)] for s, i in slowest[:SLOWEST]],
-              "failures": failures[:FAILURES]}
+    result = account.result(book.name)
     ctx.set_track(worker.model_copy(update={"result": result}))
     ctx.decision.note(run.run_id, f"{worker.name}: {result['summary']}")
 
@@ -274,6 +307,21 @@ def _alive(ctx: Context, key: str, run_id: str) -> bool:
 # --------------------------------------------------------------------------- finishing
 
 
+def _drain_book(ctx: Context, track: Track) -> QueueBook | None:
+    return ctx.state.queues.get(track.spec.drain.queue) if track.spec.drain else None
+
+
+def _all_settled(workers: list[Track], book: QueueBook | None) -> bool:
+    """Every worker ended, and none still holds a claim (its reports not applied yet)."""
+    if any(w.phase not in machine.TRACK_TERMINAL for w in workers):
+        return False
+    return book is None or not any(w.dispatch_key in book.claims for w in workers)
+
+
+def _workers(tracks: dict[str, Track], drain: str) -> list[Track]:
+    return [t for t in tracks.values() if t.work is not None and t.work.drain == drain]
+
+
 def finish_drains(ctx: Context) -> bool:
     """Complete every dispatched drain track whose workers have all ended and settled;
     say whether any was completed."""
@@ -284,14 +332,11 @@ def finish_drains(ctx: Context) -> bool:
             track = tracks[name]
             if not is_drain(track) or track.phase is not TrackPhase.DISPATCHED:
                 continue
-            workers = [t for t in tracks.values()
-                       if t.work is not None and t.work.drain == name]
-            book = ctx.state.queues.get(track.spec.drain.queue) if track.spec.drain else None
-            if any(w.phase not in machine.TRACK_TERMINAL for w in workers) or (
-                    book is not None and any(w.dispatch_key in book.claims for w in workers)):
-                continue
-            _finish(ctx, track, workers, book)
-            changed = True
+            workers = _workers(tracks, name)
+            book = _drain_book(ctx, track)
+            if _all_settled(workers, book):
+                _finish(ctx, track, workers, book)
+                changed = True
     return changed
 
 
@@ -300,18 +345,26 @@ def _seconds(row: list[Any]) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def _finish(ctx: Context, track: Track, workers: list[Track], book: QueueBook | None) -> None:
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _rolled_up(workers: list[Track]) -> tuple[Counter[str], list[list[Any]], list[Any]]:
+    """The workers' tallies summed, their slowest items (slowest first), their failures."""
     totals: Counter[str] = Counter()
     slowest: list[list[Any]] = []
     failures: list[Any] = []
     for worker in workers:
         result = worker.result or {}
-        for key in _TALLY:
-            value = result.get(key)
-            totals[key] += value if isinstance(value, int) else 0
+        totals.update({key: _count(result.get(key)) for key in _TALLY})
         slowest += [s for s in result.get("slowest") or [] if isinstance(s, list)]
         failures += list(result.get("failures") or [])
     slowest.sort(key=_seconds, reverse=True)
+    return totals, slowest, failures
+
+
+def _finish(ctx: Context, track: Track, workers: list[Track], book: QueueBook | None) -> None:
+    totals, slowest, failures = _rolled_up(workers)
     remaining = book.remaining() if book is not None else 0
     ended = Counter(w.phase.value for w in workers)
     summary = f"{_words(totals)} by {len(workers)} worker(s); {remaining} remain in the queue"

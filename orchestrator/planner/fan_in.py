@@ -6,6 +6,7 @@ finishes each one whose brief the shell rendered (``completed``, ``cancelled`` o
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,38 +26,72 @@ def fan_in(ctx: Context) -> bool:
     for the render of each consolidating run; say whether anything was added."""
     changed = False
     for run in ctx.open_runs():
-        tracks = ctx.state.tracks.get(run.run_id, {})
         if run.run_id in ctx.decision.render:
             continue  # already seen by this tick (fan-in runs in every settling round)
-        if run.status is RunStatus.CONSOLIDATING:
-            ctx.decision.render.append(run.run_id)  # a previous render did not land
-            changed = True
-            continue
-        if open_compensations(ctx, run.run_id):
-            continue  # consolidated once the saga is over
-        # A track named by the run without a record of its own (deleted by hand, lost
-        # in a bad merge) is lost: it can never report, so the run ends at its
-        # deadline instead of staying open and blocking later slots.
-        lost = [name for name in run.tracks if name not in tracks]
-        if lost and ctx.now < run.deadline:
-            line = (f"{run.run_id}: no record of track(s) {', '.join(lost)}; treated as "
-                    f"lost, the run ends at its deadline {iso(run.deadline)}")
-            if line not in ctx.decision.log:  # fan-in runs more than once a tick
-                ctx.decision.log.append(line)
-                changed = True
-            continue
-        if (tracks or lost) and all(t.phase in machine.TRACK_TERMINAL
-                                    for t in tracks.values()):
-            counts: dict[str, int] = {"lost": len(lost)} if lost else {}
-            for t in tracks.values():
-                counts[t.phase.value] = counts.get(t.phase.value, 0) + 1
-            summary = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
-            ctx.state.runs[run.run_id] = machine.move_run(
-                run, RunStatus.CONSOLIDATING, ctx.now, f"all tracks terminal: {summary}")
-            ctx.decision.note(run.run_id, f"consolidating ({summary})")
-            ctx.decision.render.append(run.run_id)
-            changed = True
+        changed |= _fan_in_run(ctx, run)
     return changed
+
+
+def _fan_in_run(ctx: Context, run: Run) -> bool:
+    """Fan in one open run; whether anything was added."""
+    if run.status is RunStatus.CONSOLIDATING:
+        ctx.decision.render.append(run.run_id)  # a previous render did not land
+        return True
+    if open_compensations(ctx, run.run_id):
+        return False  # consolidated once the saga is over
+    tracks = ctx.state.tracks.get(run.run_id, {})
+    # A track named by the run without a record of its own (deleted by hand, lost
+    # in a bad merge) is lost: it can never report, so the run ends at its
+    # deadline instead of staying open and blocking later slots.
+    lost = [name for name in run.tracks if name not in tracks]
+    if lost and ctx.now < run.deadline:
+        return _note_lost(ctx, run, lost)
+    if not _all_terminal(tracks, lost):
+        return False
+    summary = _summary(tracks, lost)
+    ctx.state.runs[run.run_id] = machine.move_run(
+        run, RunStatus.CONSOLIDATING, ctx.now, f"all tracks terminal: {summary}")
+    ctx.decision.note(run.run_id, f"consolidating ({summary})")
+    ctx.decision.render.append(run.run_id)
+    return True
+
+
+def _note_lost(ctx: Context, run: Run, lost: list[str]) -> bool:
+    """Log the lost tracks of a run that waits for its deadline, once a tick (fan-in
+    runs more than once); whether the line is new."""
+    line = (f"{run.run_id}: no record of track(s) {', '.join(lost)}; treated as "
+            f"lost, the run ends at its deadline {iso(run.deadline)}")
+    if line in ctx.decision.log:
+        return False
+    ctx.decision.log.append(line)
+    return True
+
+
+def _all_terminal(tracks: dict[str, Track], lost: list[str]) -> bool:
+    """Every track of the run ended (a run with no track at all, lost or not, has not)."""
+    return bool(tracks or lost) and all(t.phase in machine.TRACK_TERMINAL
+                                        for t in tracks.values())
+
+
+def _summary(tracks: dict[str, Track], lost: list[str]) -> str:
+    """``2 complete, 1 failed, 1 lost``: the tracks by phase, in name order."""
+    counts = Counter(t.phase.value for t in tracks.values())
+    if lost:
+        counts["lost"] = len(lost)
+    return ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
+
+
+def _not_complete(run: Run, tracks: list[Track]) -> list[str]:
+    """The tracks that did not complete, lost ones (named by the run, no record) too."""
+    bad = [t.name for t in tracks if t.phase is not TrackPhase.COMPLETE]
+    recorded = {t.name for t in tracks}
+    return sorted([*bad, *(name for name in run.tracks if name not in recorded)])
+
+
+def _failed_why(bad: list[str], undone: list[str]) -> str:
+    why = [f"not complete: {', '.join(bad)}"] if bad else []
+    why += [f"compensation of {', '.join(undone)} failed"] if undone else []
+    return "; ".join(why)
 
 
 def finish(run: Run, tracks: Iterable[Track], now: datetime,
@@ -67,22 +102,44 @@ def finish(run: Run, tracks: Iterable[Track], now: datetime,
     tracks = list(tracks)
     started, ended = work_span(tracks)
     span = {"finished_at": now, "work_started_at": started, "work_finished_at": ended}
-    bad = [t.name for t in tracks if t.phase is not TrackPhase.COMPLETE]
-    bad += [name for name in run.tracks if name not in {t.name for t in tracks}]  # lost
+    bad = _not_complete(run, tracks)
     undone = sorted(u.name for u in undos if u.phase in _GAVE_UP)
     act = run.standing_cancel
     if act is not None and not undone:
         return machine.move_run(run, RunStatus.CANCELLED, now,
                                 f"cancelled {act.describe()}", **span)
     if bad or undone:
-        why = [f"not complete: {', '.join(sorted(bad))}"] if bad else []
-        why += [f"compensation of {', '.join(undone)} failed"] if undone else []
-        return machine.move_run(run, RunStatus.FAILED, now, "; ".join(why), **span)
+        return machine.move_run(run, RunStatus.FAILED, now, _failed_why(bad, undone), **span)
     return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", **span)
 
 
 _GAVE_UP = frozenset({TrackPhase.FAILED, TrackPhase.TAPPED_OUT})
 """A compensation in these phases at consolidation failed for good (it is parked)."""
+
+
+def _steps_to(track: Track, phase: TrackPhase) -> list[datetime]:
+    return [h.at for h in track.state_history if h.to == phase.value]
+
+
+def _start_of(track: Track) -> tuple[datetime | None, datetime | None]:
+    """(its first attempt's measured start, else ``None``; its first dispatch when no
+    start was measured, else ``None``): both ``None`` for a track that never ran."""
+    sent = sorted(_steps_to(track, TrackPhase.DISPATCHED))
+    begun = _steps_to(track, TrackPhase.RUNNING)
+    begun += [track.started_at] if track.started_at else []
+    # the first attempt's measured start comes before the second dispatch
+    measured = [b for b in begun if len(sent) < 2 or b < sent[1]]
+    if measured:
+        return min(measured), None
+    return None, (sent[0] if sent else None)
+
+
+def _span(starts: list[datetime], ends: list[datetime]
+          ) -> tuple[datetime | None, datetime | None]:
+    """The first start and the last end; an end before the start is taken as the start."""
+    start = min(starts) if starts else None
+    end = max(ends) if ends else None
+    return start, (end if start is None or end is None or end >= start else start)
 
 
 def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None]:
@@ -93,24 +150,18 @@ def work_span(tracks: Iterable[Track]) -> tuple[datetime | None, datetime | None
     dispatches: list[datetime] = []
     ends: list[datetime] = []
     for track in tracks:
-        sent = sorted(h.at for h in track.state_history if h.to == TrackPhase.DISPATCHED.value)
-        begun = [h.at for h in track.state_history if h.to == TrackPhase.RUNNING.value]
-        begun += [track.started_at] if track.started_at else []
-        # the first attempt's measured start comes before the second dispatch
-        measured = [b for b in begun if len(sent) < 2 or b < sent[1]]
-        if measured or sent:
-            if measured:
-                starts.append(min(measured))
-            else:
-                dispatches.append(sent[0])
-            if track.finished_at is not None:
-                ends.append(track.finished_at)
+        measured, sent = _start_of(track)
+        if measured is not None:
+            starts.append(measured)
+        elif sent is not None:
+            dispatches.append(sent)
+        else:
+            continue  # it never ran
+        if track.finished_at is not None:
+            ends.append(track.finished_at)
     # A dispatch is only a bound: on a loaded machine the command starts seconds later.
     # It counts when no track of the run has a measured start.
-    starts = starts or dispatches
-    start = min(starts) if starts else None
-    end = max(ends) if ends else None
-    return start, (end if start is None or end is None or end >= start else start)
+    return _span(starts or dispatches, ends)
 
 
 @dataclass(frozen=True)

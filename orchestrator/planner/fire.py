@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..spec.triggers import Trigger, for_spec
@@ -55,18 +56,16 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     cursor = ctx.state.cursors.get(sid)
     first_seen = cursor is None
     if cursor is None:
-        window = timedelta(minutes=spec.catchup_window_minutes)
-        start = now if spec.catchup is CatchupPolicy.NONE else now - window
-        cursor = Cursor(schedule_id=sid, since=start, enabled=spec.enabled)
+        cursor = _first_cursor(schedule, now)
     cursor, may_fire = _standing(ctx, schedule, cursor)
     if not may_fire:
         ctx.state.cursors[sid] = cursor
         return
     trigger = for_spec(spec)
     at = None if trigger.repeats else spec.at_utc()
-    if cursor.done and (at is None or cursor.last_slot == at):
+    if _spent(cursor, at):
         ctx.state.cursors[sid] = cursor
-        return  # a one-shot that fired; a new `at` arms it again
+        return
 
     due, fire, notes = _due(trigger, spec, cursor, now, first_seen=first_seen)
     if first_seen:
@@ -76,25 +75,59 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
         return
 
     fires, last_run_id, last_slot = _fire_slots(ctx, schedule, cursor, fire, notes)
-    for note in notes:
-        if note.reason in ("missed", "skipped"):
-            ctx.decision.log.append(f"{sid}: {iso_minute(note.slot)} {note.reason} "
-                                    f"({_why(note.reason, spec)})")
-    keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
+    _log_left(ctx, schedule, notes)
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
-    upcoming = trigger.next(max(now, settled), 1).found
     ctx.state.cursors[sid] = cursor.model_copy(update={
         "since": settled,
         "last_run_id": last_run_id,
-        "next_run_at": upcoming[0].at if upcoming else None,
-        # A one-shot has had its chance once its instant came (fired, or skipped by
-        # policy and noted, like any cron slot); `last_slot` remembers which instant.
-        "done": at is not None and bool(fire),
-        "last_slot": at if at is not None and fire else last_slot,
-        "fires_per_day": {k: v for k, v in sorted(fires.items()) if k >= keep_from},
+        "next_run_at": _next_at(trigger, max(now, settled)),
+        **_one_shot(at, fire, last_slot),
+        "fires_per_day": _recent(fires, now),
         "notes": [*cursor.notes, *notes][-NOTES_KEEP:],
         "last_error": None,
     })
+
+
+def _first_cursor(schedule: Schedule, now: datetime) -> Cursor:
+    """The cursor of a schedule seen for the first time: with a catch-up policy, slots
+    within its window count as due."""
+    spec = schedule.spec
+    window = timedelta(minutes=spec.catchup_window_minutes)
+    start = now if spec.catchup is CatchupPolicy.NONE else now - window
+    return Cursor(schedule_id=schedule.id, since=start, enabled=spec.enabled)
+
+
+def _spent(cursor: Cursor, at: datetime | None) -> bool:
+    """Done, and (for a one-shot) done at this very ``at``: a new ``at`` arms it again."""
+    return cursor.done and (at is None or cursor.last_slot == at)
+
+
+def _log_left(ctx: Context, schedule: Schedule, notes: list[SlotNote]) -> None:
+    """One line per slot that was missed or skipped, with the policy that left it."""
+    for note in notes:
+        if note.reason in ("missed", "skipped"):
+            ctx.decision.log.append(f"{schedule.id}: {iso_minute(note.slot)} {note.reason} "
+                                    f"({_why(note.reason, schedule.spec)})")
+
+
+def _next_at(trigger: Trigger, after: datetime) -> datetime | None:
+    upcoming = trigger.next(after, 1).found
+    return upcoming[0].at if upcoming else None
+
+
+def _one_shot(at: datetime | None, fire: list[datetime], last_slot: datetime | None
+              ) -> dict[str, Any]:
+    """The cursor's ``done`` and ``last_slot``. A one-shot has had its chance once its
+    instant came (fired, or skipped by policy and noted, like any cron slot);
+    ``last_slot`` remembers which instant."""
+    fired = at is not None and bool(fire)
+    return {"done": fired, "last_slot": at if fired else last_slot}
+
+
+def _recent(fires: dict[str, int], now: datetime) -> dict[str, int]:
+    """The fires per day within :data:`FIRES_KEEP_DAYS` of ``now``, by day."""
+    keep_from = (now - timedelta(days=FIRES_KEEP_DAYS)).date().isoformat()
+    return {k: v for k, v in sorted(fires.items()) if k >= keep_from}
 
 
 def _standing(ctx: Context, schedule: Schedule, cursor: Cursor) -> tuple[Cursor, bool]:

@@ -33,22 +33,39 @@ def settle(ctx: Context) -> bool:
         if run.status is RunStatus.CONSOLIDATING:
             continue
         tracks = ctx.state.tracks.get(run.run_id, {})
-        if not any(_may_skip(t) and needs_terminal(tracks, t) for t in tracks.values()):
+        if not any(_skippable(tracks, t) for t in tracks.values()):
             continue  # no first skip, so none at all: ordering the graph is the costly part
-        # Needs first: a skip reaches the dependants of the skipped track in this pass.
-        for name in order({n: t.spec.needs for n, t in tracks.items()}):
-            track = tracks[name]
-            if not _may_skip(track) or not needs_terminal(tracks, track):
-                continue
-            missed = [n for n in track.spec.needs
-                      if n not in tracks or tracks[n].phase is not TrackPhase.COMPLETE]
-            if missed:
-                why = ", ".join(f"{n} {tracks[n].phase.value}" if n in tracks else f"{n} absent"
-                                for n in missed)
-                ctx.move(track, TrackPhase.SKIPPED, f"needs did not complete: {why}",
-                         finished_at=ctx.now, not_before=None)
-                changed = True
+        changed |= _skip_unmet(ctx, tracks)
     return changed
+
+
+def _skip_unmet(ctx: Context, tracks: Mapping[str, Track]) -> bool:
+    """Skip the tracks of one run whose needs ended without all completing; whether any
+    was skipped. Needs first: a skip reaches the dependants of the skipped track in
+    this pass."""
+    changed = False
+    for name in order({n: t.spec.needs for n, t in tracks.items()}):
+        track = tracks[name]
+        unmet = _unmet(tracks, track) if _skippable(tracks, track) else []
+        if unmet:
+            ctx.move(track, TrackPhase.SKIPPED, f"needs did not complete: {', '.join(unmet)}",
+                     finished_at=ctx.now, not_before=None)
+            changed = True
+    return changed
+
+
+def _skippable(tracks: Mapping[str, Track], track: Track) -> bool:
+    return _may_skip(track) and needs_terminal(tracks, track)
+
+
+def _unmet(tracks: Mapping[str, Track], track: Track) -> list[str]:
+    """Each need of ``track`` that did not complete, with its phase (or ``absent``)."""
+    return [f"{n} {tracks[n].phase.value}" if n in tracks else f"{n} absent"
+            for n in track.spec.needs if not _completed(tracks, n)]
+
+
+def _completed(tracks: Mapping[str, Track], name: str) -> bool:
+    return name in tracks and tracks[name].phase is TrackPhase.COMPLETE
 
 
 def _may_skip(track: Track) -> bool:

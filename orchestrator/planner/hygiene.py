@@ -41,15 +41,25 @@ def observe(ctx: Context, track: Track) -> Track:
     seen = ctx.obs.seen.get(key)
     if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
         return track
-    if seen.failed_to_start and track.runner is not None and track.work is None:
+    if _label_failed(track, seen):
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if seen.phase is track.phase:
         return _fill_in(ctx, track, seen)
-    if track.work is None and poll.answered_not_yet(seen):
+    if _poll_not_yet(track, seen):
         return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
     if not machine.can_move_track(track.phase, seen.phase):
         return track  # stale or backward news: the state already knows better
     return _follow(ctx, track, seen, seen.phase)
+
+
+def _label_failed(track: Track, seen: Observation) -> bool:
+    """A routed leg (not a drain's worker) that failed to start on its runner label."""
+    return seen.failed_to_start and track.runner is not None and track.work is None
+
+
+def _poll_not_yet(track: Track, seen: Observation) -> bool:
+    """A poll track whose check answered "not yet" (a drain's worker never polls)."""
+    return track.work is None and poll.answered_not_yet(seen)
 
 
 def _adopt_handle(ctx: Context, track: Track, key: str) -> Track:
@@ -78,8 +88,10 @@ def _fill_in(ctx: Context, track: Track, seen: Observation) -> Track:
     return track
 
 
-def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
-    """Move ``track`` to the phase ``to`` that ``seen`` reports, with what it learned."""
+def _learned(ctx: Context, track: Track, seen: Observation, to: TrackPhase
+             ) -> dict[str, object]:
+    """What ``seen`` adds to ``track`` as it moves to ``to``: a link, a start, an end
+    and a result, an error line."""
     changes: dict[str, object] = {}
     if seen.url and seen.url != track.url:
         changes["url"] = seen.url
@@ -91,16 +103,56 @@ def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Tr
             changes["result"] = seen.result
     if seen.error:
         changes["error_log"] = log_line(track, f"{iso(ctx.now)} {seen.error}")
+    return changes
+
+
+def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
+    """Move ``track`` to the phase ``to`` that ``seen`` reports, with what it learned."""
     reason = f"{ctx.executor}: {seen.error}" if seen.error else f"seen by {ctx.executor}"
     # The transition is dated with the command's own start or end where the backend
     # measured it, not with the tick that noticed: briefs draw durations from it.
-    at = seen.finished_at if to in machine.TRACK_TERMINAL else seen.started_at
-    moved = ctx.move(track, to, one_line(reason), at=at, **changes)
-    if to in machine.TRACK_TERMINAL and poll.is_poll_track(track):
+    ended = to in machine.TRACK_TERMINAL
+    at = seen.finished_at if ended else seen.started_at
+    moved = ctx.move(track, to, one_line(reason), at=at, **_learned(ctx, track, seen, to))
+    if ended and poll.is_poll_track(track):
         poll.record(ctx, moved, track.polls + 1, to.value, moved.state_history[-1].at)
     if to is TrackPhase.COMPLETE and (seen.enqueue or seen.enqueue_error):
         drain.take_enqueue(ctx, moved, seen)  # in the commit that records it
     return moved
+
+
+def timed_out(ctx: Context, track: Track) -> bool:
+    """Open and started longer ago than its timeout. It counts from the start, as the
+    backends do: time queued for a runner or a task slot is not the track's."""
+    if track.phase not in machine.TRACK_OPEN or track.started_at is None:
+        return False
+    return ctx.now >= track.started_at + timedelta(minutes=track.spec.timeout_minutes)
+
+
+def dispatch_lost(ctx: Context, track: Track) -> bool:
+    """Marked dispatched more than the grace ago, with no dispatch recorded and none
+    found under its key: the tick that marked it died before dispatching."""
+    key = track.dispatch_key or ""
+    return (track.phase is TrackPhase.DISPATCHED and track.handle is None
+            and key in ctx.obs.found and ctx.obs.found[key] is None
+            and track.dispatched_at is not None
+            and ctx.now >= track.dispatched_at + ctx.grace)
+
+
+def _time_up(ctx: Context, run: Run, track: Track) -> str | None:
+    """Why an open track's time is up, or ``None`` while it has time."""
+    # The deadline counts from the run's start: a run still waiting (jitter, a
+    # buffered overlap, an open circuit breaker) has not started its clock.
+    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
+        return f"run deadline {iso(run.deadline)} passed"
+    if timed_out(ctx, track):
+        return f"timeout of {track.spec.timeout_minutes:g} minutes"
+    if ctx.abandoned(track):
+        # Only the machine that claimed it can see whether it launched: it never said,
+        # within the time the attempt had. Launching it here could run it twice.
+        return (f"{track.claimed_by} claimed its dispatch and never recorded it "
+                f"within its timeout of {track.spec.timeout_minutes:g} minutes")
+    return None
 
 
 def timeouts(ctx: Context, run: Run, track: Track) -> Track:
@@ -108,34 +160,21 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         return track
     if drain.is_drain(track) and track.phase is TrackPhase.DISPATCHED:
         return track  # its workers keep the time; it ends when they have
-    # The deadline counts from the run's start: a run still waiting (jitter, a
-    # buffered overlap, an open circuit breaker) has not started its clock.
-    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
-        ctx.tap_out(track, f"run deadline {iso(run.deadline)} passed")
+    why = _time_up(ctx, run, track)
+    if why is not None:
+        ctx.tap_out(track, why)
         return ctx.state.tracks[run.run_id][track.name]
-    # A track's timeout counts from its start, as the backends do (time queued for
-    # a runner or a task slot is not the track's).
-    limit = timedelta(minutes=track.spec.timeout_minutes)
-    if track.started_at is not None and ctx.now >= track.started_at + limit:
-        ctx.tap_out(track, f"timeout of {track.spec.timeout_minutes:g} minutes")
-        return ctx.state.tracks[run.run_id][track.name]
-    if ctx.abandoned(track):
-        # Only the machine that claimed it can see whether it launched: it never said,
-        # within the time the attempt had. Launching it here could run it twice.
-        ctx.tap_out(track, f"{track.claimed_by} claimed its dispatch and never recorded it "
-                    f"within its timeout of {track.spec.timeout_minutes:g} minutes")
-        return ctx.state.tracks[run.run_id][track.name]
-    key = track.dispatch_key or ""
-    if (track.phase is TrackPhase.DISPATCHED and track.handle is None
-            and key in ctx.obs.found and ctx.obs.found[key] is None
-            and track.dispatched_at is not None
-            and ctx.now >= track.dispatched_at + ctx.grace):
-        # Nobody recorded a dispatch and the look-up found none: the tick that
-        # marked it died before dispatching. Same key again, so an idempotent
-        # backend cannot start it twice.
+    if dispatch_lost(ctx, track):
+        # Same key again, so an idempotent backend cannot start it twice.
         track = ctx.move(track, TrackPhase.PENDING, "dispatch never recorded; re-dispatching",
                          not_before=None)
     return track
+
+
+def _park_reason(track: Track) -> str:
+    if track.phase is TrackPhase.FAILED:
+        return f"failed after {track.attempt} attempt(s)"
+    return track.state_history[-1].reason if track.state_history else "tapped out"
 
 
 def retry_or_park(ctx: Context, track: Track) -> None:
@@ -153,9 +192,7 @@ def retry_or_park(ctx: Context, track: Track) -> None:
         current = ctx.state.dlq.get(key)
         if current is not None and current.attempts >= track.attempt:
             return  # already parked (or parked and discarded) for this attempt
-        reason = (f"failed after {track.attempt} attempt(s)" if track.phase is TrackPhase.FAILED
-                  else track.state_history[-1].reason if track.state_history
-                  else "tapped out")
+        reason = _park_reason(track)
         ctx.state.dlq[key] = DeadLetter(
             key=key, run_id=track.run_id, track=track.name, reason=reason,
             parked_at=ctx.now, attempts=track.attempt, payload=track.spec,

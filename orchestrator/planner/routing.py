@@ -26,6 +26,7 @@ from datetime import timedelta
 
 from ..executors.base import Observation
 from ..state import health as runner_health
+from ..state.health import RunnerHealth
 from ..state.phases import TrackPhase
 from ..state.records import Run, Track
 from ..support.times import iso
@@ -59,29 +60,49 @@ def watch_queues(ctx: Context) -> None:
             track = tracks[name]
             if track.runner is None:
                 continue
-            health = ctx.state.runners.get(track.runner)
             if track.started_at is not None or track.phase in _STARTED:
-                if health is not None and health.status != "healthy" and (
-                        health.probe == track.dispatch_key or (
-                            health.last_checked_at is not None and track.started_at
-                            is not None and track.started_at >= health.last_checked_at)):
-                    ctx.state.runners[track.runner] = runner_health.recover(
-                        ctx.now, f"{track.dispatch_key} started")
-                    ctx.decision.note(run.run_id, f"runner {track.runner}: healthy again "
-                                      f"({name} started on it)")
-                continue
-            if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
-                    or track.dispatched_at is None or track.work is not None):
-                continue  # a worker's claims name its key: it is not moved on
-            if ctx.now < track.dispatched_at + queue_timeout:
-                continue
-            waited = int(queue_timeout.total_seconds() // 60)
-            _degrade(ctx, track.runner, f"{track.dispatch_key} waited {waited} min for a runner")
-            handle = ctx.handle_of(track)
-            if handle is not None:
-                ctx.decision.cancel.append(handle)
-            _next_label(ctx, track, f"no runner took it on {track.runner} within {waited} "
-                        "min; trying the next label")
+                _started_on_label(ctx, run, track, track.runner)
+            elif _stuck_in_queue(ctx, track, queue_timeout):
+                _move_on(ctx, track, track.runner, queue_timeout)
+
+
+def _proves_healthy(health: RunnerHealth | None, track: Track) -> bool:
+    """Whether ``track``'s start shows its label works again: the label is not healthy,
+    and the track is its probe or started after the label was last checked."""
+    if health is None or health.status == "healthy":
+        return False
+    if health.probe == track.dispatch_key:
+        return True
+    return (health.last_checked_at is not None and track.started_at is not None
+            and track.started_at >= health.last_checked_at)
+
+
+def _started_on_label(ctx: Context, run: Run, track: Track, label: str) -> None:
+    if _proves_healthy(ctx.state.runners.get(label), track):
+        ctx.state.runners[label] = runner_health.recover(ctx.now, f"{track.dispatch_key} started")
+        ctx.decision.note(run.run_id, f"runner {label}: healthy again "
+                          f"({track.name} started on it)")
+
+
+def _stuck_in_queue(ctx: Context, track: Track, queue_timeout: timedelta) -> bool:
+    """Dispatched ``queue_timeout`` ago and not started. A worker is never moved on: its
+    claims name its key."""
+    if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
+            or track.dispatched_at is None or track.work is not None):
+        return False
+    return ctx.now >= track.dispatched_at + queue_timeout
+
+
+def _move_on(ctx: Context, track: Track, label: str, queue_timeout: timedelta) -> None:
+    """Degrade a label that took no leg within ``queue_timeout``, cancel the leg, and
+    send the track to the next label."""
+    waited = int(queue_timeout.total_seconds() // 60)
+    _degrade(ctx, label, f"{track.dispatch_key} waited {waited} min for a runner")
+    handle = ctx.handle_of(track)
+    if handle is not None:
+        ctx.decision.cancel.append(handle)
+    _next_label(ctx, track, f"no runner took it on {label} within {waited} "
+                "min; trying the next label")
 
 
 def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:

@@ -57,6 +57,26 @@ def _finished(run: Run) -> datetime | None:
     return run.state_history[-1].at if run.state_history else None
 
 
+def _archivable(run: Run, waiting: set[str], cutoff: datetime) -> bool:
+    """Ended before ``cutoff`` with no dead letter ``waiting`` for a person."""
+    done = _finished(run)
+    return (run.status in RUN_TERMINAL and run.run_id not in waiting
+            and done is not None and done < cutoff)
+
+
+def _dead_letters(files: StateFiles) -> dict[str, DeadLetter]:
+    """Every dead letter of a track, by its path."""
+    from ..state.records import DeadLetter
+
+    letters: dict[str, DeadLetter] = {}
+    for name, is_dir in sorted(files.listdirs([layout.DLQ])[layout.DLQ].items()):
+        if not is_dir and name.endswith(".json"):
+            path, run_id = f"{layout.DLQ}/{name}", layout.dead_letter_run(name[:-5])
+            letters[path] = parse_with_spec(DeadLetter, path, files[path],
+                                            read_specs(files, run_id))
+    return letters
+
+
 def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
          candidates: Iterable[str] | None = None) -> Plan:
     """The runs to archive (pure): terminal (completed, failed or cancelled) and
@@ -69,25 +89,18 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     candidate whose record is unreadable is left alone and named in
     :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
     Without it every run record is read, as ``compact`` does."""
-    from ..state.records import DeadLetter, Run
+    from ..state.records import Run
 
     cutoff = now - timedelta(days=keep_days)
-    letters: dict[str, DeadLetter] = {}
     files = as_state_files(files)
-    for name, is_dir in sorted(files.listdirs([layout.DLQ])[layout.DLQ].items()):
-        if not is_dir and name.endswith(".json"):
-            path, run_id = f"{layout.DLQ}/{name}", layout.dead_letter_run(name[:-5])
-            letters[path] = parse_with_spec(DeadLetter, path, files[path],
-                                            read_specs(files, run_id))
+    letters = _dead_letters(files)
     waiting = {letter.run_id for letter in letters.values() if not letter.discarded}
     skipped: list[str] = []
     if candidates is None:
         runs = [parse_record(Run, path, files[path]) for path in _run_records(files)]
     else:
         runs = _read_candidates(files, sorted(set(candidates) - waiting), skipped)
-    old = sorted(run.run_id for run in runs
-                 if run.status in RUN_TERMINAL and run.run_id not in waiting
-                 and (done := _finished(run)) is not None and done < cutoff)
+    old = sorted(run.run_id for run in runs if _archivable(run, waiting, cutoff))
     change: Change = dict.fromkeys(_files_under(files, old))
     gone = sorted(path for path, letter in letters.items() if letter.run_id in set(old))
     change.update(dict.fromkeys(gone))

@@ -10,7 +10,7 @@ blocks for ``ready`` and ``failed``, the claims, the dead letters, the done chun
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -66,18 +66,40 @@ def listed(files: Mapping[str, bytes], queue: str,
                   key=lambda i: i.seq)
 
 
-def _ids(target: QueueBook, status: ItemStatus | None) -> list[str]:
-    if status in (ItemStatus.READY, ItemStatus.FAILED):
-        return [i for b in target.blocks for i in target.entries(b)]
-    if status is ItemStatus.CLAIMED:
-        return [i for c in target.claims.values() for i in c.items]
-    if status is ItemStatus.DEAD:
-        return list(target.dead)
-    if status is ItemStatus.DONE:
-        return [i for c in target.done for i in target.chunk(c)]
+def _backlog_ids(target: QueueBook) -> list[str]:
+    return [i for b in target.blocks for i in target.entries(b)]
+
+
+def _claimed_ids(target: QueueBook) -> list[str]:
+    return [i for c in target.claims.values() for i in c.items]
+
+
+def _dead_ids(target: QueueBook) -> list[str]:
+    return list(target.dead)
+
+
+def _done_ids(target: QueueBook) -> list[str]:
+    return [i for c in target.done for i in target.chunk(c)]
+
+
+def _all_ids(target: QueueBook) -> list[str]:
     return [path.rpartition("/")[2].removesuffix(".json")
             for path in queueformat.all_item_paths(target.name, target.files)
             if path.endswith(".json")]
+
+
+_IDS: dict[ItemStatus | None, Callable[[QueueBook], list[str]]] = {
+    ItemStatus.READY: _backlog_ids,
+    ItemStatus.FAILED: _backlog_ids,
+    ItemStatus.CLAIMED: _claimed_ids,
+    ItemStatus.DEAD: _dead_ids,
+    ItemStatus.DONE: _done_ids,
+}
+"""Where the ids of items of a status are listed; any other status reads every item's path."""
+
+
+def _ids(target: QueueBook, status: ItemStatus | None) -> list[str]:
+    return _IDS.get(status, _all_ids)(target)
 
 
 def find(files: Mapping[str, bytes], queue: str, ident: str) -> Item:
@@ -107,22 +129,34 @@ def rows_text(items: list[Item]) -> list[str]:
             + (f"  {i.claimed_by}" if i.claimed_by else "") for i in items]
 
 
+def _item_header(item: Item) -> list[str]:
+    of = f" of {item.max_attempts}" if item.max_attempts else ""
+    key = f", key {item.idempotency_key}" if item.idempotency_key else ""
+    return [f"{item.queue}/{item.id}: {item.status.value} (attempt {item.attempt}{of})",
+            f"  priority {item.priority}, enqueued {iso(item.created_at)}{key}"]
+
+
+def _claim_line(item: Item) -> str:
+    until = iso(item.locked_until) if item.locked_until else "-"
+    return f"  claimed by {item.claimed_by} until {until}"
+
+
+def _dead_line(item: Item) -> str:
+    discarded = (f"; discarded by {item.discarded_by}: {item.discarded_reason}"
+                 if item.discarded else "")
+    return f"  dead: {item.dead_reason}{discarded}"
+
+
 def item_text(item: Item) -> list[str]:
-    lines = [f"{item.queue}/{item.id}: {item.status.value} (attempt {item.attempt}"
-             + (f" of {item.max_attempts}" if item.max_attempts else "") + ")",
-             f"  priority {item.priority}, enqueued {iso(item.created_at)}"
-             + (f", key {item.idempotency_key}" if item.idempotency_key else "")]
+    lines = _item_header(item)
     if item.not_before:
         lines.append(f"  not before {iso(item.not_before)}")
     if item.retry_at and item.status is ItemStatus.FAILED:
         lines.append(f"  retried after {iso(item.retry_at)}")
     if item.claimed_by:
-        lines.append(f"  claimed by {item.claimed_by} until "
-                     f"{iso(item.locked_until) if item.locked_until else '-'}")
+        lines.append(_claim_line(item))
     if item.dead_reason:
-        lines.append(f"  dead: {item.dead_reason}"
-                     + (f"; discarded by {item.discarded_by}: {item.discarded_reason}"
-                        if item.discarded else ""))
+        lines.append(_dead_line(item))
     if item.result is not None:
         lines.append(f"  result: {item.result}")
     lines += [f"  ! {entry}" for entry in item.error_log]

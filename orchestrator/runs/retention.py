@@ -256,6 +256,21 @@ def describe_lines(report: Mapping[str, Any]) -> list[str]:
     return [line]
 
 
+def _runs_ripe(loaded: state_index.Loaded, keep_days: int, now: datetime) -> bool:
+    """Whether a run may be old enough to archive, from what the tick read: the index's
+    oldest finish when ``state/runs`` was not listed, else the candidates in the listing."""
+    if loaded.vouched:
+        oldest = loaded.index.oldest_finished
+        return oldest is not None and ripe([oldest], keep_days, now)
+    return bool(due(loaded.state, loaded.index.runs, None, keep_days, now))
+
+
+def _compacted_lately(record: Record | None, now: datetime) -> bool:
+    """Within :data:`BATCH` of the last compaction (one recorded ahead of ``now`` does
+    not count)."""
+    return record is not None and timedelta(0) <= now - record.at < BATCH
+
+
 def retain(store: StateStore, keep_days: int | None, files: Mapping[str, bytes],
            loaded: state_index.Loaded, now: datetime) -> Outcome | None:
     """A tick's retention step, after its own work: compact when :func:`due` finds
@@ -267,16 +282,10 @@ def retain(store: StateStore, keep_days: int | None, files: Mapping[str, bytes],
         return None  # a store that keeps no history to archive into (in memory)
     # done queue items go by the same days, decided from the queues' summaries alone
     items = items_ripe(loaded.state.queues.values(), keep_days, now, BATCH)
-    if loaded.vouched:  # state/runs was not listed: ask the index and the record first
-        oldest = loaded.index.oldest_finished
-        if not items and (oldest is None or not ripe([oldest], keep_days, now)):
-            return None
-        record = read_record(files)
-    else:  # the candidates first, from the listing: the record only when there are some
-        if not items and not due(loaded.state, loaded.index.runs, None, keep_days, now):
-            return None
-        record = read_record(files)
-    if record is not None and timedelta(0) <= now - record.at < BATCH:
+    if not items and not _runs_ripe(loaded, keep_days, now):
+        return None  # the record is read only when there are candidates
+    record = read_record(files)
+    if _compacted_lately(record, now):
         return None
     ids = due(loaded.state, loaded.index.runs, record, keep_days, now)
     return compact(store, archive, keep_days, now, ids, record) if ids or items else None

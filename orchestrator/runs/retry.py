@@ -29,10 +29,10 @@ RETRYABLE = frozenset({TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANC
 """What ``--failed`` retries."""
 
 
-def chosen(run: Run, tracks: Mapping[str, Track], names: Collection[str],
-           failed: bool) -> list[str]:
-    """The tracks to rerun: ``names`` and, with ``failed``, the retryable ones, then
-    every track that needs one of them; one line naming what is wrong otherwise."""
+def _check_request(run: Run, tracks: Mapping[str, Track], names: Collection[str],
+                   failed: bool) -> None:
+    """Refuse a request naming an unknown track or nothing at all, or one the run's
+    status cannot take: an open run may only have named tracks retried."""
     unknown = sorted(n for n in names if n not in tracks)
     if unknown:
         raise UserError(f"run {run.run_id} has no track {unknown[0]!r} "
@@ -44,21 +44,40 @@ def chosen(run: Run, tracks: Mapping[str, Track], names: Collection[str],
     if run.status not in machine.RUN_TERMINAL and not names:
         raise UserError(f"run {run.run_id} is still {run.status.value}: name the tracks "
                         "to retry with --track")
-    picked = set(names) | ({n for n, t in tracks.items() if t.phase in RETRYABLE}
-                           if failed else set())
+
+
+def _retryable(tracks: Mapping[str, Track]) -> set[str]:
+    return {n for n, t in tracks.items() if t.phase in RETRYABLE}
+
+
+def _reruns_after(name: str, track: Track, picked: set[str]) -> bool:
+    """Whether ``track`` needs a picked track and so reruns after it (an open one is
+    left to finish)."""
+    return (name not in picked and track.phase not in machine.TRACK_OPEN
+            and bool(picked & set(track.spec.needs)))
+
+
+def _with_dependents(tracks: Mapping[str, Track], picked: set[str]) -> set[str]:
+    """``picked`` and every track that needs one of them, directly or not."""
+    picked = set(picked)
+    while more := {n for n, t in tracks.items() if _reruns_after(n, t, picked)}:
+        picked |= more
+    return picked
+
+
+def chosen(run: Run, tracks: Mapping[str, Track], names: Collection[str],
+           failed: bool) -> list[str]:
+    """The tracks to rerun: ``names`` and, with ``failed``, the retryable ones, then
+    every track that needs one of them; one line naming what is wrong otherwise."""
+    _check_request(run, tracks, names, failed)
+    picked = set(names) | (_retryable(tracks) if failed else set())
     if not picked:
         raise UserError(f"run {run.run_id} has no failed, tapped out, cancelled or "
                         "skipped track")
     busy = sorted(n for n in picked if tracks[n].phase in machine.TRACK_OPEN)
     if busy:
         raise UserError(f"track {run.run_id}/{busy[0]} is still {tracks[busy[0]].phase.value}")
-    grown = True
-    while grown:  # the tracks that need a picked one rerun after it
-        more = {n for n, t in tracks.items() if n not in picked
-                and t.phase not in machine.TRACK_OPEN and picked & set(t.spec.needs)}
-        picked |= more
-        grown = bool(more)
-    return sorted(picked)
+    return sorted(_with_dependents(tracks, picked))
 
 
 def retry(files: Mapping[str, bytes], run_id: str, names: Collection[str], failed: bool,

@@ -21,7 +21,7 @@ from ..cadence.wake import next_wake, settled_after
 from ..planner.capacity import in_flight
 from ..planner.compensation import order
 from ..planner.context import Caps
-from ..spec.models import Schedule
+from ..spec.models import Schedule, ScheduleSpec
 from ..spec.triggers import for_spec
 from ..state import codec
 from ..state import index as state_index
@@ -29,6 +29,7 @@ from ..state import model as state_model
 from ..state.health import describe
 from ..state.machine import RUN_OPEN
 from ..state.queue import describe as describe_queue
+from ..state.records import Cursor, Run
 from ..support.times import iso
 
 AHEAD_TOLERANCE = timedelta(minutes=5)
@@ -74,77 +75,112 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
                       max_staleness, caps)
 
 
+def _paused(cursor: Cursor | None) -> dict[str, Any] | None:
+    if cursor is None or cursor.paused is None:
+        return None
+    return cursor.paused.model_dump(mode="json")
+
+
+def _schedule_row(schedule: Schedule, state: state_model.State, now: datetime
+                  ) -> dict[str, Any]:
+    cursor = state.cursors.get(schedule.id)
+    return {
+        "id": schedule.id,
+        "enabled": schedule.spec.enabled,
+        "next": _iso(_next_slot(schedule, state, now)),
+        "last_run_id": cursor.last_run_id if cursor else None,
+        "last_error": cursor.last_error if cursor else None,
+        "paused": _paused(cursor),
+        "ended": _iso(_ended(schedule, now)),
+        # the cursor counts failed finishes as runs end: >0, the last one failed
+        "failures_in_a_row": cursor.failures_in_a_row if cursor else 0,
+    }
+
+
+def _run_row(run: Run, state: state_model.State, spec: ScheduleSpec | None
+             ) -> dict[str, Any]:
+    tracks = state.tracks.get(run.run_id, {})
+    row: dict[str, Any] = {
+        "run_id": run.run_id,
+        "schedule": run.schedule_id,
+        "status": run.status.value,
+        "slot": _iso(run.slot),
+        "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
+        "origin": run.origin,
+        "acts": run.acts(),
+    }
+    if spec is not None and spec.max_parallel is not None:
+        row["max_parallel"] = spec.max_parallel
+    if state.undos.get(run.run_id):  # a saga's, in the order they run
+        row["compensations"] = {u.name: u.phase.value
+                                for u in order(tracks, state.undos[run.run_id])}
+    return row
+
+
+def _open_runs(state: state_model.State, schedules: list[Schedule]) -> list[dict[str, Any]]:
+    """The open runs, oldest slot first."""
+    specs = {s.id: s.spec for s in schedules}
+    return [_run_row(run, state, specs.get(run.schedule_id))
+            for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id))
+            if run.status in RUN_OPEN]
+
+
+def _caps(state: state_model.State, caps: Caps) -> dict[str, int | None]:
+    return {"max_concurrent_tracks": caps.max_concurrent_tracks,
+            "max_dispatches_per_tick": caps.max_dispatches_per_tick,
+            "tracks_in_flight": sum(in_flight(state).values())}
+
+
+def _ahead(age: timedelta | None) -> bool:
+    """A heartbeat from the future (a tick ``--now`` ahead of the clock) vouches for
+    nothing: whether real ticks still run is unknown until one writes its own."""
+    return age is not None and -age > AHEAD_TOLERANCE
+
+
+def _stale(age: timedelta | None, max_staleness: timedelta) -> bool:
+    return age is None or age > max_staleness or _ahead(age)
+
+
+def _minutes(age: timedelta | None) -> float | None:
+    return round(age.total_seconds() / 60, 1) if age is not None else None
+
+
+def _dead_waiting(state: state_model.State, queues: list[dict[str, Any]]) -> int:
+    """Dead letters of tracks and of queue items waiting for a decision: a dead item
+    waits for a person as a dead track does, so they share the count and the alert."""
+    return sum(1 for d in state.dlq.values() if not d.discarded) + sum(
+        q["dead"] for q in queues)
+
+
 def from_state(state: state_model.State, last: datetime | None, schedules: list[Schedule],
                invalid: list[str], now: datetime, max_staleness: timedelta,
                caps: Caps | None = None) -> dict[str, Any]:
     """The report of :func:`build` from a parsed ``state`` and the last tick's instant
     (a tick that renders the index passes the state it is about to commit)."""
     age = now - last if last is not None else None
-    rows = []
-    for schedule in schedules:
-        cursor = state.cursors.get(schedule.id)
-        rows.append({
-            "id": schedule.id,
-            "enabled": schedule.spec.enabled,
-            "next": _iso(_next_slot(schedule, state, now)),
-            "last_run_id": cursor.last_run_id if cursor else None,
-            "last_error": cursor.last_error if cursor else None,
-            "paused": (cursor.paused.model_dump(mode="json")
-                       if cursor is not None and cursor.paused is not None else None),
-            "ended": _iso(_ended(schedule, now)),
-            # the cursor counts failed finishes as runs end: >0, the last one failed
-            "failures_in_a_row": cursor.failures_in_a_row if cursor else 0,
-        })
-    runs: list[dict[str, Any]] = []
-    specs = {s.id: s.spec for s in schedules}
-    for run in sorted(state.runs.values(), key=lambda r: (r.slot, r.run_id)):
-        if run.status not in RUN_OPEN:
-            continue
-        tracks = state.tracks.get(run.run_id, {})
-        runs.append({
-            "run_id": run.run_id,
-            "schedule": run.schedule_id,
-            "status": run.status.value,
-            "slot": _iso(run.slot),
-            "tracks": {name: tracks[name].phase.value for name in sorted(tracks)},
-            "origin": run.origin,
-            "acts": run.acts(),
-        })
-        spec = specs.get(run.schedule_id)
-        if spec is not None and spec.max_parallel is not None:
-            runs[-1]["max_parallel"] = spec.max_parallel
-        if state.undos.get(run.run_id):  # a saga's, in the order they run
-            runs[-1]["compensations"] = {u.name: u.phase.value for u in order(
-                tracks, state.undos[run.run_id])}
     wake = next_wake(schedules, state, now)
-    caps = caps or Caps()
     queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
+    runners = sorted(state.runners.items())
     report: dict[str, Any] = {
-        "caps": {"max_concurrent_tracks": caps.max_concurrent_tracks,
-                 "max_dispatches_per_tick": caps.max_dispatches_per_tick,
-                 "tracks_in_flight": sum(in_flight(state).values())},
+        "caps": _caps(state, caps or Caps()),
         "now": _iso(now),
         "next_wake": wake.to_json() if wake else None,
         "last_tick": _iso(last),
-        "age_minutes": round(age.total_seconds() / 60, 1) if age is not None else None,
+        "age_minutes": _minutes(age),
         "max_staleness_minutes": max_staleness.total_seconds() / 60,
-        # A heartbeat from the future (a tick --now ahead of the clock) vouches for
-        # nothing: whether real ticks still run is unknown until one writes its own.
-        "ahead": age is not None and -age > AHEAD_TOLERANCE,
-        "stale": age is None or age > max_staleness or -age > AHEAD_TOLERANCE,
-        "schedules": rows,
+        "ahead": _ahead(age),
+        "stale": _stale(age, max_staleness),
+        "schedules": [_schedule_row(schedule, state, now) for schedule in schedules],
         "invalid_schedules": invalid,
         "quarantined": state.quarantine_lines(),
-        "open_runs": runs,
-        # a dead item waits for a person as a dead track does: the same count and alert
-        "dead_letters": sum(1 for d in state.dlq.values() if not d.discarded) + sum(
-            q["dead"] for q in queues),
+        "open_runs": _open_runs(state, schedules),
+        "dead_letters": _dead_waiting(state, queues),
         "dead_items": sum(q["dead"] for q in queues),
         "dead_letter_keys": _dead_keys(state),
         "queues": queues,
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
-        "runners": {label: h.model_dump(mode="json") for label, h in sorted(state.runners.items())},
-        "runner_lines": [describe(label, h) for label, h in sorted(state.runners.items())],
+        "runners": {label: h.model_dump(mode="json") for label, h in runners},
+        "runner_lines": [describe(label, h) for label, h in runners],
     }
     report["attention"] = attention(report)
     return report
@@ -211,10 +247,7 @@ def age_text(minutes: float) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [_tick_line(report), f"now           {report['now']}"]
-    needs = report["attention"]
-    lines.append("attention" if needs else "attention     nothing needs attention")
-    lines += [f"  {i['text']}" + (f"  ({i['command']})" if i["command"] else "")
-              for i in needs]
+    lines += _attention_lines(report["attention"])
     wake = report["next_wake"]
     lines.append(f"next wake     {wake['at']}  ({wake['reason']})" if wake else
                  "next wake     nothing will fall due")
@@ -227,14 +260,25 @@ def text(report: dict[str, Any]) -> list[str]:
     lines += _queue_lines(report["queues"])
     items = f" ({report['dead_items']} of them items)" if report["dead_items"] else ""
     lines.append(f"dead letters  {report['dead_letters']}{items}")
-    breakers = ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
-                                                   if b["failures"] else "")
-                         for name, b in report["breakers"].items())
-    lines.append(f"breakers      {breakers or 'none recorded'}")
+    lines.append(f"breakers      {_breakers(report['breakers']) or 'none recorded'}")
     if report["runner_lines"]:  # only schedules with runs_on record runner health
         lines.append("runners")
         lines += [f"  {line}" for line in report["runner_lines"]]
     return lines
+
+
+def _attention_lines(needs: list[dict[str, str]]) -> list[str]:
+    """The heading, then each item with the command that handles it."""
+    if not needs:
+        return ["attention     nothing needs attention"]
+    return ["attention", *(f"  {i['text']}" + (f"  ({i['command']})" if i["command"] else "")
+                           for i in needs)]
+
+
+def _breakers(breakers: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{name} {b['state']}" + (f" ({b['failures']} failures)"
+                                               if b["failures"] else "")
+                     for name, b in breakers.items())
 
 
 def _tick_line(report: dict[str, Any]) -> str:
@@ -256,18 +300,24 @@ def _schedule_lines(schedules: list[dict[str, Any]]) -> list[str]:
     lines = ["schedules"]
     width = max(len(s["id"]) for s in schedules)
     for s in schedules:
-        nxt = "disabled" if not s["enabled"] else (
-            f"next {s['next']}" if s["next"] else "no upcoming run")
-        if s.get("ended") and s["enabled"]:
-            nxt = f"ENDED at {s['ended']} (its end_at): no more runs"
-        if s["paused"]:
-            pause = s["paused"]
-            nxt = (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
-                   f"(orchestrator schedules resume {s['id']} --reason ...)")
+        nxt = _next_text(s)
         last = f"  last {s['last_run_id']}" if s["last_run_id"] else ""
         error = f"  error: {s['last_error']}" if s["last_error"] else ""
         lines.append(f"  {s['id']:<{width}}  {nxt}{last}{error}")
     return lines
+
+
+def _next_text(s: dict[str, Any]) -> str:
+    """What comes next for a schedule: a pause says so first, then an end it reached."""
+    if s["paused"]:
+        pause = s["paused"]
+        return (f"PAUSED since {pause['at']} by {pause['by']}: {pause['reason']} "
+                f"(orchestrator schedules resume {s['id']} --reason ...)")
+    if not s["enabled"]:
+        return "disabled"
+    if s.get("ended"):
+        return f"ENDED at {s['ended']} (its end_at): no more runs"
+    return f"next {s['next']}" if s["next"] else "no upcoming run"
 
 
 def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
