@@ -64,9 +64,9 @@ from orchestrator.cadence.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.models import Schedule
-from orchestrator.spec.policies import FanIn
+from orchestrator.config.models import Schedule
+from orchestrator.config.policies import FanIn
+from orchestrator.config.repository import RepoConfig
 
 START = datetime(2026, 10, 5, tzinfo=UTC)
 DAYS = 28

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.brief import dashboard, render_index
-from orchestrator.spec.files import load_all
+from orchestrator.config.files import load_all
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
 from orchestrator.state.history import page_runs

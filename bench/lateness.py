@@ -42,8 +42,8 @@ from orchestrator.cadence.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.repository import RepoConfig
 
 START = datetime(2026, 10, 5, tzinfo=UTC)  # four weeks across New York's fall-back
 DAYS = 28

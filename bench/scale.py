@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from orchestrator.spec.models import TrackSpec
+from orchestrator.config.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.state.records import Run, Track

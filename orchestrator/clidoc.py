@@ -66,7 +66,7 @@ def _default(param: click.Option) -> str:
 def _field_help() -> dict[str, str]:
     """Descriptions of the schedule's fields, for options named after one (the options
     of ``schedules add`` write exactly these fields)."""
-    from .spec.models import DstPolicy, ScheduleSpec, TrackSpec
+    from .config.models import DstPolicy, ScheduleSpec, TrackSpec
 
     found: dict[str, str] = {}
     for prefix, model in (("", ScheduleSpec), ("", TrackSpec), ("dst_", DstPolicy)):

@@ -12,7 +12,7 @@ from typing import Any
 from builders import schedule_spec
 
 from orchestrator.brief import BriefContext
-from orchestrator.spec.models import ScheduleSpec, TrackSpec
+from orchestrator.config.models import ScheduleSpec, TrackSpec
 from orchestrator.state.machine import move_run, move_track
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.state.records import DeadLetter, Run, Track

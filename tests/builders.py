@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from orchestrator.spec.models import Schedule, ScheduleSpec, TrackSpec
+from orchestrator.config.models import Schedule, ScheduleSpec, TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.state.records import Run, Track

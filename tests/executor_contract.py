@@ -46,6 +46,7 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 
 from orchestrator import executors
+from orchestrator.config.models import TrackSpec
 from orchestrator.executors import _attempt_folder as sv
 from orchestrator.executors.base import (
     DispatchRequest,
@@ -57,7 +58,6 @@ from orchestrator.executors.base import (
 from orchestrator.executors.github import GitHubExecutor
 from orchestrator.executors.github.jobnames import job_name
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.phases import TrackPhase
 from tests.builders import spec_data

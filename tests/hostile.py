@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from orchestrator.spec.models import TrackSpec
+from orchestrator.config.models import TrackSpec
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.records import Cursor, DeadLetter, Run, Track

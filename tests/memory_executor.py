@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from orchestrator.config.fieldtypes import check_id, check_run_id
 from orchestrator.errors import ExecutorError, InvalidId
 from orchestrator.executors.base import DispatchRequest, DispatchResult, Handle, Observation
-from orchestrator.spec.fields import check_id, check_run_id
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.items import ItemReport, NewItem
 from orchestrator.state.phases import TrackPhase

@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config.models import Schedule
+from orchestrator.config.repository import RepoSettings
 from orchestrator.errors import Rewound
-from orchestrator.spec.config import RepoSettings
-from orchestrator.spec.models import Schedule
 from orchestrator.state import model as state_model
 from orchestrator.state.model import State
 from orchestrator.state.records import Run, Track

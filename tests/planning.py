@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from orchestrator.config.models import Schedule
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Decision, Observations, plan
-from orchestrator.spec.models import Schedule
 from orchestrator.state.model import State
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from orchestrator import cron
-from orchestrator.spec.models import Schedule
-from orchestrator.spec.triggers import CronTrigger, Trigger, for_spec
+from orchestrator.config.models import Schedule
+from orchestrator.config.triggers import CronTrigger, Trigger, for_spec
 from orchestrator.support.times import iso
 from tests import cron_reference as ref
 

@@ -28,7 +28,7 @@ Template context (documented in the README; every template may be replaced):
 ``brief.md.j2``
     see the packaged template's opening comment; filter ``md`` besides the three above.
 
-May import: executors (the registry's capabilities), runs, state, spec, cron,
+May import: executors (the registry's capabilities), runs, state, config, cron,
 support, errors.
 """
 

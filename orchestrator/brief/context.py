@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..config.fieldtypes import check_run_id
+from ..config.models import ScheduleSpec
 from ..errors import NotFound
-from ..spec.fields import check_run_id
-from ..spec.models import ScheduleSpec
 from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, last_tick_at
 from ..state.health import RunnerHealth, describe
 from ..state.layout import DLQ, HEALTH, polls_path, run_dir, run_path, specs_path

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..config.models import Schedule
 from ..runs import status
-from ..spec.models import Schedule
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
 from ..state.phases import RunStatus

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..config.policies import Pause
 from ..errors import NotFound, UserError
-from ..spec.policies import Pause
 from ..state.machine import RUN_TERMINAL
 from ..state.records import Run
 from .attempts import run_finished, run_started

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import __version__
-from ..spec.graph import CONSOLIDATE
-from ..spec.models import When
+from ..config.models import When
+from ..config.needs import CONSOLIDATE
 from ..state.machine import TRACK_OPEN
 from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Track

@@ -5,6 +5,6 @@ of ``serve``, ``tick.yml``'s cron derived from the schedules (``cron-sync``), th
 external clock that calls tick.yml at each slot (its calls, file and requests), and
 the month's estimate of runner-minutes, pushes and API calls.
 
-May import: planner, executors, github, state, spec, store, cron, support, errors. It
+May import: planner, executors, github, state, config, store, cron, support, errors. It
 drives a tick through a callable it is given, never by importing the tick shell.
 """

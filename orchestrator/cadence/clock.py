@@ -30,13 +30,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..config.models import Schedule, ScheduleSpec, TrackSpec
+from ..config.repository import Cadence
+from ..config.triggers import Trigger, for_spec
 from ..cron import DstPolicy
 from ..errors import OrchestratorError
 from ..github import GitHubClient, GitHubError, message
 from ..planner.fire import jitter
-from ..spec.config import Cadence
-from ..spec.models import Schedule, ScheduleSpec, TrackSpec
-from ..spec.triggers import Trigger, for_spec
 from ..state.layout import run_id_for
 from ..state.model import State
 from ..support import safejson

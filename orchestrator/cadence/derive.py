@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from ..spec.config import Cadence, RepoConfig
-from ..spec.models import Schedule, ScheduleSpec, TrackSpec
+from ..config.models import Schedule, ScheduleSpec, TrackSpec
+from ..config.repository import Cadence, RepoConfig
 from .wake import cron_slots, lingering_slots
 
 GRID = 5

@@ -51,10 +51,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..spec.config import Cadence
-from ..spec.models import CatchupPolicy, Schedule
-from ..spec.policies import FanIn
-from ..spec.preview import GITHUB_MIN_INTERVAL
+from ..config.models import CatchupPolicy, Schedule
+from ..config.policies import FanIn
+from ..config.preview import GITHUB_MIN_INTERVAL
+from ..config.repository import Cadence
 from . import clock
 from .derive import schedule_slots, scheduled
 from .pending import GRACE

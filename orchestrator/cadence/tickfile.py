@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..spec.config import Cadence, RepoConfig
-from ..spec.models import Schedule
+from ..config.models import Schedule
+from ..config.repository import Cadence, RepoConfig
 from ..support.times import iso_minute
 from . import clock
 from .derive import (

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..spec.config import Cadence
+from ..config.repository import Cadence
 from ..state import machine
 from ..state.phases import RunStatus, TrackPhase
 from ..support.times import iso, iso_minute
 
 if TYPE_CHECKING:  # a tick that parsed no schedule reads its wake from the memo
-    from ..spec.models import Schedule, ScheduleSpec
+    from ..config.models import Schedule, ScheduleSpec
     from ..state.model import State
     from ..state.records import Cursor, Run, Track
 
@@ -90,7 +90,7 @@ def cron_slots(spec: ScheduleSpec, after: datetime,
 
     The one place the timing modules (this one, :mod:`.cadence`, :mod:`.estimate`) ask
     the cron evaluator, so a change of its interface is adapted here only."""
-    from ..spec.triggers import for_spec
+    from ..config.triggers import for_spec
 
     trigger = for_spec(spec)
     if until is None:

@@ -6,7 +6,7 @@ when their command runs (or for ``--help``), so a tick does not pay for jinja2 o
 GitHub client it does not use.
 
 May import: every package below it (tick, brief, runs, cadence, notify, planner,
-executors, state, github, spec, store, cron, distribution, support, errors). Only
+executors, state, github, config, store, cron, distribution, support, errors). Only
 :mod:`orchestrator.cli` imports it.
 """
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .. import executors
+from ..config.files import load_all
+from ..config.models import Schedule
 from ..errors import NotFound, UserError
 from ..planner import Request
 from ..planner.requests import key_of
-from ..spec.files import load_all
-from ..spec.models import Schedule
 from ..state import model as state_model
 from ..state.records import Act
 from ..support.times import parse_now

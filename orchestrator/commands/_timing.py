@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..cadence.tickfile import check
+from ..config.models import Schedule
+from ..config.repository import load_repo_config
 from ..errors import UserError
-from ..spec.config import load_repo_config
-from ..spec.models import Schedule
 
 
 @dataclass

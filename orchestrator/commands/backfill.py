@@ -13,11 +13,11 @@ from datetime import timedelta
 
 import click
 
+from ..config.fieldtypes import check_id
+from ..config.triggers import for_spec
 from ..errors import UserError
 from ..planner import BackfillRequest
 from ..planner.requests import refusal
-from ..spec.fields import check_id
-from ..spec.triggers import for_spec
 from ..state.layout import run_id_for
 from ..support.times import iso_minute, parse_now
 from . import _operate

@@ -23,12 +23,12 @@ import click
 from ..cadence import clock
 from ..cadence.derive import HORIZON, Derived, derive, utc_spec
 from ..cadence.tickfile import TICK, dropped_zones, sync
+from ..config.files import load_all
+from ..config.files import write_schedule as write_atomically
+from ..config.models import Schedule
+from ..config.repository import RepoConfig, load_repo_config
 from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..github import API_VERSION, api_url_of
-from ..spec.config import RepoConfig, load_repo_config
-from ..spec.files import load_all
-from ..spec.files import write_schedule as write_atomically
-from ..spec.models import Schedule
 from ..support.times import iso
 from .context import Config, pass_config
 from .schedules import INSTANT

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
+from ..config.fieldtypes import check_id
 from ..errors import UserError
 from ..runs import deadletters, queues
-from ..spec.fields import check_id
 from ..state import model as state_model
 from ..store import ChangeFn
 from ..support.times import parse_now

@@ -21,9 +21,9 @@ import click
 from ..cadence.derive import derive
 from ..cadence.estimate import ClockModel, Setup, simulate, simulate_github_schedule
 from ..cadence.tickfile import TICK, WATCHDOG, read_crons, read_linger
-from ..spec.config import load_repo_config
-from ..spec.files import load_all
-from ..spec.models import Schedule
+from ..config.files import load_all
+from ..config.models import Schedule
+from ..config.repository import load_repo_config
 from ..support.times import iso
 from .context import Config, pass_config
 from .schedules import INSTANT

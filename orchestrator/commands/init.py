@@ -32,9 +32,9 @@ from pathlib import Path
 
 import click
 
+from ..config.files import SCHEMA_FILE, schema_text, write_schedule
 from ..distribution import install
 from ..errors import UserError
-from ..spec.files import SCHEMA_FILE, schema_text, write_schedule
 from ..support.atomic import write_bytes
 from .context import Config, pass_config
 
@@ -181,8 +181,8 @@ def _sync_cadence(root: Path) -> list[str]:
     """The shipped tick.yml ticks for this project's own schedules: derive it from the
     schedules actually written (what ``cron-sync`` does)."""
     from ..cadence.tickfile import sync
-    from ..spec.config import load_repo_config
-    from ..spec.files import load_all
+    from ..config.files import load_all
+    from ..config.repository import load_repo_config
 
     changed = sync(root, load_all(root / "schedules").schedules, load_repo_config(root),
                    datetime.now(UTC))

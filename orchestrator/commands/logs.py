@@ -8,7 +8,7 @@ latest attempt. ``--follow`` keeps printing until the attempt's command has ende
 
 A run with no local folder here is looked up on the state branch: a track whose
 executor declares a log reader (:class:`orchestrator.executors.Capabilities`; GitHub:
-its leg's job log, :mod:`orchestrator.executors.github.logs`) has its log's end
+its leg's job log, :mod:`orchestrator.executors.github.leglogs`) has its log's end
 printed, redacted and stripped of control characters. GitHub serves a job's log once
 the job has completed, so ``--follow`` there waits for that, then prints it.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 import click
 
 from .. import executors
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import NotFound
 from ..executors.base import LogReader
-from ..spec.fields import check_id, check_run_id
 from ..state import layout
 from ..state.records import Track
 from ..support.credentials import Redactor, redactor

@@ -14,15 +14,15 @@ from datetime import datetime
 
 import click
 
+from ..config.channels import EventKind, NotifySpec
+from ..config.files import load_all
+from ..config.models import Schedule
+from ..config.repository import RepoSettings
 from ..errors import UserError
 from ..notify import deliver as delivery
 from ..notify.channel import ISSUES, Deadline, Item
 from ..notify.events import Event, stamp
 from ..notify.record import Pending
-from ..spec.config import RepoSettings
-from ..spec.files import load_all
-from ..spec.models import Schedule
-from ..spec.notify import EventKind, NotifySpec
 from ..state.layout import run_id_for
 from ..support.credentials import redactor
 from ..support.times import parse_now

@@ -14,11 +14,11 @@ from typing import Any
 
 import click
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import UserError
 from ..executors.local_outcome import read_enqueue
 from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
 from ..runs.reporting import MAX_RESULT_BYTES, parse_result
-from ..spec.fields import check_id, check_run_id
 from ..state.items import NewItem
 from ..support import safejson
 from ..support.times import parse_now

@@ -18,10 +18,10 @@ import click
 from .. import brief
 from ..brief import dashboard
 from ..brief.tails import with_local_tails
+from ..config.files import load_all, load_schedule
+from ..config.models import ScheduleSpec
+from ..config.repository import RepoSettings
 from ..errors import ScheduleError, UserError
-from ..spec.config import RepoSettings
-from ..spec.files import load_all, load_schedule
-from ..spec.models import ScheduleSpec
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.history import page_runs

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import UserError
 from ..runs.reporting import PHASES, Report, check_message, load_result, report
-from ..spec.fields import check_id, check_run_id
 from ..support.credentials import redact_value, redactor
 from ..support.times import parse_now
 from .context import Config, pass_config

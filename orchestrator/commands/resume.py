@@ -11,11 +11,11 @@ import click
 
 from ..brief import INDEX_TEMPLATE, render_index, repo_template
 from ..brief.dashboard import from_files
+from ..config.fieldtypes import check_id
+from ..config.files import load_all
+from ..config.policies import Pause
 from ..errors import OrchestratorError
 from ..runs.pauses import pause, resume
-from ..spec.fields import check_id
-from ..spec.files import load_all
-from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.history import page_runs

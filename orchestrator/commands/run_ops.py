@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import NotFound, UserError
 from ..planner import CancelRequest
 from ..runs import retry as retrying
-from ..spec.fields import check_id, check_run_id
 from ..state.phases import RunStatus
 from ..state.records import Run
 from . import _operate

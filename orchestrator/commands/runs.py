@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import NotFound
 from ..runs.views import rows_text, run_detail, run_rows, run_text
-from ..spec.fields import check_id, check_run_id
 from ..state import model as state_model
 from ..state.phases import RunStatus
 from ..state.records import Run

@@ -16,11 +16,9 @@ import click
 from pydantic import ValidationError
 
 from ..cadence.wake import settled_after
-from ..cron import DstFold, DstGap, dst_note
-from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
-from ..spec import edit
-from ..spec.fields import check_id
-from ..spec.files import (
+from ..config import edit
+from ..config.fieldtypes import check_id
+from ..config.files import (
     SCHEMA_FILE,
     SCHEMA_REF,
     describe_error,
@@ -31,9 +29,11 @@ from ..spec.files import (
     schema_text,
     write_schedule,
 )
-from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
-from ..spec.preview import slot_dict, upcoming
-from ..spec.triggers import for_spec
+from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..config.preview import slot_dict, upcoming
+from ..config.triggers import for_spec
+from ..cron import DstFold, DstGap, dst_note
+from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
 from ..state import model as state_model
 from ..state.records import Cursor, Run
 from ..support.times import iso, parse_now

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from ..spec.files import schema_text
+from ..config.files import schema_text
 
 
 @click.command("schema")
@@ -26,7 +26,7 @@ def command(config: bool, event: bool, calendar: bool) -> int:
     if config + event + calendar > 1:
         raise click.UsageError("--config, --event and --calendar: give one")
     if calendar:
-        from ..spec.calendar_file import schema_text as calendar_schema
+        from ..config.calendar_file import schema_text as calendar_schema
 
         click.echo(calendar_schema(), nl=False)
         return 0
@@ -36,7 +36,7 @@ def command(config: bool, event: bool, calendar: bool) -> int:
         click.echo(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return 0
     if config:
-        from ..spec.config import repo_config_json_schema
+        from ..config.repository import repo_config_json_schema
 
         click.echo(json.dumps(repo_config_json_schema(), indent=2, ensure_ascii=False))
         return 0

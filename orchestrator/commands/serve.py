@@ -43,13 +43,13 @@ import click
 
 from .. import executors
 from ..cadence.serve import Loop, Work
+from ..config.files import load_all
+from ..config.models import Schedule
+from ..config.repository import Cadence, RepoSettings
 from ..errors import UserError
 from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
-from ..spec.config import Cadence, RepoSettings
-from ..spec.files import load_all
-from ..spec.models import Schedule
 from ..state import index as state_index
 from ..state.codec import last_tick_at
 from ..state.model import State

@@ -28,12 +28,12 @@ from typing import Any
 
 import click
 
+from ..config.files import load_all
+from ..config.repository import RepoSettings
 from ..errors import DeadLettersWaiting, InvalidSchedules, RemoteError, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
-from ..spec.config import RepoSettings
-from ..spec.files import load_all
 from ..support.times import parse_now
 from .context import Config, pass_config
 

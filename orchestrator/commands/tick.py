@@ -20,8 +20,8 @@ import click
 
 from .. import executors
 from ..cadence.linger import Linger
+from ..config.fieldtypes import check_run_id
 from ..errors import OrchestratorError
-from ..spec.fields import check_run_id
 from ..support.times import iso, parse_now
 from ..tick.consolidate import Templates
 from ..tick.settings import Clock, TickSettings

@@ -12,10 +12,10 @@ import hashlib
 
 import click
 
+from ..config.fieldtypes import check_id
 from ..errors import UserError
 from ..planner import TriggerRequest
 from ..planner.requests import refusal
-from ..spec.fields import check_id
 from . import _operate
 from .context import Config, pass_config
 

@@ -1,7 +1,7 @@
 """``orchestrator validate``: check every schedule file and calendar file, and preview
 the schedules' next runs.
 
-The previews and warnings are computed by :mod:`orchestrator.spec.preview`; this module
+The previews and warnings are computed by :mod:`orchestrator.config.preview`; this module
 reads the options and prints. Made for the pull-request check: every problem is one
 line naming file and field (on stderr, whatever the format), valid files are still
 previewed, and
@@ -21,12 +21,12 @@ from pathlib import Path
 
 import click
 
+from ..config import preview
+from ..config.calendars import Calendars
+from ..config.files import load_all
+from ..config.preview import Report
+from ..config.track_workflow import outdated_notes
 from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
-from ..spec import preview
-from ..spec.calendars import Calendars
-from ..spec.files import load_all
-from ..spec.preview import Report
-from ..spec.track_workflow import outdated_notes
 from . import _timing
 from .context import Config, pass_config
 from .schedules import INSTANT, fmt_local, fmt_utc

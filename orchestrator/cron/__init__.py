@@ -3,7 +3,7 @@
 (:mod:`.words`).
 
 Nothing here knows schedule files: functions take the expression, the zone and the
-DST policy. :mod:`orchestrator.spec.triggers` puts a schedule's ``cron`` or ``at`` behind
+DST policy. :mod:`orchestrator.config.triggers` puts a schedule's ``cron`` or ``at`` behind
 one interface.
 
 May import: errors and support only.

@@ -1,7 +1,7 @@
 """The daylight-saving policy of fixed-time cron schedules.
 
 It lives with the evaluator, which applies it, rather than with the schedule models:
-the evaluator depends on nothing in :mod:`orchestrator.spec`, and the models take
+the evaluator depends on nothing in :mod:`orchestrator.config`, and the models take
 these types from here.
 """
 
@@ -37,7 +37,7 @@ class DstPolicy(BaseModel):
     and are not affected.
     """
 
-    # The same strictness as every schedule model (see orchestrator.spec.fields.Frozen).
+    # The same strictness as every schedule model (see orchestrator.config.fieldtypes.Frozen).
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid", use_enum_values=False,
                               defer_build=True)
 

@@ -3,7 +3,7 @@
 A slot is the UTC instant at which a schedule is due. Time is always a parameter:
 :func:`slots` takes the interval, nothing here reads the clock. Every function takes
 the expression, the zone it is read in and the DST policy, not a schedule: the
-evaluator knows nothing of schedule files (:mod:`orchestrator.spec.triggers` joins them).
+evaluator knows nothing of schedule files (:mod:`orchestrator.config.triggers` joins them).
 
 Daylight saving follows Debian/Vixie cron (as does cronsim), unless ``dst`` says
 otherwise:

@@ -116,5 +116,5 @@ def cron_words(expr: str) -> str:
 
 def describe(expr: str) -> str:
     """A bare cron expression in words (:func:`cron_words`); schedules with their zone
-    are described by :meth:`orchestrator.spec.triggers.Trigger.describe`."""
+    are described by :meth:`orchestrator.config.triggers.Trigger.describe`."""
     return cron_words(expr)

@@ -11,7 +11,7 @@ tick waits for a dispatch to show up before it looks it up again, the settings
 - Each factory and hook imports its module when called, so a local tick never loads
   the HTTP client.
 
-May import: github (the REST client), state, spec, store, support, errors.
+May import: github (the REST client), state, config, store, support, errors.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _github(setup: Setup, breaker: Breaker | None) -> Executor:
 
 
 def _github_logs(environ: Mapping[str, str], now: datetime) -> LogReader:
-    from .github.logs import reader
+    from .github.leglogs import reader
 
     return reader(environ, now)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..spec.models import TrackSpec
+from ..config.models import TrackSpec
 from ..state.breaker import Breaker
 from ..state.items import ItemReport, NewItem
 from ..state.phases import TrackPhase

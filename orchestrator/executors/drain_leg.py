@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..config.fieldtypes import check_id, check_run_id
+from ..config.queuing import MAX_TASK_CAP
 from ..errors import OrchestratorError, UserError
-from ..spec.fields import check_id, check_run_id
-from ..spec.queues import MAX_TASK_CAP
 from ..state import layout, queueload
 from ..state.items import ItemStatus
 from ..state.layout import ITEM_ID_RE

@@ -66,8 +66,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import ExecutorError, InvalidId, OrchestratorError, UserError
-from ..spec.fields import check_id, check_run_id
 from ..state.breaker import Breaker
 from ..state.layout import check_item_id
 from ..state.phases import TrackPhase

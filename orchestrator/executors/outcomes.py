@@ -38,8 +38,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from ..config.fieldtypes import Frozen, UTCDateTime, check_id, check_run_id
 from ..errors import InvalidId
-from ..spec.fields import Frozen, UTCDateTime, check_id, check_run_id
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.phases import TrackPhase
 from ..support import safejson

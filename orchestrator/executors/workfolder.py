@@ -36,8 +36,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..config.fieldtypes import ID_RE, RUN_ID_RE
 from ..errors import CheckoutReadOnly, InvalidId, UserError
-from ..spec.fields import ID_RE, RUN_ID_RE
 from ..support import safejson
 from . import _attempt_folder as files
 

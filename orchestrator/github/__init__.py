@@ -9,13 +9,13 @@
 Modules outside this package and the GitHub executor import these names from here,
 never :mod:`.client` itself (``tests/unit/test_architecture.py`` checks it).
 
-May import: :mod:`orchestrator.state` (the breaker), :mod:`orchestrator.spec`,
+May import: :mod:`orchestrator.state` (the breaker), :mod:`orchestrator.config`,
 :mod:`orchestrator.support`, :mod:`orchestrator.errors`.
 """
 
 from .admin import WorkflowAdmin
 from .client import API_VERSION, DEFAULT_API_URL, GitHubClient, GitHubError, message
-from .settings import api_url_of, connect, token_of, valid_repository
+from .connect import api_url_of, connect, token_of, valid_repository
 
 __all__ = [
     "API_VERSION",

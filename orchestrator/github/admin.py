@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ..config.fieldtypes import WORKFLOW_RE
 from ..errors import UserError
-from ..spec.fields import WORKFLOW_RE
 from .client import GitHubClient, GitHubError, message
-from .settings import connect, token_of, valid_repository
+from .connect import connect, token_of, valid_repository
 
 WAITING = ("pending", "queued")
 """Statuses of a run that has not started: ``pending`` behind a run of its concurrency

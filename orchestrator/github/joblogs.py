@@ -1,7 +1,7 @@
 """A job's log, read through the API for ``orchestrator logs``.
 
 - The job is read by its id (:func:`read_job`); finding a leg's job among the jobs of its
-  workflow run by its name is the executor's (:mod:`orchestrator.executors.github.logs`).
+  workflow run by its name is the executor's (:mod:`orchestrator.executors.github.leglogs`).
 - GitHub serves a job's log only once the job has completed: its own ``gh`` refuses
   before that ("job is still in progress; logs will be available when it is
   complete", cli/cli ``pkg/cmd/run/view``). :func:`wait_completed` polls the job.

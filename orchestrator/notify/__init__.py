@@ -12,6 +12,6 @@ redacted and cut to the channel's limits; a webhook URL is never written anywher
 
 May import: :mod:`orchestrator.planner`, :mod:`orchestrator.executors`,
 :mod:`orchestrator.github` (the REST client), :mod:`orchestrator.state`,
-:mod:`orchestrator.spec`, :mod:`orchestrator.store`, :mod:`orchestrator.support`,
+:mod:`orchestrator.config`, :mod:`orchestrator.store`, :mod:`orchestrator.support`,
 :mod:`orchestrator.errors`.
 """

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..config.channels import EventKind
+from ..config.fieldtypes import ID_RE, Frozen, Id, UTCDateTime
+from ..config.models import ScheduleSpec
 from ..errors import InvalidId
-from ..spec.fields import ID_RE, Frozen, Id, UTCDateTime
-from ..spec.models import ScheduleSpec
-from ..spec.notify import EventKind
 from ..state import layout, machine
 from ..state.model import State
 from ..state.phases import RunStatus

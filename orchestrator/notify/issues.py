@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..config.channels import EventKind
 from ..github import GitHubClient, GitHubError, message
-from ..spec.notify import EventKind
 from ..support.credentials import Redactor
 from .channel import ISSUES, Deadline, Delivery, Item, dropped
 from .events import Event

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..spec.models import ScheduleSpec
-from ..spec.notify import EventKind, NotifySpec, any_enabled
+from ..config.channels import EventKind, NotifySpec, any_enabled
+from ..config.models import ScheduleSpec
 from ..state.machine import RUN_TERMINAL
 from ..state.model import State
 from .channel import ISSUES, Delivery

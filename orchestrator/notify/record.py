@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from ..spec.fields import Frozen, Id, UTCDateTime
+from ..config.fieldtypes import Frozen, Id, UTCDateTime
 from ..state import codec, layout
 from .events import Event
 

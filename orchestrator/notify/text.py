@@ -17,7 +17,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..spec.notify import EventKind
+from ..config.channels import EventKind
 from ..support.credentials import Redactor, redact_value
 from .events import Event
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..spec.notify import EventKind, NotifySpec
+from ..config.channels import EventKind, NotifySpec
 from ..support.credentials import redactor
 from ..support.times import iso
 from . import deliver as delivery

@@ -52,7 +52,7 @@ The settling loop:
 A tick that has nothing to do returns a state equal to its input, so the shell
 commits nothing.
 
-May import: executors (the request and observation types), state, spec, cron,
+May import: executors (the request and observation types), state, config, cron,
 support, errors. Nothing that reads a file or the clock.
 """
 
@@ -61,7 +61,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from ..spec.models import Schedule
+from ..config.models import Schedule
 from ..state.model import State
 from . import drain
 from .compensation import on_failure

@@ -29,9 +29,9 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from ..config.models import TrackSpec
+from ..config.policies import OnFailure
 from ..executors.base import DispatchRequest
-from ..spec.models import TrackSpec
-from ..spec.policies import OnFailure
 from ..state import machine
 from ..state.layout import dlq_key
 from ..state.phases import RunStatus, TrackPhase

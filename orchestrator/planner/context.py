@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from ..config.models import Schedule
+from ..config.policies import FanIn
 from ..executors.base import DispatchRequest, DispatchResult, Handle, Observation
-from ..spec.models import Schedule
-from ..spec.policies import FanIn
 from ..state import machine
 from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
+from ..config.models import OverlapPolicy
+from ..config.triggers import CronTrigger, for_spec
 from ..cron import DstPolicy
 from ..executors.base import DispatchRequest, DispatchResult
-from ..spec.models import OverlapPolicy
-from ..spec.triggers import CronTrigger, for_spec
 from ..state import machine
 from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from ..config.models import TrackSpec
+from ..config.queuing import worker_name
 from ..executors.base import Observation, WorkItem
-from ..spec.models import TrackSpec
-from ..spec.queues import worker_name
 from ..state import machine, queueops
 from ..state.items import Item, ItemReport, ItemStatus
 from ..state.phases import TrackPhase

@@ -1,7 +1,7 @@
 """The tick's firing step: fire the slots due since each schedule's cursor, under the
 catch-up, overlap and daily-cap policies.
 
-Slots come from the schedule's trigger (:mod:`orchestrator.spec.triggers`); the one thing
+Slots come from the schedule's trigger (:mod:`orchestrator.config.triggers`); the one thing
 that differs by trigger is catch-up: a one-shot fires once however late it is seen.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
-from ..spec.triggers import Trigger, for_spec
+from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..config.triggers import Trigger, for_spec
 from ..state import machine
 from ..state.phases import TrackPhase
 from ..state.records import Act, Cursor, Run, RunOrigin, SlotNote, Track, run_id_for, utc_date_key

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..spec.graph import order
-from ..spec.models import When
+from ..config.models import When
+from ..config.needs import order
 from ..state import machine
 from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Track

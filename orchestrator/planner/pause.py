@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..spec.models import Schedule
-from ..spec.policies import Pause
+from ..config.models import Schedule
+from ..config.policies import Pause
 from ..state import machine
 from ..state import model as state_model
 from ..state.phases import RunStatus

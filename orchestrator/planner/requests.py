@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..spec.models import OverlapPolicy, Schedule
+from ..config.models import OverlapPolicy, Schedule
 from ..state import machine
 from ..state.layout import is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus

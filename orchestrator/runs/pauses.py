@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from ..config.policies import Pause
 from ..errors import NotFound, UserError
-from ..spec.policies import Pause
 from ..state import codec, layout
 from ..state import model as state_model
 from ..state.records import Cursor

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ..config.fieldtypes import check_id, check_run_id
 from ..errors import NotFound, UserError
-from ..spec.fields import check_id, check_run_id
 from ..state.codec import parse_with_spec, read_specs, record_bytes
 from ..state.layout import run_path, track_path
 from ..state.machine import move_track

@@ -40,8 +40,8 @@ from typing import Any
 
 from pydantic import Field
 
+from ..config.fieldtypes import Frozen, UTCDateTime
 from ..errors import OrchestratorError, PushRejected
-from ..spec.fields import Frozen, UTCDateTime
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model

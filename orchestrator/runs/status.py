@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..cadence.wake import next_wake, settled_after
+from ..config.models import Schedule, ScheduleSpec
+from ..config.triggers import for_spec
 from ..planner.capacity import in_flight
 from ..planner.compensation import order
 from ..planner.context import Caps
-from ..spec.models import Schedule, ScheduleSpec
-from ..spec.triggers import for_spec
 from ..state import codec
 from ..state import index as state_index
 from ..state import model as state_model

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..spec.fields import Frozen, UTCDateTime
+from ..config.fieldtypes import Frozen, UTCDateTime
 
 BreakerState = Literal["closed", "open", "half_open"]
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..spec.fields import Frozen, UTCDateTime
+from ..config.fieldtypes import Frozen, UTCDateTime
 from ..support.times import iso_minute
 
 RunnerStatus = Literal["healthy", "degraded", "offline"]

@@ -5,7 +5,7 @@
 - An item's id is a hash: of its idempotency key when it has one (so a key names one
   item, found by its path alone), else of its queue position and enqueue time.
 - :class:`NewItem` is one item to enqueue, checked against the limits of
-  :mod:`orchestrator.spec.queues`; :func:`parse_lines` reads a JSON-lines file of them
+  :mod:`orchestrator.config.queuing`; :func:`parse_lines` reads a JSON-lines file of them
   (``queue add --file``, a track's ``ORCHESTRATOR_ENQUEUE``): a bad line is named with
   its number and nothing of the file is taken.
 - :class:`ItemReport` is what a worker says about one item it worked.
@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from ..spec.fields import Frozen, Id, UTCDateTime, check_id
-from ..spec.queues import MAX_KEY_CHARS, MAX_PAYLOAD_BYTES, MAX_PRIORITY
+from ..config.fieldtypes import Frozen, Id, UTCDateTime, check_id
+from ..config.queuing import MAX_KEY_CHARS, MAX_PAYLOAD_BYTES, MAX_PRIORITY
 from ..support import safejson
 from ..support.text import error_location
 from ..support.times import parse_utc

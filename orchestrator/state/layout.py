@@ -1,8 +1,9 @@
 """Where every record of the state branch lives: the one place that builds and parses
 its paths.
 
-- Every id in a path built here is validated first (:func:`~orchestrator.spec.fields.check_id`,
-  :func:`~orchestrator.spec.fields.check_run_id`), so no path built here can leave
+- Every id in a path built here is validated first
+  (:func:`~orchestrator.config.fieldtypes.check_id`,
+  :func:`~orchestrator.config.fieldtypes.check_run_id`), so no path built here can leave
   ``state/``. The one exception, :func:`unchecked_cursor_path`, is only looked up in
   listings, never read or written.
 - A path read from a listing is parsed here by position alone (:func:`locate`,
@@ -27,8 +28,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ..config.fieldtypes import MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
 from ..errors import InvalidId
-from ..spec.fields import MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
 
 ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
 """An item id: 24 hex digits (a queue item's file name)."""

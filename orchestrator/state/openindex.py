@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..spec.fields import Frozen, UTCDateTime
+from ..config.fieldtypes import Frozen, UTCDateTime
 from .phases import RunStatus
 
 

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..spec.fields import ID_RE, Frozen, Id, UTCDateTime
-from ..spec.queues import MAX_PRIORITY
+from ..config.fieldtypes import ID_RE, Frozen, Id, UTCDateTime
+from ..config.queuing import MAX_PRIORITY
 from ..store import StateFiles
 from ..support import safejson
 from ..support.times import parse_utc

@@ -20,9 +20,9 @@ from pydantic import (
     model_serializer,
 )
 
-from ..spec.fields import WORKFLOW_RE, Frozen, Id, UTCDateTime, ZoneName
-from ..spec.models import TrackSpec
-from ..spec.policies import Pause
+from ..config.fieldtypes import WORKFLOW_RE, Frozen, Id, UTCDateTime, ZoneName
+from ..config.models import TrackSpec
+from ..config.policies import Pause
 from .layout import run_id_for as run_id_for  # where run ids are made; named here too
 from .phases import RunStatus, TrackPhase
 

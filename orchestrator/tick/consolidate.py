@@ -26,14 +26,14 @@ from ..state import codec, layout
 from ..state.history import page_runs
 from ..state.model import State
 from ..store import as_state_files
-from . import logs
+from . import polllogs
 
 if TYPE_CHECKING:
     from ..brief.context import BriefContext
     from ..brief.dashboard import Dashboard
+    from ..config.models import ScheduleSpec
+    from ..config.policies import Pause
     from ..planner import Decision
-    from ..spec.models import ScheduleSpec
-    from ..spec.policies import Pause
     from ..state.records import Run
 
 
@@ -140,10 +140,10 @@ def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
     path = layout.run_path(run_id)
     files[path] = codec.to_json(run)
     # The brief shows the poll log, so this tick's line (with the consolidation itself)
-    # is appended before rendering; logs.append_logs writes the same line.
+    # is appended before rendering; polllogs.append_logs writes the same line.
     line = f"{run.status.value}; brief rendered"
     polls = layout.polls_path(run_id)
-    files[polls] = logs.append_lines(old, polls, logs.poll_rows(
+    files[polls] = polllogs.append_lines(old, polls, polllogs.poll_rows(
         decision, run_id, [*decision.touched_runs.get(run_id, []), line], now, executor))
     view = Overlay({k: v for k, v in files.items() if v is not None}, old)
     try:

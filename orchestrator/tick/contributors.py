@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from .. import store
 from ..state import index as state_index
-from . import logs, notifying
 from . import memo as quiet
+from . import notifying, polllogs
 from .consolidate import Consolidated, board_state, finish_runs, paused_schedules
 from .deciding import split
 
@@ -120,7 +120,7 @@ def board(draft: Draft, after: State, others: Mapping[str, Run]) -> Dashboard:
     it, so the files the memo vouched for are parsed here: only when the index is
     rendered (a run started or ended, a pause moved), never on a quiet tick."""
     from ..brief.dashboard import from_files
-    from ..spec.files import load_all
+    from ..config.files import load_all
 
     inputs = draft.inputs
     schedules, invalid = list(inputs.schedules), list(inputs.invalid)
@@ -150,9 +150,9 @@ def index(draft: Draft, files: Files) -> Part:
 
 
 def poll_logs(draft: Draft, files: Files) -> Part:
-    """The touched runs' poll lines and the heartbeat line (:mod:`.logs`)."""
+    """The touched runs' poll lines and the heartbeat line (:mod:`.polllogs`)."""
     files, clock = dict(files), draft.settings.clock
-    logs.append_logs(files, store.changes(draft.base, files), draft.base, draft.decision,
+    polllogs.append_logs(files, store.changes(draft.base, files), draft.base, draft.decision,
                      draft.now, draft.settings.executor_name, draft.settings.heartbeat_every,
                      clock.kind if clock else None)
     return Part(files)

@@ -24,9 +24,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..spec.notify import any_enabled
+from ..config.channels import any_enabled
 from ..state import codec
-from . import logs
+from . import polllogs
 
 if TYPE_CHECKING:
     from .inputs import TickInputs
@@ -48,4 +48,4 @@ def holds(inputs: TickInputs, now: datetime, heartbeat_every: timedelta, *,
         return False
     last = codec.last_tick_at(inputs.snapshot.files)
     return (last is not None and now - last < heartbeat_every
-            and last - now <= logs.AHEAD_TOLERANCE)
+            and last - now <= polllogs.AHEAD_TOLERANCE)

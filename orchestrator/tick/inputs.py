@@ -2,7 +2,7 @@
 
 - The state branch is read once (one snapshot); the schedules, ``orchestrator.json``
   and the shared calendars once each, with the fallbacks of an invalid
-  ``orchestrator.json`` side by side in :class:`~orchestrator.spec.config.RepoSettings`.
+  ``orchestrator.json`` side by side in :class:`~orchestrator.config.repository.RepoSettings`.
 - The calendars reach the planner inside the schedules that name them; their bytes
   are part of the memo's key, so an edited calendar is planned at once.
 - A schedule whose cursor is quarantined is held (never planned): firing it would
@@ -23,14 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..spec.calendars import Calendars
-from ..spec.config import RepoSettings, defaults
+from ..config.calendars import Calendars
+from ..config.repository import RepoSettings, defaults
 from ..state import index as state_index
 from . import memo as quiet
 
 if TYPE_CHECKING:
+    from ..config.models import Schedule
     from ..planner import Caps
-    from ..spec.models import Schedule
     from ..state.breaker import Breaker
     from ..state.model import State
     from ..store import Snapshot

@@ -52,10 +52,10 @@ from ..cadence.wake import (
     next_slot,
     settled_after,
 )
-from ..spec.calendars import Calendars
-from ..spec.config import Cadence
-from ..spec.fields import ID_RE, Frozen
-from ..spec.files import SCHEMA_FILE, LoadResult, load_all
+from ..config.calendars import Calendars
+from ..config.fieldtypes import ID_RE, Frozen
+from ..config.files import SCHEMA_FILE, LoadResult, load_all
+from ..config.repository import Cadence
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
@@ -65,7 +65,7 @@ from ..support.times import iso_minute
 from . import worktree
 
 if TYPE_CHECKING:
-    from ..spec.models import Schedule
+    from ..config.models import Schedule
     from ..state.records import Cursor
 
 QUIET = layout.QUIET
@@ -194,7 +194,7 @@ class Memo:
     def read(cls, files: Mapping[str, bytes], repo: Path, now: datetime,
              config_key: bytes, calendars: Calendars | None = None) -> Memo:
         """The memo as ``files`` hold it. ``config_key`` is
-        :attr:`~orchestrator.spec.config.RepoSettings.key`; ``calendars`` the calendar
+        :attr:`~orchestrator.config.repository.RepoSettings.key`; ``calendars`` the calendar
         folder the tick parses the schedules with (default: ``repo``'s, read here)."""
         files = as_state_files(files)
         busy: set[str] = set()
@@ -363,7 +363,7 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
     at = spec.at_utc()
     if at is not None:
         return cursor.done and cursor.last_slot == at, None
-    from ..spec.triggers import for_spec
+    from ..config.triggers import for_spec
 
     try:
         if for_spec(spec).slots(cursor.since, now):

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..spec.notify import any_enabled
+from ..config.channels import any_enabled
 from ..state import layout
 from ..state.machine import RUN_TERMINAL
 
 if TYPE_CHECKING:  # the notify package is imported only by a tick that notifies
+    from ..config.models import ScheduleSpec
     from ..notify.channel import Delivery
     from ..notify.events import Event
     from ..notify.outbox import Prepared
-    from ..spec.models import ScheduleSpec
     from ..state.model import State
     from .inputs import TickInputs
 

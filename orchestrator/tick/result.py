@@ -17,10 +17,10 @@ from ..support.times import iso
 
 if TYPE_CHECKING:  # a tick that notifies nobody never imports the notify package
     from ..cadence.wake import Wake
+    from ..config.repository import Cadence
     from ..notify.events import Event
     from ..planner import Decision
     from ..runs.retention import Outcome
-    from ..spec.config import Cadence
     from ..store import Snapshot
     from .memo import Memo
 

@@ -8,7 +8,7 @@ returned and returns what it did; nothing is kept on the :class:`Tick` between s
 2. **observe**: ask the executor about open tracks and about dispatches that were
    marked but never recorded (look-up by dispatch key);
 3. **mark**: decide (:func:`.deciding.decide`, pure), assemble the commit's files from
-   its parts (:data:`.contributors.CONTRIBUTORS`: records, briefs, outbox, index, logs,
+   its parts (:data:`.contributors.CONTRIBUTORS`: records, briefs, outbox, index, poll logs,
    memo) and commit them with compare-and-swap; a lost race decides and assembles
    again on the new tip, and nothing else;
 4. **act**, only once the mark landed: cancel and dispatch, outside the "lock";
@@ -29,7 +29,7 @@ Invariants:
 - A tick with nothing to do commits and pushes nothing, except a heartbeat line once
   ``heartbeat_every`` has passed since the last one.
 - Every commit appends to the touched runs' ``polls.jsonl`` and to
-  ``state/ticks.jsonl`` (:mod:`.logs`).
+  ``state/ticks.jsonl`` (:mod:`.polllogs`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ..store import Snapshot, StateStore
 from ..support import checkpoints
 from ..support.credentials import redactor
 from ..support.times import iso
-from . import idle, logs, notifying
+from . import idle, notifying, polllogs
 from . import memo as quiet
 from . import scope as run_scope
 from .consolidate import Overlay
@@ -355,8 +355,8 @@ class Tick:
             if store.changes(snap.files, files):
                 for run_id, rows in sorted(touched.items()):
                     path = layout.polls_path(run_id)
-                    files[path] = logs.append_lines(
-                        snap.files, path, [logs.poll_row(self.now, self.executor_name, rows)])
+                    files[path] = polllogs.append_lines(
+                        snap.files, path, [polllogs.poll_row(self.now, self.executor_name, rows)])
             lines[:] = [*([loaded.note] if loaded.note else []), *(str(r) for r in records)]
             return store.changes(snap.files, files) or None
 

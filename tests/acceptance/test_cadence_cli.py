@@ -10,8 +10,8 @@ from pathlib import Path
 
 from orchestrator.cadence.estimate import Setup, simulate_github_schedule
 from orchestrator.cadence.tickfile import read_crons, read_linger
-from orchestrator.spec.config import Cadence
-from orchestrator.spec.files import load_all
+from orchestrator.config.files import load_all
+from orchestrator.config.repository import Cadence
 from tests.acceptance.cliuser import git, new_repository
 from tests.builders import bench_module
 

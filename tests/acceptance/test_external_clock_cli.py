@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cadence.tickfile import read_crons
-from orchestrator.spec.files import load_all
-from orchestrator.spec.triggers import for_spec
+from orchestrator.config.files import load_all
+from orchestrator.config.triggers import for_spec
 from tests.acceptance.cliuser import User, git, wait
 from tests.fakes.github import FakeGitHub
 

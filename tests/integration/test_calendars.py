@@ -15,14 +15,14 @@ import pytest
 from orchestrator.cadence.clock import calls
 from orchestrator.cadence.derive import derive, schedule_slots
 from orchestrator.cadence.estimate import _all_slots
+from orchestrator.config.calendar_file import calendar_json_schema, schema_text
+from orchestrator.config.calendars import Calendars
+from orchestrator.config.files import LoadResult, load_all, load_schedule
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.preview import upcoming
+from orchestrator.config.repository import RepoConfig
+from orchestrator.config.triggers import for_spec
 from orchestrator.errors import ScheduleError
-from orchestrator.spec.calendar_file import calendar_json_schema, schema_text
-from orchestrator.spec.calendars import Calendars
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.files import LoadResult, load_all, load_schedule
-from orchestrator.spec.models import Schedule, ScheduleSpec
-from orchestrator.spec.preview import upcoming
-from orchestrator.spec.triggers import for_spec
 from orchestrator.state.model import State
 from orchestrator.support.times import iso
 from tests.builders import spec_data

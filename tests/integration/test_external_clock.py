@@ -18,9 +18,9 @@ import pytest
 
 from orchestrator.cadence import clock
 from orchestrator.cadence.tickfile import check, read_crons, sync
+from orchestrator.config.files import load_all
+from orchestrator.config.repository import RepoConfig
 from orchestrator.github import GitHubClient, GitHubError
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.files import load_all
 from orchestrator.state import layout
 from orchestrator.support.times import iso
 from tests.drive import read_state

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec.calendars import CalendarError, Calendars
-from orchestrator.spec.files import load_all
+from orchestrator.config.calendars import CalendarError, Calendars
+from orchestrator.config.files import load_all
 from tests.unit.test_one_line_errors import IDS, KEYS, one_line
 
 

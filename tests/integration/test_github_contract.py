@@ -148,12 +148,12 @@ def test_github_enterprise_server_3_17(fake_ghes: FakeGitHub) -> None:
 def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     """Open, find, comment (twice, the second looked for first), close: every issue
     endpoint the channel uses. Returns the operations called."""
+    from orchestrator.config.channels import EventKind
     from orchestrator.github import GitHubClient
     from orchestrator.notify.channel import Deadline, Item
     from orchestrator.notify.events import Event
     from orchestrator.notify.issues import IssueChannel
     from orchestrator.notify.record import Pending, Streak
-    from orchestrator.spec.notify import EventKind
     from orchestrator.support.credentials import Redactor
 
     fake.now = T0

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import UserError
 from orchestrator.executors.base import DispatchRequest, Handle
 from orchestrator.executors.github import (
@@ -22,7 +23,6 @@ from orchestrator.executors.github import (
     plan_batches,
 )
 from orchestrator.executors.github.jobnames import job_name
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker, BreakerPolicy

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.cli import main
+from orchestrator.config.files import load_all
 from orchestrator.errors import UserError
 from orchestrator.executors.local_outcome import read_result
 from orchestrator.runs.reporting import load_result
-from orchestrator.spec.files import load_all
 from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore
 from orchestrator.support import safejson

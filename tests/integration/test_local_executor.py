@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 import pytest
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import InvalidId
 from orchestrator.executors import local
 from orchestrator.executors.base import DispatchRequest, Executor, Handle, Observation
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.phases import TrackPhase
 
 RUN_ID = "nightly--20261201T0700Z"
@@ -395,7 +395,7 @@ DISPATCH_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from orchestrator.executors.base import DispatchRequest
     from orchestrator.executors.local import LocalExecutor
-    from orchestrator.spec.models import TrackSpec
+    from orchestrator.config.models import TrackSpec
 
     work, go, run, run_id = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     if os.environ.get("CRASH_BEFORE_SUPERVISOR"):

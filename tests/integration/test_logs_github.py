@@ -10,7 +10,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from orchestrator.executors.github.logs import find_job
+from orchestrator.executors.github.leglogs import find_job
 from orchestrator.github import GitHubClient, joblogs
 from orchestrator.state.phases import TrackPhase
 from tests.drive import cli, github_tick, read_state

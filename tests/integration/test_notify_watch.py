@@ -10,9 +10,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orchestrator.config.channels import NotifySpec
 from orchestrator.notify.events import Links
 from orchestrator.notify.watch import Watcher, rewind_event
-from orchestrator.spec.notify import NotifySpec
 from tests.builders import spec_data
 from tests.drive import cli
 from tests.fakes.github import FakeGitHub

@@ -19,7 +19,7 @@ import pytest
 
 from orchestrator.cadence import tickfile
 from orchestrator.commands import init
-from orchestrator.spec.config import RepoConfig
+from orchestrator.config.repository import RepoConfig
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.store import GitStateStore

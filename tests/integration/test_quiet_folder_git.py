@@ -18,8 +18,8 @@ import pytest
 
 from orchestrator.commands.context import Config
 from orchestrator.commands.tick import executor_factory
-from orchestrator.spec.config import Cadence, RepoSettings
-from orchestrator.spec.files import load_all
+from orchestrator.config.files import load_all
+from orchestrator.config.repository import Cadence, RepoSettings
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
 from orchestrator.state.phases import RunStatus
@@ -118,7 +118,7 @@ runpy.run_module("orchestrator", run_name="__main__")
 """
 
 NOT_IDLE = ("orchestrator.planner", "orchestrator.executors.base",
-            "orchestrator.executors.local", "orchestrator.spec.triggers",
+            "orchestrator.executors.local", "orchestrator.config.triggers",
             "orchestrator.state.items", "orchestrator.state.queue", "orchestrator.notify")
 """What an idle tick never loads: the planner, an executor, the schedules' triggers,
 the models of queue items, the notifications. (A branch with no run yet has no index

@@ -14,9 +14,9 @@ import pytest
 from orchestrator.cadence import wake
 from orchestrator.commands.context import Config
 from orchestrator.commands.tick import executor_factory
-from orchestrator.spec.config import Cadence
-from orchestrator.spec.files import load_all
-from orchestrator.spec.triggers import for_spec
+from orchestrator.config.files import load_all
+from orchestrator.config.repository import Cadence
+from orchestrator.config.triggers import for_spec
 from orchestrator.state import index as state_index
 from orchestrator.state.records import run_id_for
 from orchestrator.store import GitStateStore, InMemoryStateStore, StateStore

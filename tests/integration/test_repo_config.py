@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UserError
-from orchestrator.spec.config import (
+from orchestrator.config.repository import (
     CONFIG_FILE,
     RepoConfig,
     defaults,
     load_repo_config,
     repo_config_json_schema,
 )
+from orchestrator.errors import UserError
 
 
 def write(root: Path, data: object) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.config.models import TrackSpec
 from orchestrator.runs.compaction import plan
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import parse_with_spec, to_json
 from orchestrator.state.layout import dlq_path, specs_path, track_path
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -13,10 +13,10 @@ from typing import ClassVar
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.config.models import TrackSpec
+from orchestrator.config.repository import RepoConfig
 from orchestrator.runs import retention
 from orchestrator.runs.compaction import archive_tag
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from orchestrator.config.files import dumps, load_all, load_schedule, write_schedule
 from orchestrator.errors import ScheduleError, UserError
-from orchestrator.spec.files import dumps, load_all, load_schedule, write_schedule
 
 TRACK = {"name": "a", "run": "true"}
 

@@ -269,8 +269,8 @@ def test_racing_ticks_fire_every_slot_exactly_once(tmp_path: Path) -> None:
         pushed, lost = pushed + tried, lost + tried - landed
     assert lost > 0, f"no push of {pushed} lost a race: the ticks did not collide"
     state, _ = state_of(clones[0])
-    from orchestrator.spec.files import load_all
-    from orchestrator.spec.triggers import for_spec
+    from orchestrator.config.files import load_all
+    from orchestrator.config.triggers import for_spec
 
     expected = set()
     for s in load_all(clones[0] / "schedules").schedules:

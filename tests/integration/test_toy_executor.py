@@ -31,6 +31,8 @@ from typing import Any
 import pytest
 
 from orchestrator import executors
+from orchestrator.config.fieldtypes import check_id, check_run_id
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import InvalidId
 from orchestrator.executors.base import (
     DispatchRequest,
@@ -39,8 +41,6 @@ from orchestrator.executors.base import (
     Handle,
     Observation,
 )
-from orchestrator.spec.fields import check_id, check_run_id
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.breaker import Breaker
 from orchestrator.state.phases import TrackPhase
 from orchestrator.support.credentials import track_environment

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec.track_workflow import SHIPPED
+from orchestrator.config.track_workflow import SHIPPED
 from orchestrator.state import layout
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import github_tick, read_state

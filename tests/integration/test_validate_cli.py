@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.spec.track_workflow import SHIPPED
+from orchestrator.config.track_workflow import SHIPPED
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "bad_schedules"
 FROM = ["--from", "2026-11-01T00:00:00Z"]
@@ -160,7 +160,7 @@ def test_the_cli_validates_without_importing_pydantic_s_plugin_loader(tmp_path: 
     assert proc.returncode == 0, proc.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
-    assert "orchestrator.spec.models" in imported  # the models were built: it validated
+    assert "orchestrator.config.models" in imported  # the models were built: it validated
     assert "pydantic.plugin._loader" not in imported
 
 

@@ -28,7 +28,7 @@ LAYERS: dict[str, int] = {
     # leaf utilities and the error root
     "": 0, "errors": 0, "support": 0,
     # what users write, the cron evaluator, the git store, the installable wheel
-    "cron": 1, "store": 1, "spec": 1, "distribution": 1,
+    "cron": 1, "store": 1, "config": 1, "distribution": 1,
     # what the tick writes; GitHub's REST API (its client keeps the breaker of state/)
     "state": 2, "github": 2,
     # the pure decision, and the backends that carry it out

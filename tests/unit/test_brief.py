@@ -21,8 +21,8 @@ from briefdata import (
 from markdown_it import MarkdownIt
 
 from orchestrator import brief
+from orchestrator.config.models import TrackSpec, When
 from orchestrator.errors import InvalidId, NotFound
-from orchestrator.spec.models import TrackSpec, When
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.machine import move_run, move_track

@@ -17,9 +17,9 @@ from croniter import croniter
 
 from orchestrator.cadence import derive as cadence
 from orchestrator.cadence import tickfile
-from orchestrator.spec.config import Cadence, RepoConfig
-from orchestrator.spec.models import Schedule, ScheduleSpec
-from orchestrator.spec.triggers import for_spec
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.repository import Cadence, RepoConfig
+from orchestrator.config.triggers import for_spec
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 YEAR = START + timedelta(days=365)

@@ -22,11 +22,11 @@ from orchestrator.cadence.estimate import (
     simulate,
 )
 from orchestrator.cadence.wake import lingers_before
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.repository import Cadence, RepoConfig
+from orchestrator.config.triggers import for_spec
 from orchestrator.errors import ExecutorError
 from orchestrator.planner.fire import jitter
-from orchestrator.spec.config import Cadence, RepoConfig
-from orchestrator.spec.models import Schedule, ScheduleSpec
-from orchestrator.spec.triggers import for_spec
 from orchestrator.state.layout import run_id_for
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.runs.compaction import archive_tag, plan
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import to_json
 from orchestrator.state.layout import dlq_path, run_path
 from orchestrator.state.phases import RunStatus

@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 
 from orchestrator.cadence.estimate import CronDelay, Setup, simulate
-from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.config.models import Schedule, ScheduleSpec
 from tests.builders import bench_module
 
 

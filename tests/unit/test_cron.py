@@ -15,9 +15,9 @@ import pytest
 from croniter import croniter
 
 from orchestrator import cron
+from orchestrator.config.models import ScheduleSpec
+from orchestrator.config.triggers import for_spec
 from orchestrator.cron import SlotInfo
-from orchestrator.spec.models import ScheduleSpec
-from orchestrator.spec.triggers import for_spec
 from tests.builders import schedule_spec
 
 NY = "America/New_York"

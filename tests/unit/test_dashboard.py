@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from orchestrator import brief
 from orchestrator.brief import dashboard
+from orchestrator.config.models import TrackSpec
+from orchestrator.config.policies import Pause
 from orchestrator.runs import status
-from orchestrator.spec.models import TrackSpec
-from orchestrator.spec.policies import Pause
 from orchestrator.state import codec, layout
 from orchestrator.state import index as state_index
 from orchestrator.state.history import INDEX_PAGE_RUNS, page_runs

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import InvalidId, NotFound, UserError
 from orchestrator.runs import deadletters
 from orchestrator.runs.views import rows_text, run_rows, run_text
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 
 from orchestrator.cli import cli
-from orchestrator.spec.calendar_file import Calendar, calendar_json_schema
-from orchestrator.spec.config import parse_repo_config, repo_config_json_schema
-from orchestrator.spec.models import ScheduleSpec
+from orchestrator.config.calendar_file import Calendar, calendar_json_schema
+from orchestrator.config.models import ScheduleSpec
+from orchestrator.config.repository import parse_repo_config, repo_config_json_schema
 from tests.docs import (
     REPO,
     broken_links,

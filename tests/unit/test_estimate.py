@@ -19,8 +19,8 @@ from orchestrator.cadence.estimate import (
     simulate,
     simulate_github_schedule,
 )
-from orchestrator.spec.config import Cadence
-from orchestrator.spec.models import Schedule, ScheduleSpec
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.repository import Cadence
 
 START = datetime(2026, 12, 7, tzinfo=UTC)  # a Monday
 ON_TIME = CronDelay(median_minutes=0.001, p95_minutes=0.002, drop_rate=0.0)

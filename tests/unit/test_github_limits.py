@@ -3,8 +3,8 @@ runner counted with the leg's set-up, and the 5 days of any runner."""
 
 from __future__ import annotations
 
-from orchestrator.spec.github_limits import hosted_runner_warnings
-from orchestrator.spec.models import TrackSpec
+from orchestrator.config.github_limits import hosted_runner_warnings
+from orchestrator.config.models import TrackSpec
 
 
 def _warned(minutes: float) -> list[str]:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from orchestrator.config.repository import RepoConfig, RepoSettings
 from orchestrator.planner import TriggerRequest
-from orchestrator.spec.config import RepoConfig, RepoSettings
 from orchestrator.state import layout, queueops
 from orchestrator.state.items import new_item
 from orchestrator.state.queue import QueueBook

@@ -11,6 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from orchestrator.config.channels import EventKind, NotifySpec
+from orchestrator.config.repository import parse_repo_config
 from orchestrator.errors import UserError
 from orchestrator.notify import record as notify_record
 from orchestrator.notify.channel import ISSUES, Delivery
@@ -38,8 +40,6 @@ from orchestrator.notify.text import (
     slack_payload,
     title,
 )
-from orchestrator.spec.config import parse_repo_config
-from orchestrator.spec.notify import EventKind, NotifySpec
 from orchestrator.state import layout
 from orchestrator.state.health import RunnerHealth
 from orchestrator.state.model import State

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
+from orchestrator.config.repository import parse_repo_config
 from orchestrator.errors import OrchestratorError
 from orchestrator.executors.outcomes import BadOutcome, parse
-from orchestrator.spec.config import parse_repo_config
 from orchestrator.state.items import BadEnqueue, parse_array, parse_lines
 
 KEYS = ["\n", "a\nb", "\r", "\u2028", "\x1b[31mred", "k" * 5000]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.executors.base import DispatchResult, Observation
 from orchestrator.planner import (
     Decision,
@@ -18,7 +19,6 @@ from orchestrator.planner import (
     plan,
     record_dispatch,
 )
-from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import schedule as build_schedule

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.config.files import describe_error
+from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Decision, finish
-from orchestrator.spec.files import describe_error
-from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state import machine
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from orchestrator.config.models import Schedule
 from orchestrator.executors.base import DispatchResult, Observation
 from orchestrator.planner import Decision, Observations, record_dispatch
 from orchestrator.planner.context import Context
 from orchestrator.planner.settling import PASSES, ROUNDS, Pass, Unsettled, settle
-from orchestrator.spec.models import Schedule
 from orchestrator.state import queueops
 from orchestrator.state.items import ItemReport, NewItem
 from orchestrator.state.model import State

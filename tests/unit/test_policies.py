@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from orchestrator.config.models import Schedule
 from orchestrator.errors import NotFound, UserError
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Caps, Decision, Observations, finish
 from orchestrator.planner.pause import failure_streak, record_finish
 from orchestrator.runs.pauses import pause, resume
-from orchestrator.spec.models import Schedule
 from orchestrator.state import codec, layout
 from orchestrator.state import health as runner_health
 from orchestrator.state import model as state_model

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from orchestrator.spec import preview
-from orchestrator.spec.models import Schedule
+from orchestrator.config import preview
+from orchestrator.config.models import Schedule
 from tests import preview_reference as ref
 from tests.builders import schedule_spec
 from tests.unit.test_cron_differential import ZONES, expression

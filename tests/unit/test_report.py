@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import IllegalTransition, InvalidId, NotFound
 from orchestrator.runs.reporting import Report, apply, report
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state.codec import to_json
 from orchestrator.state.layout import run_path, track_path
 from orchestrator.state.phases import TrackPhase

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.config.models import TrackSpec
+from orchestrator.config.repository import RepoConfig
 from orchestrator.runs import retention
 from orchestrator.runs.compaction import plan
 from orchestrator.runs.retention import Outcome, Record, candidates, due, ripe
-from orchestrator.spec.config import RepoConfig
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import layout
 from orchestrator.state import model as state_model
 from orchestrator.state.phases import RunStatus

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.config.models import Schedule
 from orchestrator.executors.base import Handle, Observation
 from orchestrator.executors.github.observation import (
     failed_to_start,
@@ -16,7 +17,6 @@ from orchestrator.executors.github.observation import (
     missing_job,
 )
 from orchestrator.planner import Decision, Observations, plan
-from orchestrator.spec.models import Schedule
 from orchestrator.state import health as runner_health
 from orchestrator.state.model import State
 from orchestrator.state.phases import TrackPhase

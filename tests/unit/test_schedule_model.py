@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.config.files import load_all, schedule_json_schema, schema_text
+from orchestrator.config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from orchestrator.cron import DstFold, DstGap
-from orchestrator.spec.files import load_all, schedule_json_schema, schema_text
-from orchestrator.spec.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from tests.builders import schedule_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent

@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from orchestrator.cadence.derive import schedule_slots
+from orchestrator.config.models import Schedule
+from orchestrator.config.triggers import for_spec
 from orchestrator.runs import status
-from orchestrator.spec.models import Schedule
-from orchestrator.spec.triggers import for_spec
 from orchestrator.state.model import State
 from tests.builders import schedule
 from tests.planning import tick

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orchestrator import store
+from orchestrator.config.models import TrackSpec
 from orchestrator.errors import InvalidId
 from orchestrator.planner import Observations, plan
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.phases import RunStatus, TrackPhase

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from orchestrator.config.models import Schedule, TrackSpec
 from orchestrator.planner import Observations, plan
 from orchestrator.runs.deadletters import requeue
-from orchestrator.spec.models import Schedule, TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import index as si
 from orchestrator.state import model as state_model

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from orchestrator.config.models import TrackSpec
 from orchestrator.runs.status import build, text
-from orchestrator.spec.models import TrackSpec
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.breaker import Breaker

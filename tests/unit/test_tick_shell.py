@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from orchestrator.brief.context import BriefContext
-from orchestrator.spec.config import RepoSettings
+from orchestrator.config.repository import RepoSettings
 from orchestrator.state import codec, layout
 from orchestrator.state import model as state_model
 from orchestrator.state.phases import RunStatus, TrackPhase
@@ -324,8 +324,8 @@ def test_the_tick_s_dashboard_is_typed_and_its_module_still_loads_lazily() -> No
     import typing
 
     from orchestrator.brief.dashboard import Dashboard
+    from orchestrator.config.models import ScheduleSpec
     from orchestrator.planner import Decision
-    from orchestrator.spec.models import ScheduleSpec
     from orchestrator.state.model import State
     from orchestrator.state.records import Run
     from orchestrator.tick import consolidate, contributors, shell

@@ -15,10 +15,10 @@ from orchestrator.cadence.wake import (
     until_words,
 )
 from orchestrator.cadence.wake import cron_slots as evaluator_slots
+from orchestrator.config.models import Schedule, ScheduleSpec
+from orchestrator.config.repository import Cadence
 from orchestrator.executors.base import Observation
 from orchestrator.planner import Observations, plan
-from orchestrator.spec.config import Cadence
-from orchestrator.spec.models import Schedule, ScheduleSpec
 from orchestrator.state.model import State
 from orchestrator.state.phases import TrackPhase
 

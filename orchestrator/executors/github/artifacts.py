@@ -30,8 +30,8 @@ import logging
 import zipfile
 from typing import Any
 
+from ...config.github_limits import MAX_DOWNLOADS
 from ...github.client import GitHubClient, GitHubError, message
-from ...spec.github_limits import MAX_DOWNLOADS
 from ...state.phases import TrackPhase
 from .. import outcomes
 from ..base import Observation

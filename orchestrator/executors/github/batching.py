@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ...spec.github_limits import MAX_INPUTS_CHARS, MAX_LEGS, SETUP_MINUTES
+from ...config.github_limits import MAX_INPUTS_CHARS, MAX_LEGS, SETUP_MINUTES
 from ..base import DispatchRequest, DispatchResult
 from .jobnames import job_name
 

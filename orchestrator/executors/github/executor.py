@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from ...config.fieldtypes import WORKFLOW_RE, check_id, check_run_id
 from ...errors import CircuitOpen, ExecutorError, UserError
 from ...github.client import (
     API_VERSION,
@@ -47,8 +48,7 @@ from ...github.client import (
     GitHubError,
     message,
 )
-from ...github.settings import api_url_of, token_of, valid_repository
-from ...spec.fields import WORKFLOW_RE, check_id, check_run_id
+from ...github.connect import api_url_of, token_of, valid_repository
 from ...state.breaker import Breaker, BreakerPolicy, breaker_allows
 from ...state.phases import TrackPhase
 from ...support.times import parse_utc

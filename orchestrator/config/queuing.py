@@ -1,7 +1,7 @@
 """What users write about work queues: a drain track's settings and the limits of an
 enqueued item.
 
-- A queue is a name under the same rule as schedule ids (:data:`~.fields.ID_RE`).
+- A queue is a name under the same rule as schedule ids (:data:`~.fieldtypes.ID_RE`).
 - :class:`Drain` turns a track into a drain track: sized when it is dispatched, its
   workers each own at most ``task_cap`` items of ``queue``.
 - The limits here bound every item, whoever enqueues it (``queue add``, a track's
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .fields import Id
+from .fieldtypes import Id
 
 MAX_PAYLOAD_BYTES = 64 * 1024
 """Largest payload of one item, as compact JSON in UTF-8."""

@@ -1,6 +1,6 @@
 """The graph of tracks inside a run (``needs``), checked without the models.
 
-Kept apart from :mod:`orchestrator.spec.models` so that the schedule model and the planner
+Kept apart from :mod:`orchestrator.config.models` so that the schedule model and the planner
 share one definition of a well-formed graph, and this module imports nothing of the
 package (no import circle).
 """

@@ -17,7 +17,7 @@ from typing import Any
 from ...errors import NotFound, UserError
 from ...github import joblogs
 from ...github.client import GitHubClient, GitHubError
-from ...github.settings import connect, valid_repository
+from ...github.connect import connect, valid_repository
 from ...state.records import Track
 from ..base import LogReader, TrackLog
 from .jobnames import match

@@ -21,8 +21,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from ..errors import OrchestratorError, UserError
 from ..support import safejson
 from ..support.text import error_location
-from .fields import CronText, Frozen
-from .notify import NotifySpec
+from .channels import NotifySpec
+from .fieldtypes import CronText, Frozen
 
 CONFIG_FILE = "orchestrator.json"
 MAX_BYTES = 64 * 1024

@@ -1,7 +1,7 @@
 """The model of a calendar file, ``calendars/<name>.json``, and its JSON Schema.
 
 Imported only when a calendar is parsed or its schema printed; the reader that finds
-and reads the files is :mod:`orchestrator.spec.calendars`.
+and reads the files is :mod:`orchestrator.config.calendars`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .fields import Frozen
+from .fieldtypes import Frozen
 
 MAX_DATES = 10000
 """As many dates as a schedule's own ``exclude`` may list."""

@@ -5,7 +5,7 @@ at the first bad file: :func:`load_all` returns the valid schedules and one
 :class:`~orchestrator.errors.ScheduleError` per problem, so an invalid file never
 blocks the others (the tick fires the valid ones, ``validate`` reports the rest).
 A schedule that names shared calendars (``exclude_calendars``) gets their dates here,
-read once per load (:mod:`orchestrator.spec.calendars`); a calendar that cannot be
+read once per load (:mod:`orchestrator.config.calendars`); a calendar that cannot be
 used makes only the schedules that name it invalid.
 """
 
@@ -27,7 +27,7 @@ from ..support import safejson
 from ..support.atomic import write_text
 from ..support.text import error_location
 from .calendars import CalendarError, Calendars
-from .fields import ID_RE, ID_RULE
+from .fieldtypes import ID_RE, ID_RULE
 
 if TYPE_CHECKING:
     from .models import Schedule

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .fields import check_id
+from .fieldtypes import check_id
 from .files import write_schedule
 
 

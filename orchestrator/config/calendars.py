@@ -24,7 +24,7 @@ from typing import Any
 
 from ..support import safejson
 from ..support.text import error_location
-from .fields import ID_RE, ID_RULE
+from .fieldtypes import ID_RE, ID_RULE
 
 FOLDER = "calendars"
 """Beside ``schedules/``, at the repository's root."""

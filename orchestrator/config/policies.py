@@ -3,7 +3,7 @@ its cursor.
 
 Every policy is opt-in: a field left out (``null``) keeps the behaviour a schedule
 had without it. :class:`SchedulePolicies` is a base of
-:class:`~orchestrator.spec.models.ScheduleSpec`, so its fields are fields of a schedule
+:class:`~orchestrator.config.models.ScheduleSpec`, so its fields are fields of a schedule
 file (and of its JSON Schema); it lives here so that the policies are read in one
 place. This module imports nothing of the package's models, so ``models`` can build
 on it without an import circle.
@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from .notify import ScheduleNotify
+from .channels import ScheduleNotify
 
 
 def _aware_utc(value: datetime) -> datetime:

@@ -23,7 +23,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..cron import DstPolicy, local_to_utc
-from .fields import (
+from .fieldtypes import (
     AT_YEARS,
     MAX_RUN_BYTES,
     WORKFLOW_RE,
@@ -33,9 +33,9 @@ from .fields import (
     RunCommand,
     ZoneName,
 )
-from .graph import CONSOLIDATE, graph_error
+from .needs import CONSOLIDATE, graph_error
 from .policies import SchedulePolicies, TrackPolicies, compensation_problem
-from .queues import WORKER_SUFFIX, Drain, worker_names
+from .queuing import WORKER_SUFFIX, Drain, worker_names
 
 # --------------------------------------------------------------------------- policies
 
@@ -180,7 +180,7 @@ _WHEN_PATTERN = (r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
 3339, which needs an offset, and editors would flag the naive local times accepted."""
 
 
-class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.spec.policies
+class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrator.config.policies
     """A schedule file: when to fire and which tracks to run in parallel."""
 
     schema_ref: str | None = Field(

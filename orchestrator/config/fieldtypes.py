@@ -1,7 +1,7 @@
 """Field types shared by the schedule and state models: ids, time zones, aware UTC
 datetimes, and the strict frozen base model.
 
-Used by :mod:`orchestrator.spec.models` and :mod:`orchestrator.state.records` alike.
+Used by :mod:`orchestrator.config.models` and :mod:`orchestrator.state.records` alike.
 """
 
 from __future__ import annotations
