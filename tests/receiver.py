@@ -69,6 +69,15 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                # A sender that hangs up (its timeout passed, it closed a kept-alive
+                # connection) is no error: a real receiver drops it without a word, and
+                # a traceback here lands in the stderr of the CLI running in-process.
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 got = Received(self.path, {k.lower(): v for k, v in self.headers.items()},

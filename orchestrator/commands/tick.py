@@ -318,12 +318,12 @@ def keep_workflows_enabled(executor: str, tick: Tick, result: TickResult, now: d
     """On an engine with a workflow admin (GitHub), once a week, enable the scheduled
     workflows the cadence needs and record what was found
     (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
-    from ..cadence import keepalive
-    from ..errors import OrchestratorError
-
     admin = executors.declared(executor).admin
     if admin is None:
         return []
+    from ..cadence import keepalive
+    from ..errors import OrchestratorError
+
     record = keepalive.read_record(result.snapshot.files) if result.snapshot else \
         keepalive.Record()
     if not keepalive.due(record, now):

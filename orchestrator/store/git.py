@@ -34,7 +34,6 @@ from .base import (
     TransactResult,
     effective,
 )
-from .commit import build_commit
 from .memory import MemoryFiles
 from .plumbing import Git, GitTransport, Transport, TransportError, auth_env, display_url
 from .push import PushOutcome, PushStatus, refusal_advice
@@ -414,6 +413,8 @@ class GitStateStore:
             root = tag is not None and snap.tip is not None and all(
                 p.startswith(STATE_PREFIX) for p in snap.files)
             self._identify()
+            from .commit import build_commit  # a tick with nothing to commit never needs it
+
             commit = build_commit(self.git, snap.tip, change, message, root=root)
             # The high-water mark moves with the branch, in the same atomic push.
             updates = [(commit, self.ref), (commit, self.high_water)]

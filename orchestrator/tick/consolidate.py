@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..state import codec, layout
-from ..state.history import page_runs
 from ..state.model import State
 from ..store import as_state_files
 from . import polllogs
@@ -118,6 +117,8 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
     try:
         # the tick loaded only the open runs (a scoped tick: one); the page lists them
         # and the newest others, never the whole history
+        from ..state.history import page_runs  # an idle tick renders no page
+
         runs, older = page_runs(old, {**others, **decision.state.runs})
         files[layout.INDEX] = render_index(
             list(runs.values()), generated_at=now, template=chosen.index,
