@@ -89,28 +89,37 @@ def external_report(cfg: Config, schedules: list[Schedule], start: datetime) -> 
     until = start + HORIZON
     repository = repository_of(cfg)
     api_url = api_url_of(os.environ)
-    listed = []
-    for entry in clock.entries(schedules):
-        ids = set(entry["schedules"])
-        mine = clock.calls([s for s in schedules if s.id in ids], start, until)
-        around = []
-        for change in offset_changes(entry.get("timezone", "UTC"), start, until):
-            before = [c for c in mine if c < change][-1:]
-            after = [c for c in mine if c >= change][:1]
-            around.append({"change": iso(change), "before": [iso(c) for c in before],
-                           "after": [iso(c) for c in after]})
-        listed.append({**entry, "calls": len(mine), "next": [iso(c) for c in mine[:NEXT_CALLS]],
-                       "around_changes": around})
     jittered = sorted(s.id for s in schedules if s.spec.enabled and s.spec.jitter_seconds)
     return {
         "from": iso(start), "until": iso(until), "repository": repository,
-        "entries": listed,
+        "entries": [_entry_report(entry, schedules, start, until)
+                    for entry in clock.entries(schedules)],
         "calls": [iso(c) for c in clock.calls(schedules, start, until)],
         "requests": {name: request.to_json(api_url, API_VERSION) for name, request in
                      clock.requests(repository, default_branch(cfg)).items()},
         "token_variable": clock.TOKEN_VARIABLE,
         "jittered": jittered,
     }
+
+
+def _entry_report(entry: dict[str, Any], schedules: list[Schedule], start: datetime,
+                  until: datetime) -> dict[str, Any]:
+    """One entry of the external clock with its calls: how many, the next few, and
+    those on either side of each change of its zone's offset."""
+    ids = set(entry["schedules"])
+    mine = clock.calls([s for s in schedules if s.id in ids], start, until)
+    around = [_around(change, mine)
+              for change in offset_changes(entry.get("timezone", "UTC"), start, until)]
+    return {**entry, "calls": len(mine), "next": [iso(c) for c in mine[:NEXT_CALLS]],
+            "around_changes": around}
+
+
+def _around(change: datetime, calls: list[datetime]) -> dict[str, Any]:
+    """The last call before ``change`` and the first at or after it."""
+    before = [c for c in calls if c < change][-1:]
+    after = [c for c in calls if c >= change][:1]
+    return {"change": iso(change), "before": [iso(c) for c in before],
+            "after": [iso(c) for c in after]}
 
 
 def external_text(report: dict[str, Any]) -> list[str]:
@@ -170,11 +179,7 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
     loaded = load_all(cfg.schedules_dir)
     for error in loaded.errors:
         click.echo(f"orchestrator: {error.message} (ignored)", err=True)
-    config = load_repo_config(cfg.repo)
-    if external and config.cadence.mode != "external":
-        raise UserError(f"--external: orchestrator.json's cadence.mode is "
-                        f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
-                        "README, 'The cadence')")
+    config = _repo_config(cfg, external)
     moment = start or datetime.now(UTC)
     if not (cfg.repo / TICK).is_file():
         # a repository that does not run on GitHub (`init --local`): nothing to keep in step
@@ -182,37 +187,67 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
                    "there is no cron to write (`orchestrator init --local --github` "
                    "scaffolds the workflows)")
         return EXIT_OK
-    try:
-        changed = sync(cfg.repo, loaded.schedules, config, moment)
-    except (FileNotFoundError, ValueError) as exc:
-        raise UserError(str(exc)) from None
+    changed = _synced(cfg, loaded.schedules, config, moment)
     derived = derive(loaded.schedules, config, moment)
-    tick = cfg.repo / TICK
-    for line in dropped_zones(tick.read_text(encoding="utf-8"), derived.tick_cron):
-        cron = utc_spec(line)
-        click.echo(f"note: {TICK}'s entry {cron.cron!r} in {cron.timezone} is replaced by UTC "
-                   "entries: cron-sync writes UTC, since GitHub documents nothing of a "
-                   "zoned entry in the repeated hour of a fall-back night", err=True)
+    _note_dropped_zones(cfg.repo / TICK, derived)
     files = [path.relative_to(cfg.repo).as_posix() for path in changed]
     report = external_report(cfg, loaded.schedules, moment) if external else None
     if as_json:
-        click.echo(json.dumps({
-            "mode": config.cadence.mode, "tick_cron": derived.tick_cron,
-            "watchdog_cron": derived.watchdog_cron,
-            "max_staleness_minutes": derived.max_staleness_minutes,
-            "stale" if check else "written": files, "external": report,
-        }, indent=2))
+        click.echo(json.dumps(_as_json(derived, config, files, check, report), indent=2))
     else:
-        lines = _summary(derived, config)
-        if config.cadence.mode == "external":
-            lines.append(f"external clock: {clock.CLOCK_FILE.as_posix()} (see --external)")
-        lines += [f"{'stale' if check else 'wrote'} {rel}" for rel in files]
-        lines += [] if files else ["workflows up to date"]
-        lines += external_text(report) if report is not None else []
-        click.echo("\n".join(lines))
+        click.echo("\n".join(_text(derived, config, files, check, report)))
     if check:
         return EXIT_USER if changed else EXIT_OK
     for path, text in changed.items():
         write_atomically(path, text)
     return EXIT_OK
 
+
+def _repo_config(cfg: Config, external: bool) -> RepoConfig:
+    """``orchestrator.json``, refused for ``--external`` unless its clock is external."""
+    config = load_repo_config(cfg.repo)
+    if external and config.cadence.mode != "external":
+        raise UserError(f"--external: orchestrator.json's cadence.mode is "
+                        f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
+                        "README, 'The cadence')")
+    return config
+
+
+def _synced(cfg: Config, schedules: list[Schedule], config: RepoConfig, moment: datetime
+            ) -> dict[Path, str]:
+    """The workflow files whose text the schedules change, with their new text."""
+    try:
+        return sync(cfg.repo, schedules, config, moment)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _note_dropped_zones(tick: Path, derived: Derived) -> None:
+    """Say which zoned entries of ``tick`` the UTC entries replace."""
+    for line in dropped_zones(tick.read_text(encoding="utf-8"), derived.tick_cron):
+        cron = utc_spec(line)
+        click.echo(f"note: {TICK}'s entry {cron.cron!r} in {cron.timezone} is replaced by UTC "
+                   "entries: cron-sync writes UTC, since GitHub documents nothing of a "
+                   "zoned entry in the repeated hour of a fall-back night", err=True)
+
+
+def _as_json(derived: Derived, config: RepoConfig, files: list[str], check: bool,
+             report: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "mode": config.cadence.mode, "tick_cron": derived.tick_cron,
+        "watchdog_cron": derived.watchdog_cron,
+        "max_staleness_minutes": derived.max_staleness_minutes,
+        "stale" if check else "written": files, "external": report,
+    }
+
+
+def _text(derived: Derived, config: RepoConfig, files: list[str], check: bool,
+          report: dict[str, Any] | None) -> list[str]:
+    """What ``cron-sync`` prints without ``--json``."""
+    lines = _summary(derived, config)
+    if config.cadence.mode == "external":
+        lines.append(f"external clock: {clock.CLOCK_FILE.as_posix()} (see --external)")
+    lines += [f"{'stale' if check else 'wrote'} {rel}" for rel in files]
+    lines += [] if files else ["workflows up to date"]
+    lines += external_text(report) if report is not None else []
+    return lines

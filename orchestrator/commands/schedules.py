@@ -30,9 +30,10 @@ from ..config.files import (
     write_schedule,
 )
 from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..config.policies import Pause
 from ..config.preview import slot_dict, upcoming
 from ..config.triggers import for_spec
-from ..cron import DstFold, DstGap, dst_note
+from ..cron import DstFold, DstGap, SlotInfo, dst_note
 from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
 from ..state import model as state_model
 from ..state.records import Cursor, Run
@@ -128,42 +129,56 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
     loaded = load_all(cfg.schedules_dir)
     for error in loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
-    rows: list[dict[str, Any]] = []
-    lines: list[str] = []
-    width = max((len(s.id) for s in loaded.schedules), default=0)
     standing = cursors(cfg) if loaded.schedules else {}
-    paused = {sid: c.paused for sid, c in standing.items() if c.paused is not None}
-    for schedule in loaded.schedules:
-        spec = schedule.spec
-        # a disabled schedule never fires: a "next run" would be a promise it breaks
-        nxt = upcoming(schedule, _from(standing.get(schedule.id), now, start),
-                       1).slots if spec.enabled else []
-        when = for_spec(spec).describe()
-        rows.append({
-            "id": schedule.id,
-            "file": schedule.path,
-            "enabled": spec.enabled,
-            "when": when,
-            "next": slot_dict(nxt[0]) if nxt else None,
-            "tracks": [t.name for t in spec.tracks],
-            "paused": (paused[schedule.id].model_dump(mode="json")
-                       if schedule.id in paused else None),
-        })
-        state = ("paused  " if schedule.id in paused else
-                 "enabled " if spec.enabled else "disabled")
-        first = (fmt_local(nxt[0].local) if nxt else
-                 "no upcoming run" if spec.enabled else "none (disabled)")
-        count = len(spec.tracks)
-        lines.append(f"{schedule.id:<{width}}  {state}  next {first:<26}  {when} "
-                     f"[{count} track{'s' if count != 1 else ''}]")
+    listed = [(schedule, _next_run(schedule, standing.get(schedule.id), now, start),
+               _pause_of(standing.get(schedule.id))) for schedule in loaded.schedules]
     if as_json:
-        _echo_json({"schedules": rows, "errors": [
+        _echo_json({"schedules": [_list_row(*entry) for entry in listed], "errors": [
             {"file": e.file, "field": e.field, "problem": e.problem} for e in loaded.errors]})
-    elif not rows:
+    elif not listed:
         click.echo(f"no schedules in {display_path(cfg.schedules_dir, cfg.repo)}/")
     else:
-        click.echo("\n".join(lines))
+        width = max(len(s.id) for s in loaded.schedules)
+        click.echo("\n".join(_list_line(*entry, width) for entry in listed))
     return 0
+
+
+def _pause_of(cursor: Cursor | None) -> Pause | None:
+    return cursor.paused if cursor is not None else None
+
+
+def _next_run(schedule: Schedule, cursor: Cursor | None, now: datetime,
+              start: datetime | None) -> list[SlotInfo]:
+    """The schedule's next run, as ``list`` shows it."""
+    if not schedule.spec.enabled:
+        return []  # a disabled schedule never fires: a "next run" would be a promise it breaks
+    return upcoming(schedule, _from(cursor, now, start), 1).slots
+
+
+def _list_row(schedule: Schedule, nxt: list[SlotInfo], pause: Pause | None
+              ) -> dict[str, Any]:
+    spec = schedule.spec
+    return {
+        "id": schedule.id,
+        "file": schedule.path,
+        "enabled": spec.enabled,
+        "when": for_spec(spec).describe(),
+        "next": slot_dict(nxt[0]) if nxt else None,
+        "tracks": [t.name for t in spec.tracks],
+        "paused": pause.model_dump(mode="json") if pause is not None else None,
+    }
+
+
+def _list_line(schedule: Schedule, nxt: list[SlotInfo], pause: Pause | None,
+               width: int) -> str:
+    spec = schedule.spec
+    state = ("paused  " if pause is not None else
+             "enabled " if spec.enabled else "disabled")
+    first = (fmt_local(nxt[0].local) if nxt else
+             "no upcoming run" if spec.enabled else "none (disabled)")
+    count = len(spec.tracks)
+    return (f"{schedule.id:<{width}}  {state}  next {first:<26}  "
+            f"{for_spec(spec).describe()} [{count} track{'s' if count != 1 else ''}]")
 
 
 @command.command("show")
@@ -176,54 +191,75 @@ def list_(cfg: Config, as_json: bool, start: datetime | None) -> int:
 def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime | None) -> int:
     """One schedule: its settings, in words, and its next runs."""
     schedule = _load(cfg, schedule_id)
-    spec = schedule.spec
     cursor = cursors(cfg).get(schedule.id)
     nxt = upcoming(schedule, _from(cursor, _now(start), start), n).slots
-    pause = cursor.paused if cursor is not None else None
+    pause = _pause_of(cursor)
     recent = recent_runs(cfg, schedule.id)
     if as_json:
-        _echo_json({
-            "id": schedule.id,
-            "file": schedule.path,
-            "when": for_spec(spec).describe(),
-            "spec": spec.model_dump(mode="json", by_alias=True),
-            "next": [slot_dict(s) for s in nxt],
-            "paused": pause.model_dump(mode="json") if pause else None,
-            "recent_runs": [{"run_id": r.run_id, "origin": r.origin, "status": r.status.value,
-                             "acts": r.acts()} for r in recent],
-        })
+        _echo_json(_show_json(schedule, nxt, pause, recent))
         return 0
-    click.echo(f"{schedule.id}  ({schedule.path})")
+    click.echo("\n".join([*_settings_lines(schedule, pause), *_track_lines(schedule.spec),
+                          *_dated_lines(nxt, recent)]))
+    return 0
+
+
+def _show_json(schedule: Schedule, nxt: list[SlotInfo], pause: Pause | None,
+               recent: list[Run]) -> dict[str, Any]:
+    spec = schedule.spec
+    return {
+        "id": schedule.id,
+        "file": schedule.path,
+        "when": for_spec(spec).describe(),
+        "spec": spec.model_dump(mode="json", by_alias=True),
+        "next": [slot_dict(s) for s in nxt],
+        "paused": pause.model_dump(mode="json") if pause else None,
+        "recent_runs": [{"run_id": r.run_id, "origin": r.origin, "status": r.status.value,
+                         "acts": r.acts()} for r in recent],
+    }
+
+
+def _settings_lines(schedule: Schedule, pause: Pause | None) -> list[str]:
+    """What ``show`` says of the schedule's settings, in words."""
+    spec = schedule.spec
+    lines = [f"{schedule.id}  ({schedule.path})"]
     if spec.description:
-        click.echo(f"  {spec.description}")
-    click.echo(f"  when:      {for_spec(spec).describe()}"
-               + (f"   [{spec.cron}]" if spec.cron else ""))
-    click.echo(f"  enabled:   {'yes' if spec.enabled else 'no (never fires)'}")
+        lines.append(f"  {spec.description}")
+    lines.append(f"  when:      {for_spec(spec).describe()}"
+                 + (f"   [{spec.cron}]" if spec.cron else ""))
+    lines.append(f"  enabled:   {'yes' if spec.enabled else 'no (never fires)'}")
     if pause:
-        click.echo(f"  PAUSED:    {pause_text(pause)}; fires nothing until "
-                   f"`orchestrator schedules resume {schedule.id} --reason ...`")
-    for line in policy_lines(spec):
-        click.echo(line)
-    click.echo(f"  overlap:   {spec.overlap.value};  catchup: {spec.catchup.value} "
-               f"(window {spec.catchup_window_minutes} min);  deadline: "
-               f"{spec.deadline_minutes:g} min")
-    click.echo(f"  dst:       gap {spec.dst.gap.value}, fold {spec.dst.fold.value};  "
-               f"jitter: {spec.jitter_seconds} s;  max runs/day: "
-               f"{spec.max_runs_per_day or 'no limit'};  workflow: {spec.workflow}")
-    click.echo(f"  tracks:    {len(spec.tracks)}")
+        lines.append(f"  PAUSED:    {pause_text(pause)}; fires nothing until "
+                     f"`orchestrator schedules resume {schedule.id} --reason ...`")
+    return [*lines, *policy_lines(spec),
+            f"  overlap:   {spec.overlap.value};  catchup: {spec.catchup.value} "
+            f"(window {spec.catchup_window_minutes} min);  deadline: "
+            f"{spec.deadline_minutes:g} min",
+            f"  dst:       gap {spec.dst.gap.value}, fold {spec.dst.fold.value};  "
+            f"jitter: {spec.jitter_seconds} s;  max runs/day: "
+            f"{spec.max_runs_per_day or 'no limit'};  workflow: {spec.workflow}"]
+
+
+def _track_lines(spec: ScheduleSpec) -> list[str]:
+    lines = [f"  tracks:    {len(spec.tracks)}"]
     for track in spec.tracks:
         work = track.run if track.run is not None else json.dumps(track.inputs)
-        click.echo(f"    {track.name}: {work}  (timeout {track.timeout_minutes:g} min, "
-                   f"{track.max_attempts} attempt{'s' if track.max_attempts != 1 else ''})")
+        lines.append(f"    {track.name}: {work}  (timeout {track.timeout_minutes:g} min, "
+                     f"{track.max_attempts} attempt{'s' if track.max_attempts != 1 else ''})")
+    return lines
+
+
+def _dated_lines(nxt: list[SlotInfo], recent: list[Run]) -> list[str]:
+    """The schedule's next runs and its recent ones, each list labelled on its first."""
+    lines = []
     for i, slot in enumerate(nxt):
         label = "next:" if i == 0 else ""
-        click.echo(f"  {label:<11}{fmt_local(slot.local):<26}  {fmt_utc(slot.at)}")
+        lines.append(f"  {label:<11}{fmt_local(slot.local):<26}  {fmt_utc(slot.at)}")
     for i, run in enumerate(recent):
         label = "recent:" if i == 0 else ""
         acts = run.acts()
-        click.echo(f"  {label:<11}{run.run_id}  {run.origin}  {run.status.value}"
-                   + (f"  ({acts[0]})" if acts else ""))
-    return 0
+        lines.append(f"  {label:<11}{run.run_id}  {run.origin}  {run.status.value}"
+                     + (f"  ({acts[0]})" if acts else ""))
+    return lines
 
 
 RECENT_RUNS = 10
@@ -324,56 +360,68 @@ def add(cfg: Config, schedule_id: str, cron_expr: str | None, at: str | None,
     """Write a new schedules/ID.json (validated before it is written). A flag that does
     not apply to the chosen form (--time with --every hour) is refused."""
     path = schedule_path(cfg, schedule_id)
-    shown = display_path(path, cfg.repo)
     if path.exists():
-        raise UserError(f"{shown} already exists; edit it, or remove it first")
-    given = [cron_expr is not None, at is not None, every is not None, weekly]
-    if sum(given) != 1:
+        raise UserError(f"{display_path(path, cfg.repo)} already exists; edit it, or "
+                        "remove it first")
+    if sum([cron_expr is not None, at is not None, every is not None, weekly]) != 1:
         raise click.UsageError("give exactly one of --cron, --at, --every and --weekly")
     if not tracks:
         raise click.UsageError("give at least one --track NAME=COMMAND")
-
-    data: dict[str, Any] = {"$schema": SCHEMA_REF}
-    if description is not None:
-        data["description"] = description
     per_track = {"timeout_minutes": timeout_minutes, "max_attempts": max_attempts,
                  "retry_backoff_seconds": retry_backoff_seconds}
     try:
-        if at is not None or cron_expr is not None:
-            edit.refuse_what_does_not_apply(every, weekly, time, minute, on_days)
-        if at is not None:
-            data["at"] = at
-        else:
-            data["cron"] = cron_expr if cron_expr is not None else edit.build_cron(
-                every, weekly, time, minute, on_days)
-        data["timezone"] = timezone
-        data["enabled"] = not disabled
-        data["tracks"] = edit.tracks_field(tracks, per_track, needs, inputs, track_timeouts)
+        data: dict[str, Any] = {
+            "$schema": SCHEMA_REF, **_given(description=description),
+            **_when(cron_expr, at, every, weekly, time, minute, on_days),
+            "timezone": timezone, "enabled": not disabled,
+            "tracks": edit.tracks_field(tracks, per_track, needs, inputs, track_timeouts)}
     except edit.FlagError as exc:
         raise click.UsageError(str(exc)) from None
-    policies = {"workflow": workflow, "overlap": overlap, "catchup": catchup,
-                "catchup_window_minutes": catchup_window_minutes,
-                "deadline_minutes": deadline_minutes, "max_runs_per_day": max_runs_per_day,
-                "jitter_seconds": jitter_seconds}
-    data.update({k: v for k, v in policies.items() if v is not None})
-    dst = {k: v for k, v in (("gap", dst_gap), ("fold", dst_fold)) if v is not None}
-    if dst:
+    data.update(_given(workflow=workflow, overlap=overlap, catchup=catchup,
+                       catchup_window_minutes=catchup_window_minutes,
+                       deadline_minutes=deadline_minutes, max_runs_per_day=max_runs_per_day,
+                       jitter_seconds=jitter_seconds))
+    if dst := _given(gap=dst_gap, fold=dst_fold):
         data["dst"] = dst
-
-    text = dumps(data)
-    try:
-        spec = ScheduleSpec.model_validate_json(text)
-    except ValidationError as exc:
-        raise ScheduleError(shown, *describe_error(exc.errors()[0])) from None
-    write_schedule(path, text)
-    schema = cfg.schedules_dir / SCHEMA_FILE
-    if not schema.exists():
-        write_schedule(schema, schema_text())
-    click.echo(f"wrote {shown}: {for_spec(spec).describe()}"
+    spec = _write_new(cfg, path, data)
+    click.echo(f"wrote {display_path(path, cfg.repo)}: {for_spec(spec).describe()}"
                + ("" if spec.enabled else " (disabled)"))
     click.echo("commit it and open a pull request; `orchestrator validate --preview 5` "
                "shows what will happen")
     return 0
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The fields a flag set, in the order given: a flag left out keeps the default."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _when(cron_expr: str | None, at: str | None, every: str | None, weekly: bool,
+          time: str | None, minute: int | None, on_days: tuple[int, ...]
+          ) -> dict[str, Any]:
+    """The ``at`` or ``cron`` field of a new schedule (:class:`edit.FlagError` when a
+    flag does not apply to the form chosen)."""
+    if at is not None or cron_expr is not None:
+        edit.refuse_what_does_not_apply(every, weekly, time, minute, on_days)
+    if at is not None:
+        return {"at": at}
+    return {"cron": cron_expr if cron_expr is not None else edit.build_cron(
+        every, weekly, time, minute, on_days)}
+
+
+def _write_new(cfg: Config, path: Path, data: dict[str, Any]) -> ScheduleSpec:
+    """Write ``data`` to ``path`` once it validates, with the schema beside it."""
+    text = dumps(data)
+    try:
+        spec = ScheduleSpec.model_validate_json(text)
+    except ValidationError as exc:
+        raise ScheduleError(display_path(path, cfg.repo),
+                            *describe_error(exc.errors()[0])) from None
+    write_schedule(path, text)
+    schema = cfg.schedules_dir / SCHEMA_FILE
+    if not schema.exists():
+        write_schedule(schema, schema_text())
+    return spec
 
 
 def _toggle(cfg: Config, schedule_id: str, enabled: bool) -> int:

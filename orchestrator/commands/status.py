@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -36,6 +36,9 @@ from ..runs import retention
 from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
 from ..support.times import parse_now
 from .context import Config, pass_config
+
+if TYPE_CHECKING:
+    from ..store import GitStateStore
 
 
 def workflows_report(files: Mapping[str, bytes], now: datetime) -> dict[str, Any]:
@@ -130,23 +133,11 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
     store = cfg.store()
     if accept_rewind:
-        git = cfg.git()
-        accepted = git.accept_rewind()
-        click.echo(f"accepted: {accepted}" if accepted else
-                   "the state branch is not behind its high-water mark: nothing to accept")
-        store = git
+        store = _accept_rewind(cfg)
     snap = store.read()
-    loaded = load_all(cfg.schedules_dir)
     settings = RepoSettings.read(cfg.repo)
-    caps = Caps(settings.max_concurrent_tracks, settings.max_dispatches_per_tick)
-    problem = settings.caps_problem
-    invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
-    report = build(snap.files, loaded.schedules, invalid, now,
-                   timedelta(minutes=max_staleness), caps)
+    report = _report(cfg, snap.files, settings, now, max_staleness)
     report["rewound"] = store.rewound
-    report["retention"] = retention.describe(retention.read_record(snap.files),
-                                             settings.keep_finished_runs_days)
-    report["workflows"] = workflows_report(snap.files, now)
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
@@ -157,16 +148,39 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
             click.echo(line, err=True)
     if store.rewound:
         raise Rewound(store.rewound)
+    _refuse(cfg, report, max_staleness, fail_on_dead_letters)
+    return 0
+
+
+def _accept_rewind(cfg: Config) -> GitStateStore:
+    """The git store, once it has accepted its branch's rewind (if any)."""
+    git = cfg.git()
+    accepted = git.accept_rewind()
+    click.echo(f"accepted: {accepted}" if accepted else
+               "the state branch is not behind its high-water mark: nothing to accept")
+    return git
+
+
+def _report(cfg: Config, files: Mapping[str, bytes], settings: RepoSettings,
+            now: datetime, max_staleness: float) -> dict[str, Any]:
+    """The status report of the state ``files`` and the working tree's schedules."""
+    loaded = load_all(cfg.schedules_dir)
+    caps = Caps(settings.max_concurrent_tracks, settings.max_dispatches_per_tick)
+    problem = settings.caps_problem
+    invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
+    report = build(files, loaded.schedules, invalid, now,
+                   timedelta(minutes=max_staleness), caps)
+    report["retention"] = retention.describe(retention.read_record(files),
+                                             settings.keep_finished_runs_days)
+    report["workflows"] = workflows_report(files, now)
+    return report
+
+
+def _refuse(cfg: Config, report: dict[str, Any], max_staleness: float,
+            fail_on_dead_letters: bool) -> None:
+    """Raise the error ``status`` exits with when the report shows a problem."""
     if report["stale"]:
-        limit = f"{max_staleness:g} minutes"
-        if report["last_tick"] is None:
-            raise Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
-        if report["ahead"]:
-            raise Stale(f"the last tick ({report['last_tick']}) is "
-                        f"{age_text(-report['age_minutes'])} ahead of this machine's clock: "
-                        "a tick --now in the future wrote it, and no real tick since")
-        raise Stale(f"the last tick ({report['last_tick']}) is "
-                    f"{age_text(report['age_minutes'])} old, more than {limit}")
+        raise _stale(cfg, report, max_staleness)
     if report["invalid_schedules"]:
         files = report["invalid_schedules"]
         raise InvalidSchedules(f"{len(files)} invalid file(s), ignored by every tick until "
@@ -174,7 +188,18 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     if fail_on_dead_letters and report["dead_letters"]:
         raise DeadLettersWaiting(f"{report['dead_letters']} dead letter(s) wait for a "
                                  "decision: see `orchestrator dlq list`")
-    return 0
+
+
+def _stale(cfg: Config, report: dict[str, Any], max_staleness: float) -> Stale:
+    """Why the last tick is too old: none, one from the future, or an old one."""
+    if report["last_tick"] is None:
+        return Stale(f"no tick recorded on branch {cfg.state_branch!r} of {cfg.remote}")
+    if report["ahead"]:
+        return Stale(f"the last tick ({report['last_tick']}) is "
+                     f"{age_text(-report['age_minutes'])} ahead of this machine's clock: "
+                     "a tick --now in the future wrote it, and no real tick since")
+    return Stale(f"the last tick ({report['last_tick']}) is "
+                 f"{age_text(report['age_minutes'])} old, more than {max_staleness:g} minutes")
 
 
 def alert(settings: RepoSettings, report: dict[str, Any], rewound: str | None,

@@ -29,6 +29,7 @@ from ..state import codec
 from . import polllogs
 
 if TYPE_CHECKING:
+    from ..state.model import State
     from .inputs import TickInputs
 
 VERIFY_ENV = "ORCHESTRATOR_VERIFY_IDLE"
@@ -37,15 +38,28 @@ VERIFY_ENV = "ORCHESTRATOR_VERIFY_IDLE"
 def holds(inputs: TickInputs, now: datetime, heartbeat_every: timedelta, *,
           scoped: bool, requested: bool) -> bool:
     """Whether the planner would decide nothing on ``inputs`` at ``now``."""
-    if scoped or requested or inputs.schedules or inputs.invalid or inputs.loaded.note:
+    if scoped or requested:
         return False
-    state = inputs.state
+    return (_nothing_to_fire(inputs) and _nothing_open(inputs.state)
+            and not any_enabled(inputs.settings.notify, ())
+            and _heartbeat_written(inputs, now, heartbeat_every))
+
+
+def _nothing_to_fire(inputs: TickInputs) -> bool:
+    """No schedule parsed or invalid, and the index of open runs trusted as read."""
+    return not (inputs.schedules or inputs.invalid or inputs.loaded.note)
+
+
+def _nothing_open(state: State) -> bool:
+    """No run, track, compensation or queue to observe, and no backfill to go on with."""
     if state.runs or state.tracks or state.undos or state.queues:
         return False
-    if any(cursor.backfill is not None for cursor in state.cursors.values()):
-        return False
-    if any_enabled(inputs.settings.notify, ()):
-        return False
+    return all(cursor.backfill is None for cursor in state.cursors.values())
+
+
+def _heartbeat_written(inputs: TickInputs, now: datetime,
+                       heartbeat_every: timedelta) -> bool:
+    """Whether the last tick's line is recent enough that this tick need write none."""
     last = codec.last_tick_at(inputs.snapshot.files)
     return (last is not None and now - last < heartbeat_every
             and last - now <= polllogs.AHEAD_TOLERANCE)

@@ -32,6 +32,7 @@ tick's cost grow with the number of schedules. The memo is two files:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import zoneinfo
@@ -197,7 +198,6 @@ class Memo:
         :attr:`~orchestrator.config.repository.RepoSettings.key`; ``calendars`` the calendar
         folder the tick parses the schedules with (default: ``repo``'s, read here)."""
         files = as_state_files(files)
-        busy: set[str] = set()
         # one git process for the folders the tick lists anyway; state/runs only if need be
         files.listdirs([layout.ROOT, CURSORS, layout.DLQ, layout.QUEUES])
         listing = worktree.clean(repo / "schedules")
@@ -206,21 +206,14 @@ class Memo:
         files.prefetch([state_index.OPEN_INDEX, FOLDER, layout.TICKS, layout.HEALTH,
                         *([QUIET] if listing is None else []),
                         *state_index.queue_summaries(files)])
-        index, _ = state_index.read(files)
-        if index is None and QUIET in files and not state_index.run_folders(files):
-            index = state_index.OpenIndex()  # no run yet, so none open: it needs no index
-        folder: QuietFolder | None = None
-        if index is not None:  # without it, no way to tell the open runs
-            busy = {run.schedule_id for run in index.runs.values()}
-            data = files.get(FOLDER) if listing is not None else None
-            if data is not None:
-                with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
-                    folder = codec.parse_record(QuietFolder, FOLDER, data)
+        index = _open_index(files)
         common = _digest(str(FORMAT), __version__, _tz_version(), config_key,
                          (calendars or Calendars(repo)).key())
-        memo = cls(repo, now, files if index is not None else None,
-                   _cursor_ids(files) if index is not None and QUIET in files else {},
-                   busy, common, listing)
+        if index is None:  # without it, no way to tell the open runs
+            return cls(repo, now, None, {}, set(), common, listing)
+        memo = cls(repo, now, files, _cursor_ids(files) if QUIET in files else {},
+                   {run.schedule_id for run in index.runs.values()}, common, listing)
+        folder = _stored_folder(files) if listing is not None else None
         if folder is not None:
             memo.whole = memo._holds(folder)
             memo.folder = folder if memo.whole is not None else None
@@ -299,6 +292,24 @@ class Memo:
                        if q.until is not None]
         return [Wake(until, f"{sid}: slot {iso_minute(until)}", lingers, slot=True)
                 for sid, until, lingers in soonest]
+
+
+def _open_index(files: StateFiles) -> state_index.OpenIndex | None:
+    """The index of open runs, or ``None`` when the state has none to trust."""
+    index, _ = state_index.read(files)
+    if index is None and QUIET in files and not state_index.run_folders(files):
+        return state_index.OpenIndex()  # no run yet, so none open: it needs no index
+    return index
+
+
+def _stored_folder(files: StateFiles) -> QuietFolder | None:
+    """The folder's entry as the state holds it, if it parses."""
+    data = files.get(FOLDER)
+    if data is None:
+        return None
+    with contextlib.suppress(codec.CorruptState):  # rewritten with the next commit
+        return codec.parse_record(QuietFolder, FOLDER, data)
+    return None
 
 
 def _holds_at(now: datetime, checked: datetime, until: datetime | None) -> bool:
@@ -384,38 +395,62 @@ def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
     in it has one."""
     if not change:
         return {}
+    entries, cursors = _carried(memo)
     open_schedules = {run.schedule_id for run in state.runs.values()
                       if run.status in RUN_OPEN}
+    policy = functools.cache(cadence)  # read once, and only when a slot asks for it
+    for schedule in schedules:
+        cursor = state.cursors.get(schedule.id)
+        data = _cursor_bytes(schedule.id, files, change)
+        if cursor is None or data is None or not _may_enter(memo, schedule.id, cursor,
+                                                            open_schedules):
+            continue
+        found = _entry(memo, schedule, cursor, data, policy)
+        if found is not None:
+            cursors[schedule.id], entries[schedule.id] = found
+    folder = _folder(memo, entries, cursors, change)
+    out: dict[str, bytes | None] = {
+        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
+        FOLDER: codec.to_json(folder) if folder else None}
+    return {path: data for path, data in out.items() if files.get(path) != data}
+
+
+def _carried(memo: Memo) -> tuple[dict[str, Quiet], dict[str, str]]:
+    """The entries of the schedules left unread, and their cursors' blob ids."""
     if memo.whole is not None:
         entries = {sid: memo.entries[sid] for sid in memo.whole if sid in memo.entries}
     else:
         entries = dict(memo.skipped)
-    cursors = {sid: memo.cursors[sid] for sid in entries if sid in memo.cursors}
-    policy: Cadence | None = None
-    for schedule in schedules:
-        sid = schedule.id
-        cursor = state.cursors.get(sid)
-        path = layout.cursor_path(sid)
-        data = change.get(path) if path in change else files.get(path)
-        digest = memo.files.get(sid)
-        if (cursor is None or data is None or digest is None or sid in open_schedules
-                or cursor.backfill is not None):  # a backfill's next slot is due any tick
-            continue
-        quiet, until = _quiet_until(schedule, cursor, memo.now)
-        if not quiet:
-            continue
-        lingers = False
-        if until is not None:
-            policy = policy or cadence()
-            lingers = lingers_before(schedule, until, policy)
-        cursors[sid] = blob_id(data)
-        entries[sid] = Quiet(key=memo.key(sid, digest, cursors[sid]), checked=memo.now,
-                             until=until, lingers=lingers)
-    out: dict[str, bytes | None] = {
-        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
-        FOLDER: codec.to_json(folder) if (folder := _folder(memo, entries, cursors, change))
-        else None}
-    return {path: data for path, data in out.items() if files.get(path) != data}
+    return entries, {sid: memo.cursors[sid] for sid in entries if sid in memo.cursors}
+
+
+def _cursor_bytes(schedule_id: str, files: Mapping[str, bytes],
+                  change: Mapping[str, bytes | None]) -> bytes | None:
+    """The cursor of ``schedule_id`` as this change commits it."""
+    path = layout.cursor_path(schedule_id)
+    return change.get(path) if path in change else files.get(path)
+
+
+def _may_enter(memo: Memo, schedule_id: str, cursor: Cursor,
+               open_schedules: Collection[str]) -> bool:
+    """Whether a parsed schedule may get an entry: read this tick, with no open run and
+    no backfill (a backfill's next slot is due any tick)."""
+    return (schedule_id in memo.files and schedule_id not in open_schedules
+            and cursor.backfill is None)
+
+
+def _entry(memo: Memo, schedule: Schedule, cursor: Cursor, data: bytes,
+           cadence: Callable[[], Cadence]) -> tuple[str, Quiet] | None:
+    """The blob id of the cursor ``data`` and the entry of ``schedule``, when it is
+    quiet in the state this change commits."""
+    quiet, until = _quiet_until(schedule, cursor, memo.now)
+    if not quiet:
+        return None
+    cursor_id = blob_id(data)
+    return cursor_id, Quiet(
+        key=memo.key(schedule.id, memo.files[schedule.id], cursor_id), checked=memo.now,
+        until=until,
+        lingers=until is not None and lingers_before(schedule, until, cadence()))
 
 
 def _folder(memo: Memo, entries: Mapping[str, Quiet], cursors: Mapping[str, str],
@@ -423,23 +458,35 @@ def _folder(memo: Memo, entries: Mapping[str, Quiet], cursors: Mapping[str, str]
     """The entry of the whole folder, when every schedule in it is quiet and the bytes
     the tick parsed (or the entry it trusted) are the blobs git's listing names."""
     listing = memo.listing
-    ids = schedule_ids(listing) if listing is not None else None
-    if listing is None or ids is None or not ids or not memo.read_all_clean:
+    if listing is None or not memo.read_all_clean:
         return None
-    for sid in ids:
-        path = layout.cursor_path(sid)
-        if sid not in entries or sid not in cursors or (
-                path in change and blob_id(change[path] or b"") != cursors[sid]):
-            return None
-        if (memo.whole is None or sid not in memo.whole) \
-                and memo.files.get(sid) != listing.blobs[f"{sid}.json"]:
-            return None  # edited since git listed it, or a filter rewrites it
+    ids = schedule_ids(listing)
+    if not ids or not all(_entered(sid, entries, cursors, change)
+                          and _listed(memo, listing, sid) for sid in ids):
+        return None
     mine = {sid: entries[sid] for sid in ids}
     return QuietFolder(
         key=memo.folder_key(listing, {sid: cursors[sid] for sid in ids}),
         checked=max(e.checked for e in mine.values()),
         soonest=[Soonest(schedule=sid, until=q.until, lingers=q.lingers)
                  for sid, q in _soonest(mine) if q.until is not None])
+
+
+def _entered(schedule_id: str, entries: Mapping[str, Quiet], cursors: Mapping[str, str],
+             change: Mapping[str, bytes | None]) -> bool:
+    """Whether ``schedule_id`` has an entry, made for the cursor this change commits."""
+    if schedule_id not in entries or schedule_id not in cursors:
+        return False
+    path = layout.cursor_path(schedule_id)
+    return path not in change or blob_id(change[path] or b"") == cursors[schedule_id]
+
+
+def _listed(memo: Memo, listing: worktree.Clean, schedule_id: str) -> bool:
+    """Whether what the tick knows of ``schedule_id`` is the blob git's listing names:
+    not so when the file was edited since git listed it, or a filter rewrites it."""
+    if memo.whole is not None and schedule_id in memo.whole:
+        return True  # the folder's entry vouched for the listing itself
+    return memo.files.get(schedule_id) == listing.blobs[f"{schedule_id}.json"]
 
 
 def next_wake(memo: Memo | None, schedules: Iterable[Schedule], state: state_model.State,

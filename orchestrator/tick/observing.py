@@ -10,16 +10,23 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..errors import ExecutorError
-from ..executors.base import DispatchRequest, Executor, Handle, Observation
+from ..executors.base import (
+    DispatchRequest,
+    DispatchResult,
+    Executor,
+    Handle,
+    Observation,
+)
 from ..planner import Observations
 from ..state import model as state_model
 from ..state.items import ItemReport, NewItem
 from ..state.machine import TRACK_OPEN
 from ..state.phases import RunStatus, TrackPhase
+from ..state.records import Run, Track
 from ..support import safejson
 from ..support.credentials import Redactor, redact_value, redactor
 from . import scope as run_scope
@@ -32,22 +39,13 @@ T = TypeVar("T")
 def _from_track(seen: Observation, redact: Redactor) -> Observation:
     """``seen`` with what the track wrote made safe to commit and print: redacted, and
     a result that cannot be written back as JSON replaced by ``{"error": why}``."""
-    result = seen.result
-    if result is not None:
-        try:
-            safejson.check_text(result)
-            result = redact_value(result, redact)
-        except safejson.UnsafeJSON as exc:
-            result = {"error": f"result ignored: {exc}"}
-    error = redact(seen.error) if seen.error else seen.error
-    items = seen.items and tuple(_item_report(r, redact) for r in seen.items)
-    enqueue = tuple(_new_item(n, redact) for n in seen.enqueue)
-    enqueue_error = redact(seen.enqueue_error) if seen.enqueue_error else None
-    if (result is seen.result and error == seen.error and items == seen.items
-            and enqueue == seen.enqueue and enqueue_error == seen.enqueue_error):
-        return seen
-    return dataclasses.replace(seen, result=result, error=error, items=items,
-                               enqueue=enqueue, enqueue_error=enqueue_error)
+    result = _safe(seen.result, redact) if seen.result is not None else None
+    safe = dataclasses.replace(
+        seen, result=result, error=redact(seen.error) if seen.error else seen.error,
+        items=seen.items and tuple(_item_report(r, redact) for r in seen.items),
+        enqueue=tuple(_new_item(n, redact) for n in seen.enqueue),
+        enqueue_error=redact(seen.enqueue_error) if seen.enqueue_error else None)
+    return seen if result is seen.result and safe == seen else safe
 
 
 def _safe(value: Any, redact: Redactor) -> Any:
@@ -81,6 +79,42 @@ def _ask(what: str, call: Callable[[], Mapping[str, T]]) -> tuple[dict[str, T], 
         return {}, False
 
 
+def _open_tracks(state: state_model.State) -> Iterator[tuple[str, Run, Track]]:
+    """The open tracks (compensations too) of the runs still going."""
+    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
+        run = state.runs.get(run_id)
+        if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
+            continue
+        for track in tracks.values():
+            if track.phase in TRACK_OPEN:
+                yield run_id, run, track
+
+
+def _to_ask(executor: Executor, track: Track, key: str,
+            known: Mapping[str, Observation] | None) -> bool:
+    """Whether ``executor`` is the one to ask about ``track``'s dispatch ``key``."""
+    if track.executor not in (None, executor.name):
+        return False  # dispatched by another backend; that one observes it
+    if track.claimed_by not in (None, executor.machine):
+        return False  # another machine's: only it can see what it launched
+    return not known or key not in known
+
+
+def _observe(executor: Executor, handles: list[Handle], lost: list[DispatchRequest]
+             ) -> tuple[dict[str, Observation], dict[str, DispatchResult | None], bool]:
+    """What observing ``handles`` and looking up ``lost`` found, and whether the
+    executor is available for new dispatches."""
+    # Asked apart: a failing look-up keeps what observing learned, and the other way
+    # round. Either failing holds back new dispatches for this tick.
+    seen, observed = _ask(f"{executor.name} observe", lambda: executor.observe(handles)
+                          ) if handles else ({}, True)
+    found, looked_up = _ask(f"{executor.name} lookup", lambda: executor.lookup(lost)
+                            ) if lost else ({}, True)
+    breaker = executor.health()
+    return seen, found, observed and looked_up and (breaker is None
+                                                    or breaker.state != "open")
+
+
 def gather(executor: Executor, state: state_model.State,
            known: Mapping[str, Observation] | None = None,
            redact: Redactor | None = None) -> Observations:
@@ -96,36 +130,20 @@ def gather(executor: Executor, state: state_model.State,
     """
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
-    for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
-        run = state.runs.get(run_id)
-        if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
+    for run_id, run, track in _open_tracks(state):
+        key = track.dispatch_key
+        if key is None or not _to_ask(executor, track, key, known):
             continue
-        for track in tracks.values():
-            if track.phase not in TRACK_OPEN or track.dispatch_key is None:
-                continue
-            if track.executor not in (None, executor.name):
-                continue  # dispatched by another backend; that one observes it
-            if track.claimed_by not in (None, executor.machine):
-                continue  # another machine's: only it can see what it launched
-            if known and track.dispatch_key in known:
-                continue
-            if track.handle is not None:
-                handles.append(Handle(key=track.dispatch_key, handle=track.handle,
-                                      timeout_minutes=track.spec.timeout_minutes))
-            elif track.phase is TrackPhase.DISPATCHED:
-                lost.append(DispatchRequest(run_id=run_id, track=track.name,
-                                            attempt=track.attempt, spec=track.spec,
-                                            workflow=run.workflow, poll=track.polls,
-                                            marked_at=track.dispatched_at,
-                                            compensating=track.compensating))
-    # Asked apart: a failing look-up keeps what observing learned, and the other way
-    # round. Either failing holds back new dispatches for this tick.
-    seen, observed = _ask(f"{executor.name} observe", lambda: executor.observe(handles)
-                          ) if handles else ({}, True)
-    found, looked_up = _ask(f"{executor.name} lookup", lambda: executor.lookup(lost)
-                            ) if lost else ({}, True)
-    breaker = executor.health()
-    available = observed and looked_up and (breaker is None or breaker.state != "open")
+        if track.handle is not None:
+            handles.append(Handle(key=key, handle=track.handle,
+                                  timeout_minutes=track.spec.timeout_minutes))
+        elif track.phase is TrackPhase.DISPATCHED:
+            lost.append(DispatchRequest(run_id=run_id, track=track.name,
+                                        attempt=track.attempt, spec=track.spec,
+                                        workflow=run.workflow, poll=track.polls,
+                                        marked_at=track.dispatched_at,
+                                        compensating=track.compensating))
+    seen, found, available = _observe(executor, handles, lost)
     if known:
         seen = run_scope.merge(known, seen)
     # Everything a track wrote (an outcome file, a result, stderr) is made safe to
