@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.executors.local import LocalExecutor
 from orchestrator.support.checkpoints import POINTS
 from tests.builders import spec_data
 from tests.drive import STATE_BRANCH, cli_tick, launches, read_state
@@ -186,6 +187,10 @@ def test_ticks_killed_at_every_checkpoint_and_at_random_moments_then_ordinary_ti
         proc = cli_tick(repo, at(minute), work=work, crash_at=moment, env=env)
         assert proc.returncode == -9, (moment, proc.stderr)  # it got there, and died
     assert minute < 51
+    # A tick killed between writing an attempt's launch.json and starting its
+    # supervisor leaves it to be adopted once it is adopt_after_seconds old, on the
+    # machine's clock: give the ordinary ticks below an attempt that old to adopt.
+    time.sleep(LocalExecutor.adopt_after_seconds)
     for minute in (51, 52, 53):
         proc = cli_tick(repo, at(minute), work=work)
         assert proc.returncode == 0, proc.stderr
