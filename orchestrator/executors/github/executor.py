@@ -198,7 +198,11 @@ class GitHubExecutor:
                 outcome = [DispatchResult(key=key, error=exc.message, not_sent=True)
                            for key in batch.keys]
             except ExecutorError as exc:
-                outcome = [DispatchResult(key=key, error=exc.message) for key in batch.keys]
+                # A rate-limited dispatch was refused before GitHub created anything:
+                # its tracks go again once the limit lifts, and spend no attempt.
+                limited = isinstance(exc, GitHubError) and exc.rate_limited
+                outcome = [DispatchResult(key=key, error=exc.message, not_sent=limited)
+                           for key in batch.keys]
             results.update((r.key, r) for r in outcome)
         return [results[r.key] for r in requests]
 
