@@ -360,6 +360,25 @@ def test_cancel_stops_the_run_once_no_leg_is_wanted(fake_github: FakeGitHub) -> 
     assert len(fake_github.calls("cancel")) == 1
 
 
+def test_cancelling_a_batch_of_256_legs_costs_a_handful_of_requests(
+        fake_github: FakeGitHub) -> None:
+    results = executor(fake_github).dispatch([req(f"t{i}") for i in range(256)])
+    ci_runs = {r.handle["ci_run_id"] for r in results}
+    assert len(ci_runs) == 1  # one batch: one workflow run of 256 legs
+    fake_github.start_all(ci_runs.pop())
+    before = len(fake_github.requests)
+
+    ex = executor(fake_github)
+    for handle in handles(results):
+        ex.cancel(handle)
+
+    spent = fake_github.requests[before:]
+    # the legs' jobs listed once (3 pages of 100), then one cancel of the run; each leg
+    # listed on its own was 769 requests, three quarters of GITHUB_TOKEN's hour
+    assert len(spent) <= 10, [r.path for r in spent]
+    assert [c.status for c in fake_github.calls("cancel")] == [202]
+
+
 # --------------------------------------------------------------------------- limits
 
 

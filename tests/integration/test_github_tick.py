@@ -139,3 +139,25 @@ def test_an_open_breaker_is_persisted_and_respected_by_the_next_tick(
     assert later.dispatched == (f"{RUN}--a--2",)
     assert len(fake_github.dispatches) == 2
     assert [c.status for c in fake_github.dispatches][-1] in (200, 204)
+
+
+def test_a_rate_limited_dispatch_spends_no_attempt_and_goes_once_the_limit_lifts(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    # One attempt only: before, the refusal spent it and the run failed.
+    origin = make_origin(tmp_path, {"nightly": {"cron": "0 7 * * *",
+                                                "tracks": tracks_spec("a")}})
+    repo = clone(origin, tmp_path / "repo")
+    # a secondary rate limit for two hours, longer than a tick waits
+    fake_github.rate_limit("dispatch", retry_after=7200, times=1)
+    now = T0 + timedelta(minutes=1)
+    first = github_tick(repo, fake_github, now)
+    assert first.dispatched == ()
+    assert [c.status for c in fake_github.dispatches] == [429]  # GitHub created nothing
+    state, _ = read_state(repo)
+    track = state.tracks[RUN]["a"]
+    assert track.phase is TrackPhase.PENDING and track.attempt == 1
+    assert state.runs[RUN].status is RunStatus.RUNNING
+
+    later = github_tick(repo, fake_github, now + timedelta(hours=2, minutes=1))
+    assert later.dispatched == (f"{RUN}--a--1",)
+    assert [c.status for c in fake_github.dispatches] == [429, 200]

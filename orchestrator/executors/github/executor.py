@@ -109,6 +109,9 @@ class GitHubExecutor:
                               Artifacts(self.client, repository), repository)
         self._details = True
         self._cancel_marked: dict[int, set[str]] = {}
+        self._legs_seen: dict[int, list[dict[str, Any]]] = {}
+        """Workflow run -> its legs' jobs, listed once for the cancels of this tick: a
+        batch of 256 legs is 3 pages, not 3 pages per leg."""
         self._listed: dict[str, tuple[Window, list[dict[str, Any]]]] = {}
         """Workflow -> the runs listed for :meth:`_sent_before` in this ``dispatch``."""
 
@@ -198,7 +201,11 @@ class GitHubExecutor:
                 outcome = [DispatchResult(key=key, error=exc.message, not_sent=True)
                            for key in batch.keys]
             except ExecutorError as exc:
-                outcome = [DispatchResult(key=key, error=exc.message) for key in batch.keys]
+                # A rate-limited dispatch was refused before GitHub created anything:
+                # its tracks go again once the limit lifts, and spend no attempt.
+                limited = isinstance(exc, GitHubError) and exc.rate_limited
+                outcome = [DispatchResult(key=key, error=exc.message, not_sent=limited)
+                           for key in batch.keys]
             results.update((r.key, r) for r in outcome)
         return [results[r.key] for r in requests]
 
@@ -306,7 +313,10 @@ class GitHubExecutor:
         marked = self._cancel_marked.setdefault(ci_run, set())
         marked.add(key)
         # legs only: the run's fan-in job (no dispatch key for a name) ends by itself
-        jobs = [j for j in self.listing.jobs(ci_run) if is_leg(str(j.get("name")))]
+        if ci_run not in self._legs_seen:
+            self._legs_seen[ci_run] = [j for j in self.listing.jobs(ci_run)
+                                       if is_leg(str(j.get("name")))]
+        jobs = self._legs_seen[ci_run]
         mine = match(jobs, [key]).get(key)
         if mine is not None and mine.get("status") == "completed":
             return True  # finished already: nothing to stop
