@@ -195,19 +195,20 @@ class GitHubExecutor:
         # the earliest slot first: its listing covers the later batches' windows
         batches.sort(key=lambda b: Window.since_slot(b.run_name, self.client.now()).start)
         for batch in batches:
-            try:
-                outcome = self._dispatch_batch(batch)
-            except CircuitOpen as exc:
-                outcome = [DispatchResult(key=key, error=exc.message, not_sent=True)
-                           for key in batch.keys]
-            except ExecutorError as exc:
-                # A rate-limited dispatch was refused before GitHub created anything:
-                # its tracks go again once the limit lifts, and spend no attempt.
-                limited = isinstance(exc, GitHubError) and exc.rate_limited
-                outcome = [DispatchResult(key=key, error=exc.message, not_sent=limited)
-                           for key in batch.keys]
-            results.update((r.key, r) for r in outcome)
+            results.update((r.key, r) for r in self._dispatch_or_say_why(batch))
         return [results[r.key] for r in requests]
+
+    def _dispatch_or_say_why(self, batch: Batch) -> list[DispatchResult]:
+        """The batch's results; a batch that could not go is an error per key."""
+        try:
+            return self._dispatch_batch(batch)
+        except ExecutorError as exc:
+            # Neither an open breaker nor a rate limit let GitHub create anything: those
+            # tracks go again once GitHub takes calls, and spend no attempt.
+            unsent = isinstance(exc, CircuitOpen) or (
+                isinstance(exc, GitHubError) and exc.rate_limited)
+            return [DispatchResult(key=key, error=exc.message, not_sent=unsent)
+                    for key in batch.keys]
 
     def lookup(self, requests: list[DispatchRequest]) -> dict[str, DispatchResult | None]:
         found: dict[str, DispatchResult | None] = {}
