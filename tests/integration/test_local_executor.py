@@ -474,16 +474,22 @@ def test_lookup_finds_a_dispatch_made_by_another_process(
     assert len(launches(ex)) == 1
 
 
-def test_a_dispatch_whose_dispatcher_died_before_the_supervisor_is_adopted_once(
-    work_dir: Path, tmp_path: Path, ex: LocalExecutor
-) -> None:
+def _dispatcher_died(work_dir: Path, tmp_path: Path) -> DispatchRequest:
+    """The request of a dispatch whose dispatcher died after writing ``launch.json`` and
+    before starting the supervisor."""
     go = tmp_path / "go"
     go.touch()
     [proc] = _dispatchers(work_dir, go, "sleep 0.2", 1,
                           env={**os.environ, "CRASH_BEFORE_SUPERVISOR": "1"})
     proc.communicate(timeout=60)
     assert proc.returncode == 9
-    req = request("race", "sleep 0.2")
+    return request("race", "sleep 0.2")
+
+
+def test_a_dispatch_whose_dispatcher_died_before_the_supervisor_is_adopted_once(
+    work_dir: Path, tmp_path: Path, ex: LocalExecutor
+) -> None:
+    req = _dispatcher_died(work_dir, tmp_path)
     folder = ex.attempt_dir(req.key)
     assert (folder / "launch.json").exists() and not (folder / "status.json").exists()
 
@@ -508,12 +514,7 @@ def test_a_dispatch_is_aged_on_its_writers_clock_not_on_the_files_time(
     # A work folder on a share whose server clock runs an hour behind: the file's time
     # says old, the dispatcher's clock says just written. Adopting it would start a
     # second supervisor beside a dispatcher that is merely slow.
-    go = tmp_path / "go"
-    go.touch()
-    [proc] = _dispatchers(work_dir, go, "sleep 0.2", 1,
-                          env={**os.environ, "CRASH_BEFORE_SUPERVISOR": "1"})
-    proc.communicate(timeout=60)
-    req = request("race", "sleep 0.2")
+    req = _dispatcher_died(work_dir, tmp_path)
     launch = ex.attempt_dir(req.key) / "launch.json"
     hour_ago = time.time() - 3600
     os.utime(launch, (hour_ago, hour_ago))
