@@ -50,7 +50,9 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
 - ``GET .../check-runs/{id}/annotations``: a job's id is its check run's; a person's
   cancel (:meth:`FakeGitHub.cancel_by`) annotates every job it cancelled "The run was
   canceled by @octocat." as GitHub does, and an ``always()`` job of the run still runs;
-- ``no_access = True``: a token that cannot see the repository, answered ``404``.
+- ``no_access = True``: a token that cannot see the repository, answered ``404``;
+- ``ignore_status_filter = True``: runs listings ignore ``status`` (a caller must not
+  trust the filter: GitHub applies it today, but its search behind it may change).
 
 Runs and jobs carry every field GitHub's description requires, and a job name over 100
 characters is listed cut to 97 and ``...``, as GitHub does; a job a runner took
@@ -662,6 +664,9 @@ class FakeGitHub:
         60-day rule of public repositories), ``disabled_manually``, ... (:meth:`disable`)."""
         self.no_access = False
         """The token cannot see the repository: every call about it answers 404."""
+        self.ignore_status_filter = False
+        """Runs listings ignore their ``status`` filter, as a GitHub that changed its
+        search might: the caller must check each run's ``status`` itself."""
         self.upload_faults: list[str] = []
         """Kinds of :data:`UPLOAD_FAULTS` the next uploads fail with (:meth:`fail_uploads`)."""
         self.rate_remaining = RATE_LIMIT
@@ -956,19 +961,24 @@ class FakeGitHub:
             self.settle()
 
     def waiting_run(self, workflow: str = "tick.yml", *, created_at: datetime,
-                    held: bool = True, event: str = "schedule") -> FakeRun:
+                    held: bool = True, event: str = "schedule",
+                    running: bool = False) -> FakeRun:
         """A run of ``workflow`` that has not started, by ``event`` (``schedule``: GitHub's
         cron started it); ``held``: it waits behind a run of its concurrency group (status
         ``pending``), as the next scheduled tick waits behind a lingering one; else it is
-        ``queued``. It has no jobs."""
+        ``queued``. It has no jobs, unless ``running``: then its one job ``tick`` is
+        ``in_progress`` (and so is the run)."""
         with self._lock:
             known = self.workflows.get(workflow)
             run = FakeRun(id=next(self._ids), workflow=workflow,
                           workflow_name=known.name if known else workflow,
                           display_title=known.name if known else workflow, ref="main",
                           inputs={}, created_at=created_at, run_number=len(self.runs) + 1,
-                          event=event, held=held)
+                          event=event, held=held and not running)
             self.runs[run.id] = run
+            if running:
+                self._make_jobs(run, [("tick", {})])
+                self.set_job(run.id, "tick", "in_progress")
             return run
 
     def delete_run(self, run_id: int) -> None:
@@ -1423,7 +1433,7 @@ class FakeGitHub:
         if event:
             runs = [r for r in runs if r.event == event]
         status = record.query.get("status")
-        if status:
+        if status and not self.ignore_status_filter:
             runs = [r for r in runs if status in (r.status, r.conclusion)]
         created = record.query.get("created")
         if created:
