@@ -41,6 +41,8 @@ def observe(ctx: Context, track: Track) -> Track:
     seen = ctx.obs.seen.get(key)
     if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
         return track
+    if routing.leaves(track, seen):
+        return routing.leave(ctx, track)  # its run's cancel, asked by routing, is done
     if _label_failed(track, seen):
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if seen.phase is track.phase:

@@ -83,6 +83,10 @@ class Track(Frozen):
     state_history: list[Transition] = Field(default_factory=list)
     runner: str | None = None
     """The runner label the current attempt was sent to (``runs_on``)."""
+    leaving_since: UTCDateTime | None = None
+    """When the tick last asked to cancel the current attempt's run because no runner
+    of its label took it: the track goes to the next label only once the leg is seen
+    cancelled, so it never runs twice."""
     compensating: bool = False
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
     work: Work | None = None
@@ -97,6 +101,11 @@ class Track(Frozen):
         undo = "--undo" if self.compensating else ""
         poll = f".{self.polls}" if self.polls else ""
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"leaving_since": None})
 
 
 class Act(Frozen):

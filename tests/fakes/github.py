@@ -106,6 +106,9 @@ requests:
 - ``supports_run_details = False``: refuse ``return_run_details`` (``422``) without
   saying it is GitHub Enterprise Server (``ghes=`` does);
 - ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
+- ``runner_pools[label] = n``: ``n`` runners serve the label; a free one takes the
+  oldest queued leg there, which completes ``success`` :attr:`~FakeGitHub.leg_duration`
+  after its start; the others stay ``queued`` until a runner frees (``0``: never).
 - ``broken_labels[label] = "no-runner"`` (or ``"lost"``): the queued legs routed to
   that runner label (their matrix leg's ``runs_on``) fail to start: they complete with
   conclusion ``failure`` and no ``runner_name`` and no steps (no runner took them), or
@@ -656,6 +659,11 @@ class FakeGitHub:
         self.jobs_appear = True
         self.broken_labels: dict[str, str] = {}
         """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
+        self.runner_pools: dict[str, int] = {}
+        """Runner label -> how many runners serve it (:meth:`_run_pools`); labels not
+        listed are played by the tests."""
+        self.leg_duration = timedelta(minutes=30)
+        """How long a leg a pool's runner took runs before it completes ``success``."""
         self.runner = "ubuntu-latest"
         """The repository variable ``ORCHESTRATOR_RUNNER``: legs without ``runs_on`` run
         there (a self-hosted label's queued legs are cancelled after a day)."""
@@ -930,6 +938,37 @@ class FakeGitHub:
                         job.started_at = now if how == "lost" else None
                         job.completed_at = run.updated_at = now
                         self._release(run)
+            for label, size in self.runner_pools.items():
+                self._run_pool(label, size, now)
+
+    def _run_pool(self, label: str, size: int, now: datetime) -> None:
+        """Play ``label``'s ``size`` runners until ``now``: a free runner takes the oldest
+        queued leg, and a leg it took completes :attr:`leg_duration` after its start.
+        What exceeds the pool stays ``queued`` until a runner frees, as on GitHub, where
+        a plan's concurrent-jobs limit queues jobs alike (docs, "Actions limits"). With
+        ``size`` 0 no leg on the label ever starts."""
+        while True:
+            legs = [j for r in self.runs.values() for j in r.latest_jobs
+                    if j.is_leg and j.label == label]
+            running = [j for j in legs if j.status == "in_progress"]
+            queued = sorted((j for j in legs if j.status == "queued"),
+                            key=lambda j: (j.created_at, j.id))
+            if queued and len(running) < size:
+                # it starts when it was created, or when the last runner freed
+                freed = [j.completed_at for j in legs if j.started_at and j.completed_at]
+                job = queued[0]
+                job.status, job.started_at = "in_progress", max([job.created_at, *freed])
+                self.runs[job.run_id].updated_at = job.started_at
+                continue
+            ending = [j for j in running
+                      if j.started_at is not None and j.started_at + self.leg_duration <= now]
+            if not ending:
+                return
+            job = min(ending, key=lambda j: (j.started_at, j.id))
+            assert job.started_at is not None
+            job.status, job.conclusion = "completed", "success"
+            job.completed_at = self.runs[job.run_id].updated_at = job.started_at + self.leg_duration
+            self._release(self.runs[job.run_id])
 
     def _cancel_now(self, run: FakeRun, at: datetime) -> None:
         """Carry out a cancel: GitHub re-evaluates every job's ``if``. Running and queued
