@@ -486,6 +486,7 @@ def test_a_leg_no_runner_took_moves_on_only_once_its_run_is_seen_cancelled() -> 
     assert (t0.attempt, t0.max_attempts, t0.runner, t0.leaving_since) == (
         2, 2, "ubuntu-latest", None)
     assert "no runner took it on gpu; its run was cancelled" in t0.error_log[-1]
+    assert "leaving_since" not in json.loads(d3.state.dump()[f"state/runs/{K}/tracks/t0.json"])
     assert d3.state.runners["gpu"].consecutive_failures == 1  # counted once, when asked
     assert d3.state.tracks[K]["t1"].leaving_since is not None  # not seen cancelled yet
     assert "runners" in json.loads(d3.state.dump()["state/health.json"])
