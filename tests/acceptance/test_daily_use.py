@@ -288,8 +288,7 @@ def test_a_local_repository_has_no_workflows_to_fail_validate(tmp_path: Path) ->
              "--track", "t=true")
     stale = both.run("validate", expect=1)
     assert stale.stdout.rstrip().endswith(
-        "2 schedules valid, 0 invalid; 1 other problem (tick.yml or orchestrator.json, on "
-        "stderr): the check fails")
+        "2 schedules valid, 0 invalid; 1 other problem (on stderr): the check fails")
     assert "❌" in both.run("validate", "--format", "markdown", expect=1).stdout
 
 
