@@ -51,7 +51,7 @@ from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
 from ..state import index as state_index
-from ..state.codec import last_tick_at
+from ..state.codec import heartbeat_at
 from ..state.model import State
 from ..state.phases import TrackPhase
 from ..support.times import iso
@@ -187,7 +187,7 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
         if store.rewound:
             return [f"warning: {store.rewound}",
                     *watcher.send(rewind_event(store.rewound, now, links), now, once=True)]
-        last = last_tick_at(files)
+        last = heartbeat_at(files)
         if last is None or now - last > timedelta(minutes=max_staleness):
             told = watcher.send(stale_event(last, now, max_staleness, links), now, once=True)
             if last is None:
