@@ -119,7 +119,7 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     for book in queueload.load(files)[0].values():
         if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
             continue
-        removed += queueops.purge_done(book, cutoff, now)
+        removed += len(queueops.purge_done(book, cutoff, now))
         change.update(book.dump())
     return removed
 
