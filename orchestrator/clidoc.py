@@ -42,6 +42,10 @@ Exit codes:
 """
 
 
+def _exit_codes() -> str:
+    return "\n".join(f"- {code}: {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
+
+
 def _walk(ctx: click.Context) -> Iterator[click.Context]:
     yield ctx
     command = ctx.command
@@ -121,8 +125,7 @@ def _usage(ctx: click.Context) -> str:
 
 def render() -> str:
     """The whole reference, as Markdown."""
-    codes = "\n".join(f"- {code}: {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
-    out = [HEADER.format(codes=codes)]
+    out = [HEADER.format(codes=_exit_codes())]
     root = click.Context(cli, info_name="orchestrator", max_content_width=100)
     for ctx in _walk(root):
         command = ctx.command

@@ -167,8 +167,8 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
     report = build_report(cfg, start or datetime.now(UTC), n)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     outdated = outdated_notes(cfg.repo / ".github" / "workflows")
-    broken = template_problems(cfg.repo) + _strict_problems(report, strict) + (
-        [] if allow_empty else _empty_problems(cfg, report))
+    broken = template_problems(cfg.repo) + _strict_problems(report, strict) + \
+        _empty_problems(cfg, report, allow_empty)
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
     for problem in timing.problems + broken:
@@ -195,10 +195,11 @@ def _strict_problems(report: Report, strict: bool) -> list[str]:
             if p.zone_advice]
 
 
-def _empty_problems(cfg: Config, report: Report) -> list[str]:
+def _empty_problems(cfg: Config, report: Report, allow_empty: bool) -> list[str]:
     """No schedule file at all: a pull-request check run from the wrong folder would
     otherwise pass on nothing."""
-    if report.previews or report.loaded.invalid_files or report.loaded.errors:
+    loaded = report.loaded
+    if allow_empty or report.previews or loaded.invalid_files or loaded.errors:
         return []
     return [f"no schedule files in {cfg.schedules_dir} (run from the repository or pass "
             "--repo; --allow-empty accepts a repository without schedules)"]

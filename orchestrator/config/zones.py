@@ -51,6 +51,11 @@ def advice(name: str) -> str | None:
                 f"usually {MEANT[name]!r}")
     if fixed == "+00:00":
         return None  # GMT, Etc/GMT, Zulu: UTC by another name
+    return _alias_advice(name, fixed)
+
+
+def _alias_advice(name: str, fixed: str | None) -> str:
+    """Advice on a name outside the table: a link to a place, or a fixed offset."""
     place = _place_of(name)
     if place:
         return (f"timezone {name!r} is a legacy alias kept for old configurations: "

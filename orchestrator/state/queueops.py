@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import IllegalTransition
 from .items import (
@@ -219,15 +219,23 @@ def purge_done(book: QueueBook, before: datetime, now: datetime,
             for ident in _purge_chunk(book, name, None if name[:8] < day else before, now)]
 
 
+def _is_done(item: Item | None) -> TypeGuard[Item]:
+    return item is not None and item.status is ItemStatus.DONE
+
+
+def _done_before(item: Item, before: datetime | None) -> bool:
+    """Done before ``before`` (``None``: a chunk of an earlier day, done before it)."""
+    return before is None or (item.finished_at is not None and item.finished_at < before)
+
+
 def _purge_chunk(book: QueueBook, name: str, before: datetime | None, now: datetime
                  ) -> list[str]:
     """Delete the done items of chunk ``name`` (those done before ``before``, when
     given); ids that stay keep the chunk. The ids deleted."""
     ids = list(book.chunk(name))
     book.prefetch(ids)
-    done = [i for i in (book.item(ident) for ident in ids)
-            if i is not None and i.status is ItemStatus.DONE]  # others do not belong here
-    gone = [i for i in done if before is None or (i.finished_at and i.finished_at < before)]
+    done = [i for i in map(book.item, ids) if _is_done(i)]  # others do not belong here
+    gone = [i for i in done if _done_before(i, before)]
     for item in gone:
         book.delete(item, now)
     book.set_chunk(name, [i.id for i in done if i not in gone], now)
