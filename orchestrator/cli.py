@@ -63,7 +63,25 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, repo: Path, remote: str, state_branch: str) -> None:
     """Scheduled, multi-track work on CI runners, with a git repository as the database."""
+    explicit = ctx.get_parameter_source("repo") is not click.core.ParameterSource.DEFAULT
+    if not explicit and ctx.invoked_subcommand not in CREATES_REPOSITORY:
+        repo = find_root(repo.resolve())
     ctx.obj = Config(repo=repo.resolve(), remote=remote, state_branch=state_branch)
+
+
+CREATES_REPOSITORY = frozenset({"init", "demo"})
+"""Commands that make a repository where they are run rather than look for one above."""
+
+
+def find_root(start: Path) -> Path:
+    """The repository around ``start``, as git finds its top level: the first folder
+    upwards with ``.git``, ``schedules/`` or ``orchestrator.json``; ``start`` itself
+    when there is none (the command then says what it misses)."""
+    for folder in (start, *start.parents):
+        if any(os.path.exists(folder / name) for name in (".git", "schedules",
+                                                          "orchestrator.json")):
+            return folder
+    return start
 
 
 def main(argv: list[str] | None = None) -> int:

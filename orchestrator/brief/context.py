@@ -13,7 +13,7 @@ from typing import Any
 from ..config.fieldtypes import check_run_id
 from ..config.models import ScheduleSpec
 from ..errors import NotFound
-from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, last_tick_at
+from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, heartbeat_at
 from ..state.health import RunnerHealth, describe
 from ..state.layout import DLQ, HEALTH, polls_path, run_dir, run_path, specs_path
 from ..state.model import load
@@ -135,7 +135,7 @@ def context_from_files(
         dead_letters=letters,
         polls=_read_polls(files.get(polls_path(run_id))),
         generated_at=now.astimezone(UTC),
-        last_tick=last_tick if last_tick is not None else last_tick_at(files),
+        last_tick=last_tick if last_tick is not None else heartbeat_at(files),
         schedule=schedule,
         stale_after=stale_after,
         compensations=undos,

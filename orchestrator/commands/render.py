@@ -119,7 +119,7 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -
     invalid = _invalid(cfg, [e.message for e in loaded.errors])
     state = state_index.load(snap.files).state
     board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
-                                 last_tick=codec.last_tick_at(snap.files))
+                                 last_tick=codec.heartbeat_at(snap.files))
     runs, older = page_runs(snap.files, state.runs)
     rows = list(runs.values())
     html = brief.render_index(rows, generated_at=now, older=older, board=board,

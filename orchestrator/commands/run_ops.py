@@ -26,7 +26,7 @@ def _open_run(cfg: Config, run_id: str) -> Run:
 
 @click.command("cancel")
 @click.argument("run_id", metavar="RUN")
-@_operate.options
+@_operate.options_with_reason
 @pass_config
 def cancel(cfg: Config, run_id: str, reason: str, by: str | None, now_text: str | None,
                executor: str) -> int:
@@ -35,8 +35,8 @@ def cancel(cfg: Config, run_id: str, reason: str, by: str | None, now_text: str 
     if run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
         raise UserError(f"run {run_id} is {run.status.value}: only a scheduled or running "
                         "run can be cancelled")
-    if not reason:
-        raise UserError("--reason is required: say why the run is cancelled")
+    if not reason.strip():
+        raise UserError("--reason: say why the run is cancelled")
     act = _operate.act(by, now_text, reason)
     request = CancelRequest(run_id, act)
     result = _operate.tick(cfg, executor, act.at, (request,))

@@ -51,7 +51,7 @@ from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
 from ..state import index as state_index
-from ..state.codec import last_tick_at
+from ..state.codec import heartbeat_at
 from ..state.model import State
 from ..state.phases import TrackPhase
 from ..state.records import Track
@@ -202,7 +202,7 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
         if store.rewound:
             return [f"warning: {store.rewound}",
                     *watcher.send(rewind_event(store.rewound, now, links), now, once=True)]
-        return _staleness(watcher, links, last_tick_at(files), now, max_staleness)
+        return _staleness(watcher, links, heartbeat_at(files), now, max_staleness)
 
     return work
 

@@ -29,6 +29,7 @@ from .models import Schedule, ScheduleSpec
 from .policies import FanIn
 from .track_workflow import read_workflow
 from .triggers import CronTrigger, Trigger, for_spec
+from .zones import advice as zone_advice
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes (GitHub's docs,
@@ -79,6 +80,9 @@ class Preview:
     words: str
     upcoming: list[SlotInfo] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    zone_advice: str | None = None
+    """Set when the schedule's zone is a fixed offset or a legacy alias (also the first
+    of :attr:`warnings`); ``validate --strict`` fails on it."""
 
     def to_json(self) -> dict[str, Any]:
         spec = self.schedule.spec
@@ -235,7 +239,9 @@ def preview(schedule: Schedule, start: datetime, n: int,
     spec = schedule.spec
     trigger = for_spec(spec)
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
-        schedule, workflows))
+        schedule, workflows), zone_advice=zone_advice(spec.timezone))
+    if result.zone_advice:
+        result.warnings.insert(0, result.zone_advice)
     if n > 0:
         found = _upcoming(_search(trigger, start, n), start, n)
         result.upcoming = found.slots

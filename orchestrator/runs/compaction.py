@@ -125,7 +125,7 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     for book in queueload.load(files)[0].values():
         if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
             continue
-        removed += queueops.purge_done(book, cutoff, now)
+        removed += len(queueops.purge_done(book, cutoff, now))
         change.update(book.dump())
     return removed
 
@@ -215,9 +215,11 @@ class Compactor:
         return f"compact: archive runs finished before {iso(cutoff)}"
 
 
-def compact(store: Archiver, keep_days: int, now: datetime) -> Plan | None:
+def compact(store: Archiver, keep_days: int, now: datetime,
+            extra: Callable[[Snapshot, Plan], Change] | None = None) -> Plan | None:
     """Archive what :func:`plan` finds on the tip (re-planned on a lost race) under
-    :func:`archive_tag`; the plan that landed, or ``None`` when nothing was archived."""
-    compactor = Compactor(keep_days, now)
+    :func:`archive_tag`; the plan that landed, or ``None`` when nothing was archived.
+    ``extra`` adds files to the same commit, as :class:`Compactor`'s does."""
+    compactor = Compactor(keep_days, now, extra=extra)
     result = store.archive(compactor, compactor.message(), archive_tag(now))
     return compactor.last if result.landed else None

@@ -217,9 +217,9 @@ def stats_text(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def purge(files: Mapping[str, bytes], queue: str, older_than_days: float,
-          now: datetime) -> tuple[Change | None, int]:
+          now: datetime) -> tuple[Change | None, list[str]]:
     """The change that removes the items of ``queue`` done more than ``older_than_days``
-    ago, and how many (the branch's history keeps them)."""
+    ago, and their ids (the branch's history keeps them)."""
     target = book(files, queue, must_exist=True)
     removed = queueops.purge_done(target, now - timedelta(days=older_than_days), now)
     return (target.dump() or None) if removed or target.changed else None, removed

@@ -33,7 +33,7 @@ push, whoever loses re-reads and re-applies (the compaction re-plans on the new 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -243,6 +243,19 @@ def _outcome(keep_days: int, plan: Plan | None, tag: str | None,
     cut = bool(plan.runs or plan.items)
     return Outcome(keep_days, plan.runs, tag if cut else None, refused_now,
                    skipped=plan.skipped, items=plan.items)
+
+
+def by_hand(keep_days: int, now: datetime) -> Callable[[Snapshot, Plan], Change]:
+    """The record of an ``orchestrator compact`` that archived something, written in its
+    commit: ``status`` then tells of it, and the tick's own compaction waits its batch."""
+    def write(snap: Snapshot, plan: Plan) -> Change:
+        if not (plan.runs or plan.items or plan.dead_letters):
+            return {}  # nothing archived: no commit for a record alone
+        done = Record(at=now, keep_days=keep_days, archived=len(plan.runs),
+                      tag=archive_tag(now))
+        return {RECORD: codec.to_json(done)}
+
+    return write
 
 
 def describe(record: Record | None, keep_days: int | None) -> dict[str, Any]:
