@@ -10,9 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from orchestrator.state.phases import RunStatus
+from orchestrator.state import codec, layout, machine
+from orchestrator.state import index as state_index
+from orchestrator.state import model as state_model
+from orchestrator.state.phases import RunStatus, TrackPhase
+from orchestrator.store import GitStateStore
 from tests import queues
-from tests.drive import cli, cli_tick, finished, launches, read_state, wait_until
+from tests.builders import spec_data
+from tests.drive import STATE_BRANCH, cli, cli_tick, finished, launches, read_state, wait_until
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
@@ -101,3 +106,67 @@ def test_a_retried_completed_drain_works_the_new_items_under_new_keys(tmp_path: 
     assert set(counts.values()) == {1}
     assert f"{RUN}--work-w1--2" in launches(work)
     assert state.tracks[RUN]["work"].result["drained"] == 2
+
+
+def failed_drain(tmp_path: Path) -> tuple[Path, Path, datetime]:
+    """A checkout whose drain run failed (its only worker died on item ``x``), beside
+    a schedule firing every minute; one more item ``y`` waits. Its work folder, and
+    the time of its last tick."""
+    log = tmp_path / "worked.log"
+    origin = make_origin(tmp_path, {
+        "crawl": drain_schedule(KILLER.format(log=log)),
+        "beat": spec_data(cron="* * * * *", tracks=["a"], run="true")})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    add(repo, "x", payload='{"kind": "fail"}')
+    now = tick_until_ended(repo, work, T0)
+    state, _ = read_state(repo)
+    assert state.runs[RUN].status is RunStatus.FAILED
+    assert state.tracks[RUN]["work"].phase is TrackPhase.FAILED
+    assert state.tracks[RUN]["work-w1"].phase is TrackPhase.FAILED
+    add(repo, "y")
+    return repo, work, now
+
+
+def beats_after(repo: Path, work: Path, now: datetime, ticks: int, *,
+                clean: bool = True) -> list[str]:
+    """Tick ``ticks`` times a minute apart after ``now`` (each must exit 0 and, when
+    ``clean``, say nothing illegal); the ``beat`` runs the state branch then holds."""
+    for _ in range(ticks):
+        now += timedelta(minutes=1)
+        ticked = cli_tick(repo, stamp(now), work=work)
+        assert ticked.returncode == 0, ticked.stderr
+        assert not clean or "illegal" not in ticked.stdout + ticked.stderr
+        wait_all_ended(work)
+    state, _ = read_state(repo)
+    return sorted(r for r, run in state.runs.items() if run.schedule_id == "beat")
+
+
+def test_a_run_whose_record_cannot_move_is_named_and_the_others_fire(
+        tmp_path: Path) -> None:
+    repo, work, now = failed_drain(tmp_path)
+
+    def wedge(snap: Any) -> Any:
+        """What a retry once wrote: the drain and its worker both pending."""
+        state = state_model.load(snap.files, all_tracks=True)
+        specs = codec.read_specs(snap.files, RUN)
+        out: dict[str, bytes | None] = {}
+        for name in ("work", "work-w1"):
+            fresh = machine.retry_track(state.tracks[RUN][name], now, "retried",
+                                        attempt=2, max_attempts=2, dispatch_key=None,
+                                        handle=None, finished_at=None, result=None)
+            out[layout.track_path(RUN, name)] = codec.record_bytes(fresh, specs)
+        run = machine.reopen_run(state.runs[RUN], now, "retried", finished_at=None,
+                                 deadline=now + timedelta(hours=1))
+        out[layout.run_path(RUN)] = codec.to_json(run)
+        return state_index.refresh(snap.files, out)
+
+    GitStateStore(repo, "origin", STATE_BRANCH).transact(wedge, "a record that cannot move")
+    before = len(beats_after(repo, work, now, 0))
+    now += timedelta(minutes=1)
+    ticked = cli_tick(repo, stamp(now), work=work)
+    assert ticked.returncode == 0, ticked.stderr
+    named = [line for line in ticked.stdout.splitlines() if f"run {RUN} left alone" in line]
+    assert len(named) == 1, ticked.stdout
+    assert "illegal transition dispatched -> dispatched" in named[0]
+    assert len(beats_after(repo, work, now, 2, clean=False)) == before + 3
