@@ -142,6 +142,27 @@ def beats_after(repo: Path, work: Path, now: datetime, ticks: int, *,
     return sorted(r for r, run in state.runs.items() if run.schedule_id == "beat")
 
 
+def test_a_retry_of_a_failed_drain_reruns_the_drain_and_every_tick_goes_on(
+        tmp_path: Path) -> None:
+    repo, work, now = failed_drain(tmp_path)
+    named = cli(repo, "runs", "retry", RUN, "--track", "work-w1", work=work)
+    assert named.returncode == 1
+    assert named.stderr.strip().splitlines() == [
+        f"orchestrator: track {RUN}/work-w1 is a worker of drain track 'work': "
+        "retry work instead"]
+    now += timedelta(minutes=1)
+    retried = cli(repo, "runs", "retry", RUN, "--failed", "--now", stamp(now), work=work)
+    assert retried.returncode == 0, retried.stderr
+    assert f"{RUN}: retrying work by " in retried.stdout
+    assert "illegal" not in retried.stdout + retried.stderr
+    before = len(beats_after(repo, work, now, 0))
+    assert len(beats_after(repo, work, now, 3)) == before + 3
+    assert f"{RUN}--work-w1--2" in launches(work)
+    state, _ = read_state(repo)
+    assert state.runs[RUN].retries[-1].tracks == ["work"]
+    assert state.tracks[RUN]["work"].attempt == 2
+
+
 def test_a_run_whose_record_cannot_move_is_named_and_the_others_fire(
         tmp_path: Path) -> None:
     repo, work, now = failed_drain(tmp_path)
