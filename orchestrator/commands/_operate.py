@@ -114,7 +114,10 @@ def report(verb: str, line: str) -> None:
 
 
 def answer(result: TickResult, request: Request) -> str:
-    """What the tick did with ``request`` (one line)."""
+    """What the tick did with ``request`` (one line); a request the tick did not
+    answer is an error, never a quiet success."""
     decision = result.decision
     line = decision.answers.get(key_of(request)) if decision else None
-    return line or "the request was not planned"
+    if not line:
+        raise UserError(f"{key_of(request)}: the request was not planned")
+    return line

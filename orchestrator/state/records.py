@@ -118,9 +118,17 @@ class Act(Frozen):
     """The request id that makes the act idempotent (``trigger``)."""
     tracks: list[Id] = Field(default_factory=list)
     """The tracks it named (``runs retry``)."""
+    definition: Literal["current", "as-fired"] | None = None
+    """Which definition of the tracks a ``runs retry`` reran: the schedule's as it was
+    then (``current``), or the one the run fired with (``as-fired``)."""
 
     def describe(self) -> str:
         return f"by {self.by}" + (f": {self.reason}" if self.reason else "")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"definition": None})
 
 
 RunOrigin = Literal["cron", "manual", "backfill"]
@@ -197,6 +205,7 @@ class Run(Frozen):
             lines.append(f"cancelled {self.cancelled.describe()} at "
                          f"{_minute(self.cancelled.at)}")
         lines += [f"retried {', '.join(r.tracks)} {r.describe()} at {_minute(r.at)}"
+                  + (f" ({r.definition} definition)" if r.definition else "")
                   for r in self.retries]
         return lines
 
