@@ -244,3 +244,9 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
                             f"than the tick cadence needs ({staleness}): it would report a "
                             "healthy repository stale; run `orchestrator cron-sync`")
     return problems, warnings
+
+
+def without_cadence(text: str) -> str:
+    """``text`` without what ``cron-sync`` writes (the ``schedule:`` blocks, the
+    staleness limit): two workflows that differ only there are the same workflow."""
+    return _STALENESS.sub(r"\g<1>0\g<3>", _SCHEDULE.sub("  schedule:\n", text))

@@ -13,6 +13,7 @@ without it skips, CI must not (``CI`` set).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,56 @@ def test_init_s_repository_installs_with_its_workflow_s_step_and_ticks_from_it(
                            capture_output=True, text=True, timeout=120, check=False)
     assert again.returncode == 0, again.stderr
     assert "already holds this version" in again.stdout, again.stdout
+
+
+REPO = Path(__file__).resolve().parents[2]
+PIN = "octo-org/orchestrator@0123456789abcdef0123456789abcdef01234567"
+
+
+def composite_steps(action: Path) -> list[tuple[str, dict[str, str]]]:
+    """Each ``run:`` of a composite action, with the environment it declares (its
+    inputs' defaults put in, as the runner evaluates ``${{ inputs.NAME }}``)."""
+    doc = yaml.safe_load(action.read_text())
+    assert doc["runs"]["using"] == "composite"
+    inputs = {name: str(spec.get("default", "")) for name, spec in doc["inputs"].items()}
+    steps = []
+    for step in doc["runs"]["steps"]:
+        assert step["shell"] == "bash" and "${{" not in step["run"], step
+        env = {key: re.sub(r"^\$\{\{ inputs\.([\w-]+) \}\}$",
+                           lambda m: inputs[m.group(1)], str(value))
+               for key, value in step.get("env", {}).items()}
+        assert not [v for v in env.values() if "${{" in v], env
+        steps.append((str(step["run"]), env))
+    return steps
+
+
+@pytest.mark.slow
+def test_a_repository_init_action_made_installs_through_the_action_s_steps(
+        tmp_path: Path, index: None) -> None:
+    repo = tmp_path / "mine"
+    User(repo).run("init", str(repo), "--local", "--github", "--action", PIN, cwd=tmp_path)
+    assert not (repo / INSTALL_DIR).exists()
+    tick = yaml.safe_load((repo / ".github" / "workflows" / "tick.yml").read_text())
+    assert [s for s in tick["jobs"]["tick"]["steps"]
+            if s.get("name") == "Install the orchestrator"] == [
+        {"name": "Install the orchestrator", "uses": PIN}]
+    # the runner downloads the action's commit (no .git) and runs its steps from the
+    # user's checkout, GITHUB_ACTION_PATH naming where the action is
+    downloaded = tmp_path / "action"
+    shutil.copytree(REPO, downloaded, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "__pycache__", ".*_cache", ".orchestrator", "site"))
+    venv = tmp_path / "runner-python"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {**runner_env(tmp_path, venv), "GITHUB_ACTION_PATH": str(downloaded)}
+    for script, declared in composite_steps(downloaded / "action.yml"):
+        run_steps(script, repo, {**env, **declared})
+    env = later_steps(env)
+    track_breaks_its_python(repo, env, tmp_path / "outcomes")
+    ticked = subprocess.run(["orchestrator", "tick", "--executor", "local"], cwd=repo,
+                            env={**env, "ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")},
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert ticked.returncode == 0, f"{ticked.stdout}\n{ticked.stderr}"
+    assert not (repo / INSTALL_DIR).exists()  # nothing written into the user's checkout
 
 
 @pytest.mark.slow
