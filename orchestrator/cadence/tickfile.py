@@ -195,7 +195,7 @@ def _external_check(text: str, lines: list[str], cadence: Cadence,
     if types is None or clock.EVENT_TYPE not in types.group(1):
         warnings.append(f"{TICK}: no `repository_dispatch` trigger of type "
                         f"{clock.EVENT_TYPE}: the clock's repository dispatch starts nothing "
-                        "(its workflow dispatch still works); see README, 'The cadence'")
+                        "(its workflow dispatch still works); see docs/how-to/cadence.md")
     return warnings
 
 
