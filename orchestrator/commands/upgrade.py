@@ -19,6 +19,7 @@ from ..cadence.tickfile import without_cadence
 from ..distribution import INSTALL_DIR, install
 from ..distribution import action as actions
 from ..errors import UserError
+from ..support.atomic import write_text
 from .context import Config, pass_config
 from .init import SCAFFOLD, WORKFLOWS, shipped_workflow, write_install
 
@@ -66,7 +67,7 @@ def _move_pin(root: Path, old: actions.Pin, spec: str | None) -> list[str]:
     for name, text in _workflow_texts(root).items():
         moved = actions.repin(text, old, new)
         if moved != text:
-            (folder / name).write_text(moved, encoding="utf-8")
+            write_text(folder / name, moved)
             done.append(f"moved .github/workflows/{name} to {new.repo}@{new.sha}")
     return [*done, "next: commit .github/workflows; the workflows use it from their next "
                    "run on"]
