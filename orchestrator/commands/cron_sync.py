@@ -233,7 +233,7 @@ def _repo_config(cfg: Config, external: bool) -> RepoConfig:
     if external and config.cadence.mode != "external":
         raise UserError(f"--external: orchestrator.json's cadence.mode is "
                         f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
-                        "README, 'The cadence')")
+                        "docs/how-to/cadence.md)")
     return config
 
 
