@@ -30,7 +30,7 @@ from datetime import datetime
 
 from ..config.models import OverlapPolicy, Schedule
 from ..state import machine
-from ..state.layout import is_manual, manual_run_id, run_id_for
+from ..state.layout import cursor_path, is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus
 from ..state.records import Act, Backfill, Cursor
 from ..support.times import iso, iso_minute
@@ -147,11 +147,22 @@ def refusal(schedule: Schedule, cursor: Cursor | None) -> str | None:
     return None
 
 
+def _unplanned(ctx: Context, sid: str) -> str:
+    """Why schedule ``sid`` is not among those the tick plans: its state record is
+    quarantined (the file is fine), or it has no valid file."""
+    path = cursor_path(sid)
+    why = ctx.state.quarantined.get(path)
+    if why is not None:
+        return (f"its state record is quarantined ({why}); once a person repairs or "
+                "deletes it on the state branch, the schedule fires again")
+    return "no such valid schedule"
+
+
 def _trigger(ctx: Context, request: TriggerRequest) -> None:
     sid = request.schedule_id
     schedule = ctx.schedules.get(sid)
     if schedule is None:
-        _answer(ctx, request, f"{sid}: not triggered: no such valid schedule")
+        _answer(ctx, request, f"{sid}: not triggered: {_unplanned(ctx, sid)}")
         return
     cursor = ctx.state.cursors.get(sid)
     done = cursor.requests.get(request.request_id) if cursor is not None else None
@@ -187,7 +198,7 @@ def _begin_backfill(ctx: Context, request: BackfillRequest) -> None:
     schedule = ctx.schedules.get(sid)
     cursor = ctx.state.cursors.get(sid)
     if schedule is None or cursor is None:
-        _answer(ctx, request, f"{sid}: no backfill: no such valid schedule")
+        _answer(ctx, request, f"{sid}: no backfill: {_unplanned(ctx, sid)}")
         return
     if cursor.backfill is not None and cursor.backfill.act.request_id == request.request_id:
         # this request, planned again after a lost race

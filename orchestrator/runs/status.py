@@ -27,6 +27,7 @@ from ..state import codec
 from ..state import index as state_index
 from ..state import model as state_model
 from ..state.health import describe
+from ..state.layout import cursor_path
 from ..state.machine import RUN_OPEN
 from ..state.queue import describe as describe_queue
 from ..state.records import Cursor, Run
@@ -87,10 +88,13 @@ def _paused(cursor: Cursor | None) -> dict[str, Any] | None:
 def _schedule_row(schedule: Schedule, state: state_model.State, now: datetime
                   ) -> dict[str, Any]:
     cursor = state.cursors.get(schedule.id)
+    held = state.quarantined.get(cursor_path(schedule.id))
     return {
         "id": schedule.id,
         "enabled": schedule.spec.enabled,
-        "next": _iso(_next_slot(schedule, state, now)),
+        # a quarantined state record holds the schedule: the tick fires none of it
+        "next": None if held else _iso(_next_slot(schedule, state, now)),
+        "held": held,
         "last_run_id": cursor.last_run_id if cursor else None,
         "last_error": cursor.last_error if cursor else None,
         "paused": _paused(cursor),
@@ -161,7 +165,8 @@ def from_state(state: state_model.State, last: datetime | None, schedules: list[
     """The report of :func:`build` from a parsed ``state`` and the last tick's instant
     (a tick that renders the index passes the state it is about to commit)."""
     age = now - last if last is not None else None
-    wake = next_wake(schedules, state, now)
+    held = state.held_schedules()
+    wake = next_wake([s for s in schedules if s.id not in held], state, now)
     queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
     runners = sorted(state.runners.items())
     report: dict[str, Any] = {
@@ -318,6 +323,8 @@ def _next_text(s: dict[str, Any]) -> str:
                 f"(orchestrator schedules resume {s['id']} --reason ...)")
     if not s["enabled"]:
         return "disabled"
+    if s.get("held"):
+        return f"HELD: its state record is quarantined ({s['held']})"
     if s.get("ended"):
         return f"ENDED at {s['ended']} (its end_at): no more runs"
     return f"next {s['next']}" if s["next"] else "no upcoming run"

@@ -272,6 +272,22 @@ def test_a_corrupt_state_record_is_quarantined_and_the_rest_is_served(
     assert snap.encode()[:50] == next(iter(files.values()))[:50]  # left alone
 
 
+def test_a_schedule_held_by_its_quarantined_record_says_so_in_trigger_and_status(
+        fired: Path, tmp_path: Path) -> None:
+    edit_state(origin_of(fired), tmp_path, {"state/schedules/every.json": b"{not json"})
+    work = tmp_path / "work"
+    refused = cli(fired, "trigger", "every", "--now", NOW, work=work)
+    assert refused.returncode == 1, refused
+    assert "its state record is quarantined (state/schedules/every.json: " in refused.stderr
+    assert "no such valid schedule" not in refused.stderr
+    report = json.loads(cli(fired, "status", "--now", NOW, "--json", work=work).stdout)
+    [row] = report["schedules"]
+    assert row["next"] is None and "invalid JSON" in row["held"]
+    assert report["next_wake"] is None  # the tick fires none of it: nothing falls due
+    text = cli(fired, "status", "--now", NOW, work=work).stdout
+    assert "every  HELD: its state record is quarantined" in text
+
+
 def test_a_run_id_that_climbs_out_of_the_state_tree_is_quarantined(
         fired: Path, tmp_path: Path) -> None:
     path = f"state/runs/{OLD_RUN}/run.json"
