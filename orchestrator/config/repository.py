@@ -171,6 +171,15 @@ def load_repo_config(root: Path) -> RepoConfig:
     return parse_repo_config(raw)
 
 
+class ConfigError(UserError):
+    """A problem of ``orchestrator.json``; ``section`` is the top-level setting it lies
+    in, when it lies inside one (a bad webhook name is in ``notify``)."""
+
+    def __init__(self, message: str, section: str | None = None) -> None:
+        super().__init__(message)
+        self.section = section
+
+
 def parse_repo_config(raw: bytes) -> RepoConfig:
     """The settings in the bytes ``raw`` of ``orchestrator.json``, or :class:`UserError`
     naming the file and the field of the first problem."""
@@ -178,7 +187,7 @@ def parse_repo_config(raw: bytes) -> RepoConfig:
         text = raw.decode("utf-8-sig")
         json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{CONFIG_FILE}: not a JSON file: {exc}") from None
+        raise ConfigError(f"{CONFIG_FILE}: not a JSON file: {exc}") from None
     try:
         return RepoConfig.model_validate_json(text)
     except ValidationError as exc:
@@ -188,7 +197,21 @@ def parse_repo_config(raw: bytes) -> RepoConfig:
         problem = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
             problem = "unknown field"
-        raise UserError(f"{CONFIG_FILE}: {where}: {problem}") from None
+        raise ConfigError(f"{CONFIG_FILE}: {where}: {problem}",
+                          str(loc[0]) if len(loc) > 1 else None) from None
+
+
+def _without_section(raw: bytes, section: str | None) -> RepoConfig | None:
+    """The settings of ``raw`` with ``section`` left at its default: one bad channel
+    must not drop the caps, the retention and every other channel with it."""
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+        if section is None or not isinstance(data, dict) or section not in data:
+            return None
+        del data[section]
+        return RepoConfig.model_validate(data)
+    except (ValueError, ValidationError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -203,6 +226,9 @@ class RepoSettings:
     """One line naming the file and the field at fault, or ``None``."""
     key: bytes
     """What the memo of quiet schedules is keyed by: the file's bytes, or a marker."""
+    dropped: str | None = None
+    """The one top-level setting left at its default because :attr:`problem` lies in
+    it; the others apply (``None`` with a problem: none applies)."""
 
     @classmethod
     def read(cls, root: Path) -> RepoSettings:
@@ -214,8 +240,9 @@ class RepoSettings:
             return cls(None, exc.message, b"(unreadable)")
         try:
             return cls(parse_repo_config(raw), None, raw)
-        except UserError as exc:
-            return cls(None, exc.message, raw)
+        except ConfigError as exc:
+            rest = _without_section(raw, exc.section)
+            return cls(rest, exc.message, raw, exc.section if rest is not None else None)
 
     @property
     def cadence(self) -> Cadence:
@@ -246,7 +273,11 @@ class RepoSettings:
     @property
     def caps_problem(self) -> str | None:
         """The line the tick reports for an invalid file, beside invalid schedules."""
-        return f"{self.problem}; its caps are not applied" if self.problem else None
+        if not self.problem:
+            return None
+        if self.dropped:
+            return f"{self.problem}; '{self.dropped}' is not applied, the other settings are"
+        return f"{self.problem}; none of its settings is applied (its caps neither)"
 
 
 def repo_config_json_schema() -> dict[str, Any]:

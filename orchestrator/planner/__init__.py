@@ -62,6 +62,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from ..config.models import Schedule
+from ..config.repository import CONFIG_FILE
 from ..errors import IllegalTransition
 from ..state.model import State
 from . import drain
@@ -142,7 +143,9 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
            left_alone: dict[str, str]) -> None:
     """The steps of one decision, in the order the module's table gives."""
     for line in ctx.decision.invalid:
-        ctx.decision.log.append(f"invalid schedule, ignored: {line}")
+        what = "invalid settings" if line.startswith(CONFIG_FILE) else (
+            "invalid schedule, ignored")
+        ctx.decision.log.append(f"{what}: {line}")
     for run_id, why in sorted(left_alone.items()):
         ctx.decision.log.append(f"run {run_id} left alone: {why} (fix or cancel its record)")
     drain.log_notes(ctx)

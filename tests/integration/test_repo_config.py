@@ -122,3 +122,28 @@ def test_the_retention_setting_defaults_to_30_days_and_refuses_zero(tmp_path: Pa
     prop = repo_config_json_schema()["properties"]["keep_finished_runs_days"]
     assert prop["default"] == 30
     assert "null: keep every run" in prop["description"]
+
+
+def test_one_bad_webhook_leaves_notify_at_its_default_and_every_other_setting_applies(
+        tmp_path: Path) -> None:
+    from orchestrator.config.repository import RepoSettings
+
+    write(tmp_path, {"max_concurrent_tracks": 3, "keep_finished_runs_days": 9,
+                     "notify": {"github_issues": True,
+                                "webhooks": [{"url_secret": "bad name"}]}})
+    settings = RepoSettings.read(tmp_path)
+    assert settings.max_concurrent_tracks == 3 and settings.keep_finished_runs_days == 9
+    assert settings.notify.github_issues is False and settings.dropped == "notify"
+    line = settings.caps_problem
+    assert line is not None and line.startswith("orchestrator.json: notify.webhooks.0")
+    assert line.endswith("'notify' is not applied, the other settings are")
+
+
+def test_a_file_that_is_not_json_applies_nothing_and_says_so(tmp_path: Path) -> None:
+    from orchestrator.config.repository import RepoSettings
+
+    (tmp_path / CONFIG_FILE).write_text('{"max_concurrent_tracks": 3,')
+    settings = RepoSettings.read(tmp_path)
+    assert settings.config is None and settings.max_concurrent_tracks is None
+    assert settings.caps_problem is not None and settings.caps_problem.endswith(
+        "none of its settings is applied (its caps neither)")

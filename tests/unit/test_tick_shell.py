@@ -306,12 +306,14 @@ def test_inputs_from_memory_hold_a_quarantined_schedule_and_name_a_bad_settings_
     inputs = shell.inputs()
     assert inputs.held == {"nightly"} and inputs.schedules == ()
     assert inputs.invalid == ("orchestrator.json: max_concurrent_tracks: not a number; "
-                              "its caps are not applied",)
+                              "none of its settings is applied (its caps neither)",)
     assert inputs.memo is None
     result = shell.run(T0 + MINUTE)
     assert result.dispatched == () and memory_executor.starts == []
     assert any(layout.cursor_path("nightly") in line for line in result.quarantined)
     assert result.schedule_errors == inputs.invalid
+    assert "invalid settings: orchestrator.json: max_concurrent_tracks: not a number; none " \
+        "of its settings is applied (its caps neither)" in result.log
 
 
 
