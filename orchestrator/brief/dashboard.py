@@ -223,10 +223,13 @@ def _spark(strip: Sequence[Outcome]) -> str:
 def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
                invalid: Sequence[str], now: datetime, *,
                state: state_model.State | None = None,
-               last_tick: datetime | None = None) -> Dashboard:
+               last_tick: datetime | None = None,
+               max_staleness: timedelta | None = None) -> Dashboard:
     """The dashboard of the branch ``files``: its state read through the index of open
     runs (or ``state``, the one a writer is about to commit, with ``last_tick``), and
-    the strips' runs read from the run folders, only for the schedules shown."""
+    the strips' runs read from the run folders, only for the schedules shown.
+    ``max_staleness``: the limit ``status`` judges the repository by (default: its
+    default)."""
     from ..state import codec
     from ..state import index as state_index
     from ..state.history import schedule_history
@@ -239,4 +242,5 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
     def history(ids: Sequence[str]) -> Mapping[str, Sequence[Run]]:
         return schedule_history(files, ids, also, STRIP_RUNS)
 
-    return build(schedules, invalid, state, last_tick, history, now)
+    return build(schedules, invalid, state, last_tick, history, now,
+                 max_staleness or timedelta(minutes=status.DEFAULT_MAX_STALENESS))

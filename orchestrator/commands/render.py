@@ -23,6 +23,7 @@ from ..config.files import load_all, load_schedule
 from ..config.models import ScheduleSpec
 from ..config.repository import RepoSettings
 from ..errors import ScheduleError, UserError
+from ..runs.status import staleness_for
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.history import page_runs
@@ -73,10 +74,12 @@ def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, f
     if index:
         if fmt != "html":
             raise UserError("--index renders HTML only")
-        _write_index(cfg, output or cfg.repo / INDEX_OUT, template, parse_now(now_text))
+        _write_index(cfg, output or cfg.repo / INDEX_OUT, template, parse_now(now_text),
+                     simulated=now_text is not None)
         return
     assert run_id is not None
-    text = _brief_text(cfg, run_id, fmt, template, parse_now(now_text))
+    text = _brief_text(cfg, run_id, fmt, template, parse_now(now_text),
+                       simulated=now_text is not None)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -85,12 +88,14 @@ def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, f
 
 
 def _brief_text(cfg: Config, run_id: str, fmt: str, template: Path | None,
-                now: datetime) -> str:
+                now: datetime, *, simulated: bool = False) -> str:
     """The brief of ``run_id`` from the branch, as HTML or Markdown."""
     schedule_id, _ = parse_run_id(run_id)
     snap = cfg.store().read()
     schedule = _schedule(cfg, schedule_id)
-    ctx = brief.context_from_files(snap.files, run_id, now=now, schedule=schedule)
+    ctx = brief.context_from_files(snap.files, run_id, now=now, schedule=schedule,
+                                   last_tick=codec.heartbeat_at(snap.files, simulated),
+                                   stale_after=staleness_for(cfg.repo, now))
     # a local track's stdout tail is read from this machine's work folder, as a tick does
     work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
     ctx = with_local_tails(ctx, work, redactor(os.environ))
@@ -111,7 +116,8 @@ def _write(path: Path, text: str | bytes) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -> None:
+def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime, *,
+                 simulated: bool = False) -> None:
     """The dashboard as the tick renders it, from the branch, into ``out``; each brief
     it links to is copied to ``runs/<id>/brief.html`` beside it."""
     snap = cfg.store().read()
@@ -119,7 +125,8 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -
     invalid = _invalid(cfg, [e.message for e in loaded.errors])
     state = state_index.load(snap.files).state
     board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
-                                 last_tick=codec.heartbeat_at(snap.files))
+                                 last_tick=codec.heartbeat_at(snap.files, simulated),
+                                 max_staleness=staleness_for(cfg.repo, now))
     runs, older = page_runs(snap.files, state.runs)
     rows = list(runs.values())
     html = brief.render_index(rows, generated_at=now, older=older, board=board,

@@ -16,6 +16,7 @@ from ..config.files import load_all
 from ..config.policies import Pause
 from ..errors import OrchestratorError
 from ..runs.pauses import pause, resume
+from ..runs.status import staleness_for
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state.history import page_runs
@@ -92,7 +93,8 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
         state.cursors = cursors
         parsed = load_all(cfg.schedules_dir)
         board = from_files(snap.files, parsed.schedules, [e.message for e in parsed.errors],
-                           now, state=state, last_tick=codec.heartbeat_at(snap.files))
+                           now, state=state, last_tick=codec.heartbeat_at(snap.files),
+                           max_staleness=staleness_for(cfg.repo, now))
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[layout.INDEX] = render_index(

@@ -50,6 +50,7 @@ from ..errors import UserError
 from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
+from ..runs.status import DEFAULT_MAX_STALENESS
 from ..state import index as state_index
 from ..state.codec import heartbeat_at
 from ..state.model import State
@@ -59,7 +60,6 @@ from ..support.times import iso
 from ..tick.result import TickResult
 from ..tick.settings import Clock, TickSettings
 from .context import Config, pass_config
-from .status import DEFAULT_MAX_STALENESS
 from .tick import build, ping, track_state_branch
 
 HEARTBEAT_CHECK_EVERY = 15 * 60.0

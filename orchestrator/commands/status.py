@@ -33,7 +33,7 @@ from ..config.repository import RepoSettings
 from ..errors import DeadLettersWaiting, InvalidSchedules, RemoteError, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
-from ..runs.status import DEFAULT_MAX_STALENESS, age_text, build, text
+from ..runs.status import age_text, build, staleness_for, text
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -128,9 +128,7 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
     now = parse_now(now_text)
     if max_staleness is None:
         # ticks hours apart (a derived cadence) are healthy: judge by the tick's cron
-        from ..cadence.tickfile import staleness_limit
-
-        max_staleness = staleness_limit(cfg.repo, now) or DEFAULT_MAX_STALENESS
+        max_staleness = staleness_for(cfg.repo, now).total_seconds() / 60
     store = cfg.store()
     if accept_rewind:
         store = _accept_rewind(cfg)

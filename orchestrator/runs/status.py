@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from ..cadence.wake import next_wake, settled_after
@@ -60,6 +61,15 @@ def _next_slot(schedule: Schedule, state: state_model.State, now: datetime) -> d
     return found[0] if found else None
 
 
+def staleness_for(repo: Path, now: datetime) -> timedelta:
+    """How old the last tick may be in ``repo`` before it is stale: what its tick.yml's
+    cadence needs (the watchdog's limit), else :data:`DEFAULT_MAX_STALENESS`. One
+    answer for ``status``, the briefs and the dashboard."""
+    from ..cadence.tickfile import staleness_limit
+
+    return timedelta(minutes=staleness_limit(repo, now) or DEFAULT_MAX_STALENESS)
+
+
 def _ended(schedule: Schedule, now: datetime) -> datetime | None:
     """``end_at`` once it has passed: the schedule fires no more, by its own file."""
     end = schedule.spec.bound_utc("end_at")
@@ -74,7 +84,7 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
     machine's clock the heartbeat is when ticks ran; with a ``simulated`` now, the
     instants the ticks were told (:func:`~orchestrator.state.codec.heartbeat_at`)."""
     state = state_index.load(files).state  # open runs only, like the tick
-    last = codec.last_tick_at(files) if simulated else codec.heartbeat_at(files)
+    last = codec.heartbeat_at(files, simulated)
     return from_state(state, last, schedules, invalid, now,
                       max_staleness, caps)
 

@@ -183,11 +183,14 @@ GIVEN_AHEAD = timedelta(minutes=5)
 the heartbeat shows it, so ``status`` can say the branch is ahead."""
 
 
-def heartbeat_at(files: Mapping[str, bytes]) -> datetime | None:
+def heartbeat_at(files: Mapping[str, bytes], simulated: bool = False) -> datetime | None:
     """When a tick last ran, for whoever asks whether ticks still run (``status``, the
     watchdog, the dashboard): the newest line on the machine's clock. A ``tick --now``
     line moves it only ahead (a simulated future) or on a branch with no real tick,
-    and then by when it ran (``ran_at``), never by the instant it simulated."""
+    and then by when it ran (``ran_at``), never by the instant it simulated.
+    ``simulated``: the asker was given its now, so the ticks' own instants answer."""
+    if simulated:
+        return last_tick_at(files)
     fallback = None
     for entry, moment in _tick_lines(files):
         if entry.get("clock") != CLOCK_GIVEN:

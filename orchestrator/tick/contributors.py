@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,6 +70,20 @@ class Draft:
         """The open runs a scoped tick left out of its state."""
         return split(self.inputs, self.settings.scope)[1]
 
+    @cached_property
+    def stale_after(self) -> timedelta:
+        """How old a last tick may be before it is stale: what ``status`` and the
+        watchdog judge this repository by (its tick.yml's cadence), so a brief and the
+        dashboard say the same. Read only when one is rendered."""
+        from ..runs.status import staleness_for
+
+        return staleness_for(self.repo, self.now)
+
+    def brief_context(self, ctx: BriefContext) -> BriefContext:
+        """A brief's context judged by :attr:`stale_after`, with the tracks' tails."""
+        ctx = replace(ctx, stale_after=self.stale_after)
+        return self.tails(ctx) if self.tails is not None else ctx
+
 
 @dataclass(frozen=True)
 class Part:
@@ -110,7 +124,7 @@ def briefs(draft: Draft, files: Files) -> Part:
         draft.others,
         redraw_index=paused_schedules(decision.state) != paused_schedules(before),
         now=draft.now, executor=draft.settings.executor_name,
-        templates=draft.settings.templates, tails=draft.tails,
+        templates=draft.settings.templates, tails=draft.brief_context,
         board=lambda after, rest: board(draft, after, rest))
     return Part(files, consolidated=done)
 
@@ -133,7 +147,7 @@ def board(draft: Draft, after: State, others: Mapping[str, Run]) -> Dashboard:
     state = board_state(inputs.state, after, others, inputs.snapshot.files,
                         [s.id for s in schedules])
     return from_files(inputs.snapshot.files, schedules, invalid, draft.now, state=state,
-                      last_tick=draft.now)
+                      last_tick=draft.now, max_staleness=draft.stale_after)
 
 
 def outbox(draft: Draft, files: Files) -> Part:

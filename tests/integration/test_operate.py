@@ -175,6 +175,23 @@ def test_status_is_stale_without_ticks_fresh_after_one_and_stale_again_later(
     assert "is 31m old, more than 30 minutes" in proc.stderr
 
 
+def test_a_brief_and_the_dashboard_judge_staleness_by_the_limit_status_uses(
+        tmp_path: Path) -> None:
+    repo = initialised(tmp_path)
+    env = {"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}
+    assert cli(repo, "tick", "--now", "2026-12-01T07:16:00Z", env=env).returncode == 0
+    status = cli(repo, "status", "--now", "2026-12-01T07:17:00Z").stdout
+    assert "limit 735m" in status  # init's tick.yml: its watchdog's limit
+    page = cli(repo, "render", "nightly--20261201T0715Z", "--now", "2026-12-01T07:17:00Z",
+               env=env).stdout
+    assert "stale after 12h 15m" in page
+    out = tmp_path / "site"
+    # 1 h 44 min after the last tick: stale by the default 90 minutes, not by 735
+    assert cli(repo, "render", "--index", "--output", str(out / "index.html"),
+               "--now", "2026-12-01T09:00:00Z").returncode == 0
+    assert '<strong class="bad">stale</strong>' not in (out / "index.html").read_text()
+
+
 def test_status_cannot_read_the_remote_exits_3(tmp_path: Path) -> None:
     repo = initialised(tmp_path)
     proc = cli(repo, "--remote", str(tmp_path / "nowhere.git"), "status")

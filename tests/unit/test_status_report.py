@@ -45,7 +45,8 @@ def test_no_tick_at_all_is_stale() -> None:
     assert report["stale"] is True and report["last_tick"] is None
     # strictly after now: the 07:00 slot at 07:00 is the tick's business, not "next"
     assert report["schedules"] == [{"id": "nightly", "enabled": True,
-                                    "next": "2026-12-02T07:00:00Z", "last_run_id": None,
+                                    "next": "2026-12-02T07:00:00Z", "held": None,
+                                    "last_run_id": None,
                                     "last_error": None, "paused": None, "ended": None,
                                     "failures_in_a_row": 0}]
     assert text(report)[0].startswith("last tick     none recorded")
