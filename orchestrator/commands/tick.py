@@ -315,31 +315,57 @@ def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,
 
 def keep_workflows_enabled(executor: str, tick: Tick, result: TickResult, now: datetime,
                            environ: Mapping[str, str] | None = None) -> list[str]:
-    """On an engine with a workflow admin (GitHub), once a week, enable the scheduled
-    workflows the cadence needs and record what was found
-    (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
+    """On an engine with a workflow admin (GitHub), once a week, check the scheduled
+    workflows the cadence needs, re-enable one only as the user opted in, tell the
+    channels when GitHub's 60 days are near (:mod:`orchestrator.cadence.keepalive`);
+    every tick warns of a disabled one and of the 60 days."""
     admin = executors.declared(executor).admin
     if admin is None:
         return []
     from ..cadence import keepalive
     from ..errors import OrchestratorError
 
+    env = os.environ if environ is None else environ
+    activity = keepalive.last_activity(tick.repo)
     record = keepalive.read_record(result.snapshot.files) if result.snapshot else \
         keepalive.Record()
+    soon = [f"warning: {line}" for line in keepalive.inactivity_warning(activity, now)]
     if not keepalive.due(record, now):
-        return [f"warning: {line}" for line in keepalive.warnings(record)]
+        return [f"warning: {line}" for line in keepalive.warnings(record)] + soon
+    reenable = result.cadence is not None and result.cadence.reenable_workflows
     try:
-        with admin(os.environ if environ is None else environ, now) as api:
-            fresh = keepalive.check(api, now)
+        with admin(env, now) as api:
+            fresh = keepalive.check(api, now, reenable=reenable)
         # a racing tick that recorded its check first leaves nothing to commit
         tick.store.transact(lambda snap: {keepalive.RECORD: fresh.dump()} if keepalive.due(
             keepalive.read_record(snap.files), now) else None,
             "orchestrator: checked the scheduled workflows")
     except OrchestratorError as exc:
-        return [f"keeping the scheduled workflows enabled failed: {exc.message}"]
+        return [f"checking the scheduled workflows failed: {exc.message}"]
     done = [f"enabled {', '.join(fresh.enabled)} (next check in 7 days)"] if fresh.enabled \
         else []
-    return done + [f"warning: {line}" for line in keepalive.warnings(fresh)]
+    return done + [f"warning: {line}" for line in keepalive.warnings(fresh)] + soon + \
+        tell_inactivity(tick.repo, activity, now, env)
+
+
+def tell_inactivity(repo: Path, activity: datetime | None, now: datetime,
+                    environ: Mapping[str, str]) -> list[str]:
+    """At the weekly check: ``keepalive_due`` to the channels while GitHub's 60 days are
+    near, else close the keep-alive issue; one line per delivery."""
+    from ..cadence import keepalive
+    from ..config.repository import RepoSettings
+    from ..notify.events import Links
+    from ..notify.watch import Watcher, keepalive_event
+
+    spec = RepoSettings.read(repo).notify
+    if activity is None or not spec.enabled:
+        return []
+    watcher = Watcher(spec, environ)
+    by = keepalive.due_by(activity, now)
+    if by is None:
+        return watcher.active(activity, now)
+    return watcher.send(keepalive_event(activity, by, now, Links.from_env(spec.brief_url,
+                                                                          environ)), now)
 
 
 def install_stop_signals(stop: Callable[[str], None]) -> None:
