@@ -192,11 +192,34 @@ def write_step_output(result: TickResult) -> None:
 
 
 def write_step_summary(result: TickResult) -> None:
+    """Append this tick's summary within what the file left of GitHub's limit: a
+    lingering tick appends once per tick, and GitHub drops a whole summary over it."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(step_summary(result))
+        used = os.fstat(fh.fileno()).st_size
+        fh.write(fit_summary(step_summary(result, max(0, STEP_SUMMARY_LIMIT - used)), used))
+
+
+SUMMARY_CUT = ("\n_The rest is left out: this job summary reached GitHub's 1 MiB limit; "
+               "the job's log has every line._\n")
+
+
+def fit_summary(text: str, used: int, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """What of ``text`` may follow ``used`` bytes of a job summary: all of it, or its
+    first whole lines and :data:`SUMMARY_CUT`; nothing when even that has no room."""
+    data = text.encode()
+    if used + len(data) <= limit:
+        return text
+    fence = "```\n"
+    keep = limit - used - len(SUMMARY_CUT.encode()) - len(fence)
+    if keep < 0:
+        return ""
+    head = data[:keep].decode(errors="ignore")
+    head = head[:head.rfind("\n") + 1]
+    # a cut inside a code block closes it, so the note is not shown as code
+    return head + (fence if head.count("```") % 2 else "") + SUMMARY_CUT
 
 
 @click.command("tick")

@@ -308,8 +308,9 @@ def _commit_at(repo: Path, when: datetime, config: dict[str, Any] | None = None)
     (repo / "orchestrator.json").write_text(json.dumps(config or {}))
     git("add", "orchestrator.json", cwd=repo)
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    subprocess.run(["git", "commit", "--quiet", "--allow-empty", "-m", "settings"], cwd=repo, check=True,
-                   env={**os.environ, "GIT_COMMITTER_DATE": stamp, "GIT_AUTHOR_DATE": stamp})
+    dated = {**os.environ, "GIT_COMMITTER_DATE": stamp, "GIT_AUTHOR_DATE": stamp}
+    subprocess.run(["git", "commit", "--quiet", "--allow-empty", "-m", "settings"], cwd=repo,
+                   check=True, env=dated)
 
 
 @pytest.mark.slow
