@@ -49,9 +49,12 @@ def workflows_report(files: Mapping[str, bytes], now: datetime,
     ``repo``, whether GitHub's 60 days without a commit are near."""
     from ..cadence import keepalive
 
-    report = keepalive.describe(keepalive.read_record(files))
+    record = keepalive.read_record(files)
+    report = keepalive.describe(record)
+    # only where the repository runs on GitHub: a tick checked there, or this runs there
+    on_github = record.checked_at is not None or bool(os.environ.get("GITHUB_REPOSITORY"))
     report["inactivity"] = keepalive.inactivity_warning(
-        keepalive.last_activity(repo), now) if repo is not None else []
+        keepalive.last_activity(repo), now) if repo is not None and on_github else []
     return _live_workflows(report, now)
 
 
