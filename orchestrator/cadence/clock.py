@@ -222,9 +222,11 @@ class Request:
         return f"{api_url.rstrip('/')}/{self.path}"
 
     def curl(self, api_url: str, api_version: str) -> str:
-        """The call as a shell line; the token is the variable :data:`TOKEN_VARIABLE`."""
+        """The call as a shell line; the token is the variable :data:`TOKEN_VARIABLE`.
+        ``--fail-with-body`` (curl 7.76) fails on an error and still prints GitHub's
+        answer, which says why (``-f`` would drop it)."""
         body = json.dumps(self.body, separators=(",", ":"))
-        return (f'curl -fsS -X POST -H "Authorization: Bearer ${TOKEN_VARIABLE}" '
+        return (f'curl -sS --fail-with-body -X POST -H "Authorization: Bearer ${TOKEN_VARIABLE}" '
                 f'-H "Accept: application/vnd.github+json" '
                 f'-H "X-GitHub-Api-Version: {api_version}" '
                 f"{self.url(api_url)} -d '{body}'")

@@ -1,16 +1,17 @@
-"""Keeping the scheduled workflows enabled: GitHub's 60-day rule for public repositories.
+"""Watching the scheduled workflows: GitHub's 60-day rule for public repositories.
 
 GitHub disables the scheduled workflows of a public repository after 60 days without
-"repository activity", which it does not define; whether the tick's own pushes to the
-state branch count is not known. If they do not, ``tick.yml`` and ``watchdog.yml`` stop
-together and nothing warns. So a GitHub tick, which holds ``actions: write``, once a
-week (:data:`EVERY`):
+repository activity ("Disabling and enabling a workflow"). Enabling an active workflow
+to restart that clock is what GitHub disabled gautamkrishnar/keepalive-workflow for in
+April 2025, so the orchestrator never does it. A GitHub tick, once a week (:data:`EVERY`):
 
 - reads each scheduled workflow's ``state`` (``GET .../actions/workflows/{file}``);
-- enables the ``active`` ones and those GitHub disabled for inactivity
-  (``PUT .../enable``, documented). That this also restarts the 60 days is
-  undocumented; projects such as gautamkrishnar/keepalive-workflow rely on it;
-- never enables one a person disabled (``disabled_manually``): it warns instead;
+- never enables an ``active`` one, nor one a person disabled (``disabled_manually``);
+- enables one GitHub disabled for inactivity only when ``orchestrator.json`` opts in
+  (``cadence.reenable_workflows``, default off); otherwise it warns;
+- warns from :data:`WARN_AFTER` without activity (the default branch's last commit),
+  :data:`INACTIVE_AFTER` less that, in the summary, in ``status`` and as a
+  ``keepalive_due`` event;
 - records what it found in ``state/workflows.json`` (:class:`Record`), so ``status``
   and every tick's job summary warn while a workflow the cadence needs is disabled.
 
@@ -22,18 +23,27 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import OrchestratorError
 from ..state import layout
+from ..store.plumbing import Git
+from ..support.credentials import Redactor
 from ..support.times import iso, parse_utc
 
 WORKFLOWS = ("tick.yml", "watchdog.yml")
 """The scheduled workflows the cadence depends on."""
 EVERY = timedelta(days=7)
-"""How often a tick refreshes them: well inside GitHub's 60 days."""
-REFRESHED = frozenset({"active", "disabled_inactivity"})
-"""States a tick enables; any other was a person's decision or is not ours to undo."""
+"""How often a tick checks them: twice at least inside the warning's fortnight."""
+INACTIVE_AFTER = timedelta(days=60)
+"""GitHub's limit: a public repository's scheduled workflows stop after this long."""
+WARN_AFTER = timedelta(days=45)
+"""From this long without activity the tick, ``status`` and the channels warn."""
+REENABLED = "disabled_inactivity"
+"""The one state a tick may undo, and only when the user opted in; any other was a
+person's decision, and ``active`` needs nothing."""
 RECORD = layout.WORKFLOWS
 
 
@@ -92,8 +102,10 @@ def due(record: Record, now: datetime) -> bool:
     return record.checked_at is None or now - record.checked_at >= EVERY
 
 
-def check(api: WorkflowsAPI, now: datetime, workflows: tuple[str, ...] = WORKFLOWS) -> Record:
-    """Read every workflow's state and enable those :data:`REFRESHED` covers."""
+def check(api: WorkflowsAPI, now: datetime, *, reenable: bool = False,
+          workflows: tuple[str, ...] = WORKFLOWS) -> Record:
+    """Read every workflow's state; with ``reenable``, enable those GitHub disabled for
+    inactivity. An active workflow is never enabled (GitHub's terms, module docstring)."""
     states: dict[str, str] = {}
     enabled = []
     for workflow in workflows:
@@ -101,20 +113,55 @@ def check(api: WorkflowsAPI, now: datetime, workflows: tuple[str, ...] = WORKFLO
         if state is None:
             continue  # not in this repository (no watchdog.yml, say)
         states[workflow] = state
-        if state in REFRESHED:
+        if reenable and state == REENABLED:
             api.enable_workflow(workflow)
             enabled.append(workflow)
     return Record(now, states, tuple(enabled))
+
+
+def last_activity(repo: Path) -> datetime | None:
+    """When the checkout's commit was made: on a runner, the default branch's tip, the
+    activity GitHub's rule counts surely. ``None`` outside a git checkout."""
+    try:
+        proc = Git(repo, Redactor([])).run("log", "-1", "--format=%ct", "HEAD", check=False)
+    except OrchestratorError:
+        return None
+    text = proc.stdout.decode().strip()
+    return datetime.fromtimestamp(int(text), UTC) if proc.returncode == 0 and \
+        text.isdigit() else None
+
+
+def due_by(activity: datetime | None, now: datetime) -> datetime | None:
+    """When GitHub would disable the scheduled workflows, once that is near enough to
+    warn of (:data:`WARN_AFTER`); else ``None``."""
+    if activity is None or now - activity < WARN_AFTER:
+        return None
+    return activity + INACTIVE_AFTER
+
+
+def inactivity_warning(activity: datetime | None, now: datetime) -> list[str]:
+    """One line when the 60 days are near: what happens and what to do."""
+    by = due_by(activity, now)
+    if by is None or activity is None:
+        return []
+    return [f"no commit on the default branch since {iso(activity)}: in a public "
+            f"repository GitHub disables tick.yml and watchdog.yml at {iso(by)}; push "
+            "a commit to keep them running (the orchestrator does not re-enable them "
+            "unless cadence.reenable_workflows is true)"]
 
 
 def warnings(record: Record) -> list[str]:
     """One line per workflow the cadence needs that is disabled, as last found."""
     lines = []
     for workflow, state in sorted(record.states.items()):
-        if state == "disabled_inactivity":
-            again = " and the tick enabled it again" if workflow in record.enabled else ""
+        if state == REENABLED and workflow in record.enabled:
             lines.append(f"{workflow} had been disabled by GitHub for inactivity (60 days "
-                         f"in a public repository){again}")
+                         "in a public repository) and the tick enabled it again "
+                         "(cadence.reenable_workflows)")
+        elif state == REENABLED:
+            lines.append(f"{workflow} is disabled by GitHub for inactivity (60 days in a "
+                         "public repository): GitHub runs none of its scheduled runs; "
+                         f"enable it under Actions > {workflow} > Enable workflow")
         elif state != "active":
             lines.append(f"{workflow} is {state.replace('_', ' ')}: GitHub runs none of its "
                          "scheduled runs, and the tick leaves it so (a person's decision); "

@@ -1,6 +1,8 @@
 """``orchestrator outcome``: a leg writes its outcome file
 (:mod:`orchestrator.executors.outcomes`) instead of pushing a report; the batch's fan-in
-job records every leg's file at once.
+job records every leg's file at once. With ``--command`` it first runs the track's
+command itself, timed and stopped at its limit (:mod:`orchestrator.executors.leg_command`),
+and exits with its code.
 
 The stderr, stdout and result files are the track's: each is opened once, without
 following a link or blocking on a FIFO, and only its tail is read. One that is refused
@@ -16,6 +18,8 @@ import click
 
 from ..config.fieldtypes import check_id, check_run_id
 from ..errors import UserError
+from ..executors import leg_command
+from ..executors.leg_command import Ran
 from ..executors.local_outcome import read_enqueue
 from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
 from ..runs.reporting import MAX_RESULT_BYTES, parse_result
@@ -103,11 +107,15 @@ def _stderr_text(path: Path | None) -> str:
               help="Which poll of a poll track this was [env: ORCHESTRATOR_POLL].")
 @click.option("--compensating", is_flag=True, envvar="ORCHESTRATOR_COMPENSATING",
               help="The leg ran the track's compensation [env: ORCHESTRATOR_COMPENSATING].")
+@click.option("--command", "track_command", metavar="RUN",
+              help="Run this with `sh -c`, stop it at --timeout-minutes (SIGTERM, SIGKILL "
+                   "30 s later), copy its output to --stdout and --stderr, and exit with "
+                   "its code; --exit-code and the times are then its own.")
 @click.option("--exit-code", type=int, help="The command's exit code (omit: it never ran).")
-@click.option("--started-at", required=True, metavar="ISO", help="When the command started.")
-@click.option("--finished-at", required=True, metavar="ISO", help="When the command ended.")
+@click.option("--started-at", metavar="ISO", help="When the command started (default: now).")
+@click.option("--finished-at", metavar="ISO", help="When the command ended (default: now).")
 @click.option("--timeout-minutes", type=click.FloatRange(min=0, min_open=True),
-              help="The limit `timeout` enforced: exit 124 or 137 at it is a tap-out.")
+              help="The command's limit: exit 124 or 137 at it is a tap-out.")
 @click.option("--stderr", "stderr_file", type=click.Path(path_type=Path), metavar="FILE",
               help="The command's stderr; its last lines go into the error.")
 @click.option("--stdout", "stdout_file", type=click.Path(path_type=Path), metavar="FILE",
@@ -126,12 +134,16 @@ def _stderr_text(path: Path | None) -> str:
               help="Folder to write <run>--<track>--<attempt>.json into.")
 @pass_config
 def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compensating: bool,
-            exit_code: int | None,
-            started_at: str, finished_at: str, timeout_minutes: float | None,
+            track_command: str | None, exit_code: int | None,
+            started_at: str | None, finished_at: str | None, timeout_minutes: float | None,
             stderr_file: Path | None, stdout_file: Path | None, result_file: Path | None,
             message: str | None, enqueue_file: Path | None, folder: Path) -> int:
     """Write a leg's outcome file (phase, exit code, result, stderr tail, times) and,
-    beside it, the tail of its stdout."""
+    beside it, the tail of its stdout; with --command, run the command first."""
+    limit = timedelta(minutes=timeout_minutes) if timeout_minutes else None
+    ran = _run(track_command, limit, stdout_file, stderr_file) if track_command is not None \
+        else _given(exit_code, started_at, finished_at)
+    exit_code = ran.code
     result = _read_result(result_file)
     enqueue, enqueue_error = _read_items(enqueue_file, exit_code)
     stderr = _stderr_text(stderr_file)
@@ -140,9 +152,7 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
         _warn(stdout_note)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
-                    started_at=parse_now(started_at, "--started-at"),
-                    finished_at=parse_now(finished_at, "--finished-at"),
-                    limit=timedelta(minutes=timeout_minutes) if timeout_minutes else None,
+                    started_at=ran.started, finished_at=ran.finished, limit=limit,
                     result=result, stderr=stderr, message=message,
                     enqueue=list(enqueue), enqueue_error=enqueue_error)
     path = write(folder, outcome)
@@ -151,4 +161,19 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
     except OSError as exc:  # the outcome counts; the brief shows no tail
         _warn(f"stdout tail not kept: {exc}")
     click.echo(f"{outcome.key}: {outcome.phase} -> {path}")
-    return 0
+    return (exit_code or 0) if track_command is not None else 0
+
+
+def _given(exit_code: int | None, started_at: str | None, finished_at: str | None) -> Ran:
+    """The command the leg ran itself: its code and times as given (default: now)."""
+    started = parse_now(started_at, "--started-at")
+    finished = parse_now(finished_at, "--finished-at") if finished_at else started
+    return Ran(exit_code, started, finished)
+
+
+def _run(track_command: str, limit: timedelta | None, stdout_file: Path | None,
+         stderr_file: Path | None) -> Ran:
+    if stdout_file is None or stderr_file is None:
+        raise click.UsageError("--command needs --stdout and --stderr: the files its "
+                               "output is kept in")
+    return leg_command.run(track_command, limit, stdout_file, stderr_file)

@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -41,14 +42,27 @@ if TYPE_CHECKING:
     from ..store import GitStateStore
 
 
-def workflows_report(files: Mapping[str, bytes], now: datetime) -> dict[str, Any]:
+def workflows_report(files: Mapping[str, bytes], now: datetime,
+                     repo: Path | None = None) -> dict[str, Any]:
     """The scheduled workflows as the last weekly check recorded them, and as GitHub
-    says now when this runs with a repository and a token (the watchdog does)."""
+    says now when this runs with a repository and a token (the watchdog does); with
+    ``repo``, whether GitHub's 60 days without a commit are near."""
+    from ..cadence import keepalive
+
+    record = keepalive.read_record(files)
+    report = keepalive.describe(record)
+    # only where the repository runs on GitHub: a tick checked there, or this runs there
+    on_github = record.checked_at is not None or bool(os.environ.get("GITHUB_REPOSITORY"))
+    report["inactivity"] = keepalive.inactivity_warning(
+        keepalive.last_activity(repo), now) if repo is not None and on_github else []
+    return _live_workflows(report, now)
+
+
+def _live_workflows(report: dict[str, Any], now: datetime) -> dict[str, Any]:
     from ..cadence import keepalive
     from ..errors import OrchestratorError
     from ..github import WorkflowAdmin
 
-    report = keepalive.describe(keepalive.read_record(files))
     if not os.environ.get("GITHUB_REPOSITORY"):
         return report  # not on GitHub Actions (nor pointed at a repository)
     try:
@@ -64,11 +78,13 @@ def workflows_report(files: Mapping[str, bytes], now: datetime) -> dict[str, Any
 
 def workflow_lines(report: Mapping[str, Any]) -> list[str]:
     states = report.get("live") or report.get("states") or {}
+    soon = [f"  warning: {w}" for w in report.get("inactivity", [])]
     if not states:
-        return []
+        return ["workflows", *soon] if soon else []
     when = "now" if report.get("live") else f"as of {report.get('checked_at')}"
     listed = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
-    return [f"workflows     {listed} ({when})"] + [f"  warning: {w}" for w in report["warnings"]]
+    return [f"workflows     {listed} ({when})"] + [
+        f"  warning: {w}" for w in report["warnings"]] + soon
 
 
 @click.command("status")
@@ -173,7 +189,7 @@ def _report(cfg: Config, files: Mapping[str, bytes], settings: RepoSettings,
                    timedelta(minutes=max_staleness), caps, simulated=simulated)
     report["retention"] = retention.describe(retention.read_record(files),
                                              settings.keep_finished_runs_days)
-    report["workflows"] = workflows_report(files, now)
+    report["workflows"] = workflows_report(files, now, cfg.repo)
     return report
 
 

@@ -192,11 +192,34 @@ def write_step_output(result: TickResult) -> None:
 
 
 def write_step_summary(result: TickResult) -> None:
+    """Append this tick's summary within what the file left of GitHub's limit: a
+    lingering tick appends once per tick, and GitHub drops a whole summary over it."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(step_summary(result))
+        used = os.fstat(fh.fileno()).st_size
+        fh.write(fit_summary(step_summary(result, max(0, STEP_SUMMARY_LIMIT - used)), used))
+
+
+SUMMARY_CUT = ("\n_The rest is left out: this job summary reached GitHub's 1 MiB limit; "
+               "the job's log has every line._\n")
+
+
+def fit_summary(text: str, used: int, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """What of ``text`` may follow ``used`` bytes of a job summary: all of it, or its
+    first whole lines and :data:`SUMMARY_CUT`; nothing when even that has no room."""
+    data = text.encode()
+    if used + len(data) <= limit:
+        return text
+    fence = "```\n"
+    keep = limit - used - len(SUMMARY_CUT.encode()) - len(fence)
+    if keep < 0:
+        return ""
+    head = data[:keep].decode(errors="ignore")
+    head = head[:head.rfind("\n") + 1]
+    # a cut inside a code block closes it, so the note is not shown as code
+    return head + (fence if head.count("```") % 2 else "") + SUMMARY_CUT
 
 
 @click.command("tick")
@@ -315,31 +338,57 @@ def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,
 
 def keep_workflows_enabled(executor: str, tick: Tick, result: TickResult, now: datetime,
                            environ: Mapping[str, str] | None = None) -> list[str]:
-    """On an engine with a workflow admin (GitHub), once a week, enable the scheduled
-    workflows the cadence needs and record what was found
-    (:mod:`orchestrator.cadence.keepalive`); every tick warns of a disabled one."""
+    """On an engine with a workflow admin (GitHub), once a week, check the scheduled
+    workflows the cadence needs, re-enable one only as the user opted in, tell the
+    channels when GitHub's 60 days are near (:mod:`orchestrator.cadence.keepalive`);
+    every tick warns of a disabled one and of the 60 days."""
     admin = executors.declared(executor).admin
     if admin is None:
         return []
     from ..cadence import keepalive
     from ..errors import OrchestratorError
 
+    env = os.environ if environ is None else environ
+    activity = keepalive.last_activity(tick.repo)
     record = keepalive.read_record(result.snapshot.files) if result.snapshot else \
         keepalive.Record()
+    soon = [f"warning: {line}" for line in keepalive.inactivity_warning(activity, now)]
     if not keepalive.due(record, now):
-        return [f"warning: {line}" for line in keepalive.warnings(record)]
+        return [f"warning: {line}" for line in keepalive.warnings(record)] + soon
+    reenable = result.cadence is not None and result.cadence.reenable_workflows
     try:
-        with admin(os.environ if environ is None else environ, now) as api:
-            fresh = keepalive.check(api, now)
+        with admin(env, now) as api:
+            fresh = keepalive.check(api, now, reenable=reenable)
         # a racing tick that recorded its check first leaves nothing to commit
         tick.store.transact(lambda snap: {keepalive.RECORD: fresh.dump()} if keepalive.due(
             keepalive.read_record(snap.files), now) else None,
             "orchestrator: checked the scheduled workflows")
     except OrchestratorError as exc:
-        return [f"keeping the scheduled workflows enabled failed: {exc.message}"]
+        return [f"checking the scheduled workflows failed: {exc.message}"]
     done = [f"enabled {', '.join(fresh.enabled)} (next check in 7 days)"] if fresh.enabled \
         else []
-    return done + [f"warning: {line}" for line in keepalive.warnings(fresh)]
+    return done + [f"warning: {line}" for line in keepalive.warnings(fresh)] + soon + \
+        tell_inactivity(tick.repo, activity, now, env)
+
+
+def tell_inactivity(repo: Path, activity: datetime | None, now: datetime,
+                    environ: Mapping[str, str]) -> list[str]:
+    """At the weekly check: ``keepalive_due`` to the channels while GitHub's 60 days are
+    near, else close the keep-alive issue; one line per delivery."""
+    from ..cadence import keepalive
+    from ..config.repository import RepoSettings
+    from ..notify.events import Links
+    from ..notify.watch import Watcher, keepalive_event
+
+    spec = RepoSettings.read(repo).notify
+    if activity is None or not spec.enabled:
+        return []
+    watcher = Watcher(spec, environ)
+    by = keepalive.due_by(activity, now)
+    if by is None:
+        return watcher.active(activity, now)
+    return watcher.send(keepalive_event(activity, by, now, Links.from_env(spec.brief_url,
+                                                                          environ)), now)
 
 
 def install_stop_signals(stop: Callable[[str], None]) -> None:

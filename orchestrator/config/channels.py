@@ -46,6 +46,9 @@ class EventKind(StrEnum):
     """The state branch is behind its high-water mark: ticks fire nothing from it."""
     SLA_MISSED = "sla_missed"
     """A run was not finished ``sla_minutes`` after its slot."""
+    KEEPALIVE_DUE = "keepalive_due"
+    """No commit on the default branch for 45 days: GitHub disables the scheduled
+    workflows of a public repository at 60."""
 
 
 _Strict = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)

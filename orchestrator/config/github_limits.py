@@ -22,7 +22,7 @@ HOSTED_MAX_MINUTES = 360
 ``timeout-minutes`` says (self-hosted runners allow more)."""
 SETUP_MINUTES = 10
 """What a leg's job gets beyond its track's limit: checkout, Python and the install run
-before the command, whose own limit ``timeout`` enforces inside the leg."""
+before the command, whose own limit the orchestrator enforces inside the leg."""
 MAX_DOWNLOADS = 64
 """Outcome archives a tick fetches through the artifacts API at most (the safety net)."""
 MAX_JOB_NAME = 100

@@ -82,6 +82,13 @@ class Cadence(Frozen):
         "run GitHub holds pending behind it when that run would find nothing to do before "
         "the next scheduled tick (it saves that run's billed minute); false: never cancel.",
     )
+    reenable_workflows: bool = Field(
+        False,
+        description="On GitHub, a tick enables tick.yml or watchdog.yml again once GitHub "
+        "has disabled it for 60 days without activity in a public repository. Off by "
+        "default: the tick warns from 45 days instead, and an active workflow is never "
+        "enabled (GitHub disabled a project for doing that to bypass the rule).",
+    )
     fixed_cron: list[CronText] = Field(
         ["7,22,37,52 * * * *"], min_length=1, max_length=20,
         description="Fixed mode: the cron lines (UTC) of tick.yml.",

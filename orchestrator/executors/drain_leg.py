@@ -37,7 +37,7 @@ from .local_outcome import read_enqueue, read_reports
 from .outcomes import build, write
 
 KILL_GRACE_SECONDS = 30.0
-"""As ``timeout --kill-after=30s`` gives an ordinary leg's command."""
+"""As an ordinary leg's command gets between SIGTERM and SIGKILL (:mod:`.leg_command`)."""
 
 
 def parse_items(text: str) -> list[tuple[str, int]]:

@@ -63,7 +63,8 @@ STDOUT_SUFFIX = ".stdout"
 STDOUT_BYTES = 16 * 1024
 """The end of stdout a leg keeps and the fan-in reads: the brief's 20 lines fit."""
 TIMEOUT_EXITS = frozenset({124, 137})
-"""``timeout`` exits 124 after TERM ended the command, 137 when KILL had to."""
+"""The leg (:mod:`.leg_command`, as GNU ``timeout`` did) exits 124 after TERM ended the
+command at its limit, 137 when KILL had to."""
 TIMEOUT_SLACK = timedelta(seconds=1)
 
 LegPhase = Literal["complete", "failed", "tapped_out", "waiting"]
@@ -109,7 +110,7 @@ class Outcome(Frozen):
 
 
 def phase_for(exit_code: int | None, elapsed: timedelta, limit: timedelta | None) -> LegPhase:
-    """``complete`` for exit 0; ``tapped_out`` when ``timeout`` stopped the command at its
+    """``complete`` for exit 0; ``tapped_out`` when the leg stopped the command at its
     limit (a command that exits 124 by itself, early, merely failed); else ``failed``."""
     if exit_code == 0:
         return "complete"

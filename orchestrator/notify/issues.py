@@ -16,6 +16,8 @@
   costs one line, once per tick; nothing else fails.
 - ``tick_stale`` has an issue of its own (label ``orchestrator-watchdog``): opened when
   the watchdog finds no recent tick, unless one is open, and closed once ticks resume.
+- ``keepalive_due`` likewise (label ``orchestrator-keepalive``): opened when the 60 days
+  of GitHub's inactivity rule are near, closed by the first weekly check after a commit.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .text import GITHUB_BODY_LIMIT, cut, link, md, quiet
 
 LABEL = "orchestrator"
 WATCHDOG_LABEL = "orchestrator-watchdog"
+KEEPALIVE_LABEL = "orchestrator-keepalive"
 LABEL_LIMIT = 50
 """Characters of a label name (GitHub: ``name is too long (maximum is 50 characters)``)."""
 MAX_PAGES = 3
@@ -101,6 +104,8 @@ class IssueChannel:
             return self._recovered(item)
         if kind is EventKind.TICK_STALE:
             return self._stale(item)
+        if kind is EventKind.KEEPALIVE_DUE:
+            return self._keepalive(item)
         if kind is EventKind.DEAD_LETTER and item.pending.event.run_id in failures:
             return self._done(item, "listed with its run's failure")
         return self._remark(item)
@@ -159,30 +164,43 @@ class IssueChannel:
         return self._done(item, f"commented on #{number}", number, url)
 
     def _stale(self, item: Item) -> Delivery:
+        since = item.pending.event.details.get("last_tick")
+        title = f"orchestrator: no tick since {since}" if since else \
+            "orchestrator: no tick recorded"
+        return self._watch_issue(item, WATCHDOG_LABEL, title, "This issue closes itself "
+                                 "once ticks resume (the next watchdog run, or `serve`'s "
+                                 "next check).")
+
+    def _keepalive(self, item: Item) -> Delivery:
+        at = item.pending.event.details.get("disabled_at", "")
+        return self._watch_issue(item, KEEPALIVE_LABEL, "orchestrator: scheduled workflows "
+                                 f"stop at {at} without a commit", "This issue closes itself "
+                                 "at the tick's first weekly check after a commit.")
+
+    def _watch_issue(self, item: Item, label: str, title: str, closing: str) -> Delivery:
+        """One open issue per watcher's label: opened unless one is open already."""
         event = item.pending.event
-        issues = self.open_watchdog_issues()
+        issues = self.open_watchdog_issues(label)
         if issues:
             number = issues[0]["number"]
             return self._done(item, f"#{number} is open already", number)
-        since = event.details.get("last_tick")
-        title = f"orchestrator: no tick since {since}" if since else \
-            "orchestrator: no tick recorded"
         body = self._body([event_marker(event.id), f"**{md(self.redact(event.summary))}**",
-                           self._links(event), "This issue closes itself once ticks resume "
-                           "(the next watchdog run, or `serve`'s next check)."])
+                           self._links(event), closing])
         data = self._call("POST", "issues", {"title": cut(title, 200), "body": body,
-                                             "labels": [LABEL, WATCHDOG_LABEL]}, expect=201)
+                                             "labels": [LABEL, label]}, expect=201)
         return self._done(item, f"opened #{data['number']}", data["number"], data.get("html_url"))
 
-    def open_watchdog_issues(self) -> list[dict[str, Any]]:
-        return self._listed({"labels": f"{LABEL},{WATCHDOG_LABEL}", "state": "open"})
+    def open_watchdog_issues(self, label: str = WATCHDOG_LABEL) -> list[dict[str, Any]]:
+        return self._listed({"labels": f"{LABEL},{label}", "state": "open"})
 
-    def close_watchdog(self, line: str, deadline: Deadline) -> list[str]:
-        """Close every open watchdog issue with ``line`` as its last comment."""
+    def close_watchdog(self, line: str, deadline: Deadline,
+                       label: str = WATCHDOG_LABEL) -> list[str]:
+        """Close every open issue of the watcher's ``label`` with ``line`` as its last
+        comment."""
         self.deadline = deadline
         done = []
         try:
-            for issue in self.open_watchdog_issues():
+            for issue in self.open_watchdog_issues(label):
                 number = issue["number"]
                 self._call("POST", f"issues/{number}/comments",
                            {"body": cut(self.redact(line), GITHUB_BODY_LIMIT)}, expect=201)

@@ -38,6 +38,7 @@ TITLES = {
     EventKind.RECORD_QUARANTINED: "Record quarantined",
     EventKind.REWIND_REFUSED: "State branch rewound",
     EventKind.SLA_MISSED: "SLA missed",
+    EventKind.KEEPALIVE_DUE: "Scheduled workflows stop soon",
 }
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")

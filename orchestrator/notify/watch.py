@@ -8,6 +8,9 @@ check can. So these events skip the outbox:
   "orchestrator: no tick since ..." (label ``orchestrator-watchdog``), unless one is
   open already; once ticks resume, the watcher closes it with a comment.
 - ``rewind_refused`` goes to the webhooks.
+- ``keepalive_due`` (the tick's weekly check of the scheduled workflows) goes to the
+  webhooks and to an issue labelled ``orchestrator-keepalive``, closed by the first
+  check that finds a commit again; its id names the last commit's time and the week.
 - The event id names the silence (the last tick's time) or the rewound tip, so every
   alert about one outage carries one id; ``serve`` sends each id once per process.
 """
@@ -45,8 +48,22 @@ def rewind_event(message: str, now: datetime, links: Links) -> Event:
                  details={"accept": "orchestrator status --accept-rewind"})
 
 
+def keepalive_event(activity: datetime, disabled_at: datetime, now: datetime,
+                    links: Links) -> Event:
+    """GitHub's 60 days are near; one id per silence and weekly check."""
+    return Event(id=f"keepalive_due:{stamp(activity)}:{stamp(now)}",
+                 kind=EventKind.KEEPALIVE_DUE, at=now, link=links.run,
+                 summary=f"no commit on the default branch since {iso(activity)}: in a "
+                 f"public repository GitHub disables the scheduled workflows at "
+                 f"{iso(disabled_at)}; push a commit to keep them running",
+                 details={"last_activity": iso(activity), "disabled_at": iso(disabled_at)})
+
+
+WATCHED_BY_ISSUE = frozenset({EventKind.TICK_STALE, EventKind.KEEPALIVE_DUE})
+
+
 def channels_for(kind: EventKind, spec: NotifySpec) -> list[str]:
-    names = [ISSUES] if spec.github_issues and kind is EventKind.TICK_STALE else []
+    names = [ISSUES] if spec.github_issues and kind in WATCHED_BY_ISSUE else []
     return names + [h.channel for h in spec.webhooks if h.wants(kind)]
 
 
@@ -78,14 +95,24 @@ class Watcher:
 
     def resumed(self, last_tick: datetime, now: datetime) -> list[str]:
         """Close the watchdog issue once ticks run again."""
+        self.stale_told = False
+        return self._close(f"Ticks resumed: the last tick was at {iso(last_tick)}.", now)
+
+    def active(self, activity: datetime, now: datetime) -> list[str]:
+        """Close the keep-alive issue once the default branch has a recent commit."""
+        from .issues import KEEPALIVE_LABEL
+
+        return self._close(f"A commit at {iso(activity)}: GitHub's 60 days start again.",
+                           now, KEEPALIVE_LABEL)
+
+    def _close(self, line: str, now: datetime, label: str | None = None) -> list[str]:
         if not self.spec.github_issues:
             return []
-        from .issues import IssueChannel
+        from .issues import WATCHDOG_LABEL, IssueChannel
 
         redact = redactor(self.environ)
         built = delivery.build(ISSUES, self.environ, redact, now, self.spec.budget_seconds)
         if not isinstance(built, IssueChannel):
             return []
-        self.stale_told = False
-        return built.close_watchdog(f"Ticks resumed: the last tick was at {iso(last_tick)}.",
-                                    Deadline(self.spec.budget_seconds))
+        return built.close_watchdog(line, Deadline(self.spec.budget_seconds),
+                                    label or WATCHDOG_LABEL)

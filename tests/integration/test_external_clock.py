@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -107,6 +108,20 @@ def test_a_refused_call_says_why_without_the_token(fake_github: FakeGitHub) -> N
                          body={"event_type": "x" * 101})
     assert answer.status_code == 422
     assert fake_github.runs_of("tick.yml") == []
+
+
+def test_the_clock_s_curl_line_fails_and_prints_github_s_answer(
+        fake_github: FakeGitHub) -> None:
+    """The line ``cron-sync --external`` prints: a refused call exits non-zero and shows
+    why, as GitHub said it (``curl -f`` would print only the status)."""
+    fake_github.fail("repository-dispatch", status=403,
+                     message="Resource not accessible by personal access token")
+    request = clock.requests(fake_github.repository, "main")["repository_dispatch"]
+    line = request.curl(fake_github.api_url, "2022-11-28")
+    done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, clock.TOKEN_VARIABLE: fake_github.token})
+    assert done.returncode == 22, done.stderr
+    assert "Resource not accessible by personal access token" in done.stdout
 
 
 # --------------------------------------------------------------------------- the file

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -301,27 +303,77 @@ def _workflow_calls(fake: FakeGitHub) -> list[tuple[str, str]]:
             if r.endpoint in ("workflow", "enable")]
 
 
+def _commit_at(repo: Path, when: datetime, config: dict[str, Any] | None = None) -> None:
+    """The default branch's last commit, made at ``when`` (GitHub's activity)."""
+    (repo / "orchestrator.json").write_text(json.dumps(config or {}))
+    git("add", "orchestrator.json", cwd=repo)
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    dated = {**os.environ, "GIT_COMMITTER_DATE": stamp, "GIT_AUTHOR_DATE": stamp}
+    subprocess.run(["git", "commit", "--quiet", "--allow-empty", "-m", "settings"], cwd=repo,
+                   check=True, env=dated)
+
+
 @pytest.mark.slow
-def test_the_tick_keeps_its_scheduled_workflows_enabled_once_a_week_and_records_it(
+def test_the_tick_never_enables_an_active_workflow_and_checks_them_once_a_week(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """GitHub disabled a project for enabling active workflows to restart the 60 days:
+    the weekly check only reads them, and one GitHub disabled stays so by default."""
     origin = make_origin(tmp_path, {"nightly": {"cron": "7 3 * * *", "tracks": [OK]}})
     repo = clone(origin, tmp_path / "repo")
+    _commit_at(repo, T_KEEP - timedelta(days=3))
     fake_github.disable("watchdog.yml")  # the 60-day rule struck the watchdog
     out = github_cli_tick(repo, T_KEEP, fake_github)
-    assert _workflow_calls(fake_github) == [
-        ("GET", "tick.yml"), ("PUT", "tick.yml/enable"),
-        ("GET", "watchdog.yml"), ("PUT", "watchdog.yml/enable")]
-    assert fake_github.workflow_states["watchdog.yml"] == "active"
-    assert "watchdog.yml had been disabled by GitHub for inactivity" in out
+    assert _workflow_calls(fake_github) == [("GET", "tick.yml"), ("GET", "watchdog.yml")]
+    assert fake_github.workflow_states["watchdog.yml"] == "disabled_inactivity"
+    assert "warning: watchdog.yml is disabled by GitHub for inactivity" in out
     _state, files = read_state(repo)
     record = json.loads(files["state/workflows.json"])
     assert record["checked_at"] == "2026-12-01T09:00:00Z"
     assert record["states"] == {"tick.yml": "active", "watchdog.yml": "disabled_inactivity"}
 
     github_cli_tick(repo, T_KEEP + timedelta(days=6), fake_github)
-    assert len(_workflow_calls(fake_github)) == 4  # not due: not a call
+    assert len(_workflow_calls(fake_github)) == 2  # not due: not a call
     github_cli_tick(repo, T_KEEP + timedelta(days=7, minutes=1), fake_github)
-    assert len(_workflow_calls(fake_github)) == 8
+    assert _workflow_calls(fake_github)[2:] == [("GET", "tick.yml"), ("GET", "watchdog.yml")]
+
+
+def test_a_workflow_github_disabled_is_enabled_again_only_when_the_user_opted_in(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    origin = make_origin(tmp_path, {"nightly": {"cron": "7 3 * * *", "tracks": [OK]}})
+    repo = clone(origin, tmp_path / "repo")
+    _commit_at(repo, T_KEEP - timedelta(days=3), {"cadence": {"reenable_workflows": True}})
+    fake_github.disable("watchdog.yml")
+    out = github_cli_tick(repo, T_KEEP, fake_github)
+    assert _workflow_calls(fake_github) == [
+        ("GET", "tick.yml"), ("GET", "watchdog.yml"), ("PUT", "watchdog.yml/enable")]
+    assert fake_github.workflow_states["watchdog.yml"] == "active"
+    assert "watchdog.yml had been disabled by GitHub for inactivity" in out
+
+
+def test_the_tick_status_and_an_issue_warn_before_github_s_60_days(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """52 days without a commit: the tick's summary and ``status`` warn, and the
+    weekly check tells the channels once (``keepalive_due``); a commit closes the issue."""
+    origin = make_origin(tmp_path, {"nightly": {"cron": "7 3 * * *", "tracks": [OK]}})
+    repo = clone(origin, tmp_path / "repo")
+    _commit_at(repo, T_KEEP - timedelta(days=52), {"notify": {"github_issues": True}})
+    out = github_cli_tick(repo, T_KEEP, fake_github)
+    assert "warning: no commit on the default branch since 2026-10-10T09:00:00Z" in out
+    assert "GitHub disables tick.yml and watchdog.yml at 2026-12-09T09:00:00Z" in out
+    [issue] = fake_github.issues.issues.values()
+    assert issue.title == ("orchestrator: scheduled workflows stop at 2026-12-09T09:00:00Z "
+                           "without a commit")
+    assert not any(r.endpoint == "enable" for r in fake_github.requests)
+    later = github_cli_tick(repo, T_KEEP + timedelta(hours=1), fake_github)
+    assert "warning: no commit on the default branch" in later
+    assert len(fake_github.issues.issues) == 1  # told at the weekly check only
+    status = cli(repo, "status", "--now", "2026-12-01T10:00:00Z", env=fake_github.env())
+    assert "warning: no commit on the default branch since 2026-10-10" in status.stdout
+
+    _commit_at(repo, T_KEEP + timedelta(days=2), {"notify": {"github_issues": True}})
+    quiet = github_cli_tick(repo, T_KEEP + timedelta(days=7, minutes=1), fake_github)
+    assert "no commit on the default branch" not in quiet
+    assert issue.state == "closed"
 
 
 def test_a_workflow_a_person_disabled_stays_so_and_tick_and_status_warn(

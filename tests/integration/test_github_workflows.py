@@ -1,8 +1,8 @@
 """What the workflows themselves decide, run as the runner would run their steps.
 
 ``pages.yml`` deploys only when the collected HTML differs from what Pages serves;
-``tick.yml`` keeps manual ticks out of the scheduled ticks' concurrency group, where
-GitHub would cancel a pending manual tick when the next scheduled one arrives.
+``tick.yml``'s concurrency never drops a pending manual tick or operator verb, where
+GitHub would cancel a pending run for a newer one, and scheduled ticks do not pile up.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.fakes.concurrency import Concurrency
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 
@@ -75,14 +77,41 @@ def test_pages_upload_and_deploy_wait_for_the_comparison() -> None:
     assert jobs["deploy"]["if"] == "needs.build.outputs.changed == 'true'"
 
 
-@pytest.mark.parametrize(("event", "group"), [("schedule", "orchestrator-tick-schedule"),
-                                              ("workflow_dispatch",
-                                               "orchestrator-tick-workflow_dispatch")])
-def test_a_manual_tick_is_never_replaced_by_a_scheduled_one(event: str, group: str) -> None:
-    concurrency = _workflow("tick.yml")["concurrency"]
-    assert concurrency["cancel-in-progress"] is False
-    assert concurrency["group"].replace("${{ github.event_name }}", event).replace(
-        "${{ inputs.dry_run && '-dry-run' || '' }}", "") == group
+def _ticks() -> Concurrency:
+    return Concurrency(_workflow("tick.yml"), "tick")
+
+
+def test_a_pending_operator_verb_is_never_dropped() -> None:
+    """GitHub keeps one pending run per group unless it says ``queue: max``: a manual
+    tick runs, "cancel run X" waits, then "retry" and an external clock's call arrive.
+    The cancel must still run; scheduled ticks arriving meanwhile change nothing."""
+    ticks = _ticks()
+    ticks.arrive("manual", "workflow_dispatch", 1, {"action": "tick"})
+    ticks.arrive("cancel", "workflow_dispatch", 2, {"action": "cancel", "run": "r"})
+    ticks.arrive("retry", "workflow_dispatch", 3, {"action": "retry", "run": "r"})
+    ticks.arrive("clock", "repository_dispatch", 4)
+    ticks.arrive("dry", "workflow_dispatch", 5, {"action": "tick", "dry_run": True})
+    for n in range(3):
+        ticks.arrive(f"cron{n}", "schedule", 10 + n)
+    assert ticks.state["cancel"] == "pending"
+    for run in ("manual", "cancel", "retry", "clock"):
+        assert ticks.state[run] == "running", run
+        ticks.finish(run)
+    assert ticks.state["dry"] == "running"
+
+
+def test_scheduled_ticks_do_not_pile_up_behind_a_lingering_one() -> None:
+    """A newer scheduled tick replaces the pending one: at most one waits, and a verb
+    does not wait for a lingering scheduled tick (the compare-and-swap makes it safe)."""
+    ticks = _ticks()
+    for n in range(4):
+        ticks.arrive(f"cron{n}", "schedule", 10 + n)
+    assert [ticks.state[f"cron{n}"] for n in range(4)] == [
+        "running", "cancelled", "cancelled", "pending"]
+    ticks.arrive("cancel", "workflow_dispatch", 20, {"action": "cancel", "run": "r"})
+    assert ticks.state["cancel"] == "running"
+    ticks.finish("cron0")
+    assert ticks.state["cron3"] == "running"
 
 
 @pytest.mark.parametrize(("name", "job", "step"), [("tick.yml", "tick", "Tick"),
@@ -201,20 +230,6 @@ def test_validate_runs_on_every_pull_request_and_passes_at_once_when_nothing_rel
     assert output.read_text() == f"relevant={relevant}\n"
     if relevant == "false":
         assert "nothing to validate" in done.stdout and "nothing to validate" in summary.read_text()
-
-
-@pytest.mark.parametrize(("event", "dry_run", "group"), [
-    ("schedule", None, "orchestrator-tick-schedule"),
-    ("workflow_dispatch", False, "orchestrator-tick-workflow_dispatch"),
-    ("workflow_dispatch", True, "orchestrator-tick-workflow_dispatch-dry-run")])
-def test_a_dry_run_never_replaces_a_pending_manual_tick(
-        event: str, dry_run: bool | None, group: str) -> None:
-    """GitHub keeps one pending run per group and cancels it for a newer one."""
-    text = _workflow("tick.yml")["concurrency"]["group"]
-    suffix = "${{ inputs.dry_run && '-dry-run' || '' }}"
-    assert text == "orchestrator-tick-${{ github.event_name }}" + suffix
-    assert text.replace("${{ github.event_name }}", event).replace(
-        suffix, "-dry-run" if dry_run else "") == group
 
 
 STUB = """#!{python}

@@ -337,6 +337,36 @@ def test_the_job_summary_shares_its_limit_between_briefs_and_says_what_it_left_o
     assert "1 brief(s) left out" in text and "c--20261201T0700Z" in text
 
 
+def test_a_lingering_tick_s_summaries_stay_under_github_s_1_mib_in_total(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each tick of a lingering run appends to one step's summary file; GitHub drops a
+    summary over 1 MiB whole, so the appends together stay under it and say they cut."""
+    from orchestrator.commands.tick import STEP_SUMMARY_LIMIT, write_step_summary
+    from orchestrator.tick.shell import TickResult
+
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    def brief(limit: int) -> str:
+        return "| row |\n" * (min(limit, 400_000) // 8)  # a brief fills what it is given
+
+    for n in range(5):
+        result = TickResult(now=T0 + timedelta(minutes=n), executor="github",
+                            dry_run=False, summaries={f"a{n}--20261201T0700Z": brief})
+        write_step_summary(result)
+        assert summary.stat().st_size <= STEP_SUMMARY_LIMIT
+    assert summary.read_text().count("### Orchestrator tick") >= 3
+    # nearly full: the tick's own lines are cut, with a line saying so
+    summary = tmp_path / "full.md"
+    summary.write_text("x" * (STEP_SUMMARY_LIMIT - 1000) + "\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write_step_summary(TickResult(now=T0 + timedelta(hours=1), executor="github",
+                                  dry_run=False, record_log=("a line of the log",) * 100))
+    assert summary.stat().st_size <= STEP_SUMMARY_LIMIT
+    assert summary.read_text().endswith("this job summary reached GitHub's 1 MiB limit; "
+                                        "the job's log has every line._\n")
+
+
 def test_a_broken_index_or_brief_template_never_blocks_firing(tmp_path: Path) -> None:
     origin = make_origin(tmp_path, {"nightly": spec(run="true")})
     repo = clone(origin, tmp_path / "repo")

@@ -396,10 +396,11 @@ def test_only_the_github_packages_import_the_github_client() -> None:
 
 EXECUTOR_CONTRACT = {f"{PACKAGE}.executors", f"{PACKAGE}.executors.base",
                      f"{PACKAGE}.executors.outcomes", f"{PACKAGE}.executors.local_outcome",
-                     f"{PACKAGE}.executors.drain_leg"}
+                     f"{PACKAGE}.executors.drain_leg", f"{PACKAGE}.executors.leg_command"}
 """What a module outside ``executors/`` may import of it: the registry and the contract,
-and the leg's side that any executor's legs run (``orchestrator outcome`` reads a
-track's files and writes its outcome; ``orchestrator queue work`` is a drain leg)."""
+and the leg's side that any executor's legs run (``orchestrator outcome`` runs a
+track's command, reads its files and writes its outcome; ``orchestrator queue work``
+is a drain leg)."""
 
 
 def test_outside_the_executors_only_the_registry_and_the_contract_are_imported() -> None:

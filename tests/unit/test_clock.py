@@ -135,7 +135,8 @@ def test_the_requests_name_the_one_permission_githubs_docs_give_each() -> None:
     assert repository.body == {"event_type": "orchestrator-tick"}
     assert repository.permission == "Contents"
     line = workflow.curl("https://api.github.com", "2022-11-28")
-    assert line == ('curl -fsS -X POST -H "Authorization: Bearer $ORCHESTRATOR_CLOCK_TOKEN" '
+    assert line == ('curl -sS --fail-with-body -X POST '
+                    '-H "Authorization: Bearer $ORCHESTRATOR_CLOCK_TOKEN" '
                     '-H "Accept: application/vnd.github+json" '
                     '-H "X-GitHub-Api-Version: 2022-11-28" https://api.github.com/repos/'
                     "octo-org/widgets/actions/workflows/tick.yml/dispatches -d "
