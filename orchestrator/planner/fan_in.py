@@ -18,6 +18,7 @@ from ..state.records import Cursor, Run, Track
 from ..support.times import iso
 from .compensation import open_compensations
 from .context import Context
+from .drain import unsettled
 from .pause import record_finish
 
 
@@ -40,6 +41,8 @@ def _fan_in_run(ctx: Context, run: Run) -> bool:
     if open_compensations(ctx, run.run_id):
         return False  # consolidated once the saga is over
     tracks = ctx.state.tracks.get(run.run_id, {})
+    if any(unsettled(t, ctx.state.queues) for t in tracks.values()):
+        return False  # a stopped worker's account is not in yet
     # A track named by the run without a record of its own (deleted by hand, lost
     # in a bad merge) is lost: it can never report, so the run ends at its
     # deadline instead of staying open and blocking later slots.
