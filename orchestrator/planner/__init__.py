@@ -20,6 +20,7 @@ step (module)            why it is where it is
 (:mod:`.requests`)       run's saga starts at once.
 ``on_failure``           After the steps that end tracks for good: cancel the run, or
 (:mod:`.compensation`)   start its saga. A failure found later waits for the next tick.
+                         A cancel that stands stops what this machine runs of the run.
 ``watch_queues``         Legs queued too long on a label that took no leg: their runs'
 (:mod:`.routing`)        cancel is asked, before dispatch reads the labels.
 **settle**               Before firing, so ``overlap: skip`` does not count a run whose

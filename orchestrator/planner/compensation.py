@@ -50,6 +50,7 @@ def on_failure(ctx: Context) -> None:
     for run in ctx.open_runs():
         if run.status is RunStatus.CONSOLIDATING:
             continue
+        carry_out_cancel(ctx, run)
         for undo in ordered(ctx, run.run_id):
             drive(ctx, run, undo)
         schedule = ctx.schedules.get(run.schedule_id)
@@ -96,16 +97,31 @@ def trigger(ctx: Context, run: Run, policy: OnFailure) -> None:
         compensate(ctx, run, why)
 
 
-def cancel_open(ctx: Context, run: Run, why: str) -> None:
-    """Cancel every open track of ``run``, stopping those the executor runs."""
+def cancel_open(ctx: Context, run: Run, why: str) -> list[Track]:
+    """Cancel every open track of ``run`` that this tick can stop, stopping those the
+    executor runs; the open tracks another machine runs (left to its next tick)."""
     tracks = ctx.state.tracks.get(run.run_id, {})
+    elsewhere = []
     for name in sorted(tracks):
         track = tracks[name]
-        if track.phase in machine.TRACK_OPEN:
-            handle = ctx.handle_of(track)
-            if handle is not None:
-                ctx.decision.cancel.append(handle)
-            ctx.move(track, TrackPhase.CANCELLED, why, finished_at=ctx.now)
+        if track.phase not in machine.TRACK_OPEN:
+            continue
+        if track.claimed_by not in (None, ctx.obs.machine):
+            elsewhere.append(track)  # only its machine can stop what it launched
+            continue
+        handle = ctx.handle_of(track)
+        if handle is not None:
+            ctx.decision.cancel.append(handle)
+        ctx.move(track, TrackPhase.CANCELLED, why, finished_at=ctx.now)
+    return elsewhere
+
+
+def carry_out_cancel(ctx: Context, run: Run) -> None:
+    """Stop what this machine runs of ``run`` when a cancel stands on it: the request of
+    a canceller on another machine, carried out by the owner's next tick."""
+    act = run.standing_cancel
+    if act is not None and run.status is not RunStatus.CONSOLIDATING:
+        cancel_open(ctx, run, f"cancelled {act.describe()}")
 
 
 def compensate(ctx: Context, run: Run, why: str) -> None:

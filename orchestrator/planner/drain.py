@@ -16,6 +16,12 @@ disposable workers, settled item by item when the workers end.
   it does not hold is refused with one line; the items it did not report go back to
   the backlog (no attempt used). A worker whose backend has no account of its items
   (an artifact that never came) is held open until its lease ends.
+- **Stopped workers** (cancel, deadline, ``cancel_previous``): one rule. The worker's
+  record ends at once, but its claim is settled only once the executor saw it end and
+  gave its account (or its lease is over): finished items stay finished, only the rest
+  goes back. Until then the executor is still asked about it and its run does not fan in.
+- **Once**: only a claim still held is settled, so an account read again (a re-run or
+  racing fan-in job) changes neither the items nor the worker's result.
 - **Hygiene** (:func:`release_stranded`): a claim whose lease has passed and whose
   worker is not known to be alive goes back to the backlog.
 - **Finishing** (:func:`finish_drains`): a drain track whose workers are all terminal
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -156,25 +162,47 @@ def hold(ctx: Context, track: Track, seen: Observation) -> bool:
             and seen.phase in machine.TRACK_TERMINAL and ctx.now < track.work.lease_until)
 
 
+def unsettled(worker: Track, books: Mapping[str, QueueBook]) -> bool:
+    """Whether ``worker`` ended but still holds its claim: its account is not applied
+    yet. The executor is still asked about it, and its run does not fan in."""
+    if worker.work is None or worker.phase not in machine.TRACK_TERMINAL:
+        return False
+    book = books.get(worker.work.queue)
+    return book is not None and (worker.dispatch_key or "") in book.claims
+
+
+def _account_due(ctx: Context, worker: Track, seen: Observation | None) -> bool:
+    """Whether ``worker``'s claim may be settled now: the executor saw it end and gave
+    its account, it never launched, or its lease is over. A worker the tick stopped
+    (cancel, deadline, ``cancel_previous``) waits for its account: what it finished
+    stays finished."""
+    assert worker.work is not None
+    if seen is not None and seen.phase in machine.TRACK_TERMINAL and seen.items is not None:
+        return True
+    if worker.handle is None and worker.claimed_by in (None, ctx.obs.machine):
+        return True  # never launched here, and no other machine claimed it
+    return ctx.now >= worker.work.lease_until
+
+
 def settle_workers(ctx: Context) -> bool:
     """Apply the reports of every worker that ended, and release what it did not report;
-    say whether any worker was settled."""
+    say whether any worker was settled. Only a claim still held is settled, so a report
+    read again (a re-run fan-in job) changes nothing."""
     changed = False
     for run in ctx.open_runs():
         tracks = ctx.state.tracks.get(run.run_id, {})
         for name in sorted(tracks):
             worker = tracks[name]
-            if worker.work is None or worker.phase not in machine.TRACK_TERMINAL:
-                continue
-            book = ctx.state.queues.get(worker.work.queue)
             key = worker.dispatch_key or ""
-            seen = ctx.obs.seen.get(key)
-            reports = seen.items if seen is not None and seen.items else ()
-            if book is None or key in ctx.settled or (key not in book.claims
-                                                       and not reports):
+            if key in ctx.settled or not unsettled(worker, ctx.state.queues):
                 continue
+            seen = ctx.obs.seen.get(key)
+            if not _account_due(ctx, worker, seen):
+                continue
+            assert worker.work is not None
             ctx.settled.add(key)
-            _settle(ctx, run, worker, book, key, reports)
+            _settle(ctx, run, worker, ctx.state.queues[worker.work.queue], key,
+                    seen.items or () if seen is not None else ())
             changed = True
     return changed
 

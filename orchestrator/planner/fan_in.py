@@ -18,6 +18,7 @@ from ..state.records import Cursor, Run, Track
 from ..support.times import iso
 from .compensation import open_compensations
 from .context import Context
+from .drain import unsettled
 from .pause import record_finish
 
 
@@ -37,9 +38,9 @@ def _fan_in_run(ctx: Context, run: Run) -> bool:
     if run.status is RunStatus.CONSOLIDATING:
         ctx.decision.render.append(run.run_id)  # a previous render did not land
         return True
-    if open_compensations(ctx, run.run_id):
-        return False  # consolidated once the saga is over
     tracks = ctx.state.tracks.get(run.run_id, {})
+    if _waits(ctx, run, tracks):
+        return False
     # A track named by the run without a record of its own (deleted by hand, lost
     # in a bad merge) is lost: it can never report, so the run ends at its
     # deadline instead of staying open and blocking later slots.
@@ -54,6 +55,14 @@ def _fan_in_run(ctx: Context, run: Run) -> bool:
     ctx.decision.note(run.run_id, f"consolidating ({summary})")
     ctx.decision.render.append(run.run_id)
     return True
+
+
+def _waits(ctx: Context, run: Run, tracks: dict[str, Track]) -> bool:
+    """Whether ``run`` waits for more than its tracks: its saga, or the account of a
+    drain worker that was stopped."""
+    if open_compensations(ctx, run.run_id):
+        return True  # consolidated once the saga is over
+    return any(unsettled(t, ctx.state.queues) for t in tracks.values())
 
 
 def _note_lost(ctx: Context, run: Run, lost: list[str]) -> bool:
@@ -96,21 +105,28 @@ def _failed_why(bad: list[str], undone: list[str]) -> str:
 
 def finish(run: Run, tracks: Iterable[Track], now: datetime,
            undos: Iterable[Track] = ()) -> Run:
-    """Mark a ``consolidating`` run ``completed`` (every track complete), ``cancelled``
-    (an operator's cancel stands and no compensation failed for good) or ``failed``,
+    """Mark a ``consolidating`` run ``completed`` (every track complete, nothing undone),
+    ``cancelled`` (an operator's cancel stands, stopped or undid something, and no
+    compensation failed for good) or ``failed``,
     with the span its tracks' commands ran (:func:`work_span`)."""
-    tracks = list(tracks)
+    tracks, undos = list(tracks), list(undos)
     started, ended = work_span(tracks)
     span = {"finished_at": now, "work_started_at": started, "work_finished_at": ended}
     bad = _not_complete(run, tracks)
     undone = sorted(u.name for u in undos if u.phase in _GAVE_UP)
     act = run.standing_cancel
-    if act is not None and not undone:
+    if act is not None and not undone and _cancel_stopped_something(bad, undos):
         return machine.move_run(run, RunStatus.CANCELLED, now,
                                 f"cancelled {act.describe()}", **span)
     if bad or undone:
         return machine.move_run(run, RunStatus.FAILED, now, _failed_why(bad, undone), **span)
     return machine.move_run(run, RunStatus.COMPLETED, now, "all tracks complete", **span)
+
+
+def _cancel_stopped_something(bad: list[str], undos: list[Track]) -> bool:
+    """Whether a cancel that stands left a track not complete, or undid one; one that
+    stopped nothing (every track completed first) stays beside a completed run."""
+    return bool(bad or undos)
 
 
 _GAVE_UP = frozenset({TrackPhase.FAILED, TrackPhase.TAPPED_OUT})

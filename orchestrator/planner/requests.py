@@ -32,7 +32,7 @@ from ..config.models import OverlapPolicy, Schedule
 from ..state import machine
 from ..state.layout import cursor_path, is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus
-from ..state.records import Act, Backfill, Cursor
+from ..state.records import Act, Backfill, Cursor, Track
 from ..support.times import iso, iso_minute
 from .compensation import cancel_open, compensate
 from .context import Context
@@ -119,23 +119,46 @@ def _answer(ctx: Context, request: Request, line: str) -> None:
     ctx.decision.log.append(line)
 
 
-def _cancel(ctx: Context, request: CancelRequest) -> None:
-    run = ctx.state.runs.get(request.run_id)
+def _not_now(ctx: Context, run_id: str) -> str | None:
+    """Why the run ``run_id`` cannot be cancelled, or ``None``: it is not open, a cancel
+    stands already, or its work ended (too late: work done stays done)."""
+    run = ctx.state.runs.get(run_id)
     if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
-        what = "no open run" if run is None else f"{run.status.value}"
-        _answer(ctx, request, f"{request.run_id}: not cancelled: {what}")
-        return
+        return "no open run" if run is None else f"{run.status.value}"
     if run.standing_cancel is not None:
-        _answer(ctx, request, f"{request.run_id}: not cancelled: already cancelled "
-                f"{run.standing_cancel.describe()}")
+        return f"already cancelled {run.standing_cancel.describe()}"
+    return _too_late(ctx, run_id)
+
+
+def _too_late(ctx: Context, run_id: str) -> str | None:
+    """Why a cancel of ``run_id`` comes too late (every track ended), or ``None``."""
+    tracks = ctx.state.tracks.get(run_id, {}).values()
+    if not tracks or any(t.phase in machine.TRACK_OPEN for t in tracks):
+        return None
+    return f"too late, its work ended ({', '.join(sorted({t.phase.value for t in tracks}))})"
+
+
+def _cancel(ctx: Context, request: CancelRequest) -> None:
+    why_not = _not_now(ctx, request.run_id)
+    if why_not is not None:
+        _answer(ctx, request, f"{request.run_id}: not cancelled: {why_not}")
         return
+    run = ctx.state.runs[request.run_id]
     why = f"cancelled {request.act.describe()}"
-    cancel_open(ctx, run, why)
+    elsewhere = cancel_open(ctx, run, why)
     schedule = ctx.schedules.get(run.schedule_id)
     if schedule is not None and schedule.spec.on_failure.value == "compensate":
         compensate(ctx, run, why)
     ctx.state.runs[run.run_id] = machine.revise(run, cancelled=request.act)
-    _answer(ctx, request, f"{run.run_id}: {why}")
+    _answer(ctx, request, f"{run.run_id}: {why}" if not elsewhere else _requested(
+        run.run_id, request, elsewhere))
+
+
+def _requested(run_id: str, request: CancelRequest, elsewhere: list[Track]) -> str:
+    """The answer to a cancel whose tracks run on another machine: recorded, not done."""
+    where = ", ".join(f"{t.name} on {t.claimed_by}" for t in elsewhere)
+    return (f"{run_id}: cancel requested {request.act.describe()}; still running: "
+            f"{where}; their machine's next tick stops them")
 
 
 def refusal(schedule: Schedule, cursor: Cursor | None) -> str | None:

@@ -22,6 +22,7 @@ from ..executors.base import (
     Observation,
 )
 from ..planner import Observations
+from ..planner.drain import unsettled
 from ..state import model as state_model
 from ..state.items import ItemReport, NewItem
 from ..state.machine import TRACK_OPEN
@@ -80,13 +81,14 @@ def _ask(what: str, call: Callable[[], Mapping[str, T]]) -> tuple[dict[str, T], 
 
 
 def _open_tracks(state: state_model.State) -> Iterator[tuple[str, Run, Track]]:
-    """The open tracks (compensations too) of the runs still going."""
+    """The open tracks (compensations too) of the runs still going, and the drain
+    workers stopped there whose account of their items is still to be read."""
     for run_id, tracks in [*state.tracks.items(), *state.undos.items()]:
         run = state.runs.get(run_id)
         if run is None or run.status not in (RunStatus.SCHEDULED, RunStatus.RUNNING):
             continue
         for track in tracks.values():
-            if track.phase in TRACK_OPEN:
+            if track.phase in TRACK_OPEN or unsettled(track, state.queues):
                 yield run_id, run, track
 
 

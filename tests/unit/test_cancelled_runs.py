@@ -56,6 +56,21 @@ def test_a_cancel_applied_by_a_tick_ends_the_run_cancelled(shell: MemoryShell) -
     assert "⚪ **Run cancelled**: by carol: wrong data; 1 of 2 tracks complete." in summary
 
 
+def test_a_cancel_after_every_track_ended_is_refused_and_the_run_completes(
+        shell: MemoryShell) -> None:
+    shell.schedules = [NIGHTLY]
+    shell.run(NOW + MINUTE)
+    for track in ("a", "b"):  # both exited 0; no tick has recorded it yet
+        shell.executor.finish(f"{RUN}--{track}--1", NOW + MINUTE)
+    result = shell.run(NOW + 2 * MINUTE, requests=(CancelRequest(RUN, CAROL),))
+    assert result.decision is not None
+    assert result.decision.answers[f"cancel {RUN}"] == (
+        f"{RUN}: not cancelled: too late, its work ended (complete)")
+    run = shell.run_record(RUN)
+    assert run.status is RunStatus.COMPLETED and run.standing_cancel is None
+    assert not shell.executor.cancelled
+
+
 def _cancelled_saga() -> tuple[State, datetime]:
     """b and c completed; the operator cancels while a and d run: the saga undoes c."""
     s = saga()

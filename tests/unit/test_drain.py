@@ -258,3 +258,26 @@ def test_a_worker_whose_claims_were_all_released_is_cancelled_not_run(
     assert result.dispatched == () and shell.executor.starts == []
     assert shell.track(RUN, "pages-w1").phase is TrackPhase.CANCELLED
     assert shell.track(RUN, "pages").phase is TrackPhase.FAILED  # no worker completed
+
+
+def test_a_worker_stopped_by_the_deadline_keeps_what_it_finished(
+        memory_store: InMemoryStateStore, memory_executor: MemoryExecutor) -> None:
+    crawl = schedule("crawl", cron="0 * * * *", deadline_minutes=30, tracks=[{
+        "name": "pages", "run": "true", "timeout_minutes": 60,
+        "drain": {"queue": "pages", "task_cap": 3, "max_workers": 1}}])
+    shell = MemoryShell(memory_store, memory_executor, [crawl])
+    enqueue(shell, [NewItem(payload=n, key=f"k{n}") for n in range(3)])
+    [key] = shell.run(T0).dispatched
+    shell.executor.start(key, T0)
+    shell.run(T0 + timedelta(minutes=31))  # the deadline stops the worker
+    assert shell.executor.cancelled == [key]
+    assert workers(shell)["pages-w1"].phase is TrackPhase.TAPPED_OUT
+    assert book(shell).counts == {"claimed": 3}  # its account is not in yet
+    first, second, _ = [w.id for w in shell.executor.attempts[key].request.items]
+    at = T0 + timedelta(minutes=31)
+    shell.executor.finish(key, at, TrackPhase.CANCELLED, items=(
+        ItemReport(id=first, outcome="done", attempt=1, started_at=at, finished_at=at),
+        ItemReport(id=second, outcome="released", attempt=1)))
+    result = shell.run(T0 + timedelta(minutes=32))
+    assert book(shell).counts == {"done": 1, "ready": 2}
+    assert RUN in result.rendered

@@ -136,17 +136,34 @@ def a_failure_skips_down_the_graph_and_when_always_still_runs() -> Scenario:
     return Scenario([s, other], state, T0 + timedelta(minutes=1), obs, check)
 
 
-def cancel_previous_ends_a_drain_whose_items_the_next_run_claims() -> Scenario:
+def cancel_previous_ends_a_drain_whose_accounts_are_not_in_yet() -> Scenario:
     s = crawl(drain_track(), overlap="cancel_previous")
     state = dispatched([s], with_items(3), T0)
 
     def check(d: Decision) -> None:
-        assert d.state.runs[RUN].status is RunStatus.CONSOLIDATING
-        assert d.render == [RUN]
-        # the items the cancelled workers held are claimed again by the new run's workers
-        assert sorted(r.key for r in d.dispatch) == [
-            "crawl--20261201T0705Z--pages-w1--1", "crawl--20261201T0705Z--pages-w2--1"]
+        # the cancelled workers keep their claims until their accounts are read: the
+        # first run waits, the new run's drain finds nothing to claim and fans in
+        assert d.state.runs[RUN].status is RunStatus.RUNNING
+        assert d.state.queues["pages"].counts == {"claimed": 3}
+        assert d.render == ["crawl--20261201T0705Z"] and d.dispatch == []
+        assert sorted(h.key for h in d.cancel) == [f"{RUN}--pages-w1--1",
+                                                   f"{RUN}--pages-w2--1"]
     return Scenario([s], state, T0 + timedelta(minutes=5), check=check)
+
+
+def cancelled_workers_accounts_keep_what_they_finished() -> Scenario:
+    s = crawl(drain_track(), overlap="cancel_previous")
+    state = tick([s], dispatched([s], with_items(3), T0), T0 + timedelta(minutes=5)).state
+    w1, w2 = f"{RUN}--pages-w1--1", f"{RUN}--pages-w2--1"
+    obs = ended({w1: TrackPhase.CANCELLED, w2: TrackPhase.CANCELLED},
+                {w1: reports(state, w1, "done")})
+
+    def check(d: Decision) -> None:
+        # what w1 finished stays done; only w2's unfinished item goes back
+        assert d.state.queues["pages"].counts == {"done": 2, "ready": 1}
+        assert d.state.runs[RUN].status is RunStatus.CONSOLIDATING
+        assert RUN in d.render
+    return Scenario([s], state, T0 + timedelta(minutes=6), obs, check)
 
 
 def a_drain_whose_queue_is_empty_completes_and_its_run_fans_in() -> Scenario:
@@ -193,7 +210,8 @@ SCENARIOS = [
     workers_fail_so_the_drain_fails_and_its_dependants_are_skipped,
     a_worker_completes_so_the_drain_completes_and_its_dependant_is_dispatched,
     a_failure_skips_down_the_graph_and_when_always_still_runs,
-    cancel_previous_ends_a_drain_whose_items_the_next_run_claims,
+    cancel_previous_ends_a_drain_whose_accounts_are_not_in_yet,
+    cancelled_workers_accounts_keep_what_they_finished,
     a_drain_whose_queue_is_empty_completes_and_its_run_fans_in,
     a_worker_past_its_lease_is_settled_from_its_report,
     a_consolidating_run_whose_render_did_not_land_renders_again,
@@ -252,7 +270,7 @@ def test_every_order_of_the_settling_passes_reaches_the_same_decision(
 
 
 def test_the_planner_s_input_is_left_as_it_was() -> None:
-    scenario = cancel_previous_ends_a_drain_whose_items_the_next_run_claims()
+    scenario = cancel_previous_ends_a_drain_whose_accounts_are_not_in_yet()
     before = scenario.state.dump()
     scenario.plan()
     assert scenario.state.dump() == before  # so each order above starts from the same state
