@@ -21,10 +21,10 @@ PACKAGE = REPO / "orchestrator"
 
 # Measured on the tree as it stands; the targets are at most 25 over 12 and at most 6 %
 # over 8. Both constants only ever go down.
-MAX_OVER_12 = 23
+MAX_OVER_12 = 18
 """Functions over radon complexity 12."""
-MAX_SHARE_OVER_8 = 0.0915
-"""The share of functions over radon complexity 8 (169 of 1,847 today)."""
+MAX_SHARE_OVER_8 = 0.0673
+"""The share of functions over radon complexity 8 (128 of 1,903 today)."""
 MAX_LINES = 500
 """A module longer than this holds more than one role."""
 KNOWN_LONG: dict[str, int] = {}
