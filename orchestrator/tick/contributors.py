@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 
 from .. import store
 from ..state import index as state_index
-from . import memo as quiet
-from . import notifying, polllogs
+from . import memowrite, notifying, polllogs
 from .consolidate import Consolidated, board_state, finish_runs, paused_schedules
 from .deciding import split
 
@@ -179,8 +178,9 @@ def memo(draft: Draft, files: Files) -> Part:
     inputs = draft.inputs
     if inputs.memo is None:
         return Part(files)
-    entries = quiet.changes(inputs.memo, inputs.schedules, draft.decision.state, draft.base,
-                            store.changes(draft.base, files), lambda: inputs.settings.cadence)
+    entries = memowrite.changes(inputs.memo, inputs.schedules, draft.decision.state,
+                                draft.base, store.changes(draft.base, files),
+                                lambda: inputs.settings.cadence)
     return Part({**files, **entries})
 
 
