@@ -207,11 +207,15 @@ class Memo:
             return cls(repo, now, None, {}, set(), common, listing)
         memo = cls(repo, now, files, _cursor_ids(files) if QUIET in files else {},
                    {run.schedule_id for run in index.runs.values()}, common, listing)
-        folder = _stored_folder(files) if listing is not None else None
-        if folder is not None:
-            memo.whole = memo._holds(folder)
-            memo.folder = folder if memo.whole is not None else None
+        memo._take_folder(files)
         return memo
+
+    def _take_folder(self, files: StateFiles) -> None:
+        """Trust the folder's stored entry, when there is one and it holds this tick."""
+        folder = _stored_folder(files) if self.listing is not None else None
+        if folder is not None:
+            self.whole = self._holds(folder)
+            self.folder = folder if self.whole is not None else None
 
     @property
     def entries(self) -> dict[str, Quiet]:
@@ -248,14 +252,19 @@ class Memo:
         # not checked name by name: the key covers the listing, and the tick that wrote
         # it checked every name (:func:`schedule_ids`)
         ids = self.listing.stems(".json") - {SCHEMA_FILE[:-5]}
-        if (ids & self.busy
-                or not _holds_at(self.now, folder.checked,
-                                 folder.soonest[0].until if folder.soonest else None)
-                or any(sid not in self.cursors for sid in ids)
-                or folder.key != self.folder_key(self.listing,
-                                                 {sid: self.cursors[sid] for sid in ids})):
+        if ids & self.busy or not self._folder_holds(folder, self.listing, ids):
             return None
         return ids
+
+    def _folder_holds(self, folder: QuietFolder, listing: worktree.Clean,
+                      ids: frozenset[str]) -> bool:
+        """Whether ``folder`` holds now, every one of ``ids`` has a cursor, and its key
+        is that of ``listing`` and those cursors."""
+        until = folder.soonest[0].until if folder.soonest else None
+        if not _holds_at(self.now, folder.checked, until) or any(
+                sid not in self.cursors for sid in ids):
+            return False
+        return folder.key == self.folder_key(listing, {sid: self.cursors[sid] for sid in ids})
 
     def knows(self, schedule_id: str, raw: bytes) -> bool:
         """Whether the file ``raw`` of ``schedule_id`` may go unparsed this tick."""
@@ -328,29 +337,41 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
     was rebuilt, a schedule left out has an open run after all, or ``everything``: the
     compare-and-swap lost a race to a tip the memo was not checked against).
     ``calendars``: the calendar folder as the tick read it."""
-    if memo is not None and not everything:
-        if memo.whole is not None:
-            loaded = state_index.load(files, skip_cursors=memo.whole)
-            if loaded.note is None and not any(run.schedule_id in memo.whole
-                                               for run in loaded.state.runs.values()):
-                memo.read_all_clean = True  # as the tick that wrote the entry found them
-                return LoadResult(), loaded
-            memo.forget()
-        result = load_all(directory, known=memo.knows, calendars=calendars)
-        memo.read_all_clean = not result.errors
-        if not memo.skipped:
-            return result, state_index.load(files)
-        loaded = state_index.load(files, skip_cursors=memo.skipped)
-        if loaded.note is None and not any(run.schedule_id in memo.skipped
-                                           for run in loaded.state.runs.values()):
-            return result, loaded
     if memo is None:
         return load_all(directory, calendars=calendars), state_index.load(files)
+    if not everything:
+        trusted = _trusting(memo, directory, files, calendars)
+        if trusted is not None:
+            return trusted
     memo.forget()
     # for the entries this tick writes
     result = load_all(directory, known=memo.record, calendars=calendars)
     memo.read_all_clean = not result.errors
     return result, state_index.load(files)
+
+
+def _trusting(memo: Memo, directory: Path, files: Mapping[str, bytes],
+              calendars: Calendars | None) -> tuple[LoadResult, state_index.Loaded] | None:
+    """What :func:`select` returns when the memo can be trusted: the folder's entry
+    first, then the entries one by one; ``None`` when in doubt after all."""
+    if memo.whole is not None:
+        loaded = state_index.load(files, skip_cursors=memo.whole)
+        if _none_open(loaded, memo.whole):
+            memo.read_all_clean = True  # as the tick that wrote the entry found them
+            return LoadResult(), loaded
+        memo.forget()
+    result = load_all(directory, known=memo.knows, calendars=calendars)
+    memo.read_all_clean = not result.errors
+    if not memo.skipped:
+        return result, state_index.load(files)
+    loaded = state_index.load(files, skip_cursors=memo.skipped)
+    return (result, loaded) if _none_open(loaded, memo.skipped) else None
+
+
+def _none_open(loaded: state_index.Loaded, left_out: Collection[str]) -> bool:
+    """Whether ``loaded`` trusted its index and no schedule ``left_out`` has an open run."""
+    return loaded.note is None and not any(run.schedule_id in left_out
+                                           for run in loaded.state.runs.values())
 
 
 def next_wake(memo: Memo | None, schedules: Iterable[Schedule], state: state_model.State,

@@ -49,9 +49,7 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
     spec = schedule.spec
     if not spec.enabled:
         return not cursor.enabled, None  # the first tick after the edit records it
-    if not cursor.enabled or cursor.paused is not None or (  # paused: said every tick
-            spec.pause_after_failures is not None
-            and cursor.failures_in_a_row >= spec.pause_after_failures):
+    if _looked_at_every_tick(schedule, cursor):
         return False, None
     at = spec.at_utc()
     if at is not None:
@@ -67,6 +65,15 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
     return until is not None, until
 
 
+def _looked_at_every_tick(schedule: Schedule, cursor: Cursor) -> bool:
+    """Whether an enabled schedule needs every tick: its cursor not enabled yet, a
+    pause (said every tick), or failures in a row enough for one."""
+    limit = schedule.spec.pause_after_failures
+    if not cursor.enabled or cursor.paused is not None:
+        return True
+    return limit is not None and cursor.failures_in_a_row >= limit
+
+
 def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
             files: Mapping[str, bytes], change: Mapping[str, bytes | None],
             cadence: Callable[[], Cadence]) -> dict[str, bytes | None]:
@@ -78,23 +85,35 @@ def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
     if not change:
         return {}
     entries, cursors = _carried(memo)
+    for sid, (cursor_id, entry) in _quiet_entries(memo, schedules, state, files, change,
+                                                  cadence).items():
+        cursors[sid], entries[sid] = cursor_id, entry
+    folder = _folder(memo, entries, cursors, change)
+    out: dict[str, bytes | None] = {
+        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
+        FOLDER: codec.to_json(folder) if folder else None}
+    return {path: data for path, data in out.items() if files.get(path) != data}
+
+
+def _quiet_entries(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
+                   files: Mapping[str, bytes], change: Mapping[str, bytes | None],
+                   cadence: Callable[[], Cadence]) -> dict[str, tuple[str, Quiet]]:
+    """Schedule id -> the blob id of its cursor and its entry, for each of the parsed
+    ``schedules`` that is quiet in ``state`` (the state this change commits)."""
     open_schedules = {run.schedule_id for run in state.runs.values()
                       if run.status in RUN_OPEN}
     policy = functools.cache(cadence)  # read once, and only when a slot asks for it
+    found: dict[str, tuple[str, Quiet]] = {}
     for schedule in schedules:
         cursor = state.cursors.get(schedule.id)
         data = _cursor_bytes(schedule.id, files, change)
         if cursor is None or data is None or not _may_enter(memo, schedule.id, cursor,
                                                             open_schedules):
             continue
-        found = _entry(memo, schedule, cursor, data, policy)
-        if found is not None:
-            cursors[schedule.id], entries[schedule.id] = found
-    folder = _folder(memo, entries, cursors, change)
-    out: dict[str, bytes | None] = {
-        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
-        FOLDER: codec.to_json(folder) if folder else None}
-    return {path: data for path, data in out.items() if files.get(path) != data}
+        entry = _entry(memo, schedule, cursor, data, policy)
+        if entry is not None:
+            found[schedule.id] = entry
+    return found
 
 
 def _carried(memo: Memo) -> tuple[dict[str, Quiet], dict[str, str]]:
@@ -146,6 +165,12 @@ def _folder(memo: Memo, entries: Mapping[str, Quiet], cursors: Mapping[str, str]
     if not ids or not all(_entered(sid, entries, cursors, change)
                           and _listed(memo, listing, sid) for sid in ids):
         return None
+    return _folder_entry(memo, listing, ids, entries, cursors)
+
+
+def _folder_entry(memo: Memo, listing: worktree.Clean, ids: frozenset[str],
+                  entries: Mapping[str, Quiet], cursors: Mapping[str, str]) -> QuietFolder:
+    """The folder's entry over the entries of its schedules ``ids``."""
     mine = {sid: entries[sid] for sid in ids}
     return QuietFolder(
         key=memo.folder_key(listing, {sid: cursors[sid] for sid in ids}),
