@@ -23,8 +23,8 @@ PACKAGE = REPO / "orchestrator"
 # over 8. Both constants only ever go down.
 MAX_OVER_12 = 18
 """Functions over radon complexity 12."""
-MAX_SHARE_OVER_8 = 0.0673
-"""The share of functions over radon complexity 8 (128 of 1,903 today)."""
+MAX_SHARE_OVER_8 = 0.0639
+"""The share of functions over radon complexity 8 (122 of 1,910 today)."""
 MAX_LINES = 500
 """A module longer than this holds more than one role."""
 KNOWN_LONG: dict[str, int] = {}
