@@ -63,7 +63,25 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, repo: Path, remote: str, state_branch: str) -> None:
     """Scheduled, multi-track work on CI runners, with a git repository as the database."""
+    explicit = ctx.get_parameter_source("repo") is not click.core.ParameterSource.DEFAULT
+    if not explicit and ctx.invoked_subcommand not in CREATES_REPOSITORY:
+        repo = find_root(repo.resolve())
     ctx.obj = Config(repo=repo.resolve(), remote=remote, state_branch=state_branch)
+
+
+CREATES_REPOSITORY = frozenset({"init", "demo"})
+"""Commands that make a repository where they are run rather than look for one above."""
+
+
+def find_root(start: Path) -> Path:
+    """The repository around ``start``, as git finds its top level: the first folder
+    upwards with ``.git``, ``schedules/`` or ``orchestrator.json``; ``start`` itself
+    when there is none (the command then says what it misses)."""
+    for folder in (start, *start.parents):
+        if any(os.path.exists(folder / name) for name in (".git", "schedules",
+                                                          "orchestrator.json")):
+            return folder
+    return start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,29 +89,41 @@ def main(argv: list[str] | None = None) -> int:
     process.settle()
     try:
         rv = cli.main(args=argv, prog_name="orchestrator", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("orchestrator: aborted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code if exc.exit_code else EXIT_USAGE
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
+    except (click.exceptions.Abort, click.ClickException, click.exceptions.Exit) as exc:
+        return _click_end(exc)
     except OrchestratorError as exc:
         click.echo(f"orchestrator: {exc.message}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        if exc.errno not in _CANNOT_WRITE:
-            return _unexpected(exc)
-        # A read-only checkout or work folder: like a remote that cannot be written.
-        where = f" {exc.filename}" if exc.filename else ""
-        click.echo(f"orchestrator: cannot write{where}: {exc.strerror}", err=True)
-        return EXIT_REMOTE
+        return _os_error(exc)
     except Exception as exc:
         return _unexpected(exc)
     return rv if isinstance(rv, int) else 0
+
+
+def _click_end(exc: click.exceptions.Abort | click.ClickException
+               | click.exceptions.Exit) -> int:
+    """The exit code of a run that click ended: an abort, a usage error, or an exit."""
+    if isinstance(exc, click.exceptions.Abort):
+        click.echo("orchestrator: aborted", err=True)
+        return 130
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    exc.show()
+    return exc.exit_code if exc.exit_code else EXIT_USAGE
+
+
+def _os_error(exc: OSError) -> int:
+    """The exit code of an OS error: one that says a place cannot be written is the
+    user's to fix; any other is unexpected."""
+    if exc.errno not in _CANNOT_WRITE:
+        return _unexpected(exc)
+    # A read-only checkout or work folder: like a remote that cannot be written.
+    where = f" {exc.filename}" if exc.filename else ""
+    click.echo(f"orchestrator: cannot write{where}: {exc.strerror}", err=True)
+    return EXIT_REMOTE
 
 
 _CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)

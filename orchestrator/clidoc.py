@@ -14,15 +14,36 @@ from collections.abc import Iterator
 
 import click
 
+from . import errors
 from .cli import cli
+
+EXIT_CODES = {
+    errors.EXIT_OK: "ok",
+    errors.EXIT_USER: "user error (a bad argument, file or state, named in one line)",
+    errors.EXIT_USAGE: "usage error (an unknown option, a missing required one)",
+    errors.EXIT_REMOTE: "remote unreadable or unwritable",
+    errors.EXIT_UNEXPECTED: "unexpected error",
+    errors.EXIT_STALE: "`status`: the last tick is stale",
+    errors.EXIT_DEAD_LETTERS: "`status --fail-on-dead-letters`: dead letters wait",
+    errors.EXIT_INVALID_SCHEDULES: "`status`: schedule files are invalid and never fire",
+}
+"""Every exit code, by meaning (a test checks that :mod:`orchestrator.errors` defines no
+other)."""
 
 HEADER = """# Command line reference
 
 Generated from the code by `python3 -m orchestrator.clidoc > docs/cli.md`; a test fails
 when it is out of date. The other pages explain the commands; this lists every option.
-Exit codes: 0 ok, 1 user error, 2 usage error, 3 remote unreadable or unwritable,
-4 unexpected error, 5 `status` found the last tick stale.
+An option marked **required** must be given.
+
+Exit codes:
+
+{codes}
 """
+
+
+def _exit_codes() -> str:
+    return "\n".join(f"- {code}: {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
 
 
 def _walk(ctx: click.Context) -> Iterator[click.Context]:
@@ -55,6 +76,8 @@ def _value(param: click.Option) -> str:
 
 
 def _default(param: click.Option) -> str:
+    if param.required:
+        return "**required**"
     default = param.default
     # click 8.3 marks "no default" with a sentinel object of its own, not None
     unset = type(default).__name__ == "Sentinel"
@@ -102,7 +125,7 @@ def _usage(ctx: click.Context) -> str:
 
 def render() -> str:
     """The whole reference, as Markdown."""
-    out = [HEADER]
+    out = [HEADER.format(codes=_exit_codes())]
     root = click.Context(cli, info_name="orchestrator", max_content_width=100)
     for ctx in _walk(root):
         command = ctx.command

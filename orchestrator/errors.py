@@ -70,6 +70,11 @@ class InvalidId(UserError):
 class IllegalTransition(UserError):
     """That state transition is not allowed."""
 
+    def __init__(self, message: str | None = None, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        """The run whose record the move was refused for (``None``: not a run's)."""
+
 
 class RemoteError(OrchestratorError):
     """The remote could not be reached or refused the change."""

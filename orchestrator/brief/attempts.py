@@ -58,24 +58,36 @@ def _from_history(track: Track) -> list[Attempt]:
     cur: dict[str, Any] | None = None
     for step in track.state_history:
         if step.to == TrackPhase.DISPATCHED.value:
-            if step.from_ == TrackPhase.WAITING.value:
-                continue  # a poll dispatched again: the same attempt goes on
-            if cur is not None and cur.get("finished") is None:
-                # Re-dispatch of a lost dispatch: the same attempt starts over.
-                cur["dispatched"] = step.at
-                continue
-            number += 1
-            cur = {"number": number, "dispatched": step.at, "started": None, "finished": None,
-                   "outcome": step.to}
+            cur, number = _dispatched(cur, step, number)
         elif step.to == TrackPhase.PENDING.value:
-            if cur is not None and cur["finished"] is not None:
-                out.append(Attempt(**cur))  # a retry or requeue: that attempt is over
-                cur = None
+            cur = _pending(cur, out)
         elif cur is not None:  # else tapped out or cancelled before a dispatch: nothing ran
             _went_on(cur, step)
     if cur is not None:
         out.append(Attempt(**cur))
     return out
+
+
+def _dispatched(cur: dict[str, Any] | None, step: Transition,
+                number: int) -> tuple[dict[str, Any] | None, int]:
+    """The attempt after a dispatch step, and the count of attempts begun so far."""
+    if step.from_ == TrackPhase.WAITING.value:
+        return cur, number  # a poll dispatched again: the same attempt goes on
+    if cur is not None and cur.get("finished") is None:
+        # Re-dispatch of a lost dispatch: the same attempt starts over.
+        cur["dispatched"] = step.at
+        return cur, number
+    return {"number": number + 1, "dispatched": step.at, "started": None,
+            "finished": None, "outcome": step.to}, number + 1
+
+
+def _pending(cur: dict[str, Any] | None, out: list[Attempt]) -> dict[str, Any] | None:
+    """The attempt after a step back to pending: a finished one is over (a retry or
+    requeue) and goes to ``out``."""
+    if cur is not None and cur["finished"] is not None:
+        out.append(Attempt(**cur))
+        return None
+    return cur
 
 
 def _went_on(cur: dict[str, Any], step: Transition) -> None:
@@ -124,19 +136,22 @@ def run_started(run: Run, attempts: Iterable[Attempt]) -> datetime | None:
     it (``attempts``, else the span recorded when it finished), else the tick that
     first dispatched it."""
     attempts = list(attempts)
-    measured = [a.started for a in attempts if a.started is not None]
-    if measured:
-        return min(measured)
+    measured = _earliest(a.started for a in attempts)
+    if measured is not None:
+        return measured
     if run.work_started_at is not None:
         return run.work_started_at
     # a dispatch only bounds the start: on a loaded machine the command starts later
-    sent = [a.dispatched for a in attempts if a.dispatched is not None]
-    if sent:
-        return min(sent)
-    for step in run.state_history:
-        if step.to == RunStatus.RUNNING.value:
-            return step.at
-    return None
+    sent = _earliest(a.dispatched for a in attempts)
+    if sent is not None:
+        return sent
+    return next((step.at for step in run.state_history
+                 if step.to == RunStatus.RUNNING.value), None)
+
+
+def _earliest(times: Iterable[datetime | None]) -> datetime | None:
+    """The earliest of the ``times`` that are known, or ``None``."""
+    return min((t for t in times if t is not None), default=None)
 
 
 def run_finished(run: Run, attempts: Iterable[Attempt] = ()) -> datetime | None:

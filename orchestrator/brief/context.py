@@ -5,7 +5,7 @@ Nothing here renders: :class:`BriefContext` is what every rendering starts from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 from ..config.fieldtypes import check_run_id
 from ..config.models import ScheduleSpec
 from ..errors import NotFound
-from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, last_tick_at
+from ..state.codec import POLLS_MAX_BYTES, CorruptState, cut_lines, heartbeat_at
 from ..state.health import RunnerHealth, describe
 from ..state.layout import DLQ, HEALTH, polls_path, run_dir, run_path, specs_path
 from ..state.model import load
@@ -62,10 +62,14 @@ def _labels(tracks: list[Track], schedule: ScheduleSpec | None) -> list[str]:
     """The runner labels the run's tracks went to or may go to, in order of preference."""
     labels = list(schedule.runs_on or []) if schedule is not None else []
     for track in tracks:
-        labels += [label for label in (track.spec.runs_on or []) if label not in labels]
-        if track.runner and track.runner not in labels:
-            labels.append(track.runner)
+        labels += [label for label in _track_labels(track) if label not in labels]
     return labels
+
+
+def _track_labels(track: Track) -> list[str]:
+    """The labels one track may go to, then the runner it went to, each once."""
+    found = [*(track.spec.runs_on or []), *([track.runner] if track.runner else [])]
+    return list(dict.fromkeys(found))
 
 
 def _read_polls(data: bytes | None) -> list[dict[str, Any]]:
@@ -121,23 +125,34 @@ def context_from_files(
         raise CorruptState("; ".join(state.quarantine_lines()))
     run = state.runs[run_id]
     by_name = state.tracks.get(run_id, {})
-    order = {name: i for i, name in enumerate(run.tracks)}
-    tracks = sorted(by_name.values(), key=lambda t: (order.get(t.name, len(order)), t.name))
+    tracks = _in_run_order(run, by_name)
     letters = sorted((d for d in state.dlq.values() if d.run_id == run_id),
                      key=lambda d: d.track)
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    undos = sorted(state.undos.get(run_id, {}).values(), reverse=True, key=lambda u: (
-        getattr(by_name.get(u.name), "finished_at", None) or epoch, u.name))
+    undos = _compensations(state.undos.get(run_id, {}).values(), by_name)
     return BriefContext(
         run=run,
         tracks=tracks,
         dead_letters=letters,
         polls=_read_polls(files.get(polls_path(run_id))),
         generated_at=now.astimezone(UTC),
-        last_tick=last_tick if last_tick is not None else last_tick_at(files),
+        last_tick=last_tick if last_tick is not None else heartbeat_at(files),
         schedule=schedule,
         stale_after=stale_after,
-        compensations=tuple(undos),
+        compensations=undos,
         runners=tuple(describe(label, state.runners.get(label, RunnerHealth()))
                       for label in _labels(tracks, schedule)),
     )
+
+
+def _in_run_order(run: Run, by_name: Mapping[str, Track]) -> list[Track]:
+    """The run's tracks in the run's own order, then any it does not name by name."""
+    order = {name: i for i, name in enumerate(run.tracks)}
+    return sorted(by_name.values(), key=lambda t: (order.get(t.name, len(order)), t.name))
+
+
+def _compensations(undos: Iterable[Track],
+                   by_name: Mapping[str, Track]) -> tuple[Track, ...]:
+    """The compensations in the order they run: the newest completed track's first."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    return tuple(sorted(undos, reverse=True, key=lambda u: (
+        getattr(by_name.get(u.name), "finished_at", None) or epoch, u.name)))

@@ -233,7 +233,7 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
 
     if state is None:
         state = state_index.load(files).state
-        last_tick = codec.last_tick_at(files)
+        last_tick = codec.heartbeat_at(files)
     also = dict(state.runs)
 
     def history(ids: Sequence[str]) -> Mapping[str, Sequence[Run]]:

@@ -157,16 +157,19 @@ def _activity(ctx: BriefContext, attempts: dict[str, list[Attempt]]
               ) -> tuple[datetime, datetime]:
     """From the first dispatch or start to the last end (``now`` for an attempt still
     going) or the run's end: the slot's fire time and a minute when nothing ran."""
-    now = ctx.generated_at
     every = [a for al in attempts.values() for a in al]
     t0 = min(_begins(every) or [ctx.run.fire_at])
-    t1 = max([a.finished or now for a in every] or [t0 + timedelta(minutes=1)])
+    minute = timedelta(minutes=1)
+    t1 = max(_ends(every, ctx.generated_at) or [t0 + minute])
     finished = run_finished(ctx.run)
     if finished and finished > t1:
         t1 = finished
-    if t1 <= t0:
-        t1 = t0 + timedelta(minutes=1)
-    return t0, t1
+    return t0, t1 if t1 > t0 else t0 + minute
+
+
+def _ends(attempts: list[Attempt], now: datetime) -> list[datetime]:
+    """When each attempt ended, ``now`` for one still going."""
+    return [a.finished or now for a in attempts]
 
 
 def _begins(attempts: list[Attempt]) -> list[datetime]:

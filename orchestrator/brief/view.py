@@ -72,8 +72,13 @@ class Counts:
     cancelled: int
     open: int
     dead_letters: int
-    """Dead letters still waiting for a decision (discarded ones are not counted)."""
+    """Dead letters still waiting for a decision (discarded ones are not counted): the
+    run's dead tracks and the items its drains left dead, as ``dlq list`` shows both."""
     skipped: int = 0
+    dead_items: int = 0
+    """Of :attr:`dead_letters`, the queue items this run's drains left dead."""
+    dead_queues: tuple[str, ...] = ()
+    """The queues of those items."""
 
     @property
     def attention(self) -> int:
@@ -178,15 +183,28 @@ def _trouble_headline(counts: Counts, rows: list[TrackRow], tick_note: str) -> H
     title = (f"{n} of {counts.total} track{'s' if counts.total != 1 else ''} "
              f"need{'s' if n == 1 else ''} attention" if n else "Dead letters need review")
     detail = ", ".join(_trouble_parts(counts, rows))
-    action = command = ""
-    if counts.dead_letters:
-        action = (f"{counts.dead_letters} dead letter"
-                  f"{'s' if counts.dead_letters != 1 else ''} waiting for a decision: "
-                  "review, then requeue or discard.")
-        command = "orchestrator dlq list"
+    action, command = _dead_letter_action(counts)
     if tick_note:
         action = f"{action} {tick_note}".strip()
     return Headline("bad", title, detail + ("." if detail else ""), action, command)
+
+
+def _dead_letter_action(counts: Counts) -> tuple[str, str]:
+    """What to do about the run's dead letters, and the command that starts on it: a
+    dead item of one queue is requeued by its queue, anything else is listed first."""
+    tracks = counts.dead_letters - counts.dead_items
+    parts = [f"{tracks} dead track{'s' if tracks != 1 else ''}"] if tracks else []
+    if counts.dead_items:
+        queues = ", ".join(counts.dead_queues)
+        parts.append(f"{counts.dead_items} dead item{'s' if counts.dead_items != 1 else ''}"
+                     f" of queue {queues}")
+    if not parts:
+        return "", ""
+    action = (f"{' and '.join(parts)} waiting for a decision: review "
+              "(orchestrator dlq list), then requeue or discard.")
+    if not tracks and len(counts.dead_queues) == 1:
+        return action, f"orchestrator dlq requeue --queue {counts.dead_queues[0]}"
+    return action, "orchestrator dlq list"
 
 
 def _trouble_parts(counts: Counts, rows: list[TrackRow]) -> list[str]:
@@ -279,8 +297,9 @@ def _row(ctx: BriefContext, track: Track, attempts: list[Attempt]) -> TrackRow:
         tail=ctx.tails.get(track.name, ""), command=command)
 
 
-def _counts(ctx: BriefContext) -> Counts:
+def _counts(ctx: BriefContext, drains: list[DrainView]) -> Counts:
     phases = [t.phase for t in ctx.tracks]
+    items, queues = _dead_items(drains)
     return Counts(
         total=len(phases),
         complete=phases.count(TrackPhase.COMPLETE),
@@ -289,8 +308,16 @@ def _counts(ctx: BriefContext) -> Counts:
         cancelled=phases.count(TrackPhase.CANCELLED),
         skipped=phases.count(TrackPhase.SKIPPED),
         open=sum(1 for p in phases if p in TRACK_OPEN),
-        dead_letters=sum(1 for d in ctx.dead_letters if not d.discarded),
+        dead_letters=sum(1 for d in ctx.dead_letters if not d.discarded) + items,
+        dead_items=items,
+        dead_queues=queues,
     )
+
+
+def _dead_items(drains: list[DrainView]) -> tuple[int, tuple[str, ...]]:
+    """How many items the run's drains left dead, and of which queues."""
+    dead = [d for d in drains if d.dead]
+    return sum(d.dead for d in dead), tuple(sorted({d.queue for d in dead}))
 
 
 def _described(ctx: BriefContext) -> tuple[str, str | None, str]:
@@ -354,7 +381,8 @@ def build_view(ctx: BriefContext) -> BriefView:
     run = ctx.run
     attempts = {t.name: attempts_of(t) for t in ctx.tracks}
     rows = [_row(ctx, track, attempts[track.name]) for track in ctx.tracks]
-    counts = _counts(ctx)
+    drains = drain_views(list(ctx.tracks))
+    counts = _counts(ctx, drains)
     age, stale = _tick_age(ctx)
     every = [a for al in attempts.values() for a in al]
     started = run_started(run, every)
@@ -388,7 +416,7 @@ def build_view(ctx: BriefContext) -> BriefView:
         poll_columns=_poll_columns(polls),
         notes=_notes(cron, cron_words),
         consolidation=_consolidation(rows),
-        drains=drain_views(list(ctx.tracks)),
+        drains=drains,
         acts=run.acts(),
         tails_left_out=ctx.tails_left_out,
         run_id=run.run_id,

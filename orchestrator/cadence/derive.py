@@ -134,9 +134,14 @@ def gathered_ticks(slots: Iterable[tuple[datetime, str]],
     # one int per slot, (second, schedule) in its order: sorting ints is what is fast
     k = max(len(ids), 1)
     keys = sorted({math.ceil(slot.timestamp()) * k + ids[sid] for slot, sid in slots})
-    at = [key // k for key in keys]
-    of = [key % k for key in keys]
-    span = int(within.total_seconds()) - 60
+    ticks = _greedy_ticks([key // k for key in keys], [key % k for key in keys],
+                          int(within.total_seconds()) - 60)
+    return [datetime.fromtimestamp(tick, UTC) for tick in ticks]
+
+
+def _greedy_ticks(at: list[int], of: list[int], span: int) -> list[int]:
+    """:func:`gathered_ticks` in seconds: ``at`` the slots' seconds, ascending, ``of``
+    their schedules' numbers, ``span`` the seconds a tick may follow a slot by."""
     grid, offset = GRID * 60, GRID_OFFSET * 60
     ticks: list[int] = []
     i, n = 0, len(at)
@@ -161,7 +166,7 @@ def gathered_ticks(slots: Iterable[tuple[datetime, str]],
         while j < n and at[j] <= tick:
             j += 1
         i = j
-    return [datetime.fromtimestamp(tick, UTC) for tick in ticks]
+    return ticks
 
 
 def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: datetime,
@@ -264,11 +269,7 @@ def compress(instants: Iterable[datetime], *, days_of_month: bool = True) -> lis
     for (hour, minute), (months, doms, dows) in seen.items():
         # Restrict one day field only: cron ORs day-of-month and day-of-week. A few
         # days of the month (a monthly or one-shot slot) say more than the weekdays.
-        dom, dow = "*", "*"
-        if days_of_month and len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
-            dom = _field(doms, range(1, 32))
-        elif len(dows) < 7:
-            dow = _field(dows, range(7))
+        dom, dow = _day_fields(doms, dows, days_of_month)
         by_rest[(minute, dom, _field(months, range(1, 13)), dow)].add(hour)
     by_hours: dict[tuple[str, str, str, str], set[int]] = defaultdict(set)
     for (minute, dom, month, dow), hours in by_rest.items():
@@ -276,6 +277,15 @@ def compress(instants: Iterable[datetime], *, days_of_month: bool = True) -> lis
     lines = [f"{_field(minutes, range(60))} {hours} {dom} {month} {dow}"
              for (hours, dom, month, dow), minutes in by_hours.items()]
     return sorted(lines, key=lambda line: (line.split()[1:], line))
+
+
+def _day_fields(doms: set[int], dows: set[int], days_of_month: bool) -> tuple[str, str]:
+    """The day-of-month and day-of-week fields of a line: at most one restricted."""
+    if days_of_month and len(doms) < 31 and (len(doms) <= 3 or len(dows) == 7):
+        return _field(doms, range(1, 32)), "*"
+    if len(dows) < 7:
+        return "*", _field(dows, range(7))
+    return "*", "*"
 
 
 def safety_line(hours: int) -> str:

@@ -269,25 +269,27 @@ class _Month:
         for slot, sid in self.slots[self.settled:hi]:  # the clock only moves forward
             due.setdefault(sid, []).append(slot)
         self.settled = max(self.settled, hi)
-        fired = 0
-        for sid, slots in due.items():
-            spec = self.specs[sid]
-            window = timedelta(minutes=spec.catchup_window_minutes)
-            eligible = [s for s in slots if now - s <= window]
-            fire = eligible if spec.catchup is CatchupPolicy.ALL else eligible[-1:]
-            self.f.missed += len(slots) - len(fire)
-            self.f.slots_by[sid] += len(slots)
-            self.f.missed_by[sid] += len(slots) - len(fire)
-            for slot in fire:
-                fired += 1
-                self.f.lateness_seconds.append((done - slot).total_seconds())
-                self._run(sid, done)
+        fired = sum(self._fire(sid, slots, now, done) for sid, slots in due.items())
         if fired:
             self._push(done, 2)  # the mark, then the record of the dispatch
             self.last_commit = done
         elif self.last_commit is None or done - self.last_commit >= self.b.heartbeat_every:
             self._push(done, 1)  # the idle tick's heartbeat line
             self.last_commit = done
+
+    def _fire(self, sid: str, slots: list[datetime], now: datetime, done: datetime) -> int:
+        """Fire what the catch-up policy keeps of one schedule's due ``slots``; how many."""
+        spec = self.specs[sid]
+        window = timedelta(minutes=spec.catchup_window_minutes)
+        eligible = [s for s in slots if now - s <= window]
+        fire = eligible if spec.catchup is CatchupPolicy.ALL else eligible[-1:]
+        self.f.missed += len(slots) - len(fire)
+        self.f.slots_by[sid] += len(slots)
+        self.f.missed_by[sid] += len(slots) - len(fire)
+        for slot in fire:
+            self.f.lateness_seconds.append((done - slot).total_seconds())
+            self._run(sid, done)
+        return len(fire)
 
     def _run(self, sid: str, dispatched: datetime) -> None:
         legs = len(self.specs[sid].run_tracks)
@@ -339,10 +341,8 @@ class _Month:
             self.tick(now)
             self.last_tick = now
             end = now + timedelta(seconds=self.b.tick_seconds)
-            i = bisect.bisect_right(self.waited, now)
-            upcoming = self.waited[i] if i < len(self.waited) else None
-            if (not linger or upcoming is None or upcoming - end > linger
-                    or upcoming > ceiling):
+            upcoming = self._lingers_for(now, end, linger, ceiling)
+            if upcoming is None:
                 break
             now = max(upcoming, end)
         if startup is not None and self.setup.clock is not None \
@@ -352,6 +352,16 @@ class _Month:
         minutes = self.f.runner_minutes
         minutes["ticks"] = minutes.get("ticks", 0) + billed((end - begin).total_seconds())
         return end
+
+
+    def _lingers_for(self, now: datetime, end: datetime, linger: timedelta,
+                     ceiling: datetime) -> datetime | None:
+        """The next slot worth waiting for after ``now``, if the job lingers for it."""
+        i = bisect.bisect_right(self.waited, now)
+        upcoming = self.waited[i] if i < len(self.waited) else None
+        if not linger or upcoming is None or upcoming - end > linger or upcoming > ceiling:
+            return None
+        return upcoming
 
 
 def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: int = 28,
@@ -368,13 +378,9 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month.times = [s for s, _ in month.slots]
     month.waited = _waited_for(schedules, setup.cadence, start, end)
     figures.slots = len(month.slots)
-    arrivals: list[tuple[datetime, int, float | None]] = []
     # past the end too: the job of the last day weighs the next cron tick
     month.cron_ticks = _utc_ticks(setup.tick_cron, start, end + timedelta(days=2))
-    for at in (t for t in month.cron_ticks if t <= end):
-        late = delay.sample(rng, at)
-        if late is not None:
-            arrivals.append((at + late, 0, None))
+    arrivals = _cron_arrivals(month.cron_ticks, end, delay, rng)
     if setup.clock is not None:
         arrivals += _clock_arrivals(schedules, setup.clock, start, end, rng)
     _run_groups(month, sorted(arrivals, key=lambda a: (a[0], a[1])))
@@ -386,6 +392,17 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
             figures.runner_minutes["watchdog"] = (figures.runner_minutes.get("watchdog", 0)
                                                   + billed(billing.watchdog_seconds))
     return _per_month(figures, days, month.api, month.push)
+
+
+def _cron_arrivals(ticks: list[datetime], end: datetime, delay: CronDelay,
+                   rng: random.Random) -> list[tuple[datetime, int, float | None]]:
+    """The cron ticks up to ``end`` that GitHub starts: (start, group 0, no start-up)."""
+    out: list[tuple[datetime, int, float | None]] = []
+    for at in (t for t in ticks if t <= end):
+        late = delay.sample(rng, at)
+        if late is not None:
+            out.append((at + late, 0, None))
+    return out
 
 
 def _clock_arrivals(schedules: list[Schedule], model: ClockModel, start: datetime,
@@ -416,8 +433,7 @@ def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]
     def start_waiting(until: datetime | None) -> None:
         # the waiting jobs whose group freed up by ``until`` start, earliest first
         while True:
-            ready = sorted((running[g], g) for g in waiting
-                           if until is None or running[g] <= until)
+            ready = _freed(running, waiting, until)
             if not ready:
                 return
             begin, group = ready[0]
@@ -434,6 +450,12 @@ def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]
         else:
             waiting[group] = (at, startup)
     start_waiting(None)
+
+
+def _freed(running: dict[int, datetime], waiting: Iterable[int],
+           until: datetime | None) -> list[tuple[datetime, int]]:
+    """(end, group) of the ``waiting`` groups free by ``until`` (``None``: ever), earliest first."""
+    return sorted((running[g], g) for g in waiting if until is None or running[g] <= until)
 
 
 def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days: int = 28,

@@ -12,6 +12,8 @@ So at the end of its last tick a lingering tick on GitHub cancels it
   ``repository_dispatch`` is a person's, the external clock's or the watchdog's
   request, and is never touched; it is not this job's own run (``GITHUB_RUN_ID``);
 - it was created before the last tick read the state (:func:`idle_runs`);
+- it still waits to start (status ``pending`` or ``queued``), whatever the listing's
+  ``status`` filter let through: a running tick is never cancelled;
 - nothing falls due before it would tick (:data:`GRACE` from now), and no moment
   worth a waiting runner (a lingering slot, a retry's back-off end, a poll) falls
   before the next scheduled tick or within the linger window, which that run would
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import OrchestratorError
+from ..github.admin import WAITING
 from ..support.safejson import read_file
 from ..support.times import iso_minute, parse_utc
 from .derive import utc_spec
@@ -93,18 +96,24 @@ def keeps(wake: Wake | None, now: datetime, next_tick: datetime | None,
 
 def idle_runs(runs: Iterable[dict[str, Any]], *, own_run: int | None,
               read_at: datetime) -> list[int]:
-    """The ids of ``runs`` GitHub's cron started before ``read_at``, other than ``own_run``
-    (a run whose fields cannot be read is left alone)."""
+    """The ids of ``runs`` GitHub's cron started before ``read_at`` that still wait to
+    start, other than ``own_run`` (a run whose fields cannot be read is left alone)."""
     found = []
     for run in runs:
         ci_run = run.get("id")
-        if run.get("event") != SCHEDULE_EVENT or not isinstance(ci_run, int) \
+        if not _scheduled_and_waiting(run) or not isinstance(ci_run, int) \
                 or ci_run == own_run:
             continue
         at = parse_utc(run.get("created_at"))
         if at is not None and at < read_at:
             found.append(ci_run)
     return sorted(set(found))
+
+
+def _scheduled_and_waiting(run: dict[str, Any]) -> bool:
+    """Started by GitHub's cron and not started yet, checked on the run itself: a listing
+    that ignored its ``event`` or ``status`` filter must not get a running tick cancelled."""
+    return run.get("event") == SCHEDULE_EVENT and run.get("status") in WAITING
 
 
 def cancel_idle(api: PendingAPI, *, wake: Wake | None, read_at: datetime, now: datetime,

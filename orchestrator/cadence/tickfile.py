@@ -195,7 +195,7 @@ def _external_check(text: str, lines: list[str], cadence: Cadence,
     if types is None or clock.EVENT_TYPE not in types.group(1):
         warnings.append(f"{TICK}: no `repository_dispatch` trigger of type "
                         f"{clock.EVENT_TYPE}: the clock's repository dispatch starts nothing "
-                        "(its workflow dispatch still works); see README, 'The cadence'")
+                        "(its workflow dispatch still works); see docs/how-to/cadence.md")
     return warnings
 
 
@@ -244,3 +244,9 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
                             f"than the tick cadence needs ({staleness}): it would report a "
                             "healthy repository stale; run `orchestrator cron-sync`")
     return problems, warnings
+
+
+def without_cadence(text: str) -> str:
+    """``text`` without what ``cron-sync`` writes (the ``schedule:`` blocks, the
+    staleness limit): two workflows that differ only there are the same workflow."""
+    return _STALENESS.sub(r"\g<1>0\g<3>", _SCHEDULE.sub("  schedule:\n", text))

@@ -147,25 +147,39 @@ def lingering_slots(schedule: Schedule, slots: Sequence[datetime],
 def _slots(schedules: Sequence[Schedule], state: State, now: datetime,
            cadence: Cadence) -> Iterator[Wake]:
     for schedule in schedules:
-        spec = schedule.spec
         cursor = state.cursors.get(schedule.id)
-        if not spec.enabled or (cursor is not None and cursor.paused is not None):
+        if not schedule.spec.enabled or (cursor is not None and cursor.paused is not None):
             continue  # a paused schedule fires nothing: no wake-up for its slots
-        at = spec.at_utc()
-        if at is not None:
-            if at > now and not (cursor is not None and cursor.done and cursor.last_slot == at):
-                yield Wake(at, f"{schedule.id}: one-shot at {iso_minute(at)}",
-                           lingers_before(schedule, at, cadence), slot=True)
-            continue
-        try:
-            # After the slots the cursor settled, which a tick --now in the future may
-            # have put ahead of the clock: the next tick fires nothing before them.
-            slot = next_slot(spec, settled_after(cursor, now))
-        except ValueError:  # a spec cron cannot evaluate: the tick reports it
-            continue
-        if slot is not None:
-            yield Wake(slot, f"{schedule.id}: slot {iso_minute(slot)}",
-                       lingers_before(schedule, slot, cadence), slot=True)
+        wake = _schedule_wake(schedule, cursor, now, cadence)
+        if wake is not None:
+            yield wake
+
+
+def _schedule_wake(schedule: Schedule, cursor: Cursor | None, now: datetime,
+                   cadence: Cadence) -> Wake | None:
+    """The wake-up for the schedule's next slot, if one is to come."""
+    spec = schedule.spec
+    at = spec.at_utc()
+    if at is not None:
+        if at > now and not _fired(cursor, at):
+            return Wake(at, f"{schedule.id}: one-shot at {iso_minute(at)}",
+                        lingers_before(schedule, at, cadence), slot=True)
+        return None
+    try:
+        # After the slots the cursor settled, which a tick --now in the future may
+        # have put ahead of the clock: the next tick fires nothing before them.
+        slot = next_slot(spec, settled_after(cursor, now))
+    except ValueError:  # a spec cron cannot evaluate: the tick reports it
+        return None
+    if slot is None:
+        return None
+    return Wake(slot, f"{schedule.id}: slot {iso_minute(slot)}",
+                lingers_before(schedule, slot, cadence), slot=True)
+
+
+def _fired(cursor: Cursor | None, at: datetime) -> bool:
+    """Whether the cursor shows the one-shot at ``at`` fired."""
+    return cursor is not None and cursor.done and cursor.last_slot == at
 
 
 def _open_runs(state: State, runs: Mapping[str, Any]) -> Iterator[tuple[str, Run, Any]]:

@@ -35,15 +35,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def options(func: F) -> F:
     """``--reason``, ``--by``, ``--now`` and ``--executor``, as every verb takes them."""
-    for option in reversed([
-        click.option("--reason", default="", help="Why, recorded with who and when."),
+    return _options(func, click.option("--reason", default="",
+                                       help="Why, recorded with who and when."))
+
+
+def options_with_reason(func: F) -> F:
+    """:func:`options`, with ``--reason`` required (click marks it in ``--help``)."""
+    return _options(func, click.option("--reason", required=True,
+                                       help="Why, recorded with who and when."))
+
+
+def _options(func: F, reason: Callable[[Any], Any]) -> F:
+    options: list[Callable[[Any], Any]] = [
+        reason,
         click.option("--by", help="Who (default: the GitHub actor, or the user name)."),
         click.option("--now", "now_text", metavar="ISO", help="Act as of this instant "
                      "(default: now)."),
         click.option("--executor", type=click.Choice(executors.NAMES),
                      envvar="ORCHESTRATOR_EXECUTOR", default=executors.LOCAL,
                      show_default=True, help="The executor the tick dispatches with."),
-    ]):
+    ]
+    for option in reversed(options):
         func = option(func)
     return func
 
@@ -102,7 +114,10 @@ def report(verb: str, line: str) -> None:
 
 
 def answer(result: TickResult, request: Request) -> str:
-    """What the tick did with ``request`` (one line)."""
+    """What the tick did with ``request`` (one line); a request the tick did not
+    answer is an error, never a quiet success."""
     decision = result.decision
     line = decision.answers.get(key_of(request)) if decision else None
-    return line or "the request was not planned"
+    if not line:
+        raise UserError(f"{key_of(request)}: the request was not planned")
+    return line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..runs import retention
 from ..runs.compaction import archive_tag, compact, plan
 from ..support.times import parse_now
 from .context import Config, pass_config
@@ -33,7 +34,7 @@ def command(cfg: Config, keep_days: int, now: str | None, dry_run: bool) -> int:
         for line in would.skipped:
             click.echo(f"  {line}")
         return 0
-    done = compact(cfg.git(), keep_days, moment)
+    done = compact(cfg.git(), keep_days, moment, extra=retention.by_hand(keep_days, moment))
     if done is None:
         click.echo("nothing to archive")
         return 0

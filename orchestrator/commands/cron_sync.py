@@ -23,7 +23,7 @@ import click
 from ..cadence import clock
 from ..cadence.derive import HORIZON, Derived, derive, utc_spec
 from ..cadence.tickfile import TICK, dropped_zones, sync
-from ..config.files import load_all
+from ..config.files import LoadResult, load_all
 from ..config.files import write_schedule as write_atomically
 from ..config.models import Schedule
 from ..config.repository import RepoConfig, load_repo_config
@@ -127,30 +127,43 @@ def external_text(report: dict[str, Any]) -> list[str]:
              f"{report['until']}, at these times (each in its time zone; --json lists "
              "every UTC time):"]
     for entry in report["entries"]:
-        if "at" in entry:
-            lines.append(f"  once at {entry['at']}: {', '.join(entry['schedules'])}")
-            continue
-        lines.append(f"  {entry['cron']} ({entry['timezone']}; daylight saving: gap "
-                     f"{entry['dst']['gap']}, fold {entry['dst']['fold']}): "
-                     f"{', '.join(entry['schedules'])}; {entry['calls']} call(s)")
-        if entry["next"]:
-            lines.append(f"    next (UTC): {', '.join(entry['next'])}")
-        for around in entry["around_changes"]:
-            lines.append(f"    across the change at {around['change']}: "
-                         f"{', '.join(around['before']) or '-'} then "
-                         f"{', '.join(around['after']) or '-'}")
+        lines += _entry_text(entry)
     for jittered in report["jittered"]:
         lines.append(f"  note: {jittered!r} has jitter_seconds: a clock that takes the cron "
                      "calls at the slot and the run waits for the next tick; the UTC times "
                      "of --json include the jitter")
     lines.append("a retry's back-off end and a poll's next time are left to the safety ticks "
                  "(`serve --clock-only` calls at them too)")
+    lines += _requests_text(report)
+    lines.append("the workflow dispatch needs the narrower token (Actions cannot push "
+                 "code, Contents can)")
+    return lines
+
+
+def _entry_text(entry: dict[str, Any]) -> list[str]:
+    """One entry of the external clock: its cron line, its next calls, and its calls on
+    either side of each change of its zone's offset (or its one call)."""
+    if "at" in entry:
+        return [f"  once at {entry['at']}: {', '.join(entry['schedules'])}"]
+    lines = [f"  {entry['cron']} ({entry['timezone']}; daylight saving: gap "
+             f"{entry['dst']['gap']}, fold {entry['dst']['fold']}): "
+             f"{', '.join(entry['schedules'])}; {entry['calls']} call(s)"]
+    if entry["next"]:
+        lines.append(f"    next (UTC): {', '.join(entry['next'])}")
+    for around in entry["around_changes"]:
+        lines.append(f"    across the change at {around['change']}: "
+                     f"{', '.join(around['before']) or '-'} then "
+                     f"{', '.join(around['after']) or '-'}")
+    return lines
+
+
+def _requests_text(report: dict[str, Any]) -> list[str]:
+    """The requests the external clock may make, each with the token it needs."""
+    lines: list[str] = []
     for name, request in report["requests"].items():
         lines.append(f"request ({name}), token in ${report['token_variable']}:")
         lines.append(f"  {request['curl']}")
         lines.append(f"  token: {request['token']}")
-    lines.append("the workflow dispatch needs the narrower token (Actions cannot push "
-                 "code, Contents can)")
     return lines
 
 
@@ -176,9 +189,7 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
     """Derive tick.yml's schedule from the schedules (UTC, both sides of daylight-saving
     changes) and the watchdog's from the tick's; under an external clock, its schedule
     file too; write the files that changed."""
-    loaded = load_all(cfg.schedules_dir)
-    for error in loaded.errors:
-        click.echo(f"orchestrator: {error.message} (ignored)", err=True)
+    loaded = _load_schedules(cfg)
     config = _repo_config(cfg, external)
     moment = start or datetime.now(UTC)
     if not (cfg.repo / TICK).is_file():
@@ -192,15 +203,28 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
     _note_dropped_zones(cfg.repo / TICK, derived)
     files = [path.relative_to(cfg.repo).as_posix() for path in changed]
     report = external_report(cfg, loaded.schedules, moment) if external else None
-    if as_json:
-        click.echo(json.dumps(_as_json(derived, config, files, check, report), indent=2))
-    else:
-        click.echo("\n".join(_text(derived, config, files, check, report)))
+    click.echo(_output(derived, config, files, check, report, as_json))
     if check:
         return EXIT_USER if changed else EXIT_OK
     for path, text in changed.items():
         write_atomically(path, text)
     return EXIT_OK
+
+
+def _load_schedules(cfg: Config) -> LoadResult:
+    """The schedules, each one that cannot be read named on stderr and left out."""
+    loaded = load_all(cfg.schedules_dir)
+    for error in loaded.errors:
+        click.echo(f"orchestrator: {error.message} (ignored)", err=True)
+    return loaded
+
+
+def _output(derived: Derived, config: RepoConfig, files: list[str], check: bool,
+            report: dict[str, Any] | None, as_json: bool) -> str:
+    """What ``cron-sync`` prints: JSON with ``--json``, else lines of text."""
+    if as_json:
+        return json.dumps(_as_json(derived, config, files, check, report), indent=2)
+    return "\n".join(_text(derived, config, files, check, report))
 
 
 def _repo_config(cfg: Config, external: bool) -> RepoConfig:
@@ -209,7 +233,7 @@ def _repo_config(cfg: Config, external: bool) -> RepoConfig:
     if external and config.cadence.mode != "external":
         raise UserError(f"--external: orchestrator.json's cadence.mode is "
                         f"{config.cadence.mode!r}; set \"mode\": \"external\" first (see "
-                        "README, 'The cadence')")
+                        "docs/how-to/cadence.md)")
     return config
 
 

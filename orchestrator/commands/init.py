@@ -3,8 +3,10 @@
 Writes ``schedules/`` (one example and the JSON Schema), ``templates/`` (the brief
 and the index, to edit), the workflows (``tick``, ``track``, ``validate``,
 ``watchdog``, ``enqueue``; ``pages`` with ``--pages``), the orchestrator the workflows
-install (``.github/orchestrator/``: the running version's wheel and a hash-pinned
-requirements file, :mod:`orchestrator.distribution`), a README section and a
+install (``.github/orchestrator/``: the running version's wheel, a hash-pinned
+requirements file and the install script, :mod:`orchestrator.distribution`; with
+``--action OWNER/REPO@REF`` none of it, the workflows use that action pinned by its
+commit instead), a README section and a
 ``.gitignore`` line for the local executor's work folder. The files are the ones this
 project runs on itself, shipped in the package (``orchestrator/data``); a test keeps
 the copies equal.
@@ -33,6 +35,7 @@ from pathlib import Path
 import click
 
 from ..config.files import SCHEMA_FILE, schema_text, write_schedule
+from ..distribution import action as actions
 from ..distribution import install
 from ..errors import UserError
 from ..support.atomic import write_bytes
@@ -48,9 +51,11 @@ GITIGNORE_LINE = ".orchestrator/"
 """The local executor's work folder and ``demo`` workspaces: never commit them."""
 
 
-def scaffold_files(*, pages: bool = False, workflows: bool = True) -> dict[str, str]:
+def scaffold_files(*, pages: bool = False, workflows: bool = True,
+                   pin: actions.Pin | None = None) -> dict[str, str]:
     """Every file ``init`` writes, by path relative to the repository root (the
-    workflows only for a repository that runs on GitHub)."""
+    workflows only for a repository that runs on GitHub; installing through the action
+    ``pin`` when given)."""
     files = {
         f"schedules/{EXAMPLE}": (SCAFFOLD / "schedules" / EXAMPLE).read_text(encoding="utf-8"),
         f"schedules/{SCHEMA_FILE}": schema_text(),
@@ -59,9 +64,14 @@ def scaffold_files(*, pages: bool = False, workflows: bool = True) -> dict[str, 
         "templates/brief.md.j2": (DATA / "brief.md.j2").read_text(encoding="utf-8"),
     }
     for name in (WORKFLOWS + (OPTIONAL_WORKFLOWS if pages else ())) if workflows else ():
-        files[f".github/workflows/{name}"] = (SCAFFOLD / "workflows" / name).read_text(
-            encoding="utf-8")
+        files[f".github/workflows/{name}"] = shipped_workflow(name, pin)
     return files
+
+
+def shipped_workflow(name: str, pin: actions.Pin | None) -> str:
+    """The workflow ``name`` as this version ships it, in the install form ``pin`` says."""
+    text = (SCAFFOLD / "workflows" / name).read_text(encoding="utf-8")
+    return text if pin is None else actions.action_form(text, pin)
 
 
 def write_install(root: Path, installed: install.InstallFiles) -> list[str]:
@@ -113,12 +123,13 @@ def _append_unless_present(path: Path, text: str, marker: str) -> bool:
 
 
 def scaffold(root: Path, *, force: bool = False, pages: bool = False,
-             workflows: bool = True) -> list[str]:
+             workflows: bool = True, pin: actions.Pin | None = None) -> list[str]:
     """Write the scaffold into ``root``; return what was done, one line per item."""
     if root.exists() and not root.is_dir():
         raise UserError(f"{root} exists and is not a folder")
-    files = scaffold_files(pages=pages, workflows=workflows)
-    installed = install.current() if workflows else None  # what the workflows install
+    files = scaffold_files(pages=pages, workflows=workflows, pin=pin)
+    # what the workflows install, unless they use the action
+    installed = install.current() if workflows and pin is None else None
     wheel = installed.files() if installed is not None else {}
     clash = conflicts(root, {**files, **wheel}) if root.exists() else []
     if clash and not force:
@@ -204,27 +215,53 @@ def _sync_cadence(root: Path) -> list[str]:
 @click.option("--github", is_flag=True,
               help="With --local: write the GitHub Actions workflows too (the repository "
                    "also runs on GitHub). Without --local they are always written.")
+@click.option("--action", "action", metavar="OWNER/REPO@REF",
+              help="The workflows install the orchestrator with this GitHub Action, "
+                   "pinned by commit SHA (a tag or branch is resolved to one); no wheel "
+                   "is committed.")
+@click.option("--vendor", is_flag=True,
+              help="The workflows install the wheel committed in .github/orchestrator "
+                   "(the default): for GitHub Enterprise Server and repositories that "
+                   "may not use other repositories' actions.")
 @pass_config
 def command(cfg: Config, path: Path | None, force: bool, pages: bool, local: bool,
-            github: bool) -> int:
+            github: bool, action: str | None, vendor: bool) -> int:
     """Scaffold schedules/, templates/, the workflows (not with --local alone) and a
     README section in PATH (default: --repo). Refuses to overwrite existing files
     unless --force."""
     root = (path or cfg.repo).resolve()
+    if action is not None and vendor:
+        raise UserError("--action and --vendor are two ways to install: choose one")
+    pin = actions.resolve(action) if action is not None else None
     bare = check_local_origin(root) if local else None
     lines = scaffold(root, force=force, pages=pages,
-                     workflows=not local or github or pages)
+                     workflows=not local or github or pages, pin=pin)
     if bare is not None:
         lines += add_local_origin(root, bare)
-    for line in lines:
+    for line in lines + next_steps(root, cfg.state_branch, bare, vendored=pin is None):
         click.echo(line)
-    if bare is not None:
-        click.echo(f"next: in {root}, `orchestrator validate --preview 5` shows the "
-                   "example's next runs, `orchestrator tick` fires what is due and "
-                   "`orchestrator serve` keeps ticking; the state goes to the branch "
-                   f"{cfg.state_branch} of {bare}")
-        return 0
-    click.echo(f"next: review and commit the files in {root} (.github/orchestrator too: the "
-               "workflows install the orchestrator from it), and push; "
-               "`orchestrator validate --preview 5` shows the example's next runs")
     return 0
+
+
+def _has_remote(root: Path) -> bool:
+    proc = subprocess.run(["git", "remote"], cwd=root, capture_output=True, text=True,
+                          check=False)
+    return bool(proc.stdout.strip())
+
+
+def next_steps(root: Path, branch: str, bare: Path | None, *, vendored: bool) -> list[str]:
+    """What the user does after ``init``: the lines it ends with."""
+    if bare is not None:
+        return [f"next: in {root}, `orchestrator validate --preview 5` shows the "
+                "example's next runs, `orchestrator tick` fires what is due and "
+                "`orchestrator serve` keeps ticking; the state goes to the branch "
+                f"{branch} of {bare}"]
+    wheel = (" (.github/orchestrator too: the workflows install the orchestrator from it)"
+             if vendored else "")
+    lines = [f"next: review and commit the files in {root}{wheel}, and push; "
+             "`orchestrator validate --preview 5` shows the example's next runs"]
+    if not _has_remote(root):
+        lines.append("no remote yet: create an empty repository on GitHub, then `git remote "
+                     "add origin https://github.com/OWNER/REPO.git` and `git push -u origin "
+                     "HEAD`; the one-time settings follow in docs/get-started/github.md")
+    return lines

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -105,6 +106,14 @@ def _recorded_tracks(cfg: Config, run_id: str) -> dict[str, Track]:
     return state.tracks.get(run_id, {})
 
 
+def _check_known(tracks: Mapping[str, Track], run_id: str, track: str | None) -> None:
+    """A track the run does not have is named as such, before any credential is asked
+    for (a local repository has none to give)."""
+    if track is not None and track not in tracks:
+        raise NotFound(f"run {run_id!r} has no track {track!r} (its tracks: "
+                       f"{', '.join(sorted(tracks)) or 'none'})")
+
+
 def _elsewhere(cfg: Config, run_id: str, track: str | None, attempt: int | None,
                follow: bool, work: Path) -> None:
     """Print the logs of the run's tracks whose executor reads them from where they ran
@@ -112,6 +121,7 @@ def _elsewhere(cfg: Config, run_id: str, track: str | None, attempt: int | None,
     from datetime import UTC, datetime
 
     tracks = _recorded_tracks(cfg, run_id)
+    _check_known(tracks, run_id, track)
     names = [track] if track is not None else sorted(
         n for n, t in tracks.items() if executors.declared(t.executor).logs is not None)
     if not names:

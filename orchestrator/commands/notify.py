@@ -87,7 +87,7 @@ def test(cfg: Config, kind: str, now_text: str | None) -> int:
     names = configured(settings.notify, schedules)
     if not names:
         raise UserError("no channel configured: add \"notify\" to orchestrator.json "
-                        "(README, Notifications)")
+                        "(docs/how-to/notifications.md)")
     now = parse_now(now_text)
     event = sample(EventKind(kind), schedules[0].id if schedules else "example", now)
     failed = 0

@@ -66,6 +66,29 @@ def _read_result(path: Path | None) -> dict[str, Any] | None:
     return None
 
 
+def _read_items(path: Path | None, exit_code: int | None
+                ) -> tuple[tuple[NewItem, ...], str | None]:
+    """The items a track that completed asks to enqueue, and what was wrong with its
+    file (said on stderr too)."""
+    if path is None or exit_code != 0:  # only a track that completed
+        return (), None
+    enqueue, error = read_enqueue(path.parent, path.name)
+    if error:
+        click.echo(f"orchestrator: warning: {error}", err=True)
+    return enqueue, error
+
+
+def _stderr_text(path: Path | None) -> str:
+    """The tail of the command's stderr for the error, or the line saying why it was
+    refused (also said on stderr)."""
+    data, note = _read_tail(path, STDERR_READ, "--stderr")
+    if note:
+        _warn(note)
+    if note and not data:  # refused: the error says so instead of a tail
+        return f"orchestrator: {note}"
+    return data.decode("utf-8", "replace")
+
+
 # --stderr, --stdout and --result are not checked by click (it would stat through a
 # link and stop at a directory): _read_tail and _read_result refuse them, one line each.
 @click.command("outcome")
@@ -110,20 +133,11 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
     """Write a leg's outcome file (phase, exit code, result, stderr tail, times) and,
     beside it, the tail of its stdout."""
     result = _read_result(result_file)
-    enqueue: tuple[NewItem, ...] = ()
-    enqueue_error: str | None = None
-    if enqueue_file is not None and exit_code == 0:  # only a track that completed
-        enqueue, enqueue_error = read_enqueue(enqueue_file.parent, enqueue_file.name)
-        if enqueue_error:
-            click.echo(f"orchestrator: warning: {enqueue_error}", err=True)
-    stderr_bytes, stderr_note = _read_tail(stderr_file, STDERR_READ, "--stderr")
+    enqueue, enqueue_error = _read_items(enqueue_file, exit_code)
+    stderr = _stderr_text(stderr_file)
     stdout_bytes, stdout_note = _read_tail(stdout_file, STDOUT_BYTES, "--stdout")
-    for note in (stderr_note, stdout_note):
-        if note:
-            _warn(note)
-    stderr = stderr_bytes.decode("utf-8", "replace")
-    if stderr_note and not stderr_bytes:  # refused: the error says so instead of a tail
-        stderr = f"orchestrator: {stderr_note}"
+    if stdout_note:
+        _warn(stdout_note)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=parse_now(started_at, "--started-at"),

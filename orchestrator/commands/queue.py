@@ -194,19 +194,25 @@ def stats(cfg: Config, queue: str | None, now_text: str | None, as_json: bool) -
 @click.option("--older-than-days", type=click.FloatRange(min=0), required=True,
               help="Done more than this many days ago.")
 @click.option("--now", "now_text", metavar="ISO", help="Time to count from (default: now).")
+@click.option("--dry-run", is_flag=True, help="List the items it would purge; change nothing.")
 @pass_config
 def purge(cfg: Config, queue: str, status: str, older_than_days: float,
-          now_text: str | None) -> None:
+          now_text: str | None, dry_run: bool) -> None:
     """Remove done items from the live tree (the branch's history keeps them)."""
     now = parse_now(now_text)
-    counted: list[int] = [0]
+    if dry_run:
+        _, ids = queues.purge(_store(cfg).read().files, queue, older_than_days, now)
+        click.echo("".join(f"{queue}/{ident}\n" for ident in ids)
+                   + f"{queue}: {len(ids)} {status} item(s) would be purged (dry run)")
+        return
+    purged: list[str] = []
 
     def change(snap: Snapshot) -> dict[str, bytes | None] | None:
-        files, counted[0] = queues.purge(snap.files, queue, older_than_days, now)
+        files, purged[:] = queues.purge(snap.files, queue, older_than_days, now)
         return files
 
     _store(cfg).transact(change, f"queue {queue}: purge done items")
-    click.echo(f"{queue}: {counted[0]} {status} item(s) purged")
+    click.echo(f"{queue}: {len(purged)} {status} item(s) purged")
 
 
 @command.command("work")

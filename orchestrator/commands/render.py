@@ -10,6 +10,7 @@ so its links work from the file as they do from GitHub Pages.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -75,25 +76,28 @@ def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, f
         _write_index(cfg, output or cfg.repo / INDEX_OUT, template, parse_now(now_text))
         return
     assert run_id is not None
-    schedule_id, _ = parse_run_id(run_id)
-    snap = cfg.store().read()
-    schedule = _schedule(cfg, schedule_id)
-    ctx = brief.context_from_files(snap.files, run_id, now=parse_now(now_text),
-                                   schedule=schedule)
-    # a local track's stdout tail is read from this machine's work folder, as a tick does
-    work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
-    ctx = with_local_tails(ctx, work, redactor(os.environ))
-    if fmt == "markdown":
-        text = brief.render_markdown(
-            ctx, template=brief.repo_template(cfg.repo, brief.MARKDOWN_TEMPLATE, template))
-    else:
-        text = brief.render_html(
-            ctx, brief.repo_template(cfg.repo, brief.BRIEF_TEMPLATE, template))
+    text = _brief_text(cfg, run_id, fmt, template, parse_now(now_text))
     if output is None:
         click.echo(text, nl=False)
     else:
         _write(output, text)
         click.echo(f"wrote {output}", err=True)
+
+
+def _brief_text(cfg: Config, run_id: str, fmt: str, template: Path | None,
+                now: datetime) -> str:
+    """The brief of ``run_id`` from the branch, as HTML or Markdown."""
+    schedule_id, _ = parse_run_id(run_id)
+    snap = cfg.store().read()
+    schedule = _schedule(cfg, schedule_id)
+    ctx = brief.context_from_files(snap.files, run_id, now=now, schedule=schedule)
+    # a local track's stdout tail is read from this machine's work folder, as a tick does
+    work = Path(os.environ.get("ORCHESTRATOR_WORK_DIR") or cfg.repo / ".orchestrator" / "work")
+    ctx = with_local_tails(ctx, work, redactor(os.environ))
+    if fmt == "markdown":
+        return brief.render_markdown(
+            ctx, template=brief.repo_template(cfg.repo, brief.MARKDOWN_TEMPLATE, template))
+    return brief.render_html(ctx, brief.repo_template(cfg.repo, brief.BRIEF_TEMPLATE, template))
 
 
 def _write(path: Path, text: str | bytes) -> None:
@@ -112,11 +116,10 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -
     it links to is copied to ``runs/<id>/brief.html`` beside it."""
     snap = cfg.store().read()
     loaded = load_all(cfg.schedules_dir)
-    problem = RepoSettings.read(cfg.repo).caps_problem
-    invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
+    invalid = _invalid(cfg, [e.message for e in loaded.errors])
     state = state_index.load(snap.files).state
     board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
-                                 last_tick=codec.last_tick_at(snap.files))
+                                 last_tick=codec.heartbeat_at(snap.files))
     runs, older = page_runs(snap.files, state.runs)
     rows = list(runs.values())
     html = brief.render_index(rows, generated_at=now, older=older, board=board,
@@ -124,9 +127,20 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime) -
                                                            template))
     linked = {r.run_id for r in rows} | {o.run_id for c in board.cards for o in c.strip
                                          if o.href}
-    for run_id in sorted(r for r in linked if layout.is_run_id(r)):  # no path of its own
-        data = snap.files.get(layout.brief_path(run_id))
-        if data is not None:
-            _write(out.parent / "runs" / run_id / "brief.html", data)
+    _copy_briefs(snap.files, linked, out.parent)
     _write(out, html)
     click.echo(str(out))
+
+
+def _invalid(cfg: Config, errors: list[str]) -> list[str]:
+    """What the dashboard names as invalid: the schedules' errors, then the caps'."""
+    problem = RepoSettings.read(cfg.repo).caps_problem
+    return errors + ([problem] if problem else [])
+
+
+def _copy_briefs(files: Mapping[str, bytes], linked: set[str], folder: Path) -> None:
+    """Copy each linked run's brief to ``runs/<id>/brief.html`` under ``folder``."""
+    for run_id in sorted(r for r in linked if layout.is_run_id(r)):  # no path of its own
+        data = files.get(layout.brief_path(run_id))
+        if data is not None:
+            _write(folder / "runs" / run_id / "brief.html", data)

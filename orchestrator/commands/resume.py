@@ -92,7 +92,7 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
         state.cursors = cursors
         parsed = load_all(cfg.schedules_dir)
         board = from_files(snap.files, parsed.schedules, [e.message for e in parsed.errors],
-                           now, state=state, last_tick=codec.last_tick_at(snap.files))
+                           now, state=state, last_tick=codec.heartbeat_at(snap.files))
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[layout.INDEX] = render_index(

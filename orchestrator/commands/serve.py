@@ -51,9 +51,10 @@ from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
 from ..state import index as state_index
-from ..state.codec import last_tick_at
+from ..state.codec import heartbeat_at
 from ..state.model import State
 from ..state.phases import TrackPhase
+from ..state.records import Track
 from ..support.times import iso
 from ..tick.result import TickResult
 from ..tick.settings import Clock, TickSettings
@@ -98,19 +99,33 @@ def local_ends(cfg: Config, result: TickResult) -> Callable[[], bool] | None:
     if state is None:
         return None
     setup = executors.Setup(repo=cfg.repo, now=result.now)
-    records = [*state.tracks.values(), *state.undos.values()]
-    keys: dict[Callable[[executors.Setup, Iterable[str]], set[str]], set[str]] = {}
-    for track in (t for tracks in records for t in tracks.values()):
-        ended = executors.declared(track.executor).ended
-        if ended is not None and track.dispatch_key and track.phase in (
-                TrackPhase.DISPATCHED, TrackPhase.RUNNING):
-            keys.setdefault(ended, set()).add(track.dispatch_key)
+    keys = _open_keys(state)
     for ended, open_keys in keys.items():
         open_keys -= ended(setup, open_keys)  # already ended: recorded now or next tick
     watched = {ended: open_keys for ended, open_keys in keys.items() if open_keys}
     if not watched:
         return None
     return lambda: any(ended(setup, open_keys) for ended, open_keys in watched.items())
+
+
+_Ended = Callable[[executors.Setup, Iterable[str]], set[str]]
+
+
+def _open_keys(state: State) -> dict[_Ended, set[str]]:
+    """The dispatch keys of the attempts in flight whose ends this machine sees, by the
+    executor's watch that sees them."""
+    records = [*state.tracks.values(), *state.undos.values()]
+    keys: dict[_Ended, set[str]] = {}
+    for track in (t for tracks in records for t in tracks.values()):
+        ended = executors.declared(track.executor).ended
+        if ended is not None and track.dispatch_key and _in_flight(track):
+            keys.setdefault(ended, set()).add(track.dispatch_key)
+    return keys
+
+
+def _in_flight(track: Track) -> bool:
+    """Whether the track's attempt was sent and has not been seen to end."""
+    return track.phase in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
 
 
 def heartbeat_pinger(url: str | None) -> Callable[[], list[str]]:
@@ -187,16 +202,22 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
         if store.rewound:
             return [f"warning: {store.rewound}",
                     *watcher.send(rewind_event(store.rewound, now, links), now, once=True)]
-        last = last_tick_at(files)
-        if last is None or now - last > timedelta(minutes=max_staleness):
-            told = watcher.send(stale_event(last, now, max_staleness, links), now, once=True)
-            if last is None:
-                return ["warning: no tick recorded on the state branch yet", *told]
-            return [f"warning: the last tick on the state branch is from "
-                    f"{iso(last)}, more than {max_staleness:g} minutes ago", *told]
-        return watcher.resumed(last, now) if watcher.stale_told else []
+        return _staleness(watcher, links, heartbeat_at(files), now, max_staleness)
 
     return work
+
+
+def _staleness(watcher: Watcher, links: Links, last: datetime | None, now: datetime,
+               max_staleness: float) -> list[str]:
+    """The heartbeat's lines: a warning (and the channels told) when the last tick is
+    missing or too old, the channels told again when ticks resume."""
+    if last is None or now - last > timedelta(minutes=max_staleness):
+        told = watcher.send(stale_event(last, now, max_staleness, links), now, once=True)
+        if last is None:
+            return ["warning: no tick recorded on the state branch yet", *told]
+        return [f"warning: the last tick on the state branch is from "
+                f"{iso(last)}, more than {max_staleness:g} minutes ago", *told]
+    return watcher.resumed(last, now) if watcher.stale_told else []
 
 
 def compact_work(cfg: Config, keep_days: int, executor: str) -> Work:

@@ -136,7 +136,8 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         store = _accept_rewind(cfg)
     snap = store.read()
     settings = RepoSettings.read(cfg.repo)
-    report = _report(cfg, snap.files, settings, now, max_staleness)
+    report = _report(cfg, snap.files, settings, now, max_staleness,
+                     simulated=now_text is not None)
     report["rewound"] = store.rewound
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
@@ -162,14 +163,16 @@ def _accept_rewind(cfg: Config) -> GitStateStore:
 
 
 def _report(cfg: Config, files: Mapping[str, bytes], settings: RepoSettings,
-            now: datetime, max_staleness: float) -> dict[str, Any]:
-    """The status report of the state ``files`` and the working tree's schedules."""
+            now: datetime, max_staleness: float, *, simulated: bool = False
+            ) -> dict[str, Any]:
+    """The status report of the state ``files`` and the working tree's schedules
+    (``simulated``: ``now`` was given, so the ticks are judged on their own instants)."""
     loaded = load_all(cfg.schedules_dir)
     caps = Caps(settings.max_concurrent_tracks, settings.max_dispatches_per_tick)
     problem = settings.caps_problem
     invalid = [e.message for e in loaded.errors] + ([problem] if problem else [])
     report = build(files, loaded.schedules, invalid, now,
-                   timedelta(minutes=max_staleness), caps)
+                   timedelta(minutes=max_staleness), caps, simulated=simulated)
     report["retention"] = retention.describe(retention.read_record(files),
                                              settings.keep_finished_runs_days)
     report["workflows"] = workflows_report(files, now)

@@ -117,8 +117,8 @@ def summary_lines(result: TickResult) -> list[str]:
 def _waits(result: TickResult) -> str:
     """What a lingering tick would wait for, when not the next due moment."""
     wake = result.wake
-    if wake is None or wake.worth_waiting:
-        return ""
+    if wake is None or wake.worth_waiting or not executors.declared(result.executor).lingers:
+        return ""  # a local tick waits for no runner
     target = wake.wait_for
     return (f" (not worth a waiting runner; a lingering tick waits for "
             f"{target.describe(result.now)})" if target else

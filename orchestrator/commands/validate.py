@@ -64,8 +64,8 @@ def _summary(report: Report, problems: int = 0) -> str:
     valid, invalid = len(report.previews), len(report.loaded.invalid_files)
     line = f"{valid} schedule{'s' if valid != 1 else ''} valid, {invalid} invalid"
     if problems:
-        line += (f"; {problems} other problem{'s' if problems != 1 else ''} (tick.yml or "
-                 "orchestrator.json, on stderr): the check fails")
+        line += (f"; {problems} other problem{'s' if problems != 1 else ''} (on stderr): "
+                 "the check fails")
     return line
 
 
@@ -149,17 +149,26 @@ def render_markdown(report: Report, problems: int = 0) -> str:
 @click.option("--from", "start", type=INSTANT, default=None, metavar="ISO",
               help="Preview from this instant (with offset, e.g. 2026-11-01T00:00:00Z) "
               "instead of now.")
+@click.option("--strict", is_flag=True,
+              help="Fail on a time zone that is a fixed offset or a legacy alias (EST, "
+              "US/Eastern, Etc/GMT+5), which is otherwise a warning.")
+@click.option("--allow-empty", is_flag=True,
+              help="Pass when no schedule file is found (otherwise the check fails: a "
+              "wrong working directory must not pass).")
 @pass_config
-def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
+def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
+            allow_empty: bool) -> int:
     """Check every schedules/*.json and preview the next runs.
 
-    Exits 1 if any file is invalid (the valid ones are still previewed), or if
-    tick.yml no longer ticks before every slot (run cron-sync).
+    Exits 1 if any file is invalid (the valid ones are still previewed), if no schedule
+    file is found (unless --allow-empty), or if tick.yml no longer ticks before every
+    slot (run cron-sync).
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     outdated = outdated_notes(cfg.repo / ".github" / "workflows")
-    broken = template_problems(cfg.repo)
+    broken = template_problems(cfg.repo) + _strict_problems(report, strict) + \
+        _empty_problems(cfg, report, allow_empty)
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
     for problem in timing.problems + broken:
@@ -176,6 +185,24 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None) -> int:
         click.echo(_timing.text(timing) + "".join(f"warning: {w}\n" for w in outdated)
                    + render_text(report, len(timing.problems) + len(broken)), nl=False)
     return EXIT_OK if report.ok and not timing.problems and not broken else EXIT_USER
+
+
+def _strict_problems(report: Report, strict: bool) -> list[str]:
+    """With ``--strict``, a zone that is a fixed offset or a legacy alias fails."""
+    if not strict:
+        return []
+    return [f"{p.schedule.path}: {p.zone_advice} (--strict)" for p in report.previews
+            if p.zone_advice]
+
+
+def _empty_problems(cfg: Config, report: Report, allow_empty: bool) -> list[str]:
+    """No schedule file at all: a pull-request check run from the wrong folder would
+    otherwise pass on nothing."""
+    loaded = report.loaded
+    if allow_empty or report.previews or loaded.invalid_files or loaded.errors:
+        return []
+    return [f"no schedule files in {cfg.schedules_dir} (run from the repository or pass "
+            "--repo; --allow-empty accepts a repository without schedules)"]
 
 
 TEMPLATES = (("brief.html.j2", False), ("index.html.j2", False), ("brief.md.j2", True))

@@ -34,10 +34,15 @@ def refuse_what_does_not_apply(every: str | None, weekly: bool, time: str | None
         raise FlagError("--on-day goes with --weekly")
     if minute is not None and every != "hour":
         raise FlagError("--minute goes with --every hour")
-    if time is not None and not (weekly or every in ("day", "weekday")):
+    if time is not None and not _takes_time(every, weekly):
         form = f"--every {every}" if every else "--cron or --at"
         raise FlagError(f"--time does not apply to {form}: it goes with --every "
                                "day|weekday and --weekly (--every hour takes --minute)")
+
+
+def _takes_time(every: str | None, weekly: bool) -> bool:
+    """Whether the form runs at a time of day (``--time``)."""
+    return weekly or every in ("day", "weekday")
 
 
 def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | None,
@@ -48,12 +53,7 @@ def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | 
         return "* * * * *"
     if every == "hour":
         return f"{minute or 0} * * * *"
-    if time is None:
-        raise FlagError("give the local time of day with --time HH:MM")
-    match = _TIME_RE.fullmatch(time)
-    if match is None:
-        raise FlagError(f"--time: expected HH:MM, got {time!r}")
-    hh, mm = int(match[1]), int(match[2])
+    hh, mm = _time_of_day(time)
     if every == "day":
         return f"{mm} {hh} * * *"
     if every == "weekday":
@@ -61,6 +61,16 @@ def build_cron(every: str | None, weekly: bool, time: str | None, minute: int | 
     if not on_days:
         raise FlagError("--weekly needs --on-day 0-6 (0 = Sunday)")
     return f"{mm} {hh} * * {','.join(str(d) for d in sorted(set(on_days)))}"
+
+
+def _time_of_day(time: str | None) -> tuple[int, int]:
+    """The hour and minute of ``--time HH:MM``, which the form needs."""
+    if time is None:
+        raise FlagError("give the local time of day with --time HH:MM")
+    match = _TIME_RE.fullmatch(time)
+    if match is None:
+        raise FlagError(f"--time: expected HH:MM, got {time!r}")
+    return int(match[1]), int(match[2])
 
 
 def _track(text: str) -> tuple[str, str]:
@@ -89,24 +99,40 @@ def tracks_field(tracks: tuple[str, ...], common: dict[str, Any], needs: tuple[s
             inputs: tuple[str, ...], timeouts: tuple[str, ...]) -> list[dict[str, Any]]:
     """The ``tracks`` field: each --track with the common per-track options, then its own
     --needs, --input and --track-timeout."""
-    out = [{"name": name, "run": run, **{k: v for k, v in common.items() if v is not None}}
-           for name, run in map(_track, tracks)]
+    given = {k: v for k, v in common.items() if v is not None}
+    out = [{"name": name, "run": run, **given} for name, run in map(_track, tracks)]
     by_name = {t["name"]: t for t in out}
     names = list(by_name)
     for name, value in _per_track("--needs", needs, names):
-        by_name[name]["needs"] = [n.strip() for n in value.split(",") if n.strip()]
+        by_name[name]["needs"] = _names(value)
     for spot, value in _per_track("--input", inputs, names):
-        name, sep, key = spot.partition(":")
-        if not sep or not key:
-            raise FlagError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
+        name, key = _input_spot(spot)
         by_name[name].setdefault("inputs", {})[key] = value
     for name, value in _per_track("--track-timeout", timeouts, names):
-        try:
-            by_name[name]["timeout_minutes"] = float(value)
-        except ValueError:
-            raise FlagError(f"--track-timeout: {value!r} is not a number of "
-                                   "minutes") from None
+        by_name[name]["timeout_minutes"] = _minutes(value)
     return out
+
+
+def _names(value: str) -> list[str]:
+    """The names in a comma-separated ``--needs`` value."""
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+def _input_spot(spot: str) -> tuple[str, str]:
+    """The track and the key of an ``--input TRACK:KEY=VALUE``."""
+    name, sep, key = spot.partition(":")
+    if not sep or not key:
+        raise FlagError(f"--input: expected TRACK:KEY=VALUE, got {spot!r}")
+    return name, key
+
+
+def _minutes(value: str) -> float:
+    """The minutes of a ``--track-timeout TRACK=MINUTES``."""
+    try:
+        return float(value)
+    except ValueError:
+        raise FlagError(f"--track-timeout: {value!r} is not a number of "
+                               "minutes") from None
 
 
 _ENABLED_RE = re.compile(r'(?<!\\)"enabled"(\s*:\s*)(true|false)\b')
@@ -123,19 +149,30 @@ def set_enabled(path: Path, enabled: bool) -> bool:
     bom = "\ufeff" if raw.startswith("\ufeff") else ""  # the loader accepts one: keep it
     text = raw[len(bom):]
     data = json.loads(text)
-    if data.get("enabled", True) is enabled and "enabled" in data:
-        return False
-    if "enabled" not in data and enabled:
-        return False  # the default
-    wanted = {**data, "enabled": enabled}
+    if data.get("enabled", True) is enabled:
+        return False  # already so, or the default
+    new = _edited_in_place(text, enabled, {**data, "enabled": enabled})
+    if new is not None:
+        write_schedule(path, bom + new)
+        return True
+    write_schedule(path, _with_enabled(data, enabled))
+    return True
+
+
+def _edited_in_place(text: str, enabled: bool, wanted: dict[str, Any]) -> str | None:
+    """``text`` with its one ``enabled`` value changed, or ``None`` when it has not
+    exactly one, or the change would not read back as ``wanted``."""
     hits = list(_ENABLED_RE.finditer(text))
-    if len(hits) == 1:
-        hit = hits[0]
-        new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
-              f"{text[hit.end():]}"
-        if json.loads(new) == wanted:
-            write_schedule(path, bom + new)
-            return True
+    if len(hits) != 1:
+        return None
+    hit = hits[0]
+    new = f"{text[:hit.start()]}\"enabled\"{hit[1]}{'true' if enabled else 'false'}" \
+          f"{text[hit.end():]}"
+    return new if json.loads(new) == wanted else None
+
+
+def _with_enabled(data: dict[str, Any], enabled: bool) -> dict[str, Any]:
+    """``data`` with ``enabled`` after the timing fields (else last)."""
     ordered: dict[str, Any] = {}
     anchor = next((k for k in ("timezone", "at", "cron") if k in data), None)
     for key, value in data.items():
@@ -146,5 +183,4 @@ def set_enabled(path: Path, enabled: bool) -> bool:
             ordered["enabled"] = enabled
     if "enabled" not in ordered:
         ordered["enabled"] = enabled
-    write_schedule(path, ordered)
-    return True
+    return ordered

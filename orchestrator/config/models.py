@@ -357,6 +357,15 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
     def _check_span(self) -> None:
         """``start_at``, ``end_at`` and ``exclude`` bound a cron's slots: a one-shot
         has its one instant, and an end before the start would never fire."""
+        self._check_span_fields()
+        start, end = self.bound_utc("start_at"), self.bound_utc("end_at")
+        if start is not None and end is not None and end <= start:
+            raise PydanticCustomError("span_order", "end_at must be after start_at",
+                                      {"field": "end_at"})
+
+    def _check_span_fields(self) -> None:
+        """Each bound on its own: none beside ``at``, and a start or end in the years a
+        slot may fall in."""
         for name in ("start_at", "end_at", "exclude", "exclude_calendars"):
             if self.at is not None and getattr(self, name):
                 raise PydanticCustomError("span_with_at", "'{name}' applies to 'cron' only",
@@ -368,10 +377,6 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                           "year from {low} to {high}",
                                           {"field": name, "name": name, "low": AT_YEARS[0],
                                            "high": AT_YEARS[1]})
-        start, end = self.bound_utc("start_at"), self.bound_utc("end_at")
-        if start is not None and end is not None and end <= start:
-            raise PydanticCustomError("span_order", "end_at must be after start_at",
-                                      {"field": "end_at"})
 
     def with_calendars(self, dates: frozenset[date]) -> ScheduleSpec:
         """This spec with the dates of its calendars, as the loader read them."""

@@ -22,22 +22,35 @@ def graph_error(tracks: Sequence[tuple[str, Sequence[str]]]) -> tuple[int, str] 
     """
     names = {name for name, _ in tracks}
     for i, (name, needs) in enumerate(tracks):
-        for need in needs:
-            if need == name:
-                return i, f"track '{name}' needs itself"
-            if need not in names:
-                return i, f"track '{name}' needs '{need}', which is not a track of this schedule"
-        if len(set(needs)) != len(needs):
-            return i, f"track '{name}' lists a need twice"
+        problem = _needs_problem(name, needs, names)
+        if problem is not None:
+            return i, problem
+    return _cycle_error(tracks)
+
+
+def _needs_problem(name: str, needs: Sequence[str], names: set[str]) -> str | None:
+    """What is wrong with one track's ``needs`` on their own, if anything."""
+    for need in needs:
+        if need == name:
+            return f"track '{name}' needs itself"
+        if need not in names:
+            return f"track '{name}' needs '{need}', which is not a track of this schedule"
+    if len(set(needs)) != len(needs):
+        return f"track '{name}' lists a need twice"
+    return None
+
+
+def _cycle_error(tracks: Sequence[tuple[str, Sequence[str]]]) -> tuple[int, str] | None:
+    """A cycle of the graph, reported at the first track of the file that lies on it."""
     graph = {name: list(needs) for name, needs in tracks}
     index = {name: i for i, (name, _) in enumerate(tracks)}
     cycle = find_cycle(graph)
-    if cycle is not None:
-        first = min(cycle, key=index.__getitem__)
-        at = cycle.index(first)
-        path = [*cycle[at:], *cycle[:at], first]
-        return index[first], "cycle: " + " -> ".join(path)
-    return None
+    if cycle is None:
+        return None
+    first = min(cycle, key=index.__getitem__)
+    at = cycle.index(first)
+    path = [*cycle[at:], *cycle[:at], first]
+    return index[first], "cycle: " + " -> ".join(path)
 
 
 def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -50,24 +63,34 @@ def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:
     for root in graph:
         if root in done:
             continue
-        stack: list[tuple[str, int]] = [(root, 0)]
-        on_path = {root}
-        while stack:
-            node, i = stack[-1]
-            needs = graph.get(node, ())
-            if i == len(needs):
-                stack.pop()
-                on_path.discard(node)
-                done.add(node)
-                continue
-            stack[-1] = (node, i + 1)
-            nxt = needs[i]
-            if nxt in on_path:
-                path = [n for n, _ in stack]
-                return path[path.index(nxt):]
-            if nxt not in done and nxt in graph:
-                stack.append((nxt, 0))
-                on_path.add(nxt)
+        cycle = _cycle_from(graph, root, done)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def _cycle_from(graph: Mapping[str, Sequence[str]], root: str,
+                done: set[str]) -> list[str] | None:
+    """A cycle reachable from ``root``, or ``None``; every node found to lie on none
+    is added to ``done``."""
+    stack: list[tuple[str, int]] = [(root, 0)]
+    on_path = {root}
+    while stack:
+        node, i = stack[-1]
+        needs = graph.get(node, ())
+        if i == len(needs):
+            stack.pop()
+            on_path.discard(node)
+            done.add(node)
+            continue
+        stack[-1] = (node, i + 1)
+        nxt = needs[i]
+        if nxt in on_path:
+            path = [n for n, _ in stack]
+            return path[path.index(nxt):]
+        if nxt not in done and nxt in graph:
+            stack.append((nxt, 0))
+            on_path.add(nxt)
     return None
 
 

@@ -118,9 +118,10 @@ class SchedulePolicies(BaseModel):
     runs_on: RunsOn = Field(None, min_length=1, max_length=10, description=RUNS_ON)
     queue_timeout_minutes: float = Field(
         15, gt=0, le=24 * 60,
-        description="With `runs_on`: minutes a leg may wait for a runner before its label is "
-        "marked degraded and the leg is sent to the next label (a leg that fails to start "
-        "on it does the same at once).")
+        description="With `runs_on`: minutes a leg may wait for a runner. Past them, unless a "
+        "leg started on its label meanwhile (a busy label is not a sick one), the label is "
+        "marked degraded and the leg's run cancelled; once the leg is seen cancelled it "
+        "goes to the next label (a leg that fails to start there goes at once).")
     runner_cooldown_minutes: float = Field(
         30, gt=0, le=7 * 24 * 60,
         description="With `runs_on`: minutes before one leg probes a degraded label again.")

@@ -25,10 +25,11 @@ from ..cron import (
 )
 from ..support.times import iso
 from .files import LoadResult
-from .models import Schedule
+from .models import Schedule, ScheduleSpec
 from .policies import FanIn
 from .track_workflow import read_workflow
 from .triggers import CronTrigger, Trigger, for_spec
+from .zones import advice as zone_advice
 
 GITHUB_MIN_INTERVAL = timedelta(minutes=5)
 """GitHub Actions runs scheduled workflows at most every 5 minutes (GitHub's docs,
@@ -79,6 +80,9 @@ class Preview:
     words: str
     upcoming: list[SlotInfo] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    zone_advice: str | None = None
+    """Set when the schedule's zone is a fixed offset or a legacy alias (also the first
+    of :attr:`warnings`); ``validate --strict`` fails on it."""
 
     def to_json(self) -> dict[str, Any]:
         spec = self.schedule.spec
@@ -102,7 +106,7 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
     spec = schedule.spec
     if workflows is None or not workflows.is_dir():
         return []  # local use: no workflows to check against
-    from .github_limits import MAX_DOWNLOADS, hosted_runner_warnings, job_name_warnings
+    from .github_limits import hosted_runner_warnings, job_name_warnings
 
     runner = hosted_runner_warnings(spec.tracks)
     if not (workflows / spec.workflow).is_file():
@@ -110,21 +114,31 @@ def _workflow_warnings(schedule: Schedule, workflows: Path | None) -> list[str]:
                 "on GitHub Actions would fail", *runner]
     if _names_jobs_by_key(workflows / spec.workflow):
         runner += job_name_warnings(schedule.id, spec.run_tracks, spec.workflow)
-    if spec.fan_in is FanIn.NEXT_TICK:
-        if not _declares_fan_in(workflows / spec.workflow):
-            runner = [f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: "
-                      "GitHub refuses every dispatch of this schedule (copy the shipped "
-                      "track.yml)", *runner]
-        if len(spec.run_tracks) > MAX_DOWNLOADS:
-            runner = [f"fan_in is 'next_tick' with {len(spec.run_tracks)} tracks: a tick "
-                      f"reads at most {MAX_DOWNLOADS} outcomes from artifacts, the other legs "
-                      "from their jobs' conclusions, without results or measured times; keep "
-                      "the fan-in job for a batch this large", *runner]
+    runner = _fan_in_warnings(spec, workflows / spec.workflow) + runner
     if spec.workflow != "track.yml":
         return runner
     return [f"track {track.name!r} has no 'run': the default track.yml fails it on GitHub; "
             "name a 'workflow' that handles its inputs" for track in spec.tracks
             if track.run is None] + runner
+
+
+def _fan_in_warnings(spec: ScheduleSpec, workflow: Path) -> list[str]:
+    """What stands in the way of a fan-in at the next tick (``fan_in: next_tick``)."""
+    from .github_limits import MAX_DOWNLOADS
+
+    if spec.fan_in is not FanIn.NEXT_TICK:
+        return []
+    found: list[str] = []
+    if len(spec.run_tracks) > MAX_DOWNLOADS:
+        found.append(f"fan_in is 'next_tick' with {len(spec.run_tracks)} tracks: a tick "
+                     f"reads at most {MAX_DOWNLOADS} outcomes from artifacts, the other legs "
+                     "from their jobs' conclusions, without results or measured times; keep "
+                     "the fan-in job for a batch this large")
+    if not _declares_fan_in(workflow):
+        found.append(f"fan_in is 'next_tick' but {spec.workflow} has no 'fan_in' input: "
+                     "GitHub refuses every dispatch of this schedule (copy the shipped "
+                     "track.yml)")
+    return found
 
 
 def _names_jobs_by_key(path: Path) -> bool:
@@ -183,23 +197,31 @@ def _timing_warnings(trigger: Trigger, catchup: str, sample: Spacing) -> list[st
     :data:`SAMPLE` runs."""
     if not sample.count:
         return [f"no run in the next {HORIZON_WORDS}"] if sample.horizon else []
-    found: list[str] = []
-    shortest = sample.shortest
-    if shortest is not None and shortest < GITHUB_MIN_INTERVAL:
-        minutes = int(shortest.total_seconds() // 60)
-        found.append(f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
-                     "apart: GitHub Actions starts scheduled workflows at most every 5 "
-                     f"minutes, so the tick sees several slots at once (catchup={catchup} "
-                     "decides)")
+    found = _spacing_warnings(sample.shortest, catchup)
     # A DST shift to 03:00 is not the author's choice of minute; a one-shot fires at
     # the next tick however busy GitHub is.
     # A schedule that runs every few minutes is at minute 0 only as at every other
-    # minute: the spacing warning above is the one that matters for it.
-    frequent = shortest is not None and shortest < GITHUB_MIN_INTERVAL
-    if trigger.repeats and sample.minute_zero and not frequent:
+    # minute: the spacing warning is the one that matters for it.
+    if trigger.repeats and sample.minute_zero and not _frequent(sample.shortest):
         found.append("runs at minute 0 (UTC), GitHub's busiest moment, when scheduled "
                      "workflows are delayed the most; prefer an odd minute such as 7 or 23")
     return found
+
+
+def _frequent(shortest: timedelta | None) -> bool:
+    """Whether runs come closer together than GitHub starts scheduled workflows."""
+    return shortest is not None and shortest < GITHUB_MIN_INTERVAL
+
+
+def _spacing_warnings(shortest: timedelta | None, catchup: str) -> list[str]:
+    """The warning for runs closer together than GitHub's cron calls, if they are."""
+    if shortest is None or not _frequent(shortest):
+        return []
+    minutes = int(shortest.total_seconds() // 60)
+    return [f"runs as little as {minutes} minute{'s' if minutes != 1 else ''} "
+            "apart: GitHub Actions starts scheduled workflows at most every 5 "
+            f"minutes, so the tick sees several slots at once (catchup={catchup} "
+            "decides)"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -217,7 +239,9 @@ def preview(schedule: Schedule, start: datetime, n: int,
     spec = schedule.spec
     trigger = for_spec(spec)
     result = Preview(schedule, trigger.describe(), warnings=_workflow_warnings(
-        schedule, workflows))
+        schedule, workflows), zone_advice=zone_advice(spec.timezone))
+    if result.zone_advice:
+        result.warnings.insert(0, result.zone_advice)
     if n > 0:
         found = _upcoming(_search(trigger, start, n), start, n)
         result.upcoming = found.slots

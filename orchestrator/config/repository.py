@@ -132,7 +132,7 @@ class RepoConfig(Frozen):
     notify: NotifySpec = Field(
         default_factory=NotifySpec,
         description="Where events worth a person's attention go: a GitHub issue per failing "
-        "schedule, webhooks (see README, 'Notifications').")
+        "schedule, webhooks (docs/how-to/notifications.md).")
 
 
 def defaults() -> RepoConfig:

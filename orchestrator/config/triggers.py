@@ -189,19 +189,23 @@ class BoundedTrigger:
         return [s for s in self.inner.explain(after, until) if self._keeps(s.at)]
 
     def slots(self, after: datetime, until: datetime) -> list[datetime]:
-        lo, hi = _utc(after, "after"), _utc(until, "until")
-        if self.start is not None:
-            lo = max(lo, self.start - timedelta(microseconds=1))
+        lo, hi = self._from(after, "after"), _utc(until, "until")
         if self.end is not None:
             hi = min(hi, self.end)
         if lo >= hi:
             return []
         return [at for at in self.inner.slots(lo, hi) if self._keeps(at)]
 
-    def next(self, start: datetime, n: int) -> Search:
-        lo = _utc(start, "start")
+    def _from(self, moment: datetime, name: str) -> datetime:
+        """``moment`` in UTC, moved up to just before ``start_at`` (a search looks
+        after its start, and the start itself may be a slot)."""
+        lo = _utc(moment, name)
         if self.start is not None:
             lo = max(lo, self.start - timedelta(microseconds=1))
+        return lo
+
+    def next(self, start: datetime, n: int) -> Search:
+        lo = self._from(start, "start")
         found: list[SlotInfo] = []
         for _ in range(self.ROUNDS):
             if len(found) >= n:

@@ -73,27 +73,36 @@ def matching_seconds(expr: CronExpr, after: int, until: int, limit: int) -> list
     first_day, last_day = after // DAY, until // DAY
     first_year = date.fromordinal(first_day + EPOCH_DAY).year
     for year in range(first_year, date.fromordinal(last_day + EPOCH_DAY).year + 1):
-        days = year_days(expr, year)
-        i, stop = bisect.bisect_left(days, first_day), bisect.bisect_right(days, last_day)
-        while i < stop:
-            missing = limit - len(found)
-            if missing <= len(tod):  # one day may do: only the times needed
-                base = days[i] * DAY
-                a = bisect.bisect_right(tod, after - base)
-                b = min(bisect.bisect_right(tod, until - base), a + missing)
-                found += [base + t for t in tod[a:b]]
-                if len(found) >= limit:
-                    return found
-                i += 1
-                continue
-            # Enough days for what is missing, one more for a first day cut short.
-            j = min(stop, i + missing // len(tod) + 2)
-            chunk = [day * DAY + t for day in days[i:j] for t in tod]
-            found += chunk[bisect.bisect_right(chunk, after):bisect.bisect_right(chunk, until)]
-            if len(found) >= limit:
-                return found
-            i = j
+        if _add_year(found, year_days(expr, year), tod, after, until, limit):
+            return found
     return found
+
+
+def _add_year(found: list[int], days: tuple[int, ...], tod: tuple[int, ...], after: int,
+              until: int, limit: int) -> bool:
+    """Add to ``found`` the matched wall times among one year's ``days`` (as
+    :func:`matching_seconds`); whether it now holds ``limit`` of them."""
+    i = bisect.bisect_left(days, after // DAY)
+    stop = bisect.bisect_right(days, until // DAY)
+    while i < stop:
+        missing = limit - len(found)
+        if missing <= len(tod):  # one day may do: only the times needed
+            base = days[i] * DAY
+            a = bisect.bisect_right(tod, after - base)
+            b = min(bisect.bisect_right(tod, until - base), a + missing)
+            found += [base + t for t in tod[a:b]]
+            if len(found) >= limit:
+                return True
+            i += 1
+            continue
+        # Enough days for what is missing, one more for a first day cut short.
+        j = min(stop, i + missing // len(tod) + 2)
+        chunk = [day * DAY + t for day in days[i:j] for t in tod]
+        found += chunk[bisect.bisect_right(chunk, after):bisect.bisect_right(chunk, until)]
+        if len(found) >= limit:
+            return True
+        i = j
+    return False
 
 
 def plain_spacing(expr: CronExpr, after: int, until: int, n: int) -> int | None:

@@ -452,6 +452,12 @@ def spacing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime, n: int) 
         if shortest is not None:
             zero = any((t - offset) % 3600 < 60 for t in times_of_day(parsed))
             return Spacing(n, _SECOND * shortest, zero)
+    return _walked_spacing(expr, zone, dst, start, n)
+
+
+def _walked_spacing(expr: str, zone: ZoneInfo, dst: DstPolicy, start: datetime,
+                    n: int) -> Spacing:
+    """The spacing of the firing slots themselves, found one by one."""
     found, horizon = _firing(expr, zone, dst, start, n)
     seconds = found.seconds
     shifted = {seconds[i] for i, (_, kind) in found.resolved.items()

@@ -126,27 +126,38 @@ class CronExpr:
             return
         first = _first_minute(start)
         every = tuple(_MINUTES[m] for m in self.minutes)
-        day = first.date()
+        day = first_day = first.date()
         last_day = (stop - _TICK).date()
         while day <= last_day:
             if self._cannot_match(day):
                 day = self._next_candidate(day)
                 continue
-            # The hour loop stays inline: a generator per day made long spans a third slower.
+            # The hour loop of a whole day stays inline: a generator per day made long
+            # spans a third slower. Only the first and the last day may be cut.
             if self.day_matches(day):
                 midnight = datetime(day.year, day.month, day.day)
-                for hour in self.hours:
-                    base = midnight + _HOURS[hour]
-                    if base >= stop:
-                        break
-                    end = base + _HOURS[1]
-                    if end <= first:
-                        continue
-                    if base >= first and end <= stop:
-                        yield base, every
-                    elif part := _within(every, base, first, stop):
-                        yield base, part
+                if first_day < day < last_day:
+                    for hour in self.hours:
+                        yield midnight + _HOURS[hour], every
+                else:
+                    yield from self._cut_hours(midnight, first, stop, every)
             day += _DAY
+
+    def _cut_hours(self, midnight: datetime, first: datetime, stop: datetime,
+                   every: tuple[timedelta, ...]
+                   ) -> Iterator[tuple[datetime, tuple[timedelta, ...]]]:
+        """:meth:`hour_matches` on a day that ``first`` or ``stop`` may cut."""
+        for hour in self.hours:
+            base = midnight + _HOURS[hour]
+            if base >= stop:
+                break
+            end = base + _HOURS[1]
+            if end <= first:
+                continue
+            if base >= first and end <= stop:
+                yield base, every
+            elif part := _within(every, base, first, stop):
+                yield base, part
 
     def _cannot_match(self, day: date) -> bool:
         """Whether ``day`` cannot match whatever its weekday: its month is not named, or

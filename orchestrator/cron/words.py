@@ -79,29 +79,37 @@ def _hour_words(expr: CronExpr, step: int | None, one: str) -> str:
 
 
 def _day_words(expr: CronExpr) -> str:
-    all_days = len(expr.days) == 31
-    all_weekdays = len(expr.weekdays) == 7
-    day_step = _star_step(expr.fields[2], len(expr.days))
-    if day_step:
-        days = f"every {_ordinal(day_step)} day of the month"
-    else:
-        label = "day" if len(expr.days) == 1 else "days"
-        days = f"on {label} {_runs(sorted(expr.days))} of the month"
-    # Monday first, so that weekends read "Saturday and Sunday".
-    weekdays = _runs(sorted(d or 7 for d in expr.weekdays), lambda v: DAY_NAMES[v % 7])
-    if all_days and all_weekdays:
-        words = "every day"
-    elif all_weekdays:
-        words = days
-    elif all_days:
-        words = f"on {weekdays}"
-    elif expr.both_days_restricted:
-        words = f"{days} or on {weekdays}"
-    else:
-        words = f"{days} if it is a {weekdays}"
+    words = _which_days(expr)
     if len(expr.months) < 12:
         words += " in " + _runs(sorted(expr.months), lambda v: MONTH_NAMES[v - 1])
     return words
+
+
+def _which_days(expr: CronExpr) -> str:
+    """The days of the month and of the week, as cron combines them."""
+    all_days = len(expr.days) == 31
+    all_weekdays = len(expr.weekdays) == 7
+    days = _month_day_words(expr)
+    # Monday first, so that weekends read "Saturday and Sunday".
+    weekdays = _runs(sorted(d or 7 for d in expr.weekdays), lambda v: DAY_NAMES[v % 7])
+    if all_days and all_weekdays:
+        return "every day"
+    if all_weekdays:
+        return days
+    if all_days:
+        return f"on {weekdays}"
+    if expr.both_days_restricted:
+        return f"{days} or on {weekdays}"
+    return f"{days} if it is a {weekdays}"
+
+
+def _month_day_words(expr: CronExpr) -> str:
+    """``every Nth day of the month`` for a step, else the days listed."""
+    day_step = _star_step(expr.fields[2], len(expr.days))
+    if day_step:
+        return f"every {_ordinal(day_step)} day of the month"
+    label = "day" if len(expr.days) == 1 else "days"
+    return f"on {label} {_runs(sorted(expr.days))} of the month"
 
 
 @functools.lru_cache(maxsize=4096)  # pure, and asked once per schedule by validate

@@ -2,8 +2,9 @@
 a hash-pinned lock of its dependencies, committed under ``.github/orchestrator/``.
 
 Owns: the distribution's name and metadata, the reproducible wheel (:mod:`.wheel`),
-the dependency lock shipped in the package data (:mod:`.lock`) and the files ``init``
-and ``upgrade`` write (:mod:`.install`).
+the dependency lock shipped in the package data (:mod:`.lock`), the files ``init``
+and ``upgrade`` write (:mod:`.install`) and the workflows' pin of the GitHub Action
+(:mod:`.action`).
 
 Invariants:
 
@@ -11,6 +12,8 @@ Invariants:
   code (two ``init`` runs of one version write identical files);
 - every line of the requirements file carries a ``--hash``, so the workflows install
   with ``pip install --require-hashes --no-deps`` and nothing unpinned gets in;
+- the orchestrator never shares a Python with the tracks: it runs from a virtual
+  environment of its own, and only its command is on ``PATH``;
 - the lock is generated at development time (``python3 -m orchestrator.distribution.lock``)
   and a test keeps it current with ``pyproject.toml``.
 
@@ -40,9 +43,13 @@ ENTRY_POINTS = {"orchestrator": "orchestrator.cli:run"}
 INSTALL_DIR = ".github/orchestrator"
 """Where ``init`` and ``upgrade`` put the wheel and the requirements file."""
 REQUIREMENTS = f"{INSTALL_DIR}/requirements.txt"
-INSTALL_COMMAND = ("python -m pip install --require-hashes --no-deps --only-binary :all: "
-                   f"-r {REQUIREMENTS}")
-"""What every workflow runs to install the orchestrator (a test checks they do)."""
+INSTALL_SCRIPT = f"{INSTALL_DIR}/install.sh"
+"""Installs from :data:`REQUIREMENTS` into a virtual environment under ``$RUNNER_TEMP``
+and puts only the ``orchestrator`` command on ``PATH``, so a track's packages never
+reach it."""
+INSTALL_COMMAND = f"bash {INSTALL_SCRIPT}"
+"""What every workflow runs to install the orchestrator (a test checks they do), and
+``action.yml`` too, in a folder it writes the same files into."""
 
 
 def wheel_filename(version: str = __version__) -> str:

@@ -3,7 +3,12 @@
 - the wheel of the running version (:mod:`.wheel`);
 - ``requirements.txt``: that wheel by its path and hash, then every dependency of the
   lock (:mod:`.lock`), so the workflows' install step takes nothing unpinned;
+- ``install.sh``: what the workflows' install step runs (a virtual environment of its
+  own under ``$RUNNER_TEMP``, only ``orchestrator`` on ``PATH``);
 - any older ``git_orchestrator-*.whl`` beside them is removed, so one wheel is there.
+
+``python -m orchestrator.distribution.install FOLDER`` writes the same files under
+``FOLDER``: ``action.yml`` installs its own checkout that way.
 
 The wheel's path is relative to the repository's root, where the workflows' steps run
 (pip reads a path in a requirements file from the working directory).
@@ -12,13 +17,17 @@ The wheel's path is relative to the repository's root, where the workflows' step
 from __future__ import annotations
 
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from . import INSTALL_COMMAND, INSTALL_DIR, NAME, REQUIREMENTS, WHEEL_NAME
+from ..support.atomic import write_bytes
+from . import INSTALL_COMMAND, INSTALL_DIR, INSTALL_SCRIPT, NAME, REQUIREMENTS, WHEEL_NAME
 from . import lock as locking
 from . import wheel as wheels
+
+SCRIPT = Path(__file__).resolve().parents[1] / "data" / "install.sh"
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,8 @@ class InstallFiles:
     def files(self) -> dict[str, bytes]:
         """Path relative to the repository's root -> content."""
         return {self.wheel_path: self.wheel.data,
-                REQUIREMENTS: self.requirements.encode("utf-8")}
+                REQUIREMENTS: self.requirements.encode("utf-8"),
+                INSTALL_SCRIPT: SCRIPT.read_bytes()}
 
 
 def requirements_text(wheel: wheels.Wheel, lock: locking.Lock) -> str:
@@ -42,7 +52,7 @@ def requirements_text(wheel: wheels.Wheel, lock: locking.Lock) -> str:
         "# the wheel beside this file and every dependency, each pinned by its hash.\n"
         "# The workflows install exactly this, from the repository's root:\n"
         f"#   {INSTALL_COMMAND}\n"
-        f"# Refresh both with `orchestrator upgrade` (README, \"Set up on GitHub\").\n"
+        "# Refresh them with `orchestrator upgrade` (docs/how-to/upgrade.md).\n"
         f"./{INSTALL_DIR}/{wheel.filename} \\\n"
         f"    --hash=sha256:{wheel.sha256}\n"
         + lock.body)
@@ -101,3 +111,17 @@ def keep_tracked(root: Path, rels: list[str]) -> list[str]:
         lines.append(f"warning: {path} is still ignored ({rule}): the workflows install it, "
                      f"so commit it with `git add -f {path}`")
     return lines
+
+
+def main(argv: list[str]) -> int:
+    """Write the install files of this checkout under the folder ``argv[0]``."""
+    if len(argv) != 1:
+        print("usage: python -m orchestrator.distribution.install FOLDER", file=sys.stderr)
+        return 2
+    for rel, data in current().files().items():
+        write_bytes(Path(argv[0]) / rel, data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

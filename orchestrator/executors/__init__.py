@@ -75,6 +75,9 @@ class Capabilities:
     clock: bool = False
     """Whether an external clock (``serve --clock-only``, ``cron-sync --external``)
     can start the tick on this engine."""
+    lingers: bool = False
+    """Whether the tick runs on a billed runner that may wait for a near slot
+    (``tick --linger``): the tick's summary then says which wait is worth it."""
 
 
 NONE = Capabilities()
@@ -169,7 +172,8 @@ REGISTRY: MutableMapping[str, ExecutorInfo] = {info.name: info for info in (
             "GITHUB_REF_NAME": "ref the track workflow is dispatched on (default: main)",
             "ORCHESTRATOR_DISPATCH_REF": "overrides GITHUB_REF_NAME",
         },
-        capabilities=Capabilities(logs=_github_logs, admin=_github_admin, clock=True),
+        capabilities=Capabilities(logs=_github_logs, admin=_github_admin, clock=True,
+                                  lingers=True),
     ),
 )}
 NAMES = tuple(REGISTRY)

@@ -40,7 +40,7 @@ CALL_TIMEOUT = 10.0
 BRIEF_ROOM = 48_000
 """Bytes of the Markdown brief in an issue body; the body stays under GitHub's limit."""
 NO_PERMISSION = ("the token cannot write issues: give the job `issues: write` "
-                 "(README, Notifications); nothing else is affected")
+                 "(docs/how-to/notifications.md); nothing else is affected")
 
 
 def schedule_label(schedule: str) -> str:

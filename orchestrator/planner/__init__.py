@@ -20,8 +20,8 @@ step (module)            why it is where it is
 (:mod:`.requests`)       run's saga starts at once.
 ``on_failure``           After the steps that end tracks for good: cancel the run, or
 (:mod:`.compensation`)   start its saga. A failure found later waits for the next tick.
-``watch_queues``         Legs queued too long on a runner label move to the next label,
-(:mod:`.routing`)        before dispatch reads the labels.
+``watch_queues``         Legs queued too long on a label that took no leg: their runs'
+(:mod:`.routing`)        cancel is asked, before dispatch reads the labels.
 **settle**               Before firing, so ``overlap: skip`` does not count a run whose
                          last track this tick saw finish.
 ``release_stranded``     After the first settling: a worker that ended is settled from
@@ -62,6 +62,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from ..config.models import Schedule
+from ..errors import IllegalTransition
 from ..state.model import State
 from . import drain
 from .compensation import on_failure
@@ -115,15 +116,36 @@ def plan(
     settling: Sequence[Pass] = PASSES,
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision.
-    ``settling`` orders the settling loop's passes (a test runs every order)."""
-    decision = Decision(state=state.copy(), invalid=list(invalid))
-    for line in decision.invalid:
-        decision.log.append(f"invalid schedule, ignored: {line}")
+    ``settling`` orders the settling loop's passes (a test runs every order).
+
+    A run whose record the state machine refuses to move is left alone, named in one
+    line, and the tick decided again without it: one bad record never stops the rest.
+    """
     by_id = {s.id: s for s in schedules}
-    ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
-                  only_run)
+    invalid, requests = list(invalid), list(requests)
+    left_alone: dict[str, str] = {}
+    while True:
+        decision = Decision(state=state.copy(), invalid=list(invalid))
+        ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
+                      only_run, left_alone=frozenset(left_alone))
+        try:
+            _steps(ctx, requests, settling, left_alone)
+        except IllegalTransition as exc:
+            if exc.run_id is None or exc.run_id in left_alone:
+                raise  # not a run's record, or leaving it alone did not help
+            left_alone[exc.run_id] = exc.message
+            continue
+        return decision
+
+
+def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
+           left_alone: dict[str, str]) -> None:
+    """The steps of one decision, in the order the module's table gives."""
+    for line in ctx.decision.invalid:
+        ctx.decision.log.append(f"invalid schedule, ignored: {line}")
+    for run_id, why in sorted(left_alone.items()):
+        ctx.decision.log.append(f"run {run_id} left alone: {why} (fix or cancel its record)")
     drain.log_notes(ctx)
-    requests = list(requests)
     hygiene(ctx)
     cancel_runs(ctx, requests)
     on_failure(ctx)
@@ -135,4 +157,3 @@ def plan(
     settle(ctx, settling)
     dispatch_pending(ctx)
     settle(ctx, settling)
-    return decision

@@ -91,7 +91,8 @@ class Context:
     def __init__(self, decision: Decision, schedules: dict[str, Schedule],
                  observations: Observations, now: datetime, executor: str,
                  dispatch_grace: timedelta, caps: Caps | None = None,
-                 only_run: str | None = None) -> None:
+                 only_run: str | None = None, *,
+                 left_alone: frozenset[str] = frozenset()) -> None:
         self.decision = decision
         self.state = decision.state
         self.schedules = schedules
@@ -105,15 +106,19 @@ class Context:
         """Workers whose items this tick settled already (the settling loop repeats)."""
         """The one run a scoped tick (a fan-in job's) may touch: the claims of other
         runs' workers are not its to release."""
+        self.left_alone = left_alone
+        """Runs whose record the state machine refused to move: no step works on them."""
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is
         done, only the brief is pending) and repairs (old runs reopened by ``dlq
-        requeue``), as overlap policies should."""
+        requeue``), as overlap policies should. The runs left alone are left out of
+        the walk over every schedule, but still count for their own schedule's overlap."""
         wanted = {RunStatus.SCHEDULED, RunStatus.RUNNING} if active else machine.RUN_OPEN
         runs = [r for r in self.state.runs.values() if r.status in wanted
                 and not (active and r.repair)
-                and (schedule_id is None or r.schedule_id == schedule_id)]
+                and (r.schedule_id == schedule_id if schedule_id is not None
+                     else r.run_id not in self.left_alone)]
         return sorted(runs, key=lambda r: (r.slot, r.run_id))
 
     def fan_in_job(self, run: Run) -> bool:

@@ -121,7 +121,10 @@ def _worker(ctx: Context, run: Run, track: Track, index: int, ids: list[str],
     spec = track.spec.model_copy(update={
         "name": name, "drain": None, "needs": [], "max_attempts": 1,
         "timeout_minutes": track.spec.timeout_minutes + WORKER_MARGIN_MINUTES})
-    worker = Track(run_id=run.run_id, name=name, spec=spec,
+    # the drain's attempt is part of the worker's key: a retried drain's workers never
+    # take the dispatch keys (and so the attempts) of the workers before them
+    worker = Track(run_id=run.run_id, name=name, spec=spec, attempt=track.attempt,
+                   max_attempts=track.attempt,
                    work=Work(drain=track.name, queue=drain.queue, items=ids,
                              wall_minutes=track.spec.timeout_minutes, lease_until=until))
     ctx.set_track(worker)

@@ -46,6 +46,8 @@ def observe(ctx: Context, track: Track) -> Track:
 
 def _take_news(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
     """``track`` after what ``seen`` reports: its phase ``to``, a start, or nothing."""
+    if routing.leaves(track, seen):
+        return routing.leave(ctx, track)  # its run's cancel, asked by routing, is done
     if _label_failed(track, seen):
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
     if to is track.phase:

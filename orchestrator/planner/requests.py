@@ -12,6 +12,9 @@ Invariants:
   newest request ids it honoured (:data:`REQUESTS_KEEP`) and the run each started.
 - A backfilled slot's run has the ordinary id of its slot, so a tick and a backfill
   never both fire it; a slot that has a run is skipped.
+- A backfill request is known by a hash of what it asks
+  (:attr:`BackfillRequest.request_id`): a second request, even by the same person at
+  the same instant, is never taken for a replay of the first.
 - A backfill lives on the cursor (:class:`~orchestrator.state.records.Backfill`) and
   every tick starts its next slots, oldest first, while fewer than
   ``max_parallel_runs`` runs of the schedule are open.
@@ -20,6 +23,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +33,7 @@ from ..state import machine
 from ..state.layout import is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus
 from ..state.records import Act, Backfill, Cursor
-from ..support.times import iso_minute
+from ..support.times import iso, iso_minute
 from .compensation import cancel_open, compensate
 from .context import Context
 from .fire import create_run, overlap_allows
@@ -58,6 +62,15 @@ class BackfillRequest:
     slots: tuple[datetime, ...]
     act: Act
     max_parallel_runs: int = 1
+
+    @property
+    def request_id(self) -> str:
+        """Its identity: a hash of everything it asks, so two different requests never
+        share one, and the same request planned again (a lost race) is known."""
+        parts = [self.schedule_id, *map(iso, self.slots), str(self.max_parallel_runs),
+                 self.act.by, iso(self.act.at), self.act.reason]
+        digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        return f"backfill-{digest[:16]}"
 
 
 @dataclass(frozen=True)
@@ -176,14 +189,17 @@ def _begin_backfill(ctx: Context, request: BackfillRequest) -> None:
     if schedule is None or cursor is None:
         _answer(ctx, request, f"{sid}: no backfill: no such valid schedule")
         return
-    if cursor.backfill is not None and cursor.backfill.act.at == request.act.at \
-            and cursor.backfill.act.by == request.act.by:
-        return  # this request, planned again after a lost race
+    if cursor.backfill is not None and cursor.backfill.act.request_id == request.request_id:
+        # this request, planned again after a lost race
+        _answer(ctx, request, f"{sid}: backfill {request.request_id} already planned, "
+                f"{len(cursor.backfill.slots)} slot(s) still to fire")
+        return
     todo = [s for s in request.slots if not _fired(ctx, sid, s)]
     if cursor.backfill is not None:
         todo = sorted({*cursor.backfill.slots, *todo})
+    act = request.act.model_copy(update={"request_id": request.request_id})
     ctx.state.cursors[sid] = cursor.model_copy(update={"backfill": Backfill(
-        slots=todo, max_parallel_runs=request.max_parallel_runs, act=request.act)})
+        slots=todo, max_parallel_runs=request.max_parallel_runs, act=act)})
     skipped = len(request.slots) - len(todo)
     _answer(ctx, request, f"{sid}: backfill of {len(todo)} slot(s) "
             f"({skipped} already had a run), {request.act.describe()}")

@@ -2,9 +2,15 @@
 :mod:`orchestrator.state.health`.
 
 * :func:`watch_queues` (after hygiene): a leg still waiting for a runner
-  ``queue_timeout_minutes`` after its dispatch marks its label degraded, is cancelled
-  and goes back to ``pending`` under a fresh attempt number (the attempt budget is
-  not spent: the track never ran); a leg that started marks a degraded label healthy.
+  ``queue_timeout_minutes`` after its dispatch is left to wait while its label is busy
+  (another leg started there since: GitHub queues what exceeds a plan's concurrent
+  jobs or a pool's runners). Otherwise its label is degraded and its run's cancel is
+  asked, again every :data:`ASK_AGAIN` while the leg still waits; a leg that started
+  marks a degraded label healthy.
+* :func:`leaves` and :func:`leave` (while hygiene observes): only once the leg is seen
+  cancelled (or failed to start) does the track go back to ``pending`` under a fresh
+  attempt number (the budget is not spent: the track never ran). A run GitHub cannot
+  cancel yet (a sibling leg still runs) keeps the leg where it is: never two copies.
 * :func:`failed_to_start` (while hygiene observes, before a failure could count as an
   attempt): a leg whose job completed without ever running the track (no runner took
   it, or its runner was lost setting up: the executor's rule, e.g.
@@ -22,7 +28,7 @@ observed as no news), or ``running`` with no start time (an older record).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from ..executors.base import Observation
 from ..state import health as runner_health
@@ -33,6 +39,11 @@ from ..support.times import iso
 from .context import Context, log_line
 
 _STARTED = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED})
+_RAN = frozenset({TrackPhase.RUNNING, TrackPhase.COMPLETE, TrackPhase.FAILED,
+                  TrackPhase.TAPPED_OUT})
+ASK_AGAIN = timedelta(minutes=10)
+"""How often a leaving leg's record is touched to ask its cancel again: a tick carries
+out cancels only once its commit lands, and a cancel may have failed or been put off."""
 
 
 def labels(ctx: Context, run: Run, track: Track) -> list[str]:
@@ -62,8 +73,10 @@ def watch_queues(ctx: Context) -> None:
                 continue
             if track.started_at is not None or track.phase in _STARTED:
                 _started_on_label(ctx, run, track, track.runner)
+            elif _leaving(track):
+                _ask_again(ctx, track)
             elif _stuck_in_queue(ctx, track, queue_timeout):
-                _move_on(ctx, track, track.runner, queue_timeout)
+                _leave_or_wait(ctx, run, track, track.runner, queue_timeout)
 
 
 def _proves_healthy(health: RunnerHealth | None, track: Track) -> bool:
@@ -93,16 +106,71 @@ def _stuck_in_queue(ctx: Context, track: Track, queue_timeout: timedelta) -> boo
     return ctx.now >= track.dispatched_at + queue_timeout
 
 
-def _move_on(ctx: Context, track: Track, label: str, queue_timeout: timedelta) -> None:
-    """Degrade a label that took no leg within ``queue_timeout``, cancel the leg, and
-    send the track to the next label."""
+def _leaving(track: Track) -> bool:
+    """Whether ``track`` is an open leg whose run's cancel was asked to move it on."""
+    return track.leaving_since is not None and track.phase in (TrackPhase.DISPATCHED,
+                                                               TrackPhase.RUNNING)
+
+
+def _ran_on(track: Track, label: str, since: datetime) -> bool:
+    """Whether ``track`` started on ``label`` and was still there at ``since`` or later."""
+    if track.runner != label or track.started_at is None or track.phase not in _RAN:
+        return False
+    return track.finished_at is None or track.finished_at >= since
+
+
+def _busy(ctx: Context, label: str, since: datetime) -> int:
+    """How many legs ran on ``label`` since ``since``: its runners work, they are taken."""
+    return sum(_ran_on(t, label, since) for tracks in ctx.state.tracks.values()
+               for t in tracks.values())
+
+
+def _leave_or_wait(ctx: Context, run: Run, track: Track, label: str,
+                   queue_timeout: timedelta) -> None:
+    """Wait on a busy label; on a label that took no leg, degrade it and ask to cancel
+    the leg's run. The track moves on once the leg is seen cancelled (:func:`leave`)."""
     waited = int(queue_timeout.total_seconds() // 60)
-    _degrade(ctx, label, f"{track.dispatch_key} waited {waited} min for a runner")
+    assert track.dispatched_at is not None  # checked by _stuck_in_queue
+    busy = _busy(ctx, label, track.dispatched_at)
     handle = ctx.handle_of(track)
-    if handle is not None:
-        ctx.decision.cancel.append(handle)
-    _next_label(ctx, track, f"no runner took it on {label} within {waited} "
-                "min; trying the next label")
+    if busy or handle is None:
+        why = (f"{busy} leg(s) started there since: busy, not sick" if busy else
+               "its dispatch is not recorded yet")
+        ctx.decision.log.append(f"{run.run_id}: {track.name}: queued on {label} for over "
+                                f"{waited} min; {why}; it waits")
+        return
+    _degrade(ctx, label, f"{track.dispatch_key} waited {waited} min for a runner")
+    ctx.decision.cancel.append(handle)
+    ctx.set_track(track.model_copy(update={"leaving_since": ctx.now}))
+    ctx.decision.note(run.run_id, f"{track.name}: no runner took it on {label} within "
+                      f"{waited} min; cancelling its run before it goes to the next label")
+
+
+def _ask_again(ctx: Context, track: Track) -> None:
+    """Ask again to cancel a leaving leg's run; touch its record every :data:`ASK_AGAIN`
+    so that a tick lands and carries the cancel out even when nothing else changed."""
+    handle = ctx.handle_of(track)
+    if handle is None or track.leaving_since is None:
+        return
+    ctx.decision.cancel.append(handle)
+    if ctx.now >= track.leaving_since + ASK_AGAIN:
+        ctx.set_track(track.model_copy(update={"leaving_since": ctx.now}))
+
+
+def leaves(track: Track, seen: Observation) -> bool:
+    """Whether ``seen`` confirms that a leaving leg's run was cancelled: the leg ended
+    cancelled, or failed to start."""
+    return track.leaving_since is not None and (seen.phase is TrackPhase.CANCELLED
+                                                or seen.failed_to_start)
+
+
+def leave(ctx: Context, track: Track) -> Track:
+    """The leaving leg is seen cancelled: send the track to the next label. Its label
+    was degraded when the cancel was asked, not again now."""
+    line = f"{track.dispatch_key}: no runner took it on {track.runner}; its run was cancelled"
+    return _next_label(ctx, track, f"its run was cancelled, no runner having taken it "
+                       f"on {track.runner}; trying the next label",
+                       error_log=log_line(track, f"{iso(ctx.now)} {line}"))
 
 
 def failed_to_start(ctx: Context, track: Track, seen: Observation) -> Track:
@@ -130,7 +198,7 @@ def _next_label(ctx: Context, track: Track, reason: str,
     return ctx.move(track, TrackPhase.PENDING, reason, attempt=track.attempt + 1,
                     max_attempts=track.max_attempts + 1, runner=None, handle=None,
                     dispatch_key=None, url=None, dispatched_at=None, not_before=None,
-                    started_at=None, finished_at=None,
+                    started_at=None, finished_at=None, leaving_since=None,
                     error_log=track.error_log if error_log is None else error_log)
 
 

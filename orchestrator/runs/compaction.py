@@ -89,23 +89,29 @@ def plan(files: Mapping[str, bytes], keep_days: int, now: datetime,
     candidate whose record is unreadable is left alone and named in
     :attr:`Plan.skipped`, one without a record (archived meanwhile) is passed over.
     Without it every run record is read, as ``compact`` does."""
-    from ..state.records import Run
-
     cutoff = now - timedelta(days=keep_days)
     files = as_state_files(files)
     letters = _dead_letters(files)
     waiting = {letter.run_id for letter in letters.values() if not letter.discarded}
     skipped: list[str] = []
-    if candidates is None:
-        runs = [parse_record(Run, path, files[path]) for path in _run_records(files)]
-    else:
-        runs = _read_candidates(files, sorted(set(candidates) - waiting), skipped)
+    runs = _runs_to_weigh(files, candidates, waiting, skipped)
     old = sorted(run.run_id for run in runs if _archivable(run, waiting, cutoff))
     change: Change = dict.fromkeys(_files_under(files, old))
     gone = sorted(path for path, letter in letters.items() if letter.run_id in set(old))
     change.update(dict.fromkeys(gone))
     items = _done_items(files, cutoff, now, change)
     return Plan(tuple(old), tuple(gone), change, tuple(skipped), items)
+
+
+def _runs_to_weigh(files: StateFiles, candidates: Iterable[str] | None, waiting: set[str],
+                   skipped: list[str]) -> list[Run]:
+    """The run records :func:`plan` weighs: every one, or the ``candidates``' without a
+    dead letter ``waiting`` (an unreadable one named in ``skipped``)."""
+    from ..state.records import Run
+
+    if candidates is None:
+        return [parse_record(Run, path, files[path]) for path in _run_records(files)]
+    return _read_candidates(files, sorted(set(candidates) - waiting), skipped)
 
 
 def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Change) -> int:
@@ -119,7 +125,7 @@ def _done_items(files: StateFiles, cutoff: datetime, now: datetime, change: Chan
     for book in queueload.load(files)[0].values():
         if not any(chunk_day(c) < f"{cutoff:%Y%m%d}" for c in book.done):
             continue
-        removed += queueops.purge_done(book, cutoff, now)
+        removed += len(queueops.purge_done(book, cutoff, now))
         change.update(book.dump())
     return removed
 
@@ -209,9 +215,11 @@ class Compactor:
         return f"compact: archive runs finished before {iso(cutoff)}"
 
 
-def compact(store: Archiver, keep_days: int, now: datetime) -> Plan | None:
+def compact(store: Archiver, keep_days: int, now: datetime,
+            extra: Callable[[Snapshot, Plan], Change] | None = None) -> Plan | None:
     """Archive what :func:`plan` finds on the tip (re-planned on a lost race) under
-    :func:`archive_tag`; the plan that landed, or ``None`` when nothing was archived."""
-    compactor = Compactor(keep_days, now)
+    :func:`archive_tag`; the plan that landed, or ``None`` when nothing was archived.
+    ``extra`` adds files to the same commit, as :class:`Compactor`'s does."""
+    compactor = Compactor(keep_days, now, extra=extra)
     result = store.archive(compactor, compactor.message(), archive_tag(now))
     return compactor.last if result.landed else None

@@ -91,22 +91,8 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
     """Put the parked track back to ``pending`` with a fresh attempt budget, drop its
     dead letter and reopen a failed run (with its whole allowance again, from ``now``)."""
     state = state_model.load(files, all_tracks=True)
-    letter = find(state, key)
-    if letter.discarded:
-        raise UserError(f"dead letter {key!r} was discarded; it cannot be requeued")
+    letter, run, track = _parked(state, key)
     compensation = letter.reason == COMPENSATION_FAILED
-    run = state.runs.get(letter.run_id)
-    records = state.undos if compensation else state.tracks
-    track = records.get(letter.run_id, {}).get(letter.track)
-    if run is None or track is None:
-        raise NotFound(f"dead letter {key!r}: its run or track record is gone (compacted?)")
-    if run.status is RunStatus.CONSOLIDATING:
-        raise UserError(f"run {run.run_id} is being consolidated; requeue after the "
-                        "next tick")
-    if track.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
-        what = "compensation" if compensation else "track"
-        raise UserError(f"{what} {letter.run_id}/{letter.track} is {track.phase.value}, "
-                        "not failed or tapped out")
     why = f"requeued by {who}" + (f": {reason}" if reason else "")
     track = machine.move_track(
         track, TrackPhase.PENDING, now, why, attempt=track.attempt + 1,
@@ -124,6 +110,28 @@ def requeue(files: Mapping[str, bytes], key: str, who: str, reason: str,
         out[layout.run_path(run.run_id)] = codec.to_json(
             _reopen(run, why, now, repair=not compensation))
     return state_index.refresh(files, out)  # the reopened run is open again
+
+
+def _parked(state: state_model.State, key: str) -> tuple[DeadLetter, Run, Track]:
+    """The dead letter ``key`` with its run and its track (or compensation), refused
+    unless the track may go back to ``pending`` now."""
+    letter = find(state, key)
+    if letter.discarded:
+        raise UserError(f"dead letter {key!r} was discarded; it cannot be requeued")
+    compensation = letter.reason == COMPENSATION_FAILED
+    run = state.runs.get(letter.run_id)
+    records = state.undos if compensation else state.tracks
+    track = records.get(letter.run_id, {}).get(letter.track)
+    if run is None or track is None:
+        raise NotFound(f"dead letter {key!r}: its run or track record is gone (compacted?)")
+    if run.status is RunStatus.CONSOLIDATING:
+        raise UserError(f"run {run.run_id} is being consolidated; requeue after the "
+                        "next tick")
+    if track.phase not in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT):
+        what = "compensation" if compensation else "track"
+        raise UserError(f"{what} {letter.run_id}/{letter.track} is {track.phase.value}, "
+                        "not failed or tapped out")
+    return letter, run, track
 
 
 def _reopen(run: Run, why: str, now: datetime, *, repair: bool) -> Run:

@@ -148,7 +148,16 @@ def _dead_line(item: Item) -> str:
 
 
 def item_text(item: Item) -> list[str]:
-    lines = _item_header(item)
+    lines = _item_header(item) + _item_state(item)
+    lines += [f"  ! {entry}" for entry in item.error_log]
+    lines += [f"  {iso(h.at)}  {h.from_ or '-'} -> {h.to}  {h.by}: {h.reason}"
+              for h in item.state_history]
+    return lines
+
+
+def _item_state(item: Item) -> list[str]:
+    """Where the item stands: its wait, its retry, its claim, its death, its result."""
+    lines = []
     if item.not_before:
         lines.append(f"  not before {iso(item.not_before)}")
     if item.retry_at and item.status is ItemStatus.FAILED:
@@ -159,9 +168,6 @@ def item_text(item: Item) -> list[str]:
         lines.append(_dead_line(item))
     if item.result is not None:
         lines.append(f"  result: {item.result}")
-    lines += [f"  ! {entry}" for entry in item.error_log]
-    lines += [f"  {iso(h.at)}  {h.from_ or '-'} -> {h.to}  {h.by}: {h.reason}"
-              for h in item.state_history]
     return lines
 
 
@@ -211,9 +217,9 @@ def stats_text(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def purge(files: Mapping[str, bytes], queue: str, older_than_days: float,
-          now: datetime) -> tuple[Change | None, int]:
+          now: datetime) -> tuple[Change | None, list[str]]:
     """The change that removes the items of ``queue`` done more than ``older_than_days``
-    ago, and how many (the branch's history keeps them)."""
+    ago, and their ids (the branch's history keeps them)."""
     target = book(files, queue, must_exist=True)
     removed = queueops.purge_done(target, now - timedelta(days=older_than_days), now)
     return (target.dump() or None) if removed or target.changed else None, removed
@@ -224,12 +230,15 @@ def purge(files: Mapping[str, bytes], queue: str, older_than_days: float,
 
 def dead_letters(files: Mapping[str, bytes], *, show_all: bool = False) -> list[Item]:
     """The dead items of every queue, oldest first; discarded ones with ``show_all``."""
-    out: list[Item] = []
-    for target in books(files).values():
-        ids = [i for i, d in target.dead.items() if show_all or not d.discarded]
-        target.prefetch(ids)
-        out += [i for i in (target.item(x) for x in ids) if i is not None]
+    out = [item for target in books(files).values() for item in _dead_of(target, show_all)]
     return sorted(out, key=lambda i: (i.finished_at or i.updated_at, i.queue, i.id))
+
+
+def _dead_of(target: QueueBook, show_all: bool) -> list[Item]:
+    """The dead items of one queue; discarded ones with ``show_all``."""
+    ids = [i for i, d in target.dead.items() if show_all or not d.discarded]
+    target.prefetch(ids)
+    return [i for i in (target.item(x) for x in ids) if i is not None]
 
 
 def letter_lines(items: list[Item]) -> list[str]:

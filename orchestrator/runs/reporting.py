@@ -120,6 +120,14 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
         return "stale_attempt", track, None
     if track.phase is report.phase:
         return "unchanged", track, None
+    moved = move_track(track, report.phase, report.at, "reported by the track",
+                       **_changes(report, track))
+    return "recorded", moved, {path: record_bytes(moved, specs)}
+
+
+def _changes(report: Report, track: Track) -> dict[str, Any]:
+    """The fields ``report`` sets on ``track``: its time, its result, and its message
+    (a failure's in the error log, else a completion's summary)."""
     changes: dict[str, Any] = {}
     if report.phase is TrackPhase.RUNNING:
         changes["started_at"] = report.at
@@ -133,8 +141,7 @@ def apply(files: Mapping[str, bytes], report: Report) -> tuple[Verdict, Track, C
                                     f"{report.message}"]
         elif report.phase is TrackPhase.COMPLETE and report.result is None:
             changes["result"] = {"summary": report.message}
-    moved = move_track(track, report.phase, report.at, "reported by the track", **changes)
-    return "recorded", moved, {path: record_bytes(moved, specs)}
+    return changes
 
 
 def report(store: StateStore, rep: Report) -> Outcome:

@@ -33,7 +33,7 @@ push, whoever loses re-reads and re-applies (the compaction re-plans on the new 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -183,8 +183,7 @@ def compact(store: StateStore, archive: ArchiveFn, keep_days: int, now: datetime
     ids = tuple(run_ids)
     refused: str | None = None
     refused_at: datetime | None = None
-    if record is not None and record.refused_at is not None \
-            and now - record.refused_at < RETRY_REWRITE:
+    if record is not None and _still_refused(record, now):
         refused, refused_at = record.refused, record.refused_at
     tag: str | None = None if refused else archive_tag(now)
 
@@ -227,12 +226,36 @@ def compact(store: StateStore, archive: ArchiveFn, keep_days: int, now: datetime
             store.transact(unless_done(lambda snap: {RECORD: codec.to_json(note)}),
                            compactor.message())
         return Outcome(keep_days, refused=refused_now, problem=exc.message)
-    plan = compactor.last
-    if not result.landed or plan is None:
+    return _outcome(keep_days, compactor.last if result.landed else None, tag, refused_now)
+
+
+def _still_refused(record: Record, now: datetime) -> bool:
+    """Whether a force push was refused less than :data:`RETRY_REWRITE` ago."""
+    return record.refused_at is not None and now - record.refused_at < RETRY_REWRITE
+
+
+def _outcome(keep_days: int, plan: Plan | None, tag: str | None,
+             refused_now: str | None) -> Outcome:
+    """What a compaction came to (``plan``: the one that landed, if any); the tag only
+    when it archived something."""
+    if plan is None:
         return Outcome(keep_days, refused=refused_now)
     cut = bool(plan.runs or plan.items)
     return Outcome(keep_days, plan.runs, tag if cut else None, refused_now,
                    skipped=plan.skipped, items=plan.items)
+
+
+def by_hand(keep_days: int, now: datetime) -> Callable[[Snapshot, Plan], Change]:
+    """The record of an ``orchestrator compact`` that archived something, written in its
+    commit: ``status`` then tells of it, and the tick's own compaction waits its batch."""
+    def write(snap: Snapshot, plan: Plan) -> Change:
+        if not (plan.runs or plan.items or plan.dead_letters):
+            return {}  # nothing archived: no commit for a record alone
+        done = Record(at=now, keep_days=keep_days, archived=len(plan.runs),
+                      tag=archive_tag(now))
+        return {RECORD: codec.to_json(done)}
+
+    return write
 
 
 def describe(record: Record | None, keep_days: int | None) -> dict[str, Any]:

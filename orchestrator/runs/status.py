@@ -66,12 +66,15 @@ def _ended(schedule: Schedule, now: datetime) -> datetime | None:
 
 
 def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[str],
-          now: datetime, max_staleness: timedelta, caps: Caps | None = None
-          ) -> dict[str, Any]:
+          now: datetime, max_staleness: timedelta, caps: Caps | None = None, *,
+          simulated: bool = False) -> dict[str, Any]:
     """The status report (pure): everything ``status`` prints, as a JSON-able dict.
-    ``caps`` are the repository's stampede caps (``orchestrator.json``)."""
+    ``caps`` are the repository's stampede caps (``orchestrator.json``). On the
+    machine's clock the heartbeat is when ticks ran; with a ``simulated`` now, the
+    instants the ticks were told (:func:`~orchestrator.state.codec.heartbeat_at`)."""
     state = state_index.load(files).state  # open runs only, like the tick
-    return from_state(state, codec.last_tick_at(files), schedules, invalid, now,
+    last = codec.last_tick_at(files) if simulated else codec.heartbeat_at(files)
+    return from_state(state, last, schedules, invalid, now,
                       max_staleness, caps)
 
 

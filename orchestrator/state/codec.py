@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import EXIT_USER, InvalidId, OrchestratorError
 from ..support import safejson
 from ..support.text import error_location
+from ..support.times import parse_utc
 from .layout import (
     TICKS,
     specs_path,
@@ -177,19 +178,40 @@ def real_clock_ticks(files: Mapping[str, bytes]) -> bool:
     return False
 
 
-def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
-    """The ``at`` of the newest readable line of ``state/ticks.jsonl``, if any."""
-    from ..support.times import parse_utc
+GIVEN_AHEAD = timedelta(minutes=5)
+"""A ``tick --now`` line this far ahead of the clock it ran on is a simulated future:
+the heartbeat shows it, so ``status`` can say the branch is ahead."""
 
+
+def heartbeat_at(files: Mapping[str, bytes]) -> datetime | None:
+    """When a tick last ran, for whoever asks whether ticks still run (``status``, the
+    watchdog, the dashboard): the newest line on the machine's clock. A ``tick --now``
+    line moves it only ahead (a simulated future) or on a branch with no real tick,
+    and then by when it ran (``ran_at``), never by the instant it simulated."""
+    fallback = None
+    for entry, moment in _tick_lines(files):
+        if entry.get("clock") != CLOCK_GIVEN:
+            return moment
+        ran = parse_utc(entry.get("ran_at")) or moment
+        if moment - ran > GIVEN_AHEAD:
+            return moment
+        fallback = fallback or ran
+    return fallback
+
+
+def _tick_lines(files: Mapping[str, bytes]) -> Iterator[tuple[dict[str, Any], datetime]]:
+    """The readable lines of ``state/ticks.jsonl``, newest first, with their ``at``."""
     data = files.get(TICKS)
-    if not data:
-        return None
-    for line in reversed(data.decode("utf-8", "replace").splitlines()):
+    for line in reversed(data.decode("utf-8", "replace").splitlines() if data else []):
         try:
             entry = safejson.loads(line)
         except ValueError:
             continue  # one bad line must not hide the heartbeat before it
         moment = parse_utc(entry.get("at")) if isinstance(entry, dict) else None
         if moment is not None:
-            return moment
-    return None
+            yield entry, moment
+
+
+def last_tick_at(files: Mapping[str, bytes]) -> datetime | None:
+    """The ``at`` of the newest readable line of ``state/ticks.jsonl``, if any."""
+    return next((moment for _, moment in _tick_lines(files)), None)

@@ -2,8 +2,8 @@
 
 A schedule or track may list runner labels in order of preference (``runs_on``); the
 tick routes each leg to the first label it trusts. A label whose leg sat queued past
-``queue_timeout_minutes`` (no runner took it) or failed to start (its runner was lost
-setting up) is marked ``degraded``; after
+``queue_timeout_minutes`` (no runner took it, nor any other leg there) or failed to
+start (its runner was lost setting up) is marked ``degraded``; after
 :data:`OFFLINE_AFTER` such failures in a row, ``offline``. New legs skip it. Once
 ``runner_cooldown_minutes`` have passed since it was last checked, one leg probes it
 (half-open, as the breaker does): the probe starting marks it ``healthy`` again, the

@@ -140,8 +140,7 @@ def move_track(track: Track, to: TrackPhase, at: datetime, reason: str = "",
     if not can_move_track(track.phase, to):
         raise IllegalTransition(
             f"track {track.run_id}/{track.name}: illegal transition "
-            f"{track.phase.value} -> {to.value}"
-        )
+            f"{track.phase.value} -> {to.value}", track.run_id)
     history = _history(track, track.phase.value, to.value, at, reason)
     return revise(track, **changes, phase=to, state_history=history)
 
@@ -154,7 +153,7 @@ def reopen_compensation(undo: Track, at: datetime, reason: str, **changes: Any) 
         raise IllegalTransition(
             f"track {undo.run_id}/{undo.name}: only a cancelled compensation reopens, "
             f"not a {'compensation' if undo.compensating else 'track'} "
-            f"{undo.phase.value}")
+            f"{undo.phase.value}", undo.run_id)
     history = _history(undo, undo.phase.value, TrackPhase.PENDING.value, at, reason)
     return revise(undo, **changes, phase=TrackPhase.PENDING, state_history=history)
 
@@ -163,8 +162,8 @@ def move_run(run: Run, to: RunStatus, at: datetime, reason: str = "", **changes:
     """Return ``run`` in status ``to`` with the transition recorded, or raise."""
     if not can_move_run(run.status, to):
         raise IllegalTransition(
-            f"run {run.run_id}: illegal transition {run.status.value} -> {to.value}"
-        )
+            f"run {run.run_id}: illegal transition {run.status.value} -> {to.value}",
+            run.run_id)
     history = _history(run, run.status.value, to.value, at, reason)
     return revise(run, **changes, status=to, state_history=history)
 
@@ -175,7 +174,8 @@ def retry_track(track: Track, at: datetime, reason: str, **changes: Any) -> Trac
     if track.compensating or track.phase not in TRACK_TERMINAL:
         raise IllegalTransition(
             f"track {track.run_id}/{track.name}: only a finished track is retried, "
-            f"not a {'compensation' if track.compensating else 'track'} {track.phase.value}")
+            f"not a {'compensation' if track.compensating else 'track'} {track.phase.value}",
+            track.run_id)
     history = _history(track, track.phase.value, TrackPhase.PENDING.value, at, reason)
     return revise(track, **changes, phase=TrackPhase.PENDING, state_history=history)
 
@@ -185,6 +185,6 @@ def reopen_run(run: Run, at: datetime, reason: str, **changes: Any) -> Run:
     too: the one way out of it)."""
     if run.status not in RUN_TERMINAL:
         raise IllegalTransition(f"run {run.run_id}: only a finished run reopens, not a "
-                                f"{run.status.value} one")
+                                f"{run.status.value} one", run.run_id)
     history = _history(run, run.status.value, RunStatus.RUNNING.value, at, reason)
     return revise(run, **changes, status=RunStatus.RUNNING, state_history=history)

@@ -264,9 +264,13 @@ class QueueBook:
         if self.claims.pop(key, None) is not None:
             self._touch(now)
 
-    def drop_chunk(self, name: str, now: datetime) -> None:
-        self.done.pop(name, None)
-        self._chunks[name] = []
+    def set_chunk(self, name: str, ids: list[str], now: datetime) -> None:
+        """Done chunk ``name`` holds ``ids`` from now on (none: the chunk goes)."""
+        if ids:
+            self.done[name] = len(ids)
+        else:
+            self.done.pop(name, None)
+        self._chunks[name] = ids
         self._dirty_chunks.add(name)
         self._touch(now)
 
@@ -411,8 +415,14 @@ def _was_done(old: Item | None) -> bool:
 
 
 def describe(book: QueueBook) -> dict[str, Any]:
-    """What ``status`` and ``queue stats`` say without reading an item."""
-    return {"queue": book.name, "counts": dict(sorted(book.counts.items())),
+    """What ``status`` and ``queue stats`` say without reading an item. A discarded
+    item is counted as ``discarded``, not ``dead``: nobody waits on it any more."""
+    counts = dict(book.counts)
+    discarded = sum(1 for d in book.dead.values() if d.discarded)
+    if discarded:
+        counts["dead"] = counts.get("dead", 0) - discarded
+        counts = {k: n for k, n in counts.items() if n} | {"discarded": discarded}
+    return {"queue": book.name, "counts": dict(sorted(counts.items())),
             "backlog": book.backlog, "claimed_by": {k: len(c.items) for k, c
                                                    in sorted(book.claims.items())},
-            "dead": sum(1 for d in book.dead.values() if not d.discarded)}
+            "dead": counts.get("dead", 0)}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import IllegalTransition
 from .items import (
@@ -209,18 +209,34 @@ def discard(book: QueueBook, item: Item, now: datetime, by: str, reason: str) ->
 
 
 def purge_done(book: QueueBook, before: datetime, now: datetime,
-               chunks: Iterable[str] | None = None) -> int:
-    """Remove the items done before ``before`` (by their done chunks' days); how many."""
+               chunks: Iterable[str] | None = None) -> list[str]:
+    """Remove the items done before ``before``; their ids. A done chunk of an earlier day
+    goes whole; the chunk of ``before``'s own day loses the items done before it and
+    keeps the rest (``--older-than-days 0`` purges what is done by now)."""
     day = f"{before:%Y%m%d}"
-    names = sorted(c for c in (book.done if chunks is None else chunks) if c[:8] < day)
-    removed = 0
-    for name in names:
-        ids = list(book.chunk(name))
-        book.prefetch(ids)
-        for ident in ids:
-            item = book.item(ident)
-            if item is not None and item.status is ItemStatus.DONE:
-                book.delete(item, now)
-                removed += 1
-        book.drop_chunk(name, now)
-    return removed
+    names = sorted(c for c in (book.done if chunks is None else chunks) if c[:8] <= day)
+    return [ident for name in names
+            for ident in _purge_chunk(book, name, None if name[:8] < day else before, now)]
+
+
+def _is_done(item: Item | None) -> TypeGuard[Item]:
+    return item is not None and item.status is ItemStatus.DONE
+
+
+def _done_before(item: Item, before: datetime | None) -> bool:
+    """Done before ``before`` (``None``: a chunk of an earlier day, done before it)."""
+    return before is None or (item.finished_at is not None and item.finished_at < before)
+
+
+def _purge_chunk(book: QueueBook, name: str, before: datetime | None, now: datetime
+                 ) -> list[str]:
+    """Delete the done items of chunk ``name`` (those done before ``before``, when
+    given); ids that stay keep the chunk. The ids deleted."""
+    ids = list(book.chunk(name))
+    book.prefetch(ids)
+    done = [i for i in map(book.item, ids) if _is_done(i)]  # others do not belong here
+    gone = [i for i in done if _done_before(i, before)]
+    for item in gone:
+        book.delete(item, now)
+    book.set_chunk(name, [i.id for i in done if i not in gone], now)
+    return [i.id for i in gone]

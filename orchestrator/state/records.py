@@ -83,6 +83,10 @@ class Track(Frozen):
     state_history: list[Transition] = Field(default_factory=list)
     runner: str | None = None
     """The runner label the current attempt was sent to (``runs_on``)."""
+    leaving_since: UTCDateTime | None = None
+    """When the tick last asked to cancel the current attempt's run because no runner
+    of its label took it: the track goes to the next label only once the leg is seen
+    cancelled, so it never runs twice."""
     compensating: bool = False
     """The compensation of track ``name`` (``state/runs/<run_id>/undo/<name>.json``)."""
     work: Work | None = None
@@ -98,6 +102,11 @@ class Track(Frozen):
         poll = f".{self.polls}" if self.polls else ""
         return f"{self.run_id}--{self.name}{undo}--{self.attempt}{poll}"
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"leaving_since": None})
+
 
 class Act(Frozen):
     """An operator's act on a run or a schedule: who, when and why."""
@@ -109,9 +118,17 @@ class Act(Frozen):
     """The request id that makes the act idempotent (``trigger``)."""
     tracks: list[Id] = Field(default_factory=list)
     """The tracks it named (``runs retry``)."""
+    definition: Literal["current", "as-fired"] | None = None
+    """Which definition of the tracks a ``runs retry`` reran: the schedule's as it was
+    then (``current``), or the one the run fired with (``as-fired``)."""
 
     def describe(self) -> str:
         return f"by {self.by}" + (f": {self.reason}" if self.reason else "")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler,
+              info: SerializationInfo) -> dict[str, Any]:
+        return _drop_defaults(handler(self), {"definition": None})
 
 
 RunOrigin = Literal["cron", "manual", "backfill"]
@@ -188,6 +205,7 @@ class Run(Frozen):
             lines.append(f"cancelled {self.cancelled.describe()} at "
                          f"{_minute(self.cancelled.at)}")
         lines += [f"retried {', '.join(r.tracks)} {r.describe()} at {_minute(r.at)}"
+                  + (f" ({r.definition} definition)" if r.definition else "")
                   for r in self.retries]
         return lines
 

@@ -50,8 +50,8 @@ def refusal_advice(reason: str) -> str:
     commits in particular, which the orchestrator's commits are not) or branch
     protection (``GH006``). Empty for any other reason."""
     low = reason.lower()
-    fix = ("exclude the state branch from it, or let the token's actor bypass it (README, "
-           "\"Set up on GitHub\", step 4)")
+    fix = ("exclude the state branch from it, or let the token's actor bypass it ("
+           "docs/get-started/github.md#branch-rules)")
     if "verified signatures" in low:
         return (" A ruleset (perhaps the organization's) requires signed commits on this "
                 f"branch, and the orchestrator's commits are not signed: {fix}.")

@@ -109,24 +109,7 @@ def _read_up_to(fd: int, limit: int) -> bytes:
 def _open(path: Path, root: Path | None) -> int:
     """A descriptor of the regular file ``path`` (a symlink only inside ``root``),
     opened without blocking; the caller closes it."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
-    target = path
-    if stat.S_ISLNK(info.st_mode):
-        target = _follow(path, root)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafeJSON("is a symlink (changed while reading)") from None
-        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    fd = _open_target(_target(path, root))
     try:
         kind = kind_of(os.fstat(fd).st_mode)
     except OSError as exc:
@@ -136,6 +119,31 @@ def _open(path: Path, root: Path | None) -> int:
         os.close(fd)
         raise UnsafeJSON(f"not a regular file ({kind})")
     return fd
+
+
+def _target(path: Path, root: Path | None) -> Path:
+    """``path``, or where the symlink ``path`` leads when that is allowed."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
+    return _follow(path, root) if stat.S_ISLNK(info.st_mode) else path
+
+
+def _open_target(target: Path) -> int:
+    """``target`` opened without blocking and without following a symlink (one put
+    there since it was looked at is refused)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(target, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeJSON("is a symlink (changed while reading)") from None
+        raise UnsafeJSON(f"cannot read: {exc.strerror or exc}") from None
 
 
 def _follow(path: Path, root: Path | None) -> Path:

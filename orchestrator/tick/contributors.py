@@ -168,7 +168,7 @@ def poll_logs(draft: Draft, files: Files) -> Part:
     files, clock = dict(files), draft.settings.clock
     polllogs.append_logs(files, store.changes(draft.base, files), draft.base, draft.decision,
                      draft.now, draft.settings.executor_name, draft.settings.heartbeat_every,
-                     clock.kind if clock else None)
+                     clock.kind if clock else None, clock.machine if clock else None)
     return Part(files)
 
 

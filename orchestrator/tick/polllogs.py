@@ -59,27 +59,37 @@ def _heartbeat_due(changed: Mapping[str, object], last: datetime | None, now: da
 
 def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
                 old: Mapping[str, bytes], decision: Decision, now: datetime,
-                executor: str, heartbeat_every: timedelta, clock: str | None = None) -> None:
+                executor: str, heartbeat_every: timedelta, clock: str | None = None,
+                ran_at: datetime | None = None) -> None:
     """Append the poll lines of every run ``decision`` touched, and the heartbeat line
     when ``changed`` is not empty or the last one is older than ``heartbeat_every`` (or
     in the future). ``clock`` says where ``now`` came from: the machine's clock or
-    ``tick --now`` (:data:`~orchestrator.state.codec.CLOCK_MACHINE`, ``CLOCK_GIVEN``)."""
+    ``tick --now`` (:data:`~orchestrator.state.codec.CLOCK_MACHINE`, ``CLOCK_GIVEN``);
+    ``ran_at``, the machine's clock of a ``tick --now``, tells ``status`` when it ran."""
     for run_id, lines in sorted(decision.touched_runs.items()):
         if run_id in decision.state.runs:
             path = layout.polls_path(run_id)
             files[path] = append_lines(old, path,
                                        poll_rows(decision, run_id, lines, now, executor))
     if _heartbeat_due(changed, codec.last_tick_at(old), now, heartbeat_every):
-        summary: dict[str, object] = {
-            "at": iso(now),
-            "executor": executor,
-            "fired": sum(1 for p in changed
-                         if layout.kind_of(p) is layout.Kind.RUN and p not in old),
-            "dispatched": len(decision.dispatch),
-            "rendered": len(decision.render),
-            "invalid": len(decision.invalid),
-        }
+        line = _tick_line(changed, old, decision, now, executor)
         if clock is not None:
-            summary["clock"] = clock
-        files[layout.TICKS] = append_lines(old, layout.TICKS, [codec.json_line(summary)],
+            line["clock"] = clock
+        if ran_at is not None and clock == codec.CLOCK_GIVEN:
+            line["ran_at"] = iso(ran_at)
+        files[layout.TICKS] = append_lines(old, layout.TICKS, [codec.json_line(line)],
                                            keep=codec.TICKS_KEEP)
+
+
+def _tick_line(changed: Mapping[str, object], old: Mapping[str, bytes],
+               decision: Decision, now: datetime, executor: str) -> dict[str, object]:
+    """The heartbeat line's counts: what this tick fired, dispatched and rendered."""
+    return {
+        "at": iso(now),
+        "executor": executor,
+        "fired": sum(1 for p in changed
+                     if layout.kind_of(p) is layout.Kind.RUN and p not in old),
+        "dispatched": len(decision.dispatch),
+        "rendered": len(decision.render),
+        "invalid": len(decision.invalid),
+    }

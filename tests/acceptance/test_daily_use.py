@@ -288,8 +288,7 @@ def test_a_local_repository_has_no_workflows_to_fail_validate(tmp_path: Path) ->
              "--track", "t=true")
     stale = both.run("validate", expect=1)
     assert stale.stdout.rstrip().endswith(
-        "2 schedules valid, 0 invalid; 1 other problem (tick.yml or orchestrator.json, on "
-        "stderr): the check fails")
+        "2 schedules valid, 0 invalid; 1 other problem (on stderr): the check fails")
     assert "❌" in both.run("validate", "--format", "markdown", expect=1).stdout
 
 
@@ -437,6 +436,8 @@ def test_logs_prints_a_track_s_output_redacted_by_attempt_and_follows_it(
     missing = user.run("logs", run, "a", "--attempt", "5", expect=None)
     assert missing.returncode != 0 and "attempts: 1, 2" in missing.stderr
     assert "no such run" in user.run("logs", "other--20261201T0707Z", expect=None).stderr
+    unknown = user.run("logs", run, "nosuch", expect=1).stderr  # no token asked for
+    assert unknown == f"orchestrator: run {run!r} has no track 'nosuch' (its tracks: a, b)\n"
 
 
 def test_local_work_folders_go_with_their_runs_by_the_same_retention(

@@ -62,9 +62,18 @@ def test_a_backlog_drained_with_its_dead_letters_handled_by_hand(
     assert [h["reason"] for h in history if h["by"] == "ops"] == [
         "discarded by ops: the page is gone"]
     assert log.read_text().count("\n") == 4  # each item once
+    counted = user.json("queue", "stats", "pages", "--json")
+    assert counted["counts"].get("dead") is None and counted["counts"]["discarded"] == 1
+    assert "1 discarded" in user.run("queue", "stats", "pages").stdout
 
+    # Done 20 minutes before: --older-than-days 0 purges it; --dry-run only lists.
+    listed = user.run("queue", "purge", "pages", "--status", "done", "--older-than-days",
+                      "0", "--now", "2026-12-01T07:21:00Z", "--dry-run").stdout
+    assert listed.splitlines()[-1] == "pages: 2 done item(s) would be purged (dry run)"
+    assert len(listed.splitlines()) == 3 and listed.startswith("pages/")
+    assert len(user.json("queue", "list", "pages", "--json")) == 4
     purged = user.run("queue", "purge", "pages", "--status", "done", "--older-than-days",
-                      "0", "--now", "2026-12-02T08:00:00Z").stdout
+                      "0", "--now", "2026-12-01T07:21:00Z").stdout
     assert purged.strip() == "pages: 2 done item(s) purged"
     left = user.json("queue", "list", "pages", "--json")
     assert sorted(row["status"] for row in left) == ["dead", "ready"]  # requeued, discarded

@@ -50,7 +50,9 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
 - ``GET .../check-runs/{id}/annotations``: a job's id is its check run's; a person's
   cancel (:meth:`FakeGitHub.cancel_by`) annotates every job it cancelled "The run was
   canceled by @octocat." as GitHub does, and an ``always()`` job of the run still runs;
-- ``no_access = True``: a token that cannot see the repository, answered ``404``.
+- ``no_access = True``: a token that cannot see the repository, answered ``404``;
+- ``ignore_status_filter = True``: runs listings ignore ``status`` (a caller must not
+  trust the filter: GitHub applies it today, but its search behind it may change).
 
 Runs and jobs carry every field GitHub's description requires, and a job name over 100
 characters is listed cut to 97 and ``...``, as GitHub does; a job a runner took
@@ -104,6 +106,9 @@ requests:
 - ``supports_run_details = False``: refuse ``return_run_details`` (``422``) without
   saying it is GitHub Enterprise Server (``ghes=`` does);
 - ``jobs_appear = False``: new runs have no jobs until ``materialize(run_id)``.
+- ``runner_pools[label] = n``: ``n`` runners serve the label; a free one takes the
+  oldest queued leg there, which completes ``success`` :attr:`~FakeGitHub.leg_duration`
+  after its start; the others stay ``queued`` until a runner frees (``0``: never).
 - ``broken_labels[label] = "no-runner"`` (or ``"lost"``): the queued legs routed to
   that runner label (their matrix leg's ``runs_on``) fail to start: they complete with
   conclusion ``failure`` and no ``runner_name`` and no steps (no runner took them), or
@@ -654,6 +659,11 @@ class FakeGitHub:
         self.jobs_appear = True
         self.broken_labels: dict[str, str] = {}
         """Runner labels whose queued legs fail to start: ``no-runner`` or ``lost``."""
+        self.runner_pools: dict[str, int] = {}
+        """Runner label -> how many runners serve it (:meth:`_run_pools`); labels not
+        listed are played by the tests."""
+        self.leg_duration = timedelta(minutes=30)
+        """How long a leg a pool's runner took runs before it completes ``success``."""
         self.runner = "ubuntu-latest"
         """The repository variable ``ORCHESTRATOR_RUNNER``: legs without ``runs_on`` run
         there (a self-hosted label's queued legs are cancelled after a day)."""
@@ -662,6 +672,9 @@ class FakeGitHub:
         60-day rule of public repositories), ``disabled_manually``, ... (:meth:`disable`)."""
         self.no_access = False
         """The token cannot see the repository: every call about it answers 404."""
+        self.ignore_status_filter = False
+        """Runs listings ignore their ``status`` filter, as a GitHub that changed its
+        search might: the caller must check each run's ``status`` itself."""
         self.upload_faults: list[str] = []
         """Kinds of :data:`UPLOAD_FAULTS` the next uploads fail with (:meth:`fail_uploads`)."""
         self.rate_remaining = RATE_LIMIT
@@ -925,6 +938,37 @@ class FakeGitHub:
                         job.started_at = now if how == "lost" else None
                         job.completed_at = run.updated_at = now
                         self._release(run)
+            for label, size in self.runner_pools.items():
+                self._run_pool(label, size, now)
+
+    def _run_pool(self, label: str, size: int, now: datetime) -> None:
+        """Play ``label``'s ``size`` runners until ``now``: a free runner takes the oldest
+        queued leg, and a leg it took completes :attr:`leg_duration` after its start.
+        What exceeds the pool stays ``queued`` until a runner frees, as on GitHub, where
+        a plan's concurrent-jobs limit queues jobs alike (docs, "Actions limits"). With
+        ``size`` 0 no leg on the label ever starts."""
+        while True:
+            legs = [j for r in self.runs.values() for j in r.latest_jobs
+                    if j.is_leg and j.label == label]
+            running = [j for j in legs if j.status == "in_progress"]
+            queued = sorted((j for j in legs if j.status == "queued"),
+                            key=lambda j: (j.created_at, j.id))
+            if queued and len(running) < size:
+                # it starts when it was created, or when the last runner freed
+                freed = [j.completed_at for j in legs if j.started_at and j.completed_at]
+                job = queued[0]
+                job.status, job.started_at = "in_progress", max([job.created_at, *freed])
+                self.runs[job.run_id].updated_at = job.started_at
+                continue
+            ending = [j for j in running
+                      if j.started_at is not None and j.started_at + self.leg_duration <= now]
+            if not ending:
+                return
+            job = min(ending, key=lambda j: (j.started_at, j.id))
+            assert job.started_at is not None
+            job.status, job.conclusion = "completed", "success"
+            job.completed_at = self.runs[job.run_id].updated_at = job.started_at + self.leg_duration
+            self._release(self.runs[job.run_id])
 
     def _cancel_now(self, run: FakeRun, at: datetime) -> None:
         """Carry out a cancel: GitHub re-evaluates every job's ``if``. Running and queued
@@ -956,19 +1000,24 @@ class FakeGitHub:
             self.settle()
 
     def waiting_run(self, workflow: str = "tick.yml", *, created_at: datetime,
-                    held: bool = True, event: str = "schedule") -> FakeRun:
+                    held: bool = True, event: str = "schedule",
+                    running: bool = False) -> FakeRun:
         """A run of ``workflow`` that has not started, by ``event`` (``schedule``: GitHub's
         cron started it); ``held``: it waits behind a run of its concurrency group (status
         ``pending``), as the next scheduled tick waits behind a lingering one; else it is
-        ``queued``. It has no jobs."""
+        ``queued``. It has no jobs, unless ``running``: then its one job ``tick`` is
+        ``in_progress`` (and so is the run)."""
         with self._lock:
             known = self.workflows.get(workflow)
             run = FakeRun(id=next(self._ids), workflow=workflow,
                           workflow_name=known.name if known else workflow,
                           display_title=known.name if known else workflow, ref="main",
                           inputs={}, created_at=created_at, run_number=len(self.runs) + 1,
-                          event=event, held=held)
+                          event=event, held=held and not running)
             self.runs[run.id] = run
+            if running:
+                self._make_jobs(run, [("tick", {})])
+                self.set_job(run.id, "tick", "in_progress")
             return run
 
     def delete_run(self, run_id: int) -> None:
@@ -1423,7 +1472,7 @@ class FakeGitHub:
         if event:
             runs = [r for r in runs if r.event == event]
         status = record.query.get("status")
-        if status:
+        if status and not self.ignore_status_filter:
             runs = [r for r in runs if status in (r.status, r.conclusion)]
         created = record.query.get("created")
         if created:

@@ -110,9 +110,11 @@ def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
 
 NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6,
                  "actions/upload-artifact": 6, "actions/download-artifact": 7,
-                 "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5}
+                 "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5,
+                 "pypa/gh-action-pypi-publish": 1}
 """The first major of each action that runs on Node 24 (each action's README or release
-notes); GitHub's runner removed Node 20 on 2026-09-16."""
+notes); GitHub's runner removed Node 20 on 2026-09-16. PyPI's publisher runs in a
+container, on no Node at all."""
 
 
 def test_every_action_is_pinned_by_sha_to_a_node24_major_with_its_tag_beside() -> None:

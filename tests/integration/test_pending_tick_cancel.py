@@ -114,6 +114,24 @@ def test_a_held_dispatch_is_never_cancelled_nor_is_anything_with_the_setting_off
 
 
 @pytest.mark.slow
+def test_a_running_scheduled_tick_is_left_alone_when_the_listing_ignores_its_status_filter(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    now = datetime.now(UTC)
+    repo = checkout(tmp_path, yearly(now - timedelta(days=2)), "*/5 * * * *")
+    own = own_run(fake_github)
+    fake_github.ignore_status_filter = True
+    # another scheduled tick, created before the read and running: listed all the same
+    running = fake_github.waiting_run(created_at=now - timedelta(minutes=3), running=True)
+    held = fake_github.waiting_run(created_at=now - timedelta(minutes=2))
+
+    done = linger(repo, fake_github, own)
+
+    assert done.returncode == 0, done.stderr
+    assert cancelled(fake_github) == {held.id}, done.stderr
+    assert running.status == "in_progress"
+
+
+@pytest.mark.slow
 def test_a_held_scheduled_tick_stays_when_a_retry_s_back_off_ends_before_the_next_tick(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     real = datetime.now(UTC).replace(second=0, microsecond=0)

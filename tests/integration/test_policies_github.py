@@ -77,10 +77,13 @@ def test_queued_legs_move_to_the_next_label_and_a_probe_follows_the_cooldown(
 
     out = github_cli_tick(repo, T0 + timedelta(minutes=11), fake_github)
     assert "no runner took it on gpu-self-hosted within 10 min" in out
-    assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
-                                    f"{RUN}--b--2": "ubuntu-latest"}
     assert any(c.path.endswith(f"/actions/runs/{first_ci}/cancel")
                for c in fake_github.calls("cancel"))
+    assert len(fake_github.dispatches) == 1  # not before the run is seen cancelled
+    out = github_cli_tick(repo, T0 + timedelta(minutes=12), fake_github)
+    assert "its run was cancelled, no runner having taken it on gpu-self-hosted" in out
+    assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
+                                    f"{RUN}--b--2": "ubuntu-latest"}
     state, files = read_state(repo)
     gpu = state.runners["gpu-self-hosted"]
     assert (gpu.status, gpu.consecutive_failures) == ("degraded", 1)
@@ -118,6 +121,7 @@ def test_a_probe_after_the_cooldown_brings_a_label_back(tmp_path: Path,
     repo = routed(tmp_path, "0,45 7 * * *")
     github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
     github_cli_tick(repo, T0 + timedelta(minutes=11), fake_github)  # gpu degraded at 07:11
+    github_cli_tick(repo, T0 + timedelta(minutes=12), fake_github)  # seen cancelled: moved
     fake_github.now = T0 + timedelta(minutes=12)
     fake_github.complete_all(max(fake_github.runs))
     github_cli_tick(repo, T0 + timedelta(minutes=13), fake_github)
@@ -200,3 +204,92 @@ def test_a_compensation_runs_as_its_own_leg_on_github(tmp_path: Path,
     assert state.undos[RUN]["a"].phase is TrackPhase.COMPLETE
     assert state.tracks[RUN]["a"].phase is TrackPhase.COMPLETE  # the action stays done
     assert state.runs[RUN].status is RunStatus.FAILED
+
+
+def batch(tmp_path: Path, tracks: list[dict[str, object]]) -> Path:
+    """A clone of an origin with one schedule at 07:00 whose ``tracks`` prefer the label
+    gpu-self-hosted to ubuntu-latest (queue timeout 10 min)."""
+    origin = make_origin(tmp_path, {"nightly": {
+        "cron": "0 7 * * *", "runs_on": ["gpu-self-hosted", "ubuntu-latest"],
+        "queue_timeout_minutes": 10, "tracks": tracks}})
+    return clone(origin, tmp_path / "repo")
+
+
+def runs_per_track(fake: FakeGitHub) -> dict[str, int]:
+    """How many times a runner took each track's leg, over every workflow run."""
+    taken: dict[str, int] = {}
+    for run in fake.runs.values():
+        for job in run.jobs:
+            if job.is_leg and job.started_at is not None:
+                taken[job.leg["track"]] = taken.get(job.leg["track"], 0) + 1
+    return taken
+
+
+@pytest.mark.slow
+def test_a_batch_larger_than_its_label_s_runners_runs_each_track_once_there(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    # two GPU runners, four 30-minute tracks: two wait in GitHub's queue for half an hour
+    fake_github.runner_pools = {"gpu-self-hosted": 2, "ubuntu-latest": 20}
+    repo = batch(tmp_path, [{"name": n, "run": f"make {n}"} for n in "abcd"])
+
+    outs = {m: github_cli_tick(repo, T0 + timedelta(minutes=m), fake_github)
+            for m in (1, 6, 12, 20, 32, 45, 62, 63)}
+
+    assert runs_per_track(fake_github) == dict.fromkeys("abcd", 1)
+    assert len(fake_github.dispatches) == 1
+    # past the queue timeout the label is busy, not sick
+    assert f"{RUN}: c: queued on gpu-self-hosted for over 10 min; 2 leg(s) started " \
+           "there since: busy, not sick; it waits" in outs[12]
+    assert fake_github.calls("cancel") == []
+    state, _ = read_state(repo)
+    assert "gpu-self-hosted" not in state.runners
+    assert state.runs[RUN].status is RunStatus.COMPLETED
+    assert {t.attempt for t in state.tracks[RUN].values()} == {1}
+
+
+@pytest.mark.slow
+def test_legs_no_runner_takes_move_on_only_once_their_run_is_seen_cancelled(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    # no GPU runner at all; c runs on ubuntu-latest in the same workflow run, so the run
+    # cannot be cancelled before c has ended; a cancel takes effect 3 minutes after it
+    fake_github.runner_pools = {"gpu-self-hosted": 0, "ubuntu-latest": 20}
+    fake_github.cancel_delay = timedelta(minutes=3)
+    repo = batch(tmp_path, [{"name": "a", "run": "make a"}, {"name": "b", "run": "make b"},
+                            {"name": "c", "run": "make c", "runs_on": ["ubuntu-latest"]}])
+    github_cli_tick(repo, T0 + timedelta(minutes=1), fake_github)
+    [first_ci] = fake_github.runs
+
+    out = github_cli_tick(repo, T0 + timedelta(minutes=11), fake_github)
+    assert len(fake_github.dispatches) == 1  # nothing goes on before its run is cancelled
+    assert "a: no runner took it on gpu-self-hosted within 10 min; cancelling its run" in out
+    state, _ = read_state(repo)
+    gpu = state.runners["gpu-self-hosted"]
+    assert (gpu.status, gpu.consecutive_failures) == ("degraded", 1)
+    # c still runs: the run is not cancelled, and a and b wait where they are
+    for minutes in (15, 21, 25):
+        github_cli_tick(repo, T0 + timedelta(minutes=minutes), fake_github)
+        assert len(fake_github.dispatches) == 1 and fake_github.calls("cancel") == []
+    state, _ = read_state(repo)
+    assert [(t.attempt, t.runner) for t in state.tracks[RUN].values()] == [
+        (1, "gpu-self-hosted"), (1, "gpu-self-hosted"), (1, "ubuntu-latest")]
+
+    # 07:32: c has ended, so the run's cancel goes; a poll later the jobs still read
+    # queued, and nothing moves until GitHub has carried the cancel out
+    github_cli_tick(repo, T0 + timedelta(minutes=32), fake_github)
+    assert [c.path.split("/")[-2] for c in fake_github.calls("cancel")][-1] == str(first_ci)
+    github_cli_tick(repo, T0 + timedelta(minutes=33), fake_github)
+    assert len(fake_github.dispatches) == 1
+    assert fake_github.runs[first_ci].conclusion is None
+    out = github_cli_tick(repo, T0 + timedelta(minutes=36), fake_github)
+    assert fake_github.runs[first_ci].conclusion == "cancelled"
+    assert legs(1, fake_github) == {f"{RUN}--a--2": "ubuntu-latest",
+                                    f"{RUN}--b--2": "ubuntu-latest"}
+
+    github_cli_tick(repo, T0 + timedelta(minutes=67), fake_github)
+    github_cli_tick(repo, T0 + timedelta(minutes=68), fake_github)
+    assert runs_per_track(fake_github) == {"a": 1, "b": 1, "c": 1}
+    state, _ = read_state(repo)
+    assert state.runs[RUN].status is RunStatus.COMPLETED
+    assert state.runners["gpu-self-hosted"].consecutive_failures == 1
+    a = state.tracks[RUN]["a"]
+    assert (a.attempt, a.max_attempts, a.runner) == (2, 2, "ubuntu-latest")

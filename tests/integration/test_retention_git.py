@@ -142,6 +142,22 @@ def test_status_shows_the_retention_and_the_last_compaction(
     assert report["last_compaction"]["tag"] == archive_tag(NOW)
 
 
+def test_status_tells_of_a_compact_by_hand_and_the_tick_waits_its_batch(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--repo", str(repo), "--remote", "origin"]
+    assert main([*base, "compact", "--keep-days", "31", "--now", "2026-12-31T12:00:00Z"]) == 0
+    assert "archived 3 run(s)" in capsys.readouterr().out
+    main([*base, "status", "--now", "2026-12-31T12:01:00Z", "--json"])
+    last = json.loads(capsys.readouterr().out)["retention"]["last_compaction"]
+    assert (last["archived"], last["keep_days"], last["tag"]) == (3, 31, archive_tag(NOW))
+    tip = git("rev-parse", BRANCH, cwd=origin_of(repo))
+    assert main([*base, "compact", "--keep-days", "31", "--now", "2026-12-31T12:02:00Z"]) == 0
+    assert "nothing to archive" in capsys.readouterr().out
+    assert git("rev-parse", BRANCH, cwd=origin_of(repo)) == tip  # no commit for a record
+    result = tick(repo, NOW + timedelta(minutes=3))
+    assert result.retention is None  # the day's compaction is done
+
+
 def test_the_next_compaction_waits_a_day_and_a_day_of_runs(repo: Path) -> None:
     assert tick(repo, NOW).retention is not None
     tip = git("rev-parse", BRANCH, cwd=origin_of(repo))

@@ -207,10 +207,56 @@ def test_valid_files_exit_zero_and_the_schema_is_not_a_schedule(
     assert out.splitlines()[-1] == "1 schedule valid, 0 invalid"
 
 
-def test_no_schedules_folder_is_not_an_error(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--repo", str(tmp_path), "validate"]) == 0
-    assert "0 schedules valid" in capsys.readouterr().out
+def test_no_schedule_file_fails_the_check_unless_allowed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A pull-request check run with the wrong working-directory must not pass on nothing.
+    assert main(["--repo", str(tmp_path), "validate"]) == 1
+    out = capsys.readouterr()
+    assert "0 schedules valid" in out.out
+    assert out.err.startswith("orchestrator: no schedule files in ")
+    assert out.err.count("\n") == 1
+    assert main(["--repo", str(tmp_path), "validate", "--allow-empty"]) == 0
+
+
+def test_validate_finds_the_repository_from_a_subfolder_as_git_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo / "schedules")
+    assert main(["validate", *FROM]) == 0
+    assert "1 schedule valid, 0 invalid" in capsys.readouterr().out
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert main(["validate", *FROM]) == 1
+    assert "no schedule files in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("zone", "meant"), [
+    ("EST", "America/New_York"), ("MST", "America/Denver"), ("HST", "Pacific/Honolulu"),
+    ("EST5EDT", "America/New_York"), ("US/Eastern", "America/New_York"),
+    ("Etc/GMT+5", "inverted")])
+def test_a_fixed_or_legacy_zone_warns_naming_the_zone_meant_and_fails_strict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], zone: str, meant: str) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "ny", cron="7 9 * * *", timezone=zone)
+    assert main(["--repo", str(repo), "validate", *FROM]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if "warning:" in line
+              and f"timezone {zone!r}" in line]
+    assert len(warned) == 1 and meant in warned[0]
+    assert main(["--repo", str(repo), "validate", "--strict", *FROM]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schedules/ny.json" in err and "--strict" in err
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Europe/Berlin", "Asia/Tokyo"])
+def test_a_place_or_utc_gets_no_zone_warning(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             zone: str) -> None:
+    repo = make_repo(tmp_path)
+    write(repo, "here", cron="7 9 * * *", timezone=zone)
+    assert main(["--repo", str(repo), "validate", "--strict", *FROM]) == 0
+    assert "timezone" not in capsys.readouterr().out
 
 
 def write(repo: Path, name: str, **fields: object) -> None:

@@ -48,8 +48,9 @@ def test_the_lock_is_current_with_pyproject_and_pins_every_file_by_hash() -> Non
         assert pin.hashes and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in pin.hashes)
 
 
-PROJECT_ONLY = {"ci.yml", "docs.yml"}
-"""This repository's own workflows that init never writes (the CI, the docs site)."""
+PROJECT_ONLY = {"ci.yml", "docs.yml", "release.yml"}
+"""This repository's own workflows that init never writes (the CI, the docs site, the
+release)."""
 
 
 def test_the_lock_is_for_the_python_every_workflow_sets_up() -> None:
@@ -108,7 +109,8 @@ def test_the_requirements_file_pins_the_wheel_by_its_hash_then_the_lock() -> Non
     requirement_lines = [line for line in text.splitlines()
                          if line and not line.startswith((" ", "#"))]
     assert all(line.endswith(" \\") for line in requirement_lines), "a line without a hash"
-    assert set(files.files()) == {files.wheel_path, distribution.REQUIREMENTS}
+    assert set(files.files()) == {files.wheel_path, distribution.REQUIREMENTS,
+                                  distribution.INSTALL_SCRIPT}
 
 
 def test_every_workflow_installs_the_committed_wheel_with_hashes_and_nothing_else() -> None:
@@ -120,8 +122,8 @@ def test_every_workflow_installs_the_committed_wheel_with_hashes_and_nothing_els
         for job in (yaml.safe_load(text).get("jobs") or {}).values():
             for step in job.get("steps") or ():
                 run = str(step.get("run", ""))
-                if re.search(r"\bpip\b", run):
-                    assert step.get("name") == "Install the orchestrator", path.name
+                assert not re.search(r"\bpip\b", run), f"{path.name}: pip outside install.sh"
+                if step.get("name") == "Install the orchestrator":
                     assert run.strip() == distribution.INSTALL_COMMAND, path.name
                     installs += 1
         assert "ORCHESTRATOR_PACKAGE" not in text, path.name
@@ -141,3 +143,4 @@ def test_this_repository_s_own_workflows_install_a_wheel_pinned_by_its_hash() ->
     assert f"./{distribution.INSTALL_DIR}/{wheel_file.name} \\\n    --hash=sha256:{digest}\n" \
         in text
     assert text.endswith(lock.load().body), "the lock changed: run `orchestrator upgrade`"
+    assert (REPO / distribution.INSTALL_SCRIPT).read_bytes() == install.SCRIPT.read_bytes()

@@ -11,6 +11,8 @@ import itertools
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from orchestrator.cadence.linger import Linger, TickFn
 from orchestrator.cadence.wake import Wake
 
@@ -108,3 +110,18 @@ def test_nothing_worth_waiting_for_ends_it_at_once() -> None:
     Linger(timedelta(minutes=5), timedelta(minutes=10), log=lines.append).run(tick)
     assert len(ran) == 1
     assert "not worth a waiting runner" in lines[-1]
+
+
+@pytest.mark.parametrize(("executor", "speaks_of_runners"), [("github", True), ("local", False)])
+def test_the_tick_summary_speaks_of_waiting_runners_only_where_ticks_run_on_them(
+        executor: str, speaks_of_runners: bool) -> None:
+    from orchestrator.commands.tick import summary_lines
+    from orchestrator.tick.result import TickResult
+
+    now = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    later = Wake(now + timedelta(hours=24), "daily: slot")
+    wake = Wake(now + timedelta(hours=4), "run deadline", False, later)
+    last = summary_lines(TickResult(now=now, executor=executor, dry_run=True, wake=wake))[-1]
+    assert last.startswith("  next due 2026-12-01T11:00:00Z")
+    assert ("not worth a waiting runner; a lingering tick waits for" in last) \
+        is speaks_of_runners, last

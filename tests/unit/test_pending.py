@@ -52,14 +52,24 @@ def test_only_scheduled_runs_created_before_the_read_other_than_its_own_are_pick
     read_at = NOW - timedelta(seconds=10)
     before = "2026-12-01T06:55:00Z"
     runs = [
-        {"id": 1, "event": "schedule", "created_at": before},
-        {"id": 2, "event": "workflow_dispatch", "created_at": before},
-        {"id": 3, "event": "repository_dispatch", "created_at": before},
-        {"id": 4, "event": "schedule", "created_at": "2026-12-01T07:00:05Z"},  # after
-        {"id": 5, "event": "schedule", "created_at": before},  # its own
-        {"id": "6", "event": "schedule", "created_at": before},
-        {"id": 7, "event": "schedule", "created_at": "yesterday"},
-        {"id": 8, "event": "schedule"},
-        {"id": 1, "event": "schedule", "created_at": before},  # listed twice
+        {"id": 1, "event": "schedule", "created_at": before, "status": "pending"},
+        {"id": 2, "event": "workflow_dispatch", "created_at": before, "status": "pending"},
+        {"id": 3, "event": "repository_dispatch", "created_at": before, "status": "pending"},
+        {"id": 4, "event": "schedule", "created_at": "2026-12-01T07:00:05Z",  # after
+         "status": "pending"},
+        {"id": 5, "event": "schedule", "created_at": before, "status": "pending"},  # its own
+        {"id": "6", "event": "schedule", "created_at": before, "status": "pending"},
+        {"id": 7, "event": "schedule", "created_at": "yesterday", "status": "queued"},
+        {"id": 8, "event": "schedule", "status": "queued"},
+        {"id": 1, "event": "schedule", "created_at": before, "status": "pending"},  # listed twice
     ]
     assert idle_runs(runs, own_run=5, read_at=read_at) == [1]
+
+
+def test_a_run_that_started_is_never_picked_whatever_the_listing_let_through() -> None:
+    read_at = NOW - timedelta(seconds=10)
+    before = "2026-12-01T06:55:00Z"
+    runs = [{"id": n, "event": "schedule", "created_at": before, "status": status}
+            for n, status in enumerate(["queued", "pending", "in_progress", "completed",
+                                        "waiting", "requested", None], start=1)]
+    assert idle_runs(runs, own_run=None, read_at=read_at) == [1, 2]

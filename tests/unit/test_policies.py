@@ -415,35 +415,98 @@ def test_on_failure_and_compensate_must_agree() -> None:
 # ---------------------------------------------------------------- runner health and routing
 
 def route(**kw: Any) -> Schedule:
-    return sched(tracks=2, overlap="skip", runs_on=["gpu", "ubuntu-latest"],
-                 queue_timeout_minutes=10, runner_cooldown_minutes=30, **kw)
+    return sched(**{"tracks": 2, "overlap": "skip", "runs_on": ["gpu", "ubuntu-latest"],
+                    "queue_timeout_minutes": 10, "runner_cooldown_minutes": 30, **kw})
 
 
-def test_legs_go_to_the_first_label_and_a_queued_one_moves_to_the_next() -> None:
+def with_handles(decision: Decision, ci_run: int = 7) -> State:
+    """``decision``'s state with every dispatched track's handle recorded (one run)."""
+    state = decision.state
+    for name, track in state.tracks[K].items():
+        if track.dispatch_key is not None:
+            state.tracks[K][name] = track.model_copy(update={"handle": {"ci_run_id": ci_run}})
+    return state
+
+
+def test_legs_go_to_the_first_label_and_a_leg_queued_on_a_busy_label_waits() -> None:
     s = route()
     d = tick([s], State(), T0)
     assert [(r.key, r.runs_on) for r in d.dispatch] == [
         (f"{K}--t0--1", "gpu"), (f"{K}--t1--1", "gpu")]
-    # GitHub lists a queued job as running with no start time; t1 found a runner
-    d1 = tick([s], d.state, T0 + timedelta(minutes=1), Observations(seen={
-        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=TrackPhase.RUNNING),
+    # one runner: t1 took it, t0 is queued behind it (GitHub lists it with no news)
+    d1 = tick([s], with_handles(d), T0 + timedelta(minutes=1), Observations(seen={
         f"{K}--t1--1": Observation(key=f"{K}--t1--1", phase=TrackPhase.RUNNING,
                                    started_at=T0 + timedelta(seconds=50))}))
-    d1.state.tracks[K]["t0"] = d1.state.tracks[K]["t0"].model_copy(
-        update={"handle": {"ci_run_id": 7}})
-    assert tick([s], d1.state, T0 + timedelta(minutes=9)).dispatch == []
+    # past the queue timeout the label is busy, not sick: nothing degraded or cancelled
     d2 = tick([s], d1.state, T0 + timedelta(minutes=10))
-    health = d2.state.runners["gpu"]
+    assert (d2.dispatch, d2.cancel, d2.state.runners) == ([], [], {})
+    assert f"{K}: t0: queued on gpu for over 10 min; 1 leg(s) started there since: " \
+        "busy, not sick; it waits" in d2.log
+    assert d2.state.tracks == d1.state.tracks  # waiting changes no track
+    # t1 ended a minute ago and its runner is about to take t0: still busy
+    d3 = tick([s], d1.state, T0 + timedelta(minutes=31), Observations(seen={
+        f"{K}--t1--1": Observation(key=f"{K}--t1--1", phase=TrackPhase.COMPLETE,
+                                   finished_at=T0 + timedelta(minutes=30))}))
+    assert (d3.dispatch, d3.cancel, d3.state.runners) == ([], [], {})
+    d4 = tick([s], d3.state, T0 + timedelta(minutes=32), Observations(seen={
+        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=TrackPhase.RUNNING,
+                                   started_at=T0 + timedelta(minutes=31))}))
+    t0 = d4.state.tracks[K]["t0"]
+    assert (t0.phase, t0.attempt, t0.runner) == (TrackPhase.RUNNING, 1, "gpu")
+
+
+def test_a_leg_no_runner_took_moves_on_only_once_its_run_is_seen_cancelled() -> None:
+    s = route()
+    d = tick([s], State(), T0)
+    state = with_handles(d)
+    assert tick([s], state, T0 + timedelta(minutes=9)).cancel == []
+    d1 = tick([s], state, T0 + timedelta(minutes=10))
+    health = d1.state.runners["gpu"]
     assert (health.status, health.consecutive_failures) == ("degraded", 1)
     assert health.last_checked_at == T0 + timedelta(minutes=10)
     assert "waited 10 min for a runner" in health.notes
+    # both legs of the run are cancelled, and nothing goes to the next label yet
+    assert [h.key for h in d1.cancel] == [f"{K}--t0--1", f"{K}--t1--1"]
+    assert d1.dispatch == []
+    t0 = d1.state.tracks[K]["t0"]
+    assert (t0.phase, t0.attempt, t0.leaving_since) == (TrackPhase.DISPATCHED, 1,
+                                                        T0 + timedelta(minutes=10))
+    assert "leaving_since" in json.loads(d1.state.dump()[f"state/runs/{K}/tracks/t0.json"])
+    # a poll later the jobs still read queued: the cancel is asked again, nothing moves
+    d2 = tick([s], d1.state, T0 + timedelta(minutes=11))
+    assert [h.key for h in d2.cancel] == [f"{K}--t0--1", f"{K}--t1--1"]
+    assert d2.dispatch == [] and d2.state.tracks == d1.state.tracks
+    assert d2.state.runners["gpu"].consecutive_failures == 1
+    # t0 is seen cancelled: it goes on, under a fresh attempt number, its budget untouched
+    d3 = tick([s], d1.state, T0 + timedelta(minutes=12), Observations(seen={
+        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=TrackPhase.CANCELLED,
+                                   error="job concluded cancelled")}))
+    assert [(r.key, r.runs_on) for r in d3.dispatch] == [(f"{K}--t0--2", "ubuntu-latest")]
+    t0 = d3.state.tracks[K]["t0"]
+    assert (t0.attempt, t0.max_attempts, t0.runner, t0.leaving_since) == (
+        2, 2, "ubuntu-latest", None)
+    assert "no runner took it on gpu; its run was cancelled" in t0.error_log[-1]
+    assert "leaving_since" not in json.loads(d3.state.dump()[f"state/runs/{K}/tracks/t0.json"])
+    assert d3.state.runners["gpu"].consecutive_failures == 1  # counted once, when asked
+    assert d3.state.tracks[K]["t1"].leaving_since is not None  # not seen cancelled yet
+    assert "runners" in json.loads(d3.state.dump()["state/health.json"])
+
+
+def test_a_leaving_leg_s_cancel_is_asked_again_in_a_commit_and_a_start_keeps_it() -> None:
+    s = route(tracks=1)
+    d = tick([s], State(), T0)
+    d1 = tick([s], with_handles(d), T0 + timedelta(minutes=10))
+    # its run could not be cancelled yet: ten minutes on, the record is touched so that
+    # the tick lands and carries the cancel out
+    d2 = tick([s], d1.state, T0 + timedelta(minutes=20))
     assert [h.key for h in d2.cancel] == [f"{K}--t0--1"]
-    # a fresh attempt number (a new job name), the budget untouched
-    assert [(r.key, r.runs_on) for r in d2.dispatch] == [(f"{K}--t0--2", "ubuntu-latest")]
-    t0 = d2.state.tracks[K]["t0"]
-    assert (t0.attempt, t0.max_attempts, t0.runner) == (2, 2, "ubuntu-latest")
-    assert d2.state.tracks[K]["t1"].runner == "gpu"  # it started: left alone
-    assert "runners" in json.loads(d2.state.dump()["state/health.json"])
+    assert d2.state.tracks[K]["t0"].leaving_since == T0 + timedelta(minutes=20)
+    # a runner took it before the cancel did: it runs there, nothing is asked any more
+    d3 = tick([s], d2.state, T0 + timedelta(minutes=21), Observations(seen={
+        f"{K}--t0--1": Observation(key=f"{K}--t0--1", phase=TrackPhase.RUNNING,
+                                   started_at=T0 + timedelta(minutes=20, seconds=30))}))
+    assert (d3.cancel, d3.dispatch) == ([], [])
+    assert d3.state.runners["gpu"].status == "healthy"
 
 
 def test_a_degraded_label_is_skipped_then_probed_after_the_cooldown() -> None:

@@ -51,3 +51,29 @@ def test_a_drain_of_10000_items_is_one_rolled_up_section_of_a_readable_page(
     ids = [i for i in worked if i in html]
     assert 0 < len(ids) <= 15
     assert len(html) < 64 * 1024 and len(markdown) < 16 * 1024
+
+
+def test_a_drain_run_with_a_dead_item_says_so_first_with_the_command_to_requeue_it(
+        memory_store: InMemoryStateStore, memory_executor: MemoryExecutor) -> None:
+    shell = MemoryShell(memory_store, memory_executor,
+                        [drain_schedule(task_cap=5, max_workers=1, max_attempts=1)])
+    enqueue(shell, [NewItem(payload=n, key=f"k{n}") for n in range(2)])
+    shell.run(T0)
+    finish(shell, T0 + timedelta(minutes=1), lambda _, n: "failed" if n == 0 else "done")
+    shell.run(T0 + timedelta(minutes=2))
+
+    files = shell.files
+    ctx = brief.context_from_files(files, RUN, now=T0 + timedelta(minutes=3))
+    view = brief.build_view(ctx)
+    assert view.counts.dead_items == 1 and view.counts.dead_letters == 1
+    assert view.headline.level == "bad" and "1 dead item of queue pages" in \
+        view.headline.action
+    assert view.headline.command == "orchestrator dlq requeue --queue pages"
+    html = files[layout.brief_path(RUN)].decode()
+    assert "All 2 tracks complete" not in html and "No errors and no dead letters" not in html
+    assert "Dead items of queue <code>pages</code>" in html
+    card = html.index('class="count c-dlq')
+    assert '<span class="n">1</span>' in html[card:card + 200]
+    head = brief.render_markdown(ctx).split("| Failed |")[0]
+    assert "1 dead item of queue pages" in head
+    assert "`orchestrator dlq requeue --queue pages`" in head

@@ -218,11 +218,31 @@ def test_purge_removes_what_was_done_before_the_day_and_nothing_else() -> None:
                         T0, timedelta(0))
     files = commit(files, book.dump())
     book = loaded(files)
-    assert queueops.purge_done(book, T0, T0) == 0  # done that day: not before it
-    assert queueops.purge_done(book, T0 + timedelta(days=1), T0 + timedelta(days=1)) == 3
+    assert queueops.purge_done(book, T0, T0) == []  # done at T0: not before it
+    assert len(queueops.purge_done(book, T0 + timedelta(days=1), T0 + timedelta(days=1))) == 3
     files = commit(files, book.dump())
     assert loaded(files).counts == {"claimed": 1} and loaded(files).note is None
     assert not any("/done/" in p for p in files)
+
+
+def test_purge_takes_the_items_of_the_same_day_done_before_the_cutoff_and_keeps_the_rest(
+        ) -> None:
+    files = queue_with([NewItem(payload=n, key=f"k{n}") for n in range(2)])
+    book = loaded(files)
+    early, late = queueops.claim(book, book.claimable(T0, 2), KEY, T0, 1, T0, "tick")
+    for item, at in ((early, T0), (late, T0 + timedelta(hours=2))):
+        queueops.settle(book, item, ItemReport(id=item.id, outcome="done", attempt=1), KEY,
+                        at, timedelta(0))
+    files = commit(files, book.dump())
+    book = loaded(files)
+    assert queueops.purge_done(book, T0 + timedelta(hours=1), T0 + timedelta(hours=3)) == [
+        early.id]
+    files = commit(files, book.dump())
+    again = loaded(files)
+    assert again.item(early.id) is None and again.counts == {"done": 1}
+    kept = again.item(late.id)
+    assert kept is not None and kept.status is ItemStatus.DONE
+    assert [again.chunk(name) for name in again.done] == [[late.id]]
 
 
 class Listed(Reads):

@@ -82,6 +82,16 @@ def test_the_observation_carries_the_fault_and_no_start() -> None:
     assert (ran.phase, ran.failed_to_start) == (TrackPhase.FAILED, False)
 
 
+def test_a_queued_job_cancelled_past_its_timeout_was_cancelled_not_tapped_out() -> None:
+    # GitHub gives a job no runner took its creation as `started_at`: it never ran, so
+    # a cancel hours later is a cancel (a leg leaving its label), not the timeout
+    handle = Handle(key=f"{K}--t0--1", handle={"ci_run_id": 9}, timeout_minutes=30)
+    queued = {**job("cancelled", runner=None, steps=[]), "completed_at": "2026-12-01T09:00:00Z"}
+    assert job_observation(handle, 9, queued).phase is TrackPhase.CANCELLED
+    ran = {**queued, "runner_name": "gpu-7"}
+    assert job_observation(handle, 9, ran).phase is TrackPhase.TAPPED_OUT
+
+
 def test_a_startup_failure_of_the_whole_run_is_not_the_label_s_fault() -> None:
     handle = Handle(key=f"{K}--t0--1", handle={"ci_run_id": 9}, timeout_minutes=30)
     seen = missing_job(handle, 9, 200, {"status": "completed",

@@ -20,9 +20,9 @@ def test_every_scaffold_file_equals_this_repository_s_own(rel: str) -> None:
 
 def test_every_user_facing_workflow_is_scaffolded() -> None:
     """A new workflow in .github/workflows is either scaffolded or the project's own
-    (its CI, and the publishing of its documentation site)."""
+    (its CI, the publishing of its documentation site, its release)."""
     ours = {p.name for p in (REPO / ".github" / "workflows").glob("*.yml")}
-    own = {"ci.yml", "docs.yml"}
+    own = {"ci.yml", "docs.yml", "release.yml"}
     assert ours - own == set(init.WORKFLOWS) | set(init.OPTIONAL_WORKFLOWS)
 
 

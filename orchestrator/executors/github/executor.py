@@ -284,8 +284,9 @@ class GitHubExecutor:
         """Cancel the attempt's workflow run once no other leg of it is still wanted.
 
         GitHub cancels whole workflow runs, not single matrix legs. A leg tapped out
-        while its siblings run is left to its own ``timeout-minutes``; when every open
-        leg of the run has been cancelled in this tick, the run is cancelled.
+        while its siblings run is left to its own ``timeout-minutes``, a queued leg to
+        a later tick's cancel (the planner moves it on only once it is seen cancelled);
+        when every open leg of the run has been cancelled in this tick, the run is.
         """
         ci_run = self._run_of(handle)
         if ci_run is None or self._other_legs_run(ci_run, handle.key):
@@ -323,7 +324,7 @@ class GitHubExecutor:
             return True  # finished already: nothing to stop
         unwanted = {id(j) for j in match(jobs, marked).values()}
         if any(j.get("status") != "completed" and id(j) not in unwanted for j in jobs):
-            log.info("workflow run %s: other legs still running; leaving %s to its timeout",
+            log.info("workflow run %s: other legs still running; not cancelling it for %s",
                      ci_run, key)
             return True
         return False

@@ -75,9 +75,10 @@ against ``started_at``; a cancel this close to the timeout is the timeout."""
 
 
 def ran_out_of_time(job: Mapping[str, Any], timeout_minutes: float) -> bool:
-    """Whether a cancelled ``job`` ran until its leg's ``timeout-minutes``."""
+    """Whether a cancelled ``job`` ran until its leg's ``timeout-minutes``. A job no
+    runner took never ran: its ``started_at`` is only its creation time."""
     started, ended = parse_utc(job.get("started_at")), parse_utc(job.get("completed_at"))
-    if started is None or ended is None:
+    if started is None or ended is None or not job.get("runner_name"):
         return False
     return ended - started >= timedelta(minutes=leg_timeout_minutes(timeout_minutes)) - \
         TIMEOUT_SLACK
