@@ -125,10 +125,9 @@ class Drainer:
         stopped = self.watch(proc, deadline)
         files.kill_group(proc.pid, signal.SIGKILL)  # whatever it left behind goes with it
         rc = proc.returncode
-        outcome = ("released" if stopped else "done" if rc == 0
-                   else "back" if rc == files.EX_TEMPFAIL else "failed")
-        line.update(outcome=outcome, finished_at=files.utc_now(), stderr_to=_size(stderr),
-                    exit_code=rc if rc >= 0 else None, signal=-rc if rc < 0 else None)
+        line.update(outcome=_item_outcome(stopped, rc), finished_at=files.utc_now(),
+                    stderr_to=_size(stderr), exit_code=rc if rc >= 0 else None,
+                    signal=-rc if rc < 0 else None)
         if stopped:
             line["error"] = stopped
         files.append_line(self.folder / files.ITEMS_LOG, line)
@@ -151,6 +150,15 @@ class Drainer:
             files.kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
             return why
+
+
+def _item_outcome(stopped: str | None, rc: int) -> str:
+    """An item's outcome from why it was stopped (if it was) and its exit code."""
+    if stopped:
+        return "released"
+    if rc == 0:
+        return "done"
+    return "back" if rc == files.EX_TEMPFAIL else "failed"
 
 
 def _size(path: Path) -> int:
@@ -209,7 +217,11 @@ class Supervisor:
             if slot is not None:
                 os.close(slot)
             return code
+        return self.track(launch, slot)
 
+    def track(self, launch: Launch, slot: int | None) -> int:
+        """The track's command, watched to its end; the concurrency ``slot`` (if any)
+        is given back before the attempt is recorded finished."""
         with open(self.dir / files.STDOUT, "ab") as out, open(self.dir / files.STDERR, "ab") as err:
             try:
                 proc = subprocess.Popen(
@@ -282,6 +294,18 @@ class Supervisor:
         timeout = float(launch["timeout_minutes"]) * 60
         grace = float(launch.get("kill_grace_seconds", 5.0))
         cap = launch.get("max_concurrent")
+        env = self.track_env(launch)
+        cwd = launch.get("cwd") or str(self.dir)
+        drain = launch.get("drain")
+        if drain is not None and not (isinstance(drain, dict)
+                                      and isinstance(drain.get("items"), list)):
+            raise ValueError("launch.json: drain: items expected")
+        return Launch(run=run, timeout=timeout, grace=grace, cap=cap, env=env, cwd=cwd,
+                      drain=drain)
+
+    def track_env(self, launch: dict[str, Any]) -> dict[str, str]:
+        """The environment the track gets: this process's, with the attempt's
+        variables and the track's own ``env`` over it."""
         env = dict(os.environ)
         env.update({
             "ORCHESTRATOR_RUN_ID": str(launch["run_id"]),
@@ -295,13 +319,7 @@ class Supervisor:
         if launch.get("results"):
             env["ORCHESTRATOR_RESULTS"] = str(self.dir / files.RESULTS)
         env.update({str(k): str(v) for k, v in (launch.get("env") or {}).items()})
-        cwd = launch.get("cwd") or str(self.dir)
-        drain = launch.get("drain")
-        if drain is not None and not (isinstance(drain, dict)
-                                      and isinstance(drain.get("items"), list)):
-            raise ValueError("launch.json: drain: items expected")
-        return Launch(run=run, timeout=timeout, grace=grace, cap=cap, env=env, cwd=cwd,
-                      drain=drain)
+        return env
 
     def watch(self, proc: subprocess.Popen[bytes], timeout: float, grace: float) -> str:
         """Wait for the track to exit, or stop it on a cancel, SIGTERM or the timeout;

@@ -140,13 +140,7 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
     check_run_id(run_id)
     check_id(track, "track name")
     phase = phase_for(exit_code, finished_at - started_at, limit)
-    error = None
-    if phase == "tapped_out":
-        assert limit is not None
-        error = f"stopped at its timeout of {limit.total_seconds() / 60:g} minutes"
-    elif phase == "failed":
-        error = message or (f"exit code {exit_code}" if exit_code is not None
-                            else "the command did not run")
+    error = _error(phase, exit_code, limit, message)
     tail = stderr_tail(stderr)
     if error and tail:
         error = f"{error}; stderr ends with:\n{tail}"
@@ -156,6 +150,19 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
                    exit_code=exit_code, started_at=started_at, finished_at=finished_at,
                    result=result, error=error, items=items,
                    enqueue=queued or None, enqueue_error=enqueue_error)
+
+
+def _error(phase: str, exit_code: int | None, limit: timedelta | None,
+           message: str | None) -> str | None:
+    """Why a command in ``phase`` did not complete (``message`` when it says), or
+    ``None`` when it did."""
+    if phase == "tapped_out":
+        assert limit is not None
+        return f"stopped at its timeout of {limit.total_seconds() / 60:g} minutes"
+    if phase == "failed":
+        return message or (f"exit code {exit_code}" if exit_code is not None
+                           else "the command did not run")
+    return None
 
 
 def dump(outcome: Outcome) -> bytes:
@@ -201,6 +208,15 @@ def parse(name: str, data: bytes) -> Outcome:
         first = exc.errors()[0]
         where = error_location(first["loc"])
         raise BadOutcome(f"{name}: {where}: {first['msg']}") from None
+    _check(name, outcome)
+    stem = Path(name).name.removesuffix(".json")
+    if stem != outcome.key:
+        raise BadOutcome(f"{name}: holds the outcome of {outcome.key}, not of {stem}")
+    return outcome
+
+
+def _check(name: str, outcome: Outcome) -> None:
+    """:class:`BadOutcome` unless ``outcome``'s ids, times and enqueued items hold."""
     try:
         check_run_id(outcome.run_id)
         check_id(outcome.track, "track name")
@@ -213,10 +229,6 @@ def parse(name: str, data: bytes) -> Outcome:
             [new_item(entry, queue_required=True) for entry in outcome.enqueue]
         except BadEnqueue as exc:
             raise BadOutcome(f"{name}: enqueue: {exc}") from None
-    stem = Path(name).name.removesuffix(".json")
-    if stem != outcome.key:
-        raise BadOutcome(f"{name}: holds the outcome of {outcome.key}, not of {stem}")
-    return outcome
 
 
 @dataclass
@@ -295,28 +307,35 @@ def read_folder(root: Path, run_id: str | None = None) -> Folder:
         out.problems.append(f"outcomes: {len(paths) - MAX_FILES} file(s) past the first "
                             f"{MAX_FILES} not read")
     for path in paths[:MAX_FILES]:
-        name = str(path.relative_to(root))
-        try:
-            # a regular file only, opened without blocking (a FIFO named <key>.json is
-            # never waited on) and without following a link put there since the listing
-            outcome = parse(path.name, safejson.read_file(path, max_bytes=MAX_BYTES))
-        except BadOutcome as exc:
-            out.skip(name, str(exc).split(": ", 1)[-1])
-            continue
-        except safejson.UnsafeJSON as exc:
-            out.skip(name, str(exc))
-            continue
-        except FileNotFoundError:
-            out.skip(name, "vanished while being read")
-            continue
-        if run_id is not None and outcome.run_id != run_id:
-            out.skip(name, f"it belongs to run {outcome.run_id}")
-            continue
-        out.outcomes[outcome.key] = outcome
+        outcome = _read_one(path, str(path.relative_to(root)), run_id, out)
+        if outcome is not None:
+            out.outcomes[outcome.key] = outcome
     for name, path in tails.items():
         _stdout(path, name, out)
     out.problems.sort()  # by name, as the entries are
     return out
+
+
+def _read_one(path: Path, name: str, run_id: str | None, out: Folder) -> Outcome | None:
+    """The outcome in the file ``path`` (``name`` in the folder), if it is one of
+    ``run_id`` (when given); else ``None``, and ``out`` says why."""
+    try:
+        # a regular file only, opened without blocking (a FIFO named <key>.json is
+        # never waited on) and without following a link put there since the listing
+        outcome = parse(path.name, safejson.read_file(path, max_bytes=MAX_BYTES))
+    except BadOutcome as exc:
+        out.skip(name, str(exc).split(": ", 1)[-1])
+        return None
+    except safejson.UnsafeJSON as exc:
+        out.skip(name, str(exc))
+        return None
+    except FileNotFoundError:
+        out.skip(name, "vanished while being read")
+        return None
+    if run_id is not None and outcome.run_id != run_id:
+        out.skip(name, f"it belongs to run {outcome.run_id}")
+        return None
+    return outcome
 
 
 def _stdout(path: Path, name: str, out: Folder) -> None:

@@ -21,7 +21,7 @@ import email.utils
 import logging
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -183,25 +183,41 @@ class GitHubClient:
         if response.status_code not in (403, 429):
             return None
         retry_after = response.headers.get("retry-after")
-        if retry_after:
-            try:
-                return max(1.0, float(retry_after))
-            except ValueError:
-                try:
-                    when = email.utils.parsedate_to_datetime(retry_after)
-                except (TypeError, ValueError):
-                    when = None
-                if when is not None:
-                    return max(1.0, (when - self.now()).total_seconds())
+        wait = self._retry_after(retry_after) if retry_after else None
+        if wait is not None:
+            return wait
         if response.headers.get("x-ratelimit-remaining") == "0":
-            try:
-                reset = float(response.headers.get("x-ratelimit-reset", ""))
-            except ValueError:
-                reset = self.now().timestamp() + SECONDARY_WAIT
-            return max(1.0, reset - self.now().timestamp())
+            return self._until_reset(response)
         if response.status_code == 429 or "rate limit" in response.text.lower():
             return SECONDARY_WAIT * 2 ** streak
         return None
+
+    def _retry_after(self, value: str) -> float | None:
+        """The seconds a ``Retry-After`` header asks for (a number or an HTTP date), at
+        least one; ``None`` when it is neither."""
+        try:
+            return max(1.0, float(value))
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            return max(1.0, (when - self.now()).total_seconds())
+
+    def _until_reset(self, response: httpx.Response) -> float:
+        """The seconds until the exhausted window resets (``x-ratelimit-reset``), at
+        least one; a secondary limit's wait when the header is unreadable."""
+        try:
+            reset = float(response.headers.get("x-ratelimit-reset", ""))
+        except ValueError:
+            reset = self.now().timestamp() + SECONDARY_WAIT
+        return max(1.0, reset - self.now().timestamp())
+
+    def _note_answer(self, response: httpx.Response) -> None:
+        """What any answer says of the server: GitHub Enterprise, and the window left."""
+        if response.headers.get(ENTERPRISE_HEADER):
+            self.enterprise = True
+        self._note_limits(response)
 
     def _note_limits(self, response: httpx.Response) -> None:
         """A successful answer that spends the last request of the window blocks the
@@ -227,36 +243,24 @@ class GitHubClient:
             self._gate()
             self.calls += 1
             try:
-                response = self._client.request(
-                    method, path, params=params, json=body, headers=self._headers,
-                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
+                response = self._send(method, path, params, body, timeout)
             except httpx.TransportError as exc:
                 error = f"{method} {path}: no answer ({type(exc).__name__})"
                 self._failed(error)
-                if retry and attempt + 1 < self.max_attempts and self._backoff(attempt):
+                if self._may_retry(retry, attempt):
                     attempt += 1
                     continue
                 raise GitHubError(error, ambiguous=True) from None
-            if response.headers.get(ENTERPRISE_HEADER):
-                self.enterprise = True
-            self._note_limits(response)
+            self._note_answer(response)
             wait = self._rate_wait(response, limited)
             if wait is not None:
                 limited += 1
-                until = self.now() + timedelta(seconds=wait)
-                log.info("%s %s: rate limited (%s), waiting %.0fs", method, path,
-                         response.status_code, wait)
-                if limited > 5 or not self.sleep_for(wait):
-                    error = (f"{method} {path}: rate limited ({response.status_code}) "
-                             f"until {iso(until)}")
-                    self._limited_until = until
-                    self._failed(error)
-                    raise GitHubError(error, status=response.status_code, rate_limited=True)
+                self._wait_out(method, path, response, wait, limited)
                 continue
             if response.status_code >= 500:
                 error = f"{method} {path}: {response.status_code} {message(response)}".strip()
                 self._failed(error)
-                if retry and attempt + 1 < self.max_attempts and self._backoff(attempt):
+                if self._may_retry(retry, attempt):
                     attempt += 1
                     continue
                 raise GitHubError(error, status=response.status_code)
@@ -265,6 +269,33 @@ class GitHubClient:
                                   status=401)
             self.breaker = breaker_success(self.breaker)
             return response
+
+    def _send(self, method: str, path: str, params: Mapping[str, str] | None,
+              body: Mapping[str, Any] | None, timeout: float | None) -> httpx.Response:
+        """One HTTP request with the client's headers (``timeout``: the client's when
+        ``None``)."""
+        return self._client.request(
+            method, path, params=params, json=body, headers=self._headers,
+            timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
+
+    def _may_retry(self, retry: bool, attempt: int) -> bool:
+        """Whether a transient failure is tried again: ``retry`` allows it, an attempt
+        is left, and the back-off slept within the budget."""
+        return retry and attempt + 1 < self.max_attempts and self._backoff(attempt)
+
+    def _wait_out(self, method: str, path: str, response: httpx.Response, wait: float,
+                  limited: int) -> None:
+        """Sleep the ``wait`` a rate limit asks for; :class:`GitHubError` (the breaker
+        counting it) after the fifth in a row, or when the budget cannot cover it."""
+        until = self.now() + timedelta(seconds=wait)
+        log.info("%s %s: rate limited (%s), waiting %.0fs", method, path,
+                 response.status_code, wait)
+        if limited > 5 or not self.sleep_for(wait):
+            error = (f"{method} {path}: rate limited ({response.status_code}) "
+                     f"until {iso(until)}")
+            self._limited_until = until
+            self._failed(error)
+            raise GitHubError(error, status=response.status_code, rate_limited=True)
 
     def fetch_signed(self, url: str, limit: int) -> bytes | None:
         """GET a signed URL GitHub redirected to (an artifact's archive), at most
@@ -294,17 +325,12 @@ class GitHubClient:
                     "User-Agent"]}) as response:
                 if response.status_code != 200:
                     return None
-                data = bytearray()
-                total = 0
-                for chunk in response.iter_bytes():
-                    total += len(chunk)
-                    data += chunk
-                    if head and total > keep:
-                        return None
-                    if not head and len(data) > 2 * keep:  # trim now and then
-                        del data[:len(data) - keep]
+                got = _kept(response.iter_bytes(), keep, head)
         except httpx.HTTPError:
             return None
+        if got is None:
+            return None
+        data, total = got
         if head:
             return bytes(data), total
         return (bytes(data[-keep:]) if keep else b""), total
@@ -319,22 +345,47 @@ class GitHubClient:
             if url is None:
                 break
             response = self.request("GET", url, params=query)
-            if response.status_code != 200:
-                raise GitHubError(f"GET {path}: {response.status_code} {message(response)}",
-                                  status=response.status_code)
-            try:
-                data = response.json()
-            except ValueError:  # e.g. an HTML error page from a proxy
-                raise GitHubError(f"GET {path}: the answer is not JSON") from None
-            page = data.get(key) if isinstance(data, dict) else None
-            if not isinstance(page, list):
-                raise GitHubError(f"GET {path}: unexpected answer (no {key!r} list)")
-            # every caller needs an integer id; anything else is not a run or a job
-            items.extend(item for item in page
-                         if isinstance(item, dict) and isinstance(item.get("id"), int))
-            following = response.links.get("next", {}).get("url")
-            if following and not str(following).startswith(self.api_url + "/"):
-                # the token goes with every request: never follow a link off the API
-                raise GitHubError(f"GET {path}: pagination link leaves {self.api_url}")
-            url, query = (following, None) if following else (None, None)
+            items.extend(_page_items(path, response, key))
+            url, query = self._next_page(path, response), None
         return items
+
+    def _next_page(self, path: str, response: httpx.Response) -> str | None:
+        """The URL of the page after ``response`` (``Link: next``), or ``None`` after
+        the last; :class:`GitHubError` when it leads off the API."""
+        following = response.links.get("next", {}).get("url")
+        if following and not str(following).startswith(self.api_url + "/"):
+            # the token goes with every request: never follow a link off the API
+            raise GitHubError(f"GET {path}: pagination link leaves {self.api_url}")
+        return following or None
+
+
+def _page_items(path: str, response: httpx.Response, key: str) -> list[dict[str, Any]]:
+    """The items under ``key`` of one page of ``path``, those with an integer id;
+    :class:`GitHubError` when the answer is not such a page."""
+    if response.status_code != 200:
+        raise GitHubError(f"GET {path}: {response.status_code} {message(response)}",
+                          status=response.status_code)
+    try:
+        data = response.json()
+    except ValueError:  # e.g. an HTML error page from a proxy
+        raise GitHubError(f"GET {path}: the answer is not JSON") from None
+    page = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(page, list):
+        raise GitHubError(f"GET {path}: unexpected answer (no {key!r} list)")
+    # every caller needs an integer id; anything else is not a run or a job
+    return [item for item in page if isinstance(item, dict) and isinstance(item.get("id"), int)]
+
+
+def _kept(chunks: Iterable[bytes], keep: int, head: bool) -> tuple[bytearray, int] | None:
+    """The bytes of ``chunks`` to keep and the size read: all of them, ``None`` past
+    ``keep`` bytes (``head``), else at least the last ``keep`` (trimmed now and then)."""
+    data = bytearray()
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        data += chunk
+        if head and total > keep:
+            return None
+        if not head and len(data) > 2 * keep:  # trim now and then
+            del data[:len(data) - keep]
+    return data, total

@@ -196,15 +196,25 @@ def step(ctx: Context, run: Run) -> None:
         if undo.phase is TrackPhase.COMPLETE:
             continue
         if undo.phase in (TrackPhase.FAILED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED):
-            for later in undos[i + 1:]:
-                if later.phase is TrackPhase.PENDING:
-                    ctx.move(later, TrackPhase.CANCELLED, f"compensation of {undo.name} did not "
-                             "complete", finished_at=ctx.now)
+            _cancel_rest(ctx, undo, undos[i + 1:])
             return
-        if undo.phase is TrackPhase.PENDING and ctx.obs.executor_available and (
-                undo.not_before is None or undo.not_before <= ctx.now):
+        if _may_dispatch(ctx, undo):
             dispatch(ctx, run, undo)
         return  # one at a time
+
+
+def _cancel_rest(ctx: Context, undo: Track, later: list[Track]) -> None:
+    """Cancel the pending compensations after ``undo``, which did not complete."""
+    for track in later:
+        if track.phase is TrackPhase.PENDING:
+            ctx.move(track, TrackPhase.CANCELLED, f"compensation of {undo.name} did not "
+                     "complete", finished_at=ctx.now)
+
+
+def _may_dispatch(ctx: Context, undo: Track) -> bool:
+    """Whether ``undo`` is pending, due, and an executor is there to take it."""
+    due = undo.not_before is None or undo.not_before <= ctx.now
+    return undo.phase is TrackPhase.PENDING and ctx.obs.executor_available and due
 
 
 def dispatch(ctx: Context, run: Run, undo: Track) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
+from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec, TrackSpec
 from ..config.triggers import Trigger, for_spec
 from ..state import machine
 from ..state.phases import TrackPhase
@@ -73,11 +73,18 @@ def fire_schedule(ctx: Context, schedule: Schedule) -> None:
     if not due and not notes:
         ctx.state.cursors[sid] = cursor  # nothing due: cursor unchanged
         return
+    _fire_and_settle(ctx, schedule, cursor, trigger, at, due, fire, notes)
 
+
+def _fire_and_settle(ctx: Context, schedule: Schedule, cursor: Cursor, trigger: Trigger,
+                     at: datetime | None, due: list[datetime], fire: list[datetime],
+                     notes: list[SlotNote]) -> None:
+    """Fire the slots in ``fire`` and move the schedule's cursor past every slot seen."""
+    now = ctx.now
     fires, last_run_id, last_slot = _fire_slots(ctx, schedule, cursor, fire, notes)
     _log_left(ctx, schedule, notes)
     settled = max([cursor.since, *due, *(n.slot for n in notes)])
-    ctx.state.cursors[sid] = cursor.model_copy(update={
+    ctx.state.cursors[schedule.id] = cursor.model_copy(update={
         "since": settled,
         "last_run_id": last_run_id,
         "next_run_at": _next_at(trigger, max(now, settled)),
@@ -231,14 +238,24 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
                                 "still open (overlap=skip)")
         return False
     if spec.overlap is OverlapPolicy.BUFFER_ONE:
-        if len(open_runs) > 1:
-            ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: one run already "
-                                    "buffered (overlap=buffer_one)")
-            return False
-        ctx.decision.log.append(f"{schedule.id}: {stamp} buffered behind "
-                                f"{open_runs[0].run_id} (overlap=buffer_one)")
-        return True
-    # cancel_previous
+        return _buffer_one(ctx, schedule, open_runs, stamp)
+    _cancel_previous(ctx, open_runs, stamp)
+    return True
+
+
+def _buffer_one(ctx: Context, schedule: Schedule, open_runs: list[Run], stamp: str) -> bool:
+    """overlap=buffer_one: the slot waits behind one open run, never behind two."""
+    if len(open_runs) > 1:
+        ctx.decision.log.append(f"{schedule.id}: {stamp} skipped: one run already "
+                                "buffered (overlap=buffer_one)")
+        return False
+    ctx.decision.log.append(f"{schedule.id}: {stamp} buffered behind "
+                            f"{open_runs[0].run_id} (overlap=buffer_one)")
+    return True
+
+
+def _cancel_previous(ctx: Context, open_runs: list[Run], stamp: str) -> None:
+    """overlap=cancel_previous: cancel every open track of the open runs."""
     for run in open_runs:
         for _, track in sorted(ctx.state.tracks.get(run.run_id, {}).items()):
             if track.phase in machine.TRACK_OPEN:
@@ -247,7 +264,6 @@ def overlap_allows(ctx: Context, schedule: Schedule, slot: datetime) -> bool:
                     ctx.decision.cancel.append(handle)
                 ctx.move(track, TrackPhase.CANCELLED, f"superseded by slot {stamp}",
                          finished_at=ctx.now)
-    return True
 
 
 def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str, *,
@@ -269,23 +285,34 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str, *,
     ctx.state.runs[run_id] = run
     specs = [t.model_copy(update={"inputs": {**t.inputs, **inputs}}) if inputs else t
              for t in spec.run_tracks]
-    ctx.state.tracks[run_id] = {
-        # a drain track runs once: its max_attempts are each item's
-        t.name: Track(run_id=run_id, name=t.name, spec=t,
-                      max_attempts=1 if t.drain is not None else t.max_attempts,
-                      not_before=fire_at if fire_at > ctx.now else None)
-        for t in specs
-    }
+    ctx.state.tracks[run_id] = _new_tracks(run_id, specs, fire_at, ctx.now)
     if origin != "cron":
         assert act is not None
         ctx.decision.note(run_id, f"{origin} run of {iso_minute(slot)} with {len(specs)} "
                           f"track(s), {act.describe()}")
         return run
+    _note_fired(ctx, run_id, slot, len(spec.run_tracks))
+    return run
+
+
+def _new_tracks(run_id: str, specs: list[TrackSpec], fire_at: datetime, now: datetime
+                ) -> dict[str, Track]:
+    """The tracks of a new run, each pending until the run's ``fire_at``."""
+    return {
+        # a drain track runs once: its max_attempts are each item's
+        t.name: Track(run_id=run_id, name=t.name, spec=t,
+                      max_attempts=1 if t.drain is not None else t.max_attempts,
+                      not_before=fire_at if fire_at > now else None)
+        for t in specs
+    }
+
+
+def _note_fired(ctx: Context, run_id: str, slot: datetime, tracks: int) -> None:
+    """The run's note of the cron slot it fired, with its lateness past a minute."""
     late = ctx.now - slot
     lateness = f", {_minutes(late)} late" if late >= timedelta(minutes=1) else ""
-    ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {len(spec.run_tracks)} "
+    ctx.decision.note(run_id, f"fired slot {iso_minute(slot)} with {tracks} "
                       f"track(s){lateness}")
-    return run
 
 
 def _minutes(delta: timedelta) -> str:

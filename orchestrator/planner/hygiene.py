@@ -41,17 +41,22 @@ def observe(ctx: Context, track: Track) -> Track:
     seen = ctx.obs.seen.get(key)
     if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
         return track
+    return _take_news(ctx, track, seen, seen.phase)
+
+
+def _take_news(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Track:
+    """``track`` after what ``seen`` reports: its phase ``to``, a start, or nothing."""
     if routing.leaves(track, seen):
         return routing.leave(ctx, track)  # its run's cancel, asked by routing, is done
     if _label_failed(track, seen):
         return routing.failed_to_start(ctx, track, seen)  # the label's fault: no attempt
-    if seen.phase is track.phase:
+    if to is track.phase:
         return _fill_in(ctx, track, seen)
     if _poll_not_yet(track, seen):
         return poll.wait(ctx, track, seen, seen.finished_at or ctx.now)
-    if not machine.can_move_track(track.phase, seen.phase):
+    if not machine.can_move_track(track.phase, to):
         return track  # stale or backward news: the state already knows better
-    return _follow(ctx, track, seen, seen.phase)
+    return _follow(ctx, track, seen, to)
 
 
 def _label_failed(track: Track, seen: Observation) -> bool:
@@ -94,17 +99,23 @@ def _learned(ctx: Context, track: Track, seen: Observation, to: TrackPhase
              ) -> dict[str, object]:
     """What ``seen`` adds to ``track`` as it moves to ``to``: a link, a start, an end
     and a result, an error line."""
-    changes: dict[str, object] = {}
-    if seen.url and seen.url != track.url:
-        changes["url"] = seen.url
-    if seen.started_at and track.started_at is None:
-        changes["started_at"] = seen.started_at
+    changes = _news_of_start(track, seen)
     if to in machine.TRACK_TERMINAL:
         changes["finished_at"] = seen.finished_at or ctx.now
         if seen.result is not None:
             changes["result"] = seen.result
     if seen.error:
         changes["error_log"] = log_line(track, f"{iso(ctx.now)} {seen.error}")
+    return changes
+
+
+def _news_of_start(track: Track, seen: Observation) -> dict[str, object]:
+    """The link and the start ``seen`` adds to ``track``, if they are news."""
+    changes: dict[str, object] = {}
+    if seen.url and seen.url != track.url:
+        changes["url"] = seen.url
+    if seen.started_at and track.started_at is None:
+        changes["started_at"] = seen.started_at
     return changes
 
 

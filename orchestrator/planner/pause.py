@@ -33,11 +33,8 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
                    ) -> list[str]:
     """Run ids of the schedule's newest finished runs that all ended ``failed``, newest
     first (runs finished at or before ``after``, the last resume, are not counted)."""
-    finished = sorted(
-        (r for r in state.runs.values() if r.schedule_id == schedule_id
-         and r.status in machine.RUN_TERMINAL
-         and (after is None or (r.finished_at or r.created_at) > after)),
-        key=lambda r: (r.slot, r.run_id), reverse=True)
+    finished = sorted((r for r in state.runs.values() if _finished_since(r, schedule_id, after)),
+                      key=lambda r: (r.slot, r.run_id), reverse=True)
     streak: list[str] = []
     for run in finished:
         if run.status is RunStatus.CANCELLED:
@@ -46,6 +43,13 @@ def failure_streak(state: state_model.State, schedule_id: str, after: datetime |
             break
         streak.append(run.run_id)
     return streak
+
+
+def _finished_since(run: Run, schedule_id: str, after: datetime | None) -> bool:
+    """Whether ``run`` is the schedule's and finished after ``after`` (if given)."""
+    if run.schedule_id != schedule_id or run.status not in machine.RUN_TERMINAL:
+        return False
+    return after is None or (run.finished_at or run.created_at) > after
 
 
 def record_finish(cursor: Cursor, run: Run) -> Cursor:

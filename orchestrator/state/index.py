@@ -136,11 +136,8 @@ def _disagreement(index: OpenIndex, folders: set[str] | None,
     """What ``index`` says that the run ``folders`` (``None``: not listed) or the
     records of ``state`` do not, or ``None``."""
     if folders is not None and not _counts(index, folders):
-        other = " (other ones)" if index.run_folders == len(folders) else ""
-        return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
-                f"{len(folders)}{other}")
-    unlisted = sorted(r for r, run in state.runs.items()
-                      if run.status in RUN_OPEN and r not in index.runs)
+        return _miscounted(index, folders)
+    unlisted = _unlisted_open(index, state)
     if unlisted:  # a quarantined run that was mended, or a run written behind its back
         return f"does not list the open run {unlisted[0]}"
     for run_id, entry in sorted(index.runs.items()):
@@ -148,6 +145,19 @@ def _disagreement(index: OpenIndex, folders: set[str] | None,
         if problem is not None:
             return problem
     return None
+
+
+def _miscounted(index: OpenIndex, folders: set[str]) -> str:
+    """What ``index`` says of the run ``folders`` that it does not count exactly."""
+    other = " (other ones)" if index.run_folders == len(folders) else ""
+    return (f"was written for {index.run_folders} run folder(s), {RUNS} holds "
+            f"{len(folders)}{other}")
+
+
+def _unlisted_open(index: OpenIndex, state: state_model.State) -> list[str]:
+    """The open runs of ``state`` that ``index`` does not list, in order."""
+    return sorted(r for r, run in state.runs.items()
+                  if run.status in RUN_OPEN and r not in index.runs)
 
 
 def _counts(index: OpenIndex, folders: set[str]) -> bool:
@@ -190,17 +200,30 @@ def load(files: Mapping[str, bytes], skip_cursors: Collection[str] = ()) -> Load
     note = None
     lost = {} if index is None else index.lost
     if index is None or state is None or problem is not None:
-        names = files.listdirs([RUNS])[RUNS] if names is None else names
+        names = _runs_listing(files, names)
         old = index
         state, index, note = _rebuild(files, _folders(names) or set(), problem, top)
         lost = strays.lost_runs(old, state, names)
         vouched = False
     index = _as_checked(state, index, names, lost, tree)
+    _attach_listings(state, files, names, top)
+    return Loaded(state, index, note, vouched)
+
+
+def _runs_listing(files: StateFiles, names: dict[str, bool] | None) -> dict[str, bool]:
+    """The entries of ``state/runs``: ``names`` if the load listed them, else listed now."""
+    return files.listdirs([RUNS])[RUNS] if names is None else names
+
+
+def _attach_listings(state: state_model.State, files: StateFiles,
+                     names: Mapping[str, bool] | None,
+                     top: Mapping[str, Mapping[str, bool]]) -> None:
+    """The run folders (those listed, or listed on first use) and the queues into
+    ``state``."""
     folders = _folders(names)
     state.known_runs = frozenset(folders) if folders is not None else RunFolders(files)
     if "queues" in top[layout.ROOT]:
         attach_queues(state, files)
-    return Loaded(state, index, note, vouched)
 
 
 def _list_top(files: StateFiles) -> dict[str, dict[str, bool]]:
@@ -276,8 +299,7 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     and of the runs."""
     # only compared with the paths listed, never read: no need to check each id
     skip = {layout.unchecked_cursor_path(sid) for sid in skip_cursors}
-    open_runs = _runs_to_read(index, folders, runs)
-    open_dirs = [d for r in open_runs
+    open_dirs = [d for r in _runs_to_read(index, folders, runs)
                  for d in (layout.run_dir(r), layout.tracks_dir(r), layout.undo_dir(r))]
     # A dead letter keeps its track's spec in its run's specs.json, and its run is
     # usually finished: that one file of it is read too (its folder listed with the
@@ -285,13 +307,21 @@ def _read_open(files: StateFiles, index: OpenIndex, folders: set[str] | None,
     parked = _parked_runs(top[layout.DLQ], folders)
     runs_listed = files.listdirs([*open_dirs, *map(layout.run_dir, parked)])
     listed = {**top, **{f: runs_listed[f] for f in open_dirs}}
+    wanted = _wanted(files, listed, skip, parked)
+    files.prefetch(wanted)
+    return state_model.load({p: files[p] for p in wanted})
+
+
+def _wanted(files: StateFiles, listed: Mapping[str, Mapping[str, bool]],
+            skip: Collection[str], parked: list[str]) -> list[str]:
+    """The records a load reads: those of the ``listed`` folders but the cursors to
+    ``skip``, the health file, and the specs of the ``parked`` runs."""
     wanted = [path for path in _records_in(listed) if path not in skip]
     if layout.HEALTH in files:
         wanted.append(layout.HEALTH)
     wanted += [path for path in map(layout.specs_path, parked)
                if path not in wanted and path in files]
-    files.prefetch(wanted)
-    return state_model.load({p: files[p] for p in wanted})
+    return wanted
 
 
 def _runs_to_read(index: OpenIndex, folders: set[str] | None,
@@ -389,8 +419,6 @@ def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes |
                touched: Collection[str]) -> OpenIndex:
     """``index`` after ``change``, which writes or deletes files of the runs
     ``touched``; it names no tree (the change moves it)."""
-    from .records import Run
-
     runs = dict(index.runs)
     folders = run_folders(files)
     # once, not per run: a compaction deletes thousands of runs in one change
@@ -400,24 +428,31 @@ def _with_runs(index: OpenIndex, files: StateFiles, change: Mapping[str, bytes |
         writes = run_id in written
         if writes:
             folders.add(run_id)
-        if record not in change:
-            continue
-        data = change[record]
-        if data is None:
-            runs.pop(run_id, None)
-            if not writes:  # the run's folder goes with its record (compaction)
-                folders.discard(run_id)
-            continue
-        run = codec.parse_record(Run, record, data)
-        if run.status in RUN_OPEN:
-            runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status,
-                                   slot=run.slot)
-        else:
-            runs.pop(run_id, None)
+        if record in change:
+            _take_record(runs, folders, run_id, change[record], writes)
     return index.model_copy(update={
         "runs": dict(sorted(runs.items())), "run_folders": len(folders),
         "digest": digest(folders), "oldest_finished": oldest_finished(folders, runs),
         "runs_tree": None})
+
+
+def _take_record(runs: dict[str, OpenRun], folders: set[str], run_id: str,
+                 data: bytes | None, writes: bool) -> None:
+    """The record of ``run_id`` written (``data``) or deleted (``None``) into the
+    index's open ``runs`` and the run ``folders``; ``writes``: the change keeps its
+    folder."""
+    from .records import Run
+
+    if data is None:
+        runs.pop(run_id, None)
+        if not writes:  # the run's folder goes with its record (compaction)
+            folders.discard(run_id)
+        return
+    run = codec.parse_record(Run, layout.run_path(run_id), data)
+    if run.status in RUN_OPEN:
+        runs[run_id] = OpenRun(schedule_id=run.schedule_id, status=run.status, slot=run.slot)
+    else:
+        runs.pop(run_id, None)
 
 
 def _stamped(index: OpenIndex) -> Stamped:

@@ -238,18 +238,24 @@ def parse_lines(data: bytes, *, queue_required: bool = False,
             continue
         if len(items) >= max_lines:
             raise BadEnqueue(f"line {number}: more than {max_lines} items in one file")
-        try:
-            value = safejson.loads(line, max_bytes=MAX_PAYLOAD_BYTES * 2)
-        except safejson.UnsafeJSON as exc:
-            # the parser saw one line: its "line 1 column N" is column N of this one
-            where = exc.where.replace("line 1 column", "column") if exc.where else ""
-            raise BadEnqueue(f"line {number}{' ' + where if where else ''}: "
-                             f"{exc.problem}") from None
+        value = _line_value(number, line)
         try:
             items.append(new_item(value, queue_required=queue_required))
         except BadEnqueue as exc:
             raise BadEnqueue(f"line {number}: {exc}") from None
     return items
+
+
+def _line_value(number: int, line: str) -> Any:
+    """The JSON value of line ``number`` of an enqueue file, or :class:`BadEnqueue`
+    naming the line and the column at fault."""
+    try:
+        return safejson.loads(line, max_bytes=MAX_PAYLOAD_BYTES * 2)
+    except safejson.UnsafeJSON as exc:
+        # the parser saw one line: its "line 1 column N" is column N of this one
+        where = exc.where.replace("line 1 column", "column") if exc.where else ""
+        raise BadEnqueue(f"line {number}{' ' + where if where else ''}: "
+                         f"{exc.problem}") from None
 
 
 # --------------------------------------------------------------------------- reports

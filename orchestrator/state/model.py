@@ -168,9 +168,7 @@ class State:
 
     def _dump_health(self, base: State | None) -> bytes | None:
         """``state/health.json`` when it has anything to say that ``base`` did not."""
-        if not (self.health or self.runners) or (
-                base is not None and base.health == self.health
-                and base.runners == self.runners):
+        if not (self.health or self.runners) or self._same_health(base):
             return None
         from .health import RUNNERS_KEY
 
@@ -179,6 +177,10 @@ class State:
             health[RUNNERS_KEY] = {k: v.model_dump(mode="json")
                                    for k, v in sorted(self.runners.items())}
         return to_json(health)
+
+    def _same_health(self, base: State | None) -> bool:
+        """Whether ``base`` has the very breakers and runner health of this state."""
+        return base is not None and base.health == self.health and base.runners == self.runners
 
 
 V = TypeVar("V")
@@ -348,15 +350,20 @@ class _Loading:
         kind = RECORD_KINDS[where.kind]
         if self._skips(kind, where):
             return
-        specs = self.specs(kind.specs_of(where)) if kind.specs_of is not None else None
-        record = _record(self.state, kind.model_class, path, self.files, kind.key, where.name,
-                         specs)
+        record = self._parsed(kind, path, where)
         why = kind.land(self.state, record, where) if record is not None else None
         if why is not None:
             self.state.quarantined[path] = f"{path}: {why}"
         if kind.of_run and (record is None or why is not None):
             assert where.run is not None
             self.bad_runs.add(where.run)
+
+    def _parsed(self, kind: RecordKind, path: str, where: Located) -> BaseModel | None:
+        """The record at ``path`` (with its track specs, for a kind that has them), or
+        ``None`` after quarantining it."""
+        specs = self.specs(kind.specs_of(where)) if kind.specs_of is not None else None
+        return _record(self.state, kind.model_class, path, self.files, kind.key, where.name,
+                       specs)
 
     def done(self) -> State:
         for run_id in self.bad_runs:

@@ -185,14 +185,17 @@ def queue_names(files: StateFiles) -> tuple[list[str], list[str]]:
 
 def all_item_paths(name: str, files: StateFiles) -> Iterator[str]:
     """Every file under the queue's ``items/`` (three listings, whatever its size)."""
-    top = layout.items_dir(name)
-    firsts = [f"{top}/{d}" for d, is_dir in files.listdirs([top])[top].items() if is_dir]
-    seconds = [f"{f}/{d}" for f, entries in files.listdirs(firsts).items()
-               for d, is_dir in entries.items() if is_dir]
+    seconds = _subfolders(files, _subfolders(files, [layout.items_dir(name)]))
     for folder, entries in sorted(files.listdirs(seconds).items()):
         for entry, is_dir in sorted(entries.items()):
             if not is_dir:
                 yield f"{folder}/{entry}"
+
+
+def _subfolders(files: StateFiles, folders: list[str]) -> list[str]:
+    """The folders inside ``folders``, listed in one call."""
+    return [f"{f}/{d}" for f, entries in files.listdirs(folders).items()
+            for d, is_dir in entries.items() if is_dir]
 
 
 def file_stems(files: StateFiles, folder: str, pattern: re.Pattern[str]) -> list[str]:

@@ -62,6 +62,23 @@ def _tree_id(git: Git, folder: str, env: Mapping[str, str]) -> str | None:
     return proc.stdout.decode().strip() or None
 
 
+def _stage_files(git: Git, tmp: Path, change: Change, env: Mapping[str, str]) -> None:
+    """Stage the plain writes and the deletes of ``change`` in the index of ``env``."""
+    writes = [(p, d) for p, d in change.items()
+              if d is not None and not isinstance(d, Stamped)]
+    deletes = [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
+    _stage(git, tmp, writes, deletes, env)
+
+
+def _stage_stamped(git: Git, tmp: Path, change: Change, env: Mapping[str, str]) -> None:
+    """Stage the :class:`Stamped` files of ``change``, once the rest of the tree is
+    staged: each names the id of a folder's tree as it now stands."""
+    stamped = [(p, d) for p, d in change.items() if isinstance(d, Stamped)]
+    if stamped:
+        _stage(git, tmp, [(p, d.fill(_tree_id(git, d.folder, env)))
+                          for p, d in stamped], [], env)
+
+
 def build_commit(git: Git, tip: str | None, change: Change, message: str, *, root: bool
                  ) -> str:
     """The commit of ``change`` on ``tip`` (a root commit when ``root``), built in a
@@ -70,14 +87,8 @@ def build_commit(git: Git, tip: str | None, change: Change, message: str, *, roo
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         if tip is not None:
             git.read_tree(tip, env)
-        writes = [(p, d) for p, d in change.items()
-                  if d is not None and not isinstance(d, Stamped)]
-        deletes = [f"0 {'0' * 40}\t{p}" for p, d in change.items() if d is None]
-        _stage(git, Path(tmp), writes, deletes, env)
-        stamped = [(p, d) for p, d in change.items() if isinstance(d, Stamped)]
-        if stamped:  # the rest of the tree is staged: name its folders' ids
-            _stage(git, Path(tmp), [(p, d.fill(_tree_id(git, d.folder, env)))
-                                    for p, d in stamped], [], env)
+        _stage_files(git, Path(tmp), change, env)
+        _stage_stamped(git, Path(tmp), change, env)
         # --missing-ok: in a partial clone the blobs of untouched records are not
         # here, and checking them would make git fetch each one.
         tree = git.out("write-tree", "--missing-ok", env=env)

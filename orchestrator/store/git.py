@@ -291,22 +291,27 @@ class GitStateStore:
         """
         if mark is None or mark == tip:
             return None
-        if tip is not None:
-            # A shallow tip hides its history: deepen until the mark shows up, if ever
-            # (2**31-1 is git's "all of it"). A full clone fetches without a depth, so
-            # its local history is never cut.
-            depths = (None,) if self._depth is None else (64, 2**31 - 1)
-            for depth in (0, *depths):
-                if depth != 0:
-                    self._deepen(tip, depth)
-                if self.git.run("merge-base", "--is-ancestor", mark, tip,
-                                check=False).returncode == 0:
-                    return None
+        if tip is not None and self._descends(tip, mark):
+            return None
         now = f"is at {tip[:12]}" if tip else "was deleted"
         return (f"{self.where()} {now}, behind its high-water mark {mark[:12]} "
                 f"({self.high_water}): it was rewound, and firing from it could launch "
                 "again what already ran; nothing fires until a person has checked it and "
                 f"run `{ACCEPT_REWIND}`")
+
+    def _descends(self, tip: str, mark: str) -> bool:
+        """Whether ``tip`` descends from ``mark``, deepening a shallow clone to see it."""
+        # A shallow tip hides its history: deepen until the mark shows up, if ever
+        # (2**31-1 is git's "all of it"). A full clone fetches without a depth, so
+        # its local history is never cut.
+        depths = (None,) if self._depth is None else (64, 2**31 - 1)
+        for depth in (0, *depths):
+            if depth != 0:
+                self._deepen(tip, depth)
+            if self.git.run("merge-base", "--is-ancestor", mark, tip,
+                            check=False).returncode == 0:
+                return True
+        return False
 
     def _deepen(self, tip: str, depth: int | None) -> None:
         # Processes sharing this clone deepen it at once after a rewind, and git lets
@@ -376,19 +381,24 @@ class GitStateStore:
             commit, change, outcome = pushed
             if outcome.status is PushStatus.OK:
                 return TransactResult(True, commit, attempt, tuple(sorted(change)))
-            if outcome.status is PushStatus.PERMANENT:
-                raise PushRejected(
-                    f"push to {self.where()} was rejected: {self.redact(outcome.reason)}"
-                    + refusal_advice(outcome.reason))
-            last = f"{outcome.status.value}: {self.redact(outcome.reason)}"
-            if tag is not None and outcome.status is PushStatus.LOST_RACE:
-                self._check_tag_free(tag)  # lost to another compaction: no use retrying
+            last = self._not_pushed(outcome, tag)
             if outcome.status is PushStatus.TRANSIENT and commit:
                 landed = self._landed_after_all(unsure, commit, change, attempt, last)
                 if landed is not None:
                     return landed
             log.info("%s: attempt %d: %s", self.where(), attempt, last)
             self._backoff(attempt, start, last, slot=self._clock() - began)
+
+    def _not_pushed(self, outcome: PushOutcome, tag: str | None) -> str:
+        """The line that says why a push did not land, when a retry may help;
+        :class:`PushRejected` when it cannot, :class:`UserError` when ``tag`` is taken."""
+        if outcome.status is PushStatus.PERMANENT:
+            raise PushRejected(
+                f"push to {self.where()} was rejected: {self.redact(outcome.reason)}"
+                + refusal_advice(outcome.reason))
+        if tag is not None and outcome.status is PushStatus.LOST_RACE:
+            self._check_tag_free(tag)  # lost to another compaction: no use retrying
+        return f"{outcome.status.value}: {self.redact(outcome.reason)}"
 
     def _attempt(self, change_fn: ChangeFn, message: str, tag: str | None,
                  first: Snapshot | None, attempt: int, unsure: Mapping[str, tuple[str, ...]]

@@ -57,14 +57,20 @@ class Process:
 def git_processes(proc: Path = Path("/proc")) -> list[Process] | None:
     """The live git processes of this machine, or ``None`` when it cannot list them."""
     try:
-        boot = next(float(line.split()[1]) for line in
-                    (proc / "stat").read_text().splitlines() if line.startswith("btime "))
+        boot = _boot_time(proc)
         ticks = os.sysconf("SC_CLK_TCK")
         entries = [e for e in os.scandir(proc) if e.name.isdigit()]
     except (OSError, StopIteration, ValueError):
         return None
     found = (_git_process(proc / entry.name, boot, ticks) for entry in entries)
     return [process for process in found if process is not None]
+
+
+def _boot_time(proc: Path) -> float:
+    """When the machine booted, in seconds since the epoch (``btime`` of ``/proc/stat``);
+    :class:`StopIteration` when it says not."""
+    return next(float(line.split()[1]) for line in
+                (proc / "stat").read_text().splitlines() if line.startswith("btime "))
 
 
 def _git_process(folder: Path, boot: float, ticks: int) -> Process | None:

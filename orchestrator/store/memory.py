@@ -103,14 +103,19 @@ class MemoryFiles(StateFiles):
         entries = []
         for name, is_dir in tree.get(folder, {}).items():
             path = f"{folder}/{name}" if folder else name
-            oid = self.object_id(path) if self._frozen else (
-                self._tree_id(path, tree) if is_dir else blob_id(self._files[path]))
             raw = name.encode("utf-8", "surrogateescape")
             entries.append((raw + b"/" if is_dir else raw, b"40000" if is_dir else b"100644",
-                            raw, oid))
+                            raw, self._entry_id(path, is_dir, tree)))
         body = b"".join(b"%s %s\0" % (mode, raw) + bytes.fromhex(oid or "")
                         for _, mode, raw, oid in sorted(entries))
         return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+
+    def _entry_id(self, path: str, is_dir: bool, tree: Mapping[str, Mapping[str, bool]]
+                  ) -> str | None:
+        """The object id of the file or folder at ``path``, as git would write it."""
+        if self._frozen:
+            return self.object_id(path)
+        return self._tree_id(path, tree) if is_dir else blob_id(self._files[path])
 
 
 def as_state_files(files: Mapping[str, bytes]) -> StateFiles:

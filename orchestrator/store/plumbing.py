@@ -136,25 +136,33 @@ class Git:
     def run(self, *args: str, input: bytes | None = None, check: bool = True,
             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
         proc = self._run(args, input, env)
-        if proc.returncode != 0 and self.lock_folders:
-            # A lock a killed git process left would fail this command, and every later
-            # one, until someone deletes it: clear a stale one and run once more.
-            cleared = [line for path in locks.named(proc.stderr.decode(errors="replace"))
-                       if (line := locks.clear(path, self.lock_folders, self.repo))]
-            for line in cleared:
-                log.warning("%s", line)
-            if cleared:
-                proc = self._run(args, input, env)
+        # A lock a killed git process left would fail this command, and every later
+        # one, until someone deletes it: clear a stale one and run once more.
+        if proc.returncode != 0 and self.lock_folders and self._cleared_locks(proc):
+            proc = self._run(args, input, env)
         if check and proc.returncode != 0:
-            said = proc.stderr.decode(errors="replace")
-            if any(p in said.lower() for p in _CANNOT_WRITE):
-                raise CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
-                                       f"{self.redact(last_error(said))}")
-            raise OrchestratorError(
-                f"git {args[0]} failed in {self.repo}: "
-                f"{self.redact(last_error(proc.stderr.decode(errors='replace')))}"
-            )
+            raise self._failure(args, proc)
         return proc
+
+    def _cleared_locks(self, proc: subprocess.CompletedProcess[bytes]) -> bool:
+        """Clear the stale locks that ``proc``'s error names, logging each; whether
+        any was."""
+        cleared = [line for path in locks.named(proc.stderr.decode(errors="replace"))
+                   if (line := locks.clear(path, self.lock_folders, self.repo))]
+        for line in cleared:
+            log.warning("%s", line)
+        return bool(cleared)
+
+    def _failure(self, args: tuple[str, ...], proc: subprocess.CompletedProcess[bytes]
+                 ) -> OrchestratorError:
+        """The error of the failed command ``args``: the checkout cannot be written, or
+        git's last line of error."""
+        said = proc.stderr.decode(errors="replace")
+        if any(p in said.lower() for p in _CANNOT_WRITE):
+            return CheckoutReadOnly(f"cannot write the checkout {self.repo}: "
+                                    f"{self.redact(last_error(said))}")
+        return OrchestratorError(
+            f"git {args[0]} failed in {self.repo}: {self.redact(last_error(said))}")
 
     def _run(self, args: tuple[str, ...], input: bytes | None,
              env: Mapping[str, str] | None) -> subprocess.CompletedProcess[bytes]:

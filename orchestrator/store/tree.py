@@ -177,9 +177,7 @@ class TreeFiles(StateFiles):
         the folder's listing, else from the whole tree's when there is one."""
         siblings = self._dirs.get(folder)
         if siblings is None and self._index is not None:
-            prefix = folder + "/"
-            return [s for p, s in self._index.items()
-                    if p.startswith(prefix) and "/" not in p[len(prefix):]]
+            return _files_in(self._index, folder)
         return [s for is_dir, s in (siblings or {}).values() if not is_dir]
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -222,3 +220,10 @@ class TreeFiles(StateFiles):
 
     def __repr__(self) -> str:
         return f"<files of {self._tip[:12]}>"
+
+
+def _files_in(index: dict[str, str], folder: str) -> list[str]:
+    """The blob ids of the files right inside ``folder``, from the whole tree's
+    ``index`` (path -> blob id)."""
+    prefix = folder + "/"
+    return [s for p, s in index.items() if p.startswith(prefix) and "/" not in p[len(prefix):]]

@@ -106,14 +106,26 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
     """Render the brief of each run in ``decision.render`` into ``files`` and finish the
     run in ``decision.state``; then the index, when anything it lists moved."""
     done = Consolidated()
-    created = any(p not in old and layout.kind_of(p) is layout.Kind.RUN for p in files)
-    if not decision.render and not created and not redraw_index:
+    if not decision.render and not _creates_run(files, old) and not redraw_index:
         return done
-    from ..brief import render_index
-
     chosen = templates.resolved()
     for run_id in decision.render:
         _finish_one(decision, run_id, files, old, specs, now, executor, chosen, done, tails)
+    _render_index(decision, files, old, others, now, chosen, board)
+    return done
+
+
+def _creates_run(files: Mapping[str, bytes | None], old: Mapping[str, bytes]) -> bool:
+    """Whether ``files`` write a run record that ``old`` does not have."""
+    return any(p not in old and layout.kind_of(p) is layout.Kind.RUN for p in files)
+
+
+def _render_index(decision: Decision, files: dict[str, bytes | None],
+                  old: Mapping[str, bytes], others: Mapping[str, Run], now: datetime,
+                  chosen: Templates, board: Board | None) -> None:
+    """The index page into ``files``; a broken template keeps the old one."""
+    from ..brief import render_index
+
     try:
         # the tick loaded only the open runs (a scoped tick: one); the page lists them
         # and the newest others, never the whole history
@@ -126,7 +138,6 @@ def finish_runs(decision: Decision, files: dict[str, bytes | None], old: Mapping
             board=board(decision.state, others) if board is not None else None).encode()
     except Exception as exc:  # a broken index template keeps the old index
         decision.log.append(f"index not rendered: {type(exc).__name__}: {exc}")
-    return done
 
 
 def _finish_one(decision: Decision, run_id: str, files: dict[str, bytes | None],
@@ -175,12 +186,20 @@ def board_state(loaded: State, after: State, others: Mapping[str, Run],
     """The state the dashboard describes: what the tick loaded, with the decision's
     records over it (a scoped tick decided one run: ``others`` are the rest), and the
     cursors the tick did not read (quiet schedules) read from ``old``."""
-    from ..state import model as state_model
-
     merged = loaded.copy()
     merged.runs.update(others)
     for name in ("cursors", "runs", "tracks", "dlq", "undos", "queues"):
         getattr(merged, name).update(getattr(after, name))
+    _read_missing_cursors(merged, old, schedule_ids)
+    return merged
+
+
+def _read_missing_cursors(merged: State, old: Mapping[str, bytes],
+                          schedule_ids: list[str]) -> None:
+    """The cursors of ``schedule_ids`` that ``merged`` lacks, read from ``old`` into it
+    (with their quarantine lines)."""
+    from ..state import model as state_model
+
     missing = [layout.cursor_path(sid) for sid in schedule_ids if sid not in merged.cursors]
     found = as_state_files(old)
     found.prefetch([p for p in missing if p in found])
@@ -188,4 +207,3 @@ def board_state(loaded: State, after: State, others: Mapping[str, Run],
         extra = state_model.load({p: found[p] for p in missing if p in found})
         merged.cursors.update(extra.cursors)
         merged.quarantined.update(extra.quarantined)
-    return merged

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 from .. import store
 from ..state import index as state_index
-from . import memo as quiet
-from . import notifying, polllogs
+from . import memowrite, notifying, polllogs
 from .consolidate import Consolidated, board_state, finish_runs, paused_schedules
 from .deciding import split
 
 if TYPE_CHECKING:
     from ..brief.context import BriefContext
     from ..brief.dashboard import Dashboard
+    from ..config.models import Schedule
     from ..planner import Decision
     from ..state.model import State
     from ..state.records import Run
@@ -134,20 +134,34 @@ def board(draft: Draft, after: State, others: Mapping[str, Run]) -> Dashboard:
     it, so the files the memo vouched for are parsed here: only when the index is
     rendered (a run started or ended, a pause moved), never on a quiet tick."""
     from ..brief.dashboard import from_files
-    from ..config.files import load_all
 
     inputs = draft.inputs
-    schedules, invalid = list(inputs.schedules), list(inputs.invalid)
-    folder = draft.repo / "schedules"
-    if inputs.memo is not None and inputs.memo.left_out and folder.is_dir():
-        parsed = load_all(folder, calendars=inputs.calendars)
-        schedules = [s for s in parsed.schedules if s.id not in inputs.held]
-        invalid = [e.message for e in parsed.errors] + [
-            line for line in inputs.invalid if line == inputs.settings.caps_problem]
+    schedules, invalid = _every_schedule(draft)
     state = board_state(inputs.state, after, others, inputs.snapshot.files,
                         [s.id for s in schedules])
     return from_files(inputs.snapshot.files, schedules, invalid, draft.now, state=state,
                       last_tick=draft.now, max_staleness=draft.stale_after)
+
+
+def _every_schedule(draft: Draft) -> tuple[list[Schedule], list[str]]:
+    """The schedules the dashboard shows and the lines of those invalid: the tick's
+    own, or the whole folder parsed again when the memo left some out."""
+    from ..config.files import load_all
+
+    inputs = draft.inputs
+    folder = draft.repo / "schedules"
+    if not _left_out(inputs, folder):
+        return list(inputs.schedules), list(inputs.invalid)
+    parsed = load_all(folder, calendars=inputs.calendars)
+    schedules = [s for s in parsed.schedules if s.id not in inputs.held]
+    invalid = [e.message for e in parsed.errors] + [
+        line for line in inputs.invalid if line == inputs.settings.caps_problem]
+    return schedules, invalid
+
+
+def _left_out(inputs: TickInputs, folder: Path) -> bool:
+    """Whether the memo left schedules of ``folder`` unparsed this tick."""
+    return inputs.memo is not None and bool(inputs.memo.left_out) and folder.is_dir()
 
 
 def outbox(draft: Draft, files: Files) -> Part:
@@ -178,8 +192,9 @@ def memo(draft: Draft, files: Files) -> Part:
     inputs = draft.inputs
     if inputs.memo is None:
         return Part(files)
-    entries = quiet.changes(inputs.memo, inputs.schedules, draft.decision.state, draft.base,
-                            store.changes(draft.base, files), lambda: inputs.settings.cadence)
+    entries = memowrite.changes(inputs.memo, inputs.schedules, draft.decision.state,
+                                draft.base, store.changes(draft.base, files),
+                                lambda: inputs.settings.cadence)
     return Part({**files, **entries})
 
 

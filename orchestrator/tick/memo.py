@@ -23,7 +23,7 @@ tick's cost grow with the number of schedules. The memo is two files:
 - Quiet until its file or cursor changes (``until`` is ``None``): a disabled schedule,
   and a one-shot that fired.
 - A file that does not parse gets no entry, so it is reported on every tick.
-- Both files are written only beside other changes (:func:`changes`), never in a
+- Both files are written only beside other changes (:mod:`.memowrite`), never in a
   commit of their own.
 - The folder entry is written only when the bytes the tick parsed are the blobs git
   listed, so an edit racing the tick costs only the shortcut.
@@ -32,11 +32,10 @@ tick's cost grow with the number of schedules. The memo is two files:
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import zoneinfo
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,9 +48,6 @@ from ..cadence.wake import (
     Wake,
     due_moments,
     earliest,
-    lingers_before,
-    next_slot,
-    settled_after,
 )
 from ..config.calendars import Calendars
 from ..config.fieldtypes import ID_RE, Frozen
@@ -60,14 +56,12 @@ from ..config.repository import Cadence
 from ..state import codec, layout
 from ..state import index as state_index
 from ..state import model as state_model
-from ..state.machine import RUN_OPEN
 from ..store import StateFiles, as_state_files, blob_id
 from ..support.times import iso_minute
 from . import worktree
 
 if TYPE_CHECKING:
     from ..config.models import Schedule
-    from ..state.records import Cursor
 
 QUIET = layout.QUIET
 FOLDER = layout.QUIET_FOLDER
@@ -86,7 +80,7 @@ class Quiet(Frozen):
     """The tick that found it quiet."""
     until: AwareDatetime | None
     """Its next slot after ``checked``: the first moment a tick must parse it again;
-    ``None``: no moment, only a change of its file or cursor (see :func:`_quiet_until`)."""
+    ``None``: no moment, only a change of its file or cursor (see :mod:`.memowrite`)."""
     lingers: bool
     """Whether that slot is worth a waiting runner (:func:`~.wake.lingers_before`)."""
 
@@ -213,11 +207,15 @@ class Memo:
             return cls(repo, now, None, {}, set(), common, listing)
         memo = cls(repo, now, files, _cursor_ids(files) if QUIET in files else {},
                    {run.schedule_id for run in index.runs.values()}, common, listing)
-        folder = _stored_folder(files) if listing is not None else None
-        if folder is not None:
-            memo.whole = memo._holds(folder)
-            memo.folder = folder if memo.whole is not None else None
+        memo._take_folder(files)
         return memo
+
+    def _take_folder(self, files: StateFiles) -> None:
+        """Trust the folder's stored entry, when there is one and it holds this tick."""
+        folder = _stored_folder(files) if self.listing is not None else None
+        if folder is not None:
+            self.whole = self._holds(folder)
+            self.folder = folder if self.whole is not None else None
 
     @property
     def entries(self) -> dict[str, Quiet]:
@@ -254,14 +252,19 @@ class Memo:
         # not checked name by name: the key covers the listing, and the tick that wrote
         # it checked every name (:func:`schedule_ids`)
         ids = self.listing.stems(".json") - {SCHEMA_FILE[:-5]}
-        if (ids & self.busy
-                or not _holds_at(self.now, folder.checked,
-                                 folder.soonest[0].until if folder.soonest else None)
-                or any(sid not in self.cursors for sid in ids)
-                or folder.key != self.folder_key(self.listing,
-                                                 {sid: self.cursors[sid] for sid in ids})):
+        if ids & self.busy or not self._folder_holds(folder, self.listing, ids):
             return None
         return ids
+
+    def _folder_holds(self, folder: QuietFolder, listing: worktree.Clean,
+                      ids: frozenset[str]) -> bool:
+        """Whether ``folder`` holds now, every one of ``ids`` has a cursor, and its key
+        is that of ``listing`` and those cursors."""
+        until = folder.soonest[0].until if folder.soonest else None
+        if not _holds_at(self.now, folder.checked, until) or any(
+                sid not in self.cursors for sid in ids):
+            return False
+        return folder.key == self.folder_key(listing, {sid: self.cursors[sid] for sid in ids})
 
     def knows(self, schedule_id: str, raw: bytes) -> bool:
         """Whether the file ``raw`` of ``schedule_id`` may go unparsed this tick."""
@@ -288,7 +291,7 @@ class Memo:
         if self.folder is not None:
             soonest = [(s.schedule, s.until, s.lingers) for s in self.folder.soonest]
         else:
-            soonest = [(sid, q.until, q.lingers) for sid, q in _soonest(self.skipped)
+            soonest = [(sid, q.until, q.lingers) for sid, q in soonest_entries(self.skipped)
                        if q.until is not None]
         return [Wake(until, f"{sid}: slot {iso_minute(until)}", lingers, slot=True)
                 for sid, until, lingers in soonest]
@@ -316,7 +319,7 @@ def _holds_at(now: datetime, checked: datetime, until: datetime | None) -> bool:
     return checked <= now and (until is None or now < until)
 
 
-def _soonest(entries: Mapping[str, Quiet]) -> list[tuple[str, Quiet]]:
+def soonest_entries(entries: Mapping[str, Quiet]) -> list[tuple[str, Quiet]]:
     """The entry with the first slot, and the first worth a waiting runner when that is
     another (by time, then schedule id)."""
     timed = [(q.until, sid, q) for sid, q in entries.items() if q.until is not None]
@@ -334,24 +337,12 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
     was rebuilt, a schedule left out has an open run after all, or ``everything``: the
     compare-and-swap lost a race to a tip the memo was not checked against).
     ``calendars``: the calendar folder as the tick read it."""
-    if memo is not None and not everything:
-        if memo.whole is not None:
-            loaded = state_index.load(files, skip_cursors=memo.whole)
-            if loaded.note is None and not any(run.schedule_id in memo.whole
-                                               for run in loaded.state.runs.values()):
-                memo.read_all_clean = True  # as the tick that wrote the entry found them
-                return LoadResult(), loaded
-            memo.forget()
-        result = load_all(directory, known=memo.knows, calendars=calendars)
-        memo.read_all_clean = not result.errors
-        if not memo.skipped:
-            return result, state_index.load(files)
-        loaded = state_index.load(files, skip_cursors=memo.skipped)
-        if loaded.note is None and not any(run.schedule_id in memo.skipped
-                                           for run in loaded.state.runs.values()):
-            return result, loaded
     if memo is None:
         return load_all(directory, calendars=calendars), state_index.load(files)
+    if not everything:
+        trusted = _trusting(memo, directory, files, calendars)
+        if trusted is not None:
+            return trusted
     memo.forget()
     # for the entries this tick writes
     result = load_all(directory, known=memo.record, calendars=calendars)
@@ -359,134 +350,28 @@ def select(memo: Memo | None, directory: Path, files: Mapping[str, bytes], *,
     return result, state_index.load(files)
 
 
-def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
-                 ) -> tuple[bool, datetime | None]:
-    """Whether ``schedule`` with ``cursor`` needs no tick before a moment, and which:
-    its next slot, or ``None`` when only a change of its file or cursor can wake it
-    (disabled, or a one-shot that fired)."""
-    spec = schedule.spec
-    if not spec.enabled:
-        return not cursor.enabled, None  # the first tick after the edit records it
-    if not cursor.enabled or cursor.paused is not None or (  # paused: said every tick
-            spec.pause_after_failures is not None
-            and cursor.failures_in_a_row >= spec.pause_after_failures):
-        return False, None
-    at = spec.at_utc()
-    if at is not None:
-        return cursor.done and cursor.last_slot == at, None
-    from ..config.triggers import for_spec
-
-    try:
-        if for_spec(spec).slots(cursor.since, now):
-            return False, None  # not settled up to now: a later tick has to look again
-        until = next_slot(spec, settled_after(cursor, now))
-    except ValueError:
-        return False, None
-    return until is not None, until
-
-
-def changes(memo: Memo, schedules: Iterable[Schedule], state: state_model.State,
-            files: Mapping[str, bytes], change: Mapping[str, bytes | None],
-            cadence: Callable[[], Cadence]) -> dict[str, bytes | None]:
-    """What ``change`` calls for in ``state/quiet.json`` and
-    ``state/quiet-folder.json`` (nothing when ``change`` is empty): the entries of the
-    schedules left unread, one for each parsed schedule that is quiet in ``state`` (the
-    state this change commits), and the entry of the whole folder when every schedule
-    in it has one."""
-    if not change:
-        return {}
-    entries, cursors = _carried(memo)
-    open_schedules = {run.schedule_id for run in state.runs.values()
-                      if run.status in RUN_OPEN}
-    policy = functools.cache(cadence)  # read once, and only when a slot asks for it
-    for schedule in schedules:
-        cursor = state.cursors.get(schedule.id)
-        data = _cursor_bytes(schedule.id, files, change)
-        if cursor is None or data is None or not _may_enter(memo, schedule.id, cursor,
-                                                            open_schedules):
-            continue
-        found = _entry(memo, schedule, cursor, data, policy)
-        if found is not None:
-            cursors[schedule.id], entries[schedule.id] = found
-    folder = _folder(memo, entries, cursors, change)
-    out: dict[str, bytes | None] = {
-        QUIET: codec.to_json(QuietFile(schedules=dict(sorted(entries.items())))),
-        FOLDER: codec.to_json(folder) if folder else None}
-    return {path: data for path, data in out.items() if files.get(path) != data}
-
-
-def _carried(memo: Memo) -> tuple[dict[str, Quiet], dict[str, str]]:
-    """The entries of the schedules left unread, and their cursors' blob ids."""
+def _trusting(memo: Memo, directory: Path, files: Mapping[str, bytes],
+              calendars: Calendars | None) -> tuple[LoadResult, state_index.Loaded] | None:
+    """What :func:`select` returns when the memo can be trusted: the folder's entry
+    first, then the entries one by one; ``None`` when in doubt after all."""
     if memo.whole is not None:
-        entries = {sid: memo.entries[sid] for sid in memo.whole if sid in memo.entries}
-    else:
-        entries = dict(memo.skipped)
-    return entries, {sid: memo.cursors[sid] for sid in entries if sid in memo.cursors}
+        loaded = state_index.load(files, skip_cursors=memo.whole)
+        if _none_open(loaded, memo.whole):
+            memo.read_all_clean = True  # as the tick that wrote the entry found them
+            return LoadResult(), loaded
+        memo.forget()
+    result = load_all(directory, known=memo.knows, calendars=calendars)
+    memo.read_all_clean = not result.errors
+    if not memo.skipped:
+        return result, state_index.load(files)
+    loaded = state_index.load(files, skip_cursors=memo.skipped)
+    return (result, loaded) if _none_open(loaded, memo.skipped) else None
 
 
-def _cursor_bytes(schedule_id: str, files: Mapping[str, bytes],
-                  change: Mapping[str, bytes | None]) -> bytes | None:
-    """The cursor of ``schedule_id`` as this change commits it."""
-    path = layout.cursor_path(schedule_id)
-    return change.get(path) if path in change else files.get(path)
-
-
-def _may_enter(memo: Memo, schedule_id: str, cursor: Cursor,
-               open_schedules: Collection[str]) -> bool:
-    """Whether a parsed schedule may get an entry: read this tick, with no open run and
-    no backfill (a backfill's next slot is due any tick)."""
-    return (schedule_id in memo.files and schedule_id not in open_schedules
-            and cursor.backfill is None)
-
-
-def _entry(memo: Memo, schedule: Schedule, cursor: Cursor, data: bytes,
-           cadence: Callable[[], Cadence]) -> tuple[str, Quiet] | None:
-    """The blob id of the cursor ``data`` and the entry of ``schedule``, when it is
-    quiet in the state this change commits."""
-    quiet, until = _quiet_until(schedule, cursor, memo.now)
-    if not quiet:
-        return None
-    cursor_id = blob_id(data)
-    return cursor_id, Quiet(
-        key=memo.key(schedule.id, memo.files[schedule.id], cursor_id), checked=memo.now,
-        until=until,
-        lingers=until is not None and lingers_before(schedule, until, cadence()))
-
-
-def _folder(memo: Memo, entries: Mapping[str, Quiet], cursors: Mapping[str, str],
-            change: Mapping[str, bytes | None]) -> QuietFolder | None:
-    """The entry of the whole folder, when every schedule in it is quiet and the bytes
-    the tick parsed (or the entry it trusted) are the blobs git's listing names."""
-    listing = memo.listing
-    if listing is None or not memo.read_all_clean:
-        return None
-    ids = schedule_ids(listing)
-    if not ids or not all(_entered(sid, entries, cursors, change)
-                          and _listed(memo, listing, sid) for sid in ids):
-        return None
-    mine = {sid: entries[sid] for sid in ids}
-    return QuietFolder(
-        key=memo.folder_key(listing, {sid: cursors[sid] for sid in ids}),
-        checked=max(e.checked for e in mine.values()),
-        soonest=[Soonest(schedule=sid, until=q.until, lingers=q.lingers)
-                 for sid, q in _soonest(mine) if q.until is not None])
-
-
-def _entered(schedule_id: str, entries: Mapping[str, Quiet], cursors: Mapping[str, str],
-             change: Mapping[str, bytes | None]) -> bool:
-    """Whether ``schedule_id`` has an entry, made for the cursor this change commits."""
-    if schedule_id not in entries or schedule_id not in cursors:
-        return False
-    path = layout.cursor_path(schedule_id)
-    return path not in change or blob_id(change[path] or b"") == cursors[schedule_id]
-
-
-def _listed(memo: Memo, listing: worktree.Clean, schedule_id: str) -> bool:
-    """Whether what the tick knows of ``schedule_id`` is the blob git's listing names:
-    not so when the file was edited since git listed it, or a filter rewrites it."""
-    if memo.whole is not None and schedule_id in memo.whole:
-        return True  # the folder's entry vouched for the listing itself
-    return memo.files.get(schedule_id) == listing.blobs[f"{schedule_id}.json"]
+def _none_open(loaded: state_index.Loaded, left_out: Collection[str]) -> bool:
+    """Whether ``loaded`` trusted its index and no schedule ``left_out`` has an open run."""
+    return loaded.note is None and not any(run.schedule_id in left_out
+                                           for run in loaded.state.runs.values())
 
 
 def next_wake(memo: Memo | None, schedules: Iterable[Schedule], state: state_model.State,

@@ -26,7 +26,7 @@ from ..state.machine import RUN_TERMINAL
 
 if TYPE_CHECKING:  # the notify package is imported only by a tick that notifies
     from ..config.models import ScheduleSpec
-    from ..notify.channel import Delivery
+    from ..notify.channel import Delivery, Item
     from ..notify.events import Event
     from ..notify.outbox import Prepared
     from ..state.model import State
@@ -95,10 +95,7 @@ class Notifications:
                                   f"{exc}".splitlines()[0],))
         if prepared.record != record:
             files[layout.NOTIFY] = notify_record.dump(prepared.record)
-        runs = {p.event.run_id for p in prepared.claims if p.event.run_id}
-        letters = {rid: tuple((k, d.reason) for k, d in sorted(after.dlq.items())
-                              if d.run_id == rid and not d.discarded) for rid in runs}
-        return Planned(prepared, letters, inputs.settings.notify.budget_seconds)
+        return Planned(prepared, _letters(prepared, after), inputs.settings.notify.budget_seconds)
 
     def deliver(self, planned: Planned, markdown: Markdown) -> list[Delivery]:
         """Deliver what ``planned`` claimed (its commit landed), within its budget."""
@@ -106,24 +103,11 @@ class Notifications:
         if prepared is None or not prepared.claims:
             return []
         from ..notify import deliver as delivery
-        from ..notify.channel import ISSUES, Deadline, Item
+        from ..notify.channel import Deadline
         from ..support.credentials import redactor
 
-        claimed = {p.event.id for p in prepared.claims}
-        openers = {p.event.run_id for p in prepared.record.outbox
-                   if ISSUES in p.channels and p.event.id not in claimed
-                   and p.event.kind.value == "run_failed"}
         redact = redactor(self.environ)
-        pairs = []
-        for pending in prepared.claims:
-            event = pending.event
-            streak = prepared.record.streaks.get(event.schedule or "")
-            item = Item(pending, streak,
-                        opener_elsewhere=pending.streak in openers,
-                        markdown=_for_run(markdown, event.run_id),
-                        letters=planned.letters.get(event.run_id or "", ()))
-            pairs += [(name, item) for name in pending.channels]
-        grouped = delivery.by_channel(pairs)
+        grouped = delivery.by_channel(_pairs(planned, prepared, markdown))
         channels = {name: delivery.build(name, self.environ, redact, self.now, planned.budget)
                     for name in grouped}
         return delivery.deliver(grouped, channels, Deadline(planned.budget))
@@ -157,6 +141,40 @@ class Notifications:
             return None
         settled = settle(record, planned.prepared.claims, deliveries)
         return notify_record.dump(settled) if settled != record else None
+
+
+def _letters(prepared: Prepared, after: State) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Run id -> its waiting dead letters (key and reason), for the runs of the claims."""
+    runs = {p.event.run_id for p in prepared.claims if p.event.run_id}
+    return {rid: tuple((k, d.reason) for k, d in sorted(after.dlq.items())
+                       if d.run_id == rid and not d.discarded) for rid in runs}
+
+
+def _openers(prepared: Prepared) -> set[str | None]:
+    """The runs whose failure another pending event (not claimed now) opens an issue for."""
+    from ..notify.channel import ISSUES
+
+    claimed = {p.event.id for p in prepared.claims}
+    return {p.event.run_id for p in prepared.record.outbox
+            if ISSUES in p.channels and p.event.id not in claimed
+            and p.event.kind.value == "run_failed"}
+
+
+def _pairs(planned: Planned, prepared: Prepared, markdown: Markdown) -> list[tuple[str, Item]]:
+    """(channel, item) for every channel of every claim of ``prepared``."""
+    from ..notify.channel import Item
+
+    openers = _openers(prepared)
+    pairs = []
+    for pending in prepared.claims:
+        event = pending.event
+        streak = prepared.record.streaks.get(event.schedule or "")
+        item = Item(pending, streak,
+                    opener_elsewhere=pending.streak in openers,
+                    markdown=_for_run(markdown, event.run_id),
+                    letters=planned.letters.get(event.run_id or "", ()))
+        pairs += [(name, item) for name in pending.channels]
+    return pairs
 
 
 def _for_run(markdown: Markdown, run_id: str | None) -> Callable[[int], str | None]:

@@ -40,7 +40,7 @@ T = TypeVar("T")
 def _from_track(seen: Observation, redact: Redactor) -> Observation:
     """``seen`` with what the track wrote made safe to commit and print: redacted, and
     a result that cannot be written back as JSON replaced by ``{"error": why}``."""
-    result = _safe(seen.result, redact) if seen.result is not None else None
+    result = _safe_result(seen.result, redact)
     safe = dataclasses.replace(
         seen, result=result, error=redact(seen.error) if seen.error else seen.error,
         items=seen.items and tuple(_item_report(r, redact) for r in seen.items),
@@ -57,9 +57,14 @@ def _safe(value: Any, redact: Redactor) -> Any:
         return {"error": f"result ignored: {exc}"}
 
 
+def _safe_result(value: Any, redact: Redactor) -> Any:
+    """A result as :func:`_safe` makes it, or ``None`` for none."""
+    return _safe(value, redact) if value is not None else None
+
+
 def _item_report(report: ItemReport, redact: Redactor) -> ItemReport:
     """A worker's report on one item, as safe to commit as a track's result."""
-    result = _safe(report.result, redact) if report.result is not None else None
+    result = _safe_result(report.result, redact)
     error = redact(report.error) if report.error else report.error
     if result == report.result and error == report.error:
         return report
@@ -117,19 +122,11 @@ def _observe(executor: Executor, handles: list[Handle], lost: list[DispatchReque
                                                     or breaker.state != "open")
 
 
-def gather(executor: Executor, state: state_model.State,
-           known: Mapping[str, Observation] | None = None,
-           redact: Redactor | None = None) -> Observations:
-    """Observe open attempts and look up unrecorded dispatches.
-
-    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
-    what they say is taken as it is.
-
-    These calls change nothing on the state branch; a backend may still repair its
-    own bookkeeping here (the local executor restarts a supervisor whose dispatcher
-    died, and records an attempt whose supervisor vanished). What a track wrote passes
-    ``redact`` (default: a redactor of the credentials in this process's environment).
-    """
+def _questions(executor: Executor, state: state_model.State,
+               known: Mapping[str, Observation] | None
+               ) -> tuple[list[Handle], list[DispatchRequest]]:
+    """The handles of the open attempts to observe, and the dispatches nobody recorded
+    (no handle yet) to look up."""
     handles: list[Handle] = []
     lost: list[DispatchRequest] = []
     for run_id, run, track in _open_tracks(state):
@@ -145,7 +142,23 @@ def gather(executor: Executor, state: state_model.State,
                                         workflow=run.workflow, poll=track.polls,
                                         marked_at=track.dispatched_at,
                                         compensating=track.compensating))
-    seen, found, available = _observe(executor, handles, lost)
+    return handles, lost
+
+
+def gather(executor: Executor, state: state_model.State,
+           known: Mapping[str, Observation] | None = None,
+           redact: Redactor | None = None) -> Observations:
+    """Observe open attempts and look up unrecorded dispatches.
+
+    Attempts in ``known`` (outcome files a fan-in job downloaded) are not asked about:
+    what they say is taken as it is.
+
+    These calls change nothing on the state branch; a backend may still repair its
+    own bookkeeping here (the local executor restarts a supervisor whose dispatcher
+    died, and records an attempt whose supervisor vanished). What a track wrote passes
+    ``redact`` (default: a redactor of the credentials in this process's environment).
+    """
+    seen, found, available = _observe(executor, *_questions(executor, state, known))
     if known:
         seen = run_scope.merge(known, seen)
     # Everything a track wrote (an outcome file, a result, stderr) is made safe to

@@ -50,6 +50,13 @@ the future wrote it, and real ticks write their own at once instead of waiting a
 past it."""
 
 
+def _heartbeat_due(changed: Mapping[str, object], last: datetime | None, now: datetime,
+                   every: timedelta) -> bool:
+    """Whether the tick writes its heartbeat line: it changed something, or the last
+    line is missing, ``every`` old, or in the future."""
+    return bool(changed) or last is None or now - last >= every or last - now > AHEAD_TOLERANCE
+
+
 def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
                 old: Mapping[str, bytes], decision: Decision, now: datetime,
                 executor: str, heartbeat_every: timedelta, clock: str | None = None,
@@ -64,9 +71,7 @@ def append_logs(files: dict[str, bytes | None], changed: Mapping[str, object],
             path = layout.polls_path(run_id)
             files[path] = append_lines(old, path,
                                        poll_rows(decision, run_id, lines, now, executor))
-    last = codec.last_tick_at(old)
-    if changed or last is None or now - last >= heartbeat_every \
-            or last - now > AHEAD_TOLERANCE:
+    if _heartbeat_due(changed, codec.last_tick_at(old), now, heartbeat_every):
         line = _tick_line(changed, old, decision, now, executor)
         if clock is not None:
             line["clock"] = clock

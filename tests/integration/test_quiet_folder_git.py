@@ -26,6 +26,7 @@ from orchestrator.state.phases import RunStatus
 from orchestrator.state.records import Run, run_id_for
 from orchestrator.store import GitStateStore, Snapshot
 from orchestrator.tick import memo as quiet
+from orchestrator.tick import memowrite
 from orchestrator.tick.settings import TickSettings
 from orchestrator.tick.shell import Tick
 from tests.builders import spec_data
@@ -255,8 +256,8 @@ def test_an_edit_racing_the_tick_costs_the_folder_entry_not_a_slot(tmp_path: Pat
     (repo / "schedules" / "daily.json").write_text(json.dumps(spec_data(cron="0 4 * * *")))
     result, loaded = quiet.select(memo, repo / "schedules", snap.files)
     state = loaded.state
-    change = quiet.changes(memo, result.schedules, state, snap.files,
-                           {"state/ticks.jsonl": b"{}\n"}, Cadence)
+    change = memowrite.changes(memo, result.schedules, state, snap.files,
+                               {"state/ticks.jsonl": b"{}\n"}, Cadence)
     # the per-schedule entries stand (keyed by the bytes parsed); the folder's is gone
     assert json.loads(change[quiet.QUIET] or b"")["schedules"]["daily"]["until"] \
         == "2026-12-02T04:00:00Z"

@@ -21,10 +21,10 @@ PACKAGE = REPO / "orchestrator"
 
 # Measured on the tree as it stands; the targets are at most 25 over 12 and at most 6 %
 # over 8. Both constants only ever go down.
-MAX_OVER_12 = 19
+MAX_OVER_12 = 14
 """Functions over radon complexity 12."""
-MAX_SHARE_OVER_8 = 0.0667
-"""The share of functions over radon complexity 8 (127 of 1,906 today)."""
+MAX_SHARE_OVER_8 = 0.0405
+"""The share of functions over radon complexity 8 (82 of 2,028 today)."""
 MAX_LINES = 500
 """A module longer than this holds more than one role."""
 KNOWN_LONG: dict[str, int] = {}
