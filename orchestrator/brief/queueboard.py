@@ -50,6 +50,8 @@ class QueueRow:
     done: int
     bars: tuple[Bar, ...]
     """One per day, oldest first."""
+    recent: int
+    """Done over the chart's days."""
     label: str
     """The chart in words, for screen readers and the bars' tooltip."""
     note: str
@@ -68,13 +70,13 @@ def rows(queues: Mapping[str, QueueBook], now: datetime) -> tuple[QueueRow, ...]
 def _row(book: QueueBook, now: datetime) -> QueueRow:
     seen = describe(book)
     bars = chart(per_day(book.done), now)
-    total = sum(b.done for b in bars)
-    label = (f"{total} done in the last {len(bars)} days, oldest first: "
+    recent = sum(b.done for b in bars)
+    label = (f"{recent} done in the last {len(bars)} days, oldest first: "
              + ", ".join(str(b.done) for b in bars))
     return QueueRow(name=book.name, backlog=seen["backlog"],
                     in_flight=book.counts.get(ItemStatus.CLAIMED.value, 0),
                     dead=seen["dead"], done=book.counts.get(ItemStatus.DONE.value, 0),
-                    bars=bars, label=label, note=book.note or "")
+                    bars=bars, recent=recent, label=label, note=book.note or "")
 
 
 def per_day(done: Mapping[str, int]) -> Counter[str]:
@@ -87,14 +89,14 @@ def per_day(done: Mapping[str, int]) -> Counter[str]:
 
 def chart(days: Mapping[str, int], now: datetime) -> tuple[Bar, ...]:
     """The bars of the last :data:`THROUGHPUT_DAYS` UTC days up to ``now``'s, the
-    tallest as high as the chart; a day with none gets no height."""
+    tallest as high as the chart; a day with none gets no height, any other at least 1."""
     today = now.astimezone(UTC).date()
     wanted = [today - timedelta(days=back) for back in range(THROUGHPUT_DAYS - 1, -1, -1)]
     counts = [days.get(f"{d:%Y%m%d}", 0) for d in wanted]
     top = max(counts) or 1
     bars = []
     for i, (day, count) in enumerate(zip(wanted, counts, strict=True)):
-        height = round(count / top * (CHART_HEIGHT - 2), 1) if count else 0.0
+        height = max(1.0, round(count / top * (CHART_HEIGHT - 2), 1)) if count else 0.0
         bars.append(Bar(day=f"{day:%Y-%m-%d}", done=count, x=i * (BAR_WIDTH + BAR_GAP),
                         y=CHART_HEIGHT - height, height=height))
     return tuple(bars)

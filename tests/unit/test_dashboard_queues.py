@@ -54,13 +54,14 @@ def test_each_queue_shows_backlog_in_flight_dead_done_and_a_chart_of_days() -> N
     assert sum(days.values()) == 1017  # a month ago is outside the chart
     html = brief.render_index([], generated_at=NOW, board=board)
     section = html[html.index('id="queues"'):html.index('id="schedules"')]
-    cells = re.findall(r'<td class="num[^"]*">(\d+)</td>', section)
+    cells = re.findall(r'<td class="num[^"]*"[^>]*>(\d+)</td>', section)
     assert cells == ["4", "2", "1", "1024"]
     svg = section[section.index("<svg"):section.index("</svg>")]
     assert 'role="img"' in svg
     assert 'aria-label="1017 done in the last 14 days, oldest first: ' in svg
     assert "<title>2026-12-03: 1012 done</title>" in svg
     assert svg.count("<rect") == 2  # the days with none draw no bar
+    assert section.count("1017 in 14 days") == 1
     assert "http" not in svg and "href" not in svg
 
 
@@ -126,14 +127,20 @@ def test_a_change_between_sub_second_medians_gives_no_percentage() -> None:
     assert trend(20, 30) == "median 30s lately, 20s before (+50%)"
 
 
-def test_dead_letters_are_grouped_by_schedule_and_queue_folded_on_the_page() -> None:
-    files = {**TICK, **pages()}
-    for n in range(30):
+def dead_letters(count: int) -> dict[str, bytes]:
+    """``count`` dead tracks of ``nightly``, over its last three runs."""
+    files = {}
+    for n in range(count):
         run_id = f"nightly--{T0 + timedelta(days=n % 3):%Y%m%dT%H%MZ}"
         letter = DeadLetter(key=f"{run_id}--t{n:02d}", run_id=run_id, track=f"t{n:02d}",
                             reason="failed", parked_at=T0, attempts=1,
                             payload=TrackSpec(name=f"t{n:02d}", run="true"))
         files[layout.dlq_path(letter.key)] = codec.to_json(letter)
+    return files
+
+
+def test_dead_letters_are_grouped_by_schedule_and_queue_folded_on_the_page() -> None:
+    files = {**TICK, **pages(), **dead_letters(30)}
     board = dashboard.from_files(files, [schedule("nightly")], [], NOW)
     groups = [(g.kind, g.name, g.count, len(g.items)) for g in board.dead_groups]
     # the report names the first 20 keys; the groups count every one
@@ -149,3 +156,12 @@ def test_dead_letters_are_grouped_by_schedule_and_queue_folded_on_the_page() -> 
     folded = attention[attention.index("<details>"):attention.index("</details>")]
     assert folded.count("waits for a decision") == 20
     assert "10 more: <code>orchestrator dlq list</code>" in folded
+
+
+def test_a_lone_dead_letter_is_named_with_its_own_command_not_folded() -> None:
+    board = dashboard.from_files({**TICK, **dead_letters(1)}, [schedule("nightly")], [], NOW)
+    html = brief.render_index([], generated_at=NOW, board=board)
+    attention = html[html.index('id="attention"'):html.index("</section>")]
+    assert "<details>" not in attention
+    assert ("dead letter nightly--20261201T0700Z--t00 waits for a decision: "
+            "<code>orchestrator dlq requeue nightly--20261201T0700Z--t00</code>") in attention
