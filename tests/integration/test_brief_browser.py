@@ -300,7 +300,7 @@ def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
         assert box is not None and box["y"] < 300  # on screen without scrolling
         first = visit.js("document.querySelector('main > section, main > .card').id")
         assert first == "attention"
-        items = page.locator("#attention li").all_inner_texts()
+        items = page.locator("#attention > ul > li").all_inner_texts()
         assert len(items) == 4 and any('<script>alert("x")</script>' in i for i in items)
         assert page.locator("#schedules .sched").count() == 4
         strip = page.locator("#schedules .strip a")
@@ -314,3 +314,32 @@ def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
     finally:
         visit.close()
     assert (tmp_path / f"dashboard-{width}.png").stat().st_size > 10_000
+
+
+def test_dashboard_of_many_dead_letters_and_a_queue_at_phone_width(browser: Browser,
+                                                                   tmp_path: Path) -> None:
+    """30 dead letters fold into one line of their schedule: the first screen of a phone
+    still reaches the queue section, whose chart keeps to the screen's width."""
+    from orchestrator.brief import dashboard
+    from tests.builders import schedule
+    from tests.unit.test_dashboard_queues import NOW, TICK, dead_letters, pages
+
+    files = {**TICK, **pages(), **dead_letters(30)}
+    board = dashboard.from_files(files, [schedule("nightly")], [], NOW)
+    path = _write(tmp_path, "index.html", brief.render_index([], generated_at=NOW,
+                                                             board=board))
+    visit = Visit(browser, path, 390)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= 390 and visit.sideways() == []
+        page = visit.page
+        assert page.locator("#attention details").count() == 2
+        assert not page.locator("#attention details li").first.is_visible()  # folded
+        chart = page.locator("#queues svg.bars")
+        box = chart.bounding_box()
+        assert box is not None and box["y"] + box["height"] < 900  # on the first screen
+        assert box["x"] + box["width"] <= 390
+        assert chart.get_attribute("aria-label").startswith("1017 done")
+        page.screenshot(path=str(tmp_path / "dashboard-dead-390.png"), full_page=True)
+    finally:
+        visit.close()
