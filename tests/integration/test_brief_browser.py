@@ -272,6 +272,41 @@ def test_brief_of_a_drain_of_10000_items(browser: Browser, tmp_path: Path, width
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_a_drain_s_dead_item_is_on_the_first_screen_with_its_command(
+        browser: Browser, tmp_path: Path, width: int) -> None:
+    """The brief's attention-first promise where a backlog fails: the headline, on the
+    first screen at either width, says one item died and how to requeue it."""
+    from datetime import timedelta
+
+    from orchestrator.state import layout
+    from orchestrator.state.items import NewItem
+    from orchestrator.store import InMemoryStateStore
+    from tests.memory_executor import MemoryExecutor
+    from tests.memory_tick import MemoryShell
+    from tests.unit.test_drain import RUN, T0, drain_schedule, enqueue, finish
+
+    shell = MemoryShell(InMemoryStateStore(), MemoryExecutor(),
+                        [drain_schedule(task_cap=5, max_workers=1, max_attempts=1)])
+    enqueue(shell, [NewItem(payload=n, key=f"k{n}") for n in range(2)])
+    shell.run(T0)
+    finish(shell, T0 + timedelta(minutes=1), lambda _, n: "failed" if n == 0 else "done")
+    shell.run(T0 + timedelta(minutes=2))
+    html = shell.files[layout.brief_path(RUN)].decode()
+    visit = Visit(browser, _write(tmp_path, "brief-dead-item.html", html), width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        headline = visit.page.locator(".headline")
+        text = headline.inner_text()
+        assert "1 dead item of queue pages" in text
+        assert "orchestrator dlq requeue --queue pages" in text
+        box = headline.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 900, box  # first screen
+        assert visit.page.locator(".counts .c-dlq .n").inner_text() == "1"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
                                              width: int) -> None:
     """The index as a dashboard: what needs attention is the first thing on screen,
