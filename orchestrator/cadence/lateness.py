@@ -234,26 +234,24 @@ def overall(samples: Sequence[Sample], lines: Sequence[str]) -> Figures:
 
 @dataclass(frozen=True)
 class Risk:
-    """Schedules that tolerate less lateness than the ledger measures."""
+    """The schedules that tolerate less lateness than the ledger measures (maybe none)."""
 
     schedules: tuple[str, ...]
     tolerance_minutes: float
-    """The least tolerance among them."""
+    """The least tolerance among them (0 when there are none)."""
     measured: Figures
 
 
 def at_risk(samples: Sequence[Sample], tolerances: Mapping[str, float | None],
             now: datetime) -> Risk | None:
     """The schedules whose ``max_lateness_minutes`` the last :data:`RISK_DAYS` days'
-    p95 exceeds, with at least :data:`MIN_SAMPLES` samples; ``None`` when none is."""
+    p95 exceeds; ``None`` with fewer than :data:`MIN_SAMPLES` samples (no verdict)."""
     measured = overall(recent(samples, now, RISK_DAYS), ())
     if measured.samples < MIN_SAMPLES or measured.p95 is None:
         return None
     p95 = measured.p95
     late = {sid: m for sid, m in tolerances.items() if m is not None and p95 > m * 60}
-    if not late:
-        return None
-    return Risk(tuple(sorted(late)), min(late.values()), measured)
+    return Risk(tuple(sorted(late)), min(late.values(), default=0), measured)
 
 
 # --------------------------------------------------------------------------- reports

@@ -46,6 +46,9 @@ class EventKind(StrEnum):
     """The state branch is behind its high-water mark: ticks fire nothing from it."""
     SLA_MISSED = "sla_missed"
     """A run was not finished ``sla_minutes`` after its slot."""
+    CRON_LATE = "cron_late"
+    """GitHub's cron, as the ticks measured it, is later than schedules tolerate
+    (``max_lateness_minutes``): once per episode, with the fix."""
 
 
 _Strict = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)

@@ -62,6 +62,9 @@ class NotifyRecord(Frozen):
     """Run id -> when its SLA miss was told."""
     quarantined: dict[str, UTCDateTime] = Field(default_factory=dict)
     """Path -> when its quarantine was told."""
+    cron_late: dict[Id, UTCDateTime] = Field(default_factory=dict)
+    """Schedule id -> when its ``cron_late`` episode was told; it goes once the measured
+    lateness is within what the schedule tolerates."""
 
     def failing(self) -> dict[str, int]:
         return {sid: streak.failed for sid, streak in self.streaks.items()}
