@@ -288,8 +288,24 @@ def clock_moments(schedules: Iterable[Schedule], state: State, after: datetime,
     """The due moments after ``after`` worth a call: every slot (a call costs no
     waiting) and what a lingering tick waits for (a retry's back-off end, a poll, a
     run's jitter); not a timeout or a deadline, which the safety tick settles."""
-    return [m for m in due_moments(schedules, state, after, cadence)
-            if m.slot or m.worth_waiting]
+    listed = list(schedules)
+    return sorted([*(m for m in due_moments(listed, state, after, cadence)
+                     if m.slot or m.worth_waiting), *jittered(listed, state, after)])
+
+
+def jittered(schedules: Iterable[Schedule], state: State, after: datetime) -> list[Wake]:
+    """The jitter's end of each jittered slot that passed by less than its jitter, or is
+    next: the clock calls then without waiting to read the run its tick created."""
+    found = []
+    for schedule in schedules:
+        spread = timedelta(seconds=schedule.spec.jitter_seconds)
+        cursor = state.cursors.get(schedule.id)
+        if not spread or (cursor is not None and cursor.paused is not None):
+            continue  # a paused schedule's slot gets no call: nor does its jitter
+        fire = calls([schedule], after - spread, after + spread)
+        found += [Wake(at, f"{schedule.id}: its run's jitter ends {iso(at)}")
+                  for at in fire if at > after]
+    return found
 
 
 Read = Callable[[], tuple[list[Schedule], State, Cadence]]
