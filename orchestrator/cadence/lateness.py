@@ -29,8 +29,9 @@ from .derive import ZONED, utc_spec
 from .wake import cron_slots
 
 KEEP_DAYS = 30
-KEEP = 2000
-"""Samples kept at most: 30 days of a tick every 15 minutes fit, with room."""
+KEEP = 1000
+"""Samples kept at most (about 130 KB, rewritten by each commit that adds one): 30 days
+of a scheduled tick every 45 minutes."""
 LOOKBACK = timedelta(days=2)
 """How far before a run's creation its slot is looked for; a run later than that is
 no sample (its slot cannot be told from the line's earlier ones)."""
@@ -90,7 +91,7 @@ def event_cron(environ: Mapping[str, str]) -> str | None:
     try:
         with open(path, "rb") as fh:
             payload = json.loads(fh.read(MAX_EVENT_BYTES))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a payload too deep is no payload
         return None
     cron = payload.get("schedule") if isinstance(payload, dict) else None
     return cron.strip() if isinstance(cron, str) and cron.strip() else None
@@ -137,7 +138,7 @@ def read(data: bytes | None) -> list[Sample]:
     for raw in (data or b"").splitlines():
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a hostile line costs only itself
             continue
         parsed = _parsed(entry) if isinstance(entry, dict) else None
         if parsed is not None:
@@ -152,7 +153,8 @@ def _parsed(entry: dict[str, Any]) -> Sample | None:
         return None
     slot, created, started = moments
     assert slot is not None and created is not None and started is not None
-    return Sample(cron, slot, created, started, run if isinstance(run, int) else None)
+    return Sample(cron, slot, created, started,
+                  run if type(run) is int else None)  # a bool is no run id
 
 
 def append(data: bytes | None, new: Sample) -> bytes | None:
@@ -162,11 +164,18 @@ def append(data: bytes | None, new: Sample) -> bytes | None:
     data = data or b""
     if new.run is not None and f'"run":{new.run},'.encode() in data:
         return None  # sort_keys writes "run" before "slot" on every line
-    lines = data.splitlines(keepends=True)[-(KEEP - 1):]
+    for _ in range(data.count(b"\n") - (KEEP - 1)):
+        data = _rest(data)
     since = new.started - timedelta(days=KEEP_DAYS)
-    while lines and _older(lines[0], since):
-        lines.pop(0)
-    return b"".join([*lines, new.line()])
+    while data and _older(data[:data.find(b"\n") + 1 or None], since):
+        data = _rest(data)
+    return data + new.line()
+
+
+def _rest(data: bytes) -> bytes:
+    """``data`` without its first line."""
+    cut = data.find(b"\n")
+    return b"" if cut < 0 else data[cut + 1:]
 
 
 def _older(line: bytes, since: datetime) -> bool:

@@ -68,3 +68,9 @@ def test_lateness_is_a_risk_only_with_enough_samples_over_a_tolerance() -> None:
     assert lateness.at_risk(samples[:4], {"tight": 30}, now) is None  # no verdict yet
     punctual = lateness.at_risk(samples, {"loose": 240}, now)
     assert punctual is not None and punctual.schedules == ()
+
+
+def test_a_hostile_ledger_line_costs_only_itself() -> None:
+    good = Sample("0 6 * * *", T0, T0 + timedelta(hours=1), T0, 5)
+    data = b"[" * 100_000 + b"\n" + b'{"cron": 1}\nnot json\n' + good.line()
+    assert lateness.read(data) == [good]
