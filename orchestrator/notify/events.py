@@ -4,6 +4,8 @@
   (the planner's and the consolidation's): a run that became ``failed``, a dead letter
   parked, a queue item gone dead, a runner label gone degraded. It reads no log line
   and no clock.
+- ``cron_late`` is the one event not of a transition: the tick hands :func:`derive`
+  the ledger's verdict (:class:`CronLate`), and it is told once per episode.
 - Queue items dead in one decision are one event each, up to :data:`GROUP_ABOVE` per
   queue; more are one event for the queue, so a bad deploy that kills 500 items sends
   one message, not 500.

@@ -7,7 +7,8 @@
   the channels still owed it and who claimed it when. It is empty between ticks
   unless a tick died between its commit and its delivery.
 - **What was told** once and must not be told again: SLA misses per run, quarantined
-  records per path. Entries go once their run is finished or the record readable.
+  records per path, a late cron per schedule. Entries go once their run is finished,
+  the record readable, or the cron within what the schedule tolerates.
 - Read as hostile input like every record: a file that cannot be read is named in one
   line and left alone, and notifications wait until it is fixed or deleted (guessing
   would open a second issue).

@@ -8,6 +8,8 @@
   within ``notify.budget_seconds``; each channel in its own thread.
 - **Settle**: the record commit takes the delivered and given-up channels off their
   entries and keeps the issue numbers learned.
+- **A late cron** (:func:`cron_late`): the ledger on the tip against the tolerance of
+  each schedule the tick read; an episode ends only for a schedule read within it.
 - Without a channel configured, nothing is read or written; a ``state/notify.json`` that
   cannot be read holds notifications back with one line per tick, and costs nothing else.
 """
