@@ -272,7 +272,8 @@ def test_compact_in_single_branch_mode_does_not_rewrite_history(tmp_path: Path) 
     assert main(["--repo", str(o.repo), "--remote", str(o.path), "--state-branch", "main",
                  "compact", "--keep-days", "7", "--now", NOW]) == 0
     assert git("rev-parse", "main^", cwd=o.path) == old_tip
-    assert _paths(o, "main") == ["README.md"]
+    # the run is gone; the record of the compaction stays, for status
+    assert _paths(o, "main") == ["README.md", "state/retention.json"]
     assert git("rev-list", "--count", "main", cwd=o.path) == "3"
 
 
