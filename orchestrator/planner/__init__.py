@@ -122,9 +122,11 @@ def plan(
     only_run: str | None = None,
     requests: Iterable[Request] = (),
     settling: Sequence[Pass] = PASSES,
+    upstreams: Iterable[str] = (),
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision.
     ``settling`` orders the settling loop's passes (a test runs every order).
+    ``upstreams``: the schedules some ``after`` names, for a tick scoped to one run.
 
     A run whose record the state machine refuses to move is left alone, named in one
     line, and the tick decided again without it: one bad record never stops the rest.
@@ -135,7 +137,8 @@ def plan(
     while True:
         decision = Decision(state=state.copy(), invalid=list(invalid))
         ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
-                      only_run, left_alone=frozenset(left_alone))
+                      only_run, left_alone=frozenset(left_alone),
+                      upstreams=frozenset(upstreams))
         try:
             _steps(ctx, requests, settling, left_alone)
         except IllegalTransition as exc:

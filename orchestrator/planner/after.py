@@ -12,6 +12,8 @@
   upstream runs wait, up to ``within_minutes`` after their end, and the log says why.
 - Catch-up applies as for clock slots: ``all`` fires once per waiting set, oldest first;
   ``latest`` and ``none`` fire the newest and note the others. Overlap applies as for a slot.
+- A tick scoped to one run (a fan-in job's) sees no downstream: it leaves the fan-in
+  of an upstream's run to the next full tick (:func:`.fan_in.fan_in`).
 - The step may run twice in a tick (before dispatch, and after the last settling, for a
   run that fanned in at dispatch): the ``seen`` list makes the second a no-op.
 """

@@ -13,7 +13,8 @@ from typing import Any
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
 from tests.builders import spec_data
-from tests.drive import cli, run_ticks, start_cli, state_of, tick, wait_until
+from tests.drive import cli, github_tick, run_ticks, start_cli, state_of, tick, wait_until
+from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 
 INGEST = "ingest--20261201T0700Z"
@@ -167,3 +168,29 @@ def test_validate_refuses_a_loop_of_three_schedules_in_one_line(tmp_path: Path) 
     assert any("d.json: after: no schedule 'nowhere'" in line for line in lines)
     shown = cli(repo, "validate", "--format", "text").stdout
     assert "after a (completed)" in shown or "after c (completed)" in shown
+
+
+def test_on_github_the_tick_that_records_the_upstream_s_end_dispatches_the_downstream(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """The fake GitHub executor, a tick that reads the legs' ends (``fan_in: next_tick``,
+    so no fan-in job records them first): one dispatch per link, no tick between."""
+    repo, _ = setup(tmp_path, {
+        "ingest": spec_data("0 7 * * *", fan_in="next_tick"),
+        "transform": after("ingest", fan_in="next_tick"),
+    })
+    github_tick(repo, fake_github, at(0))
+    [first] = fake_github.runs
+    fake_github.complete_all(first)
+    github_tick(repo, fake_github, at(2))
+    state, _ = state_of(repo)
+    assert state.runs[INGEST].status is RunStatus.COMPLETED
+    [transform] = runs_of(state, "transform")
+    assert [c.body["inputs"]["run_id"] for c in fake_github.dispatches] == [INGEST, transform]
+    *_, second = fake_github.runs
+    fake_github.complete_all(second)
+    github_tick(repo, fake_github, at(4))
+    github_tick(repo, fake_github, at(6))
+    state, _ = state_of(repo)
+    assert state.runs[transform].status is RunStatus.COMPLETED
+    assert runs_of(state, "transform") == [transform]
+    assert len(fake_github.dispatches) == 2

@@ -144,3 +144,21 @@ def test_at_its_daily_cap_a_downstream_keeps_the_upstream_run_waiting() -> None:
     cursor = state.cursors["down"]
     assert cursor.after is not None
     assert [e.run_id for e in cursor.after.waiting["up"]] == ["up--20261201T0720Z"]
+
+
+def test_a_tick_scoped_to_an_upstream_run_leaves_its_fan_in_to_a_tick_that_sees_the_downstream(
+        ) -> None:
+    """A fan-in job's tick decides one run and no schedule: it cannot count the run's
+    end, so the run stays open for the next full tick, which fires the downstream."""
+    schedules = [UP, down()]
+    fired = tick(schedules, committed(tick(schedules, State(), T0)), T0 + timedelta(minutes=10))
+    state = committed(fired)
+    run_id = "up--20261201T0710Z"
+    scoped = State(runs={run_id: state.runs[run_id]}, tracks={run_id: state.tracks[run_id]})
+    later = T0 + timedelta(minutes=11)
+    held = tick([], scoped, later, ended(fired), only_run=run_id, upstreams={"up"})
+    assert held.render == [] and held.state.tracks[run_id]["a"].phase is TrackPhase.COMPLETE
+    assert tick([], scoped, later, ended(fired), only_run=run_id).render == [run_id]
+    state.tracks[run_id] = held.state.tracks[run_id]
+    full = tick(schedules, state, later)
+    assert full.render == [run_id] and len(downs(full.state)) == 1
