@@ -10,10 +10,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
+from orchestrator.support.checkpoints import POINTS
 from tests.builders import spec_data
-from tests.drive import cli, github_tick, run_ticks, start_cli, state_of, tick, wait_until
+from tests.drive import (
+    cli,
+    cli_tick,
+    github_tick,
+    launches,
+    run_ticks,
+    start_cli,
+    state_of,
+    tick,
+    wait_until,
+)
 from tests.fakes.github import FakeGitHub
 from tests.gitrepo import clone, make_origin
 
@@ -194,3 +207,26 @@ def test_on_github_the_tick_that_records_the_upstream_s_end_dispatches_the_downs
     assert state.runs[transform].status is RunStatus.COMPLETED
     assert runs_of(state, "transform") == [transform]
     assert len(fake_github.dispatches) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", [p for p in POINTS if p != "fetch"])
+def test_a_tick_killed_while_it_records_the_upstream_s_end_leaves_one_downstream_run(
+        tmp_path: Path, point: str) -> None:
+    """The tick that records the upstream's end is killed at each checkpoint; ordinary
+    ticks follow. The downstream fires once, whatever the killed tick committed."""
+    repo, work = setup(tmp_path, {"ingest": spec_data("0 7 * * *"),
+                                  "transform": after("ingest")})
+    tick_at(repo, work, 0)
+    wait_until(lambda: settled(work), timeout=60)
+    proc = cli_tick(repo, f"{at(1):%Y-%m-%dT%H:%M:%SZ}", work=work, crash_at=point,
+                    timeout=180)
+    assert proc.returncode in (0, -9), proc.stderr
+    for minute in (2, 3, 4, 5):
+        tick_at(repo, work, minute)
+    state, _ = state_of(repo)
+    assert state.runs[INGEST].status is RunStatus.COMPLETED
+    [transform] = runs_of(state, "transform")
+    assert state.runs[transform].status is RunStatus.COMPLETED
+    assert sorted(k for k in launches(work) if k.startswith("transform")) == [
+        f"{transform}--a--1"]
