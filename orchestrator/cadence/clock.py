@@ -83,10 +83,11 @@ def _bounds(spec: ScheduleSpec) -> tuple[tuple[str, Any], ...]:
 
 def entries(schedules: Iterable[Schedule]) -> list[dict[str, Any]]:
     """The clock's entries for the enabled schedules, in the file's order (timing, then
-    schedule ids); schedules with the same timing share one."""
+    schedule ids); schedules with the same timing share one. A schedule fired by
+    ``after`` alone has no entry: the tick that ends its upstream's run fires it."""
     grouped: dict[tuple[Any, ...], list[str]] = {}
     for schedule in schedules:
-        if schedule.spec.enabled:
+        if schedule.spec.enabled and (schedule.spec.cron or schedule.spec.at):
             grouped.setdefault(_timing(schedule.spec), []).append(schedule.id)
     out: list[dict[str, Any]] = []
     for timing, ids in sorted(grouped.items(), key=lambda item: (item[0], item[1])):

@@ -31,7 +31,7 @@ from ..config.files import (
 )
 from ..config.models import CatchupPolicy, OverlapPolicy, Schedule, ScheduleSpec
 from ..config.policies import Pause
-from ..config.preview import slot_dict, upcoming
+from ..config.preview import Chain, slot_dict, upcoming
 from ..config.triggers import for_spec
 from ..cron import DstFold, DstGap, SlotInfo, dst_note
 from ..errors import NotFound, OrchestratorError, ScheduleError, UserError
@@ -194,12 +194,12 @@ def show(cfg: Config, schedule_id: str, n: int, as_json: bool, start: datetime |
     cursor = cursors(cfg).get(schedule.id)
     nxt = upcoming(schedule, _from(cursor, _now(start), start), n).slots
     pause = _pause_of(cursor)
-    recent = recent_runs(cfg, schedule.id)
+    recent, chain = recent_runs(cfg, schedule.id), Chain.of(schedule, cfg.schedules_dir)
     if as_json:
-        _echo_json(_show_json(schedule, nxt, pause, recent))
+        _echo_json({**_show_json(schedule, nxt, pause, recent), **chain.json})
         return 0
-    click.echo("\n".join([*_settings_lines(schedule, pause), *_track_lines(schedule.spec),
-                          *_dated_lines(nxt, recent)]))
+    click.echo("\n".join([*_settings_lines(schedule, pause), *chain.lines,
+                          *_track_lines(schedule.spec), *_dated_lines(nxt, recent)]))
     return 0
 
 

@@ -23,7 +23,8 @@ import click
 
 from ..config import preview
 from ..config.calendars import Calendars
-from ..config.files import load_all
+from ..config.chains import chain_problems
+from ..config.files import LoadResult, load_all
 from ..config.preview import Report
 from ..config.track_workflow import outdated_notes
 from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
@@ -54,8 +55,24 @@ def build_report(cfg: Config, start: datetime, n: int) -> Report:
         loaded = load_all(cfg.schedules_dir, calendars=calendars)
         loaded.errors += [ScheduleError(e.file, e.field, e.problem)
                           for e in calendars.problems()]
+        _check_chains(loaded)
         loaded.errors.sort(key=lambda e: e.file)
         return preview.build_report(loaded, start, n, cfg.repo / ".github" / "workflows")
+
+
+def _check_chains(loaded: LoadResult) -> None:
+    """Refuse ``after`` loops and upstreams no file defines: each is one error on the
+    schedule that names it, and such a schedule is not previewed. A file that exists
+    but is invalid is no missing upstream (it has its own error)."""
+    edges = {s.id: [a.schedule for a in s.spec.upstreams] for s in loaded.schedules}
+    edges.update({Path(e.file).stem: [] for e in loaded.errors
+                  if Path(e.file).stem not in edges})
+    problems = chain_problems(edges)
+    paths = {s.id: s.path or s.id for s in loaded.schedules}
+    loaded.errors += [ScheduleError(paths.get(sid, sid), "after", line)
+                      for sid, line in problems]
+    refused = {sid for sid, _ in problems}
+    loaded.schedules[:] = [s for s in loaded.schedules if s.id not in refused]
 
 
 def _summary(report: Report, problems: int = 0) -> str:

@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..cron import DstPolicy, local_to_utc
+from .chains import AfterSpec, upstreams
 from .fieldtypes import (
     AT_YEARS,
     MAX_RUN_BYTES,
@@ -204,6 +205,13 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         json_schema_extra={"anyOf": [{"type": "string", "pattern": _WHEN_PATTERN},
                                      {"type": "null"}]},
     )
+    after: AfterSpec | list[AfterSpec] | None = Field(
+        None,
+        description="Fire when another schedule's run ends: {\"schedule\": \"ingest\", "
+        "\"status\": [\"completed\"], \"within_minutes\": 1440}, or a list of them (all "
+        "required). Once per qualifying upstream run, in the tick that records its end; "
+        "with or without `cron`.",
+    )
     timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
     start_at: datetime | None = Field(
         None,
@@ -302,8 +310,9 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
 
     def _check_when(self) -> None:
         """Exactly one of ``cron`` and ``at``, and an ``at`` in the years allowed."""
-        if self.cron is None and self.at is None:
-            raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at'",
+        if self.cron is None and self.at is None and not self.upstreams:
+            raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at' "
+                                      "(or 'after' alone)",
                                       {"field": "cron"})
         if self.cron is not None and self.at is not None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at', "
@@ -313,6 +322,11 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                       "{low} to {high}", {"field": "at", "at": str(self.at),
                                                           "low": AT_YEARS[0],
                                                           "high": AT_YEARS[1]})
+
+    @property
+    def upstreams(self) -> list[AfterSpec]:
+        """The schedules this one fires after (``after`` as a list; empty without it)."""
+        return upstreams(self.after)
 
     def _check_track_names(self) -> None:
         """Track names are unique, and none is a drain's worker's or ``consolidate``

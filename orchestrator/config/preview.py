@@ -24,7 +24,8 @@ from ..cron import (
     zone_changes,
 )
 from ..support.times import iso
-from .files import LoadResult
+from .chains import AfterSpec
+from .files import LoadResult, load_all
 from .models import Schedule, ScheduleSpec
 from .policies import FanIn
 from .track_workflow import read_workflow
@@ -284,3 +285,29 @@ def build_report(loaded: LoadResult, start: datetime, n: int,
     if workflows is not None and not workflows.is_dir():
         workflows = None  # asked once, not once per schedule
     return Report(start, loaded, [preview(s, start, n, workflows) for s in loaded.schedules])
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What ``schedules show`` says of a schedule's upstreams and downstreams."""
+
+    upstreams: list[AfterSpec]
+    downstreams: list[str]
+
+    @classmethod
+    def of(cls, schedule: Schedule, directory: Path) -> Chain:
+        """The chain of ``schedule`` among the valid schedule files of ``directory``."""
+        down = sorted(s.id for s in load_all(directory).schedules
+                      if any(a.schedule == schedule.id for a in s.spec.upstreams))
+        return cls(schedule.spec.upstreams, down)
+
+    @property
+    def lines(self) -> list[str]:
+        ups = ", ".join(a.describe() for a in self.upstreams)
+        return ([f"  upstream:  {ups}"] if ups else []) + (
+            [f"  downstream: {', '.join(self.downstreams)}"] if self.downstreams else [])
+
+    @property
+    def json(self) -> dict[str, list[str]]:
+        return {"upstreams": [a.schedule for a in self.upstreams],
+                "downstreams": self.downstreams}

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from .. import cron
 from ..cron import Search, SlotInfo, SlotKind
 from ..support.times import iso
+from . import chains
 from .models import ScheduleSpec
 
 
@@ -244,12 +245,51 @@ def _utc(moment: datetime, name: str) -> datetime:
     return moment.astimezone(UTC)
 
 
+@dataclass(frozen=True)
+class AfterTrigger:
+    """A schedule's clock (or none) with its ``after``: the clock's slots, and words that
+    name the upstreams. The runs ``after`` fires are the planner's to decide."""
+
+    inner: Trigger | None
+    words: str
+    """``after ingest (completed)``."""
+
+    @property
+    def repeats(self) -> bool:
+        return self.inner is None or self.inner.repeats
+
+    def describe(self) -> str:
+        return self.words if self.inner is None else f"{self.inner.describe()}, {self.words}"
+
+    def explain(self, after: datetime, until: datetime) -> list[SlotInfo]:
+        return [] if self.inner is None else self.inner.explain(after, until)
+
+    def slots(self, after: datetime, until: datetime) -> list[datetime]:
+        return [] if self.inner is None else self.inner.slots(after, until)
+
+    def next(self, start: datetime, n: int) -> Search:
+        return Search(()) if self.inner is None else self.inner.next(start, n)
+
+    def lints(self, start: datetime) -> list[str]:
+        return [] if self.inner is None else self.inner.lints(start)
+
+
 def for_spec(spec: ScheduleSpec) -> Trigger:
-    """The trigger of a schedule: its ``cron`` or its ``at``. :class:`ValueError` for a
-    spec with ``exclude_calendars`` that no loader resolved."""
+    """The trigger of a schedule: its ``cron`` or its ``at``, with its ``after``.
+    :class:`ValueError` for a spec with ``exclude_calendars`` that no loader resolved."""
+    clock = _clock(spec)
+    if not spec.upstreams:
+        assert clock is not None  # the model requires a clock without 'after'
+        return clock
+    return AfterTrigger(clock, chains.describe(spec.upstreams))
+
+
+def _clock(spec: ScheduleSpec) -> Trigger | None:
+    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` only."""
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
-    assert spec.cron is not None  # the model requires exactly one of the two
+    if spec.cron is None:
+        return None
     plain = CronTrigger(spec.cron, spec.timezone, spec.dst)
     if spec.start_at is None and spec.end_at is None and not spec.exclude \
             and not spec.exclude_calendars:

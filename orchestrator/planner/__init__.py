@@ -31,12 +31,16 @@ step (module)            why it is where it is
 (:mod:`.fire`)           pauses (:mod:`.pause`). ``cancel_previous`` ends tracks here.
 ``start_runs``           An operator's triggers and backfills, after the clock's slots.
 (:mod:`.requests`)
+``fire_after``           Upstream runs that the first settling fanned in fire their
+(:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
                          sends every pending track whose needs are terminal.
 ``dispatch_pending``     After settling, so a run buffered behind one that just ended
 (:mod:`.dispatch`)       starts now. Caps apply (:mod:`.capacity`); drains are sized.
 **settle**               A drain whose queue was empty completes at dispatch: its
                          dependants are skipped and its run fans in within this tick.
+``fire_after``           Again, for a run that fanned in at dispatch; a no-op for the
+(:mod:`.after`)          upstream runs already counted (the cursor's ``seen``).
 =======================  ==============================================================
 
 The settling loop:
@@ -46,7 +50,8 @@ The settling loop:
 - It repeats because firing and dispatch end tracks too, and runs each time to a fixed
   point, so no step after it meets a half-settled state.
 - Its passes may run in any order and reach the same decision (tested); only the number
-  of rounds changes. Nothing outside it repeats: each would fire, send or cancel twice.
+  of rounds changes. Nothing outside it repeats (each would fire, send or cancel twice)
+  but ``fire_after``, which counts each upstream run once.
 - Fan-in only asks for a render; :func:`consolidate` finishes the run once its brief
   rendered, and :func:`record_dispatch` folds the executor's answers in, both after.
 
@@ -67,6 +72,7 @@ from ..config.repository import CONFIG_FILE
 from ..errors import IllegalTransition
 from ..state.model import State
 from . import drain
+from .after import fire_after
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
@@ -116,9 +122,11 @@ def plan(
     only_run: str | None = None,
     requests: Iterable[Request] = (),
     settling: Sequence[Pass] = PASSES,
+    upstreams: Iterable[str] = (),
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision.
     ``settling`` orders the settling loop's passes (a test runs every order).
+    ``upstreams``: the schedules some ``after`` names, for a tick scoped to one run.
 
     A run whose record the state machine refuses to move is left alone, named in one
     line, and the tick decided again without it: one bad record never stops the rest.
@@ -129,7 +137,8 @@ def plan(
     while True:
         decision = Decision(state=state.copy(), invalid=list(invalid))
         ctx = Context(decision, by_id, observations, now, executor, dispatch_grace, caps,
-                      only_run, left_alone=frozenset(left_alone))
+                      only_run, left_alone=frozenset(left_alone),
+                      upstreams=frozenset(upstreams))
         try:
             _steps(ctx, requests, settling, left_alone)
         except IllegalTransition as exc:
@@ -158,6 +167,8 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     drain.release_stranded(ctx)
     fire_due_slots(ctx)
     start_runs(ctx, requests)
+    fire_after(ctx)
     settle(ctx, settling)
     dispatch_pending(ctx)
     settle(ctx, settling)
+    fire_after(ctx)

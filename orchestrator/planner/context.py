@@ -92,7 +92,8 @@ class Context:
                  observations: Observations, now: datetime, executor: str,
                  dispatch_grace: timedelta, caps: Caps | None = None,
                  only_run: str | None = None, *,
-                 left_alone: frozenset[str] = frozenset()) -> None:
+                 left_alone: frozenset[str] = frozenset(),
+                 upstreams: frozenset[str] = frozenset()) -> None:
         self.decision = decision
         self.state = decision.state
         self.schedules = schedules
@@ -108,6 +109,9 @@ class Context:
         runs' workers are not its to release."""
         self.left_alone = left_alone
         """Runs whose record the state machine refused to move: no step works on them."""
+        self.upstreams = upstreams
+        """Schedules some ``after`` names: a scoped tick leaves their runs' fan-in to a
+        tick that sees the downstreams (:mod:`.after`)."""
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is

@@ -14,7 +14,7 @@ from ..config.models import OverlapPolicy
 from ..config.triggers import CronTrigger, for_spec
 from ..cron import DstPolicy
 from ..executors.base import DispatchRequest, DispatchResult
-from ..state import machine
+from ..state import layout, machine
 from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Run, Track
@@ -82,7 +82,18 @@ def run_environment(ctx: Context, run: Run) -> dict[str, str]:
         "ORCHESTRATOR_SLOT": iso(run.slot),
         "ORCHESTRATOR_SLOT_LOCAL": run.slot.astimezone(zone).isoformat(),
         "ORCHESTRATOR_PREVIOUS_SLOT": _previous_slot(ctx, run),
+        **_upstream_environment(run),
     }
+
+
+def _upstream_environment(run: Run) -> dict[str, str]:
+    """A run fired by ``after``: its upstream runs' ids, and where each one's records
+    lie on the state branch (``run.json``, ``tracks/<name>.json`` with every result)."""
+    if not run.upstream:
+        return {}
+    return {"ORCHESTRATOR_UPSTREAM_RUN": " ".join(run.upstream),
+            "ORCHESTRATOR_UPSTREAM_RESULTS": " ".join(
+                layout.run_dir(r) for r in run.upstream)}
 
 
 def _previous_slot(ctx: Context, run: Run) -> str:

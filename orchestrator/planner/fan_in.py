@@ -39,12 +39,9 @@ def _fan_in_run(ctx: Context, run: Run) -> bool:
         ctx.decision.render.append(run.run_id)  # a previous render did not land
         return True
     tracks = ctx.state.tracks.get(run.run_id, {})
-    if _waits(ctx, run, tracks):
+    if _waits(ctx, run, tracks) or _held(ctx, run):
         return False
-    # A track named by the run without a record of its own (deleted by hand, lost
-    # in a bad merge) is lost: it can never report, so the run ends at its
-    # deadline instead of staying open and blocking later slots.
-    lost = [name for name in run.tracks if name not in tracks]
+    lost = _lost(run, tracks)
     if lost and ctx.now < run.deadline:
         return _note_lost(ctx, run, lost)
     if not _all_terminal(tracks, lost):
@@ -57,12 +54,25 @@ def _fan_in_run(ctx: Context, run: Run) -> bool:
     return True
 
 
+def _lost(run: Run, tracks: dict[str, Track]) -> list[str]:
+    """The tracks the run names without a record of their own (deleted by hand, lost in
+    a bad merge): they can never report, so the run ends at its deadline instead of
+    staying open and blocking later slots."""
+    return [name for name in run.tracks if name not in tracks]
+
+
 def _waits(ctx: Context, run: Run, tracks: dict[str, Track]) -> bool:
     """Whether ``run`` waits for more than its tracks: its saga, or the account of a
     drain worker that was stopped."""
     if open_compensations(ctx, run.run_id):
         return True  # consolidated once the saga is over
     return any(unsettled(t, ctx.state.queues) for t in tracks.values())
+
+
+def _held(ctx: Context, run: Run) -> bool:
+    """Whether a scoped tick (a fan-in job's) must leave the run open: some schedule
+    fires after it, and only a tick that sees that schedule counts the run's end."""
+    return ctx.only_run is not None and run.schedule_id in ctx.upstreams
 
 
 def _note_lost(ctx: Context, run: Run, lost: list[str]) -> bool:

@@ -286,12 +286,12 @@ def create_run(ctx: Context, schedule: Schedule, slot: datetime, run_id: str, *,
     specs = [t.model_copy(update={"inputs": {**t.inputs, **inputs}}) if inputs else t
              for t in spec.run_tracks]
     ctx.state.tracks[run_id] = _new_tracks(run_id, specs, fire_at, ctx.now)
-    if origin != "cron":
-        assert act is not None
+    if act is not None:
         ctx.decision.note(run_id, f"{origin} run of {iso_minute(slot)} with {len(specs)} "
                           f"track(s), {act.describe()}")
         return run
-    _note_fired(ctx, run_id, slot, len(spec.run_tracks))
+    if origin == "cron":  # a run fired by ``after`` is noted by its step
+        _note_fired(ctx, run_id, slot, len(spec.run_tracks))
     return run
 
 

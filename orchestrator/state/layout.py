@@ -11,8 +11,9 @@ its paths.
   reader checks them (a record's own id must match its file name).
 - A run id is ``<schedule-id>--<slot>``, the slot in UTC as ``YYYYMMDDTHHMMZ``: that
   text sorts as the time does. A manual run's id adds ``-manual-<n>`` after the minute
-  it was triggered in (:func:`manual_run_id`). :func:`parse_run_id` is the one parser
-  of run ids.
+  it was triggered in (:func:`manual_run_id`); a run fired by ``after`` adds
+  ``-after-<hash>`` of its upstream runs' ids after their slot (:func:`after_run_id`).
+  :func:`parse_run_id` is the one parser of run ids.
 - A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`);
   an item's dead letter is named ``<queue>/<item-id>`` (:func:`item_letter_key`).
 - A queue's summary is ``state/queues/<queue>.json`` and everything else of it lies in
@@ -24,11 +25,12 @@ its paths.
 from __future__ import annotations
 
 import enum
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..config.fieldtypes import MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
+from ..config.fieldtypes import AFTER_MARK, MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
 from ..errors import InvalidId
 
 ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
@@ -95,6 +97,14 @@ def manual_run_id(schedule_id: str, minute: datetime, n: int) -> str:
     return check_run_id(f"{run_id_for(schedule_id, minute)}{MANUAL_MARK}{n}")
 
 
+def after_run_id(schedule_id: str, slot: datetime, upstream: list[str]) -> str:
+    """The id of the run of ``schedule_id`` fired by the ends of ``upstream`` (whose
+    newest slot is ``slot``). A hash, not the ids themselves: nested ids would grow with
+    each link of a chain, and a run id must parse back as one schedule id and a slot."""
+    digest = hashlib.sha256(" ".join(upstream).encode()).hexdigest()[:10]
+    return check_run_id(f"{run_id_for(schedule_id, slot)}{AFTER_MARK}{digest}")
+
+
 def is_manual(run_id: str) -> bool:
     """Whether ``run_id`` (valid) names a manual run."""
     return MANUAL_MARK in run_id.rpartition("--")[2]
@@ -105,7 +115,7 @@ def parse_run_id(run_id: str) -> tuple[str, datetime]:
     unless it is ``<schedule-id>--<YYYYMMDDTHHMMZ>[-manual-<n>]`` and the slot is a real
     minute (a manual run's slot is the minute it was triggered in)."""
     schedule_id, _, stamp = check_run_id(run_id).rpartition("--")
-    stamp = stamp.partition(MANUAL_MARK)[0]
+    stamp = stamp[:_SLOT_CHARS]  # before -manual-<n> or -after-<hash>
     try:
         slot = datetime.strptime(stamp, SLOT_FORMAT).replace(tzinfo=UTC)
     except ValueError:
@@ -132,7 +142,7 @@ def run_slot(name: str) -> datetime | None:
 def slot_text(run_id: str) -> str:
     """The slot of a run id as text, unparsed: it sorts as the slot does. Meaningful
     only for a valid run id (a sort key, cheap enough to take from every run id)."""
-    if MANUAL_MARK not in run_id:
+    if MANUAL_MARK not in run_id and AFTER_MARK not in run_id:
         return run_id[-_SLOT_CHARS:]
     return run_id.rpartition("--")[2][:_SLOT_CHARS]
 

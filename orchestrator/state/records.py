@@ -131,7 +131,7 @@ class Act(Frozen):
         return _drop_defaults(handler(self), {"definition": None})
 
 
-RunOrigin = Literal["cron", "manual", "backfill"]
+RunOrigin = Literal["cron", "manual", "backfill", "after"]
 
 
 def _minute(moment: datetime) -> str:
@@ -183,6 +183,9 @@ class Run(Frozen):
     """Who cancelled the run (``runs cancel``), and why."""
     retries: list[Act] = Field(default_factory=list)
     """Each ``runs retry`` of the run, oldest first."""
+    upstream: list[str] = Field(default_factory=list)
+    """The upstream runs whose ends fired it (``origin`` after), by the order of the
+    schedule's ``after``."""
 
     @property
     def standing_cancel(self) -> Act | None:
@@ -213,7 +216,8 @@ class Run(Frozen):
     def _dump(self, handler: SerializerFunctionWrapHandler,
               info: SerializationInfo) -> dict[str, Any]:
         return _drop_defaults(handler(self), {"origin": "cron", "requested": None,
-                                              "cancelled": None, "retries": []})
+                                              "cancelled": None, "retries": [],
+                                              "upstream": []})
 
 
 class Backfill(Frozen):
@@ -230,6 +234,23 @@ class SlotNote(Frozen):
     slot: UTCDateTime
     reason: Literal["missed", "skipped", "overlap", "daily_cap", "dst_skip"]
     at: UTCDateTime
+
+
+class UpstreamEnd(Frozen):
+    """An upstream run that qualified for a schedule's ``after`` and is not yet consumed."""
+
+    run_id: str
+    ended_at: UTCDateTime
+
+
+class AfterCursor(Frozen):
+    """Where a schedule's ``after`` stands: what waits, and what was already counted.
+    It changes in the commit that creates the run it fires, so a lost race retries."""
+
+    waiting: dict[str, list[UpstreamEnd]] = Field(default_factory=dict)
+    """Upstream schedule id -> its qualifying runs not yet consumed, oldest first."""
+    seen: list[str] = Field(default_factory=list)
+    """Upstream runs already counted (qualified or not), newest last: never twice."""
 
 
 class Cursor(Frozen):
@@ -259,11 +280,14 @@ class Cursor(Frozen):
     """Request id -> the manual run it started (the newest few): a repeated
     ``trigger`` starts nothing."""
     backfill: Backfill | None = None
+    after: AfterCursor | None = None
+    """The upstream runs of the schedule's ``after``."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler,
               info: SerializationInfo) -> dict[str, Any]:
-        return _drop_defaults(handler(self), {"requests": {}, "backfill": None})
+        return _drop_defaults(handler(self), {"requests": {}, "backfill": None,
+                                              "after": None})
 
 
 class DeadLetter(Frozen):

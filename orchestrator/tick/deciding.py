@@ -45,6 +45,11 @@ def split(inputs: TickInputs, scope: str | None) -> tuple[State, Mapping[str, Ru
     return run_scope.scoped(state, scope), state.runs
 
 
+def _upstreams(inputs: TickInputs) -> frozenset[str]:
+    """The schedules some ``after`` names: a scoped tick leaves their runs open."""
+    return frozenset(a.schedule for s in inputs.schedules for a in s.spec.upstreams)
+
+
 def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
            ) -> Decision:
     """The planner's decision on ``inputs``, with the executor's breaker merged into
@@ -57,7 +62,8 @@ def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
     decision = plan([] if scope else inputs.schedules, state, seen.observations, now,
                     executor=name, dispatch_grace=settings.dispatch_grace,
                     invalid=inputs.invalid, caps=inputs.caps, only_run=scope,
-                    requests=settings.requests)
+                    requests=settings.requests,
+                    upstreams=_upstreams(inputs) if scope else ())
     if inputs.loaded.note:
         decision.log.insert(0, inputs.loaded.note)
     if seen.breaker is not None:

@@ -18,8 +18,8 @@ tick's cost grow with the number of schedules. The memo is two files:
   schedules has an open run and its soonest slot is still ahead.
 - In doubt, everything is parsed: no trusted index of open runs, an index rebuilt, a
   left-out schedule with an open run, or a lost compare-and-swap race (:func:`select`).
-- Never quiet: a schedule with an open run, a pause, a one-shot that has not fired, or
-  a cursor not settled up to the moment.
+- Never quiet: a schedule with an open run, a pause, an ``after``, a one-shot that has
+  not fired, or a cursor not settled up to the moment.
 - Quiet until its file or cursor changes (``until`` is ``None``): a disabled schedule,
   and a one-shot that fired.
 - A file that does not parse gets no entry, so it is reported on every tick.
