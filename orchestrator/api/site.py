@@ -4,11 +4,14 @@
   written into a record by hand, leaves in no file.
 - :func:`write` rewrites only the files whose bytes changed and removes the files
   of ``api/v1`` and ``badges`` that the tree no longer has (a compacted run's).
+- A file is replaced whole (a reader never sees half of one) but not synced: the
+  folder is a build output, made again from the branch after a crash.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,7 +20,6 @@ from typing import Any
 from ..config.models import Schedule
 from ..runs.queues import books
 from ..state import model as state_model
-from ..support.atomic import write_bytes
 from ..support.credentials import Redactor, redact_value
 from . import models as m
 from .badges import badges
@@ -59,6 +61,14 @@ def _existing(folder: Path) -> set[str]:
             for p in (folder / owned).rglob("*") if p.is_file()}
 
 
+def _replace(path: Path, data: bytes) -> None:
+    """``path`` holds ``data``, replaced in one rename; no fsync (see the module)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)
+
+
 def write(folder: Path, files: Mapping[str, bytes]) -> tuple[int, int]:
     """Write ``files`` under ``folder``; how many were written and removed (a file
     whose bytes are already there is left alone)."""
@@ -67,8 +77,7 @@ def write(folder: Path, files: Mapping[str, bytes]) -> tuple[int, int]:
         path = folder / rel
         if path.is_file() and path.read_bytes() == data:
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, data)
+        _replace(path, data)
         written += 1
     gone = sorted(_existing(folder) - set(files))
     for rel in gone:
