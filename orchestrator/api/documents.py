@@ -5,6 +5,7 @@
   which refuse anything that is not an id.
 - Track output is what the brief shows: a result's ``summary`` and the newest error
   lines, each cut (:data:`CELL`, :data:`ERROR_LINES`); nothing else of ``result``.
+- No file is over :data:`FILE_LIMIT`: a run of many tracks keeps less of each.
 - Every list that grows with the history is capped; the rest is reached by pages.
 """
 
@@ -209,27 +210,48 @@ def schedule_doc(schedule: Schedule, row: Mapping[str, Any], runs: Sequence[Run]
 # --------------------------------------------------------------------------- a run
 
 
-def _track_doc(track: Track) -> dict[str, Any]:
+DETAIL = ("full", "short", "summary")
+"""How much of each track a run's file keeps, the first that fits in :data:`FILE_LIMIT`:
+what the brief shows; one cut error line and no history; the schedule file's summary."""
+FILE_LIMIT = 1024 * 1024
+
+
+def _track_doc(track: Track, detail: str) -> dict[str, Any]:
     """A track as ``runs show --json`` gives it, with what the brief would not show cut:
-    of ``result`` only its summary, the newest error lines, the newest transitions."""
+    of ``result`` only its summary, the newest error lines, the newest transitions. Its
+    spec is the schedule's (in the schedule's file)."""
+    if detail == "summary":
+        return track_summary(track).model_dump(mode="json")
+    cell, lines, history = (CELL[0], ERROR_LINES[0], HISTORY) if detail == "full" else (
+        CELL[1], 1, 0)
     data = dict(track.model_dump(mode="json", by_alias=True))
-    summary = _cut((track.result or {}).get("summary"), CELL[0])
+    del data["spec"]
+    summary = _cut((track.result or {}).get("summary"), cell)
     data["result"] = {"summary": summary} if summary is not None else None
-    data["error_log"] = [_cut(line, CELL[0]) for line in track.error_log[-ERROR_LINES[0]:]]
-    data["state_history"] = data.get("state_history", [])[-HISTORY:]
+    data["error_log"] = [_cut(line, cell) for line in track.error_log[-lines:]]
+    data["state_history"] = data.get("state_history", [])[-history:] if history else []
     data["url"] = safe_url(track.url)
     return data
 
 
-def run_doc(run: Run, tracks: Mapping[str, Track]) -> m.RunDoc:
-    detail = run_detail(run, {})["run"]
-    detail["state_history"] = detail.get("state_history", [])[-HISTORY:]
+def run_doc(run: Run, tracks: Mapping[str, Track], detail: str = "full") -> m.RunDoc:
+    data = run_detail(run, {})["run"]
+    data["state_history"] = data.get("state_history", [])[-HISTORY:]
     urls = sorted({u for t in tracks.values() if (u := safe_url(t.url))})
     brief = f"runs/{run.run_id}/brief.html" if run.status in RUN_TERMINAL else None
-    return m.RunDoc(schema_url=m.schema_url("run"), run=detail,
-                    tracks={name: _track_doc(t) for name, t in sorted(tracks.items())},
+    return m.RunDoc(schema_url=m.schema_url("run"), run=data, detail=detail,
+                    tracks={name: _track_doc(t, detail) for name, t in sorted(tracks.items())},
                     links=m.RunLinks(brief=brief, schedule=schedule_file(run.schedule_id),
                                      ci=urls))
+
+
+def fitted_run_doc(run: Run, tracks: Mapping[str, Track]) -> m.RunDoc:
+    """:func:`run_doc` at the first :data:`DETAIL` whose JSON fits in :data:`FILE_LIMIT`."""
+    for detail in DETAIL:
+        doc = run_doc(run, tracks, detail)
+        if len(doc.model_dump_json(by_alias=True)) <= FILE_LIMIT:
+            break
+    return doc
 
 
 # --------------------------------------------------------------------------- pages of runs
@@ -300,7 +322,8 @@ def documents(inputs: Inputs) -> dict[str, m.Document]:
         found[schedule_file(schedule.id)] = schedule_doc(
             schedule, rows[schedule.id], runs_of.get(schedule.id, []), inputs)
     for run in inputs.state.runs.values():
-        found[run_file(run.run_id)] = run_doc(run, inputs.state.tracks.get(run.run_id, {}))
+        found[run_file(run.run_id)] = fitted_run_doc(run,
+                                                     inputs.state.tracks.get(run.run_id, {}))
     found.update(runs_pages(inputs))
     found.update(queue_docs(inputs))
     return found

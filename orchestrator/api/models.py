@@ -129,6 +129,9 @@ class RunDoc(Document):
     """A run as ``runs show --json`` gives it, each track's output cut to the brief's."""
 
     run: dict[str, Any]
+    detail: Literal["full", "short", "summary"]
+    """How much of each track is kept: ``short`` and ``summary`` when ``full`` would
+    make the file too large."""
     tracks: dict[str, dict[str, Any]]
     links: RunLinks
 

@@ -233,3 +233,21 @@ def test_a_paused_badge_says_paused_and_not_the_reason() -> None:
     one = schedule("nightly", cron="15 2 * * *")
     svg = tree(files, schedules=[one])["badges/nightly.svg"].decode()
     assert title_of(svg) == "nightly: paused" and "<x>" not in svg
+
+
+def test_a_run_of_many_long_tracks_keeps_less_of_each_and_stays_under_a_mebibyte() -> None:
+    files = branch()
+    run_id = "nightly--20261204T0700Z"
+    names = [f"t{n:03d}" for n in range(400)]
+    files.update(run_files(run_id, RunStatus.FAILED, T0 + timedelta(days=3, minutes=5),
+                           tracks=names))
+    for name in names:
+        files[layout.track_path(run_id, name)] = codec.to_json(track(
+            name, TrackPhase.FAILED, run_id=run_id, run="x" * 4000,
+            result={"summary": "s" * 2000}, error_log=["e" * 1000] * 8))
+    data = tree(files)[f"api/v1/runs/{run_id}.json"]
+    assert len(data) <= documents.FILE_LIMIT
+    doc = json.loads(data)
+    assert doc["detail"] == "short" and len(doc["tracks"]) == 400
+    assert doc["tracks"]["t000"]["error_log"] == ["e" * 159 + "…"]
+    assert "spec" not in doc["tracks"]["t000"]
