@@ -251,3 +251,15 @@ def test_a_run_of_many_long_tracks_keeps_less_of_each_and_stays_under_a_mebibyte
     assert doc["detail"] == "short" and len(doc["tracks"]) == 400
     assert doc["tracks"]["t000"]["error_log"] == ["e" * 159 + "…"]
     assert "spec" not in doc["tracks"]["t000"]
+
+
+def test_a_run_record_naming_another_path_writes_no_file_and_stops_nothing() -> None:
+    files = branch()
+    run_id = "nightly--20261204T0700Z"
+    files.update(run_files(run_id))
+    run = codec.parse_record(Run, layout.run_path(run_id), files[layout.run_path(run_id)])
+    files[layout.run_path(run_id)] = codec.to_json(run.model_copy(
+        update={"run_id": "../../evil--20261204T0700Z"}))
+    found = tree(files)
+    assert not [p for p in found if "evil" in p or ".." in p]
+    assert "api/v1/runs/nightly--20261203T0700Z.json" in found
