@@ -56,7 +56,8 @@ INDEX_OUT = Path(".orchestrator") / "site" / "index.html"
                    "briefs it links to beside it; prints the page's path.")
 @click.option("--api", "api_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the static JSON API (api/v1/) and the badges (badges/) into "
-                   "this folder instead; prints what it rewrote.")
+                   "this folder instead, rewriting only what changed and removing what "
+                   "else is in those two; prints the counts.")
 @click.option("-o", "--output", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file instead of standard output (with --index: "
                    "default .orchestrator/site/index.html).")
