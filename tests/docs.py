@@ -6,6 +6,7 @@ page texts, so a test can hand them a broken page without touching the real ones
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -153,3 +154,101 @@ def command_lines(text: str) -> list[str]:
         if span.startswith("orchestrator "):
             found.append(span)
     return found
+
+
+# The prose rule (CONTRIBUTING.md, "Style"): no sentence over 30 words.
+LONGEST_SENTENCE = 30
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+_NOT_PROSE = re.compile(r"^\s*(#{1,6}\s|\||<|!!!|\[[^\]]+\]:\s)")  # heading, table, HTML, ...
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_END = re.compile(r"(?<=[.?!])[\"')\]*_]*\s+")
+
+
+def _plain(text: str) -> str:
+    """Prose as it reads: a code span one word, a link its text, no tags; each line
+    break kept, so a sentence's line can be counted."""
+    for pattern, replacement in _AS_READ:
+        text = re.sub(pattern, lambda m, r=replacement: _same_lines(m, r), text)
+    for short in _ABBREVIATIONS:
+        text = text.replace(short, short.rstrip("."))
+    return text
+
+
+_AS_READ = ((r"``.+?``|`[^`]+`", "CODE"), (r"!\[[^\]]*\]\([^)]*\)", ""),
+            (r"\[([^\]]*)\]\([^)]*\)|\[([^\]]*)\]\[[^\]]*\]", r"\1\2"),
+            (r"<https?://[^>]+>", "LINK"), (r"<[^>]+>", " "))
+
+
+def _same_lines(found: re.Match[str], replacement: str) -> str:
+    text = found.expand(replacement)
+    return text + "\n" * (found.group().count("\n") - text.count("\n"))
+
+
+def _starts_item(line: str, may_start_list: bool) -> bool:
+    """A bullet always starts an item; "40) ..." in a paragraph is no item of a list."""
+    found = _ITEM.match(line)
+    return found is not None and (found.group().strip()[0] in "-*+" or may_start_list)
+
+
+def _blocks(text: str) -> Iterator[tuple[int, str]]:
+    """Runs of prose lines (a paragraph or one list item): (first line, joined text)."""
+    start, parts, in_list = 0, [], False
+    for number, line in enumerate(prose(text).splitlines(), 1):
+        new_item = _starts_item(line, in_list or not parts)
+        if line.strip() and not new_item and not parts and not line.startswith(" "):
+            in_list = False
+        in_list = in_list or new_item
+        if not line.strip() or _NOT_PROSE.match(line) or new_item:
+            if parts:
+                yield start, _plain("\n".join(parts))
+            start, parts = number, []
+            if not new_item:
+                continue
+            line = _ITEM.sub("", line)
+        if not parts:
+            start = number
+        parts.append(line.strip())
+    if parts:
+        yield start, _plain("\n".join(parts))
+
+
+def sentences(text: str) -> Iterator[tuple[int, int, str]]:
+    """Each sentence of a page's prose: (line it starts on, its word count, the text).
+
+    Fenced blocks, tables, headings, HTML and link targets are left out; a code span
+    counts as one word; a paragraph and a list item each end a sentence."""
+    for start, block in _blocks(text):
+        begin = 0
+        for end in [m.end() for m in _END.finditer(block)] + [len(block)]:
+            sentence = block[begin:end]
+            words = [w for w in sentence.split() if re.search(r"\w", w)]
+            if words:
+                yield start + block[:begin].count("\n"), len(words), " ".join(sentence.split())
+            begin = end
+
+
+def long_sentences(docs: Mapping[str, str], most: int = LONGEST_SENTENCE) -> list[str]:
+    """Every sentence over ``most`` words: 'file:line: N words: start of it'."""
+    return [f"{path}:{line}: {count} words: {sentence[:60]}..."
+            for path, text in docs.items()
+            for line, count, sentence in sentences(text) if count > most]
+
+
+def cut_sentences(docs: Mapping[str, str]) -> list[str]:
+    """Every sentence cut in two with other text pasted in between: a paragraph that
+    stops on a comma, or a line that stops on a comma with a new sentence after it."""
+    return [problem for path, text in docs.items() for problem in _cuts(path, text)]
+
+
+_SENTENCE_START = re.compile(r"\s*[A-Z][a-z]*['\s]")
+
+
+def _cuts(path: str, text: str) -> Iterator[str]:
+    for line, block in _blocks(text):
+        if block.rstrip().endswith(","):
+            yield f"{path}:{line}: ends on a comma: ...{block[-60:]}"
+    lines = prose(text).splitlines()
+    for number, (line, after) in enumerate(itertools.pairwise(lines), 1):
+        if (line.rstrip().endswith(",") and _SENTENCE_START.match(after)
+                and not _NOT_PROSE.match(after)):
+            yield f"{path}:{number}: a sentence starts after a comma: {after.strip()[:60]}"

@@ -12,9 +12,10 @@ clock or the network.
 
 By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline`,
 :mod:`.drains` and :mod:`.view` derive what is shown; :mod:`.dashboard` builds the
-index's dashboard; :mod:`.cuts` decides what the Markdown keeps under GitHub's limit;
-:mod:`.render` finds and renders templates (HTML and the index); :mod:`.markdown`
-renders the Markdown twin; :mod:`.text` formats and escapes.
+index's dashboard (its queue section :mod:`.queueboard`); :mod:`.cuts` decides what
+the Markdown keeps under GitHub's limit; :mod:`.render` finds and renders templates
+(HTML and the index); :mod:`.markdown` renders the Markdown twin; :mod:`.text`
+formats and escapes.
 
 Template context (documented in the README; every template may be replaced):
 

@@ -10,11 +10,18 @@ schedule with its next slots, its last runs, their success rate and duration tre
   page of bounded size from a bounded number of records.
 - Links are relative to ``state/index.html`` (``runs/<id>/brief.html``), so they work
   from a file and from GitHub Pages alike.
+- Every instant on the page has one format, :func:`~.text.fmt_when`'s (whole seconds,
+  UTC), whatever the report's text carries.
+- Dead letters are grouped by schedule or queue with their count, the keys folded
+  inside: many of them never push the rest of the page off a phone's first screen.
+- The queue section reads the queues' summaries only (:mod:`.queueboard`).
 """
 
 from __future__ import annotations
 
+import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -25,9 +32,12 @@ from ..runs import status
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
 from ..state.phases import RunStatus
+from ..state.queue import describe as describe_queue
 from ..state.records import Run
+from ..support.times import parse_utc
+from . import queueboard
 from .attempts import run_finished, run_started
-from .text import fmt_duration, zone
+from .text import fmt_duration, fmt_when, zone
 
 SCHEDULES_SHOWN = 100
 """Schedules drawn on the page, those needing attention first (``status`` lists all)."""
@@ -37,6 +47,8 @@ ATTENTION_SHOWN = 50
 """Items of the attention list drawn (the rest counted, ``status`` lists them)."""
 NEXT_SLOTS = 3
 SPARK_WIDTH, SPARK_HEIGHT = 120, 24
+INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
+"""An ISO 8601 instant in the report's text, redrawn in the page's format."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,21 @@ class Card:
 
 
 @dataclass(frozen=True)
+class DeadGroup:
+    """The dead letters of one schedule (tracks) or one work queue (items) waiting."""
+
+    kind: str
+    """``schedule`` or ``queue``."""
+    name: str
+    count: int
+    """All of them waiting, listed or not."""
+    items: tuple[dict[str, str], ...]
+    """The attention items naming them (the report lists the first few of all)."""
+    command: str
+    """The ``dlq requeue`` of every one (it asks first, with the count)."""
+
+
+@dataclass(frozen=True)
 class Dashboard:
     attention: tuple[dict[str, str], ...]
     attention_more: int
@@ -83,6 +110,11 @@ class Dashboard:
     cards_more: int
     open_runs: tuple[dict[str, Any], ...]
     last_tick: str | None
+    """In the page's format (:func:`~.text.fmt_when`)."""
+    dead_groups: tuple[DeadGroup, ...]
+    """Drawn in place of the attention list's dead letters, most first."""
+    queues: tuple[queueboard.QueueRow, ...]
+    queues_more: int
     stale: bool
     caps: tuple[int, int, int]
     """:data:`SCHEDULES_SHOWN`, :data:`STRIP_RUNS`, :data:`ATTENTION_SHOWN`, as the
@@ -102,7 +134,7 @@ def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_mo
     on ``state`` as it stands after the tick's commit (or as read)."""
     report = status.from_state(state, last_tick, list(schedules), list(invalid), now,
                                max_staleness)
-    items = report["attention"]
+    items = [_page_item(i) for i in report["attention"]]
     needs = {i["subject"] for i in items}
     cards = [_card(s, row, s.id in needs)
              for s, row in zip(schedules, report["schedules"], strict=True)]
@@ -119,8 +151,57 @@ def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_mo
         cards=tuple(shown),
         cards_more=max(0, len(cards) - SCHEDULES_SHOWN),
         open_runs=tuple(report["open_runs"]),
-        last_tick=report["last_tick"], stale=report["stale"],
+        last_tick=page_times(report["last_tick"]) if report["last_tick"] else None,
+        stale=report["stale"], dead_groups=_dead_groups(state, items),
+        queues=queueboard.rows(state.queues, now),
+        queues_more=max(0, len(state.queues) - queueboard.QUEUES_SHOWN),
         caps=(SCHEDULES_SHOWN, STRIP_RUNS, ATTENTION_SHOWN))
+
+
+def page_times(text: str) -> str:
+    """``text`` with every ISO 8601 instant in the page's format."""
+    return INSTANT.sub(_redraw, text)
+
+
+def _redraw(match: re.Match[str]) -> str:
+    moment = parse_utc(match.group(0))
+    return fmt_when(moment) if moment is not None else match.group(0)
+
+
+def _page_item(item: Mapping[str, str]) -> dict[str, str]:
+    return {**item, "text": page_times(item["text"])}
+
+
+def _dead_groups(state: state_model.State, items: Sequence[Mapping[str, str]]
+                 ) -> tuple[DeadGroup, ...]:
+    """The dead letters waiting, by schedule and by queue, most first, each with the
+    attention items that name one of them."""
+    counts: Counter[tuple[str, str]] = Counter(
+        ("schedule", _schedule_of(d.run_id)) for d in state.dlq.values() if not d.discarded)
+    for name, book in state.queues.items():
+        counts[("queue", name)] += describe_queue(book)["dead"]
+    listed: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for item in items:
+        if item["kind"] == "dead_letter" and item["subject"] != "more":
+            listed.setdefault(_group_of(state, item["subject"]), []).append(dict(item))
+    ranked = sorted((-n, group) for group, n in counts.items() if n > 0)
+    return tuple(DeadGroup(kind=kind, name=name, count=-n,
+                           items=tuple(listed.get((kind, name), ())),
+                           command=f"orchestrator dlq requeue --{kind} {name}")
+                 for n, (kind, name) in ranked[:ATTENTION_SHOWN])
+
+
+def _group_of(state: state_model.State, key: str) -> tuple[str, str]:
+    """The group of a dead letter's key: ``<queue>/<item>`` or a track's ``<run>--<track>``."""
+    letter = state.dlq.get(key)
+    if letter is not None:
+        return "schedule", _schedule_of(letter.run_id)
+    return "queue", key.partition("/")[0]
+
+
+def _schedule_of(run_id: str) -> str:
+    """A run id is ``<schedule>--<slot>``."""
+    return run_id.rpartition("--")[0]
 
 
 def _card(schedule: Schedule, row: Mapping[str, Any], attention: bool) -> Card:
@@ -147,11 +228,11 @@ def _shown(card: Card, schedule: Schedule | None, state: state_model.State,
 def _state(row: Mapping[str, Any]) -> tuple[str, str]:
     if row["paused"]:
         p = row["paused"]
-        return "paused", f"since {p['at']} by {p['by']}: {p['reason']}"
+        return "paused", f"since {page_times(p['at'])} by {p['by']}: {p['reason']}"
     if not row["enabled"]:
         return "disabled", "enabled is false in its file"
     if row["ended"]:
-        return "ended", f"at {row['ended']} (its end_at)"
+        return "ended", f"at {page_times(row['ended'])} (its end_at)"
     return "active", ""
 
 
@@ -197,14 +278,15 @@ def _success(strip: Sequence[Outcome]) -> str:
 
 def _trend(strip: Sequence[Outcome]) -> str:
     """The median duration of the newer half of the finished runs against the older
-    half's: a slowdown shows before it times out."""
+    half's: a slowdown shows before it times out. Under a second either way, the change
+    is noise and no percentage is given."""
     durations = [o.duration for o in _finished(strip) if o.duration is not None]
     if len(durations) < 2:
         return f"took {fmt_duration(durations[0])}" if durations else ""
     half = len(durations) // 2
     older = statistics.median(d.total_seconds() for d in durations[:half])
     newer = statistics.median(d.total_seconds() for d in durations[half:])
-    change = "" if not older else f" ({(newer - older) / older:+.0%})"
+    change = "" if min(older, newer) < 1 else f" ({(newer - older) / older:+.0%})"
     return (f"median {fmt_duration(timedelta(seconds=newer))} lately, "
             f"{fmt_duration(timedelta(seconds=older))} before{change}")
 

@@ -5,8 +5,8 @@ billed. A clock that calls GitHub's API at the minute starts the tick within a
 runner's start-up, for one billed minute. This module owns:
 
 - the clock's entries: each schedule's timing as a clock takes it (its cron, zone and
-  daylight-saving policy, or a one-shot's instant), schedules with the same timing
-  sharing one entry;
+  daylight-saving policy, life span and excluded local dates, calendars' included; or
+  a one-shot's instant), schedules with the same timing sharing one entry;
 - the exact UTC calls of a span (each slot, plus its run's jitter; one call per
   instant however many schedules share it);
 - the clock file ``cron-sync --external`` writes (``.github/orchestrator-clock.json``)
@@ -55,8 +55,9 @@ RETRY_FOR = timedelta(minutes=10)
 """How long a failed call is tried again at the next wake-ups."""
 _COMMENT = ("Written by `orchestrator cron-sync --external` from schedules/ (do not edit "
             "by hand; `orchestrator validate` fails when it misses a slot). An external "
-            "clock dispatches tick.yml at each entry's times: a cron in its time zone, or "
-            "a one-shot's instant. `cron-sync --external` prints the requests and the "
+            "clock dispatches tick.yml at each entry's times: a cron in its time zone, "
+            "never on its 'exclude' dates nor outside 'start_at' to 'end_at', or a "
+            "one-shot's instant. `cron-sync --external` prints the requests and the "
             "exact UTC times.")
 
 
@@ -67,7 +68,17 @@ def _timing(spec: ScheduleSpec) -> tuple[Any, ...]:
     at = spec.at_utc()
     if at is not None:
         return ("at", iso(at))
-    return ("cron", spec.cron, spec.timezone, spec.dst.gap.value, spec.dst.fold.value)
+    return ("cron", spec.cron, spec.timezone, spec.dst.gap.value, spec.dst.fold.value,
+            _bounds(spec))
+
+
+def _bounds(spec: ScheduleSpec) -> tuple[tuple[str, Any], ...]:
+    """What keeps a cron's instants from being calls: its life span, and its excluded
+    dates (``exclude`` and the calendars') as local dates in its zone."""
+    found = [(name, iso(bound)) for name in ("start_at", "end_at")
+             if (bound := spec.bound_utc(name)) is not None]
+    dates = sorted(d.isoformat() for d in spec.excluded_dates())
+    return (*found, *([("exclude", tuple(dates))] if dates else []))
 
 
 def entries(schedules: Iterable[Schedule]) -> list[dict[str, Any]]:
@@ -82,8 +93,9 @@ def entries(schedules: Iterable[Schedule]) -> list[dict[str, Any]]:
         if timing[0] == "at":
             out.append({"at": timing[1], "schedules": sorted(ids)})
         else:
-            _, expr, zone, gap, fold = timing
+            _, expr, zone, gap, fold, bounds = timing
             out.append({"cron": expr, "timezone": zone, "dst": {"gap": gap, "fold": fold},
+                        **{k: list(v) if isinstance(v, tuple) else v for k, v in bounds},
                         "schedules": sorted(ids)})
     return out
 
@@ -136,6 +148,9 @@ def _entry_trigger(entry: Any) -> Trigger:
     dst = entry.get("dst", {})
     spec = ScheduleSpec(cron=entry.get("cron"), timezone=entry.get("timezone", "UTC"),
                         dst=DstPolicy.model_validate(dst, strict=False), tracks=track)
+    bounds = {k: entry[k] for k in ("start_at", "end_at", "exclude") if k in entry}
+    if bounds:  # read as a schedule file reads them: a bad date is a bad entry
+        spec = ScheduleSpec.model_validate({**spec.model_dump(), **bounds}, strict=False)
     return for_spec(spec)
 
 
@@ -275,8 +290,24 @@ def clock_moments(schedules: Iterable[Schedule], state: State, after: datetime,
     """The due moments after ``after`` worth a call: every slot (a call costs no
     waiting) and what a lingering tick waits for (a retry's back-off end, a poll, a
     run's jitter); not a timeout or a deadline, which the safety tick settles."""
-    return [m for m in due_moments(schedules, state, after, cadence)
-            if m.slot or m.worth_waiting]
+    listed = list(schedules)
+    return sorted([*(m for m in due_moments(listed, state, after, cadence)
+                     if m.slot or m.worth_waiting), *jittered(listed, state, after)])
+
+
+def jittered(schedules: Iterable[Schedule], state: State, after: datetime) -> list[Wake]:
+    """The jitter's end of each jittered slot that passed by less than its jitter, or is
+    next: the clock calls then without waiting to read the run its tick created."""
+    found = []
+    for schedule in schedules:
+        spread = timedelta(seconds=schedule.spec.jitter_seconds)
+        cursor = state.cursors.get(schedule.id)
+        if not spread or (cursor is not None and cursor.paused is not None):
+            continue  # a paused schedule's slot gets no call: nor does its jitter
+        fire = calls([schedule], after - spread, after + spread)
+        found += [Wake(at, f"{schedule.id}: its run's jitter ends {iso(at)}")
+                  for at in fire if at > after]
+    return found
 
 
 Read = Callable[[], tuple[list[Schedule], State, Cadence]]

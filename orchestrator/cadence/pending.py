@@ -63,17 +63,22 @@ class PendingAPI(Protocol):
 def next_scheduled_tick(root: Path, now: datetime) -> datetime | None:
     """The first instant after ``now`` at which ``root``'s ``tick.yml`` cron fires; None
     when the file is absent, unreadable or has no cron GitHub would run."""
-    try:
-        text = read_file(root / TICK, max_bytes=MAX_WORKFLOW_BYTES, root=root).decode()
-    except (OSError, ValueError):  # absent, hostile (UnsafeJSON is a ValueError), not UTF-8
-        return None
     found = []
-    for line in read_crons(text):
+    for line in tick_crons(root):
         try:
             found += cron_slots(utc_spec(line), now)
         except ValueError:  # a cron line the evaluator refuses: validate names it
             continue
     return min(found, default=None)
+
+
+def tick_crons(root: Path) -> list[str]:
+    """The cron lines of ``root``'s ``tick.yml``; none when it is absent or unreadable."""
+    try:
+        text = read_file(root / TICK, max_bytes=MAX_WORKFLOW_BYTES, root=root).decode()
+    except (OSError, ValueError):  # absent, hostile (UnsafeJSON is a ValueError), not UTF-8
+        return []
+    return read_crons(text)
 
 
 def keeps(wake: Wake | None, now: datetime, next_tick: datetime | None,

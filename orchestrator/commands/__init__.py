@@ -39,6 +39,7 @@ MODULES: tuple[str, ...] = (
     "upgrade",
     "trigger",
     "backfill",
+    "lateness",
 )
 
 

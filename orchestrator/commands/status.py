@@ -29,12 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..cadence import lateness
+from ..cadence.pending import tick_crons
 from ..config.files import load_all
 from ..config.repository import RepoSettings
 from ..errors import DeadLettersWaiting, InvalidSchedules, RemoteError, Rewound, Stale
 from ..planner import Caps
 from ..runs import retention
 from ..runs.status import age_text, build, staleness_for, text
+from ..state import layout
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -157,7 +160,8 @@ def _status(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
         click.echo("\n".join(text(report) + retention.describe_lines(report["retention"])
-                             + workflow_lines(report["workflows"])))
+                             + workflow_lines(report["workflows"])
+                             + lateness.describe(report["cron_lateness"])[:1]))
     if notify:
         for line in alert(settings, report, store.rewound, now, max_staleness):
             click.echo(line, err=True)
@@ -190,6 +194,8 @@ def _report(cfg: Config, files: Mapping[str, bytes], settings: RepoSettings,
     report["retention"] = retention.describe(retention.read_record(files),
                                              settings.keep_finished_runs_days)
     report["workflows"] = workflows_report(files, now, cfg.repo)
+    report["cron_lateness"] = lateness.report(files.get(layout.LATENESS),
+                                              tick_crons(cfg.repo), now, lateness.RISK_DAYS)
     return report
 
 

@@ -30,6 +30,7 @@ from ._heartbeat import heartbeat_target, ping
 from .context import Config, pass_config
 
 if TYPE_CHECKING:
+    from ..cadence.lateness import Sample
     from ..cadence.wake import Wake
 
 
@@ -90,12 +91,14 @@ def track_state_branch(cfg: Config, tip: str | None) -> None:
 
 def make_tick(cfg: Config, executor: str, now: datetime, *, heartbeat_every: float = 60,
               template: Path | None = None, scope: str | None = None,
-              outcomes: Path | None = None, clock: Clock | None = None) -> Tick:
+              outcomes: Path | None = None, clock: Clock | None = None,
+              lateness: Sample | None = None) -> Tick:
     """The tick of ``orchestrator tick``'s options at ``now`` (:func:`build`);
-    ``clock`` says where ``now`` came from."""
+    ``clock`` says where ``now`` came from, ``lateness`` what GitHub's cron made of it."""
     settings = TickSettings(executor_name=executor,
                             heartbeat_every=timedelta(minutes=heartbeat_every),
-                            templates=Templates(brief=template), scope=scope, clock=clock)
+                            templates=Templates(brief=template), scope=scope, clock=clock,
+                            lateness=lateness)
     return build(cfg, now, settings, outcomes=outcomes)
 
 
@@ -267,11 +270,14 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         check_run_id(scope)
 
     last: list[tuple[Tick, TickResult]] = []
+    started = parse_now(now_text)
+    sample = cron_sample(cfg, executor, started, scoped=scope is not None, dry_run=dry_run)
 
     def once(now: datetime) -> Wake | None:
         clock = Clock(machine=datetime.now(UTC), given=now_text is not None, force=force)
         tick = make_tick(cfg, executor, now, heartbeat_every=heartbeat_every,
-                         template=template, scope=scope, outcomes=outcomes, clock=clock)
+                         template=template, scope=scope, outcomes=outcomes, clock=clock,
+                         lateness=sample)
         result = tick.run(dry_run=dry_run)
         if not dry_run and scope is None:
             result = result.with_lines(keep_workflows_enabled(executor, tick, result, now))
@@ -293,7 +299,7 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
         return result.wake
 
     if not linger:
-        once(parse_now(now_text))
+        once(started)
         return 0
     loop = Linger(timedelta(minutes=linger), timedelta(minutes=max_linger),
                   log=lambda line: click.echo(line, err=True))
@@ -302,6 +308,30 @@ def command(cfg: Config, now_text: str | None, executor: str, dry_run: bool, as_
     for line in cancel_idle_pending(cfg, executor, loop, last):
         click.echo(f"linger: {line}", err=True)
     return 0
+
+
+def cron_sample(cfg: Config, executor: str, started: datetime, *, scoped: bool = False,
+                dry_run: bool = False, environ: Mapping[str, str] | None = None
+                ) -> Sample | None:
+    """This run's lateness sample when GitHub's cron started it, on an engine with a
+    workflow admin (the run's creation is asked of it); a failure costs only the sample.
+    A fan-in's tick (``scoped``) and a dry run record none."""
+    from ..cadence import lateness, pending
+
+    if scoped or dry_run:
+        return None
+    env = os.environ if environ is None else environ
+    admin, fired = executors.declared(executor).admin, lateness.scheduled_run(env)
+    if admin is None or fired is None:
+        return None
+    cron, run = fired
+    try:
+        with admin(env, started) as api:
+            created = api.run_created_at(run)
+    except OrchestratorError:
+        return None
+    return lateness.sample(cron, pending.tick_crons(cfg.repo), created, started,
+                           run) if created is not None else None
 
 
 def cancel_idle_pending(cfg: Config, executor: str, loop: Linger,

@@ -49,6 +49,9 @@ class EventKind(StrEnum):
     KEEPALIVE_DUE = "keepalive_due"
     """No commit on the default branch for 45 days: GitHub disables the scheduled
     workflows of a public repository at 60."""
+    CRON_LATE = "cron_late"
+    """GitHub's cron, as the ticks measured it, is later than schedules tolerate
+    (``max_lateness_minutes``): once per episode, with the fix."""
 
 
 _Strict = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)

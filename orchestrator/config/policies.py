@@ -145,6 +145,13 @@ class SchedulePolicies(BaseModel):
         "the event sla_missed, once per run (noticed by the first tick after it). Unset: "
         "no SLA.",
     )
+    max_lateness_minutes: float | None = Field(
+        None, gt=0, le=7 * 24 * 60,
+        description="The most lateness of GitHub's cron this schedule tolerates: while "
+        "the p95 the ticks measured over 7 days is later, the event cron_late names it, "
+        "once per episode, with the fix (an external clock). Unset: orchestrator.json's "
+        "cadence.max_lateness_minutes, else none.",
+    )
     notify: ScheduleNotify | None = Field(
         None,
         description="This schedule's own notifications over orchestrator.json's: "

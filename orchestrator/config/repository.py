@@ -89,6 +89,11 @@ class Cadence(Frozen):
         "default: the tick warns from 45 days instead, and an active workflow is never "
         "enabled (GitHub disabled a project for doing that to bypass the rule).",
     )
+    max_lateness_minutes: float | None = Field(
+        None, gt=0, le=7 * 24 * 60,
+        description="The most lateness of GitHub's cron a schedule tolerates, unless it "
+        "says its own max_lateness_minutes (the event cron_late). Unset: none.",
+    )
     fixed_cron: list[CronText] = Field(
         ["7,22,37,52 * * * *"], min_length=1, max_length=20,
         description="Fixed mode: the cron lines (UTC) of tick.yml.",

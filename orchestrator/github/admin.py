@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config.fieldtypes import WORKFLOW_RE
 from ..errors import UserError
+from ..support.times import parse_utc
 from .client import GitHubClient, GitHubError, message
 from .connect import connect, token_of, valid_repository
 
@@ -93,6 +94,19 @@ class WorkflowAdmin:
                 {"event": event, "status": status, "per_page": "100",
                  "exclude_pull_requests": "true"}, "workflow_runs", 1)
         return found
+
+    def run_created_at(self, ci_run: int) -> datetime | None:
+        """``GET .../actions/runs/{id}``: when GitHub created the run (``None``: unreadable)."""
+        response = self.client.request("GET", f"repos/{self.repository}/actions/runs/{ci_run}")
+        if response.status_code != 200:
+            raise GitHubError(f"reading workflow run {ci_run} failed: "
+                              f"{response.status_code} {message(response)}",
+                              status=response.status_code)
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+        return parse_utc(data.get("created_at")) if isinstance(data, dict) else None
 
     def cancel_run(self, ci_run: int) -> None:
         """``POST .../actions/runs/{id}/cancel``: GitHub answers ``202`` and cancels it a

@@ -4,6 +4,8 @@
   (the planner's and the consolidation's): a run that became ``failed``, a dead letter
   parked, a queue item gone dead, a runner label gone degraded. It reads no log line
   and no clock.
+- ``cron_late`` is the one event not of a transition: the tick hands :func:`derive`
+  the ledger's verdict (:class:`CronLate`), and it is told once per episode.
 - Queue items dead in one decision are one event each, up to :data:`GROUP_ABOVE` per
   queue; more are one event for the queue, so a bad deploy that kills 500 items sends
   one message, not 500.
@@ -119,6 +121,26 @@ class Links:
 
 
 @dataclass(frozen=True)
+class CronLate:
+    """GitHub's cron later than schedules tolerate, as the ticks measured it."""
+
+    schedules: tuple[str, ...]
+    """Every schedule at risk; :attr:`new` are those not told in this episode."""
+    new: tuple[str, ...]
+    tolerance_minutes: float
+    """The least tolerance among them (``max_lateness_minutes``)."""
+    figures: Mapping[str, Any]
+    """``samples``, ``p50_seconds``, ``p95_seconds``, ``max_seconds``, ``dropped``."""
+    days: int
+
+
+CLOCK_SETUP = ('set "cadence": {"mode": "external"} in orchestrator.json, run '
+               '`orchestrator cron-sync --external`, then run `orchestrator serve '
+               '--executor github --clock-only` on a machine you have')
+"""The fix for a late cron: a clock outside GitHub (docs/how-to/cadence.md)."""
+
+
+@dataclass(frozen=True)
 class Seen:
     """What :func:`derive` needs beside the two states."""
 
@@ -132,6 +154,8 @@ class Seen:
     """Runs whose SLA miss was told already."""
     told_quarantine: frozenset[str] = frozenset()
     """Quarantined paths told already."""
+    cron_late: CronLate | None = None
+    """GitHub's cron lateness, when it exceeds what schedules tolerate."""
 
 
 def derive(before: State, after: State, seen: Seen) -> list[Event]:
@@ -155,6 +179,7 @@ def derive(before: State, after: State, seen: Seen) -> list[Event]:
     events += _runners(before, after, seen)
     events += sla_misses(after, seen)
     events += _quarantined(after, seen)
+    events += cron_late(seen)
     return events
 
 
@@ -377,6 +402,28 @@ def _quarantined(after: State, seen: Seen) -> list[Event]:
                          "deleted"),
             details={"path": _cut(path if path.isprintable() else repr(path))}))
     return events
+
+
+def cron_late(seen: Seen) -> list[Event]:
+    """One event when schedules not told in this episode fall at risk."""
+    late = seen.cron_late
+    if late is None or not late.new:
+        return []
+    f, names = late.figures, ", ".join(late.schedules)
+    p95 = f"{f['p95_seconds'] / 60:.0f} min"
+    return [Event(
+        id=f"cron_late:{stamp(seen.now)}:{digest(','.join(late.new))}",
+        kind=EventKind.CRON_LATE, at=seen.now, link=seen.links.run,
+        schedule=late.schedules[0] if len(late.schedules) == 1 else None,
+        summary=_cut(f"GitHub's cron started ticks {p95} late (p95 of {late.days} days, "
+                     f"{f['samples']} samples), more than {names} tolerate "
+                     f"({late.tolerance_minutes:g} min): {CLOCK_SETUP}"),
+        details={"schedules": _cut(names), "tolerance_minutes": f"{late.tolerance_minutes:g}",
+                 **{k: f"{f[k]:g}" for k in ("p50_seconds", "p95_seconds", "max_seconds")},
+                 "samples": str(f["samples"]), "dropped": str(f["dropped"]),
+                 "days": str(late.days), "fix": CLOCK_SETUP,
+                 "fix_sync": "orchestrator cron-sync --external",
+                 "fix_clock": "orchestrator serve --executor github --clock-only"})]
 
 
 def _schedule_of(run_id: str) -> str | None:

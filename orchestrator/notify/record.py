@@ -7,7 +7,8 @@
   the channels still owed it and who claimed it when. It is empty between ticks
   unless a tick died between its commit and its delivery.
 - **What was told** once and must not be told again: SLA misses per run, quarantined
-  records per path. Entries go once their run is finished or the record readable.
+  records per path, a late cron per schedule. Entries go once their run is finished,
+  the record readable, or the cron within what the schedule tolerates.
 - Read as hostile input like every record: a file that cannot be read is named in one
   line and left alone, and notifications wait until it is fixed or deleted (guessing
   would open a second issue).
@@ -62,6 +63,9 @@ class NotifyRecord(Frozen):
     """Run id -> when its SLA miss was told."""
     quarantined: dict[str, UTCDateTime] = Field(default_factory=dict)
     """Path -> when its quarantine was told."""
+    cron_late: dict[Id, UTCDateTime] = Field(default_factory=dict)
+    """Schedule id -> when its ``cron_late`` episode was told; it goes once the measured
+    lateness is within what the schedule tolerates."""
 
     def failing(self) -> dict[str, int]:
         return {sid: streak.failed for sid, streak in self.streaks.items()}

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..cadence.wake import next_wake, settled_after
+from ..cadence.wake import Wake, next_wake, settled_after
 from ..config.models import Schedule, ScheduleSpec
 from ..config.triggers import for_spec
 from ..planner.capacity import in_flight
@@ -169,14 +169,21 @@ def _dead_waiting(state: state_model.State, queues: list[dict[str, Any]]) -> int
         q["dead"] for q in queues)
 
 
+def _next_wake(state: state_model.State, schedules: list[Schedule], now: datetime
+               ) -> Wake | None:
+    """The next due moment of the schedules the tick plans: a schedule held by its
+    quarantined record fires nothing, so it wakes nothing."""
+    held = state.held_schedules()
+    return next_wake([s for s in schedules if s.id not in held], state, now)
+
+
 def from_state(state: state_model.State, last: datetime | None, schedules: list[Schedule],
                invalid: list[str], now: datetime, max_staleness: timedelta,
                caps: Caps | None = None) -> dict[str, Any]:
     """The report of :func:`build` from a parsed ``state`` and the last tick's instant
     (a tick that renders the index passes the state it is about to commit)."""
     age = now - last if last is not None else None
-    held = state.held_schedules()
-    wake = next_wake([s for s in schedules if s.id not in held], state, now)
+    wake = _next_wake(state, schedules, now)
     queues = [describe_queue(book) for _, book in sorted(state.queues.items())]
     runners = sorted(state.runners.items())
     report: dict[str, Any] = {

@@ -69,6 +69,8 @@ QUEUES = f"{ROOT}/queues"
 WORKFLOWS = f"{ROOT}/workflows.json"
 """The scheduled workflows' state as a GitHub tick last found it
 (:mod:`orchestrator.cadence.keepalive`)."""
+LATENESS = f"{ROOT}/lateness.jsonl"
+"""GitHub's cron lateness as scheduled ticks measured it (:mod:`orchestrator.cadence.lateness`)."""
 
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
 """How a run id writes its slot (in UTC)."""

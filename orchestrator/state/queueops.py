@@ -239,4 +239,8 @@ def _purge_chunk(book: QueueBook, name: str, before: datetime | None, now: datet
     for item in gone:
         book.delete(item, now)
     book.set_chunk(name, [i.id for i in done if i not in gone], now)
-    return [i.id for i in gone]
+    return _ids(gone)
+
+
+def _ids(items: list[Item]) -> list[str]:
+    return [i.id for i in items]

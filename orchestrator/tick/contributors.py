@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .. import store
 from ..state import index as state_index
+from ..state import layout
 from . import memowrite, notifying, polllogs
 from .consolidate import Consolidated, board_state, finish_runs, paused_schedules
 from .deciding import split
@@ -186,6 +187,19 @@ def poll_logs(draft: Draft, files: Files) -> Part:
     return Part(files)
 
 
+def ledger(draft: Draft, files: Files) -> Part:
+    """This scheduled tick's lateness sample (:mod:`~orchestrator.cadence.lateness`),
+    only beside other changes: it never makes a commit of its own."""
+    sample = draft.settings.lateness
+    if sample is None or not store.changes(draft.base, files):
+        return Part(files)
+    from ..cadence import lateness
+
+    path = layout.LATENESS
+    data = lateness.append(files.get(path) or draft.base.get(path), sample)
+    return Part(files if data is None else {**files, path: data})
+
+
 def memo(draft: Draft, files: Files) -> Part:
     """The memo of quiet schedules (:mod:`.memo`), only beside other changes: it never
     makes a commit of its own."""
@@ -211,6 +225,9 @@ CONTRIBUTORS: tuple[Contributor, ...] = (
     # The heartbeat says whether the commit changes anything: it comes after every
     # file but the memo, and the poll lines carry the briefs' notes.
     poll_logs,
+    # The lateness sample rides a commit made anyway: after the heartbeat, which makes
+    # one of an idle tick's when due.
+    ledger,
     # Last: the memo is written only beside other changes, never alone.
     memo,
 )

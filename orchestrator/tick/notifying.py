@@ -8,6 +8,8 @@
   within ``notify.budget_seconds``; each channel in its own thread.
 - **Settle**: the record commit takes the delivered and given-up channels off their
   entries and keeps the issue numbers learned.
+- **A late cron** (:func:`cron_late`): the ledger on the tip against the tolerance of
+  each schedule the tick read; an episode ends only for a schedule read within it.
 - Without a channel configured, nothing is read or written; a ``state/notify.json`` that
   cannot be read holds notifications back with one line per tick, and costs nothing else.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,7 @@ from ..state.machine import RUN_TERMINAL
 if TYPE_CHECKING:  # the notify package is imported only by a tick that notifies
     from ..config.models import ScheduleSpec
     from ..notify.channel import Delivery, Item
-    from ..notify.events import Event
+    from ..notify.events import CronLate, Event
     from ..notify.outbox import Prepared
     from ..state.model import State
     from .inputs import TickInputs
@@ -61,6 +63,40 @@ class Planned:
 OFF = Planned()
 
 
+def cron_late(inputs: TickInputs, old: Mapping[str, bytes], told: Mapping[str, datetime],
+              now: datetime, scope: str | None) -> tuple[CronLate | None, dict[str, datetime]]:
+    """GitHub's cron lateness against the schedules' tolerance, from the ledger on the
+    tip, and the schedules told in this episode after it. Too few samples, or a tick
+    scoped to one run, change nothing."""
+    from ..cadence import lateness
+    from ..notify.events import CronLate
+
+    tolerances = _tolerances(inputs)
+    risk = None if scope else lateness.at_risk(lateness.read(old.get(layout.LATENESS)),
+                                                 tolerances, now)
+    if risk is None:
+        return None, dict(told)
+    new = tuple(sid for sid in risk.schedules if sid not in told)
+    kept = {**_still_late(told, risk.schedules, tolerances), **dict.fromkeys(new, now)}
+    if not risk.schedules:
+        return None, kept
+    return CronLate(risk.schedules, new, risk.tolerance_minutes, risk.measured.to_json(),
+                    lateness.RISK_DAYS), kept
+
+
+def _tolerances(inputs: TickInputs) -> dict[str, float | None]:
+    """Each schedule read's ``max_lateness_minutes``, else the repository's."""
+    default = inputs.settings.cadence.max_lateness_minutes
+    return {s.id: s.spec.max_lateness_minutes or default for s in inputs.schedules}
+
+
+def _still_late(told: Mapping[str, datetime], late: tuple[str, ...],
+                read: Mapping[str, object]) -> dict[str, datetime]:
+    """The episodes that go on: a schedule still late, or one this tick did not read
+    (the memo left it out): only a schedule read within its tolerance ends its own."""
+    return {sid: at for sid, at in told.items() if sid in late or sid not in read}
+
+
 class Notifications:
     """The notifications of a tick, in the environment it runs in."""
 
@@ -84,12 +120,15 @@ class Notifications:
         record, problem = notify_record.read(old)
         if record is None:
             return Planned(lines=(problem or "",))
+        late, told = cron_late(inputs, old, record.cron_late, self.now, scope)
         seen = Seen(self.now, Links.from_env(inputs.settings.notify.brief_url, self.environ),
                     specs, record.failing(), frozenset(record.sla),
-                    frozenset(record.quarantined))
+                    frozenset(record.quarantined), late)
         try:
             prepared = prepare(record, derive(before, after, seen), routes, self.now, after,
                                scoped=scope)
+            prepared = replace(prepared, record=prepared.record.model_copy(
+                update={"cron_late": told}))
         except Exception as exc:  # a bad record of the state costs only the notification
             return Planned(lines=(f"notify: events not derived: {type(exc).__name__}: "
                                   f"{exc}".splitlines()[0],))

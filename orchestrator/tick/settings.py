@@ -21,6 +21,7 @@ from ..support.times import iso
 from .consolidate import Templates
 
 if TYPE_CHECKING:
+    from ..cadence.lateness import Sample
     from ..executors.outcomes import Folder
     from ..planner import Request
 
@@ -100,3 +101,6 @@ class TickSettings:
     requests: tuple[Request, ...] = ()
     """An operator's requests (``trigger``, ``backfill``, ``runs cancel``), planned
     with everything else: the tick reads every schedule then, without the memo."""
+    lateness: Sample | None = None
+    """GitHub's cron lateness as this scheduled tick measured it: added to the ledger
+    in a commit the tick makes anyway (:mod:`orchestrator.cadence.lateness`)."""

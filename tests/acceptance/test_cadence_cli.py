@@ -88,3 +88,12 @@ def test_estimate_follows_orchestrator_json_on_which_slots_a_tick_waits_for(
     assert ours == bench_module("cost").orchestrator_month(schedules, setup, start).to_json()
     assert ours["runner_minutes_by_job"]["ticks"] < waited["runner_minutes_by_job"]["ticks"]
     assert ours["lateness_seconds"]["median"] > 60 > waited["lateness_seconds"]["median"]
+
+
+def test_lateness_says_no_sample_before_any_scheduled_tick(tmp_path: Path) -> None:
+    user, _ = new_repository(tmp_path)
+    text = user.run("lateness").stdout
+    assert "cron lateness (7 days): p50 -, p95 -, max -, 0 sample(s), 0 dropped" in text
+    report = user.json("lateness", "--json", "--days", "30")
+    assert report["days"] == 30 and report["samples"] == 0
+    assert "4,9 6 * 3-11 1-5" in report["by_cron"]  # tick.yml's lines, each listed

@@ -95,7 +95,8 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     start = commands(section(docs, "Start a repository"))
     assert len(quick) == 2, "the Quick start is exactly two commands"
     assert quick[0].startswith("python3 -m venv .venv && . .venv/bin/activate && ")
-    assert start[0].startswith("orchestrator init ") and "--local" in start[0]
+    assert start[0] == "cd .."  # out of the clone: the tour leaves nothing inside it
+    assert start[1].startswith("orchestrator init ") and "--local" in start[1]
 
     clone = tmp_path / "orchestrator"
     shutil.copytree(REPO_ROOT, clone, ignore=COPY_IGNORES)
@@ -123,8 +124,8 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     assert (venv_bin / "orchestrator").exists()
 
     # Start a repository, in the same virtual environment, one shell as a user types it
-    home = tmp_path / "work"
-    home.mkdir()
+    home = tmp_path / "work" / "orchestrator"
+    home.mkdir(parents=True)
     env["PATH"] = f"{venv_bin}{os.pathsep}{env['PATH']}"
     env["VIRTUAL_ENV"] = str(clone / ".venv")
     env["ORCHESTRATOR_WORK_DIR"] = str(tmp_path / "tracks")
@@ -135,7 +136,7 @@ def test_readme_quick_start_and_start_a_repository_work_as_written(tmp_path: Pat
     assert "nightly: new schedule: first slot at " in done.stdout
     # minutes as status prints them: "0.1m", "3m" (age_text)
     assert re.search(r"^last tick +\S+ +\(\d+(?:\.\d+)?m ago; fresh", done.stdout, flags=re.M)
-    assert (home / "my-schedules.git").is_dir()
+    assert (home.parent / "my-schedules.git").is_dir() and not any(home.iterdir())
 
 
 def test_ci_runs_the_quick_start_as_written() -> None:

@@ -272,6 +272,41 @@ def test_brief_of_a_drain_of_10000_items(browser: Browser, tmp_path: Path, width
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_a_drain_s_dead_item_is_on_the_first_screen_with_its_command(
+        browser: Browser, tmp_path: Path, width: int) -> None:
+    """The brief's attention-first promise where a backlog fails: the headline, on the
+    first screen at either width, says one item died and how to requeue it."""
+    from datetime import timedelta
+
+    from orchestrator.state import layout
+    from orchestrator.state.items import NewItem
+    from orchestrator.store import InMemoryStateStore
+    from tests.memory_executor import MemoryExecutor
+    from tests.memory_tick import MemoryShell
+    from tests.unit.test_drain import RUN, T0, drain_schedule, enqueue, finish
+
+    shell = MemoryShell(InMemoryStateStore(), MemoryExecutor(),
+                        [drain_schedule(task_cap=5, max_workers=1, max_attempts=1)])
+    enqueue(shell, [NewItem(payload=n, key=f"k{n}") for n in range(2)])
+    shell.run(T0)
+    finish(shell, T0 + timedelta(minutes=1), lambda _, n: "failed" if n == 0 else "done")
+    shell.run(T0 + timedelta(minutes=2))
+    html = shell.files[layout.brief_path(RUN)].decode()
+    visit = Visit(browser, _write(tmp_path, "brief-dead-item.html", html), width)
+    try:
+        assert visit.console == [] and visit.refused == []
+        headline = visit.page.locator(".headline")
+        text = headline.inner_text()
+        assert "1 dead item of queue pages" in text
+        assert "orchestrator dlq requeue --queue pages" in text
+        box = headline.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 900, box  # first screen
+        assert visit.page.locator(".counts .c-dlq .n").inner_text() == "1"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
                                              width: int) -> None:
     """The index as a dashboard: what needs attention is the first thing on screen,
@@ -300,7 +335,7 @@ def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
         assert box is not None and box["y"] < 300  # on screen without scrolling
         first = visit.js("document.querySelector('main > section, main > .card').id")
         assert first == "attention"
-        items = page.locator("#attention li").all_inner_texts()
+        items = page.locator("#attention > ul > li").all_inner_texts()
         assert len(items) == 4 and any('<script>alert("x")</script>' in i for i in items)
         assert page.locator("#schedules .sched").count() == 4
         strip = page.locator("#schedules .strip a")
@@ -314,3 +349,32 @@ def test_dashboard_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
     finally:
         visit.close()
     assert (tmp_path / f"dashboard-{width}.png").stat().st_size > 10_000
+
+
+def test_dashboard_of_many_dead_letters_and_a_queue_at_phone_width(browser: Browser,
+                                                                   tmp_path: Path) -> None:
+    """30 dead letters fold into one line of their schedule: the first screen of a phone
+    still reaches the queue section, whose chart keeps to the screen's width."""
+    from orchestrator.brief import dashboard
+    from tests.builders import schedule
+    from tests.unit.test_dashboard_queues import NOW, TICK, dead_letters, pages
+
+    files = {**TICK, **pages(), **dead_letters(30)}
+    board = dashboard.from_files(files, [schedule("nightly")], [], NOW)
+    path = _write(tmp_path, "index.html", brief.render_index([], generated_at=NOW,
+                                                             board=board))
+    visit = Visit(browser, path, 390)
+    try:
+        assert visit.console == [] and visit.refused == []
+        assert visit.overflow()[0] <= 390 and visit.sideways() == []
+        page = visit.page
+        assert page.locator("#attention details").count() == 2
+        assert not page.locator("#attention details li").first.is_visible()  # folded
+        chart = page.locator("#queues svg.bars")
+        box = chart.bounding_box()
+        assert box is not None and box["y"] + box["height"] < 900  # on the first screen
+        assert box["x"] + box["width"] <= 390
+        assert chart.get_attribute("aria-label").startswith("1017 done")
+        page.screenshot(path=str(tmp_path / "dashboard-dead-390.png"), full_page=True)
+    finally:
+        visit.close()

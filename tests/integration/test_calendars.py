@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cadence.clock import calls
+from orchestrator.cadence.clock import CLOCK_FILE, calls, check, file_text, read_clock_file
 from orchestrator.cadence.derive import derive, schedule_slots
 from orchestrator.cadence.estimate import _all_slots
 from orchestrator.config.calendar_file import calendar_json_schema, schema_text
@@ -97,6 +97,27 @@ def test_every_reader_of_slots_leaves_a_calendar_date_out(tmp_path: Path) -> Non
     # cron-sync --external: the clock calls at the plain schedule's slot only
     assert calls([office], START, end) == [TOKYO_25TH - timedelta(days=1),
                                            TOKYO_25TH + timedelta(days=1)]
+
+
+def test_the_clock_file_lists_no_excluded_instant(tmp_path: Path) -> None:
+    root = write_repo(tmp_path, {"dates": ["2026-12-25"]})
+    path = root / "schedules" / "office.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "exclude": ["2026-12-27"],
+                                "end_at": "2027-06-30T00:00:00"}))
+    (root / "schedules" / "plain.json").unlink()
+    schedules = loaded(root).schedules
+    (root / CLOCK_FILE).parent.mkdir(parents=True)
+    (root / CLOCK_FILE).write_text(file_text(schedules))
+
+    found = read_clock_file(root)
+    assert found is not None and found.problems == []
+    end = START + timedelta(days=366)
+    listed = sorted(at for trigger in found.triggers for at in trigger.slots(START, end))
+    assert listed == calls(schedules, START, end)  # the same instants as the schedule's
+    assert TOKYO_25TH not in listed and TOKYO_25TH + timedelta(days=2) not in listed
+    assert TOKYO_25TH - timedelta(days=1) in listed
+    assert max(listed) < datetime(2027, 6, 30, tzinfo=UTC)
+    assert check(root, schedules, START, end) == []
 
 
 def test_the_planner_fires_nothing_on_a_calendar_date_and_the_others_fire(

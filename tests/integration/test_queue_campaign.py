@@ -1,7 +1,8 @@
 """The drain campaign: one queue drained by three machines (three checkouts, three work
 folders) whose ticks race as OS processes, are SIGKILLed at the tick's checkpoints and
 at random moments of their life, with cancels (from the owning machine and from
-another one), ``cancel_previous`` and item retries thrown in; then ordinary ticks.
+another one), ``runs retry`` of ended runs, ``cancel_previous`` and item retries
+thrown in; then ordinary ticks.
 
 Real git (a bare origin), real ticks, real supervisors and worker processes. The
 randomness is seeded and every wait is bounded and generous; nothing asserts on time.
@@ -124,6 +125,20 @@ def _cancel_one(fleet: list[Machine], minute: int, rng: random.Random) -> None:
     assert out.returncode in (0, 1), out.stderr  # 1: too late, or already cancelled
 
 
+def _retry_one(fleet: list[Machine], minute: int, rng: random.Random) -> None:
+    """``runs retry --failed`` of an ended run (its drain reruns under new keys), from
+    one of the machines."""
+    state, _ = read_state(fleet[0].repo)
+    ended = sorted(r for r, run in state.runs.items()
+                   if run.status in (RunStatus.CANCELLED, RunStatus.FAILED))
+    if not ended:
+        return
+    by = rng.choice(fleet)
+    out = cli(by.repo, "runs", "retry", rng.choice(ended), "--failed",
+              "--now", at(minute).replace(":30Z", ":50Z"), work=by.work)
+    assert out.returncode in (0, 1), out.stderr  # 1: nothing of it to retry
+
+
 def _drained(repo: Path) -> bool:
     book = queues.book_of(read_state(repo)[1])
     return book.counts == {"done": ITEMS} and not book.claims
@@ -162,6 +177,8 @@ def test_three_racing_machines_killed_and_cancelled_drain_every_item_exactly_onc
         _race(fleet, minute, rng)
         if minute % 3 == 0:
             _cancel_one(fleet, minute, rng)
+        if minute % 4 == 2:
+            _retry_one(fleet, minute, rng)
     _finish(fleet, ROUNDS + 1)
 
     _, files = read_state(fleet[0].repo)

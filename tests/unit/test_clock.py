@@ -213,6 +213,19 @@ def test_the_loop_calls_once_per_moment_that_passed_and_wakes_for_the_next() -> 
     assert len(rec.calls) == 2 and loop.calls == 2
 
 
+def test_the_loop_wakes_at_a_jittered_slots_fire_at_before_reading_its_run() -> None:
+    jittered = sched("jittered", "0 7 * * *", jitter_seconds=600)
+    fire_at = at("2026-01-01T07:00") + jitter("jittered--20260101T0700Z", 600)
+    assert at("2026-01-01T07:00") < fire_at  # the run's own jitter, as the tick draws it
+    rec = Recorder([jittered])  # its state never holds the run: the tick is elsewhere
+    loop = clock.Clock(rec.read, rec.call, at("2026-01-01T06:59"))
+    assert "slot 2026-01-01T07:00Z" in loop.work(at("2026-01-01T07:00:00.5"))[0]
+    assert loop.next_at == fire_at
+    assert "jitter" in loop.work(fire_at + timedelta(seconds=1))[0]
+    assert rec.calls[-1] - fire_at <= timedelta(seconds=5)
+    assert loop.next_at == at("2026-01-02T07:00")
+
+
 def test_a_failed_call_is_tried_again_then_left_to_the_safety_tick() -> None:
     rec = Recorder([sched("hourly", "7 * * * *")])
     loop = clock.Clock(rec.read, rec.call, at("2026-01-01T10:00"))

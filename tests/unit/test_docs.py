@@ -21,6 +21,7 @@ from tests.docs import (
     broken_links,
     command_lines,
     documentation,
+    fences,
     headings,
     json_examples,
     pages,
@@ -201,3 +202,14 @@ def test_every_variable_the_pages_name_is_on_the_environment_page() -> None:
              for var in re.findall(r"`\$?(ORCHESTRATOR_[A-Z0-9_]*[A-Z0-9])(?:=[^`]*)?`", text)}
     assert len(named) > 15
     assert sorted(v for v in named if f"| `{v}` |" not in environment) == []
+
+
+def test_the_home_page_starts_a_newcomer_and_its_diagram_fits_a_phone() -> None:
+    """The site shows a fenced block unwrapped: at 40 columns it fits beside the
+    navigation at 1280 px and alone at 390 px (measured in Chromium)."""
+    home = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    before_diagram = home.split("```", 1)[0]
+    assert "**New here? Start with [Get started on your machine](get-started/local.md" in (
+        before_diagram)
+    assert [line for _, body, _ in fences(home) for line in body.splitlines()
+            if len(line) > 40] == []
