@@ -11,5 +11,6 @@ them; ``pages.yml`` publishes them beside the dashboard.
 - Every file is bounded whatever the history: old runs are reached through pages.
 - Every name that becomes a file name is checked as an id first (no ``..``, no ``/``).
 
-May import: brief, runs, state, config, cron, support, errors.
+May import: brief, runs, cadence (the cron lateness ledger), state, config, cron, support,
+errors.
 """

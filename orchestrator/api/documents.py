@@ -79,6 +79,8 @@ class Inputs:
     now: datetime
     last_tick: datetime | None
     max_staleness: timedelta
+    cron_lateness: Mapping[str, Any] | None = None
+    """The ledger's figures (:func:`orchestrator.cadence.lateness.report`), if any."""
 
     def report(self) -> dict[str, Any]:
         return status.from_state(self.state, self.last_tick, list(self.schedules),
@@ -145,6 +147,12 @@ def _entry(schedule: Schedule, row: Mapping[str, Any], runs: Sequence[Run],
         badge=badge_file(schedule.id))
 
 
+def _lateness(found: Mapping[str, Any] | None) -> m.Lateness | None:
+    if not found or not found["samples"]:
+        return None  # known only once a scheduled tick left a sample
+    return m.Lateness(**{k: found[k] for k in m.Lateness.model_fields})
+
+
 def index(inputs: Inputs, report: Mapping[str, Any], runs_of: Mapping[str, list[Run]]
           ) -> m.Index:
     rows = {row["id"]: row for row in report["schedules"]}
@@ -155,6 +163,7 @@ def index(inputs: Inputs, report: Mapping[str, Any], runs_of: Mapping[str, list[
         heartbeat=m.Heartbeat(last_tick=report["last_tick"], age_minutes=report["age_minutes"],
                               max_staleness_minutes=report["max_staleness_minutes"],
                               stale=report["stale"]),
+        cron_lateness=_lateness(inputs.cron_lateness),
         schedules=[_entry(s, rows[s.id], runs_of.get(s.id, []), inputs)
                    for s in inputs.schedules],
         invalid_schedules=list(inputs.invalid),

@@ -34,6 +34,17 @@ class Heartbeat(Part):
     stale: bool
 
 
+class Lateness(Part):
+    """How late GitHub's cron started the scheduled ticks (``orchestrator lateness``)."""
+
+    days: int
+    samples: int
+    p50_seconds: float | None
+    p95_seconds: float | None
+    max_seconds: float | None
+    dropped: int
+
+
 class LastRun(Part):
     run_id: str
     status: str
@@ -73,6 +84,8 @@ class RunsLink(Part):
 class Index(Document):
     generated_at: str
     heartbeat: Heartbeat
+    cron_lateness: Lateness | None
+    """Of the last 7 days; ``None`` when no scheduled tick left a sample."""
     schedules: list[ScheduleEntry]
     invalid_schedules: list[str]
     runs: RunsLink

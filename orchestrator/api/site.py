@@ -17,14 +17,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..cadence import lateness
 from ..config.models import Schedule
 from ..runs.queues import books
+from ..state import layout
 from ..state import model as state_model
 from ..support.credentials import Redactor, redact_value
 from . import models as m
 from .badges import badges
 from .documents import ROOT, Inputs, documents
 
+LATENESS_DAYS = 7
 OWNED = (ROOT, "badges")
 """The folders :func:`write` owns under the site: it removes what it did not write."""
 
@@ -35,11 +38,13 @@ def encode(data: Any) -> bytes:
 
 def inputs_from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
                       invalid: Sequence[str], now: datetime, last_tick: datetime | None,
-                      max_staleness: timedelta) -> Inputs:
-    """The inputs of the branch ``files``: every run with its tracks, every queue."""
+                      max_staleness: timedelta, tick_lines: Sequence[str] = ()) -> Inputs:
+    """The inputs of the branch ``files``: every run with its tracks, every queue, the
+    cron lateness of the last 7 days against ``tick.yml``'s ``tick_lines``."""
+    late = lateness.report(files.get(layout.LATENESS), tick_lines, now, LATENESS_DAYS)
     return Inputs(state=state_model.load(files, all_tracks=True), schedules=schedules,
                   invalid=invalid, queues=books(files), now=now, last_tick=last_tick,
-                  max_staleness=max_staleness)
+                  max_staleness=max_staleness, cron_lateness=late)
 
 
 def tree(inputs: Inputs, redact: Redactor) -> dict[str, bytes]:

@@ -152,12 +152,14 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime, *
 def _write_api(cfg: Config, folder: Path, now: datetime, *, simulated: bool) -> None:
     """The API and the badges of the branch, into ``folder`` (see :mod:`orchestrator.api`)."""
     from ..api import site
+    from ..cadence.pending import tick_crons
 
     snap = cfg.store().read()
     loaded = load_all(cfg.schedules_dir)
     inputs = site.inputs_from_files(
         snap.files, loaded.schedules, _invalid(cfg, [e.message for e in loaded.errors]), now,
-        codec.heartbeat_at(snap.files, simulated), staleness_for(cfg.repo, now))
+        codec.heartbeat_at(snap.files, simulated), staleness_for(cfg.repo, now),
+        tick_crons(cfg.repo))
     try:
         written, removed = site.write(folder, site.tree(inputs, redactor(os.environ)))
     except OSError as exc:

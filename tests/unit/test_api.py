@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from orchestrator.api import badges, documents, models, site
+from orchestrator.cadence import lateness
 from orchestrator.config.policies import Pause
 from orchestrator.errors import InvalidId
 from orchestrator.runs import queues
@@ -263,3 +264,19 @@ def test_a_run_record_naming_another_path_writes_no_file_and_stops_nothing() -> 
     found = tree(files)
     assert not [p for p in found if "evil" in p or ".." in p]
     assert "api/v1/runs/nightly--20261203T0700Z.json" in found
+
+
+def test_the_index_gives_cron_lateness_once_ticks_left_samples() -> None:
+    assert json.loads(tree(branch())["api/v1/index.json"])["cron_lateness"] is None
+    files = branch()
+    slots = [NOW - timedelta(hours=h) for h in (3, 2, 1)]
+    files[layout.LATENESS] = b"".join(
+        lateness.Sample("0 * * * *", slot, slot + timedelta(minutes=m),
+                        slot + timedelta(minutes=m + 1), run=n).line()
+        for n, (slot, m) in enumerate(zip(slots, (4, 9, 20), strict=True)))
+    inputs = site.inputs_from_files(snapshot(files), SCHEDULES, INVALID, NOW, NOW, STALE,
+                                    ["0 * * * *"])
+    index = json.loads(site.tree(inputs, Redactor())["api/v1/index.json"])
+    assert index["cron_lateness"] == {"days": 7, "samples": 3, "p50_seconds": 540.0,
+                                      "p95_seconds": 1200.0, "max_seconds": 1200.0,
+                                      "dropped": 0}
