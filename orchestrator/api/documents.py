@@ -18,7 +18,7 @@ from typing import Any
 
 from ..brief.attempts import run_finished, run_started
 from ..brief.cuts import CELL, ERROR_LINES
-from ..brief.text import safe_url
+from ..brief.text import as_text, safe_url
 from ..config.fieldtypes import check_id, check_run_id
 from ..config.models import Schedule
 from ..runs import status
@@ -102,10 +102,11 @@ def _iso(moment: datetime | None) -> str | None:
     return iso(moment) if moment is not None else None
 
 
-def _cut(text: Any, limit: int) -> str | None:
-    if text is None:
+def _cut(value: Any, limit: int) -> str | None:
+    """``value`` as the brief shows it (:func:`as_text`), cut to ``limit`` characters."""
+    if value is None:
         return None
-    text = text if isinstance(text, str) else str(text)
+    text = as_text(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
