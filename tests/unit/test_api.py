@@ -280,3 +280,13 @@ def test_the_index_gives_cron_lateness_once_ticks_left_samples() -> None:
     assert index["cron_lateness"] == {"days": 7, "samples": 3, "p50_seconds": 540.0,
                                       "p95_seconds": 1200.0, "max_seconds": 1200.0,
                                       "dropped": 0}
+
+
+def test_a_summary_that_is_no_string_reads_as_in_the_brief() -> None:
+    files = branch()
+    run_id = "nightly--20261204T0700Z"
+    files.update(run_files(run_id))
+    files[layout.track_path(run_id, "a")] = codec.to_json(track(
+        "a", run_id=run_id, result={"summary": {"rows": 3}}))
+    doc = json.loads(tree(files)[f"api/v1/runs/{run_id}.json"])
+    assert doc["tracks"]["a"]["result"] == {"summary": '{"rows": 3}'}
