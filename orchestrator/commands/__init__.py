@@ -5,7 +5,7 @@ name, with ``-`` for ``_`` (``cron_sync`` is ``cron-sync``). Modules are importe
 when their command runs (or for ``--help``), so a tick does not pay for jinja2 or the
 GitHub client it does not use.
 
-May import: every package below it (tick, brief, runs, cadence, notify, planner,
+May import: every package below it (tick, brief, runs, cadence, notify, api, planner,
 executors, state, github, config, store, cron, distribution, support, errors). Only
 :mod:`orchestrator.cli` imports it.
 """

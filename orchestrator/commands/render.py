@@ -4,7 +4,8 @@
 Renders any run, finished or not (an open run's brief says so and draws "now" on its
 timeline), as HTML or as the Markdown twin that the tick writes to the job summary.
 The index is written with the briefs it links to beside it (``runs/<id>/brief.html``),
-so its links work from the file as they do from GitHub Pages.
+so its links work from the file as they do from GitHub Pages. ``render --api DIR``
+writes the static JSON API and the badges (:mod:`orchestrator.api`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ INDEX_OUT = Path(".orchestrator") / "site" / "index.html"
 @click.option("--index", "index", is_flag=True,
               help="Render the dashboard (state/index.html) instead of a brief, with the "
                    "briefs it links to beside it; prints the page's path.")
+@click.option("--api", "api_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the static JSON API (api/v1/) and the badges (badges/) into "
+                   "this folder instead, rewriting only what changed and removing what "
+                   "else is in those two; prints the counts.")
 @click.option("-o", "--output", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file instead of standard output (with --index: "
                    "default .orchestrator/site/index.html).")
@@ -65,9 +70,14 @@ INDEX_OUT = Path(".orchestrator") / "site" / "index.html"
                    "with --format markdown, else the built-in one).")
 @pass_config
 def command(cfg: Config, run_id: str | None, index: bool, output: Path | None, fmt: str,
-            template: Path | None, now_text: str | None) -> None:
+            template: Path | None, now_text: str | None, api_dir: Path | None) -> None:
     """Render the brief of RUN (e.g. nightly--20261201T0700Z), or with --index the
-    dashboard of every schedule and run."""
+    dashboard of every schedule and run, or with --api the JSON API and badges."""
+    if api_dir is not None:
+        if index or run_id is not None:
+            raise UserError("--api renders the whole API: give no RUN and no --index")
+        _write_api(cfg, api_dir, parse_now(now_text), simulated=now_text is not None)
+        return
     if index == (run_id is not None):
         raise UserError("give a RUN or --index, not both" if index else
                         "give a RUN to render its brief, or --index for the dashboard")
@@ -137,6 +147,24 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime, *
     _copy_briefs(snap.files, linked, out.parent)
     _write(out, html)
     click.echo(str(out))
+
+
+def _write_api(cfg: Config, folder: Path, now: datetime, *, simulated: bool) -> None:
+    """The API and the badges of the branch, into ``folder`` (see :mod:`orchestrator.api`)."""
+    from ..api import site
+    from ..cadence.pending import tick_crons
+
+    snap = cfg.store().read()
+    loaded = load_all(cfg.schedules_dir)
+    inputs = site.inputs_from_files(
+        snap.files, loaded.schedules, _invalid(cfg, [e.message for e in loaded.errors]), now,
+        codec.heartbeat_at(snap.files, simulated), staleness_for(cfg.repo, now),
+        tick_crons(cfg.repo))
+    try:
+        written, removed = site.write(folder, site.tree(inputs, redactor(os.environ)))
+    except OSError as exc:
+        raise UserError(f"cannot write {folder}: {exc.strerror or exc}") from None
+    click.echo(f"{folder}: {written} files written, {removed} removed")
 
 
 def _invalid(cfg: Config, errors: list[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """``orchestrator schema``: print the JSON Schema of a schedule file, of a calendar
-file, of orchestrator.json or of a notification event."""
+file, of orchestrator.json, of a notification event or of the static JSON API's files."""
 
 from __future__ import annotations
 
@@ -17,14 +17,21 @@ from ..config.files import schema_text
               help="The schema of a notification event (what a json webhook receives).")
 @click.option("--calendar", "calendar", is_flag=True,
               help="The schema of a shared calendar, calendars/*.json, instead.")
-def command(config: bool, event: bool, calendar: bool) -> int:
+@click.option("--api", "api", is_flag=True,
+              help="The schemas of the static JSON API's files (render --api), by kind.")
+def command(config: bool, event: bool, calendar: bool, api: bool) -> int:
     """Print the JSON Schema of schedules/*.json.
 
     Regenerate the committed copies with: orchestrator schema > schedules/schedule.schema.json
     and orchestrator schema --calendar > calendars/calendar.schema.json
     """
-    if config + event + calendar > 1:
-        raise click.UsageError("--config, --event and --calendar: give one")
+    if config + event + calendar + api > 1:
+        raise click.UsageError("--config, --event, --calendar and --api: give one")
+    if api:
+        from ..api.models import json_schemas
+
+        click.echo(json.dumps(json_schemas(), indent=2, ensure_ascii=False))
+        return 0
     if calendar:
         from ..config.calendar_file import schema_text as calendar_schema
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,18 @@ def _step(job: dict[str, Any], name: str) -> dict[str, Any]:
     return step
 
 
-def _pages_run(tmp_path: Path, *, served: str | None, event: str = "workflow_run") -> str:
-    """Collect the briefs of a state checkout, then compare; returns ``changed``."""
+def _pages_run(tmp_path: Path, *, served: str | None, event: str = "workflow_run",
+               api: str = "") -> str:
+    """Collect the briefs of a state checkout (beside the API's ``api`` text, as the
+    render step left it), then compare; returns ``changed``."""
     build = _workflow("pages.yml")["jobs"]["build"]
     work = tmp_path / "work"
-    (work / "state" / "runs" / "nightly--20261201T0700Z").mkdir(parents=True)
-    (work / "state" / "index.html").write_text("<p>index</p>\n")
-    (work / "state" / "runs" / "nightly--20261201T0700Z" / "brief.html").write_text("<p>b</p>\n")
+    state = work / "_state" / "state"  # the state branch's checkout, beside the default's
+    (state / "runs" / "nightly--20261201T0700Z").mkdir(parents=True)
+    (state / "index.html").write_text("<p>index</p>\n")
+    (state / "runs" / "nightly--20261201T0700Z" / "brief.html").write_text("<p>b</p>\n")
+    (work / "_site" / "api" / "v1").mkdir(parents=True)
+    (work / "_site" / "api" / "v1" / "index.json").write_text(api)
     stubs = tmp_path / "bin"
     stubs.mkdir(exist_ok=True)
     (stubs / "gh").write_text("#!/bin/sh\necho https://octo-org.github.io/widgets/\n")
@@ -64,6 +70,8 @@ def test_pages_deploys_only_when_the_html_changed(tmp_path: Path) -> None:
     digest = (tmp_path / "first" / "work" / "_site" / "site.sha256").read_text()
     assert _pages_run(tmp_path / "same", served=digest) == "changed=false"
     assert _pages_run(tmp_path / "other", served="0" * 64 + "\n") == "changed=true"
+    # the API's clock moved, the HTML did not: an idle tick deploys nothing
+    assert _pages_run(tmp_path / "api", served=digest, api='{"later":1}') == "changed=false"
     # by hand: always deploy
     assert _pages_run(tmp_path / "manual", served=digest,
                       event="workflow_dispatch") == "changed=true"
@@ -75,6 +83,37 @@ def test_pages_upload_and_deploy_wait_for_the_comparison() -> None:
               if str(s.get("uses", "")).startswith("actions/upload-pages-artifact")]
     assert [s["if"] for s in upload] == ["steps.compare.outputs.changed == 'true'"]
     assert jobs["deploy"]["if"] == "needs.build.outputs.changed == 'true'"
+
+
+def test_pages_renders_the_api_from_the_state_branch_checked_out_beside(
+        tmp_path: Path) -> None:
+    """The render step as the runner runs it: the default branch's checkout, the state
+    branch's shallow one in ``_state``, the orchestrator on PATH; what it renders
+    is published beside the HTML."""
+    from orchestrator.state.phases import RunStatus
+    from orchestrator.store import GitStateStore
+    from tests.builders import run_files, spec_data
+    from tests.gitrepo import clone, git, make_origin
+
+    origin = make_origin(tmp_path, {"nightly": spec_data("0 7 * * *")})
+    work = clone(origin, tmp_path / "work")
+    store = GitStateStore(work, "origin", "orchestrator-state", sleep=lambda _: None)
+    files = dict(run_files("nightly--20261201T0700Z", RunStatus.RUNNING))
+    assert store.transact(lambda _snap: files, "a run").landed
+    git("clone", "--quiet", "--depth", "1", "--branch", "orchestrator-state",
+        f"file://{origin}", "_state", cwd=work)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "orchestrator").write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -m orchestrator "$@"\n')
+    (stubs / "orchestrator").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "GITHUB_WORKSPACE": str(work),
+           "ORCHESTRATOR_STATE_BRANCH": "orchestrator-state"}
+    step = _step(_workflow("pages.yml")["jobs"]["build"], "Render the API and the badges")
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, env=env, check=True,
+                   capture_output=True, text=True, timeout=120)
+    assert (work / "_site" / "api" / "v1" / "runs" / "nightly--20261201T0700Z.json").is_file()
+    assert (work / "_site" / "badges" / "repository.svg").is_file()
 
 
 def _ticks() -> Concurrency:

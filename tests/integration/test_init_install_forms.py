@@ -60,7 +60,7 @@ def test_both_forms_pass_actionlint_and_zizmor_and_upgrade_finds_nothing_to_do(
     cli(tmp_path, "init", str(repo), "--pages", *form, check=True)
     lint(repo)
     steps = install_steps(repo)
-    assert len(steps) == 6
+    assert len(steps) == 7  # pages.yml renders the API with the orchestrator too
     if "--action" in form:
         assert not (repo / INSTALL_DIR).exists()  # no wheel in the user's repository
         assert all(s == {"name": "Install the orchestrator", "uses": ACTION}

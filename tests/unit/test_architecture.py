@@ -33,8 +33,9 @@ LAYERS: dict[str, int] = {
     "state": 2, "github": 2,
     # the pure decision, and the backends that carry it out
     "planner": 3, "executors": 3,
-    # what runs on top of state: the brief, operations on runs, the clock, notifications
-    "brief": 4, "runs": 4, "cadence": 4, "notify": 4,
+    # what runs on top of state: the brief, operations on runs, the clock, notifications,
+    # the static JSON API
+    "brief": 4, "runs": 4, "cadence": 4, "notify": 4, "api": 4,
     # the imperative shell of one tick
     "tick": 5,
     # click wiring

@@ -127,7 +127,7 @@ def test_every_workflow_installs_the_committed_wheel_with_hashes_and_nothing_els
                     assert run.strip() == distribution.INSTALL_COMMAND, path.name
                     installs += 1
         assert "ORCHESTRATOR_PACKAGE" not in text, path.name
-    assert installs == 6  # tick, a track leg, fan-in, validate, watchdog, enqueue
+    assert installs == 7  # tick, a track leg, fan-in, validate, watchdog, enqueue, pages
 
 
 def test_this_repository_s_own_workflows_install_a_wheel_pinned_by_its_hash() -> None:
