@@ -315,8 +315,9 @@ def cron_sample(cfg: Config, executor: str, started: datetime, *, scoped: bool =
                 ) -> Sample | None:
     """This run's lateness sample when GitHub's cron started it, on an engine with a
     workflow admin (the run's creation is asked of it); a failure costs only the sample.
-    A fan-in's tick (``scoped``) and a dry run record none."""
-    from ..cadence import lateness, pending
+    A fan-in's tick (``scoped``) and a dry run record none. An idle tick that GitHub's
+    cron did not start loads none of it (the clock's modules pull in the planner)."""
+    from ..cadence import lateness
 
     if scoped or dry_run:
         return None
@@ -330,6 +331,8 @@ def cron_sample(cfg: Config, executor: str, started: datetime, *, scoped: bool =
             created = api.run_created_at(run)
     except OrchestratorError:
         return None
+    from ..cadence import pending
+
     return lateness.sample(cron, pending.tick_crons(cfg.repo), created, started,
                            run) if created is not None else None
 
