@@ -186,9 +186,9 @@ def _summary(derived: Derived, config: RepoConfig) -> list[str]:
 @pass_config
 def command(cfg: Config, check: bool, start: datetime | None, external: bool,
             as_json: bool) -> int:
-    """Derive tick.yml's schedule from the schedules (UTC, both sides of daylight-saving
-    changes) and the watchdog's from the tick's; under an external clock, its schedule
-    file too; write the files that changed."""
+    """Derive tick.yml's schedule from the schedules, in UTC and on both sides of
+    daylight-saving changes, and the watchdog's from the tick's. Under an external
+    clock, derive its schedule file too. Write the files that changed."""
     loaded = _load_schedules(cfg)
     config = _repo_config(cfg, external)
     moment = start or datetime.now(UTC)

@@ -129,9 +129,9 @@ def markdown(report: dict[str, Any]) -> str:
 @pass_config
 def command(cfg: Config, as_json: bool, track_minutes: float, start: datetime | None) -> int:
     """Expected runner-minutes, pushes and API requests a month for these schedules, and
-    how late their slots fire, beside GitHub's own schedule: trigger; warns past
-    GitHub's limits (2,000 free minutes for private repositories, 1,000 API requests an
-    hour, about 6 pushes a minute)."""
+    how late their slots fire, beside GitHub's own schedule: trigger. Warns past
+    GitHub's limits: 2,000 free minutes for private repositories, 1,000 API requests
+    an hour, about 6 pushes a minute."""
     loaded = load_all(cfg.schedules_dir)
     for error in loaded.errors:
         click.echo(f"orchestrator: {error.message} (left out)", err=True)

@@ -117,14 +117,15 @@ def command(cfg: Config, max_staleness: float | None, fail_on_dead_letters: bool
             heartbeat_url: str | None, heartbeat_fail_url: str | None) -> int:
     """Last tick and how stale it is, next slots, open runs, dead letters, breakers.
 
-    Exits 5 when the last tick is older than --max-staleness (or there is none), for
-    a watchdog workflow or any external monitor; 7 (when the clock is fresh) while a
-    schedule file or orchestrator.json is invalid, which every tick ignores; with
-    --fail-on-dead-letters, 6 while dead letters wait for a decision; and 3 when the
-    state branch was rewound behind its high-water mark (ticks refuse to fire until it
-    is accepted) or cannot be read. With --heartbeat-url, each of those failures is
-    also signalled there: GitHub tells of a failed scheduled run only the person who
-    last changed its cron, which after `cron-sync` commits by a bot may be nobody.
+    Exits 5 when the last tick is older than --max-staleness (or there is none),
+    for a watchdog workflow or any external monitor. Exits 7 (when the clock is
+    fresh) while a schedule file or orchestrator.json is invalid, which every tick
+    ignores. With --fail-on-dead-letters, exits 6 while dead letters wait for a
+    decision. Exits 3 when the state branch cannot be read, or was rewound behind its
+    high-water mark (ticks refuse to fire until it is accepted). With
+    --heartbeat-url, each of those failures is also signalled there. GitHub tells of
+    a failed scheduled run only the person who last changed its cron, which after
+    `cron-sync` commits by a bot may be nobody.
     """
     try:
         return _status(cfg, max_staleness, fail_on_dead_letters, as_json, now_text,

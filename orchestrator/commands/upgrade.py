@@ -80,9 +80,9 @@ def _move_pin(root: Path, old: actions.Pin, spec: str | None) -> list[str]:
                    "this commit (a tag or branch is resolved to one).")
 @pass_config
 def command(cfg: Config, path: Path | None, action: str | None) -> int:
-    """Replace the orchestrator the workflows install (.github/orchestrator: its wheel,
-    hash-pinned requirements and install script) with this version's, in PATH
-    (default: --repo); or move the pin of workflows that use the action."""
+    """Replace the orchestrator the workflows install with this version's, in PATH
+    (default: --repo): .github/orchestrator's wheel, hash-pinned requirements and
+    install script. Or move the pin of workflows that use the action."""
     root = (path or cfg.repo).resolve()
     if not (root / ".github" / "workflows").is_dir():
         raise UserError(f"{root} has no .github/workflows: run `orchestrator init` there first")

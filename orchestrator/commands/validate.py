@@ -177,9 +177,9 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
             allow_empty: bool) -> int:
     """Check every schedules/*.json and preview the next runs.
 
-    Exits 1 if any file is invalid (the valid ones are still previewed), if no schedule
-    file is found (unless --allow-empty), or if tick.yml no longer ticks before every
-    slot (run cron-sync).
+    Exits 1 if any file is invalid; the valid ones are still previewed. Exits 1 too
+    if no schedule file is found (unless --allow-empty), or if tick.yml no longer
+    ticks before every slot (run cron-sync).
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)

@@ -3,13 +3,14 @@
 A sentence is cut out of a page's prose: fenced blocks, tables, headings, HTML and
 link targets are left out, a code span counts as one word, and each list item is a
 sentence of its own. The changelog is history and is left as written. docs/cli.md is
-generated from the commands' help texts (``orchestrator.clidoc``): its prose is theirs."""
+generated from the commands' help texts (``orchestrator.clidoc``), so they are held to
+the rule too."""
 
 from __future__ import annotations
 
 from tests.docs import LONGEST_SENTENCE, cut_sentences, long_sentences, pages, sentences
 
-EXEMPT = {"docs/changelog.md", "docs/cli.md"}
+EXEMPT = {"docs/changelog.md"}
 
 
 def _documents() -> dict[str, str]:
