@@ -35,7 +35,7 @@ from ..config.repository import Cadence
 from ..config.triggers import Trigger, for_spec
 from ..cron import DstPolicy
 from ..errors import OrchestratorError
-from ..github import GitHubClient, GitHubError, message
+from ..github import WorkflowAdmin
 from ..planner.fire import jitter
 from ..state.layout import run_id_for
 from ..state.model import State
@@ -259,14 +259,10 @@ class Request:
                 "token": self.token, "curl": self.curl(api_url, api_version)}
 
 
-def dispatch(client: GitHubClient, request: Request) -> str:
-    """Make ``request`` through ``client``; a few words on it, or :class:`GitHubError`.
-    The client repeats it after a server error or no answer: a call GitHub took twice
-    starts a second tick, which finds nothing left to do."""
-    response = client.request("POST", request.path, body=request.body)
-    if response.status_code not in (200, 204):
-        raise GitHubError(f"POST {request.path}: {response.status_code} {message(response)}",
-                          status=response.status_code)
+def dispatch(admin: WorkflowAdmin, request: Request) -> str:
+    """Make ``request`` through the workflow admin; a few words on it, or
+    :class:`~orchestrator.github.GitHubError`."""
+    admin.dispatch(request.path, request.body)
     return f"dispatched {TICK_WORKFLOW} ({request.event})"
 
 

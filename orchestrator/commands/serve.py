@@ -149,7 +149,7 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
     event it starts it with), with the token of ``ORCHESTRATOR_CLOCK_TOKEN`` (else
     ``GITHUB_TOKEN``)."""
     from ..cadence.clock import TOKEN_VARIABLE, Clock, dispatch, requests
-    from ..github import connect
+    from ..github import WorkflowAdmin, connect
     from .cron_sync import default_branch, repository_of
 
     token = os.environ.get(TOKEN_VARIABLE) or os.environ.get("GITHUB_TOKEN") or ""
@@ -169,11 +169,11 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
                 RepoSettings.read(cfg.repo).cadence)
 
     def call(now: datetime) -> str:
-        client = connect(token, os.environ, now=now)
+        admin = WorkflowAdmin(connect(token, os.environ, now=now), repository)
         try:
-            return dispatch(client, request)
+            return dispatch(admin, request)
         finally:
-            client.close()
+            admin.close()
 
     loop_clock = Clock(read, call, started)
     pinger = heartbeat_pinger(heartbeat_url)

@@ -3,8 +3,10 @@
 - :mod:`.client`: authentication, paging, rate limits, retries, the circuit breaker.
 - :mod:`.settings`: the repository, token and API a call uses, from the variables
   GitHub Actions sets; ``owner/name`` checked before it enters a path.
-- :mod:`.admin`: workflow admin (state, enable, runs waiting to start, cancel).
+- :mod:`.admin`: workflow admin (state, enable, runs waiting to start, cancel, the
+  external clock's dispatch).
 - :mod:`.joblogs`: a job and the end of its log.
+- :mod:`.issues`: a repository's issues and comments (the issue channel's calls).
 
 Modules outside this package and the GitHub executor import these names from here,
 never :mod:`.client` itself (``tests/unit/test_architecture.py`` checks it).

@@ -55,6 +55,16 @@ class WorkflowAdmin:
     def close(self) -> None:
         self.client.close()
 
+    def dispatch(self, path: str, body: dict[str, str]) -> None:
+        """A ``workflow_dispatch`` or ``repository_dispatch`` call (``path`` below the
+        API's URL), or :class:`GitHubError` saying what GitHub answered. The client
+        repeats it after a server error or no answer: a call GitHub took twice starts a
+        second tick, which finds nothing left to do."""
+        response = self.client.request("POST", path, body=body)
+        if response.status_code not in (200, 204):
+            raise GitHubError(f"POST {path}: {response.status_code} {message(response)}",
+                              status=response.status_code)
+
     def __enter__(self) -> WorkflowAdmin:
         return self
 
@@ -122,3 +132,4 @@ class WorkflowAdmin:
         if not WORKFLOW_RE.fullmatch(workflow):
             raise UserError(f"invalid workflow file name {workflow!r}")
         return f"repos/{self.repository}/actions/workflows/{workflow}"
+

@@ -50,6 +50,7 @@ def issue_channel(environ: Mapping[str, str], redact: Redactor, now: datetime,
                   budget: float) -> Built:
     """The GitHub issue channel of ``GITHUB_REPOSITORY``, or why there is none."""
     from ..github import connect, valid_repository
+    from ..github.issues import IssuesAPI
     from .issues import CALL_TIMEOUT, IssueChannel
 
     repository = environ.get("GITHUB_REPOSITORY", "")
@@ -62,7 +63,7 @@ def issue_channel(environ: Mapping[str, str], redact: Redactor, now: datetime,
     redact.add(token)
     client = connect(token, environ, now=now, max_wait_seconds=budget,
                      timeout=CALL_TIMEOUT, max_attempts=2)
-    return IssueChannel(client, repository, redact)
+    return IssueChannel(IssuesAPI(client, repository), redact)
 
 
 def deliver(items: Mapping[str, Sequence[Item]], channels: Mapping[str, Built],

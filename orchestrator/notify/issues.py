@@ -26,7 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config.channels import EventKind
-from ..github import GitHubClient, GitHubError, message
+from ..github import GitHubError
+from ..github.issues import IssuesAPI
+from ..github.issues import IssuesRefused as Refused
 from ..support.credentials import Redactor
 from .channel import ISSUES, Deadline, Delivery, Item, dropped
 from .events import Event
@@ -42,8 +44,6 @@ MAX_PAGES = 3
 CALL_TIMEOUT = 10.0
 BRIEF_ROOM = 48_000
 """Bytes of the Markdown brief in an issue body; the body stays under GitHub's limit."""
-NO_PERMISSION = ("the token cannot write issues: give the job `issues: write` "
-                 "(docs/how-to/notifications.md); nothing else is affected")
 
 
 def schedule_label(schedule: str) -> str:
@@ -58,18 +58,13 @@ def event_marker(event_id: str) -> str:
     return f"<!-- orchestrator:event {event_id} -->"
 
 
-class Refused(Exception):
-    """GitHub refused the repository's issues to this token: the rest is not tried."""
-
-
 class IssueChannel:
     """Issues of one repository through the REST client (see the module docstring)."""
 
     name = ISSUES
 
-    def __init__(self, client: GitHubClient, repository: str, redact: Redactor) -> None:
-        self.client = client
-        self.repository = repository
+    def __init__(self, api: IssuesAPI, redact: Redactor) -> None:
+        self.api = api
         self.redact = redact
         self.learned: dict[str, tuple[int, str | None]] = {}
         """Streak -> its issue, as this channel opened or found it."""
@@ -331,38 +326,19 @@ class IssueChannel:
     # ------------------------------------------------------------------ HTTP
 
     def _listed(self, query: dict[str, str], path: str = "issues") -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        for page in range(1, MAX_PAGES + 1):
-            data = self._call("GET", path, params={**query, "per_page": "100",
-                                                   "page": str(page)})
-            if not isinstance(data, list):
-                raise GitHubError(f"GET {path}: unexpected answer (no list)")
-            items += [i for i in data if isinstance(i, dict) and "pull_request" not in i
-                      and isinstance(i.get("number", 0), int)]
-            if len(data) < 100:
-                break
-        return items
+        return self.api.listed(query, path, pages=MAX_PAGES, timeout=self._timeout)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
               params: dict[str, str] | None = None, expect: int = 200) -> Any:
+        return self.api.call(method, path, body, params=params, expect=expect,
+                             timeout=self._timeout(method, path))
+
+    def _timeout(self, method: str, path: str) -> float:
+        """The seconds a call may take within the delivery's budget."""
         deadline = self.deadline
-        if deadline is not None and deadline.passed:
+        if deadline is None:
+            return CALL_TIMEOUT
+        if deadline.passed:
             raise GitHubError(f"{method} {path}: no time left in the "
                               f"{deadline.budget:g}s budget")
-        timeout = min(CALL_TIMEOUT, deadline.left()) if deadline is not None else CALL_TIMEOUT
-        # creating an issue or a comment twice is worse than missing one: never retried
-        response = self.client.request(method, f"repos/{self.repository}/{path}",
-                                       params=params, body=body, retry=method == "GET",
-                                       timeout=timeout)
-        if response.status_code == expect:
-            try:
-                return response.json()
-            except ValueError:
-                raise GitHubError(f"{method} {path}: the answer is not JSON") from None
-        said = message(response)
-        if response.status_code == 403 and "not accessible" in said.lower():
-            raise Refused(f"{NO_PERMISSION} ({response.status_code} {said})")
-        if response.status_code == 410 and method == "POST" and path == "issues":
-            raise Refused(f"issues are disabled in {self.repository} (410 {said})")
-        raise GitHubError(f"{method} {path}: {response.status_code} {said}".strip(),
-                          status=response.status_code)
+        return min(CALL_TIMEOUT, deadline.left())

@@ -21,7 +21,7 @@ from orchestrator.cadence import clock
 from orchestrator.cadence.tickfile import check, read_crons, sync
 from orchestrator.config.files import load_all
 from orchestrator.config.repository import RepoConfig
-from orchestrator.github import GitHubClient, GitHubError
+from orchestrator.github import GitHubClient, GitHubError, WorkflowAdmin
 from orchestrator.state import layout
 from orchestrator.support.times import iso
 from tests.drive import read_state
@@ -36,7 +36,8 @@ def call(fake: FakeGitHub, event: str) -> str:
     """One clock call, as ``serve --clock-only`` makes it."""
     client = GitHubClient(fake.token, api_url=fake.api_url, now=datetime.now(UTC))
     try:
-        return clock.dispatch(client, clock.requests(fake.repository, "main")[event])
+        return clock.dispatch(WorkflowAdmin(client, fake.repository),
+                              clock.requests(fake.repository, "main")[event])
     finally:
         client.close()
 

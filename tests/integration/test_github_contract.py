@@ -55,7 +55,8 @@ def test_the_clocks_calls_keep_to_each_description(kind: str, version: str) -> N
         for event in ("workflow_dispatch", "repository_dispatch"):
             client = GitHubClient(fake.token, api_url=fake.api_url, now=T0,
                                   api_version=version)
-            assert clock.dispatch(client, clock.requests(fake.repository, "main")[event])
+            assert clock.dispatch(WorkflowAdmin(client, fake.repository),
+                                  clock.requests(fake.repository, "main")[event])
         assert sorted(r.event for r in fake.runs_of("tick.yml")) == [
             "repository_dispatch", "workflow_dispatch"]
     assert fake.contract_violations() == []
@@ -150,6 +151,7 @@ def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     endpoint the channel uses. Returns the operations called."""
     from orchestrator.config.channels import EventKind
     from orchestrator.github import GitHubClient
+    from orchestrator.github.issues import IssuesAPI
     from orchestrator.notify.channel import Deadline, Item
     from orchestrator.notify.events import Event
     from orchestrator.notify.issues import IssueChannel
@@ -158,7 +160,7 @@ def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
 
     fake.now = T0
     client = GitHubClient(fake.token, api_url=fake.api_url, now=T0, **options)
-    channel = IssueChannel(client, fake.repository, Redactor())
+    channel = IssueChannel(IssuesAPI(client, fake.repository), Redactor())
 
     def item(kind: EventKind, run: str, attempt: int = 1, issue: int | None = None) -> Item:
         event = Event(id=f"{kind.value}:{run}", kind=kind, at=T0, schedule="nightly",
@@ -170,7 +172,8 @@ def _issue_cycle(fake: FakeGitHub, **options: Any) -> set[str]:
     later = "nightly--20261202T0700Z"
     done = channel.deliver([item(EventKind.RUN_FAILED, RUN)], Deadline(30))
     assert [d.issue for d in done] == [1]
-    fresh = IssueChannel(client, fake.repository, Redactor())  # knows no number: finds it
+    # knows no number: finds it
+    fresh = IssueChannel(IssuesAPI(client, fake.repository), Redactor())
     done = fresh.deliver([item(EventKind.RUN_FAILED, later, attempt=2)], Deadline(30))
     assert [d.status for d in done] == ["delivered"] and done[0].issue == 1
     done = fresh.deliver([item(EventKind.RUN_RECOVERED, "nightly--20261203T0700Z",

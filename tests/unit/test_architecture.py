@@ -395,6 +395,22 @@ def test_only_the_github_packages_import_the_github_client() -> None:
     assert executor == [], "ask the executor registry, not the GitHub executor"
 
 
+def test_only_the_github_packages_hold_the_github_client() -> None:
+    """Nor does anyone else take the client itself from the door: the issues, the
+    clock's dispatch and the workflow admin are the door's, and a notification channel
+    or the clock asks them (``orchestrator.github.issues``, ``WorkflowAdmin``)."""
+    holders = []
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        rel = path.relative_to(REPO / PACKAGE).as_posix()
+        if rel.startswith(("github/", "executors/github/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and any(
+                    alias.name == "GitHubClient" for alias in node.names):
+                holders.append(rel)
+    assert holders == [], "ask orchestrator.github's APIs, not its client"
+
+
 EXECUTOR_CONTRACT = {f"{PACKAGE}.executors", f"{PACKAGE}.executors.base",
                      f"{PACKAGE}.executors.outcomes", f"{PACKAGE}.executors.local_outcome",
                      f"{PACKAGE}.executors.drain_leg", f"{PACKAGE}.executors.leg_command"}
