@@ -21,6 +21,7 @@ from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
 from ..runs.reporting import MAX_RESULT_BYTES, parse_result
 from ..state.items import NewItem
 from ..support import safejson
+from ..support.text import clean, past_first_word
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -121,7 +122,9 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
     for note in (stderr_note, stdout_note):
         if note:
             _warn(note)
-    stderr = stderr_bytes.decode("utf-8", "replace")
+    stderr = clean(stderr_bytes)
+    if len(stderr_bytes) >= STDERR_READ:  # the end of a longer file: its first word is cut
+        stderr = past_first_word(stderr)
     if stderr_note and not stderr_bytes:  # refused: the error says so instead of a tail
         stderr = f"orchestrator: {stderr_note}"
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),

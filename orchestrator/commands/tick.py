@@ -22,6 +22,8 @@ from .. import executors
 from ..cadence.linger import Linger
 from ..config.fieldtypes import check_run_id
 from ..errors import OrchestratorError
+from ..support.credentials import environment_redactor
+from ..support.text import outgoing
 from ..support.times import iso, parse_now
 from ..tick.consolidate import Templates
 from ..tick.settings import Clock, TickSettings
@@ -196,7 +198,7 @@ def write_step_summary(result: TickResult) -> None:
     if not path:
         return
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(step_summary(result))
+        fh.write(outgoing(step_summary(result), environment_redactor()))
 
 
 @click.command("tick")

@@ -12,6 +12,8 @@
   state, where the transition already happened).
 - Every event has an id stable across retries (kind and subject), safe in an HTTP
   header and in a Markdown comment: ``[A-Za-z0-9:._-]``.
+- A summary is redacted with this process's credentials before it is cut to one
+  line: the cut would otherwise leave a secret's tail that no channel recognises.
 - :func:`event_json_schema` is what ``orchestrator schema --event`` prints.
 """
 
@@ -35,6 +37,7 @@ from ..state.model import State
 from ..state.phases import RunStatus
 from ..state.queue import QueueBook
 from ..state.records import Run
+from ..support.credentials import environment_redactor
 from ..support.text import one_line
 from ..support.times import iso
 
@@ -387,4 +390,6 @@ def _schedule_of(run_id: str) -> str | None:
 
 
 def _cut(text: str) -> str:
-    return one_line(text, SUMMARY_LIMIT)
+    """``text`` as a summary's one line, redacted before it is cut (each channel
+    redacts again, with its own secrets)."""
+    return one_line(environment_redactor()(text), SUMMARY_LIMIT)
