@@ -169,7 +169,9 @@ class Redactor:
         it (what a window read from a file's middle may hold), then token shapes."""
         text = clean(text)
         for secret in self._secrets:
-            text = _edges(text.replace(secret, "***"), secret)
+            text = text.replace(secret, "***")
+        for secret in self._secrets:  # once every whole one is gone: a piece is a piece
+            text = _edges(text, secret)
         text = TOKEN_SHAPES.sub("***", text)
         # user:password@ in any URL that slipped through
         return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1***@", text)
