@@ -8,6 +8,7 @@ environment, as :func:`redacting` fixes them for one rendering) before any cut.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -123,7 +124,8 @@ _REDACT: ContextVar[Redact | None] = ContextVar("redact", default=None)
 @contextmanager
 def redacting() -> Iterator[None]:
     """One redactor for every value shown while rendering (not one per value)."""
-    token = _REDACT.set(environment_redactor())
+    # remembered per text: a brief shows the same labels and durations many times
+    token = _REDACT.set(functools.lru_cache(maxsize=4096)(environment_redactor()))
     try:
         yield
     finally:

@@ -174,7 +174,10 @@ class Redactor:
             text = _edges(text, secret)
         text = TOKEN_SHAPES.sub("***", text)
         # user:password@ in any URL that slipped through
-        return re.sub(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", r"\1***@", text)
+        return _USERINFO.sub(r"\1***@", text)
+
+
+_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@")
 
 
 def _edges(text: str, secret: str) -> str:

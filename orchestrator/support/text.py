@@ -41,7 +41,10 @@ def decode(data: bytes | str) -> str:
 def clean(data: bytes | str) -> str:
     """``data`` decoded, line ends made ``\\n``, escape sequences and other control
     characters removed: newline and tab are the only controls left."""
-    return _ESCAPES.sub("", _LINE_ENDS.sub("\n", decode(data)))
+    text = decode(data)
+    if text.isprintable():  # no control character at all: the common case, made quick
+        return text
+    return _ESCAPES.sub("", _LINE_ENDS.sub("\n", text))
 
 
 Redact = Callable[[str], str]
