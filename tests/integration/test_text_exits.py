@@ -19,6 +19,7 @@ import pytest
 from orchestrator.state.phases import RunStatus
 from tests.builders import spec_data
 from tests.drive import cli, launches, state_of, tick, wait_until
+from tests.receiver import Receiver
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "nightly--20261201T0700Z"
@@ -121,3 +122,20 @@ def test_a_reason_of_2000_characters_and_a_newline_pauses(
     assert cli(repo, "schedules", "pause", "nightly", "--reason", reason).returncode == 0
     shown = json.loads(cli(repo, "schedules", "show", "nightly", "--json").stdout)
     assert json.dumps(reason) in json.dumps(shown)
+
+
+def test_a_receiver_that_quotes_the_webhook_s_path_has_it_shown_nowhere(
+        tmp_path: Path, repo_with_origin: Callable[..., Path],
+        receiver: Callable[[str], Receiver]) -> None:
+    echo = receiver("echo-404")
+    repo = repo_with_origin({"nightly": spec_data()})
+    (repo / "orchestrator.json").write_text(json.dumps({"notify": {"webhooks": [
+        {"url_secret": "TEAM_WEBHOOK", "events": ["run_failed"]}]}}))
+    summary = tmp_path / "summary.md"
+    proc = cli(repo, "notify", "test", env={"TEAM_WEBHOOK": echo.url,
+                                            "GITHUB_STEP_SUMMARY": str(summary)})
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "answered 404" in said and "Cannot POST" in said, said
+    path = echo.url.split(":", 2)[2].split("/", 1)[1]  # hooks/T000/B000/secret
+    assert echo.requests and echo.requests[0].path == f"/{path}"
+    assert "B000/secret" not in said, said
