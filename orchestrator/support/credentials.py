@@ -167,11 +167,7 @@ class Redactor:
         """``text`` cleaned (:func:`~orchestrator.support.text.clean`), then redacted:
         each secret, then a secret's end that starts the text or its start that ends
         it (what a window read from a file's middle may hold), then token shapes."""
-        text = clean(text)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        for secret in self._secrets:  # once every whole one is gone: a piece is a piece
-            text = _edges(text, secret)
+        text = _without(clean(text), self._secrets)
         text = TOKEN_SHAPES.sub("***", text)
         # user:password@ in any URL that slipped through
         return _USERINFO.sub(r"\1***@", text)
@@ -180,16 +176,38 @@ class Redactor:
 _USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@")
 
 
-def _edges(text: str, secret: str) -> str:
-    """``text`` without the end of ``secret`` at its start, nor the start of ``secret``
-    at its end, of :data:`MIN_SECRET_LENGTH` characters or more."""
-    edge = MIN_SECRET_LENGTH
+def _without(text: str, secrets: list[str]) -> str:
+    """``text`` with every character that any secret covers replaced, each run by one
+    ``***``: secrets may overlap, so none is replaced before all are found."""
+    spans = sorted((start, end) for secret in secrets
+                   for start, end in _spans(text, secret) if end > start)
+    kept, at = [], -1
+    for start, end in spans:
+        if start > at:  # a new run; one that overlaps or touches the last extends it
+            kept.append(text[max(at, 0):start] + "***")
+        at = max(at, end)
+    return "".join(kept) + text[max(at, 0):]
+
+
+def _spans(text: str, secret: str) -> Iterator[tuple[int, int]]:
+    """Where ``secret`` is in ``text``: each whole one, then its pieces at the edges."""
+    at = text.find(secret)
+    while at != -1:
+        yield at, at + len(secret)
+        at = text.find(secret, at + 1)
+    yield from _edges(text, secret)
+
+
+def _edges(text: str, secret: str) -> Iterator[tuple[int, int]]:
+    """``secret``'s end starting ``text`` and its start ending it, of
+    :data:`MIN_SECRET_LENGTH` characters or more: what a window read from a file's
+    middle, or a read stopped at a limit, may hold."""
+    edge, sizes = MIN_SECRET_LENGTH, range(len(secret) - 1, MIN_SECRET_LENGTH - 1, -1)
     if len(text) < edge:
-        return text
-    if text[:edge] in secret:
-        found = [k for k in range(edge, len(secret)) if text.startswith(secret[-k:])]
-        text = "***" + text[max(found):] if found else text
+        return
+    if text[:edge] in secret:  # the quick test: most texts fail it
+        head = next((k for k in sizes if text.startswith(secret[-k:])), 0)
+        yield 0, head
     if text[-edge:] in secret:
-        found = [k for k in range(edge, len(secret)) if text.endswith(secret[:k])]
-        text = text[:-max(found)] + "***" if found else text
-    return text
+        tail = next((k for k in sizes if text.endswith(secret[:k])), 0)
+        yield len(text) - tail, len(text)

@@ -74,6 +74,17 @@ def test_a_credential_s_piece_at_a_text_s_edge_is_redacted() -> None:
     assert redact(TOKEN[-7:] + " x") == TOKEN[-7:] + " x"  # under eight: no credential
 
 
+def test_secrets_that_overlap_are_all_found_before_any_is_replaced() -> None:
+    """Found by the fuzz test: replacing one secret first moved another's piece away
+    from the text's edge, where it was no longer recognised."""
+    base = "https://hooks.example.com/services/T0/B0/"
+    redact = redactor({"ACTIONS_RUNTIME_TOKEN": "0" * 23, "TEAM_WEBHOOK": base + "0" * 31 + "2"})
+    assert redact(("0" * 31 + "2" + "0" * 23)[-54:]) == "***"
+    redact = redactor({"ACTIONS_RUNTIME_TOKEN": "0" * 23 + "2", "TEAM_WEBHOOK": base + "0" * 16})
+    assert redact("0" * 23 + "2; exit 1") == "***; exit 1"
+    assert Redactor(["SECRETabcdefghij1234"])("abcdefgh xyz") == "abcdefgh xyz"
+
+
 def test_a_partial_word_at_a_window_s_edge_is_dropped_when_it_could_be_a_token() -> None:
     assert past_first_word("7Tk7Tk7Tk7tail rest\nmore") == " rest\nmore"
     assert past_first_word("ab rest") == "ab rest"  # too short to be a token's piece
