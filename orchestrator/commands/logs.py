@@ -30,7 +30,7 @@ from ..executors.base import LogReader
 from ..state import layout
 from ..state.records import Track
 from ..support.credentials import Redactor, redactor
-from ..support.text import clean, outgoing, past_first_word
+from ..support.text import decode, outgoing, past_first_word
 from .context import Config, pass_config
 
 STREAMS = ("stdout.log", "stderr.log")
@@ -146,7 +146,7 @@ def _print_log(read: LogReader, record: Track, follow: bool, redact: Redactor,
         click.echo(f"orchestrator: the first {log.cut:,} of {log.size:,} bytes of the log "
                    f"are not shown; the whole log: {log.whole}", err=True)
     # a log shown from its middle starts inside a word: a secret's tail, maybe
-    text = outgoing(past_first_word(clean(log.text)) if log.cut else log.text, redact)
+    text = outgoing(past_first_word(decode(log.text)) if log.cut else log.text, redact)
     click.echo(text + ("" if text.endswith("\n") or not text else "\n"), nl=False)
 
 

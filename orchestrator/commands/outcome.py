@@ -8,6 +8,7 @@ costs a warning line, never the outcome."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
 from ..runs.reporting import MAX_RESULT_BYTES, parse_result
 from ..state.items import NewItem
 from ..support import safejson
-from ..support.text import clean, past_first_word
+from ..support.credentials import redactor
+from ..support.text import decode, past_first_word
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -48,6 +50,15 @@ def _read_tail(path: Path | None, keep: int, option: str) -> tuple[bytes, str | 
     if size > keep:
         return data, f"{option} {path} holds {size:,} bytes: only its last {keep:,} are kept"
     return data, None
+
+
+def _stderr(data: bytes, note: str | None) -> str:
+    """What the outcome's error quotes of stderr: its end, or why it was refused."""
+    if note and not data:  # refused: the error says so instead of a tail
+        return f"orchestrator: {note}"
+    if len(data) >= STDERR_READ:  # the end of a longer file: its first piece is cut
+        return past_first_word(decode(data))
+    return decode(data)
 
 
 def _read_result(path: Path | None) -> dict[str, Any] | None:
@@ -122,11 +133,9 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
     for note in (stderr_note, stdout_note):
         if note:
             _warn(note)
-    stderr = clean(stderr_bytes)
-    if len(stderr_bytes) >= STDERR_READ:  # the end of a longer file: its first word is cut
-        stderr = past_first_word(stderr)
-    if stderr_note and not stderr_bytes:  # refused: the error says so instead of a tail
-        stderr = f"orchestrator: {stderr_note}"
+    stderr = _stderr(stderr_bytes, stderr_note)
+    if message:  # the workflow's, and it may quote anything
+        message = redactor(os.environ)(message)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=parse_now(started_at, "--started-at"),

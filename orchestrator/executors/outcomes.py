@@ -150,8 +150,6 @@ def build(*, run_id: str, track: str, attempt: int, poll: int = 0,
     tail = stderr_tail(stderr)
     if error and tail:
         error = f"{error}; stderr ends with:\n{tail}"
-    if error:  # the message is the workflow's, and may quote anything
-        error = redactor(os.environ)(error)
     queued = [e.model_dump(mode="json", exclude_defaults=True) for e in enqueue or ()]
     return Outcome(run_id=run_id, track=track, attempt=attempt, poll=poll,
                    compensating=compensating, phase=phase,

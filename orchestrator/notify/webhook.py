@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from .. import __version__
 from ..support.credentials import Redactor
-from ..support.text import before_last_word, clean, outgoing
+from ..support.text import before_last_word, decode, outgoing
 from .channel import Deadline, Delivery, Item, Status, dropped
 from .text import json_payload, slack_payload
 
@@ -144,7 +144,7 @@ def _start_of(response: httpx.Response, deadline: Deadline) -> str:
                 break
     except httpx.HTTPError:
         pass  # the status is the answer; its text is a courtesy
-    text = clean(start[:SAID_READ])
+    text = decode(start[:SAID_READ])
     # a body read to the limit ends inside a word: it could be the start of a secret
     return before_last_word(text) if len(start) >= SAID_READ else text
 

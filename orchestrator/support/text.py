@@ -78,27 +78,31 @@ class Outgoing:
         return getattr(self._stream, name)
 
 
+MAX_PIECE = 300
+"""More characters than any credential or token shape holds (GitHub's: 255 at most)."""
+_PIECE = r"[^\s\x00-\x1a\x1c-\x1f\x7f]*"
+"""A run of text that no space and no control character but ESC interrupts: a token,
+or an escape sequence glued to one."""
+_FIRST_PIECE = re.compile(_PIECE)
+_LAST_PIECE = re.compile(_PIECE + r"\Z")
+
+
 def past_first_word(text: str) -> str:
-    """``text`` without its first word when that could be a token's tail (a window read
-    from a file's middle may start inside one, and no redactor knows a tail), unless it
-    is all the text holds. A credential's tail is taken off a text's edge by the
-    redactor in any case."""
-    found = _FIRST_WORD.match(text)
-    return text[found.end():] if found and text[found.end():].strip() else text
+    """``text`` (raw, not yet cleaned) without its first piece (:data:`_PIECE`), which
+    a window read from a file's middle starts inside: a token's tail, or the rest of an
+    escape sequence glued to one. A text that is one piece loses its first
+    :data:`MAX_PIECE` characters instead."""
+    found = _FIRST_PIECE.match(text)
+    rest = text[found.end():] if found else text
+    return rest if rest.strip() else text[MAX_PIECE:]
 
 
 def before_last_word(text: str) -> str:
-    """``text`` without its last word when that could be a token's start (a read that
-    stopped at a limit ends inside it): the mirror of :func:`past_first_word`."""
-    found = _LAST_WORD.search(text)
-    return text[:found.start()] if found and text[:found.start()].strip() else text
-
-
-_TOKENISH = r"[A-Za-z0-9_-]{8,}"
-"""What may be a piece of a token, long enough to matter (eight characters, as a
-credential is redacted from eight on)."""
-_FIRST_WORD = re.compile(rf"\s*{_TOKENISH}(?=\s)")
-_LAST_WORD = re.compile(rf"(?<=\s){_TOKENISH}\s*$")
+    """``text`` without its last piece, which a read stopped at a limit ends inside:
+    the mirror of :func:`past_first_word`."""
+    found = _LAST_PIECE.search(text)
+    rest = text[:found.start()] if found else text
+    return rest if rest.strip() else text[:-MAX_PIECE]
 
 
 def last_lines(data: bytes | str, lines: int, chars: int, redact: Redact,
@@ -109,7 +113,7 @@ def last_lines(data: bytes | str, lines: int, chars: int, redact: Redact,
     ``whole``: ``data`` starts where its text starts; else it is the end of a longer
     text, and its first, partial word is dropped before anything else.
     """
-    text = clean(data)
+    text = decode(data)
     text = redact(text if whole else past_first_word(text))
     kept = [line.rstrip() for line in text.splitlines() if line.strip()]
     return "\n".join(kept[-lines:])[-chars:]

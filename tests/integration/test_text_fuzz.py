@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import os
 import string
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,11 @@ from hypothesis import strategies as st
 
 from orchestrator import brief
 from orchestrator.brief import tails
+from orchestrator.cli import main
 from orchestrator.commands._operate import report
+from orchestrator.commands.outcome import STDERR_READ
 from orchestrator.config.channels import EventKind
-from orchestrator.executors import local_outcome, outcomes
+from orchestrator.executors import local_outcome
 from orchestrator.notify.events import Event, summary_line
 from orchestrator.notify.text import issue_body, json_payload, md, slack_payload
 from orchestrator.runs.views import run_text
@@ -40,6 +43,7 @@ from tests.briefdata import four_track_run
 
 EXAMPLES = int(os.environ.get("ORCHESTRATOR_TEXT_FUZZ_EXAMPLES", "40"))
 HOOK_BASE = "https://hooks.example.com/services/T0/B0/"
+RUN_ID = "x--20261201T0700Z"
 SECRET_ALPHABET = string.ascii_letters + string.digits
 FILLER = " .,;:!?()<>&'\"\n\t\réßλ…"
 """Text around the secrets, none of their characters: an eight-character run of a
@@ -105,8 +109,6 @@ def _exits(text: str, cut: int, window: int, folder: Path) -> dict[str, str]:
     """What each exit makes of ``text``: ``cut`` is a limit in characters, ``window``
     the bytes of a file's end read."""
     redact = redactor(os.environ)
-    stderr = folder / "stderr.log"
-    stderr.write_bytes(text.encode())
     data = text.encode()
     ctx = four_track_run(summaries={"ingest": text}, errors=[text])
     ctx.tails["ingest"] = tails.tail_of(data[-window:], redact, window)
@@ -118,14 +120,7 @@ def _exits(text: str, cut: int, window: int, folder: Path) -> dict[str, str]:
     report("pause", text)
     shown = io.StringIO()
     Outgoing(shown, redact).write("\n".join(run_text(ctx.run, {t.name: t for t in ctx.tracks})))
-    leg = outcomes.build(run_id="x--20261201T0700Z", track="a", attempt=1, exit_code=1,
-                         started_at=datetime(2026, 12, 1, tzinfo=UTC),
-                         finished_at=datetime(2026, 12, 1, tzinfo=UTC) + timedelta(1),
-                         stderr=text[-window:], message=text)
-    return {
-        "local stderr tail": local_outcome.stderr_tail(stderr, lines=cut % 25 + 1,
-                                                       max_bytes=window),
-        "github leg outcome": leg.error or "",
+    return {**_files(text, cut, window, folder), **{
         "html brief": brief.render_html(ctx),
         "markdown brief": brief.render_markdown(ctx, limit_bytes=8192 + cut * 64),
         "markdown cell": brief.md(text, cut),
@@ -134,7 +129,28 @@ def _exits(text: str, cut: int, window: int, folder: Path) -> dict[str, str]:
         "slack webhook": strings(slack_payload(event, redact)),
         "job summary": summary.read_text(),
         "runs show": shown.getvalue(),
-    }
+    }}
+
+
+def _files(text: str, cut: int, window: int, folder: Path) -> dict[str, str]:
+    """What the executors make of ``text`` printed to stderr, read ``window`` bytes
+    from its end: the local one's tail, and a GitHub leg's outcome (``orchestrator
+    outcome``, with ``text`` as its message too)."""
+    data = text.encode()
+    stderr = folder / "stderr.log"
+    stderr.write_bytes(data)
+    # the leg reads the last STDERR_READ bytes: padded so that they start `window`
+    # bytes before the end of the text
+    (folder / "leg.stderr").write_bytes(data + b"\n" + b" " * (STDERR_READ - window - 1))
+    assert main(["outcome", "--run", RUN_ID, "--track", "a", "--attempt", "1",
+                 "--exit-code", "1", "--started-at", "2026-12-01T00:00:00Z",
+                 "--finished-at", "2026-12-01T00:01:00Z", "--stderr",
+                 str(folder / "leg.stderr"), "--message", text,
+                 "--output", str(folder / "legs")]) == 0
+    leg = json.loads((folder / "legs" / f"{RUN_ID}--a--1.json").read_text())
+    return {"local stderr tail": local_outcome.stderr_tail(stderr, lines=cut % 25 + 1,
+                                                           max_bytes=window),
+            "github leg outcome": leg["error"]}
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -85,11 +85,13 @@ def test_secrets_that_overlap_are_all_found_before_any_is_replaced() -> None:
     assert Redactor(["SECRETabcdefghij1234"])("abcdefgh xyz") == "abcdefgh xyz"
 
 
-def test_a_partial_word_at_a_window_s_edge_is_dropped_when_it_could_be_a_token() -> None:
+def test_the_partial_piece_at_a_window_s_edge_is_dropped() -> None:
     assert past_first_word("7Tk7Tk7Tk7tail rest\nmore") == " rest\nmore"
-    assert past_first_word("ab rest") == "ab rest"  # too short to be a token's piece
-    assert past_first_word("x" * 50) == "x" * 50  # all there is: kept
+    assert past_first_word("1m7Tk7\x1b[0m7Tk7tail rest") == " rest"  # an escape's rest
+    assert past_first_word("\x00\x00the last line") == "\x00\x00the last line"
+    assert past_first_word("x" * 500) == "x" * 200  # one piece: longer than any token
     assert before_last_word("Cannot POST /x ghp_A1A1A1A1A1") == "Cannot POST /x "
+    assert before_last_word("x" * 500) == "x" * 200
 
 
 def test_the_tail_is_redacted_before_it_is_cut() -> None:
