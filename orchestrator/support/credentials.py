@@ -203,11 +203,12 @@ def _edges(text: str, secret: str) -> Iterator[tuple[int, int]]:
     :data:`MIN_SECRET_LENGTH` characters or more: what a window read from a file's
     middle, or a read stopped at a limit, may hold."""
     edge, sizes = MIN_SECRET_LENGTH, range(len(secret) - 1, MIN_SECRET_LENGTH - 1, -1)
-    if len(text) < edge:
+    start, end = len(text) - len(text.lstrip()), len(text.rstrip())  # blanks around
+    if end - start < edge:
         return
-    if text[:edge] in secret:  # the quick test: most texts fail it
-        head = next((k for k in sizes if text.startswith(secret[-k:])), 0)
-        yield 0, head
-    if text[-edge:] in secret:
-        tail = next((k for k in sizes if text.endswith(secret[:k])), 0)
-        yield len(text) - tail, len(text)
+    if text[start:start + edge] in secret:  # the quick test: most texts fail it
+        head = next((k for k in sizes if text.startswith(secret[-k:], start)), 0)
+        yield start, start + head
+    if text[end - edge:end] in secret:
+        tail = next((k for k in sizes if text.endswith(secret[:k], 0, end)), 0)
+        yield end - tail, end

@@ -84,14 +84,20 @@ _PIECE = r"[^\s\x00-\x1a\x1c-\x1f\x7f]*"
 """A run of text that no space and no control character but ESC interrupts: a token,
 or an escape sequence glued to one."""
 _FIRST_PIECE = re.compile(_PIECE)
+_STRING_REST = re.compile(r"[^\x07\x1b\x90-\x9f]*(?:\x07|\x1b\\|\x9c)")
+"""The rest of an escape string (OSC, DCS, SOS, PM, APC) a text starts inside: up to
+its end (BEL or ST), before any other escape."""
 _LAST_PIECE = re.compile(_PIECE + r"\Z")
 
 
 def past_first_word(text: str) -> str:
     """``text`` (raw, not yet cleaned) without its first piece (:data:`_PIECE`), which
     a window read from a file's middle starts inside: a token's tail, or the rest of an
-    escape sequence glued to one. A text that is one piece loses its first
-    :data:`MAX_PIECE` characters instead."""
+    escape sequence glued to one. A window that starts inside an escape string (a
+    title, a link) loses it up to its end first. A text that is one piece loses its
+    first :data:`MAX_PIECE` characters instead."""
+    inside = _STRING_REST.match(text)
+    text = text[inside.end():] if inside else text
     found = _FIRST_PIECE.match(text)
     rest = text[found.end():] if found else text
     return rest if rest.strip() else text[MAX_PIECE:]

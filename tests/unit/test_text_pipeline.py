@@ -72,6 +72,7 @@ def test_a_credential_s_piece_at_a_text_s_edge_is_redacted() -> None:
     assert redact(TOKEN[20:] + " rest") == "*** rest"  # a window that starts inside it
     assert redact("start " + TOKEN[:12]) == "start ***"  # a read that stopped inside it
     assert redact(TOKEN[-7:] + " x") == TOKEN[-7:] + " x"  # under eight: no credential
+    assert redact(" \n" + TOKEN[30:] + " rest") == " \n*** rest"  # after blanks too
 
 
 def test_secrets_that_overlap_are_all_found_before_any_is_replaced() -> None:
@@ -90,6 +91,8 @@ def test_the_partial_piece_at_a_window_s_edge_is_dropped() -> None:
     assert past_first_word("1m7Tk7\x1b[0m7Tk7tail rest") == " rest"  # an escape's rest
     assert past_first_word("\x00\x00the last line") == "\x00\x00the last line"
     assert past_first_word("x" * 500) == "x" * 200  # one piece: longer than any token
+    # a window that starts inside a title string printed inside a token
+    assert past_first_word(" s \x1b\\00tail rest") == " rest"
     assert before_last_word("Cannot POST /x ghp_A1A1A1A1A1") == "Cannot POST /x "
     assert before_last_word("x" * 500) == "x" * 200
 
