@@ -19,13 +19,14 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 ONE_LINE_LIMIT = 200
-_ESCAPES = re.compile(
+_SEQUENCES = (
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
     # OSC (titles, hyperlinks, the clipboard), DCS, SOS, PM and APC strings, to their
     # end (BEL or ST); an unterminated one to the next escape or the end of the text
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]"  # other ESC sequences: a character set, a keypad mode
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
+    r"|\x1b[ -/]*[0-~]")  # other ESC sequences: a character set, a keypad mode
+_ESCAPES = re.compile(
+    _SEQUENCES + r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab, newline
 """What must not reach a reader's terminal: nothing a track prints may move the
 cursor, retitle a window, hide a link or write the clipboard (OSC 52)."""
 _LINE_ENDS = re.compile(r"\r\n?")
@@ -84,6 +85,7 @@ _PIECE = r"[^\s\x00-\x1a\x1c-\x1f\x7f]*"
 """A run of text that no space and no control character but ESC interrupts: a token,
 or an escape sequence glued to one."""
 _FIRST_PIECE = re.compile(_PIECE)
+_WHOLE_SEQUENCES = re.compile(_SEQUENCES)
 _STRING_REST = re.compile(r"[^\x07\x1b\x90-\x9f]*(?:\x07|\x1b\\|\x9c)")
 """The rest of an escape string (OSC, DCS, SOS, PM, APC) a text starts inside: up to
 its end (BEL or ST), before any other escape."""
@@ -97,7 +99,9 @@ def past_first_word(text: str) -> str:
     title, a link) loses it up to its end first. A text that is one piece loses its
     first :data:`MAX_PIECE` characters instead."""
     inside = _STRING_REST.match(text)
-    text = text[inside.end():] if inside else text
+    # whole sequences go first: the piece a window starts inside ends where a sequence
+    # inside a token ends, not at the sequence's own first space
+    text = _WHOLE_SEQUENCES.sub("", text[inside.end():] if inside else text)
     found = _FIRST_PIECE.match(text)
     rest = text[found.end():] if found else text
     return rest if rest.strip() else text[MAX_PIECE:]

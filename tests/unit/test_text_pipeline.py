@@ -93,6 +93,7 @@ def test_the_partial_piece_at_a_window_s_edge_is_dropped() -> None:
     assert past_first_word("x" * 500) == "x" * 200  # one piece: longer than any token
     # a window that starts inside a title string printed inside a token
     assert past_first_word(" s \x1b\\00tail rest") == " rest"
+    assert past_first_word("\x1bX s \x1b\\00tail rest") == " rest"  # a whole one
     assert before_last_word("Cannot POST /x ghp_A1A1A1A1A1") == "Cannot POST /x "
     assert before_last_word("x" * 500) == "x" * 200
 
