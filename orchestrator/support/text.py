@@ -86,9 +86,9 @@ _PIECE = r"[^\s\x00-\x1a\x1c-\x1f\x7f]*"
 or an escape sequence glued to one."""
 _FIRST_PIECE = re.compile(_PIECE)
 _WHOLE_SEQUENCES = re.compile(_SEQUENCES)
-_STRING_REST = re.compile(r"[^\x07\x1b\x90-\x9f]*(?:\x07|\x1b\\|\x9c)")
+_STRING_REST = re.compile(r"[\x08-\x0d -~]*(?:\x07|\x1b\\|\x9c)")
 """The rest of an escape string (OSC, DCS, SOS, PM, APC) a text starts inside: up to
-its end (BEL or ST), before any other escape."""
+its end (BEL or ST), of what ECMA-48 allows in one (printable ASCII, and BS to CR)."""
 _LAST_PIECE = re.compile(_PIECE + r"\Z")
 
 
