@@ -19,6 +19,8 @@ from . import __version__
 from .commands.context import Config
 from .errors import EXIT_REMOTE, EXIT_UNEXPECTED, EXIT_USAGE, OrchestratorError
 from .support import process
+from .support.credentials import redactor
+from .support.text import Outgoing
 
 
 class LazyGroup(click.Group):
@@ -85,8 +87,19 @@ def find_root(start: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI and map every error to one line and one exit code."""
+    """Entry point: run the CLI and map every error to one line and one exit code.
+    Whatever it prints is cleaned and redacted on its way out (:class:`Outgoing`)."""
     process.settle()
+    redact = redactor(os.environ)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Outgoing(sys.stdout, redact), Outgoing(sys.stderr, redact)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="orchestrator", standalone_mode=False)
     except (click.exceptions.Abort, click.ClickException, click.exceptions.Exit) as exc:

@@ -7,6 +7,7 @@ It answers every POST as its ``mode`` says and records what arrived:
 - ``hang``: reads the request, then never answers until the receiver stops; it notes
   how long the sender kept the connection open (:attr:`Receiver.held`);
 - ``slack-429``: ``429`` with ``Retry-After: 0`` the first time, then ``200``;
+- ``echo-404``: ``404`` with Express's default page, which quotes the request's path;
 - ``endless-200``, ``endless-400``: that status, then a body that never ends: a byte
   every 50 ms until the receiver stops (a minute at most), or until the sender hangs
   up, which it notes as ``hang`` does.
@@ -37,6 +38,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+EXPRESS_404 = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+               '<title>Error</title>\n</head>\n<body>\n<pre>Cannot POST {path}</pre>\n'
+               '</body>\n</html>\n')
+"""What an Express app answers a POST it has no route for."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ class Receiver:
         elif self.mode == "slack-429" and count == 1:
             status, extra = 429, {"Retry-After": "0"}
         body = b"ok" if status == 200 else b"no"
+        if self.mode == "echo-404":
+            status, body = 404, EXPRESS_404.format(path=handler.path).encode()
         handler.send_response(status)
         for name, value in extra.items():
             handler.send_header(name, value)

@@ -17,7 +17,7 @@ from ..state.layout import run_dir
 from .context import BriefContext
 from .cuts import LEVELS, MARKDOWN_LIMIT, Plan, fit
 from .render import MARKDOWN_TEMPLATE, Template, guarded, load
-from .text import md_size
+from .text import md_size, redacting
 from .view import BriefView, build_view
 
 MACROS = ("head", "opening", "row")
@@ -33,12 +33,13 @@ def render_markdown(ctx: BriefContext, limit_bytes: int = MARKDOWN_LIMIT,
     """
     page = load(MARKDOWN_TEMPLATE, template, markdown=True)
     view = build_view(ctx)
-    for level in range(LEVELS):
-        plan, context = _plan(page, ctx, view, limit_bytes, level)
-        if not plan.overflowed or level == LEVELS - 1:
-            break
-    context.update(sections=plan.sections, left_out=plan.left_out_words())
-    return page.render(context)
+    with redacting():  # one redactor for every piece measured, not one per value
+        for level in range(LEVELS):
+            plan, context = _plan(page, ctx, view, limit_bytes, level)
+            if not plan.overflowed or level == LEVELS - 1:
+                break
+        context.update(sections=plan.sections, left_out=plan.left_out_words())
+        return page.render(context)
 
 
 def _plan(page: Template, ctx: BriefContext, view: BriefView, limit: int, level: int

@@ -25,7 +25,7 @@ from .attempts import run_finished, run_started
 from .context import BriefContext
 from .dashboard import Dashboard
 from .tails import MAX_TRACKS
-from .text import fmt_clock, fmt_duration, fmt_when, md
+from .text import fmt_clock, fmt_duration, fmt_when, md, redacting, shown
 from .view import build_view
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ def _environment(folder: str, markdown: bool) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=not markdown,
+        finalize=shown,  # every value shown is cleaned and redacted, whatever the template
     )
     env.filters["when"] = fmt_when
     env.filters["clock"] = fmt_clock
@@ -111,11 +112,13 @@ class Template:
     compiled: jinja2.Template
 
     def render(self, context: dict[str, Any]) -> str:
-        return guarded(self.path, lambda: self.compiled.render(context))
+        with redacting():
+            return guarded(self.path, lambda: self.compiled.render(context))
 
     def module(self, context: dict[str, Any]) -> Any:
         """The template's macros, bound to ``context`` (for measuring pieces)."""
-        return guarded(self.path, lambda: self.compiled.make_module(context))
+        with redacting():
+            return guarded(self.path, lambda: self.compiled.make_module(context))
 
 
 def render_html(ctx: BriefContext, template: Path | None = None) -> str:

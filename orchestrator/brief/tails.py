@@ -11,7 +11,8 @@
   (:meth:`~orchestrator.executors.outcomes.Folder.stdout`). Tails never go into the
   state branch's records.
 - Every tail is at most :data:`LINES` lines and :data:`CHARS` characters, stripped of
-  control characters and terminal escapes, and redacted; the template autoescapes it.
+  control characters and terminal escapes, and redacted before it is cut (a window
+  read from a file's middle loses its first, partial line); the template autoescapes it.
 - At most :data:`MAX_TRACKS` tracks show a tail, the ones a reader needs first (failed,
   tapped out, ...), so a brief of 10,000 tracks reads at most that many files; the
   brief says how many were left out.
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import executors
-from ..executors.outcomes import Folder
+from ..executors.outcomes import STDOUT_BYTES, Folder
 from ..state.phases import TrackPhase
 from ..state.records import Track
 from ..support.safejson import tail_bytes
@@ -42,9 +43,10 @@ STDOUT = "stdout.log"
 _FIRST = {TrackPhase.FAILED: 0, TrackPhase.TAPPED_OUT: 1, TrackPhase.CANCELLED: 2}
 
 
-def tail_of(data: bytes | str, redact: Callable[[str], str]) -> str:
-    """The shown tail of ``data``: its last lines, printable and redacted."""
-    return redact(last_lines(data, LINES, CHARS))
+def tail_of(data: bytes | str, redact: Callable[[str], str], window: int = READ_BYTES) -> str:
+    """The shown tail of ``data``, the end of a file read ``window`` bytes at most: its
+    last lines, cleaned and redacted before they are cut."""
+    return last_lines(data, LINES, CHARS, redact, whole=len(data) < window)
 
 
 def shown_first(tracks: Iterable[Track]) -> list[Track]:
@@ -89,7 +91,7 @@ def outcome_tails(folder: Folder, tracks: Iterable[Track], redact: Callable[[str
     outcome ``folder``, of the first ``limit`` such tracks (:func:`shown_first`)."""
     found: dict[str, str] = {}
     for track in shown_first(t for t in tracks if t.key in folder.stdouts)[:limit]:
-        text = tail_of(folder.stdout(track.key), redact)
+        text = tail_of(folder.stdout(track.key), redact, STDOUT_BYTES)
         if text:
             found[track.name] = text
     return found

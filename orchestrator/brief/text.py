@@ -1,13 +1,19 @@
-"""Formatting and escaping shared by every rendering of the brief (pure).
+"""Formatting and escaping shared by every rendering of the brief.
 
 Everything a track wrote is untrusted text: :func:`safe_url` decides which links may be
-put in an ``href``, :func:`md` makes any text inert Markdown.
+put in an ``href``, :func:`md` makes any text inert Markdown, and :func:`shown` cleans
+and redacts every value a template shows (with the credentials of this process's
+environment, as :func:`redacting` fixes them for one rendering) before any cut.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..cron import describe as cron_in_words
 from ..state.phases import TrackPhase
+from ..support.credentials import environment_redactor
+from ..support.text import Redact
 
 SAFE_SCHEMES = frozenset({"http", "https", "file"})
 
@@ -110,6 +118,30 @@ def describe_cron(expr: str | None) -> str | None:
         return None
 
 
+_REDACT: ContextVar[Redact | None] = ContextVar("redact", default=None)
+
+
+@contextmanager
+def redacting() -> Iterator[None]:
+    """One redactor for every value shown while rendering (not one per value)."""
+    # remembered per text: a brief shows the same labels and durations many times
+    token = _REDACT.set(functools.lru_cache(maxsize=4096)(environment_redactor()))
+    try:
+        yield
+    finally:
+        _REDACT.reset(token)
+
+
+def shown(value: Any) -> Any:
+    """``value`` as a template may show it: a string cleaned and redacted (a ``Markup``
+    stays one: redaction adds no markup), anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    redact = _REDACT.get() or environment_redactor()
+    text = redact(value)
+    return text if type(value) is str else type(value)(text)
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
 """Inline Markdown syntax (emphasis, code, links, tables, strike-through, math). Block
 syntax needs no escape: escaped text never starts a line (newlines become ``<br>``)."""
@@ -121,7 +153,7 @@ def md(text: Any, limit: int | None = None) -> str:
 
     ``limit`` caps the characters kept and says how many were cut.
     """
-    value = as_text(text)
+    value = shown(as_text(text))  # redacted before it is cut: no secret's tail is left
     cut = ""
     if limit is not None and len(value) > limit:
         cut = f" … ({len(value) - limit:,} more characters in the HTML brief)"

@@ -24,8 +24,10 @@ from ..planner import Request
 from ..planner.requests import key_of
 from ..state import model as state_model
 from ..state.records import Act
+from ..support.credentials import environment_redactor
+from ..support.text import outgoing
 from ..support.times import parse_now
-from .context import Config, who
+from .context import Config, acting
 
 if TYPE_CHECKING:
     from ..tick.result import TickResult
@@ -60,17 +62,9 @@ def _options(func: F, reason: Callable[[Any], Any]) -> F:
     return func
 
 
-MAX_REASON = 2000
-"""Longest ``--reason`` and ``--by``, in characters: both are committed with the run,
-whose record must stay small enough to be read (a huge one would be quarantined)."""
-
-
 def act(by: str | None, now_text: str | None, reason: str, **more: Any) -> Act:
     """Who acts, when and why, each checked: one line naming a bad one."""
-    actor = who(by)
-    for name, value in (("--reason", reason), ("--by", actor)):
-        if len(value) > MAX_REASON or not value.replace("\n", " ").isprintable():
-            raise UserError(f"{name}: give at most {MAX_REASON} printable characters")
+    actor, reason = acting(by, reason)
     return Act(by=actor, at=parse_now(now_text), reason=reason, **more)
 
 
@@ -110,7 +104,8 @@ def report(verb: str, line: str) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"### Orchestrator {verb}\n\n```\n{line}\n```\n\n")
+            fh.write(outgoing(f"### Orchestrator {verb}\n\n```\n{line}\n```\n\n",
+                              environment_redactor()))
 
 
 def answer(result: TickResult, request: Request) -> str:

@@ -5,6 +5,7 @@
 - The one place a command gets its store (:meth:`Config.store`): a config holding an
   in-memory store runs every command on it, the tick too
   (:func:`orchestrator.commands.tick.build`).
+- Who acts and why, checked by one rule for every verb (:func:`acting`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from ..errors import UserError
 
 if TYPE_CHECKING:
     from ..store import GitStateStore, InMemoryStateStore, StateStore
@@ -48,6 +51,26 @@ class Config:
 
 
 pass_config = click.make_pass_decorator(Config)
+
+
+MAX_REASON = 2000
+"""Longest ``--reason`` and ``--by`` of every verb, in characters: both are committed,
+in a record that must stay small enough to be read (a huge one would be quarantined)."""
+
+
+def said(name: str, value: str) -> str:
+    """``value`` of the option ``name`` (a reason, who acts), or one line refusing it:
+    at most :data:`MAX_REASON` characters, newlines but no other control character
+    (a reason is shown by ``status`` and the tick, where an escape would reach a
+    terminal)."""
+    if len(value) > MAX_REASON or not value.replace("\n", " ").isprintable():
+        raise UserError(f"{name}: give at most {MAX_REASON} printable characters")
+    return value
+
+
+def acting(by: str | None, reason: str) -> tuple[str, str]:
+    """Who acts (:func:`who`) and why, each checked (:func:`said`)."""
+    return said("--by", who(by)), said("--reason", reason)
 
 
 def who(by: str | None = None) -> str:

@@ -18,7 +18,7 @@ from ..runs import deadletters, queues
 from ..state import model as state_model
 from ..store import ChangeFn
 from ..support.times import parse_now
-from .context import Config, pass_config, who
+from .context import Config, acting, pass_config
 from .runs import read_state
 
 
@@ -198,7 +198,7 @@ def requeue(cfg: Config, keys: tuple[str, ...], schedule: str | None, queue: str
     a failed compensation, reopen the saga where it stopped. A failed run reopens as a
     repair: new slots of its schedule fire beside it, whatever its overlap policy."""
     now = parse_now(now_text)
-    actor = who(by)
+    actor, reason = acting(by, reason)
     chosen = _chosen(cfg, keys, schedule, queue, every, yes, "requeue")
     if not chosen.keys:
         return
@@ -223,7 +223,7 @@ def discard(cfg: Config, keys: tuple[str, ...], schedule: str | None, queue: str
             every: bool, yes: bool, by: str | None, reason: str) -> None:
     """Give up on parked tracks, in one commit; each entry is kept, marked with who and
     why."""
-    actor = who(by)
+    actor, reason = acting(by, reason)
     chosen = _chosen(cfg, keys, schedule, queue, every, yes, "discard")
     if not chosen.keys:
         return

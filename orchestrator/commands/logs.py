@@ -31,7 +31,7 @@ from ..executors.base import LogReader
 from ..state import layout
 from ..state.records import Track
 from ..support.credentials import Redactor, redactor
-from ..support.text import printable
+from ..support.text import decode, outgoing, past_first_word
 from .context import Config, pass_config
 
 STREAMS = ("stdout.log", "stderr.log")
@@ -70,7 +70,7 @@ def _print(folder: Path, offsets: dict[str, int], redact: Redactor, header: str 
         offsets[stream] = offsets.get(stream, 0) + len(data)
         if not data:
             continue
-        text = redact(data.decode("utf-8", "replace"))
+        text = outgoing(data, redact)
         if header is not None:
             click.echo(f"== {header} ({stream.removesuffix('.log')}) ==")
             text += "" if text.endswith("\n") else "\n"
@@ -155,7 +155,8 @@ def _print_log(read: LogReader, record: Track, follow: bool, redact: Redactor,
     if log.cut:
         click.echo(f"orchestrator: the first {log.cut:,} of {log.size:,} bytes of the log "
                    f"are not shown; the whole log: {log.whole}", err=True)
-    text = redact(printable(log.text))
+    # a log shown from its middle starts inside a word: a secret's tail, maybe
+    text = outgoing(past_first_word(decode(log.text)) if log.cut else log.text, redact)
     click.echo(text + ("" if text.endswith("\n") or not text else "\n"), nl=False)
 
 

@@ -10,6 +10,7 @@ costs a warning line, never the outcome."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from ..executors.outcomes import STDOUT_BYTES, build, write, write_stdout
 from ..runs.reporting import MAX_RESULT_BYTES, parse_result
 from ..state.items import NewItem
 from ..support import safejson
+from ..support.credentials import redactor
+from ..support.text import decode, past_first_word
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -51,6 +54,15 @@ def _read_tail(path: Path | None, keep: int, option: str) -> tuple[bytes, str | 
     if size > keep:
         return data, f"{option} {path} holds {size:,} bytes: only its last {keep:,} are kept"
     return data, None
+
+
+def _stderr(data: bytes, note: str | None) -> str:
+    """What the outcome's error quotes of stderr: its end, or why it was refused."""
+    if note and not data:  # refused: the error says so instead of a tail
+        return f"orchestrator: {note}"
+    if len(data) >= STDERR_READ:  # the end of a longer file: its first piece is cut
+        return past_first_word(decode(data))
+    return decode(data)
 
 
 def _read_result(path: Path | None) -> dict[str, Any] | None:
@@ -88,9 +100,7 @@ def _stderr_text(path: Path | None) -> str:
     data, note = _read_tail(path, STDERR_READ, "--stderr")
     if note:
         _warn(note)
-    if note and not data:  # refused: the error says so instead of a tail
-        return f"orchestrator: {note}"
-    return data.decode("utf-8", "replace")
+    return _stderr(data, note)
 
 
 # --stderr, --stdout and --result are not checked by click (it would stat through a
@@ -150,6 +160,8 @@ def command(cfg: Config, run_id: str, track: str, attempt: int, poll: int, compe
     stdout_bytes, stdout_note = _read_tail(stdout_file, STDOUT_BYTES, "--stdout")
     if stdout_note:
         _warn(stdout_note)
+    if message:  # the workflow's, and it may quote anything
+        message = redactor(os.environ)(message)
     outcome = build(run_id=check_run_id(run_id), track=check_id(track, "track name"),
                     attempt=attempt, poll=poll, compensating=compensating, exit_code=exit_code,
                     started_at=ran.started, finished_at=ran.finished, limit=limit,

@@ -27,7 +27,7 @@ from ..state.queueops import Enqueued
 from ..store import Snapshot, StateStore
 from ..support import safejson
 from ..support.times import parse_now
-from .context import Config, pass_config, who
+from .context import Config, pass_config, said, who
 
 
 @click.group("queue")
@@ -124,7 +124,7 @@ def add(cfg: Config, queue: str, payload: str | None, file: str | None, event: s
     layout.check_queue(queue)
     items = _items(payload, file, key, priority, not_before, event)
     now = parse_now(now_text)
-    actor = who(by)
+    actor = said("--by", who(by))
     done: list[Enqueued] = []
 
     def change(snap: Snapshot) -> dict[str, bytes | None] | None:

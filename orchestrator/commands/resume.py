@@ -23,7 +23,7 @@ from ..state.history import page_runs
 from ..state.records import Cursor
 from ..store import Change, Snapshot
 from ..support.times import iso, parse_now
-from .context import Config, pass_config, who
+from .context import Config, acting, pass_config
 
 _ID = click.argument("schedule_id", metavar="ID")
 _BY = click.option("--by", help="Who (default: the GitHub actor, or the user name).")
@@ -75,7 +75,7 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
     check_id(schedule_id, "schedule id")
     defined = (cfg.schedules_dir / f"{schedule_id}.json").is_file()
     now = parse_now(now_text)
-    actor = who(by)
+    actor, reason = acting(by, reason)
     store = cfg.store()
     verb = "pause" if edit is pause else "resume"
 

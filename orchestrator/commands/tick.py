@@ -22,6 +22,8 @@ from .. import executors
 from ..cadence.linger import Linger
 from ..config.fieldtypes import check_run_id
 from ..errors import OrchestratorError
+from ..support.credentials import environment_redactor
+from ..support.text import outgoing
 from ..support.times import iso, parse_now
 from ..tick.consolidate import Templates
 from ..tick.settings import Clock, TickSettings
@@ -202,7 +204,9 @@ def write_step_summary(result: TickResult) -> None:
         return
     with open(path, "a", encoding="utf-8") as fh:
         used = os.fstat(fh.fileno()).st_size
-        fh.write(fit_summary(step_summary(result, max(0, STEP_SUMMARY_LIMIT - used)), used))
+        room = max(0, STEP_SUMMARY_LIMIT - used)
+        fh.write(fit_summary(outgoing(step_summary(result, room), environment_redactor()),
+                             used))
 
 
 SUMMARY_CUT = ("\n_The rest is left out: this job summary reached GitHub's 1 MiB limit; "

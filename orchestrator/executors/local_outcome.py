@@ -1,10 +1,12 @@
 """What a local attempt's folder says once its command ran: ``status.json`` as an
 observation, with the tail of stderr and the result file read as hostile input (the
-track may leave a FIFO, a symlink to ``/dev/zero`` or 100,000 brackets there)."""
+track may leave a FIFO, a symlink to ``/dev/zero`` or 100,000 brackets there). A tail
+is cleaned and redacted (with this process's credentials) before it is cut."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,9 @@ from ..state.items import (
 )
 from ..state.phases import TrackPhase
 from ..support import safejson
+from ..support.credentials import redactor
 from ..support.safejson import tail_bytes
+from ..support.text import last_lines
 from ..support.times import parse_utc
 from . import _attempt_folder as files
 from .base import Observation
@@ -37,8 +41,12 @@ STDERR_TAIL_LINES = 20
 
 
 def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES, max_bytes: int = 16 * 1024) -> str:
-    text = tail_bytes(path, max_bytes).decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
+    """The last ``lines`` lines of ``path``, cleaned and redacted before they are cut."""
+    return _tail(tail_bytes(path, max_bytes), lines, max_bytes)
+
+
+def _tail(data: bytes, lines: int, max_bytes: int) -> str:
+    return last_lines(data, lines, max_bytes, redactor(os.environ), whole=len(data) < max_bytes)
 
 
 def signal_name(number: int) -> str:
@@ -180,8 +188,16 @@ def _report(folder: Path, item_id: str, entry: dict[str, Any]) -> ItemReport:
                         "started_at": entry.get("started_at"),
                         "finished_at": entry.get("finished_at"),
                         "exit_code": entry.get("exit_code"),
-                        "error": error[-2000:] if isinstance(error, str) else None,
+                        "error": _error(error),
                         "result": result})
+
+
+ITEM_ERROR_CHARS = 2000
+
+
+def _error(error: Any) -> str | None:
+    """A worker's error on an item, redacted and then cut to its end."""
+    return redactor(os.environ)(error)[-ITEM_ERROR_CHARS:] if isinstance(error, str) else None
 
 
 def read_item_result(path: Path) -> dict[str, Any] | None:
@@ -204,7 +220,7 @@ def _slice_tail(path: Path, start: Any, end: Any) -> str:
     if not isinstance(start, int):
         return ""
     data = tail_bytes(path, 16 * 1024, start, end if isinstance(end, int) else None)
-    return "\n".join(data.decode("utf-8", "replace").splitlines()[-ITEM_STDERR_LINES:])
+    return _tail(data, ITEM_STDERR_LINES, 16 * 1024)
 
 
 def read_enqueue(folder: Path, name: str = files.ENQUEUE

@@ -43,8 +43,9 @@ from ..errors import InvalidId
 from ..state.items import BadEnqueue, ItemReport, NewItem, new_item
 from ..state.phases import TrackPhase
 from ..support import safejson
+from ..support.credentials import redactor
 from ..support.safejson import tail_bytes
-from ..support.text import error_location
+from ..support.text import error_location, last_lines
 from .base import Observation
 
 FORMAT = 1
@@ -124,9 +125,9 @@ def phase_for(exit_code: int | None, elapsed: timedelta, limit: timedelta | None
 
 def stderr_tail(text: str) -> str:
     """The last :data:`STDERR_LINES` non-empty lines of ``text``, at most
-    :data:`STDERR_CHARS` characters (the end is kept: that is where the error is)."""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    return "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
+    :data:`STDERR_CHARS` characters (the end is kept: that is where the error is),
+    cleaned and redacted with this process's credentials before they are cut."""
+    return last_lines(text, STDERR_LINES, STDERR_CHARS, redactor(os.environ))
 
 
 def build(*, run_id: str, track: str, attempt: int, poll: int = 0,

@@ -31,6 +31,8 @@ import httpx
 from .. import __version__
 from ..errors import CircuitOpen, ExecutorError
 from ..state.breaker import Breaker, BreakerPolicy, breaker_failure, breaker_now, breaker_success
+from ..support.credentials import environment_redactor
+from ..support.text import outgoing
 from ..support.times import iso
 
 log = logging.getLogger(__name__)
@@ -62,14 +64,19 @@ class GitHubError(ExecutorError):
 
 
 def message(response: httpx.Response) -> str:
-    """GitHub's error message of ``response``, short enough for a log line."""
+    """GitHub's error message of ``response``, short enough for a log line: redacted
+    before it is cut (a proxy's page may quote the request's credentials)."""
     try:
         data = response.json()
     except ValueError:
-        return response.text[:200].strip()
+        return outgoing(response.text, environment_redactor(), _short)
     if isinstance(data, dict):
-        return str(data.get("message", ""))[:200]
+        return outgoing(str(data.get("message", "")), environment_redactor(), _short)
     return ""
+
+
+def _short(text: str) -> str:
+    return text[:200].strip()
 
 
 class GitHubClient:

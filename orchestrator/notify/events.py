@@ -14,6 +14,8 @@
   state, where the transition already happened).
 - Every event has an id stable across retries (kind and subject), safe in an HTTP
   header and in a Markdown comment: ``[A-Za-z0-9:._-]``.
+- A summary is redacted with this process's credentials before it is cut to one
+  line: the cut would otherwise leave a secret's tail that no channel recognises.
 - :func:`event_json_schema` is what ``orchestrator schema --event`` prints.
 """
 
@@ -37,6 +39,7 @@ from ..state.model import State
 from ..state.phases import RunStatus
 from ..state.queue import QueueBook
 from ..state.records import Run
+from ..support.credentials import environment_redactor
 from ..support.text import one_line
 from ..support.times import iso
 
@@ -203,9 +206,9 @@ def _dead_letter(after: State, key: str, seen: Seen) -> Event:
         id=f"dead_letter:{key}:{stamp(letter.parked_at)}", kind=EventKind.DEAD_LETTER,
         at=letter.parked_at, schedule=schedule, run_id=letter.run_id, link=seen.links.run,
         brief_url=seen.links.brief_url(letter.run_id, schedule or "") if schedule else None,
-        summary=_cut(f"dead letter {key} ({letter.reason}) waits for `{requeue}` or "
+        summary=summary_line(f"dead letter {key} ({letter.reason}) waits for `{requeue}` or "
                      f"`{discard}`"),
-        details={"key": key, "track": letter.track, "reason": _cut(letter.reason),
+        details={"key": key, "track": letter.track, "reason": summary_line(letter.reason),
                  "requeue": requeue, "discard": discard})
 
 
@@ -249,7 +252,7 @@ def _last_error(book: QueueBook, item_id: str) -> tuple[str, str]:
     item = book.item(item_id)
     if item is None:
         return "?", "?"
-    return str(item.attempt), _cut(item.error_log[-1] if item.error_log else "failed")
+    return str(item.attempt), summary_line(item.error_log[-1] if item.error_log else "failed")
 
 
 def _about_run(run_id: str | None, seen: Seen) -> dict[str, Any]:
@@ -269,10 +272,10 @@ def _queue_letter(book: QueueBook, item_id: str, run_id: str | None,
         id=f"queue_dead_letter:{book.name}:{item_id}:{stamp(entry.at)}",
         kind=EventKind.QUEUE_DEAD_LETTER, at=entry.at, link=seen.links.run,
         **_about_run(run_id, seen),
-        summary=_cut(f"queue {book.name}: item {item_id} dead after {attempts} attempt(s) "
+        summary=summary_line(f"queue {book.name}: item {item_id} dead after {attempts} attempt(s) "
                      f"({error}); it waits for `{requeue}` or `{discard}`"),
         details={"queue": book.name, "item": item_id, "key": key, "count": "1",
-                 "attempts": attempts, "error": error, "reason": _cut(entry.reason),
+                 "attempts": attempts, "error": error, "reason": summary_line(entry.reason),
                  "requeue": requeue, "discard": discard})
 
 
@@ -294,7 +297,7 @@ def _queue_letter_group(book: QueueBook, ids: list[str], runs: Mapping[str, str]
         **_about_run(run_id, seen),
         # the commands before the error, which a cut summary may lose; the first
         # names are in the details
-        summary=_cut(f"queue {book.name}: {len(ids)} items dead in one tick; `{requeue}` "
+        summary=summary_line(f"queue {book.name}: {len(ids)} items dead in one tick; `{requeue}` "
                      f"requeues them, `{discard}` gives them up, `{listing}` lists them; "
                      f"the first: {error}"),
         details={"queue": book.name, "count": str(len(ids)), "items": ",".join(named),
@@ -312,14 +315,14 @@ def _run_event(run: Run, failing: dict[str, int], seen: Seen) -> Event | None:
         return Event(id=f"run_failed:{rid}:{max(times, 1)}", kind=EventKind.RUN_FAILED,
                      at=run.finished_at or seen.now, schedule=sid, run_id=rid,
                      brief_url=brief, link=seen.links.run,
-                     summary=_cut(f"{rid} failed ({why})"),
+                     summary=summary_line(f"{rid} failed ({why})"),
                      details={"slot": iso(run.slot), "failed_in_a_row": str(failing[sid])})
     if run.status is RunStatus.COMPLETED and failing.get(sid):
         count = failing.pop(sid)
         return Event(id=f"run_recovered:{rid}", kind=EventKind.RUN_RECOVERED,
                      at=run.finished_at or seen.now, schedule=sid, run_id=rid,
                      brief_url=brief, link=seen.links.run,
-                     summary=_cut(f"{rid} completed: {sid} recovered after {count} failed "
+                     summary=summary_line(f"{rid} completed: {sid} recovered after {count} failed "
                                   "run(s)"),
                      details={"slot": iso(run.slot), "failed_runs": str(count)})
     return None
@@ -336,9 +339,9 @@ def _paused(before: State, after: State, seen: Seen) -> list[Event]:
             id=f"schedule_paused:{sid}:{stamp(cursor.paused.at)}",
             kind=EventKind.SCHEDULE_PAUSED, at=cursor.paused.at, schedule=sid,
             link=seen.links.run,
-            summary=_cut(f"{sid} paused: {cursor.paused.reason}; it fires nothing until "
+            summary=summary_line(f"{sid} paused: {cursor.paused.reason}; it fires nothing until "
                          f"`{resume}`"),
-            details={"reason": _cut(cursor.paused.reason), "resume": resume}))
+            details={"reason": summary_line(cursor.paused.reason), "resume": resume}))
     return events
 
 
@@ -355,7 +358,7 @@ def _runners(before: State, after: State, seen: Seen) -> list[Event]:
         notes = f": {health.notes}" if health.notes else ""
         events.append(Event(
             id=f"{kind.value}:{label}:{health.status}:{stamp(at)}", kind=kind, at=at,
-            link=seen.links.run, summary=_cut(f"runner label {label} is {health.status} "
+            link=seen.links.run, summary=summary_line(f"runner label {label} is {health.status} "
                                               f"(was {was}){notes}"),
             details={"label": label, "status": health.status, "was": was}))
     return events
@@ -380,7 +383,7 @@ def sla_misses(after: State, seen: Seen) -> list[Event]:
             id=f"sla_missed:{run.run_id}", kind=EventKind.SLA_MISSED, at=due,
             schedule=run.schedule_id, run_id=run.run_id, link=seen.links.run,
             brief_url=seen.links.brief_url(run.run_id, run.schedule_id) if finished else None,
-            summary=_cut(f"{run.run_id} was not finished {spec.sla_minutes:g} minutes "
+            summary=summary_line(f"{run.run_id} was not finished {spec.sla_minutes:g} minutes "
                          f"after its slot ({iso(due)}): {state}"),
             details={"slot": iso(run.slot), "sla_minutes": f"{spec.sla_minutes:g}",
                      "due": iso(due)}))
@@ -398,9 +401,9 @@ def _quarantined(after: State, seen: Seen) -> list[Event]:
         events.append(Event(
             id=f"record_quarantined:{digest(path)}", kind=EventKind.RECORD_QUARANTINED,
             at=seen.now, schedule=schedule, link=seen.links.run,
-            summary=_cut(f"quarantined {why}; it is left alone until it is fixed or "
+            summary=summary_line(f"quarantined {why}; it is left alone until it is fixed or "
                          "deleted"),
-            details={"path": _cut(path if path.isprintable() else repr(path))}))
+            details={"path": summary_line(path if path.isprintable() else repr(path))}))
     return events
 
 
@@ -415,10 +418,11 @@ def cron_late(seen: Seen) -> list[Event]:
         id=f"cron_late:{stamp(seen.now)}:{digest(','.join(late.new))}",
         kind=EventKind.CRON_LATE, at=seen.now, link=seen.links.run,
         schedule=late.schedules[0] if len(late.schedules) == 1 else None,
-        summary=_cut(f"GitHub's cron started ticks {p95} late (p95 of {late.days} days, "
-                     f"{f['samples']} samples), more than {names} tolerate "
-                     f"({late.tolerance_minutes:g} min): {CLOCK_SETUP}"),
-        details={"schedules": _cut(names), "tolerance_minutes": f"{late.tolerance_minutes:g}",
+        summary=summary_line(f"GitHub's cron started ticks {p95} late (p95 of {late.days} "
+                             f"days, {f['samples']} samples), more than {names} tolerate "
+                             f"({late.tolerance_minutes:g} min): {CLOCK_SETUP}"),
+        details={"schedules": summary_line(names),
+                 "tolerance_minutes": f"{late.tolerance_minutes:g}",
                  **{k: f"{f[k]:g}" for k in ("p50_seconds", "p95_seconds", "max_seconds")},
                  "samples": str(f["samples"]), "dropped": str(f["dropped"]),
                  "days": str(late.days), "fix": CLOCK_SETUP,
@@ -433,5 +437,7 @@ def _schedule_of(run_id: str) -> str | None:
         return None
 
 
-def _cut(text: str) -> str:
-    return one_line(text, SUMMARY_LIMIT)
+def summary_line(text: str) -> str:
+    """``text`` as a summary's one line, redacted before it is cut (each channel
+    redacts again, with its own secrets)."""
+    return one_line(environment_redactor()(text), SUMMARY_LIMIT)

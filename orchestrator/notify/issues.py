@@ -32,7 +32,7 @@ from ..github.issues import IssuesRefused as Refused
 from ..support.credentials import Redactor
 from .channel import ISSUES, Deadline, Delivery, Item, dropped
 from .events import Event
-from .text import GITHUB_BODY_LIMIT, cut, link, md, quiet
+from .text import GITHUB_BODY_LIMIT, cut, issue_body, link, md
 
 LABEL = "orchestrator"
 WATCHDOG_LABEL = "orchestrator-watchdog"
@@ -270,8 +270,7 @@ class IssueChannel:
         return " · ".join(shown)
 
     def _body(self, parts: list[str], rest: str | None = None) -> str:
-        text = "\n\n".join(p for p in parts if p)
-        return cut(quiet(self.redact(text)), GITHUB_BODY_LIMIT, rest)
+        return issue_body(parts, self.redact, rest)
 
     # ------------------------------------------------------------------ issues
 

@@ -86,6 +86,13 @@ def cut(text: str, limit: int, rest: str | None = None) -> str:
     return text[: max(0, limit - len(note))] + note
 
 
+def issue_body(parts: list[str], redact: Redactor, rest: str | None = None) -> str:
+    """An issue's body or comment: the non-empty ``parts``, redacted, mentioning no one,
+    then cut to what GitHub takes (a pointer to ``rest`` ending a cut one)."""
+    text = "\n\n".join(p for p in parts if p)
+    return cut(quiet(redact(text)), GITHUB_BODY_LIMIT, rest)
+
+
 def slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

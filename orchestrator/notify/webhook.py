@@ -9,7 +9,9 @@
   with back-off (``Retry-After`` when given) while the deadline allows; any other
   answer, or the deadline, drops the event with one line. Redirects are not followed.
 - An answer's body is read only to quote the start of a refusal, at most
-  :data:`SAID_LIMIT` bytes: a receiver that answers without end costs nothing.
+  :data:`SAID_READ` bytes: a receiver that answers without end costs nothing. It is
+  cleaned and redacted (the URL's path and query too: a 404 page may quote them)
+  before it is cut to :data:`SAID_LIMIT` characters.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from urllib.parse import urlsplit
 
 from .. import __version__
 from ..support.credentials import Redactor
+from ..support.text import before_last_word, decode, outgoing
 from .channel import Deadline, Delivery, Item, Status, dropped
 from .text import json_payload, slack_payload
 
@@ -32,7 +35,10 @@ REQUEST_TIMEOUT = 10.0
 """Seconds one request may take at most (less when the deadline is nearer)."""
 FIRST_BACKOFF = 0.5
 SAID_LIMIT = 200
-"""Bytes of a refusal's body a line quotes; no more is read."""
+"""Characters of a refusal's body a line quotes."""
+SAID_READ = 4 * SAID_LIMIT
+"""Bytes of a refusal's body read: room for a secret that straddles the quoted part to
+be redacted whole before the cut."""
 SAID_SECONDS = 1.0
 """Seconds spent reading a refusal's body at most: it is only quoted."""
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -114,7 +120,7 @@ class Webhook:
                 status = response.status_code
                 if 200 <= status < 300:  # the status says it all: the body is not read
                     return None, f"delivered ({status})", "delivered"
-                said = self.redact(_start_of(response, deadline))
+                said = outgoing(_start_of(response, deadline), self.redact, _one_line)
         except httpx.TimeoutException:
             return None, f"no answer within {timeout:.1f}s", None
         except httpx.HTTPError as exc:
@@ -125,8 +131,8 @@ class Webhook:
 
 
 def _start_of(response: httpx.Response, deadline: Deadline) -> str:
-    """The first :data:`SAID_LIMIT` bytes of an answer (what came within
-    :data:`SAID_SECONDS`), as one line: a receiver that answers without end, or a byte
+    """The first :data:`SAID_READ` bytes of an answer (what came within
+    :data:`SAID_SECONDS`): a receiver that answers without end, or a byte
     at a time, costs neither memory nor the budget."""
     import httpx
 
@@ -134,12 +140,17 @@ def _start_of(response: httpx.Response, deadline: Deadline) -> str:
     try:
         for chunk in response.iter_raw():
             start += chunk
-            if len(start) >= SAID_LIMIT or deadline.passed or time.monotonic() > until:
+            if len(start) >= SAID_READ or deadline.passed or time.monotonic() > until:
                 break
     except httpx.HTTPError:
         pass  # the status is the answer; its text is a courtesy
-    text = start[:SAID_LIMIT].decode("utf-8", "replace")
-    return " ".join(text.split())
+    text = decode(start[:SAID_READ])
+    # a body read to the limit ends inside a word: it could be the start of a secret
+    return before_last_word(text) if len(start) >= SAID_READ else text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:SAID_LIMIT]
 
 
 def _retry_after(response: httpx.Response) -> float | None:
