@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..config.models import Schedule
+from ..config.models import Schedule, ScheduleSpec
 from ..runs import status
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
@@ -204,10 +204,21 @@ def _schedule_of(run_id: str) -> str:
     return run_id.rpartition("--")[0]
 
 
+def _when(spec: ScheduleSpec) -> str:
+    """The cron as written, a one-shot's instant, or the runs it fires after."""
+    if spec.cron:
+        return f"{spec.cron} ({spec.timezone})"
+    if spec.at:
+        return f"at {spec.at} ({spec.timezone})"
+    from ..config.triggers import for_spec
+
+    return for_spec(spec).describe()
+
+
 def _card(schedule: Schedule, row: Mapping[str, Any], attention: bool) -> Card:
     spec = schedule.spec
     state_name, note = _state(row)
-    return Card(id=schedule.id, when=f"{spec.cron or 'at ' + str(spec.at)} ({spec.timezone})",
+    return Card(id=schedule.id, when=_when(spec),
                 state=state_name, note=note, next_slots=(), strip=(), success="", trend="",
                 spark="", attention=attention)
 

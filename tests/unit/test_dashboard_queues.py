@@ -165,3 +165,14 @@ def test_a_lone_dead_letter_is_named_with_its_own_command_not_folded() -> None:
     assert "<details>" not in attention
     assert ("dead letter nightly--20261201T0700Z--t00 waits for a decision: "
             "<code>orchestrator dlq requeue nightly--20261201T0700Z--t00</code>") in attention
+
+
+def test_a_card_says_when_a_schedule_fires_by_cron_instant_or_chain() -> None:
+    from orchestrator.brief.dashboard import _when
+    from orchestrator.config.models import ScheduleSpec
+
+    track = [{"name": "a", "run": "true"}]
+    after = ScheduleSpec.model_validate({"after": {"schedule": "ingest"}, "tracks": track})
+    assert "None" not in _when(after) and "ingest" in _when(after)
+    cron = ScheduleSpec.model_validate({"cron": "7 2 * * *", "tracks": track})
+    assert _when(cron) == "7 2 * * * (UTC)"
