@@ -92,7 +92,8 @@ def build(files: Mapping[str, bytes], schedules: list[Schedule], invalid: list[s
 def _paused(cursor: Cursor | None) -> dict[str, Any] | None:
     if cursor is None or cursor.paused is None:
         return None
-    return cursor.paused.model_dump(mode="json")
+    # to the second, as every other instant status prints (a pause records microseconds)
+    return {**cursor.paused.model_dump(mode="json"), "at": _iso(cursor.paused.at)}
 
 
 def _schedule_row(schedule: Schedule, state: state_model.State, now: datetime

@@ -146,3 +146,16 @@ def test_the_next_slot_follows_what_the_cursor_settled() -> None:
     files = {layout.TICKS: ticks(T0), layout.cursor_path("nightly"): codec.to_json(cursor)}
     report = build(files, [schedule("nightly")], [], T0 + timedelta(minutes=1), LIMIT)
     assert report["schedules"][0]["next"] == "2026-12-04T07:00:00Z"
+
+
+def test_a_pause_is_shown_to_the_second_as_every_other_instant() -> None:
+    from orchestrator.config.policies import Pause
+    from orchestrator.runs.status import from_state
+
+    at = T0.replace(microsecond=123456)
+    state = state_model.State()
+    state.cursors["nightly"] = Cursor(schedule_id="nightly", since=T0, paused=Pause(
+        by="alice", at=at, reason="maintenance"))
+    report = from_state(state, T0, [schedule("nightly")], [], T0, LIMIT)
+    assert report["schedules"][0]["paused"]["at"] == "2026-12-01T07:00:00Z"
+    assert not [line for line in text(report) if "123456" in line or ".123" in line]
