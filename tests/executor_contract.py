@@ -648,7 +648,7 @@ class ExecutorContract:
         backend.executor.cancel(handle)
         assert backend.stops(request.key) == 1
         seen = self.ended(backend.executor, [handle])
-        assert seen[request.key].phase is TrackPhase.CANCELLED
+        assert seen[request.key].phase is TrackPhase.CANCELLED, seen[request.key]
         eventually(lambda: gone(pid), f"the command of {request.key} to stop", timeout=15)
 
     @needs_process

@@ -131,10 +131,25 @@ def read_outcomes(artifacts: Artifacts, ci_run: int,
         found = artifacts.outcome(artifact, key)
         if found is not None:
             job = seen[key]
-            out[key] = dataclasses.replace(
+            out[key] = _as_cancelled(job, dataclasses.replace(
                 outcomes.observation(found, url=job.url, details=job.details),
-                handle=job.handle)
+                handle=job.handle))
     return out
+
+
+CANCEL_SIGNALS = (128 + 2, 128 + 15)
+"""A command's code once the leg passed a cancel's SIGINT or SIGTERM on to it."""
+
+
+def _as_cancelled(job: Observation, seen: Observation) -> Observation:
+    """A leg whose job was cancelled and whose command therefore ended on the signal
+    the leg passed on: its outcome says ``failed`` (it wrote it on the way out), but
+    the track was cancelled, as the job's conclusion says."""
+    if job.phase is not TrackPhase.CANCELLED or seen.phase is not TrackPhase.FAILED:
+        return seen
+    if seen.details.get("exit_code") not in CANCEL_SIGNALS:
+        return seen
+    return dataclasses.replace(seen, phase=TrackPhase.CANCELLED, error=job.error)
 
 
 def _without_outcome(job: Observation) -> Observation:
