@@ -112,31 +112,32 @@ def _race(fleet: list[Machine], minute: int, rng: random.Random) -> None:
         assert proc.returncode in (0, -9), err  # 0: a point it did not reach
 
 
-def _cancel_one(fleet: list[Machine], minute: int, rng: random.Random) -> None:
-    """``runs cancel`` of an open run with workers, from its machine or another one."""
+def _verb(fleet: list[Machine], minute: int, rng: random.Random,
+          statuses: tuple[RunStatus, ...], *words: str, second: str) -> None:
+    """``runs VERB RUN WORDS`` of a run in ``statuses``, from a random machine, at
+    ``second`` past ``minute`` (exit 1: the verb refused)."""
     state, _ = read_state(fleet[0].repo)
-    runs = sorted(r for r, run in state.runs.items()
-                  if run.status in (RunStatus.SCHEDULED, RunStatus.RUNNING))
+    runs = sorted(r for r, run in state.runs.items() if run.status in statuses)
     if not runs:
         return
     by = rng.choice(fleet)
-    out = cli(by.repo, "runs", "cancel", rng.choice(runs), "--reason", "campaign",
-              "--now", at(minute).replace(":30Z", ":45Z"), work=by.work)
-    assert out.returncode in (0, 1), out.stderr  # 1: too late, or already cancelled
+    out = cli(by.repo, "runs", words[0], rng.choice(runs), *words[1:],
+              "--now", at(minute).replace(":30Z", f":{second}Z"), work=by.work)
+    assert out.returncode in (0, 1), out.stderr
+
+
+def _cancel_one(fleet: list[Machine], minute: int, rng: random.Random) -> None:
+    """``runs cancel`` of an open run with workers, from its machine or another one
+    (1: too late, or already cancelled)."""
+    _verb(fleet, minute, rng, (RunStatus.SCHEDULED, RunStatus.RUNNING),
+          "cancel", "--reason", "campaign", second="45")
 
 
 def _retry_one(fleet: list[Machine], minute: int, rng: random.Random) -> None:
     """``runs retry --failed`` of an ended run (its drain reruns under new keys), from
-    one of the machines."""
-    state, _ = read_state(fleet[0].repo)
-    ended = sorted(r for r, run in state.runs.items()
-                   if run.status in (RunStatus.CANCELLED, RunStatus.FAILED))
-    if not ended:
-        return
-    by = rng.choice(fleet)
-    out = cli(by.repo, "runs", "retry", rng.choice(ended), "--failed",
-              "--now", at(minute).replace(":30Z", ":50Z"), work=by.work)
-    assert out.returncode in (0, 1), out.stderr  # 1: nothing of it to retry
+    one of the machines (1: nothing of it to retry)."""
+    _verb(fleet, minute, rng, (RunStatus.CANCELLED, RunStatus.FAILED),
+          "retry", "--failed", second="50")
 
 
 def _drained(repo: Path) -> bool:
