@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import CASExhausted, PushRejected, RemoteError, Rewound, UserError
 from ..support.credentials import Redactor
+from . import links
 from .base import (
     STATE_PREFIX,
     Change,
@@ -245,7 +246,17 @@ class GitStateStore:
         if not tip:
             return Snapshot(tip, _EMPTY)
         fetch = self._fetch_blobs if self._partial else None
-        return Snapshot(tip, TreeFiles(self.git, tip, self._blobs, fetch))
+        return Snapshot(tip, TreeFiles(self.git, tip, self._blobs, fetch, self._resolve_link))
+
+    def _resolve_link(self, blob: str, link: str) -> str | None:
+        """The commit that the link ``blob`` of the folder ``link`` names, brought here
+        with its trees (no blob in a partial clone); ``None`` when it names none."""
+        if self._partial:
+            self._fetch_blobs([blob])
+        commit = links.target(self.git.run("cat-file", "blob", blob).stdout)
+        if commit is not None and not self.git.present([commit]):
+            self.transport.fetch(commit, links.side_ref(self.branch, link), self._depth)
+        return commit
 
     def _fetch_blobs(self, shas: list[str]) -> None:
         # Which are here already (a clone that ticked before): rev-list names the
@@ -425,15 +436,23 @@ class GitStateStore:
             self._identify()
             from .commit import build_commit  # a tick with nothing to commit never needs it
 
-            commit = build_commit(self.git, snap.tip, change, message, root=root)
-            # The high-water mark moves with the branch, in the same atomic push.
-            updates = [(commit, self.ref), (commit, self.high_water)]
+            built = build_commit(self.git, snap.tip, change, message, root=root,
+                                 resolve_link=self._resolve_link)
+            commit = built.commit
+            # The high-water mark and the linked folders' refs move with the branch, in
+            # the same atomic push. Those refs are forced: the branch's lease is the
+            # lock, and after an accepted rewind a ref is ahead of the branch's gitlink.
+            sides = {links.side_ref(self.branch, link): sha
+                     for link, sha in built.links.items() if sha}
+            updates = [(commit, self.ref), (commit, self.high_water),
+                       *((sha, ref) for ref, sha in sides.items())]
             leases: list[tuple[str, str | None]] = [
                 (self.ref, snap.tip), (self.high_water, mark)]
             if tag is not None and snap.tip is not None:
                 updates.append((snap.tip, f"refs/tags/{tag}"))
                 leases.append((f"refs/tags/{tag}", None))
-            return commit, change, self.transport.push(updates, leases, atomic=True)
+            return commit, change, self.transport.push(updates, leases, atomic=True,
+                                                       forced=list(sides))
         except TransportError as exc:
             if not exc.transient:
                 raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None

@@ -15,7 +15,7 @@ import ipaddress
 import logging
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -207,6 +207,14 @@ class Git:
     def has_commit(self, sha: str) -> bool:
         return self.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
 
+    def present(self, shas: list[str]) -> set[str]:
+        """Those of the commits ``shas`` that are in the local object store."""
+        # rev-list with --missing never fetches a missing object by itself, where
+        # cat-file would, in a partial clone, fetch it with every tree under it.
+        out = self.run("rev-list", "--no-walk", "--ignore-missing", "--missing=print",
+                       "--stdin", input="".join(f"{s}\n" for s in shas).encode()).stdout
+        return {line.decode() for line in out.split()} & set(shas)
+
 
 class Transport(Protocol):
     """The conversations with the remote. Injectable for tests."""
@@ -226,8 +234,9 @@ class Transport(Protocol):
         ...
 
     def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
-             atomic: bool = False) -> PushOutcome:
-        """Push ``(sha, ref)`` pairs, each lease ``(ref, expected sha or None = absent)``."""
+             atomic: bool = False, forced: Collection[str] = ()) -> PushOutcome:
+        """Push ``(sha, ref)`` pairs, each lease ``(ref, expected sha or None = absent)``;
+        the refs ``forced`` move whatever they point at."""
         ...
 
 
@@ -286,7 +295,7 @@ class GitTransport:
             raise self._fail("fetch", proc)
 
     def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
-             atomic: bool = False) -> PushOutcome:
+             atomic: bool = False, forced: Collection[str] = ()) -> PushOutcome:
         # --no-verify: a pre-push hook of the user's checkout has no business with
         # machine-written state (and may not even be installed on the runner).
         args = ["push", "--porcelain", "--no-verify"]
@@ -294,7 +303,7 @@ class GitTransport:
             args.append("--atomic")
         args += [f"--force-with-lease={ref}:{sha or ''}" for ref, sha in leases]
         args.append(self.url)
-        args += [f"{sha}:{ref}" for sha, ref in updates]
+        args += [f"{'+' if ref in forced else ''}{sha}:{ref}" for sha, ref in updates]
         checkpoints.reached("push")
         proc = self.git.run(*args, check=False)
         outcome = classify_push(proc.returncode, proc.stdout.decode(errors="replace"),

@@ -4,6 +4,10 @@ Listed folder by folder (``ls-tree``), contents loaded many at a time (``cat-fil
 --batch``), cached by blob id across snapshots; in a partial clone the missing blobs
 are fetched first, in one request. :class:`~.git.GitStateStore` hands one to each
 snapshot.
+
+A linked folder (:mod:`.links`) is read through its link: the commit it names is
+fetched the first time a path inside it is listed, and its files are named as if it
+were a plain folder.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import OrchestratorError
+from . import links
 from .base import StateFiles
 from .plumbing import Git
 
@@ -61,11 +66,13 @@ class TreeFiles(StateFiles):
 
     In a partial clone (``fetch_blobs`` given: the tip was fetched without blobs) the
     blobs a read needs are fetched in one request before ``cat-file`` reads them, so
-    git never fetches them one by one.
+    git never fetches them one by one. ``resolve_link(blob, folder)`` is the commit a
+    linked folder's link names, brought before anything inside it is listed.
     """
 
     def __init__(self, git: Git, tip: str, cache: dict[str, bytes] | None = None,
-                 fetch_blobs: Callable[[list[str]], None] | None = None) -> None:
+                 fetch_blobs: Callable[[list[str]], None] | None = None,
+                 resolve_link: Callable[[str, str], str | None] | None = None) -> None:
         self._git = git
         self._tip = tip
         self._lock = threading.Lock()
@@ -74,21 +81,33 @@ class TreeFiles(StateFiles):
         """folder -> name -> (is a folder, object id), for the folders listed so far."""
         self._cache: dict[str, bytes] = {} if cache is None else cache
         self._fetch_blobs = fetch_blobs
+        self._resolve_link = resolve_link
+        self._links: dict[str, str] = {}
+        """linked folder -> its link's blob id, for the links listed so far."""
+        self._commits: dict[str, str | None] = {}
+        """linked folder -> the commit its link names, once resolved."""
 
     def _entries(self) -> dict[str, str]:
         with self._lock:
             if self._index is None:
                 raw = self._git.run("ls-tree", "-r", "-z", "--full-tree", self._tip).stdout
                 index: dict[str, str] = {}
-                for record in raw.split(b"\0"):
-                    if not record:
-                        continue
-                    meta, _, path = record.partition(b"\t")
-                    _mode, kind, sha = meta.split(b" ")
-                    if kind == b"blob":  # submodules (commit entries) carry no content
-                        index[path.decode("utf-8", "surrogateescape")] = sha.decode()
+                for kind, sha, path in _records(raw):
+                    if kind == "blob":  # submodules (commit entries) carry no content
+                        index[path] = sha
+                    elif kind == "link":
+                        self._links[path] = sha
+                        index.update(self._linked_files(path))
                 self._index = index
             return self._index
+
+    def _linked_files(self, link: str) -> dict[str, str]:
+        """path -> blob id of every file in the linked folder ``link``."""
+        commit = self._link(link)
+        if commit is None:
+            return {}
+        raw = self._git.run("ls-tree", "-r", "-z", "--full-tree", commit).stdout
+        return {f"{link}/{path}": sha for kind, sha, path in _records(raw) if kind == "blob"}
 
     def listdirs(self, folders: Iterable[str]) -> dict[str, dict[str, bool]]:
         """See :class:`~.base.StateFiles`; one ``ls-tree`` for all folders not listed
@@ -116,10 +135,58 @@ class TreeFiles(StateFiles):
     def _list(self, folders: list[str]) -> None:
         for folder in folders:
             self._dirs[folder] = {}
+        inside: dict[str, list[str]] = {}
+        for folder in folders:
+            parts = links.split(folder)
+            if parts is not None:
+                inside.setdefault(parts[0], []).append(folder)
+        self._list_plain([f for f in folders if links.split(f) is None])
+        for link, under in sorted(inside.items()):
+            commit = self._link(link)
+            if commit is None:
+                self._list_plain(under)  # a plain folder, or none at all
+            else:
+                self._list_linked(link, commit, under)
+
+    def _list_plain(self, folders: list[str]) -> None:
+        """List ``folders``, none inside a linked folder, from the tip's tree."""
         single, whole = _by_anchor(folders)
         for anchor in whole:
             self._dirs.setdefault(anchor, {})
-        self._take(self._ls_tree(single, whole), whole)
+        if single or whole:
+            self._take(_records(self._ls_tree(single, whole)), whole)
+
+    def _link(self, folder: str) -> str | None:
+        """The commit the link at ``folder`` names, or ``None`` when there is none."""
+        if folder not in self._links:
+            parent = folder.rpartition("/")[0]
+            if parent not in self._dirs:
+                self._dirs[parent] = {}
+                self._list_plain([parent])
+        blob = self._links.get(folder)
+        if blob is not None and folder not in self._commits:
+            self._commits[folder] = (
+                self._resolve_link(blob, folder) if self._resolve_link is not None
+                else links.target(self._git.run("cat-file", "blob", blob).stdout))
+        return self._commits.get(folder)
+
+    def _list_linked(self, link: str, commit: str, folders: list[str]) -> None:
+        """List ``folders``, inside the linked folder ``link``, from its ``commit``: one
+        recursive listing when they are many (every folder in it is then known)."""
+        inner = [f[len(link) + 1:] for f in folders if f != link]
+        if len(folders) >= RECURSE_AT:
+            raw = self._git.run("ls-tree", "-z", "-r", "-t", "--full-tree", commit).stdout
+            self._dirs.setdefault(link, {})
+            self._take(_records(raw, link), [link])
+            return
+        raw = b""
+        if link in folders:
+            raw += self._git.run("ls-tree", "-z", "--full-tree", commit).stdout
+        if inner:
+            raw += self._git.run("ls-tree", "-z", "-t", "--full-tree", commit, "--",
+                                 *(f"{f}/" for f in inner),
+                                 env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+        self._take(_records(raw, link), [])
 
     def _ls_tree(self, single: list[str], whole: list[str]) -> bytes:
         """The ``ls-tree -z`` records of the folders ``single`` and, recursively, of the
@@ -141,19 +208,16 @@ class TreeFiles(StateFiles):
                                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
         return raw
 
-    def _take(self, raw: bytes, whole: list[str]) -> None:
-        """The entries of ``raw`` (``ls-tree -z`` records) into the folders being
-        listed; every folder under an anchor of ``whole`` is listed with them."""
-        for record in raw.split(b"\0"):
-            if not record:
-                continue
-            meta, _, path_b = record.partition(b"\t")
-            _mode, kind, sha = meta.split(b" ")
-            path = path_b.decode("utf-8", "surrogateescape")
+    def _take(self, records: Iterable[tuple[str, str, str]], whole: list[str]) -> None:
+        """The entries ``records`` (kind, id, path) into the folders being listed; every
+        folder under an anchor of ``whole`` is listed with them."""
+        for kind, sha, path in records:
             folder, _, name = path.rpartition("/")
-            if folder in self._dirs and kind in (b"blob", b"tree"):
-                self._dirs[folder][name] = (kind == b"tree", sha.decode())
-                if kind == b"tree" and _under_any(path, whole):
+            if kind == "link":
+                self._links[path] = sha  # read as a folder, listed from its commit
+            if folder in self._dirs and kind in ("blob", "tree", "link"):
+                self._dirs[folder][name] = (kind != "blob", sha)
+                if kind == "tree" and _under_any(path, whole):
                     self._dirs.setdefault(path, {})  # listed in full: its entries follow
 
     def _sha(self, path: str) -> str | None:
@@ -220,6 +284,20 @@ class TreeFiles(StateFiles):
 
     def __repr__(self) -> str:
         return f"<files of {self._tip[:12]}>"
+
+
+def _records(raw: bytes, prefix: str = "") -> Iterator[tuple[str, str, str]]:
+    """``(kind, id, path)`` of each of the ``ls-tree -z`` records ``raw``, each path
+    under ``prefix`` when one is given; a linked folder's link is of kind ``link``."""
+    for record in raw.split(b"\0"):
+        if record:
+            meta, _, path = record.partition(b"\t")
+            mode, kind, sha = meta.decode().split(" ")
+            name = path.decode("utf-8", "surrogateescape")
+            if prefix:
+                yield kind, sha, f"{prefix}/{name}"
+            else:
+                yield ("link" if links.is_link(mode, name) else kind), sha, name
 
 
 def _files_in(index: dict[str, str], folder: str) -> list[str]:

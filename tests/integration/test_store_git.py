@@ -6,7 +6,7 @@ import base64
 import http.server
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -299,12 +299,12 @@ class FlakyTransport:
         self.real.fetch_blobs(shas)
 
     def push(self, updates: list[tuple[str, str]], leases: list[tuple[str, str | None]],
-             atomic: bool = False) -> PushOutcome:
+             atomic: bool = False, forced: Collection[str] = ()) -> PushOutcome:
         self.pushes += 1
         if self.pushes > 1:
-            return self.real.push(updates, leases, atomic)
+            return self.real.push(updates, leases, atomic, forced)
         if self.accept_first:
-            assert self.real.push(updates, leases, atomic).status is PushStatus.OK
+            assert self.real.push(updates, leases, atomic, forced).status is PushStatus.OK
             if self.after_accept is not None:  # another writer lands on top at once
                 self.after_accept.transact(lambda _: _put("state/rival", b"r"), "rival")
         return PushOutcome(PushStatus.TRANSIENT, "fatal: the remote end hung up unexpectedly")
