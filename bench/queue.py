@@ -62,11 +62,25 @@ def cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> float:
 
 
 def pack_bytes(repo: Path, new: str, old: str | None) -> int:
-    """The bytes of the objects ``new`` adds over ``old``, packed as a push sends them."""
-    revs = f"{new}\n" + (f"^{old}\n" if old else "")
+    """The bytes of the objects ``new`` adds over ``old``, packed as a push sends them:
+    with the items commits their links name, which the same push sends."""
+    revs = "".join(f"{sha}\n" for sha in [new, *linked(repo, new)])
+    if old:
+        revs += "".join(f"^{sha}\n" for sha in [old, *linked(repo, old)])
     proc = subprocess.run(["git", "pack-objects", "--revs", "--stdout", "-q"], cwd=repo,
                           input=revs.encode(), capture_output=True, check=True, env=ENV)
     return len(proc.stdout)
+
+
+def linked(repo: Path, commit: str) -> list[str]:
+    """The items commits that the queues' links in ``commit`` name."""
+    queues = git("ls-tree", "-d", "--name-only", commit, "--", "state/queues/", cwd=repo)
+    found = []
+    for queue in queues.split():
+        entry = git("ls-tree", commit, "--", f"{queue}/items", cwd=repo)
+        if entry.startswith("120000 "):
+            found.append(git("cat-file", "blob", entry.split()[2], cwd=repo))
+    return found
 
 
 def tip(repo: Path) -> str | None:

@@ -89,7 +89,8 @@ class GitStateStore:
     does not exist yet: of two creators of the orphan branch one wins, the other
     retries onto it). The lease is what is compared: the remote moves the branch only
     if it still points at the tip we built on, so history stays linear and no update
-    is lost.
+    is lost. A write inside a queue's items also moves that folder's ref
+    (:mod:`.links`), forced, in the same atomic push: the branch's lease guards it.
 
     **Outcomes,** classified per ref from ``--porcelain``:
 
