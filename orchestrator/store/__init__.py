@@ -8,7 +8,7 @@
 - :mod:`.push`: how a push ended, read from git's output;
 - :mod:`.plumbing`: the git command wrapper, the transport, redaction, the token header;
 - :mod:`.tree`: the files of one commit, listed by folder and loaded in bulk;
-- :mod:`.links`: the folders kept in a commit of their own, behind a gitlink;
+- :mod:`.links`: the folders kept in a commit of their own, behind a link entry;
 - :mod:`.git`: :class:`GitStateStore`, the compare-and-swap loop over a git remote.
 
 The store knows nothing of the domain: it writes files under ``state/``, whatever

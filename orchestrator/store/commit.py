@@ -33,6 +33,13 @@ class Built:
     links: dict[str, str] = field(default_factory=dict)
     """Linked folder -> its new commit (empty when the commit removed the folder)."""
 
+    def refs(self, branch: str) -> list[tuple[str, str]]:
+        """``(commit, ref)`` of each linked folder's new commit, for state ``branch``."""
+        # An emptied folder keeps its ref: the remote may lack it, and deleting a
+        # missing ref would fail the whole atomic push.
+        return [(sha, links.side_ref(branch, link)) for link, sha in self.links.items()
+                if sha]
+
 BULK_BLOBS = 256
 """A commit writing at least this many files writes its blobs in one pack."""
 

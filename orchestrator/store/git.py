@@ -89,8 +89,7 @@ class GitStateStore:
     does not exist yet: of two creators of the orphan branch one wins, the other
     retries onto it). The lease is what is compared: the remote moves the branch only
     if it still points at the tip we built on, so history stays linear and no update
-    is lost. A write inside a queue's items also moves that folder's ref
-    (:mod:`.links`), forced, in the same atomic push: the branch's lease guards it.
+    is lost. A write in a queue's items moves its ref too (:mod:`.links`), forced.
 
     **Outcomes,** classified per ref from ``--porcelain``:
 
@@ -439,21 +438,17 @@ class GitStateStore:
 
             built = build_commit(self.git, snap.tip, change, message, root=root,
                                  resolve_link=self._resolve_link)
-            commit = built.commit
-            # The high-water mark and the linked folders' refs move with the branch, in
-            # the same atomic push. Those refs are forced: the branch's lease is the
-            # lock, and after an accepted rewind a ref is ahead of the branch's gitlink.
-            sides = {links.side_ref(self.branch, link): sha
-                     for link, sha in built.links.items() if sha}
-            updates = [(commit, self.ref), (commit, self.high_water),
-                       *((sha, ref) for ref, sha in sides.items())]
+            commit, sides = built.commit, built.refs(self.branch)
+            # The high-water mark and the items' refs move with the branch, in the same
+            # atomic push; those refs are forced, as the branch's lease is the lock.
+            updates = [(commit, self.ref), (commit, self.high_water), *sides]
             leases: list[tuple[str, str | None]] = [
                 (self.ref, snap.tip), (self.high_water, mark)]
             if tag is not None and snap.tip is not None:
                 updates.append((snap.tip, f"refs/tags/{tag}"))
                 leases.append((f"refs/tags/{tag}", None))
-            return commit, change, self.transport.push(updates, leases, atomic=True,
-                                                       forced=list(sides))
+            forced = [ref for _, ref in sides]
+            return commit, change, self.transport.push(updates, leases, True, forced)
         except TransportError as exc:
             if not exc.transient:
                 raise RemoteError(f"{self.where()}: {self.redact(exc.message)}") from None

@@ -14,6 +14,8 @@ thousands of trees that a tick rarely reads. So on a dedicated state branch:
 - Each items commit is the child of the one it replaces and is kept on the remote by
   its own ref, ``refs/orchestrator/items/<branch>/<name>``, pushed in the same atomic
   push as the branch: the branch's lease stays the one lock.
+- A folder left with no file loses its link. Its ref stays (a push deleting a ref
+  the remote may lack would fail), and is overwritten if the folder comes back.
 - A folder still stored as a plain tree is read as before; the first commit writing
   under it moves it behind a link. A branch holding more than ``state/`` (the
   project's own branch) keeps plain trees, so its checkouts show the files.

@@ -100,7 +100,7 @@ def test_racing_writers_of_items_lose_no_item(tmp_path: Path, origin: Path) -> N
     assert git("rev-parse", REF, cwd=origin) == _entry(origin, ITEMS)[1]
 
 
-def test_a_branch_with_items_as_plain_trees_moves_them_behind_a_gitlink_when_it_writes_one(
+def test_a_branch_with_items_as_plain_trees_moves_them_behind_a_link_when_it_writes_one(
         tmp_path: Path, origin: Path) -> None:
     old = empty_clone(tmp_path / "old")
     for path, data in {**_items(_ids(4)), "state/queues/q.json": b"{}"}.items():
