@@ -64,23 +64,37 @@ def cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> float:
 def pack_bytes(repo: Path, new: str, old: str | None) -> int:
     """The bytes of the objects ``new`` adds over ``old``, packed as a push sends them:
     with the items commits their links name, which the same push sends."""
-    revs = "".join(f"{sha}\n" for sha in [new, *linked(repo, new)])
+    revs = "".join(f"{sha}\n" for sha in [new, *linked(repo, new).values()])
     if old:
-        revs += "".join(f"^{sha}\n" for sha in [old, *linked(repo, old)])
+        revs += "".join(f"^{sha}\n" for sha in [old, *linked(repo, old).values()])
     proc = subprocess.run(["git", "pack-objects", "--revs", "--stdout", "-q"], cwd=repo,
                           input=revs.encode(), capture_output=True, check=True, env=ENV)
     return len(proc.stdout)
 
 
-def linked(repo: Path, commit: str) -> list[str]:
-    """The items commits that the queues' links in ``commit`` name."""
+def linked(repo: Path, commit: str) -> dict[str, str]:
+    """Link path -> the items commit it names, for the queues' links in ``commit``."""
     queues = git("ls-tree", "-d", "--name-only", commit, "--", "state/queues/", cwd=repo)
-    found = []
+    found = {}
     for queue in queues.split():
         entry = git("ls-tree", commit, "--", f"{queue}/items", cwd=repo)
         if entry.startswith("120000 "):
-            found.append(git("cat-file", "blob", entry.split()[2], cwd=repo))
+            found[f"{queue}/items"] = git("cat-file", "blob", entry.split()[2], cwd=repo)
     return found
+
+
+def changed_files(repo: Path, old: str | None, new: str) -> int:
+    """How many files ``new`` writes or deletes over ``old``, in the items commits too."""
+    span = [old, new] if old else ["--root", new]
+    names = git("diff-tree", "-r", "--name-only", "--no-commit-id", *span, cwd=repo).split()
+    before, after = linked(repo, old) if old else {}, linked(repo, new)
+    count = len(set(names) - set(after) - set(before))
+    for link, items in after.items():
+        was = [before[link]] if link in before else ["--root"]
+        if was != [items]:
+            count += len(git("diff-tree", "-r", "--name-only", "--no-commit-id", *was, items,
+                             cwd=repo).split())
+    return count
 
 
 def tip(repo: Path) -> str | None:
@@ -149,9 +163,8 @@ def enqueue_table(reps: int, root: Path) -> list[str]:
             after = tip(repo)
             assert after is not None
             git("fetch", "-q", "origin", BRANCH, cwd=repo)
-            span = [before, after] if before else ["--root", after]
-            changed = git("diff-tree", "-r", "--name-only", "--no-commit-id", *span, cwd=repo)
-            sizes[case].append((pack_bytes(repo, after, before), len(changed.splitlines())))
+            sizes[case].append((pack_bytes(repo, after, before),
+                                changed_files(repo, before, after)))
             return seconds
 
         return run
