@@ -197,3 +197,29 @@ def test_a_link_naming_no_commit_reads_as_an_empty_folder(tmp_path: Path, origin
     assert files.listdirs([ITEMS, f"{ITEMS}/00"]) == {ITEMS: {}, f"{ITEMS}/00": {}}
     store.transact(lambda _: _items(["ff000009"]), "an item written anew")
     assert sorted(store.read().files) == sorted(["state/queues/q.json", *_items(["ff000009"])])
+
+
+def test_a_fresh_partial_runner_writes_items_fetching_only_what_it_reads(
+        tmp_path: Path, origin: Path) -> None:
+    git("config", "uploadpack.allowFilter", "true", cwd=origin)
+    seed = empty_clone(tmp_path / "seed")
+    git("commit", "--quiet", "--allow-empty", "-m", "main", cwd=seed)
+    git("push", "--quiet", str(origin), "HEAD:main", cwd=seed)
+    writer = _store(empty_clone(tmp_path / "writer"), origin)
+    writer.transact(lambda _: _items(_ids(500)), "enqueue")
+    runner = tmp_path / "runner"
+    git("clone", "--quiet", "--depth=1", f"file://{origin}", str(runner))
+    store = _store(runner, origin.as_uri())
+    stale = store.read()
+    writer.transact(lambda _: _items(["00000000"], "!"), "a rival lands first")
+
+    result = store.transact(lambda snap: {**_items(["00100001"], "?"), **_items(["ff000009"])},
+                            "settle one, add one", snapshot=stale)
+
+    assert result.attempts == 2
+    blobs = git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype)", cwd=runner)
+    assert blobs.split().count("blob") < 10  # none of the 500 items' blobs came
+    files = writer.read().files
+    assert len(files) == 501
+    assert [files[f"{ITEMS}/{p}"] for p in ("00/0/00000000.json", "00/1/00100001.json")] == [
+        b"00000000!", b"00100001?"]
