@@ -164,7 +164,9 @@ def _build_links(git: Git, tmp: Path, tip: str | None, change: Change,
         if mode == links.LINK_MODE:
             parent = (resolve_link(sha, link) if resolve_link else None) or ""
         base = parent or (sha if mode == "040000" else "")
-        built[link] = _side_commit(git, tmp / f"link{n}", inner, base, parent)
+        made = _side_commit(git, tmp / f"link{n}", inner, base, parent)
+        if made or mode == links.LINK_MODE:  # a plain folder emptied stays plain
+            built[link] = made
     return built
 
 

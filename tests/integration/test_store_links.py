@@ -122,6 +122,12 @@ def test_a_branch_with_items_as_plain_trees_moves_them_behind_a_link_when_it_wri
     assert sorted(files) == sorted(["state/queues/q.json", *_items([*_ids(4), "ff000009"])])
     assert files.object_id(f"{ITEMS}/00/0/00000000.json") == blob
 
+    git("push", "--quiet", "--force", str(origin), f"HEAD:{BRANCH}", cwd=old)  # plain again
+    assert store.accept_rewind() is not None
+    store.transact(lambda snap: {p: None for p in snap.files if p.startswith(ITEMS)},
+                   "every item of a plain folder deleted")
+    assert git("ls-tree", "-r", "--name-only", BRANCH, cwd=origin) == "state/queues/q.json"
+
 
 def test_the_project_branch_keeps_its_items_as_plain_trees(tmp_path: Path, origin: Path) -> None:
     checkout = empty_clone(tmp_path / "checkout")
