@@ -120,16 +120,29 @@ def compare_slots(old: list[datetime], new: list[datetime], old_zone: ZoneInfo,
     """The slots only one side has; a removed and an added slot of one local day are
     paired as moved, in time order."""
     kept = set(old) & set(new)
-    removed = _by_day((s for s in old if s not in kept), old_zone)
-    added = _by_day((s for s in new if s not in kept), new_zone)
+    removed = _by_day(_without(old, kept), old_zone)
+    added = _by_day(_without(new, kept), new_zone)
+    moved = _pair(removed, added)
+    return Slots(_flat(added), _flat(removed), tuple(sorted(moved)))
+
+
+def _without(found: list[datetime], kept: set[datetime]) -> list[datetime]:
+    return [s for s in found if s not in kept]
+
+
+def _pair(removed: dict[date, list[datetime]], added: dict[date, list[datetime]]
+          ) -> list[tuple[datetime, datetime]]:
+    """Pairs of one day taken out of ``removed`` and ``added``, first with first."""
     moved: list[tuple[datetime, datetime]] = []
     for day in sorted(removed.keys() & added.keys()):
         pairs = min(len(removed[day]), len(added[day]))
         moved += zip(removed[day][:pairs], added[day][:pairs], strict=True)
         del removed[day][:pairs], added[day][:pairs]
-    return Slots(tuple(sorted(s for day in added.values() for s in day)),
-                 tuple(sorted(s for day in removed.values() for s in day)),
-                 tuple(sorted(moved)))
+    return moved
+
+
+def _flat(days: dict[date, list[datetime]]) -> tuple[datetime, ...]:
+    return tuple(sorted(s for day in days.values() for s in day))
 
 
 def dst_notes(spec: ScheduleSpec | None, start: datetime) -> set[str]:
@@ -210,8 +223,7 @@ def _word(value: object) -> str:
 def compare(old: Schedule | None, new: Schedule | None, merged: datetime
             ) -> Change | None:
     """What ``new`` changes of ``old`` from ``merged`` on; ``None`` when nothing."""
-    old_spec = old.spec if old is not None else None
-    new_spec = new.spec if new is not None else None
+    old_spec, new_spec = _spec(old), _spec(new)
     either = new or old
     if old_spec == new_spec or either is None:
         return None
@@ -224,9 +236,13 @@ def compare(old: Schedule | None, new: Schedule | None, merged: datetime
         old_count=len(before), new_count=len(after),
         dst_gained=tuple(sorted(new_notes - old_notes)),
         dst_lost=tuple(sorted(old_notes - new_notes)),
-        first_tick=first_tick(new, old_spec, merged) if new is not None else None,
+        first_tick=None if new is None else first_tick(new, old_spec, merged),
         minutes=(_minutes(old_spec, len(before)), _minutes(new_spec, len(after))),
         policies=_policies(old_spec, new_spec))
+
+
+def _spec(schedule: Schedule | None) -> ScheduleSpec | None:
+    return None if schedule is None else schedule.spec
 
 
 def compare_all(old: Iterable[Schedule], new: Iterable[Schedule], merged: datetime

@@ -43,15 +43,19 @@ def commit_of(repo: Path, ref: str) -> str:
 
 
 def schedules_at(repo: Path, commit: str) -> list[Schedule]:
-    """The valid schedules of ``commit``, with its calendars."""
-    files = TreeFiles(Git(repo, Redactor()), commit)
-    listing = files.listdirs(FOLDERS)
+    """The valid schedules of ``commit``, with its calendars. ``repo`` may be a folder
+    inside the git repository: its folders are looked for under the same prefix."""
+    git = Git(repo, Redactor())
+    prefix = git.out("rev-parse", "--show-prefix")
+    files = TreeFiles(git, commit)
+    listing = files.listdirs(f"{prefix}{folder}" for folder in FOLDERS)
     with tempfile.TemporaryDirectory(prefix="orchestrator-base-") as tmp:
         root = Path(tmp)
-        for folder, names in listing.items():
+        for folder in FOLDERS:
+            names = listing[f"{prefix}{folder}"]
             (root / folder).mkdir()
             for name in (n for n, is_dir in names.items() if not is_dir and _plain(n)):
-                (root / folder / name).write_bytes(files[f"{folder}/{name}"])
+                (root / folder / name).write_bytes(files[f"{prefix}{folder}/{name}"])
         return load_all(root / "schedules").schedules
 
 
@@ -181,8 +185,13 @@ def section(change: Change) -> list[str]:
     if line is not None:
         return [line, ""]
     assert change.old is not None and change.new is not None
-    out = [f"### `{change.schedule_id}`", "",
-           f"Now {_when(change.new)}; was {_when(change.old)}.", ""]
+    return [f"### `{change.schedule_id}`", "",
+            f"Now {_when(change.new)}; was {_when(change.old)}.", "",
+            *(f"- {item}" for item in _items(change)), ""]
+
+
+def _items(change: Change) -> list[str]:
+    """A changed schedule's differences, one item each."""
     items = [f"Slots in the next 30 days: {change.old_count} before, "
              f"{change.new_count} after" + ("." if change.slots else ", the same ones."),
              *slot_lines(change)]
@@ -192,8 +201,7 @@ def section(change: Change) -> list[str]:
     if change.first_tick is not None:
         items.append(f"The first tick after merging ({iso(change.merged)}) "
                      f"{first_tick_words(change.first_tick, change)}.")
-    items.append(f"Cost: {_cost(change)}.")
-    return out + [f"- {item}" for item in items] + [""]
+    return [*items, f"Cost: {_cost(change)}."]
 
 
 def markdown(ref: str, commit: str, found: list[Change]) -> str:

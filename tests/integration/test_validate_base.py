@@ -172,6 +172,24 @@ def test_a_base_without_schedules_has_every_schedule_new(
     assert "`fresh` is new: " in changes_of(out)
 
 
+def test_schedules_in_a_folder_of_a_larger_repository_are_compared_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    top = tmp_path / "mono"
+    repo = top / "ops"
+    (repo / "schedules").mkdir(parents=True)
+    git("init", "--quiet", str(top), cwd=tmp_path)
+    (top / "schedules").mkdir()  # the top level's own folder is not the one compared
+    write(top, "other", cron="0 1 * * *")
+    write(repo, "nightly", cron="0 7 * * *")
+    commit(top, "base")
+    write(repo, "nightly", cron="30 6 * * *")
+    commit(top, "head")
+    rc, out = validate(repo, capsys, "--base", "HEAD^1")
+    assert rc == 0, out
+    section = changes_of(out)
+    assert "1 schedule differ" in section and "### `nightly`" in section
+
+
 # --------------------------------------------------------------------------- lateness
 
 
