@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..brief.text import md
 from ..cadence.change import Change, FirstTick, compare_all
 from ..config.files import load_all
 from ..config.models import Schedule, ScheduleSpec
@@ -37,7 +38,8 @@ def commit_of(repo: Path, ref: str) -> str:
     proc = git.run("rev-parse", "--verify", "--quiet", "--end-of-options",
                    f"{ref}^{{commit}}", check=False)
     if ref.startswith("-") or proc.returncode != 0:
-        raise UserError(f"--base {ref}: no such commit in {repo} (a pull request's "
+        shown = ref if ref.isprintable() else repr(ref)
+        raise UserError(f"--base {shown}: no such commit in {repo} (a pull request's "
                         "checkout may need the base fetched: fetch-depth: 0)")
     return proc.stdout.decode().strip()
 
@@ -162,7 +164,8 @@ def _cost(change: Change) -> str:
 
 
 def _when(spec: ScheduleSpec) -> str:
-    return for_spec(spec).describe() + ("" if spec.enabled else " (disabled)")
+    """When ``spec`` fires, in words, as inert Markdown (a zone name has underscores)."""
+    return md(for_spec(spec).describe() + ("" if spec.enabled else " (disabled)"))
 
 
 def one_line(change: Change) -> str | None:
@@ -195,8 +198,8 @@ def _items(change: Change) -> list[str]:
     items = [f"Slots in the next 30 days: {change.old_count} before, "
              f"{change.new_count} after" + ("." if change.slots else ", the same ones."),
              *slot_lines(change)]
-    items += [f"Daylight saving, new: {n}" for n in change.dst_gained]
-    items += [f"Daylight saving, no longer: {n}" for n in change.dst_lost]
+    items += [f"Daylight saving, new: {md(n)}" for n in change.dst_gained]
+    items += [f"Daylight saving, no longer: {md(n)}" for n in change.dst_lost]
     items += [f"Policy: {p}" for p in change.policies]
     if change.first_tick is not None:
         items.append(f"The first tick after merging ({iso(change.merged)}) "

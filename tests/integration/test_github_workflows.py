@@ -297,8 +297,8 @@ def test_validate_compares_the_schedules_with_the_base_the_merge_commit_was_made
     assert done.returncode == 0, done.stderr
     text = summary.read_text()
     assert "## What this pull request changes" in text
-    assert ("Now at 06:30 on Monday through Friday (America/New_York); was at 07:00 every "
-            "day (America/New_York).") in text
+    assert ("Now at 06:30 on Monday through Friday (America/New\\_York); was at 07:00 every "
+            "day (America/New\\_York).") in text
 
 
 STUB = """#!{python}
