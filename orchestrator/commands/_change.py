@@ -208,10 +208,10 @@ def _items(change: Change) -> list[str]:
 
 
 def markdown(ref: str, commit: str, found: list[Change]) -> str:
+    verdict = {0: "no schedule differs", 1: "1 schedule differs"}.get(
+        len(found), f"{len(found)} schedules differ")
     out = ["## What this pull request changes", "",
-           f"Compared with `{ref}` ({commit[:12]}): "
-           + (f"{_plural(len(found), 'schedule')} differ." if found
-              else "no schedule differs."), ""]
+           f"Compared with `{ref}` ({commit[:12]}): {verdict}.", ""]
     for change in found:
         out += section(change)
     return "\n".join(out).rstrip("\n") + "\n"

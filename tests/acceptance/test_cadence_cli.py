@@ -115,7 +115,7 @@ def test_a_pull_request_that_moves_a_schedule_is_previewed_as_a_change(tmp_path:
     out = user.run("validate", "--format", "markdown", "--base", "HEAD^1", "--from",
                    FROM).stdout
     changed = out[out.index("## What this pull request changes"):]
-    assert "1 schedule differ" in changed and "### `lunch`" in changed
+    assert "1 schedule differs." in changed and "### `lunch`" in changed
     assert "`nightly`" not in changed  # unchanged
     # December 2026 from Tuesday the 1st: 22 weekdays move, 8 weekend days go
     assert "**22 moved**" in changed and "**8 removed**" in changed

@@ -75,7 +75,7 @@ def test_a_change_of_cron_lists_slots_counts_cost_and_the_first_tick(
     assert rc == 0, out
     section = changes_of(out)
     base = git("rev-parse", "HEAD^1", cwd=repo)
-    assert f"Compared with `HEAD^1` ({base[:12]}): 1 schedule differ" in section
+    assert f"Compared with `HEAD^1` ({base[:12]}): 1 schedule differs." in section
     assert "### `nightly`" in section
     assert "`same`" not in section  # unchanged: no section
     assert ("Now at 06:30 on Monday through Friday (America/New\\_York); was at 07:00 every "
@@ -187,7 +187,7 @@ def test_schedules_in_a_folder_of_a_larger_repository_are_compared_there(
     rc, out = validate(repo, capsys, "--base", "HEAD^1")
     assert rc == 0, out
     section = changes_of(out)
-    assert "1 schedule differ" in section and "### `nightly`" in section
+    assert "1 schedule differs." in section and "### `nightly`" in section
 
 
 # --------------------------------------------------------------------------- lateness
