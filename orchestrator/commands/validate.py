@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -31,6 +32,12 @@ from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
 from . import _timing
 from .context import Config, pass_config
 from .schedules import INSTANT, fmt_local, fmt_utc
+
+if TYPE_CHECKING:
+    from ..cadence.change import Change
+
+Compared = tuple[str, str, list["Change"]]
+"""``--base``'s ref, the commit it names, and every schedule that differs from it."""
 
 
 @contextlib.contextmanager
@@ -172,9 +179,13 @@ def render_markdown(report: Report, problems: int = 0) -> str:
 @click.option("--allow-empty", is_flag=True,
               help="Pass when no schedule file is found (otherwise the check fails: a "
               "wrong working directory must not pass).")
+@click.option("--base", metavar="REF",
+              help="Compare each schedule with its version at this git revision: slots "
+              "of the next 30 days added, removed and moved, daylight saving, the first "
+              "tick after merging (at --from) and the cost.")
 @pass_config
 def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
-            allow_empty: bool) -> int:
+            allow_empty: bool, base: str | None) -> int:
     """Check every schedules/*.json and preview the next runs.
 
     Exits 1 if any file is invalid; the valid ones are still previewed. Exits 1 too
@@ -182,6 +193,7 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
     ticks before every slot (run cron-sync).
     """
     report = build_report(cfg, start or datetime.now(UTC), n)
+    compared = _compared(cfg, base, report)
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     outdated = outdated_notes(cfg.repo / ".github" / "workflows")
     broken = template_problems(cfg.repo) + _strict_problems(report, strict) + \
@@ -192,16 +204,53 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
         click.echo(f"orchestrator: {problem}", err=True)
     if fmt == "json":
         click.echo(json.dumps({**report.to_json(), "cadence": timing.to_json(),
-                               "workflow_warnings": outdated}, indent=2, ensure_ascii=False))
+                               "workflow_warnings": outdated,
+                               **_base_json(compared)},
+                              indent=2, ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(render_markdown(report, len(timing.problems)), nl=False)
         click.echo("".join(f"\n> ⚠️ {_md(w)}\n" for w in outdated), nl=False)
+        click.echo(_beside_preview(cfg, report, compared), nl=False)
         click.echo("\n" + _timing.markdown(timing, cfg.repo, report.loaded.schedules,
                                            report.start), nl=False)
     else:
         click.echo(_timing.text(timing) + "".join(f"warning: {w}\n" for w in outdated)
+                   + _base_text(compared)
                    + render_text(report, len(timing.problems) + len(broken)), nl=False)
     return EXIT_OK if report.ok and not timing.problems and not broken else EXIT_USER
+
+
+def _compared(cfg: Config, base: str | None, report: Report) -> Compared | None:
+    """With ``--base``: the ref, its commit and every schedule that differs from it, as
+    if merged at the preview's start (loaded only then: it brings the planner)."""
+    if base is None:
+        return None
+    from . import _change
+
+    commit, found = _change.changes(cfg.repo, base, report.loaded.schedules, report.start)
+    return base, commit, found
+
+
+def _beside_preview(cfg: Config, report: Report, compared: Compared | None) -> str:
+    """The Markdown after the preview: what changed since ``--base``, and GitHub's
+    cron as measured (when the state branch can be read)."""
+    from . import _change, _measured
+
+    parts = [_change.markdown(*compared)] if compared else []
+    parts.append(_measured.markdown(cfg, report.loaded.schedules, report.start))
+    return "".join(f"\n{part}" for part in parts if part)
+
+
+def _base_json(compared: Compared | None) -> dict[str, object]:
+    from . import _change
+
+    return {"base": _change.to_json(*compared)} if compared else {}
+
+
+def _base_text(compared: Compared | None) -> str:
+    from . import _change
+
+    return _change.text(compared[2]) if compared else ""
 
 
 def _strict_problems(report: Report, strict: bool) -> list[str]:

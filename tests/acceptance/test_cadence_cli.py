@@ -97,3 +97,26 @@ def test_lateness_says_no_sample_before_any_scheduled_tick(tmp_path: Path) -> No
     report = user.json("lateness", "--json", "--days", "30")
     assert report["days"] == 30 and report["samples"] == 0
     assert "4,9 6 * 3-11 1-5" in report["by_cron"]  # tick.yml's lines, each listed
+
+
+def test_a_pull_request_that_moves_a_schedule_is_previewed_as_a_change(tmp_path: Path) -> None:
+    user, _ = new_repository(tmp_path)
+    user.run("schedules", "add", "lunch", "--every", "day", "--time", "12:30",
+             "--timezone", "Europe/London", "--track", "t=true")
+    user.run("cron-sync")
+    git("add", ".", cwd=user.cwd)
+    git("commit", "--quiet", "-m", "lunch", cwd=user.cwd)
+    user.run("schedules", "remove", "lunch")
+    user.run("schedules", "add", "lunch", "--every", "weekday", "--time", "13:00",
+             "--timezone", "Europe/London", "--track", "t=true")
+    user.run("cron-sync")
+    git("add", ".", cwd=user.cwd)
+    git("commit", "--quiet", "-m", "lunch later, on weekdays", cwd=user.cwd)
+    out = user.run("validate", "--format", "markdown", "--base", "HEAD^1", "--from",
+                   FROM).stdout
+    changed = out[out.index("## What this pull request changes"):]
+    assert "1 schedule differs." in changed and "### `lunch`" in changed
+    assert "`nightly`" not in changed  # unchanged
+    # December 2026 from Tuesday the 1st: 22 weekdays move, 8 weekend days go
+    assert "**22 moved**" in changed and "**8 removed**" in changed
+    assert "Cost: -16 runner-minutes a month" in changed

@@ -8,6 +8,7 @@ GitHub would cancel a pending run for a newer one, and scheduled ticks do not pi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -202,9 +203,10 @@ def test_every_action_is_pinned_by_sha_to_a_node24_major_with_its_tag_beside() -
     assert seen == set(NODE24_MAJORS)
 
 
-def _pull_request(tmp_path: Path, changed: dict[str, str]) -> Path:
+def _pull_request(tmp_path: Path, changed: dict[str, str], nightly: str = "{}\n") -> Path:
     """A checkout as actions/checkout makes one for a pull request with fetch-depth 2:
-    GitHub's merge commit of the head into the base, and its two parents."""
+    GitHub's merge commit of the head into the base, and its two parents. The base's
+    ``schedules/nightly.json`` holds ``nightly``."""
     import shutil
 
     from tests.gitrepo import bare_origin, git
@@ -213,7 +215,7 @@ def _pull_request(tmp_path: Path, changed: dict[str, str]) -> Path:
     seed = tmp_path / "seed"
     git("clone", "--quiet", str(origin), str(seed), cwd=tmp_path)
     (seed / "schedules").mkdir()
-    (seed / "schedules" / "nightly.json").write_text("{}\n")
+    (seed / "schedules" / "nightly.json").write_text(nightly)
     (seed / "README.md").write_text("hello\n")
     git("add", ".", cwd=seed)
     git("commit", "--quiet", "-m", "base", cwd=seed)
@@ -269,6 +271,34 @@ def test_validate_runs_on_every_pull_request_and_passes_at_once_when_nothing_rel
     assert output.read_text() == f"relevant={relevant}\n"
     if relevant == "false":
         assert "nothing to validate" in done.stdout and "nothing to validate" in summary.read_text()
+
+
+def test_validate_compares_the_schedules_with_the_base_the_merge_commit_was_made_on(
+        tmp_path: Path) -> None:
+    def nightly(cron: str) -> str:
+        return json.dumps({"cron": cron, "timezone": "America/New_York",
+                           "tracks": [{"name": "a", "run": "true"}]})
+
+    work = _pull_request(tmp_path, {"schedules/nightly.json": nightly("30 6 * * 1-5")},
+                         nightly=nightly("0 7 * * *"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "orchestrator"  # what the install step puts on PATH
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m orchestrator "$@"\n')
+    shim.chmod(0o755)
+    summary = tmp_path / "summary"
+    step = _step(_workflow("validate.yml")["jobs"]["validate"], "Validate and preview")
+    assert step["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", step["run"]], cwd=work, capture_output=True,
+        text=True, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                        "PYTHONPATH": str(WORKFLOWS.parents[1]),
+                        "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 0, done.stderr
+    text = summary.read_text()
+    assert "## What this pull request changes" in text
+    assert ("Now at 06:30 on Monday through Friday (America/New\\_York); was at 07:00 every "
+            "day (America/New\\_York).") in text
 
 
 STUB = """#!{python}
