@@ -3,9 +3,11 @@ and what a tick that finishes one run makes it rewrite.
 
 Builds a state branch of 10,000 runs (100 schedules, 100 runs each, one track each,
 every 7th failed; the newest run of ``s0000`` still running), then times a full render
-into an empty folder: reading the branch, parsing every record, building the files,
-writing them. Then the open run finishes, and the render runs again into the same
-folder: it rewrites only the files whose bytes changed, and they are listed.
+into an empty folder as ``render --api`` does it: reading the branch, parsing the
+records, building the files, writing them. Then the open run finishes, and the render
+runs again into the same folder, incrementally (:mod:`orchestrator.api.incremental`):
+the files it wrote are listed. A full render of the same branch into an empty folder,
+timed in the same run, is the yardstick; its files must be the same bytes.
 
     python bench/api.py
 """
@@ -114,8 +116,13 @@ def main() -> None:
         print(f"| the same branch, full, empty folder | {full:.1f} | 100% | "
               f"{len(fresh.written):,} | {len(fresh.removed)} |")
         print("\nrewritten:", ", ".join(done.written))
+        size = sum(map(len, files.values())) + (out / incremental.MANIFEST).stat().st_size
         print(f"largest file: `{biggest}` {len(files[biggest]) / 1024:.0f} KiB; "
-              f"{len(files):,} files")
+              f"{len(files):,} files, {size / 2**20:.1f} MiB with the manifest "
+              f"({(out / incremental.MANIFEST).stat().st_size / 2**20:.1f} MiB)")
+        subprocess.run(["tar", "-czf", f"{tmp}/site.tgz", "-C", str(out), "."], check=True)
+        print(f"as a gzipped tar (what a cache keeps): "
+              f"{Path(tmp, 'site.tgz').stat().st_size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,26 @@ def test_pages_renders_the_api_from_the_state_branch_checked_out_beside(
     assert (work / "_site" / "badges" / "repository.svg").is_file()
 
 
+def test_pages_keeps_the_rendering_and_its_manifest_for_the_next_run() -> None:
+    """The render finds the last deployed rendering where it writes, manifest included,
+    and only a deployment saves one (an idle tick adds no cache entry)."""
+    from orchestrator.api.incremental import MANIFEST
+
+    build = _workflow("pages.yml")["jobs"]["build"]
+    restore = _step(build, "Restore the last rendering of the API")
+    save = _step(build, "Keep this rendering for the next run")
+    assert "render --api _site" in _step(build, "Render the API and the badges")["run"]
+    paths = restore["with"]["path"].split()
+    assert paths == save["with"]["path"].split() == [
+        "_site/api", "_site/badges", f"_site/{MANIFEST}"]
+    assert save["with"]["key"] == restore["with"]["key"]
+    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])
+    assert "steps.compare.outputs.changed == 'true'" in save["if"]
+    steps = [s.get("name") for s in build["steps"]]
+    assert steps.index(restore["name"]) < steps.index("Render the API and the badges")
+    assert set(build["permissions"]) == {"contents", "pages"}  # a cache needs no more
+
+
 def _ticks() -> Concurrency:
     return Concurrency(_workflow("tick.yml"), "tick")
 
@@ -179,6 +199,7 @@ def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
 NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6,
                  "actions/upload-artifact": 6, "actions/download-artifact": 7,
                  "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5,
+                 "actions/cache/restore": 5, "actions/cache/save": 5,
                  "pypa/gh-action-pypi-publish": 1}
 """The first major of each action that runs on Node 24 (each action's README or release
 notes); GitHub's runner removed Node 20 on 2026-09-16. PyPI's publisher runs in a
