@@ -7,7 +7,8 @@
   other files (index, schedules, queues, badges, schemas) are few: built every time,
   fingerprinted by their bytes.
 - A manifest that is missing, unreadable, of another version or of another renderer
-  (orchestrator version, the credentials the redactor knows) means a full render.
+  (orchestrator's version and source, the credentials the redactor knows) means a full
+  render.
 - A file is written only when its bytes differ from the folder's; files of
   ``api/v1`` and ``badges`` the tree no longer has (a compacted run's) are removed.
 - Whichever render, every file's bytes are those of :func:`.site.tree`.
@@ -48,7 +49,20 @@ def renderer(credential_names: list[str]) -> str:
     """What the bytes depend on beyond the branch: the code, and which credentials the
     redactor removes (their names only: the folder is published)."""
     names = hashlib.sha256("\n".join(sorted(credential_names)).encode()).hexdigest()
-    return f"orchestrator {__version__}, api v{m.API_VERSION}, credentials {names[:16]}"
+    return (f"orchestrator {__version__} ({_source_digest()[:16]}), api v{m.API_VERSION}, "
+            f"credentials {names[:16]}")
+
+
+@functools.cache
+def _source_digest() -> str:
+    """A digest of the package's Python source: a build of the same version with other
+    code (a checkout being worked on) renders in full too."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def read_manifest(folder: Path, renderer_id: str) -> tuple[dict[str, str], str | None]:
