@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.api.incremental import MANIFEST
 from tests.fakes.concurrency import Concurrency
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
@@ -44,6 +45,7 @@ def _pages_run(tmp_path: Path, *, served: str | None, event: str = "workflow_run
     (state / "runs" / "nightly--20261201T0700Z" / "brief.html").write_text("<p>b</p>\n")
     (work / "_site" / "api" / "v1").mkdir(parents=True)
     (work / "_site" / "api" / "v1" / "index.json").write_text(api)
+    (work / "_site" / MANIFEST).write_text(api)  # rewritten by every render, not published
     stubs = tmp_path / "bin"
     stubs.mkdir(exist_ok=True)
     (stubs / "gh").write_text("#!/bin/sh\necho https://octo-org.github.io/widgets/\n")
@@ -70,7 +72,8 @@ def test_pages_deploys_only_when_the_html_changed(tmp_path: Path) -> None:
     digest = (tmp_path / "first" / "work" / "_site" / "site.sha256").read_text()
     assert _pages_run(tmp_path / "same", served=digest) == "changed=false"
     assert _pages_run(tmp_path / "other", served="0" * 64 + "\n") == "changed=true"
-    # the API's clock moved, the HTML did not: an idle tick deploys nothing
+    # the API's clock and the render's manifest moved, the HTML did not: an idle tick
+    # deploys nothing
     assert _pages_run(tmp_path / "api", served=digest, api='{"later":1}') == "changed=false"
     # by hand: always deploy
     assert _pages_run(tmp_path / "manual", served=digest,
@@ -119,8 +122,6 @@ def test_pages_renders_the_api_from_the_state_branch_checked_out_beside(
 def test_pages_keeps_the_rendering_and_its_manifest_for_the_next_run() -> None:
     """The render finds the last deployed rendering where it writes, manifest included,
     and only a deployment saves one (an idle tick adds no cache entry)."""
-    from orchestrator.api.incremental import MANIFEST
-
     build = _workflow("pages.yml")["jobs"]["build"]
     restore = _step(build, "Restore the last rendering of the API")
     save = _step(build, "Keep this rendering for the next run")
