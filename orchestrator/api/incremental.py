@@ -2,10 +2,11 @@
 
 - The folder's manifest (:data:`MANIFEST`, a hidden file, which Pages does not publish)
   records each file's fingerprint, the renderer, and what the last render wrote.
-- A run's file is fingerprinted by its folder's tree id on the state branch, a page of
-  runs by its runs' ids and tree ids; both are built only when that changed. The
-  other files (index, schedules, queues, badges, schemas) are few: built every time,
-  fingerprinted by their bytes.
+- A run's file is fingerprinted by its folder's tree id on the state branch; a page of
+  runs by its runs' folders; a schedule's by its definition, state, next slots, dead
+  letters and newest runs' folders. Each is built only when that changed. The index,
+  the queues', the badges and the schemas are few: built every time, fingerprinted
+  by their bytes.
 - A manifest that is missing, unreadable, of another version or of another renderer
   (orchestrator's version and source, the credentials the redactor knows) means a full
   render.
