@@ -199,22 +199,38 @@ def letter_entry(letter: DeadLetter) -> m.DeadLetterEntry:
                              discarded=letter.discarded)
 
 
-def schedule_doc(schedule: Schedule, row: Mapping[str, Any], runs: Sequence[Run],
-                 inputs: Inputs) -> m.ScheduleDoc:
+@dataclass(frozen=True)
+class ScheduleView:
+    """What a schedule's file is built from: its state and next slots as of the instant,
+    its runs and dead letters, newest first (all of them: the file keeps the newest)."""
+
+    schedule: Schedule
+    state: str
+    slots: Sequence[str]
+    runs: Sequence[Run]
+    letters: Sequence[DeadLetter]
+
+
+def schedule_view(schedule: Schedule, row: Mapping[str, Any], runs: Sequence[Run],
+                  inputs: Inputs) -> ScheduleView:
     slots = [] if row["held"] else status.next_slots(schedule, inputs.state, inputs.now,
                                                      SCHEDULE_SLOTS)
     letters = sorted((d for d in inputs.state.dlq.values()
                       if d.run_id.rpartition("--")[0] == schedule.id),
                      key=lambda d: (d.parked_at, d.key), reverse=True)
+    return ScheduleView(schedule, state_of(row), [iso(s) for s in slots], runs, letters)
+
+
+def schedule_doc(view: ScheduleView, tracks: Mapping[str, Mapping[str, Track]]
+                 ) -> m.ScheduleDoc:
     return m.ScheduleDoc(
-        schema_url=m.schema_url("schedule"), id=schedule.id, state=state_of(row),
-        definition=schedule.spec.model_dump(mode="json", by_alias=True),
-        next_slots=[iso(s) for s in slots],
-        runs=[run_entry(r, inputs.state.tracks.get(r.run_id, {}))
-              for r in runs[:SCHEDULE_RUNS]],
-        runs_total=len(runs),
-        dead_letters=[letter_entry(d) for d in letters[:DEAD_LETTERS]],
-        dead_letters_total=len(letters))
+        schema_url=m.schema_url("schedule"), id=view.schedule.id, state=view.state,
+        definition=view.schedule.spec.model_dump(mode="json", by_alias=True),
+        next_slots=list(view.slots),
+        runs=[run_entry(r, tracks.get(r.run_id, {})) for r in view.runs[:SCHEDULE_RUNS]],
+        runs_total=len(view.runs),
+        dead_letters=[letter_entry(d) for d in view.letters[:DEAD_LETTERS]],
+        dead_letters_total=len(view.letters))
 
 
 # --------------------------------------------------------------------------- a run
@@ -271,21 +287,33 @@ def pages_of(total: int) -> int:
     return -(-total // PAGE_RUNS)
 
 
-def runs_pages(inputs: Inputs) -> dict[str, m.RunsPage]:
+@dataclass(frozen=True)
+class Page:
+    """A page of runs before it is built: its number, whether a newer page follows, and
+    its runs, newest first."""
+
+    page: int
+    newer: bool
+    runs: Sequence[Run]
+
+
+def pages(inputs: Inputs) -> dict[str, Page]:
     """Every run in pages of :data:`PAGE_RUNS`, page 1 the oldest, rows newest first."""
     oldest = list(reversed(newest_first(inputs.state.runs.values())))
-    pages = pages_of(len(oldest))
-    found = {}
-    for page in range(1, pages + 1):
-        chunk = oldest[(page - 1) * PAGE_RUNS: page * PAGE_RUNS]
-        rows = [m.RunRow(**run_row(r, inputs.state.tracks.get(r.run_id, {})),
-                         href=run_file(r.run_id)) for r in reversed(chunk)]
-        found[page_file(page)] = m.RunsPage(
-            schema_url=m.schema_url("runs-page"), generated_at=iso(inputs.now), page=page,
-            pages=pages, total=len(oldest), runs=rows,
-            older=page_file(page - 1) if page > 1 else None,
-            newer=page_file(page + 1) if page < pages else None)
-    return found
+    count = pages_of(len(oldest))
+    return {page_file(n): Page(n, n < count,
+                               oldest[(n - 1) * PAGE_RUNS: n * PAGE_RUNS][::-1])
+            for n in range(1, count + 1)}
+
+
+def page_doc(page: Page, tracks: Mapping[str, Mapping[str, Track]]) -> m.RunsPage:
+    """A page's file: nothing in it depends on the instant or on the other pages, so a
+    new run changes only the newest page (and the one before when it starts a page)."""
+    rows = [m.RunRow(**run_row(r, tracks.get(r.run_id, {})), href=run_file(r.run_id))
+            for r in page.runs]
+    return m.RunsPage(schema_url=m.schema_url("runs-page"), page=page.page, runs=rows,
+                      older=page_file(page.page - 1) if page.page > 1 else None,
+                      newer=page_file(page.page + 1) if page.newer else None)
 
 
 # --------------------------------------------------------------------------- queues
@@ -322,18 +350,13 @@ def queue_docs(inputs: Inputs) -> dict[str, m.Document]:
 # --------------------------------------------------------------------------- the whole
 
 
-def documents(inputs: Inputs) -> dict[str, m.Document]:
-    """Every file of ``api/v1`` but the schemas: path -> document."""
+def summaries(inputs: Inputs) -> tuple[dict[str, m.Document], dict[str, ScheduleView]]:
+    """The index and the queues' files; and what each schedule's file is built from."""
     report = inputs.report()
     runs_of = inputs.runs_of()
     rows = {row["id"]: row for row in report["schedules"]}
     found: dict[str, m.Document] = {f"{ROOT}/index.json": index(inputs, report, runs_of)}
-    for schedule in inputs.schedules:
-        found[schedule_file(schedule.id)] = schedule_doc(
-            schedule, rows[schedule.id], runs_of.get(schedule.id, []), inputs)
-    for run in inputs.state.runs.values():
-        found[run_file(run.run_id)] = fitted_run_doc(run,
-                                                     inputs.state.tracks.get(run.run_id, {}))
-    found.update(runs_pages(inputs))
     found.update(queue_docs(inputs))
-    return found
+    views = {schedule_file(s.id): schedule_view(s, rows[s.id], runs_of.get(s.id, []), inputs)
+             for s in inputs.schedules}
+    return found, views

@@ -162,12 +162,10 @@ class RunRow(Part):
 
 
 class RunsPage(Document):
-    """Pages are numbered from the oldest, so a new run changes only the last page."""
+    """Pages are numbered from the oldest, so a new run changes only the last page.
+    How many pages and runs there are is the index's to say (``runs``)."""
 
-    generated_at: str
     page: int
-    pages: int
-    total: int
     runs: list[RunRow]
     older: str | None
     newer: str | None

@@ -5,7 +5,8 @@ Renders any run, finished or not (an open run's brief says so and draws "now" on
 timeline), as HTML or as the Markdown twin that the tick writes to the job summary.
 The index is written with the briefs it links to beside it (``runs/<id>/brief.html``),
 so its links work from the file as they do from GitHub Pages. ``render --api DIR``
-writes the static JSON API and the badges (:mod:`orchestrator.api`).
+writes the static JSON API and the badges (:mod:`orchestrator.api`), incrementally
+onto an earlier rendering (:mod:`orchestrator.api.incremental`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..state import index as state_index
 from ..state.history import page_runs
 from ..state.layout import parse_run_id
 from ..support.atomic import write_bytes, write_text
-from ..support.credentials import redactor
+from ..support.credentials import credential_names, redactor
 from ..support.times import parse_now
 from .context import Config, pass_config
 
@@ -56,8 +57,9 @@ INDEX_OUT = Path(".orchestrator") / "site" / "index.html"
                    "briefs it links to beside it; prints the page's path.")
 @click.option("--api", "api_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the static JSON API (api/v1/) and the badges (badges/) into "
-                   "this folder instead, rewriting only what changed and removing what "
-                   "else is in those two; prints the counts.")
+                   "this folder instead, and remove what else is in those two. Onto an "
+                   "earlier rendering, only files whose inputs changed are built again "
+                   "(its manifest: .orchestrator-api.json); prints the counts.")
 @click.option("-o", "--output", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file instead of standard output (with --index: "
                    "default .orchestrator/site/index.html).")
@@ -151,20 +153,27 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime, *
 
 def _write_api(cfg: Config, folder: Path, now: datetime, *, simulated: bool) -> None:
     """The API and the badges of the branch, into ``folder`` (see :mod:`orchestrator.api`)."""
-    from ..api import site
+    from ..api import incremental, site
     from ..cadence.pending import tick_crons
+    from ..store.memory import as_state_files
 
     snap = cfg.store().read()
     loaded = load_all(cfg.schedules_dir)
     inputs = site.inputs_from_files(
         snap.files, loaded.schedules, _invalid(cfg, [e.message for e in loaded.errors]), now,
         codec.heartbeat_at(snap.files, simulated), staleness_for(cfg.repo, now),
-        tick_crons(cfg.repo))
+        tick_crons(cfg.repo), all_tracks=False)
+    files = as_state_files(snap.files)
     try:
-        written, removed = site.write(folder, site.tree(inputs, redactor(os.environ)))
+        done = incremental.render(folder, inputs, redactor(os.environ),
+                                  incremental.renderer(credential_names(os.environ)),
+                                  lambda run_id: files.object_id(layout.run_dir(run_id)),
+                                  lambda run_ids: site.load_tracks(files, run_ids))
     except OSError as exc:
         raise UserError(f"cannot write {folder}: {exc.strerror or exc}") from None
-    click.echo(f"{folder}: {written} files written, {removed} removed")
+    if done.full is not None:
+        click.echo(f"{folder}: a full render: {done.full}")
+    click.echo(f"{folder}: {len(done.written)} files written, {len(done.removed)} removed")
 
 
 def _invalid(cfg: Config, errors: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.api.incremental import MANIFEST
 from tests.fakes.concurrency import Concurrency
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
@@ -45,6 +46,7 @@ def _pages_run(tmp_path: Path, *, served: str | None, event: str = "workflow_run
     (state / "runs" / "nightly--20261201T0700Z" / "brief.html").write_text("<p>b</p>\n")
     (work / "_site" / "api" / "v1").mkdir(parents=True)
     (work / "_site" / "api" / "v1" / "index.json").write_text(api)
+    (work / "_site" / MANIFEST).write_text(api)  # rewritten by every render, not published
     stubs = tmp_path / "bin"
     stubs.mkdir(exist_ok=True)
     (stubs / "gh").write_text("#!/bin/sh\necho https://octo-org.github.io/widgets/\n")
@@ -71,7 +73,8 @@ def test_pages_deploys_only_when_the_html_changed(tmp_path: Path) -> None:
     digest = (tmp_path / "first" / "work" / "_site" / "site.sha256").read_text()
     assert _pages_run(tmp_path / "same", served=digest) == "changed=false"
     assert _pages_run(tmp_path / "other", served="0" * 64 + "\n") == "changed=true"
-    # the API's clock moved, the HTML did not: an idle tick deploys nothing
+    # the API's clock and the render's manifest moved, the HTML did not: an idle tick
+    # deploys nothing
     assert _pages_run(tmp_path / "api", served=digest, api='{"later":1}') == "changed=false"
     # by hand: always deploy
     assert _pages_run(tmp_path / "manual", served=digest,
@@ -115,6 +118,24 @@ def test_pages_renders_the_api_from_the_state_branch_checked_out_beside(
                    capture_output=True, text=True, timeout=120)
     assert (work / "_site" / "api" / "v1" / "runs" / "nightly--20261201T0700Z.json").is_file()
     assert (work / "_site" / "badges" / "repository.svg").is_file()
+
+
+def test_pages_keeps_the_rendering_and_its_manifest_for_the_next_run() -> None:
+    """The render finds the last deployed rendering where it writes, manifest included,
+    and only a deployment saves one (an idle tick adds no cache entry)."""
+    build = _workflow("pages.yml")["jobs"]["build"]
+    restore = _step(build, "Restore the last rendering of the API")
+    save = _step(build, "Keep this rendering for the next run")
+    assert "render --api _site" in _step(build, "Render the API and the badges")["run"]
+    paths = restore["with"]["path"].split()
+    assert paths == save["with"]["path"].split() == [
+        "_site/api", "_site/badges", f"_site/{MANIFEST}"]
+    assert save["with"]["key"] == restore["with"]["key"]
+    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])
+    assert "steps.compare.outputs.changed == 'true'" in save["if"]
+    steps = [s.get("name") for s in build["steps"]]
+    assert steps.index(restore["name"]) < steps.index("Render the API and the badges")
+    assert set(build["permissions"]) == {"contents", "pages"}  # a cache needs no more
 
 
 def _ticks() -> Concurrency:
@@ -180,6 +201,7 @@ def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
 NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6,
                  "actions/upload-artifact": 6, "actions/download-artifact": 7,
                  "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5,
+                 "actions/cache/restore": 5, "actions/cache/save": 5,
                  "pypa/gh-action-pypi-publish": 1}
 """The first major of each action that runs on Node 24 (each action's README or release
 notes); GitHub's runner removed Node 20 on 2026-09-16. PyPI's publisher runs in a

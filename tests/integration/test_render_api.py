@@ -7,11 +7,13 @@ import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from orchestrator.api import models
+from orchestrator.api.incremental import MANIFEST
 from orchestrator.cli import main
 from orchestrator.state import codec, layout
 from orchestrator.state.phases import RunStatus
@@ -51,8 +53,15 @@ def render_api(repo: Path, out: Path) -> str:
 
 
 def read_tree(folder: Path) -> dict[str, bytes]:
+    """The published files under ``folder``: all but the render's own manifest."""
     return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+
+
+def manifest(folder: Path) -> dict[str, Any]:
+    data = json.loads((folder / MANIFEST).read_bytes())
+    assert isinstance(data, dict)
+    return data
 
 
 def test_render_api_writes_valid_redacted_files_and_then_only_what_changed(
@@ -83,6 +92,9 @@ def test_render_api_writes_valid_redacted_files_and_then_only_what_changed(
     assert changed == {f"api/v1/runs/{RUNS[1]}.json", "api/v1/index.json",
                        "api/v1/schedules/nightly.json", "api/v1/runs/page-1.json",
                        "badges/nightly.svg"}
+    done = manifest(out)
+    assert done["removed"] == [f"api/v1/runs/{RUNS[1]}.json"]
+    assert set(done["written"]) == changed - {f"api/v1/runs/{RUNS[1]}.json"}
 
 
 def test_render_api_reads_a_local_checkout_of_the_state_branch(

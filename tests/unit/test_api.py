@@ -188,6 +188,20 @@ def test_the_indexes_stay_bounded_whatever_the_history() -> None:
     assert max(len(data) for data in large.values()) < 1024 * 1024
 
 
+def test_a_new_run_changes_the_newest_page_and_no_other() -> None:
+    """Pages say nothing of the instant or of the other pages: the index says how many
+    there are, so a page that gained no run keeps its bytes."""
+    files = many_runs(60)
+    before = tree(files)
+    files.update(run_files("nightly--20261204T0800Z", RunStatus.COMPLETED, NOW))
+    after = tree(files)
+    pages = sorted((p for p in after if p.startswith("api/v1/runs/page-")),
+                   key=lambda p: int(p.rpartition("-")[2].removesuffix(".json")))
+    assert [p for p in pages if before.get(p) != after[p]] == [pages[-1]]
+    index = json.loads(after["api/v1/index.json"])["runs"]
+    assert (index["total"], index["newest_page"]) == (3 * 60 + 5, pages[-1])
+
+
 def parsed(svg: str) -> ET.Element:
     root = ET.fromstring(svg.encode())
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
