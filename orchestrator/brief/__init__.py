@@ -12,10 +12,10 @@ clock or the network.
 
 By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline`,
 :mod:`.drains` and :mod:`.view` derive what is shown; :mod:`.dashboard` builds the
-index's dashboard (its queue section :mod:`.queueboard`); :mod:`.cuts` decides what
-the Markdown keeps under GitHub's limit; :mod:`.render` finds and renders templates
-(HTML and the index); :mod:`.markdown` renders the Markdown twin; :mod:`.text`
-formats and escapes.
+index's dashboard (its queue section :mod:`.queueboard`, its cron lateness
+:mod:`.lateboard`); :mod:`.cuts` decides what the Markdown keeps under GitHub's limit;
+:mod:`.render` finds and renders templates (HTML and the index); :mod:`.markdown`
+renders the Markdown twin; :mod:`.text` formats and escapes.
 
 Template context (documented in the README; every template may be replaced):
 
@@ -29,8 +29,8 @@ Template context (documented in the README; every template may be replaced):
 ``brief.md.j2``
     see the packaged template's opening comment; filter ``md`` besides the three above.
 
-May import: executors (the registry's capabilities), runs, state, config, cron,
-support, errors.
+May import: executors (the registry's capabilities), runs, cadence (the cron
+lateness ledger), state, config, cron, support, errors.
 """
 
 from .attempts import Attempt, attempts_of

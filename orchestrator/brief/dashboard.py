@@ -15,6 +15,7 @@ schedule with its next slots, its last runs, their success rate and duration tre
 - Dead letters are grouped by schedule or queue with their count, the keys folded
   inside: many of them never push the rest of the page off a phone's first screen.
 - The queue section reads the queues' summaries only (:mod:`.queueboard`).
+- The cron lateness section reads the lateness ledger alone (:mod:`.lateboard`).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from typing import Any
 
 from ..config.models import Schedule, ScheduleSpec
 from ..runs import status
+from ..state import layout
 from ..state import model as state_model
 from ..state.machine import RUN_TERMINAL
 from ..state.phases import RunStatus
 from ..state.queue import describe as describe_queue
 from ..state.records import Run
 from ..support.times import parse_utc
-from . import queueboard
+from . import lateboard, queueboard
 from .attempts import run_finished, run_started
 from .text import fmt_duration, fmt_when, zone
 
@@ -119,6 +121,8 @@ class Dashboard:
     caps: tuple[int, int, int]
     """:data:`SCHEDULES_SHOWN`, :data:`STRIP_RUNS`, :data:`ATTENTION_SHOWN`, as the
     page states them."""
+    lateness: lateboard.LateBoard | None = None
+    """GitHub's cron lateness per week (:mod:`.lateboard`); none without a sample."""
 
 
 History = Callable[[Sequence[str]], Mapping[str, Sequence[Run]]]
@@ -317,12 +321,15 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
                invalid: Sequence[str], now: datetime, *,
                state: state_model.State | None = None,
                last_tick: datetime | None = None,
-               max_staleness: timedelta | None = None) -> Dashboard:
+               max_staleness: timedelta | None = None, tick_lines: Sequence[str] = (),
+               max_lateness_minutes: float | None = None) -> Dashboard:
     """The dashboard of the branch ``files``: its state read through the index of open
     runs (or ``state``, the one a writer is about to commit, with ``last_tick``), and
     the strips' runs read from the run folders, only for the schedules shown.
     ``max_staleness``: the limit ``status`` judges the repository by (default: its
-    default)."""
+    default). The cron lateness counts drops of ``tick_lines`` (tick.yml's), and
+    ``max_lateness_minutes`` (orchestrator.json's) is the tolerance of a schedule
+    that names none."""
     from ..state import codec
     from ..state import index as state_index
     from ..state.history import schedule_history
@@ -335,5 +342,8 @@ def from_files(files: Mapping[str, bytes], schedules: Sequence[Schedule],
     def history(ids: Sequence[str]) -> Mapping[str, Sequence[Run]]:
         return schedule_history(files, ids, also, STRIP_RUNS)
 
-    return build(schedules, invalid, state, last_tick, history, now,
-                 max_staleness or timedelta(minutes=status.DEFAULT_MAX_STALENESS))
+    board = build(schedules, invalid, state, last_tick, history, now,
+                  max_staleness or timedelta(minutes=status.DEFAULT_MAX_STALENESS))
+    needs = {s.id: s.spec.max_lateness_minutes or max_lateness_minutes for s in schedules}
+    return replace(board, lateness=lateboard.section(
+        files.get(layout.LATENESS), tick_lines, needs, now))

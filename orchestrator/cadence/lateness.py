@@ -8,6 +8,7 @@
 - One line per workflow run: a lingering tick's later commits add nothing.
 - The ledger keeps the samples of the last :data:`KEEP_DAYS` days, at most :data:`KEEP`.
 - Lateness is ``created_at`` minus the slot: the delay before GitHub created the run.
+  A line whose lateness is below 0 or over :data:`LOOKBACK` is read as unreadable.
 - A slot of a ``tick.yml`` line between the first and the last slot sampled counts as
   dropped when no sample names it. A tick that committed nothing, or was cancelled
   while pending, leaves no sample either, so ``dropped`` is an upper bound.
@@ -153,6 +154,8 @@ def _parsed(entry: dict[str, Any]) -> Sample | None:
         return None
     slot, created, started = moments
     assert slot is not None and created is not None and started is not None
+    if not timedelta(0) <= created - slot <= LOOKBACK:
+        return None  # no tick samples that: a forged line would skew every figure
     return Sample(cron, slot, created, started,
                   run if type(run) is int else None)  # a bool is no run id
 

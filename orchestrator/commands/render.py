@@ -136,9 +136,11 @@ def _write_index(cfg: Config, out: Path, template: Path | None, now: datetime, *
     loaded = load_all(cfg.schedules_dir)
     invalid = _invalid(cfg, [e.message for e in loaded.errors])
     state = state_index.load(snap.files).state
+    tick_lines, tolerance = lateness_needs(cfg)
     board = dashboard.from_files(snap.files, loaded.schedules, invalid, now, state=state,
                                  last_tick=codec.heartbeat_at(snap.files, simulated),
-                                 max_staleness=staleness_for(cfg.repo, now))
+                                 max_staleness=staleness_for(cfg.repo, now),
+                                 tick_lines=tick_lines, max_lateness_minutes=tolerance)
     runs, older = page_runs(snap.files, state.runs)
     rows = list(runs.values())
     html = brief.render_index(rows, generated_at=now, older=older, board=board,
@@ -174,6 +176,14 @@ def _write_api(cfg: Config, folder: Path, now: datetime, *, simulated: bool) -> 
     if done.full is not None:
         click.echo(f"{folder}: a full render: {done.full}")
     click.echo(f"{folder}: {len(done.written)} files written, {len(done.removed)} removed")
+
+
+def lateness_needs(cfg: Config) -> tuple[list[str], float | None]:
+    """What the dashboard's cron lateness reads from the checkout: tick.yml's lines and
+    orchestrator.json's ``max_lateness_minutes``."""
+    from ..cadence.pending import tick_crons
+
+    return tick_crons(cfg.repo), RepoSettings.read(cfg.repo).cadence.max_lateness_minutes
 
 
 def _invalid(cfg: Config, errors: list[str]) -> list[str]:

@@ -24,6 +24,7 @@ from ..state.records import Cursor
 from ..store import Change, Snapshot
 from ..support.times import iso, parse_now
 from .context import Config, acting, pass_config
+from .render import lateness_needs
 
 _ID = click.argument("schedule_id", metavar="ID")
 _BY = click.option("--by", help="Who (default: the GitHub actor, or the user name).")
@@ -92,9 +93,11 @@ def _write(cfg: Config, schedule_id: str, reason: str, by: str | None,
         state = loaded.state.copy()
         state.cursors = cursors
         parsed = load_all(cfg.schedules_dir)
+        tick_lines, tolerance = lateness_needs(cfg)
         board = from_files(snap.files, parsed.schedules, [e.message for e in parsed.errors],
                            now, state=state, last_tick=codec.heartbeat_at(snap.files),
-                           max_staleness=staleness_for(cfg.repo, now))
+                           max_staleness=staleness_for(cfg.repo, now),
+                           tick_lines=tick_lines, max_lateness_minutes=tolerance)
         # (a broken index template keeps the old index; the tick reports it)
         with contextlib.suppress(OrchestratorError):
             out[layout.INDEX] = render_index(

@@ -135,13 +135,16 @@ def board(draft: Draft, after: State, others: Mapping[str, Run]) -> Dashboard:
     it, so the files the memo vouched for are parsed here: only when the index is
     rendered (a run started or ended, a pause moved), never on a quiet tick."""
     from ..brief.dashboard import from_files
+    from ..cadence.pending import tick_crons
 
     inputs = draft.inputs
     schedules, invalid = _every_schedule(draft)
     state = board_state(inputs.state, after, others, inputs.snapshot.files,
                         [s.id for s in schedules])
     return from_files(inputs.snapshot.files, schedules, invalid, draft.now, state=state,
-                      last_tick=draft.now, max_staleness=draft.stale_after)
+                      last_tick=draft.now, max_staleness=draft.stale_after,
+                      tick_lines=tick_crons(draft.repo),
+                      max_lateness_minutes=inputs.settings.cadence.max_lateness_minutes)
 
 
 def _every_schedule(draft: Draft) -> tuple[list[Schedule], list[str]]:

@@ -378,3 +378,39 @@ def test_dashboard_of_many_dead_letters_and_a_queue_at_phone_width(browser: Brow
         page.screenshot(path=str(tmp_path / "dashboard-dead-390.png"), full_page=True)
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dashboard_s_cron_lateness_at_laptop_and_phone_width(browser: Browser, tmp_path: Path,
+                                                             width: int) -> None:
+    """The cron lateness chart draws inside the screen, its table does not scroll
+    sideways, and a screen reader finds the chart by its title."""
+    from orchestrator.brief import dashboard
+    from orchestrator.state import layout
+    from tests.unit.test_dashboard import INVALID, NOW, SCHEDULES, snapshot_files
+    from tests.unit.test_dashboard_lateness import ledger
+
+    files = {**snapshot_files(), layout.LATENESS: ledger()}
+    board = dashboard.from_files(files, SCHEDULES, INVALID, NOW, max_lateness_minutes=60)
+    assert board.lateness is not None
+    path = _write(tmp_path, "index.html", brief.render_index([], generated_at=NOW,
+                                                             board=board))
+    visit = Visit(browser, path, width, dark=width == 390)
+    try:
+        assert visit.requests == [visit.url] and visit.refused == []
+        assert visit.console == [] and visit.dialogs == []
+        assert visit.overflow()[0] <= width, f"page scrolls sideways at {width}px"
+        assert visit.sideways() == []
+        page = visit.page
+        chart = page.get_by_role("img", name="GitHub's cron lateness per week")
+        assert chart.count() == 1 and chart.is_visible()
+        box = chart.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width and box["height"] > 50
+        assert page.locator("#lateness svg rect.l-p95").count() == len(board.lateness.weeks)
+        rows = page.locator("#lateness tbody tr").all_inner_texts()
+        assert rows[0].split() == ["Nov", "27", "3", "3h", "00m", "5h", "00m", "5h", "00m",
+                                   "1"]
+        page.locator("#lateness").screenshot(path=str(tmp_path / f"lateness-{width}.png"))
+    finally:
+        visit.close()
+    assert (tmp_path / f"lateness-{width}.png").stat().st_size > 2_000

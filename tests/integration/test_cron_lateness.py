@@ -94,6 +94,13 @@ def test_ticks_record_their_lateness_in_commits_they_make_anyway(
     assert len(files[layout.LATENESS].splitlines()) == 6
     text = cli(repo, "lateness", "--now", now, check=True).stdout
     assert f"{DAILY}: p50 180 min, p95 360 min, max 360 min, 6 sample(s), 1 dropped" in text
+    # the dashboard's week says what status does, drops of both tick.yml lines counted
+    page = tmp_path / "site" / "index.html"
+    cli(repo, "render", "--index", "--out", str(page), "--now", now, check=True)
+    dropped = status["cron_lateness"]["dropped"]
+    assert dropped > 1
+    assert (f"week from Nov 30: p50 3h 00m, p95 6h 00m, max 6h 00m, 6 sample(s), {dropped} "
+            "dropped") in page.read_text(encoding="utf-8")
 
 
 def late_repo(tmp_path: Path, hook: Receiver, tolerance: float) -> Path:
