@@ -51,7 +51,7 @@ def _job_days(job: dict[str, list[int]]) -> set[date]:
 def test_each_services_schedules_call_on_the_crons_days_and_times(cron: str) -> None:
     entry = hosted.cron_entry({"cron": cron, "timezone": "Europe/Paris", "schedules": ["s"],
                                "dst": {"gap": "shift", "fold": "first"}})
-    alts, wider = hosted.alternatives(parse_cron(cron))
+    _, wider = hosted.alternatives(parse_cron(cron))
     days, times = _days_of(cron), _times(cron)
 
     cloud = entry[hosted.CLOUD_SCHEDULER]
