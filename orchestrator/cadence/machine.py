@@ -81,6 +81,12 @@ def systemd_word(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def systemd_path(path: Path) -> str:
+    """A path as ``WorkingDirectory=`` and ``LoadCredential=`` take it: whole, never
+    quoted (a quote would be read as part of it), ``%`` doubled."""
+    return str(path).replace("%", "%%")
+
+
 _HARDENING = """\
 NoNewPrivileges=yes
 ProtectSystem=strict
@@ -125,10 +131,10 @@ After=network-online.target
 Type=notify
 ExecStart={" ".join(systemd_word(w) for w in command)}
 User={systemd_word(machine.user)}
-WorkingDirectory={systemd_word(str(machine.repo))}
+WorkingDirectory={systemd_path(machine.repo)}
 Environment={words}
 # The token stays in its file: systemd copies it to a folder only this service reads.
-LoadCredential={CREDENTIAL}:{systemd_word(str(machine.token_file))}
+LoadCredential={CREDENTIAL}:{systemd_path(machine.token_file)}
 Restart=always
 RestartSec=10
 WatchdogSec={WATCHDOG}

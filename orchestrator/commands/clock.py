@@ -75,6 +75,9 @@ def setup(cfg: Config, kind: str, out: Path, force: bool, repository: str | None
         raise UserError("clock setup: name the repository with --repository OWNER/REPO "
                         "(the remote is not on github.com)")
     folder = out if out.is_absolute() else cfg.repo / out
+    if kind == "http" and token_file is not None:
+        raise click.UsageError("--token-file is for systemd and compose: a hosted "
+                               "scheduler keeps the token in its own secrets")
     if kind == "http":
         files = _http_files(cfg, repository, via, start or datetime.now(UTC))
     else:

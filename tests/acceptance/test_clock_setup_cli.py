@@ -62,6 +62,8 @@ def test_clock_setup_http_writes_the_request_github_accepts_and_each_services_sc
     unnamed = user.run("clock", "setup", "--kind", "http", expect=1)
     assert "name the repository with --repository OWNER/REPO" in unnamed.stderr
 
+    misplaced = setup(user, fake_github, "--kind", "http", "--token-file", "/t", expect=2)
+    assert "--token-file is for systemd and compose" in misplaced.stderr
     out = setup(user, fake_github, "--kind", "http", "--from", FROM).stdout
     assert "wrote clock/http.json" in out and "wrote clock/http.md" in out
     assert "`cron(30 2 * * ? *)` in America/New_York" in out
@@ -143,7 +145,9 @@ def test_systemd_analyze_verifies_the_unit(scaffolded: tuple[User, Path],
                                            fake_github: FakeGitHub, tmp_path: Path) -> None:
     user, _ = scaffolded
     external(user)
-    setup(user, fake_github, "--kind", "systemd", "--token-file", str(tmp_path / "token"))
+    # a space in the token file's path: systemd reads LoadCredential='s path whole
+    setup(user, fake_github, "--kind", "systemd", "--token-file",
+          str(tmp_path / "clock token"))
     unit = user.cwd / "clock" / "orchestrator-clock.service"
     verified = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                               text=True, timeout=120, check=False)
