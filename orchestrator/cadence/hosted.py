@@ -173,20 +173,25 @@ def once_entry(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _cron_gaps(entry: dict[str, Any], wider: bool) -> dict[str, list[str]]:
     """Per service, one line for each part of a cron entry it cannot express."""
-    gaps: dict[str, list[str]] = {name: [] for name in SERVICES}
     everywhere = [line for line in (_excluded(entry), _wider(entry, wider)) if line]
-    for lines in gaps.values():
-        lines.extend(everywhere)
-    if "start_at" in entry:
-        for name in (CLOUD_SCHEDULER, CRON_JOB_ORG):
-            gaps[name].append(f"start_at {entry['start_at']}: it calls before too (the tick "
-                              "fires nothing then); create the job at that time to save them")
-    if "end_at" in entry:
-        gaps[CLOUD_SCHEDULER].append(f"end_at {entry['end_at']}: it keeps calling after (the "
-                                     "tick fires nothing then); delete the job then")
-    for name, line in _daylight(entry).items():
+    gaps: dict[str, list[str]] = {name: list(everywhere) for name in SERVICES}
+    for name, line in [*_span(entry), *_daylight(entry).items()]:
         gaps[name].append(line)
     return {name: lines for name, lines in gaps.items() if lines}
+
+
+def _span(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a service without a start (or an end) does outside the entry's life span:
+    EventBridge has both, cron-job.org's expiry is an end."""
+    found: list[tuple[str, str]] = []
+    if "start_at" in entry:
+        found += [(name, f"start_at {entry['start_at']}: it calls before too (the tick "
+                         "fires nothing then); create the job at that time to save them")
+                  for name in (CLOUD_SCHEDULER, CRON_JOB_ORG)]
+    if "end_at" in entry:
+        found.append((CLOUD_SCHEDULER, f"end_at {entry['end_at']}: it keeps calling after "
+                                       "(the tick fires nothing then); delete the job then"))
+    return found
 
 
 def _excluded(entry: dict[str, Any]) -> str | None:

@@ -69,15 +69,8 @@ def setup(cfg: Config, kind: str, out: Path, force: bool, repository: str | None
           token_file: Path | None, via: str, start: datetime | None) -> int:
     """Write the external clock's files for a machine you have (systemd, compose) or a
     hosted scheduler (http), and say how to start it. The token never goes in a file."""
-    _require_external(cfg)
-    repository = repository or repository_of(cfg)
-    if repository == "OWNER/REPO":
-        raise UserError("clock setup: name the repository with --repository OWNER/REPO "
-                        "(the remote is not on github.com)")
+    repository = _checked(cfg, kind, repository, token_file)
     folder = out if out.is_absolute() else cfg.repo / out
-    if kind == "http" and token_file is not None:
-        raise click.UsageError("--token-file is for systemd and compose: a hosted "
-                               "scheduler keeps the token in its own secrets")
     if kind == "http":
         files = _http_files(cfg, repository, via, start or datetime.now(UTC))
     else:
@@ -87,6 +80,21 @@ def setup(cfg: Config, kind: str, out: Path, force: bool, repository: str | None
         click.echo(f"wrote {_shown(cfg, folder / name)}")
     click.echo(files[f"{kind}.md"].split("\n", 2)[2].rstrip())
     return EXIT_OK
+
+
+def _checked(cfg: Config, kind: str, repository: str | None, token_file: Path | None
+             ) -> str:
+    """The repository on GitHub, once the options and ``orchestrator.json`` allow a
+    setup."""
+    if kind == "http" and token_file is not None:
+        raise click.UsageError("--token-file is for systemd and compose: a hosted "
+                               "scheduler keeps the token in its own secrets")
+    _require_external(cfg)
+    repository = repository or repository_of(cfg)
+    if repository == "OWNER/REPO":
+        raise UserError("clock setup: name the repository with --repository OWNER/REPO "
+                        "(the remote is not on github.com)")
+    return repository
 
 
 def _require_external(cfg: Config) -> None:
