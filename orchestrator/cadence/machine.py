@@ -182,6 +182,7 @@ name: orchestrator-clock
 services:
   clock:
     build:
+      context: .
       dockerfile_inline: |
         FROM {PYTHON_IMAGE}
         RUN apt-get update && apt-get install -y --no-install-recommends git \\
