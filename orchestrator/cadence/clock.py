@@ -51,6 +51,8 @@ EVENT_TYPE = "orchestrator-tick"
 TICK_WORKFLOW = "tick.yml"
 TOKEN_VARIABLE = "ORCHESTRATOR_CLOCK_TOKEN"
 """Where the clock keeps its token: the curl lines read it, ``serve --clock-only`` too."""
+TOKEN_FILE_VARIABLE = "ORCHESTRATOR_CLOCK_TOKEN_FILE"
+"""A file holding the token instead (systemd's credential, a compose secret): it wins."""
 RETRY_FOR = timedelta(minutes=10)
 """How long a failed call is tried again at the next wake-ups."""
 _COMMENT = ("Written by `orchestrator cron-sync --external` from schedules/ (do not edit "

@@ -23,6 +23,10 @@ retry's back-off end, a poll), dispatches tick.yml through GitHub's API
 (:class:`~orchestrator.cadence.clock.Clock`); the tick runs on GitHub, with GitHub's
 token and permissions, and this machine only reads the state branch.
 
+Under systemd (``Type=notify``) it says ``READY=1`` once the loop starts and
+``WATCHDOG=1`` after each wake-up whose tick (or clock) work succeeded; with
+``--health-file`` it writes that instant to the file too, for a container's health check.
+
 SIGINT or SIGTERM stops the wake-ups, lets running consumers finish (a tick in the
 middle of its push completes it) and exits 0. A second signal ends the process at
 once. Nothing is kept in memory between wake-ups: all state is on the state branch,
@@ -37,6 +41,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import FrameType
 
 import click
@@ -56,6 +61,7 @@ from ..state.codec import heartbeat_at
 from ..state.model import State
 from ..state.phases import TrackPhase
 from ..state.records import Track
+from ..support.alive import Alive
 from ..support.times import iso
 from ..tick.result import TickResult
 from ..tick.settings import Clock, TickSettings
@@ -143,19 +149,40 @@ def heartbeat_pinger(url: str | None) -> Callable[[], list[str]]:
     return pinger
 
 
+TOKEN_FILE_LIMIT = 4096
+"""Bytes read at most from the clock's token file: a token is a line, not a file."""
+
+
+def clock_token() -> str:
+    """The clock's token: the file ``ORCHESTRATOR_CLOCK_TOKEN_FILE`` names (systemd's
+    credential, a compose secret), else ``ORCHESTRATOR_CLOCK_TOKEN``, else
+    ``GITHUB_TOKEN``."""
+    from ..cadence.clock import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE
+
+    path = os.environ.get(TOKEN_FILE_VARIABLE)
+    if path:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(TOKEN_FILE_LIMIT).decode("utf-8", "replace").strip()
+        except OSError as exc:
+            raise UserError(f"{TOKEN_FILE_VARIABLE}: cannot read {path}: "
+                            f"{exc.strerror}") from None
+    return os.environ.get(TOKEN_VARIABLE) or os.environ.get("GITHUB_TOKEN") or ""
+
+
 def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
                wake_at: Callable[[datetime], None], started: datetime) -> Work:
     """The ``clock`` consumer: one dispatch of tick.yml per due moment (``via``: the
-    event it starts it with), with the token of ``ORCHESTRATOR_CLOCK_TOKEN`` (else
-    ``GITHUB_TOKEN``)."""
-    from ..cadence.clock import TOKEN_VARIABLE, Clock, dispatch, requests
+    event it starts it with), with the token of :func:`clock_token`."""
+    from ..cadence.clock import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE, Clock, dispatch, requests
     from ..github import WorkflowAdmin, connect
     from .cron_sync import default_branch, repository_of
 
-    token = os.environ.get(TOKEN_VARIABLE) or os.environ.get("GITHUB_TOKEN") or ""
+    token = clock_token()
     if not token:
-        raise UserError(f"--clock-only needs a token: set {TOKEN_VARIABLE} (see "
-                        "`orchestrator cron-sync --external` for the one it needs)")
+        raise UserError(f"--clock-only needs a token: set {TOKEN_VARIABLE}, or "
+                        f"{TOKEN_FILE_VARIABLE} to a file holding it (see `orchestrator "
+                        "cron-sync --external` for the one it needs)")
     repository = repository_of(cfg)
     if repository == "OWNER/REPO":
         raise UserError("--clock-only: set GITHUB_REPOSITORY to owner/name (the remote is "
@@ -186,6 +213,17 @@ def clock_work(cfg: Config, via: str, heartbeat_url: str | None,
         return lines
 
     return work
+
+
+def beating(work: Work, alive: Alive) -> Work:
+    """``work``, followed by a sign of life when it ends without an error."""
+
+    def run(now: datetime) -> list[str] | None:
+        lines = work(now)
+        alive.beat(now)
+        return lines
+
+    return run
 
 
 def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
@@ -240,17 +278,19 @@ def compact_work(cfg: Config, keep_days: int, executor: str) -> Work:
 
 def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
                heartbeat_url: str | None, max_staleness: float,
-               compact_keep_days: int | None, clock_via: str | None = None) -> Loop:
+               compact_keep_days: int | None, clock_via: str | None = None,
+               alive: Alive | None = None) -> Loop:
     """The loop and its consumers; ``clock_via`` (an event name): the ``clock`` consumer
-    instead of the ``tick``."""
+    instead of the ``tick``; ``alive`` hears of each of their runs that succeeds."""
     loop = Loop(interval, log=lambda line: click.echo(line, err=True))
+    alive = alive or Alive({})
     if clock_via is not None:
-        loop.add("clock", clock_work(cfg, clock_via, heartbeat_url, loop.wake_at,
-                                     datetime.now(UTC)))
+        loop.add("clock", beating(clock_work(cfg, clock_via, heartbeat_url, loop.wake_at,
+                                             datetime.now(UTC)), alive))
     else:
-        loop.add("tick", tick_work(cfg, executor, heartbeat_every, heartbeat_url,
-                                   loop.wake_at, retention=compact_keep_days is None,
-                                   wake_when=loop.wake_when))
+        loop.add("tick", beating(tick_work(cfg, executor, heartbeat_every, heartbeat_url,
+                                           loop.wake_at, retention=compact_keep_days is None,
+                                           wake_when=loop.wake_when), alive))
     loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
@@ -295,10 +335,14 @@ def install_signals(loop: Loop) -> None:
               default="workflow_dispatch", show_default=True,
               help="With --clock-only: the request that starts tick.yml (the workflow "
               "dispatch needs the narrower token).")
+@click.option("--health-file", type=click.Path(dir_okay=False, path_type=Path),
+              envvar="ORCHESTRATOR_HEALTH_FILE", metavar="PATH",
+              help="Write the time to PATH after each tick (or clock) work that succeeds; "
+              "a health check reads its age.")
 @pass_config
 def command(cfg: Config, interval: float, executor: str, compact_keep_days: int | None,
             heartbeat_url: str | None, heartbeat_every: float, max_staleness: float,
-            clock_only: bool, clock_via: str) -> int:
+            clock_only: bool, clock_via: str, health_file: Path | None) -> int:
     """Tick every --interval seconds until SIGINT or SIGTERM (then finish the running
     tick and exit 0); with --clock-only, dispatch tick.yml at each due moment instead.
     Logs one line per wake-up to stderr."""
@@ -309,16 +353,20 @@ def command(cfg: Config, interval: float, executor: str, compact_keep_days: int 
         raise click.UsageError("--clock-only writes nothing to the state branch: "
                                "--compact-keep-days is the ticks' to do")
     cfg.store()  # fail now on a bad repo/remote
+    alive = Alive(os.environ, health_file)
     loop = build_loop(cfg, interval=interval, executor=executor,
                       heartbeat_every=heartbeat_every, heartbeat_url=heartbeat_url,
                       max_staleness=max_staleness, compact_keep_days=compact_keep_days,
-                      clock_via=clock_via if clock_only else None)
+                      clock_via=clock_via if clock_only else None,
+                      alive=alive)
     install_signals(loop)
     names = ", ".join(c.name for c in loop.consumers)
     what = f"clock for tick.yml via {clock_via}" if clock_only else f"executor {executor}"
     loop.say(f"serving {cfg.repo} (state branch {cfg.state_branch!r} of {cfg.remote}, "
              f"{what}) every {interval:g}s: {names}")
     sys.stderr.flush()
+    alive.ready()
     loop.run()
+    alive.stopping()
     loop.say(f"stopped after {loop.wakeups} wake-up(s)")
     return 0
