@@ -55,6 +55,7 @@ from lateness import late, pooled, schedule
 
 from orchestrator.cadence.derive import derive
 from orchestrator.cadence.estimate import (
+    TICK_KINDS,
     Billing,
     ClockModel,
     CronDelay,
@@ -122,6 +123,24 @@ def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
     outside = ClockModel() if config.cadence.mode == "external" else None
     return Setup(derived.tick_cron, linger[0], linger[1], [derived.watchdog_cron],
                  config.cadence, outside)
+
+
+def pooled_parts(runs: list[Figures]) -> Figures:
+    """:func:`pooled`, with the tick jobs' minutes by kind."""
+    total = pooled(runs)
+    for f in runs:
+        for k, v in f.tick_minutes_by.items():
+            total.tick_minutes_by[k] = total.tick_minutes_by.get(k, 0) + v / len(runs)
+    return total
+
+
+PARTS = ("tracks", "fan-in", *TICK_KINDS, "watchdog")
+
+
+def parts_row(case: str, how: str, f: Figures) -> list[str]:
+    """Where one way's runner-minutes go: legs, fan-in jobs, tick jobs by kind, watchdog."""
+    spent = {**f.runner_minutes, **f.tick_minutes_by}
+    return [case, how, *(f"{spent.get(k, 0):,.0f}" for k in PARTS), f"{f.total_minutes:,.0f}"]
 
 
 def orchestrator_month(schedules: list[Schedule], setup: Setup, start: datetime,
@@ -326,6 +345,7 @@ def main() -> None:
     head = ["case", "how", "runner-min/month", "x GitHub", "ticks", "watchdog", "pushes",
             "API requests", "p50 late", "p95 late", "missed"]
     rows: list[list[str]] = []
+    parts: list[list[str]] = []
     baselines: dict[str, Figures] = {}
     for case, schedules in CASES.items():
         ways = {
@@ -356,12 +376,14 @@ def main() -> None:
         github = pooled([simulate_github_schedule(schedules, START, days=DAYS, seed=s)
                          for s in range(args.seeds)])
         base = github.total_minutes
-        results = {how: pooled([orchestrator_month(schedules, setup, START, s, billing=bill)
-                                for s in range(args.seeds)])
+        results = {how: pooled_parts([orchestrator_month(schedules, setup, START, s,
+                                                         billing=bill)
+                                      for s in range(args.seeds)])
                    for how, (setup, bill) in ways.items()}
-        results.update({how: pooled([orchestrator_month(cheap, setup, START, s)
-                                     for s in range(args.seeds)])
+        results.update({how: pooled_parts([orchestrator_month(cheap, setup, START, s)
+                                           for s in range(args.seeds)])
                         for how, setup in cheap_ways.items()})
+        parts += [parts_row(case, how, f) for how, f in results.items() if "external" in how]
         results["GitHub schedule:"] = github
         baselines[case] = github
         for how, f in results.items():
@@ -370,20 +392,29 @@ def main() -> None:
                          f"{f.runner_minutes.get('watchdog', 0):,.0f}", f"{f.pushes:,.0f}",
                          f"{f.api_requests:,.0f}", late(f.lateness(0.5)),
                          late(f.lateness(0.95)), f"{f.missed} of {f.slots}"])
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        print()
-        print("\n\n".join(bound_lines(baselines)))
-        return
+    parts_head = ["case", "how", *PARTS, "total"]
+    show = markdown_table if args.markdown else text_table
+    show(head, rows)
+    print()
+    print("Where the external clock's runner-minutes go (tick jobs by kind):")
+    print()
+    show(parts_head, parts)
+    print()
+    print(("\n\n" if args.markdown else "\n").join(bound_lines(baselines)))
+
+
+def markdown_table(head: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def text_table(head: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                         for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    print()
-    print("\n".join(bound_lines(baselines)))
 
 
 if __name__ == "__main__":

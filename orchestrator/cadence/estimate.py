@@ -155,6 +155,8 @@ class Figures:
     slots_by: Counter[str] = field(default_factory=Counter)
     """Settled slots (fired or missed) per schedule."""
     missed_by: Counter[str] = field(default_factory=Counter)
+    tick_minutes_by: dict[str, float] = field(default_factory=dict)
+    """Tick job minutes by kind (:data:`TICK_KINDS`): where the ticks' share goes."""
 
     @property
     def total_minutes(self) -> float:
@@ -203,6 +205,12 @@ class Figures:
             "tick_jobs": self.tick_jobs,
             "warnings": self.warnings(),
         }
+
+
+TICK_KINDS = ("clock, 1 min", "clock, 2 min or more", "scheduled, fired",
+              "scheduled, found nothing")
+"""The kinds of tick job :attr:`Figures.tick_minutes_by` counts: a job the clock started
+(by its billed minutes), or one GitHub's cron started (did it fire a slot?)."""
 
 
 def billed(seconds: float) -> int:
@@ -261,8 +269,9 @@ class _Month:
         self.api: Counter[datetime] = Counter()
         self.push: Counter[datetime] = Counter()
 
-    def tick(self, now: datetime) -> None:
-        """Fire what fell due up to ``now``; dispatch lands at the tick's end."""
+    def tick(self, now: datetime) -> int:
+        """Fire what fell due up to ``now``; dispatch lands at the tick's end. Returns
+        how many slots it fired."""
         done = now + timedelta(seconds=self.b.tick_seconds)
         hi = bisect.bisect_right(self.times, now)
         due: dict[str, list[datetime]] = {}
@@ -276,6 +285,7 @@ class _Month:
         elif self.last_commit is None or done - self.last_commit >= self.b.heartbeat_every:
             self._push(done, 1)  # the idle tick's heartbeat line
             self.last_commit = done
+        return fired
 
     def _fire(self, sid: str, slots: list[datetime], now: datetime, done: datetime) -> int:
         """Fire what the catch-up policy keeps of one schedule's due ``slots``; how many."""
@@ -337,8 +347,9 @@ class _Month:
                                         else startup)
         linger = timedelta(minutes=self.setup.linger_minutes if startup is None else 0)
         ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
+        fired = 0
         while True:
-            self.tick(now)
+            fired += self.tick(now)
             self.last_tick = now
             end = now + timedelta(seconds=self.b.tick_seconds)
             upcoming = self._lingers_for(now, end, linger, ceiling)
@@ -349,8 +360,11 @@ class _Month:
                 and not self.setup.clock.on_runner:
             return end  # a tick on the clock's own machine: no job, no runner-minutes
         self.f.tick_jobs += 1
+        cost = billed((end - begin).total_seconds())
         minutes = self.f.runner_minutes
-        minutes["ticks"] = minutes.get("ticks", 0) + billed((end - begin).total_seconds())
+        minutes["ticks"] = minutes.get("ticks", 0) + cost
+        kind = _tick_kind(startup is not None, cost, fired)
+        self.f.tick_minutes_by[kind] = self.f.tick_minutes_by.get(kind, 0) + cost
         return end
 
 
@@ -362,6 +376,12 @@ class _Month:
         if not linger or upcoming is None or upcoming - end > linger or upcoming > ceiling:
             return None
         return upcoming
+
+
+def _tick_kind(by_clock: bool, cost: int, fired: int) -> str:
+    if by_clock:
+        return TICK_KINDS[0] if cost == 1 else TICK_KINDS[1]
+    return TICK_KINDS[2] if fired else TICK_KINDS[3]
 
 
 def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: int = 28,
@@ -492,6 +512,7 @@ def _per_month(figures: Figures, days: int, api: Counter[datetime],
                push: Counter[datetime]) -> Figures:
     scale = MONTH_DAYS / days
     figures.runner_minutes = {k: v * scale for k, v in figures.runner_minutes.items()}
+    figures.tick_minutes_by = {k: v * scale for k, v in figures.tick_minutes_by.items()}
     figures.pushes *= scale
     figures.api_requests *= scale
     figures.peak_api_per_hour = max(api.values(), default=0)
