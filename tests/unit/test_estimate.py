@@ -196,3 +196,28 @@ def test_the_waiting_lead_tick_stays_when_a_slot_worth_waiting_for_comes_before_
     figures = simulate([early, late], Setup(["45,50 6 * * *"], 20, 45), START, days=30,
                        delay=ON_TIME)
     assert figures.tick_jobs == 60
+
+
+def test_the_measured_profile_runs_a_frequent_line_once_a_visit_and_a_daily_one_hours_late(
+) -> None:
+    from datetime import timedelta
+
+    from orchestrator.cadence.profiles import PROFILES, CronVisits, from_ledger
+
+    visits = CronVisits(every_minutes=540, spread=0.0)
+    # a */10 line: 138 cron times, one run per visit (9 hours apart), for the newest due
+    times = [START + timedelta(minutes=10 * i) for i in range(138)]
+    runs = [(at, begin) for at, begin in visits.visits(times, random.Random(1))
+            if begin <= times[-1]]
+    assert len(runs) in (2, 3)
+    assert all(begin - at < timedelta(minutes=10) for at, begin in runs)
+    # a daily line: every run comes, within a visit's gap of its time
+    daily = [START + timedelta(days=i) for i in range(56)]
+    runs = PROFILES["measured-2026"].visits(daily, random.Random(2))  # type: ignore[union-attr]
+    late = sorted((begin - at).total_seconds() / 60 for at, begin in runs)
+    assert len(runs) == 56 and 150 < statistics.median(late) < 400 and late[-1] < 810
+    # the ledger: too few samples are no profile; otherwise its delays and drops
+    assert from_ledger([60.0] * 4, 0) is None
+    found = from_ledger([3600.0] * 5, 5)
+    assert found is not None and found.drop_rate == 0.5
+    assert found.sample(random.Random(3), START) in (None, timedelta(hours=1))
