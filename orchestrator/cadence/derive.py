@@ -210,7 +210,8 @@ def clock_calls(schedules: Iterable[Schedule], start: datetime,
 def _called_after(calls: list[datetime], slot: datetime, reach: timedelta) -> bool:
     """Whether another call of the clock comes after ``slot`` and within ``reach``: that
     call's tick fires the slot when the slot's own call was lost, so no scheduled tick
-    needs to catch it."""
+    needs to catch it. ``serve --clock-only`` makes no call for a paused schedule: a
+    lost call beside a paused neighbour waits for the safety tick."""
     i = bisect.bisect_right(calls, slot)
     return i < len(calls) and calls[i] - slot <= reach
 
