@@ -41,9 +41,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import random
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -55,15 +56,16 @@ from lateness import late, pooled, schedule
 
 from orchestrator.cadence.derive import derive
 from orchestrator.cadence.estimate import (
+    TICK_KINDS,
     Billing,
     ClockModel,
-    CronDelay,
     Figures,
     Setup,
     billed,
     simulate,
     simulate_github_schedule,
 )
+from orchestrator.cadence.profiles import PROFILES, CronDelay, CronProfile, CronVisits
 from orchestrator.config.models import Schedule
 from orchestrator.config.policies import FanIn
 from orchestrator.config.repository import RepoConfig
@@ -124,11 +126,54 @@ def derived_setup(schedules: list[Schedule], linger: tuple[float, float],
                  config.cadence, outside)
 
 
+def pooled_parts(runs: list[Figures]) -> Figures:
+    """:func:`pooled`, with the tick jobs' minutes by kind."""
+    total = pooled(runs)
+    for f in runs:
+        for k, v in f.tick_minutes_by.items():
+            total.tick_minutes_by[k] = total.tick_minutes_by.get(k, 0) + v / len(runs)
+    return total
+
+
+PARTS = ("tracks", "fan-in", *TICK_KINDS, "watchdog")
+
+
+def parts_row(case: str, how: str, f: Figures) -> list[str]:
+    """Where one way's runner-minutes go: legs, fan-in jobs, tick jobs by kind, watchdog."""
+    spent = {**f.runner_minutes, **f.tick_minutes_by}
+    return [case, how, *(f"{spent.get(k, 0):,.0f}" for k in PARTS), f"{f.total_minutes:,.0f}"]
+
+
 def orchestrator_month(schedules: list[Schedule], setup: Setup, start: datetime,
-                       seed: int = 0, days: int = DAYS,
-                       billing: Billing | None = None) -> Figures:
+                       seed: int = 0, days: int = DAYS, billing: Billing | None = None,
+                       delay: CronProfile | None = None) -> Figures:
     """The figures ``orchestrator estimate`` prints for the same inputs."""
-    return simulate(schedules, setup, start, days=days, seed=seed, billing=billing)
+    return simulate(schedules, setup, start, days=days, seed=seed, billing=billing,
+                    delay=delay)
+
+
+ASSUMED, MEASURED = PROFILES
+
+
+def profile_lines(seeds: int) -> str:
+    """What the measured-2026 profile reproduces of the reports it is fitted to: the
+    median lateness of a daily line over 8 weeks, and the runs of a ``*/10`` line
+    within the 23 hours of 138 slots, over ``seeds`` workflows (10 at least)."""
+    delay = PROFILES[MEASURED]
+    assert isinstance(delay, CronVisits)
+    medians, fired = [], []
+    for seed in range(max(seeds, 10)):
+        daily = simulate_github_schedule([schedule("d", "0 7 * * *")], START, days=56,
+                                         delay=delay, seed=seed)
+        medians.append(sorted(daily.lateness_seconds)[len(daily.lateness_seconds) // 2] / 60)
+        times = [START + timedelta(minutes=10 * i) for i in range(138)]
+        runs = delay.visits(times, random.Random(seed))
+        fired.append(sum(1 for _, begin in runs if begin <= times[-1]))
+    medians.sort()
+    return (f"Profile {MEASURED}: a daily line's median lateness over 8 weeks is "
+            f"{medians[len(medians) // 2]:.0f} minutes ({medians[0]:.0f} to {medians[-1]:.0f} "
+            f"over {len(medians)} workflows); a */10 line runs {sum(fired) / len(fired):.1f} "
+            f"times in its 138 slots on average ({min(fired)} to {max(fired)}).")
 
 
 # --------------------------------------------------------------------------- the bounds
@@ -318,72 +363,102 @@ def _coverage_within(delay: CronDelay, wait: float) -> str:
             f"{', '.join(map(str, best[1]))}); the others wait for GitHub's delay")
 
 
+def ways_for(schedules: list[Schedule]) -> dict[str, tuple[list[Schedule], Setup,
+                                                          Billing | None]]:
+    """Each way of running ``schedules`` a row shows: (schedules, setup, billing)."""
+    def plain(setup: Setup, billing: Billing | None = None) -> tuple[
+            list[Schedule], Setup, Billing | None]:
+        return schedules, setup, billing
+
+    # `fan_in: next_tick` on every schedule: no fan-in jobs, a tick records batches
+    cheap = [without_fan_in_job(s) for s in schedules]
+    return {
+        "derived (default)": plain(derived_setup(schedules, TICK_LINGER)),
+        "derived, light tick job": plain(derived_setup(schedules, TICK_LINGER), LIGHT),
+        "derived, leads [15, 10], safety 24 h": plain(
+            derived_setup(schedules, TICK_LINGER, TWO_LEADS)),
+        "derived, linger before every slot": plain(
+            derived_setup(schedules, TICK_LINGER, EVERY_SLOT)),
+        "derived cheapest": plain(derived_setup(schedules, TICK_LINGER, CHEAP)),
+        "fixed :07/15": plain(derived_setup(schedules, (0.0, 0.0), FIXED)),
+        "before: fixed :07/15, watchdog :29/:59": plain(OLD),
+        "external clock": plain(derived_setup(schedules, TICK_LINGER, EXTERNAL)),
+        "external clock, safety 24 h": plain(
+            derived_setup(schedules, TICK_LINGER, EXTERNAL_DAILY)),
+        "fan_in next_tick, derived cheapest": (
+            cheap, derived_setup(cheap, TICK_LINGER, CHEAP), None),
+        "fan_in next_tick, fixed :25/:55": (
+            cheap, derived_setup(cheap, (0.0, 0.0), HALF_HOURLY), None),
+        "fan_in next_tick, external clock, safety 24 h": (
+            cheap, derived_setup(cheap, TICK_LINGER, EXTERNAL_DAILY), None),
+        "fan_in next_tick, own machine ticks (serve)": (cheap, OWN_MACHINE, None),
+    }
+
+
+def case_results(schedules: list[Schedule], seeds: int, delay: CronProfile
+                 ) -> dict[str, Figures]:
+    """Every way's month under ``delay``, pooled over ``seeds``, then GitHub's schedule."""
+    results = {how: pooled_parts([orchestrator_month(listed, setup, START, s, billing=bill,
+                                                     delay=delay) for s in range(seeds)])
+               for how, (listed, setup, bill) in ways_for(schedules).items()}
+    results["GitHub schedule:"] = pooled([simulate_github_schedule(
+        schedules, START, days=DAYS, seed=s, delay=delay) for s in range(seeds)])
+    return results
+
+
+def figures_row(case: str, how: str, profile: str, f: Figures, base: float) -> list[str]:
+    return [case, how, profile, f"{f.total_minutes:,.0f}", f"{f.total_minutes / base:.1f}",
+            f"{f.runner_minutes.get('ticks', 0):,.0f}",
+            f"{f.runner_minutes.get('watchdog', 0):,.0f}", f"{f.pushes:,.0f}",
+            f"{f.api_requests:,.0f}", late(f.lateness(0.5)), late(f.lateness(0.95)),
+            f"{f.missed} of {f.slots}"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    head = ["case", "how", "runner-min/month", "x GitHub", "ticks", "watchdog", "pushes",
-            "API requests", "p50 late", "p95 late", "missed"]
+    head = ["case", "how", "profile", "runner-min/month", "x GitHub", "ticks", "watchdog",
+            "pushes", "API requests", "p50 late", "p95 late", "missed"]
     rows: list[list[str]] = []
+    parts: list[list[str]] = []
     baselines: dict[str, Figures] = {}
     for case, schedules in CASES.items():
-        ways = {
-            "derived (default)": (derived_setup(schedules, TICK_LINGER), None),
-            "derived, light tick job": (derived_setup(schedules, TICK_LINGER), LIGHT),
-            "derived, leads [15, 10], safety 24 h": (
-                derived_setup(schedules, TICK_LINGER, TWO_LEADS), None),
-            "derived, linger before every slot": (
-                derived_setup(schedules, TICK_LINGER, EVERY_SLOT), None),
-            "derived cheapest": (derived_setup(schedules, TICK_LINGER, CHEAP), None),
-            "fixed :07/15": (derived_setup(schedules, (0.0, 0.0), FIXED), None),
-            "before: fixed :07/15, watchdog :29/:59": (OLD, None),
-        }
-        # `fan_in: next_tick` on every schedule: no fan-in jobs, a tick records batches
-        cheap = [without_fan_in_job(s) for s in schedules]
-        ways |= {
-            "external clock": (derived_setup(schedules, TICK_LINGER, EXTERNAL), None),
-            "external clock, safety 24 h": (
-                derived_setup(schedules, TICK_LINGER, EXTERNAL_DAILY), None),
-        }
-        cheap_ways = {
-            "fan_in next_tick, derived cheapest": derived_setup(cheap, TICK_LINGER, CHEAP),
-            "fan_in next_tick, fixed :25/:55": derived_setup(cheap, (0.0, 0.0), HALF_HOURLY),
-            "fan_in next_tick, external clock, safety 24 h": derived_setup(
-                cheap, TICK_LINGER, EXTERNAL_DAILY),
-            "fan_in next_tick, own machine ticks (serve)": OWN_MACHINE,
-        }
-        github = pooled([simulate_github_schedule(schedules, START, days=DAYS, seed=s)
-                         for s in range(args.seeds)])
-        base = github.total_minutes
-        results = {how: pooled([orchestrator_month(schedules, setup, START, s, billing=bill)
-                                for s in range(args.seeds)])
-                   for how, (setup, bill) in ways.items()}
-        results.update({how: pooled([orchestrator_month(cheap, setup, START, s)
-                                     for s in range(args.seeds)])
-                        for how, setup in cheap_ways.items()})
-        results["GitHub schedule:"] = github
-        baselines[case] = github
-        for how, f in results.items():
-            rows.append([case, how, f"{f.total_minutes:,.0f}", f"{f.total_minutes / base:.1f}",
-                         f"{f.runner_minutes.get('ticks', 0):,.0f}",
-                         f"{f.runner_minutes.get('watchdog', 0):,.0f}", f"{f.pushes:,.0f}",
-                         f"{f.api_requests:,.0f}", late(f.lateness(0.5)),
-                         late(f.lateness(0.95)), f"{f.missed} of {f.slots}"])
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        print()
-        print("\n\n".join(bound_lines(baselines)))
-        return
+        for profile, delay in PROFILES.items():
+            results = case_results(schedules, args.seeds, delay)
+            github = results["GitHub schedule:"]
+            if profile == ASSUMED:
+                baselines[case] = github
+            rows += [figures_row(case, how, profile, f, github.total_minutes)
+                     for how, f in results.items()]
+            parts += [parts_row(case, f"{how} ({profile})", f)
+                      for how, f in results.items() if "external" in how]
+    parts_head = ["case", "how", *PARTS, "total"]
+    show = markdown_table if args.markdown else text_table
+    show(head, rows)
+    print()
+    print("Where the external clock's runner-minutes go (tick jobs by kind):")
+    print()
+    show(parts_head, parts)
+    print()
+    print(profile_lines(args.seeds))
+    print()
+    print(("\n\n" if args.markdown else "\n").join(bound_lines(baselines)))
+
+
+def markdown_table(head: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def text_table(head: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                         for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    print()
-    print("\n".join(bound_lines(baselines)))
 
 
 if __name__ == "__main__":

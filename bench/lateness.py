@@ -42,6 +42,7 @@ from orchestrator.cadence.estimate import (
     simulate,
     simulate_github_schedule,
 )
+from orchestrator.cadence.profiles import PROFILES
 from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.config.repository import RepoConfig
 
@@ -94,6 +95,24 @@ def row(label: str, linger: str, f: Figures) -> list[str]:
             f"{f.missed} of {f.slots}", f"{per_day:.0f}"]
 
 
+def measured_rows(label: str, sched: Schedule, seeds: range) -> list[list[str]]:
+    """The default cadence, the external clock and GitHub's own schedule under the
+    profile fitted to 2026's public measurements (hours late)."""
+    delay = PROFILES["measured-2026"]
+    ways = {
+        "default cadence": Setup(derive([sched], RepoConfig(), START).tick_cron,
+                                 LINGERS[-1], MAX_LINGER),
+        "external clock": Setup(derive([sched], EXTERNAL, START).tick_cron, LINGERS[-1],
+                                MAX_LINGER, cadence=EXTERNAL.cadence, clock=ClockModel()),
+    }
+    rows = [row(label, f"{how}, measured-2026", pooled([
+        simulate([sched], setup, START, days=DAYS, seed=s, delay=delay) for s in seeds]))
+        for how, setup in ways.items()]
+    github = [simulate_github_schedule([sched], START, days=DAYS, seed=s, delay=delay)
+              for s in seeds]
+    return [*rows, row(label, "GitHub schedule:, measured-2026", pooled(github))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -121,6 +140,7 @@ def main() -> None:
         rows.append(row(label, "fixed :07/15", pooled(fixed)))
         github = [simulate_github_schedule([sched], START, days=DAYS, seed=s) for s in seeds]
         rows.append(row(label, "GitHub schedule:", pooled(github)))
+    rows += [r for label, sched in SCHEDULES for r in measured_rows(label, sched, seeds)]
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")

@@ -174,21 +174,46 @@ def tick_instants(schedules: Iterable[Schedule], cadence: Cadence, start: dateti
     """The ticks the slots in ``(start, until]`` need: lead ticks before the slots worth
     lingering for, gathered ticks after the others. Under an external clock, a gathered
     tick after each slot that would have lingered and none for the others: the clock
-    fires them, this tick catches a missed call and anchors the safety ticks."""
+    fires them, this tick catches a missed call and anchors the safety ticks. A slot
+    whose next call of the clock comes within ``gather_minutes`` (and its catch-up
+    window) needs none: that call's tick catches it."""
     found: set[datetime] = set()
     gathered: list[tuple[datetime, str]] = []
     external = cadence.mode == "external"
     view = cadence.model_copy(update={"mode": "derived"}) if external else cadence
+    gather = timedelta(minutes=cadence.gather_minutes)
+    calls = clock_calls(schedules, start, until + gather) if external else []
     for schedule in cron_schedules(schedules):
         slots = schedule_slots(schedule, start, until)
+        reach = min(gather, timedelta(minutes=schedule.spec.catchup_window_minutes))
         for slot, lingers in zip(slots, lingering_slots(schedule, slots, view),
                                  strict=True):
             if lingers and not external:
                 found.update(lead_ticks(slot, cadence))
-            elif lingers or not external:
+            elif not external or (lingers and not _called_after(calls, slot, reach)):
                 gathered.append((slot, schedule.id))
     found.update(gathered_ticks(gathered, timedelta(minutes=cadence.gather_minutes)))
     return found
+
+
+def clock_calls(schedules: Iterable[Schedule], start: datetime,
+                until: datetime) -> list[datetime]:
+    """The external clock's calls at the slots of schedules without jitter, ascending
+    (a jittered slot's call may come later than its slot)."""
+    found: set[datetime] = set()
+    for schedule in cron_schedules(schedules):
+        if not schedule.spec.jitter_seconds:
+            found.update(schedule_slots(schedule, start, until))
+    return sorted(found)
+
+
+def _called_after(calls: list[datetime], slot: datetime, reach: timedelta) -> bool:
+    """Whether another call of the clock comes after ``slot`` and within ``reach``: that
+    call's tick fires the slot when the slot's own call was lost, so no scheduled tick
+    needs to catch it. ``serve --clock-only`` makes no call for a paused schedule: a
+    lost call beside a paused neighbour waits for the safety tick."""
+    i = bisect.bisect_right(calls, slot)
+    return i < len(calls) and calls[i] - slot <= reach
 
 
 def safety_ticks(ticks: Iterable[datetime], hours: int) -> set[datetime]:

@@ -2,8 +2,8 @@
 
 One model, shared by ``orchestrator estimate`` and ``bench/cost.py`` /
 ``bench/lateness.py``, so the command and the benchmarks agree by construction.
-Nothing waits: the month is simulated from the tick's cron, GitHub's cron delays
-(:class:`CronDelay`, seeded), and the rules the tick follows:
+Nothing waits: the month is simulated from the tick's cron, GitHub's cron lateness
+(a profile of :mod:`.profiles`, seeded), and the rules the tick follows:
 
 - a tick job starts when GitHub starts its scheduled run (late, or never: dropped);
   runs of ``tick.yml`` share one concurrency group, so one runs, at most one waits
@@ -58,6 +58,7 @@ from ..config.repository import Cadence
 from . import clock
 from .derive import schedule_slots, scheduled
 from .pending import GRACE
+from .profiles import CronDelay, CronProfile, CronVisits, started
 from .wake import lingering_slots
 
 MONTH_DAYS = 30
@@ -67,31 +68,6 @@ API_PER_HOUR = 1000
 """GITHUB_TOKEN: REST API requests an hour per repository."""
 PUSHES_PER_MINUTE = 6
 """GitHub asks for at most about 6 pushes a minute per repository."""
-
-
-@dataclass(frozen=True)
-class CronDelay:
-    """GitHub's delay and drop of scheduled runs (a model; GitHub publishes no figures).
-
-    Delays are log-normal: median ``median_minutes``, 95th percentile
-    ``p95_minutes``, a long tail as community reports describe. A run is dropped
-    with ``drop_rate``. At minute 0 of an hour, GitHub's busiest, delays are
-    ``top_of_hour_factor`` times longer and drops that many times likelier. No delay
-    exceeds ``max_minutes`` (later than that, reports speak of runs that never came)."""
-
-    median_minutes: float = 4.0
-    p95_minutes: float = 32.0
-    max_minutes: float = 180.0
-    drop_rate: float = 0.03
-    top_of_hour_factor: float = 2.0
-
-    def sample(self, rng: random.Random, scheduled: datetime) -> timedelta | None:
-        factor = self.top_of_hour_factor if scheduled.minute == 0 else 1.0
-        if rng.random() < min(1.0, self.drop_rate * factor):
-            return None
-        sigma = math.log(self.p95_minutes / self.median_minutes) / 1.6449
-        minutes = self.median_minutes * factor * math.exp(rng.gauss(0.0, sigma))
-        return timedelta(minutes=min(minutes, self.max_minutes))
 
 
 @dataclass(frozen=True)
@@ -155,6 +131,8 @@ class Figures:
     slots_by: Counter[str] = field(default_factory=Counter)
     """Settled slots (fired or missed) per schedule."""
     missed_by: Counter[str] = field(default_factory=Counter)
+    tick_minutes_by: dict[str, float] = field(default_factory=dict)
+    """Tick job minutes by kind (:data:`TICK_KINDS`): where the ticks' share goes."""
 
     @property
     def total_minutes(self) -> float:
@@ -205,6 +183,11 @@ class Figures:
         }
 
 
+TICK_KINDS = ("clock, 1 min", "clock, 2 min or more", "scheduled, fired",
+              "scheduled, found nothing")
+"""Tick jobs by who started them (the clock; GitHub's cron) and their minutes or use."""
+
+
 def billed(seconds: float) -> int:
     """GitHub bills each job by the started minute."""
     return max(1, math.ceil(seconds / 60 - 1e-9))
@@ -233,10 +216,6 @@ def _waited_for(schedules: Iterable[Schedule], cadence: Cadence, start: datetime
     return sorted(found)
 
 
-def _utc_ticks(lines: list[str], start: datetime, end: datetime) -> list[datetime]:
-    return scheduled(lines, start, end)
-
-
 class _Month:
     """The tick jobs of one month, on a virtual clock."""
 
@@ -261,8 +240,9 @@ class _Month:
         self.api: Counter[datetime] = Counter()
         self.push: Counter[datetime] = Counter()
 
-    def tick(self, now: datetime) -> None:
-        """Fire what fell due up to ``now``; dispatch lands at the tick's end."""
+    def tick(self, now: datetime) -> int:
+        """Fire what fell due up to ``now``; dispatch lands at the tick's end. Returns
+        how many slots it fired."""
         done = now + timedelta(seconds=self.b.tick_seconds)
         hi = bisect.bisect_right(self.times, now)
         due: dict[str, list[datetime]] = {}
@@ -276,6 +256,7 @@ class _Month:
         elif self.last_commit is None or done - self.last_commit >= self.b.heartbeat_every:
             self._push(done, 1)  # the idle tick's heartbeat line
             self.last_commit = done
+        return fired
 
     def _fire(self, sid: str, slots: list[datetime], now: datetime, done: datetime) -> int:
         """Fire what the catch-up policy keeps of one schedule's due ``slots``; how many."""
@@ -337,8 +318,9 @@ class _Month:
                                         else startup)
         linger = timedelta(minutes=self.setup.linger_minutes if startup is None else 0)
         ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
+        fired = 0
         while True:
-            self.tick(now)
+            fired += self.tick(now)
             self.last_tick = now
             end = now + timedelta(seconds=self.b.tick_seconds)
             upcoming = self._lingers_for(now, end, linger, ceiling)
@@ -349,10 +331,12 @@ class _Month:
                 and not self.setup.clock.on_runner:
             return end  # a tick on the clock's own machine: no job, no runner-minutes
         self.f.tick_jobs += 1
+        cost = billed((end - begin).total_seconds())
         minutes = self.f.runner_minutes
-        minutes["ticks"] = minutes.get("ticks", 0) + billed((end - begin).total_seconds())
+        minutes["ticks"] = minutes.get("ticks", 0) + cost
+        kind = _tick_kind(startup is not None, cost, fired)
+        self.f.tick_minutes_by[kind] = self.f.tick_minutes_by.get(kind, 0) + cost
         return end
-
 
     def _lingers_for(self, now: datetime, end: datetime, linger: timedelta,
                      ceiling: datetime) -> datetime | None:
@@ -364,8 +348,12 @@ class _Month:
         return upcoming
 
 
+def _tick_kind(by_clock: bool, cost: int, fired: int) -> str:
+    return TICK_KINDS[(0 if cost == 1 else 1) if by_clock else (2 if fired else 3)]
+
+
 def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: int = 28,
-             track_minutes: float = 1.0, delay: CronDelay | None = None,
+             track_minutes: float = 1.0, delay: CronProfile | None = None,
              billing: Billing | None = None, seed: int = 0) -> Figures:
     """A month of the orchestrator on ``setup``, scaled from ``days`` simulated days."""
     delay = delay or CronDelay()
@@ -379,7 +367,7 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month.waited = _waited_for(schedules, setup.cadence, start, end)
     figures.slots = len(month.slots)
     # past the end too: the job of the last day weighs the next cron tick
-    month.cron_ticks = _utc_ticks(setup.tick_cron, start, end + timedelta(days=2))
+    month.cron_ticks = scheduled(setup.tick_cron, start, end + timedelta(days=2))
     arrivals = _cron_arrivals(month.cron_ticks, end, delay, rng)
     if setup.clock is not None:
         arrivals += _clock_arrivals(schedules, setup.clock, start, end, rng)
@@ -387,22 +375,17 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     # slots after the last tick are neither fired nor missed yet: leave them out
     fired = len(figures.lateness_seconds)
     figures.slots = fired + figures.missed
-    for at in _utc_ticks(setup.watchdog_cron, start, end):
-        if delay.sample(rng, at) is not None:
-            figures.runner_minutes["watchdog"] = (figures.runner_minutes.get("watchdog", 0)
-                                                  + billed(billing.watchdog_seconds))
+    for _ in started(delay, scheduled(setup.watchdog_cron, start, end), rng):
+        figures.runner_minutes["watchdog"] = (figures.runner_minutes.get("watchdog", 0)
+                                              + billed(billing.watchdog_seconds))
     return _per_month(figures, days, month.api, month.push)
 
 
-def _cron_arrivals(ticks: list[datetime], end: datetime, delay: CronDelay,
+def _cron_arrivals(ticks: list[datetime], end: datetime, delay: CronProfile,
                    rng: random.Random) -> list[tuple[datetime, int, float | None]]:
     """The cron ticks up to ``end`` that GitHub starts: (start, group 0, no start-up)."""
-    out: list[tuple[datetime, int, float | None]] = []
-    for at in (t for t in ticks if t <= end):
-        late = delay.sample(rng, at)
-        if late is not None:
-            out.append((at + late, 0, None))
-    return out
+    return [(begin, 0, None) for _, begin in started(delay, [t for t in ticks if t <= end],
+                                                     rng)]
 
 
 def _clock_arrivals(schedules: list[Schedule], model: ClockModel, start: datetime,
@@ -459,7 +442,7 @@ def _freed(running: dict[int, datetime], waiting: Iterable[int],
 
 
 def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days: int = 28,
-                             track_minutes: float = 1.0, delay: CronDelay | None = None,
+                             track_minutes: float = 1.0, delay: CronProfile | None = None,
                              seed: int = 0) -> Figures:
     """The same tracks on GitHub's own ``schedule:`` trigger: one workflow per schedule,
     one job per track, no state, no fan-in."""
@@ -468,6 +451,7 @@ def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days
     figures = Figures()
     specs = {s.id: s.spec for s in schedules}
     last: dict[str, datetime] = {}
+    visited = _visited(schedules, start, days, delay, rng)
     for slot, sid in _all_slots(schedules, start, start + timedelta(days=days)):
         figures.slots += 1
         # GitHub runs a scheduled workflow at most every 5 minutes (GitHub's docs,
@@ -477,7 +461,8 @@ def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days
             figures.missed += 1
             continue
         last[sid] = slot
-        late = delay.sample(rng, slot)
+        late = visited.get((sid, slot)) if isinstance(delay, CronVisits) \
+            else delay.sample(rng, slot)
         if late is None:
             figures.missed += 1
             continue
@@ -488,10 +473,25 @@ def simulate_github_schedule(schedules: list[Schedule], start: datetime, *, days
     return _per_month(figures, days, Counter(), Counter())
 
 
+def _visited(schedules: list[Schedule], start: datetime, days: int, delay: CronProfile,
+             rng: random.Random) -> dict[tuple[str, datetime], timedelta]:
+    """Under :class:`CronVisits`, each schedule's workflow on its own: (id, slot) ->
+    lateness of the slots it runs (none for another profile)."""
+    if not isinstance(delay, CronVisits):
+        return {}
+    found = {}
+    for schedule in schedules:
+        slots = _all_slots([schedule], start, start + timedelta(days=days))
+        for slot, begin in delay.visits([at for at, _ in slots], rng):
+            found[(schedule.id, slot)] = begin - slot
+    return found
+
+
 def _per_month(figures: Figures, days: int, api: Counter[datetime],
                push: Counter[datetime]) -> Figures:
     scale = MONTH_DAYS / days
     figures.runner_minutes = {k: v * scale for k, v in figures.runner_minutes.items()}
+    figures.tick_minutes_by = {k: v * scale for k, v in figures.tick_minutes_by.items()}
     figures.pushes *= scale
     figures.api_requests *= scale
     figures.peak_api_per_hour = max(api.values(), default=0)

@@ -22,6 +22,7 @@ import click
 
 from ..cadence import clock
 from ..cadence.derive import HORIZON, Derived, derive, utc_spec
+from ..cadence.profiles import LEDGER, PROFILES
 from ..cadence.tickfile import TICK, dropped_zones, sync
 from ..config.files import LoadResult, load_all
 from ..config.files import write_schedule as write_atomically
@@ -31,6 +32,7 @@ from ..errors import EXIT_OK, EXIT_USER, UserError
 from ..github import API_VERSION, api_url_of
 from ..support.times import iso
 from .context import Config, pass_config
+from .estimate import profile_text, resolve_profile, under_profile
 from .schedules import INSTANT
 
 _GITHUB_REMOTE = re.compile(
@@ -183,9 +185,12 @@ def _summary(derived: Derived, config: RepoConfig) -> list[str]:
               help="With cadence.mode \"external\": also print when the clock must call "
               "tick.yml, the request to make and the token it needs.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was derived as JSON.")
+@click.option("--profile", type=click.Choice([*PROFILES, LEDGER]), default=None,
+              help="Also say how late the derived cadence fires the slots, and what a month "
+              "costs, under this profile of GitHub's cron lateness (as `estimate --profile`).")
 @pass_config
 def command(cfg: Config, check: bool, start: datetime | None, external: bool,
-            as_json: bool) -> int:
+            as_json: bool, profile: str | None) -> int:
     """Derive tick.yml's schedule from the schedules, in UTC and on both sides of
     daylight-saving changes, and the watchdog's from the tick's. Under an external
     clock, derive its schedule file too. Write the files that changed."""
@@ -203,7 +208,10 @@ def command(cfg: Config, check: bool, start: datetime | None, external: bool,
     _note_dropped_zones(cfg.repo / TICK, derived)
     files = [path.relative_to(cfg.repo).as_posix() for path in changed]
     report = external_report(cfg, loaded.schedules, moment) if external else None
-    click.echo(_output(derived, config, files, check, report, as_json))
+    found = None if profile is None else under_profile(
+        cfg.repo, loaded.schedules, moment, derived.tick_cron, [derived.watchdog_cron],
+        resolve_profile(cfg, profile, moment))
+    click.echo(_output(derived, config, files, check, report, as_json, found))
     if check:
         return EXIT_USER if changed else EXIT_OK
     for path, text in changed.items():
@@ -220,11 +228,15 @@ def _load_schedules(cfg: Config) -> LoadResult:
 
 
 def _output(derived: Derived, config: RepoConfig, files: list[str], check: bool,
-            report: dict[str, Any] | None, as_json: bool) -> str:
-    """What ``cron-sync`` prints: JSON with ``--json``, else lines of text."""
+            report: dict[str, Any] | None, as_json: bool,
+            found: dict[str, Any] | None = None) -> str:
+    """What ``cron-sync`` prints: JSON with ``--json``, else lines of text; with
+    ``--profile``, how late the derived cadence fires the slots under it."""
     if as_json:
-        return json.dumps(_as_json(derived, config, files, check, report), indent=2)
-    return "\n".join(_text(derived, config, files, check, report))
+        data = _as_json(derived, config, files, check, report)
+        return json.dumps(data if found is None else {**data, "estimate": found}, indent=2)
+    lines = _text(derived, config, files, check, report)
+    return "\n".join(lines if found is None else [*lines, profile_text(found)])
 
 
 def _repo_config(cfg: Config, external: bool) -> RepoConfig:

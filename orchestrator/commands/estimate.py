@@ -12,18 +12,24 @@ scales them to 30 days.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..cadence import lateness
 from ..cadence.derive import derive
 from ..cadence.estimate import ClockModel, Setup, simulate, simulate_github_schedule
+from ..cadence.pending import tick_crons
+from ..cadence.profiles import LEDGER, PROFILES, CronProfile, from_ledger
 from ..cadence.tickfile import TICK, WATCHDOG, read_crons, read_linger
 from ..config.files import load_all
 from ..config.models import Schedule
 from ..config.repository import load_repo_config
+from ..errors import OrchestratorError
+from ..state import layout
 from ..support.times import iso
 from .context import Config, pass_config
 from .schedules import INSTANT
@@ -48,13 +54,53 @@ def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> 
     return Setup(lines, linger, most, watch, config.cadence, outside)
 
 
+DEFAULT_PROFILE = "assumed"
+PROFILE_HELP = ("How late GitHub's cron starts runs: 'assumed' (minutes), 'measured-2026' "
+                "(hours, as public repositories measured it in 2026; bench/README.md), or "
+                "'ledger' (this repository's own, state/lateness.jsonl).")
+
+
+def profile_option(function: Any) -> Any:
+    return click.option("--profile", type=click.Choice([*PROFILES, LEDGER]),
+                        default=DEFAULT_PROFILE, show_default=True,
+                        help=PROFILE_HELP)(function)
+
+
+def resolve_profile(cfg: Config, name: str, now: datetime) -> tuple[str, CronProfile]:
+    """The profile ``name`` stands for; the ledger's, read from the state branch, falls
+    back to the assumed one with a line on stderr when it has too few samples."""
+    if name != LEDGER:
+        return name, PROFILES[name]
+    try:
+        data = cfg.store().read().files.get(layout.LATENESS)
+    except OrchestratorError as exc:
+        return _fallback(f"the ledger cannot be read ({exc.message})")
+    samples = lateness.recent(lateness.read(data), now, lateness.KEEP_DAYS)
+    measured = lateness.overall(samples, tick_crons(cfg.repo))
+    found = from_ledger([s.late for s in samples], measured.dropped)
+    if found is None:
+        return _fallback(f"the ledger has {len(samples)} sample(s) of the last "
+                         f"{lateness.KEEP_DAYS} days, fewer than {lateness.MIN_SAMPLES}")
+    return LEDGER, found
+
+
+def _fallback(why: str) -> tuple[str, CronProfile]:
+    click.echo(f"orchestrator: {why}: the '{DEFAULT_PROFILE}' profile instead", err=True)
+    return DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE]
+
+
 def build(root: Path, schedules: list[Schedule], start: datetime,
-          track_minutes: float = 1.0) -> dict[str, Any]:
+          track_minutes: float = 1.0,
+          profile: tuple[str, CronProfile] = (DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE])
+          ) -> dict[str, Any]:
     setup = repository_setup(root, schedules, start)
-    ours = simulate(schedules, setup, start, track_minutes=track_minutes)
-    theirs = simulate_github_schedule(schedules, start, track_minutes=track_minutes)
+    name, delay = profile
+    ours = simulate(schedules, setup, start, track_minutes=track_minutes, delay=delay)
+    theirs = simulate_github_schedule(schedules, start, track_minutes=track_minutes,
+                                      delay=delay)
     return {
         "from": iso(start),
+        "profile": name,
         "track_minutes": track_minutes,
         "setup": {"tick_cron": setup.tick_cron, "linger_minutes": setup.linger_minutes,
                   "max_linger_minutes": setup.max_linger_minutes,
@@ -65,6 +111,35 @@ def build(root: Path, schedules: list[Schedule], start: datetime,
         "orchestrator": ours.to_json(),
         "github_schedule": theirs.to_json(),
     }
+
+
+def under_profile(root: Path, schedules: list[Schedule], start: datetime,
+                  tick_cron: list[str], watchdog_cron: list[str],
+                  profile: tuple[str, CronProfile]) -> dict[str, Any]:
+    """How late ``tick_cron`` fires the slots under ``profile``, and what it costs: what
+    ``cron-sync --profile`` prints for the cron it derived."""
+    setup = replace(repository_setup(root, schedules, start), tick_cron=tick_cron,
+                    watchdog_cron=watchdog_cron)
+    found = simulate(schedules, setup, start, delay=profile[1]).to_json()
+    return {"profile": profile[0], "lateness_seconds": found["lateness_seconds"],
+            "missed": found["missed"], "slots": found["slots"],
+            "runner_minutes": found["runner_minutes"], "external_clock": setup.clock is not None}
+
+
+KEEPS = 15 * 60
+"""Seconds: a p95 past this is no longer a slot kept (GitHub's own cron, assumed, is 32 min)."""
+
+
+def profile_text(found: dict[str, Any]) -> str:
+    """One line on ``under_profile``'s figures, and whether the cadence keeps its slots."""
+    p95 = found["lateness_seconds"]["p95"]
+    head = (f"under the '{found['profile']}' cron profile: slots fire p50 "
+            f"{_late(found, 'median')}, p95 {_late(found, 'p95')} late, {found['missed']:,} of "
+            f"{found['slots']:,} not fired, {found['runner_minutes']:,} runner-minutes a month")
+    if p95 is None or p95 <= KEEPS or found["external_clock"]:
+        return head
+    return (head + "; GitHub's cron starts these ticks too late to keep the slots: an "
+            "external clock does (docs/how-to/cadence.md)")
 
 
 def _late(row: dict[str, Any], key: str) -> str:
@@ -92,7 +167,8 @@ def text(report: dict[str, Any]) -> list[str]:
     ours, theirs = report["orchestrator"], report["github_schedule"]
     outside = report["setup"]["external_clock"]
     lines = [f"a month of these schedules on GitHub Actions (tracks taken as "
-             f"{report['track_minutes']:g} min each; model: orchestrator/estimate.py)",
+             f"{report['track_minutes']:g} min each; model: orchestrator/estimate.py, "
+             f"cron lateness profile '{report['profile']}')",
              *([f"  with an external clock calling at each slot (start-up "
                 f"{outside['startup_seconds'][0]:g} to {outside['startup_seconds'][1]:g} s, "
                 f"{outside['failure_rate']:.0%} of calls lost)"] if outside else []),
@@ -126,8 +202,10 @@ def markdown(report: dict[str, Any]) -> str:
               show_default=True, help="How long each track's job takes, setup included.")
 @click.option("--from", "start", type=INSTANT, default=None, metavar="ISO",
               help="Simulate the four weeks from this instant (default: now).")
+@profile_option
 @pass_config
-def command(cfg: Config, as_json: bool, track_minutes: float, start: datetime | None) -> int:
+def command(cfg: Config, as_json: bool, track_minutes: float, start: datetime | None,
+            profile: str) -> int:
     """Expected runner-minutes, pushes and API requests a month for these schedules, and
     how late their slots fire, beside GitHub's own schedule: trigger. Warns past
     GitHub's limits: 2,000 free minutes for private repositories, 1,000 API requests
@@ -136,7 +214,8 @@ def command(cfg: Config, as_json: bool, track_minutes: float, start: datetime | 
     for error in loaded.errors:
         click.echo(f"orchestrator: {error.message} (left out)", err=True)
     moment = (start or datetime.now(UTC)).replace(second=0, microsecond=0)
-    report = build(cfg.repo, loaded.schedules, moment, track_minutes)
+    report = build(cfg.repo, loaded.schedules, moment, track_minutes,
+                   resolve_profile(cfg, profile, moment))
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:

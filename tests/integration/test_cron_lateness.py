@@ -146,3 +146,29 @@ def test_cron_late_is_told_once_per_episode_and_never_when_punctual(
         scheduled_tick(repo, fake_github, DAILY, created, created + timedelta(minutes=1),
                        LATE_WEBHOOK=hook.url)
     assert len(cron_late_events(hook)) == 2
+
+
+def test_estimate_and_cron_sync_take_the_ledger_as_the_profile(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    repo = checkout(tmp_path, cron="0 6 * * *")
+    now = "2026-12-07T18:00:00Z"
+    # no sample yet: one line says so, and the assumed profile stands in
+    empty = cli(repo, "estimate", "--json", "--from", now, "--profile", "ledger")
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout)["profile"] == "assumed"
+    assert empty.stderr.strip().splitlines() == [
+        "orchestrator: the ledger has 0 sample(s) of the last 30 days, fewer than 5: the "
+        "'assumed' profile instead"]
+    for n, hours in enumerate(LATE_HOURS):
+        created = DAY + timedelta(days=n, hours=hours)
+        scheduled_tick(repo, fake_github, DAILY, created, created + timedelta(minutes=1))
+        git("fetch", "--quiet", "origin", cwd=repo)
+    found = json.loads(cli(repo, "estimate", "--json", "--from", now, "--profile", "ledger",
+                           check=True).stdout)
+    assert found["profile"] == "ledger"
+    # GitHub's own schedule: every run as late as a measured one, 1 to 6 hours
+    late = found["github_schedule"]["lateness_seconds"]
+    assert 3600 <= late["median"] <= late["max"] <= 6 * 3600
+    synced = cli(repo, "cron-sync", "--check", "--from", now, "--profile", "ledger")
+    assert "under the 'ledger' cron profile: slots fire" in synced.stdout
+    assert "too late to keep the slots: an external clock does" in synced.stdout

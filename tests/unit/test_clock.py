@@ -172,6 +172,24 @@ def test_tick_yml_keeps_a_safety_tick_just_after_each_daily_slot_and_no_lead_tic
     assert "External clock" in tickfile.tick_comment(config)[0]
 
 
+def test_a_daily_slot_that_another_call_follows_closely_needs_no_tick_of_its_own() -> None:
+    config = RepoConfig.model_validate({"cadence": {"mode": "external",
+                                                    "safety_every_hours": 24}})
+    daily = sched("daily", "30 8 * * *")
+    # the hourly call at 08:40 fires 08:30 when its own call was lost: tick.yml keeps
+    # the plain safety tick only
+    hourly = sched("hourly", "40 * * * *")
+    assert cadence.derive([daily, hourly], config, START).tick_cron == ["17 0 * * *"]
+    # a call beyond gather_minutes, or beyond the slot's catch-up window, catches nothing
+    late = sched("hourly", "50 * * * *")
+    assert cadence.derive([daily, late], config, START).tick_cron == ["34 8 * * *"]
+    narrow = sched("daily", "30 8 * * *", catchup_window_minutes=5)
+    assert cadence.derive([narrow, hourly], config, START).tick_cron == ["34 8 * * *"]
+    # a jittered schedule's call may come after its slot: it is not counted on
+    jittered = sched("hourly", "40 * * * *", jitter_seconds=600)
+    assert cadence.derive([daily, jittered], config, START).tick_cron == ["34 8 * * *"]
+
+
 # --------------------------------------------------------------------------- the loop
 
 
@@ -280,12 +298,28 @@ def test_the_clocks_ticks_fire_at_once_for_a_billed_start_up_and_nothing_waits()
         startup_seconds=(55.0, 55.0), failure_rate=0.0)), at("2026-12-07T00:00"), days=30,
         delay=ON_TIME)
     assert slow.runner_minutes["ticks"] == 30 * billed(65)  # the start-up is billed
+    assert figures.tick_minutes_by == {"clock, 1 min": 30}
+    assert slow.tick_minutes_by == {"clock, 2 min or more": 60}
     # a tick on the clock's own machine (serve, not --clock-only) bills nothing
     own = simulate([daily], Setup([], cadence=EXTERNAL, clock=ClockModel(
         startup_seconds=(0.0, 0.0), failure_rate=0.0, on_runner=False)),
         at("2026-12-07T00:00"), days=30, delay=ON_TIME)
     assert "ticks" not in own.runner_minutes and own.lateness(0.95) == pytest.approx(
         Billing().tick_seconds)
+
+
+def test_the_tick_minutes_by_kind_tell_a_safety_tick_that_fired_from_one_that_did_not(
+) -> None:
+    daily = sched("daily", "0 7 * * *")
+    # every call lost: the safety tick 4 minutes after each slot fires it
+    lost = Setup(["4 7 * * *"], cadence=EXTERNAL, clock=ClockModel(failure_rate=1.0))
+    figures = simulate([daily], lost, at("2026-12-07T00:00"), days=30, delay=ON_TIME)
+    assert figures.tick_minutes_by == {"scheduled, fired": 30}
+    kept = Setup(["4 7 * * *"], cadence=EXTERNAL, clock=ClockModel(
+        startup_seconds=(30.0, 30.0), failure_rate=0.0))
+    both = simulate([daily], kept, at("2026-12-07T00:00"), days=30, delay=ON_TIME)
+    assert both.tick_minutes_by == {"clock, 1 min": 30, "scheduled, found nothing": 30}
+    assert sum(both.tick_minutes_by.values()) == both.runner_minutes["ticks"]
 
 
 def test_a_lost_call_waits_for_the_safety_tick_inside_the_catch_up_window() -> None:

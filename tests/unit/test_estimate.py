@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from orchestrator.cadence.estimate import (
     simulate,
     simulate_github_schedule,
 )
+from orchestrator.cadence.profiles import PROFILES, CronVisits, from_ledger
 from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.config.repository import Cadence
 
@@ -196,3 +197,26 @@ def test_the_waiting_lead_tick_stays_when_a_slot_worth_waiting_for_comes_before_
     figures = simulate([early, late], Setup(["45,50 6 * * *"], 20, 45), START, days=30,
                        delay=ON_TIME)
     assert figures.tick_jobs == 60
+
+
+def test_the_measured_profile_runs_a_frequent_line_once_a_visit_and_a_daily_one_hours_late(
+) -> None:
+    visits = CronVisits(every_minutes=540, spread=0.0)
+    # a */10 line: 138 cron times, one run per visit (9 hours apart), for the newest due
+    times = [START + timedelta(minutes=10 * i) for i in range(138)]
+    runs = [(at, begin) for at, begin in visits.visits(times, random.Random(1))
+            if begin <= times[-1]]
+    assert len(runs) in (2, 3)
+    assert all(begin - at < timedelta(minutes=10) for at, begin in runs)
+    # a daily line: every run comes, within a visit's gap of its time
+    daily = [START + timedelta(days=i) for i in range(56)]
+    measured = PROFILES["measured-2026"]
+    assert isinstance(measured, CronVisits)
+    runs = measured.visits(daily, random.Random(2))
+    late = sorted((begin - at).total_seconds() / 60 for at, begin in runs)
+    assert len(runs) == 56 and 150 < statistics.median(late) < 400 and late[-1] < 810
+    # the ledger: too few samples are no profile; otherwise its delays and drops
+    assert from_ledger([60.0] * 4, 0) is None
+    found = from_ledger([3600.0] * 5, 5)
+    assert found is not None and found.drop_rate == 0.5
+    assert found.sample(random.Random(3), START) in (None, timedelta(hours=1))
