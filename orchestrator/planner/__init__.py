@@ -29,8 +29,9 @@ step (module)            why it is where it is
 (:mod:`.drain`)          its own report before its lease is judged. Never repeated.
 ``fire_due_slots``       The clock's due slots, under catch-up, overlap, daily caps and
 (:mod:`.fire`)           pauses (:mod:`.pause`). ``cancel_previous`` ends tracks here.
+                         Not in a tick scoped to one run.
 ``start_runs``           An operator's triggers and backfills, after the clock's slots.
-(:mod:`.requests`)
+(:mod:`.requests`)       Not in a tick scoped to one run.
 ``fire_after``           Upstream runs that the first settling fanned in fire their
 (:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
@@ -126,7 +127,8 @@ def plan(
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision.
     ``settling`` orders the settling loop's passes (a test runs every order).
-    ``upstreams``: the schedules some ``after`` names, for a tick scoped to one run.
+    ``upstreams``: for a tick scoped to one run, the schedules whose runs it leaves
+    open (a downstream needs a full tick); its ``schedules`` are the run's downstreams.
 
     A run whose record the state machine refuses to move is left alone, named in one
     line, and the tick decided again without it: one bad record never stops the rest.
@@ -165,8 +167,9 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     watch_queues(ctx)
     settle(ctx, settling)
     drain.release_stranded(ctx)
-    fire_due_slots(ctx)
-    start_runs(ctx, requests)
+    if ctx.only_run is None:  # a fan-in job's tick fires only what ``after`` its run
+        fire_due_slots(ctx)
+        start_runs(ctx, requests)
     fire_after(ctx)
     settle(ctx, settling)
     dispatch_pending(ctx)

@@ -12,8 +12,9 @@
   upstream runs wait, up to ``within_minutes`` after their end, and the log says why.
 - Catch-up applies as for clock slots: ``all`` fires once per waiting set, oldest first;
   ``latest`` and ``none`` fire the newest and note the others. Overlap applies as for a slot.
-- A tick scoped to one run (a fan-in job's) sees no downstream: it leaves the fan-in
-  of an upstream's run to the next full tick (:func:`.fan_in.fan_in`).
+- A tick scoped to one run (a fan-in job's) is given the run's downstreams, so the
+  fan-in that ends the run fires them. When one needs a full tick, it is given none
+  and leaves the run open instead (:func:`orchestrator.tick.scope.downstreams`).
 - The step may run twice in a tick (before dispatch, and after the last settling, for a
   run that fanned in at dispatch): the ``seen`` list makes the second a no-op.
 """

@@ -110,8 +110,8 @@ class Context:
         self.left_alone = left_alone
         """Runs whose record the state machine refused to move: no step works on them."""
         self.upstreams = upstreams
-        """Schedules some ``after`` names: a scoped tick leaves their runs' fan-in to a
-        tick that sees the downstreams (:mod:`.after`)."""
+        """Schedules whose runs a scoped tick leaves open: a downstream of theirs needs
+        a full tick to count their end (:func:`orchestrator.tick.scope.downstreams`)."""
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is

@@ -4,8 +4,9 @@
   :class:`~orchestrator.planner.Decision` out; nothing is read, nothing is written.
 - The compare-and-swap retry calls it again on each new tip (:meth:`.shell.Tick.mark`),
   with the same :class:`Seen`: the executor is asked once per tick.
-- A tick scoped to one run decides on a state holding that run only
-  (:func:`.scope.scoped`); :func:`split` says which state that is.
+- A tick scoped to one run decides on a state holding that run only, with the
+  cursors of its ``after`` downstreams (:func:`.scope.scoped`); :func:`split` says
+  which state that is.
 """
 
 from __future__ import annotations
@@ -42,12 +43,8 @@ def split(inputs: TickInputs, scope: str | None) -> tuple[State, Mapping[str, Ru
     state = inputs.loaded.state
     if scope is None:
         return state, {}
-    return run_scope.scoped(state, scope), state.runs
-
-
-def _upstreams(inputs: TickInputs) -> frozenset[str]:
-    """The schedules some ``after`` names: a scoped tick leaves their runs open."""
-    return frozenset(a.schedule for s in inputs.schedules for a in s.spec.upstreams)
+    found, _ = run_scope.downstreams(inputs.schedules, state, scope)
+    return run_scope.scoped(state, scope, [s.id for s in found]), state.runs
 
 
 def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
@@ -59,11 +56,12 @@ def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
 
     name, scope = settings.executor_name, settings.scope
     state, _ = split(inputs, scope)
-    decision = plan([] if scope else inputs.schedules, state, seen.observations, now,
+    schedules, held = (inputs.schedules, frozenset()) if scope is None else (
+        run_scope.downstreams(inputs.schedules, inputs.loaded.state, scope))
+    decision = plan(schedules, state, seen.observations, now,
                     executor=name, dispatch_grace=settings.dispatch_grace,
                     invalid=inputs.invalid, caps=inputs.caps, only_run=scope,
-                    requests=settings.requests,
-                    upstreams=_upstreams(inputs) if scope else ())
+                    requests=settings.requests, upstreams=held)
     if inputs.loaded.note:
         decision.log.insert(0, inputs.loaded.note)
     if seen.breaker is not None:
