@@ -34,6 +34,9 @@ step (module)            why it is where it is
 (:mod:`.requests`)       Not in a tick scoped to one run.
 ``fire_after``           Upstream runs that the first settling fanned in fire their
 (:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
+``fire_on_queue``        A queue whose backlog calls for a drain fires its schedule,
+(:mod:`.on_queue`)       after the first settling ended the drains that finished.
+                         Not in a tick scoped to one run.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
                          sends every pending track whose needs are terminal.
 ``dispatch_pending``     After settling, so a run buffered behind one that just ended
@@ -80,6 +83,7 @@ from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import Finished, consolidate, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
+from .on_queue import fire_on_queue
 from .requests import (
     BackfillRequest,
     CancelRequest,
@@ -170,6 +174,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     if ctx.only_run is None:  # a fan-in job's tick fires only what ``after`` its run
         fire_due_slots(ctx)
         start_runs(ctx, requests)
+        fire_on_queue(ctx)
     fire_after(ctx)
     settle(ctx, settling)
     dispatch_pending(ctx)

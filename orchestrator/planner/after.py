@@ -52,12 +52,12 @@ def fire_after(ctx: Context) -> None:
 def _after_schedule(ctx: Context, schedule: Schedule, cursor: Cursor) -> None:
     before = cursor.after or AfterCursor()
     after = _expire(ctx, schedule, _collect(ctx, schedule, before))
-    blocked = _blocked(schedule, cursor)
-    if blocked and after != before:
+    stop = blocked(schedule, cursor)
+    if stop and after != before:
         waiting = sum(len(v) for v in after.waiting.values())
         ctx.decision.log.append(f"{schedule.id}: after: {waiting} upstream run(s) wait, "
-                                f"none consumed: {blocked}")
-    elif not blocked and _ready(schedule, after):
+                                f"none consumed: {stop}")
+    elif not stop and _ready(schedule, after):
         cursor, after = _fire_ready(ctx, schedule, cursor, after)
     if after != before:  # a quiet downstream keeps its cursor as it was
         ctx.state.cursors[schedule.id] = cursor.model_copy(update={"after": after})
@@ -119,7 +119,7 @@ def _expire(ctx: Context, schedule: Schedule, state: AfterCursor) -> AfterCursor
     return state.model_copy(update={"waiting": waiting})
 
 
-def _blocked(schedule: Schedule, cursor: Cursor) -> str:
+def blocked(schedule: Schedule, cursor: Cursor) -> str:
     """Why the schedule may not fire now (disabled, paused), or ``""``."""
     if not schedule.spec.enabled:
         return "the schedule is disabled"

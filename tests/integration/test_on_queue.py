@@ -1,0 +1,73 @@
+"""``on_queue`` as a user runs it: ``queue add`` from the command line, ticks at given
+instants (``tick --now``), the local executor and a real git origin; and ``validate``
+on a schedule whose queue no track drains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator.state.model import State
+from tests.builders import spec_data
+from tests.drive import cli, cli_tick, state_of
+from tests.gitrepo import clone, make_origin
+
+ON_QUEUE = {"queue": "jobs", "min_ready": 100, "max_wait_minutes": 30}
+
+
+def drain(**on_queue: object) -> dict[str, object]:
+    return spec_data(None, on_queue={**ON_QUEUE, **on_queue}, tracks=[
+        {"name": "work", "run": "true", "drain": {"queue": "jobs", "task_cap": 50}}])
+
+
+def add(repo: Path, count: int, at: str, tmp_path: Path) -> None:
+    lines = tmp_path / f"items-{at}.jsonl"
+    lines.write_text("".join(json.dumps({"payload": {"n": n}}) + "\n" for n in range(count)))
+    cli(repo, "queue", "add", "jobs", "--file", str(lines), "--now", at, check=True)
+
+
+def drains(state: State) -> list[str]:
+    return sorted(r for r, run in state.runs.items() if run.schedule_id == "crawl")
+
+
+def test_the_100th_item_fires_one_drain_and_99_fire_nothing(tmp_path: Path) -> None:
+    repo = clone(make_origin(tmp_path, {"crawl": drain()}), tmp_path / "repo")
+    work = tmp_path / "work"
+    cli_tick(repo, "2026-12-01T07:00:00Z", work=work, check=True)
+    add(repo, 99, "2026-12-01T07:01:00Z", tmp_path)
+    cli_tick(repo, "2026-12-01T07:02:00Z", work=work, check=True)
+    assert drains(state_of(repo)[0]) == []
+    add(repo, 1, "2026-12-01T07:02:30Z", tmp_path)
+    out = cli_tick(repo, "2026-12-01T07:03:00Z", work=work, check=True).stdout
+    assert drains(state_of(repo)[0]) == ["crawl--20261201T0703Z-queue-100"]
+    assert "fired on queue jobs: 100 ready (min_ready 100)" in out
+    cli_tick(repo, "2026-12-01T07:04:00Z", work=work, check=True)
+    assert len(drains(state_of(repo)[0])) == 1
+
+
+def test_max_wait_minutes_fires_a_smaller_backlog(tmp_path: Path) -> None:
+    repo = clone(make_origin(tmp_path, {"crawl": drain()}), tmp_path / "repo")
+    work = tmp_path / "work"
+    cli_tick(repo, "2026-12-01T07:00:00Z", work=work, check=True)
+    add(repo, 7, "2026-12-01T07:01:00Z", tmp_path)
+    cli_tick(repo, "2026-12-01T07:30:59Z", work=work, check=True)
+    assert drains(state_of(repo)[0]) == []
+    cli_tick(repo, "2026-12-01T07:31:00Z", work=work, check=True)
+    assert drains(state_of(repo)[0]) == ["crawl--20261201T0731Z-queue-7"]
+
+
+def test_validate_refuses_an_on_queue_whose_queue_no_track_drains(tmp_path: Path) -> None:
+    bad = spec_data(None, on_queue=ON_QUEUE)
+    repo = clone(make_origin(tmp_path, {"crawl": bad, "ok": drain(),
+                                        "named": drain(queue="Bad Name")}),
+                 tmp_path / "repo")
+    proc = cli(repo, "validate")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert any(line.endswith('schedules/crawl.json: on_queue: no track drains the queue '
+                             'jobs (add a track with "drain": {"queue": "jobs"})')
+               for line in lines), lines
+    assert any("schedules/named.json: on_queue.queue" in line for line in lines), lines
+    assert not any("ok.json" in line for line in lines)
+    shown = cli(repo, "validate", "--format", "text").stdout
+    assert "on queue jobs (100 ready or 30 min)" in shown
