@@ -12,7 +12,9 @@ The steps of one call, in order. Each runs once, but for the settling loop
 =======================  ==============================================================
 step (module)            why it is where it is
 =======================  ==============================================================
-``log_notes``            First: what the queue reader noticed, before any step changes
+``enqueue``              First: the items of ``queue add --executor``, so every step
+(:mod:`.requests`)       reads the queue with them (``fire_on_queue`` fires on them).
+``log_notes``            What the queue reader noticed, before any other step changes
 (:mod:`.drain`)          a queue.
 ``hygiene``              Observations folded in first, so later steps see the tracks as
 (:mod:`.hygiene`)        the executor last did. Timeouts, deadlines, retries, parking.
@@ -87,9 +89,11 @@ from .on_queue import fire_on_queue
 from .requests import (
     BackfillRequest,
     CancelRequest,
+    EnqueueRequest,
     Request,
     TriggerRequest,
     cancel_runs,
+    enqueue,
     start_runs,
 )
 from .routing import watch_queues
@@ -101,6 +105,7 @@ __all__ = [
     "Caps",
     "Decision",
     "DispatchRecord",
+    "EnqueueRequest",
     "Finished",
     "Observations",
     "Request",
@@ -164,6 +169,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
         ctx.decision.log.append(f"{what}: {line}")
     for run_id, why in sorted(left_alone.items()):
         ctx.decision.log.append(f"run {run_id} left alone: {why} (fix or cancel its record)")
+    enqueue(ctx, requests)
     drain.log_notes(ctx)
     hygiene(ctx)
     cancel_runs(ctx, requests)

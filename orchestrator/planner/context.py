@@ -17,6 +17,7 @@ from ..executors.base import DispatchRequest, DispatchResult, Handle, Observatio
 from ..state import machine
 from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase
+from ..state.queueops import Enqueued
 from ..state.records import Run, Track
 from ..support.times import iso
 
@@ -68,6 +69,8 @@ class Decision:
     """Dead-letter key (``<queue>/<item>``) -> reason, for each item this tick made dead."""
     answers: dict[str, str] = field(default_factory=dict)
     """What each operator's request did, by request (:func:`.requests.key_of`)."""
+    enqueued: dict[str, Enqueued] = field(default_factory=dict)
+    """Queue -> what an enqueue request added to it."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)

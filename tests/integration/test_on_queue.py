@@ -9,8 +9,8 @@ from pathlib import Path
 
 from orchestrator.state.model import State
 from tests.builders import spec_data
-from tests.drive import cli, cli_tick, state_of
-from tests.gitrepo import clone, make_origin
+from tests.drive import STATE_BRANCH, cli, cli_tick, launches, state_of
+from tests.gitrepo import clone, git, make_origin
 
 ON_QUEUE = {"queue": "jobs", "min_ready": 100, "max_wait_minutes": 30}
 
@@ -20,10 +20,13 @@ def drain(**on_queue: object) -> dict[str, object]:
         {"name": "work", "run": "true", "drain": {"queue": "jobs", "task_cap": 50}}])
 
 
-def add(repo: Path, count: int, at: str, tmp_path: Path) -> None:
+def add(repo: Path, count: int, at: str, tmp_path: Path, *options: str,
+        work: Path | None = None) -> str:
+    """``queue add`` of ``count`` items at ``at``; its stdout."""
     lines = tmp_path / f"items-{at}.jsonl"
     lines.write_text("".join(json.dumps({"payload": {"n": n}}) + "\n" for n in range(count)))
-    cli(repo, "queue", "add", "jobs", "--file", str(lines), "--now", at, check=True)
+    return cli(repo, "queue", "add", "jobs", "--file", str(lines), "--now", at, *options,
+               work=work, check=True).stdout
 
 
 def drains(state: State) -> list[str]:
@@ -43,6 +46,29 @@ def test_the_100th_item_fires_one_drain_and_99_fire_nothing(tmp_path: Path) -> N
     assert "fired on queue jobs: 100 ready (min_ready 100)" in out
     cli_tick(repo, "2026-12-01T07:04:00Z", work=work, check=True)
     assert len(drains(state_of(repo)[0])) == 1
+
+
+def test_queue_add_with_an_executor_fires_the_drain_in_the_enqueue_commit(
+        tmp_path: Path) -> None:
+    """No tick between: the 100th item and the drain it calls for land in one commit,
+    and the drain's worker is sent by ``queue add`` itself."""
+    repo = clone(make_origin(tmp_path, {"crawl": drain()}), tmp_path / "repo")
+    work = tmp_path / "work"
+    cli_tick(repo, "2026-12-01T07:00:00Z", work=work, check=True)
+    out = add(repo, 99, "2026-12-01T07:01:00Z", tmp_path, "--executor", "local", work=work)
+    assert out.splitlines()[-1] == "jobs: 99 added, 0 already there"
+    assert drains(state_of(repo)[0]) == []
+    out = add(repo, 1, "2026-12-01T07:02:00Z", tmp_path, "--executor", "local", work=work)
+    assert out.splitlines()[-1] == "jobs: 1 added, 0 already there"
+    fired = "crawl--20261201T0702Z-queue-100"
+    assert drains(state_of(repo)[0]) == [fired]
+    git("fetch", "--quiet", "origin", STATE_BRANCH, cwd=repo)
+    decide = git("log", "--format=%H", "--grep", "decide", "-1", "FETCH_HEAD",
+                 cwd=repo).strip()
+    changed = git("show", "--name-only", "--format=", decide, cwd=repo).split()
+    assert f"state/runs/{fired}/run.json" in changed
+    assert "state/queues/jobs.json" in changed
+    assert {f"{fired}--work-w1--1", f"{fired}--work-w2--1"} <= set(launches(work))
 
 
 def test_max_wait_minutes_fires_a_smaller_backlog(tmp_path: Path) -> None:
