@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from orchestrator.state.model import State
+from tests import queues
 from tests.builders import spec_data
-from tests.drive import STATE_BRANCH, cli, cli_tick, launches, state_of
+from tests.drive import STATE_BRANCH, cli, cli_tick, launches, run_ticks, start_cli, state_of
 from tests.gitrepo import clone, git, make_origin
 
 ON_QUEUE = {"queue": "jobs", "min_ready": 100, "max_wait_minutes": 30}
@@ -97,3 +98,25 @@ def test_validate_refuses_an_on_queue_whose_queue_no_track_drains(tmp_path: Path
     assert not any("ok.json" in line for line in lines)
     shown = cli(repo, "validate", "--format", "text").stdout
     assert "on queue jobs (100 ready or 30 min)" in shown
+
+
+def test_racing_enqueues_and_ticks_fire_one_drain_for_one_crossing(tmp_path: Path) -> None:
+    """97 ready; then four ``queue add --executor local`` of one item each and two
+    ticks, all at once from their own checkouts: the enqueue that makes 100 fires the
+    drain, and no process fires a second one."""
+    origin = make_origin(tmp_path, {"crawl": drain(max_wait_minutes=None)})
+    repo = clone(origin, tmp_path / "repo")
+    work = tmp_path / "work"
+    cli_tick(repo, "2026-12-01T07:00:00Z", work=work, check=True)
+    add(repo, 97, "2026-12-01T07:01:00Z", tmp_path)
+    env = {"ORCHESTRATOR_WORK_DIR": str(work)}
+    now = ["--now", "2026-12-01T07:02:00Z"]
+    procs = [start_cli(clone(origin, tmp_path / f"adder{i}"), "queue", "add", "jobs",
+                       "--payload", str(i), "--executor", "local", *now, env=env)
+             for i in range(4)]
+    procs += [start_cli(clone(origin, tmp_path / f"ticker{i}"), "tick", *now, env=env)
+              for i in range(2)]
+    run_ticks(procs)
+    state, snap = state_of(repo)
+    assert drains(state) == ["crawl--20261201T0702Z-queue-100"]
+    assert queues.book_of(snap.files, "jobs").next_seq == 101

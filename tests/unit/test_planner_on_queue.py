@@ -12,10 +12,12 @@ import pytest
 
 from orchestrator.config.models import Schedule
 from orchestrator.runs import queues
+from orchestrator.state import codec, layout, queueload, queueops
 from orchestrator.state import index as state_index
 from orchestrator.state.items import NewItem
 from orchestrator.state.layout import queue_run_id
-from orchestrator.store import InMemoryStateStore
+from orchestrator.state.queue import QueueBook
+from orchestrator.store import InMemoryStateStore, as_state_files
 from tests.builders import schedule
 from tests.memory_executor import MemoryExecutor
 from tests.memory_tick import MemoryShell
@@ -122,3 +124,23 @@ def test_a_paused_or_disabled_drain_says_why_it_did_not_fire(
     assert runs(shell) == []
     assert ("crawl: on queue pages: 1 ready (min_ready 1); not fired: the schedule is "
             "disabled") in result.decision.log
+
+
+def test_the_summary_keeps_when_the_oldest_ready_item_was_enqueued() -> None:
+    """A lower bound kept by every write, exact again once nothing is ready, and
+    exact when the summary is rebuilt from the items."""
+    book = QueueBook.empty("pages", {})
+    queueops.enqueue(book, [NewItem(payload=1)], T0, "me")
+    queueops.enqueue(book, [NewItem(payload=2)], T0 + timedelta(minutes=5), "me")
+    assert book.summary().oldest_ready == T0
+    first, second = sorted((book.item(i) for b in book.blocks for i in book.entries(b)),
+                           key=lambda i: i.seq)
+    later = T0 + timedelta(minutes=6)
+    queueops.claim(book, [first], "w--a--1", later, 1, later, "me")
+    assert book.oldest_ready == T0  # never later than the truth
+    items = {layout.item_path("pages", i.id): codec.to_json(i) for i in (
+        book.item(first.id), second)}
+    rebuilt = queueload.rebuild("pages", as_state_files(items), "test")
+    assert rebuilt.oldest_ready == T0 + timedelta(minutes=5)  # exact from the items
+    queueops.claim(book, [second], "w--a--1", later, 1, later, "me")
+    assert book.oldest_ready is None and book.summary().oldest_ready is None
