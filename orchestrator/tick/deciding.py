@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from . import scope as run_scope
 
 if TYPE_CHECKING:
+    from ..config.models import Schedule
     from ..planner import Decision, Observations
     from ..state.breaker import Breaker
     from ..state.model import State
@@ -43,8 +44,14 @@ def split(inputs: TickInputs, scope: str | None) -> tuple[State, Mapping[str, Ru
     state = inputs.loaded.state
     if scope is None:
         return state, {}
-    found, _ = run_scope.downstreams(inputs.schedules, state, scope)
+    found, _ = _downstreams(inputs, scope)
     return run_scope.scoped(state, scope, [s.id for s in found]), state.runs
+
+
+def _downstreams(inputs: TickInputs, scope: str) -> tuple[tuple[Schedule, ...], frozenset[str]]:
+    """:func:`.scope.downstreams` of the run ``scope`` on ``inputs``."""
+    capped = inputs.settings.max_concurrent_tracks is not None
+    return run_scope.downstreams(inputs.schedules, inputs.loaded.state, scope, capped=capped)
 
 
 def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
@@ -57,7 +64,7 @@ def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
     name, scope = settings.executor_name, settings.scope
     state, _ = split(inputs, scope)
     schedules, held = (inputs.schedules, frozenset()) if scope is None else (
-        run_scope.downstreams(inputs.schedules, inputs.loaded.state, scope))
+        _downstreams(inputs, scope))
     decision = plan(schedules, state, seen.observations, now,
                     executor=name, dispatch_grace=settings.dispatch_grace,
                     invalid=inputs.invalid, caps=inputs.caps, only_run=scope,

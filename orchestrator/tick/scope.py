@@ -21,6 +21,8 @@ The run's ``after`` downstreams (:func:`downstreams`):
 - Only a downstream with a cursor and no open run is decided here: overlap and
   catch-up then need no other run. Otherwise the run stays open, and the next full
   tick, which sees every run, counts its end.
+- Under the repository's ``max_concurrent_tracks`` the run stays open too: this tick
+  cannot count the other runs' tracks in flight, which the cap weighs.
 """
 
 from __future__ import annotations
@@ -50,16 +52,17 @@ def scoped(state: State, run_id: str, downstream: Iterable[str] = ()) -> State:
                  known_runs=state.known_runs)
 
 
-def downstreams(schedules: Iterable[Schedule], state: State, run_id: str
-                ) -> tuple[tuple[Schedule, ...], frozenset[str]]:
+def downstreams(schedules: Iterable[Schedule], state: State, run_id: str, *,
+                capped: bool = False) -> tuple[tuple[Schedule, ...], frozenset[str]]:
     """The schedules that fire after ``run_id``'s schedule, for its scoped tick to
     decide; or none, and that schedule to hold the run open, when one of them needs
-    a full tick (no cursor yet, or an open run of its own)."""
+    a full tick (no cursor yet, an open run of its own, or ``capped``: the repository
+    caps the tracks in flight)."""
     run = state.runs.get(run_id)
     if run is None:
         return (), frozenset()
     found = tuple(s for s in schedules if _names(s, run.schedule_id))
-    if all(_decidable(state, s.id) for s in found):
+    if not found or (not capped and all(_decidable(state, s.id) for s in found)):
         return found, frozenset()
     return (), frozenset({run.schedule_id})
 

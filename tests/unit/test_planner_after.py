@@ -167,16 +167,20 @@ def test_a_tick_scoped_to_an_upstream_run_fires_its_downstream_and_no_slot_of_it
 
 
 def test_a_downstream_with_an_open_run_or_no_cursor_holds_the_upstream_run_open() -> None:
+    """Also under the repository's max_concurrent_tracks, which counts runs a tick
+    scoped to one run cannot see."""
     schedules = [UP, down()]
     state = committed(tick(schedules, committed(tick(schedules, State(), T0)),
                            T0 + timedelta(minutes=10)))
     run_id = "up--20261201T0710Z"
+    held = ((), frozenset({"up"}))
+    assert scope.downstreams(schedules, state, run_id, capped=True) == held
     other = state.copy()
     other.runs["down--x"] = state.runs[run_id].model_copy(update={
         "run_id": "down--x", "schedule_id": "down"})
-    assert scope.downstreams(schedules, other, run_id) == ((), frozenset({"up"}))
+    assert scope.downstreams(schedules, other, run_id) == held
     del state.cursors["down"]
-    assert scope.downstreams(schedules, state, run_id) == ((), frozenset({"up"}))
+    assert scope.downstreams(schedules, state, run_id) == held
     assert scope.downstreams([UP], state, run_id) == ((), frozenset())
 
 
