@@ -70,6 +70,11 @@ def test_queue_add_with_an_executor_fires_the_drain_in_the_enqueue_commit(
     assert f"state/runs/{fired}/run.json" in changed
     assert "state/queues/jobs.json" in changed
     assert {f"{fired}--work-w1--1", f"{fired}--work-w2--1"} <= set(launches(work))
+    again = [json.loads(cli(repo, "queue", "add", "jobs", "--payload", "1", "--key", "k",
+                            "--executor", "local", "--json", "--now", "2026-12-01T07:03:00Z",
+                            work=work, check=True).stdout) for _ in range(2)]
+    assert [len(a["added"]) for a in again] == [1, 0]
+    assert again[1]["existing"] == again[0]["added"]  # the same key adds nothing
 
 
 def test_max_wait_minutes_fires_a_smaller_backlog(tmp_path: Path) -> None:
