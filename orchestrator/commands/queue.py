@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
+from .. import executors
 from ..errors import UserError
 from ..runs import queues
 from ..state import layout
@@ -115,31 +117,59 @@ def _items(payload: str | None, file: str | None, key: str | None, priority: int
 @click.option("--not-before", metavar="ISO", help="Not claimed before this time.")
 @click.option("--by", help="Who (default: the GitHub actor, or the user name).")
 @click.option("--now", "now_text", metavar="ISO", help="Time of the enqueue (default: now).")
+@click.option("--executor", type=click.Choice(executors.NAMES),
+              help="Enqueue in a tick that dispatches with this executor. A drain whose "
+                   "on_queue the items call for fires in the same commit. Default: no tick.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_config
 def add(cfg: Config, queue: str, payload: str | None, file: str | None, event: str | None,
         key: str | None, priority: int | None, not_before: str | None, by: str | None,
-        now_text: str | None, as_json: bool) -> None:
+        now_text: str | None, executor: str | None, as_json: bool) -> None:
     """Enqueue items, in one compare-and-swap commit."""
     layout.check_queue(queue)
     items = _items(payload, file, key, priority, not_before, event)
     now = parse_now(now_text)
     actor = said("--by", who(by))
-    done: list[Enqueued] = []
-
-    def change(snap: Snapshot) -> dict[str, bytes | None] | None:
-        files, result = queues.add(snap.files, queue, items, now, actor)
-        done[:] = [result]
-        return files
-
-    _store(cfg).transact(change, f"queue {queue}: add {len(items)} item(s)")
-    result = done[-1]
+    if executor is not None:
+        result = _add_in_tick(cfg, executor, queue, items, now, actor, not as_json)
+    else:
+        result = _add(cfg, queue, items, now, actor)
     if as_json:
         _echo_json({"queue": queue, "added": [i.id for i in result.added],
                     "existing": list(result.existing)})
     else:
         click.echo(f"{queue}: {len(result.added)} added, {len(result.existing)} already "
                    "there")
+
+
+def _add(cfg: Config, queue: str, items: list[NewItem], now: datetime, by: str) -> Enqueued:
+    """The items added in a commit of their own."""
+    done: list[Enqueued] = []
+
+    def change(snap: Snapshot) -> dict[str, bytes | None] | None:
+        files, result = queues.add(snap.files, queue, items, now, by)
+        done[:] = [result]
+        return files
+
+    _store(cfg).transact(change, f"queue {queue}: add {len(items)} item(s)")
+    return done[-1]
+
+
+def _add_in_tick(cfg: Config, executor: str, queue: str, items: list[NewItem],
+                 now: datetime, by: str, echo: bool) -> Enqueued:
+    """The items added by a tick, in its commit (:class:`~orchestrator.planner.EnqueueRequest`):
+    a drain they call for fires and is sent by that tick."""
+    from ..planner import EnqueueRequest
+    from ..tick.settings import TickSettings
+    from .tick import build, summary_lines, write_step_summary
+
+    request = EnqueueRequest(queue, tuple(items), by)
+    result = build(cfg, now, TickSettings(executor_name=executor, requests=(request,))).run()
+    if echo:
+        click.echo("\n".join(summary_lines(result)))
+    write_step_summary(result)
+    assert result.decision is not None
+    return result.decision.enqueued[queue]
 
 
 @command.command("list")

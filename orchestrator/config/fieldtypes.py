@@ -34,11 +34,15 @@ MANUAL_MARK = "-manual-"
 AFTER_MARK = "-after-"
 """What a run fired by ``after`` has after its minute: a hash of its upstream runs."""
 
+QUEUE_MARK = "-queue-"
+"""What a run fired by ``on_queue`` has after its minute: the queue's enqueue count."""
+
 RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z"
-                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10})?")
+                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10}|-queue-[1-9]\d{0,11})?")
 """``<schedule-id>--<slot in UTC>``, the idempotency key of one firing; a manual run
 adds ``-manual-<n>`` (its minute's n-th), a run fired by ``after`` ``-after-<hash>``
-(of its upstream runs' ids), so each still sorts by its minute."""
+(of its upstream runs' ids), one fired by ``on_queue`` ``-queue-<n>`` (the items its
+queue had taken), so each still sorts by its minute."""
 
 
 def check_id(value: str, what: str = "id") -> str:

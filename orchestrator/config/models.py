@@ -36,7 +36,7 @@ from .fieldtypes import (
 )
 from .needs import CONSOLIDATE, graph_error
 from .policies import SchedulePolicies, TrackPolicies, compensation_problem
-from .queuing import WORKER_SUFFIX, Drain, worker_names
+from .queuing import WORKER_SUFFIX, Drain, OnQueue, worker_names
 
 # --------------------------------------------------------------------------- policies
 
@@ -212,6 +212,12 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         "required). Once per qualifying upstream run, in the tick that records its end; "
         "with or without `cron`.",
     )
+    on_queue: OnQueue | None = Field(
+        None,
+        description="Fire when a queue's backlog calls for a drain: {\"queue\": \"jobs\", "
+        "\"min_ready\": 100, \"max_wait_minutes\": 30}, whichever comes first. A track "
+        "of the schedule must drain the queue. Not again while a run it fired is open.",
+    )
     timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
     start_at: datetime | None = Field(
         None,
@@ -303,6 +309,7 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
     def _check(self) -> ScheduleSpec:
         # A model-level error has no location; ctx["field"] names the field for messages.
         self._check_when()
+        self._check_on_queue()
         self._check_span()
         self._check_track_names()
         self._check_needs()
@@ -310,9 +317,10 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
 
     def _check_when(self) -> None:
         """Exactly one of ``cron`` and ``at``, and an ``at`` in the years allowed."""
-        if self.cron is None and self.at is None and not self.upstreams:
+        if self.cron is None and self.at is None and not self.upstreams \
+                and self.on_queue is None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at' "
-                                      "(or 'after' alone)",
+                                      "(or 'after' or 'on_queue' alone)",
                                       {"field": "cron"})
         if self.cron is not None and self.at is not None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at', "
@@ -322,6 +330,16 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
                                       "{low} to {high}", {"field": "at", "at": str(self.at),
                                                           "low": AT_YEARS[0],
                                                           "high": AT_YEARS[1]})
+
+    def _check_on_queue(self) -> None:
+        """A schedule fired by a queue drains that queue in one of its tracks."""
+        watched = self.on_queue
+        if watched is None or any(t.drain is not None and t.drain.queue == watched.queue
+                                  for t in self.tracks):
+            return
+        raise PydanticCustomError("on_queue", "no track drains the queue {queue} (add a "
+                                  "track with \"drain\": {\"queue\": \"{queue}\"})",
+                                  {"field": "on_queue", "queue": watched.queue})
 
     @property
     def upstreams(self) -> list[AfterSpec]:

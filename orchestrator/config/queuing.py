@@ -6,11 +6,13 @@ enqueued item.
   workers each own at most ``task_cap`` items of ``queue``.
 - The limits here bound every item, whoever enqueues it (``queue add``, a track's
   ``ORCHESTRATOR_ENQUEUE`` file, ``enqueue.yml``), and the records built from them.
+- :class:`OnQueue` fires a schedule on a queue's backlog: at ``min_ready`` ready items,
+  or once the oldest has waited ``max_wait_minutes``; it names at least one of the two.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .fieldtypes import Id
 
@@ -47,6 +49,32 @@ class Drain(BaseModel):
         None, gt=0, le=7 * 24 * 60,
         description="How long a claim holds once its worker is no longer known to be "
         "alive; default: the track's timeout_minutes plus 10.")
+
+
+class OnQueue(BaseModel):
+    """``"on_queue"`` of a schedule: fire it when the queue's backlog calls for a drain."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)
+
+    queue: Id = Field(description="The queue to watch; a track of the schedule drains it.")
+    min_ready: int | None = Field(
+        None, ge=1, le=10_000_000,
+        description="Fire once the queue holds this many ready items.")
+    max_wait_minutes: float | None = Field(
+        None, gt=0, le=31 * 24 * 60,
+        description="Fire once the oldest ready item has waited this long.")
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> OnQueue:
+        if self.min_ready is None and self.max_wait_minutes is None:
+            raise ValueError("give 'min_ready', 'max_wait_minutes' or both")
+        return self
+
+    def describe(self) -> str:
+        """``on queue jobs (100 ready or 30 min)``, as previews print it."""
+        when = [f"{self.min_ready} ready" if self.min_ready is not None else "",
+                f"{self.max_wait_minutes:g} min" if self.max_wait_minutes is not None else ""]
+        return f"on queue {self.queue} ({' or '.join(w for w in when if w)})"
 
 
 def worker_name(track: str, index: int) -> str:

@@ -247,8 +247,9 @@ def _utc(moment: datetime, name: str) -> datetime:
 
 @dataclass(frozen=True)
 class AfterTrigger:
-    """A schedule's clock (or none) with its ``after``: the clock's slots, and words that
-    name the upstreams. The runs ``after`` fires are the planner's to decide."""
+    """A schedule's clock (or none) with its ``after`` or ``on_queue``: the clock's slots,
+    and words that name the upstreams or the queue. The runs those fire are the
+    planner's to decide."""
 
     inner: Trigger | None
     words: str
@@ -278,10 +279,13 @@ def for_spec(spec: ScheduleSpec) -> Trigger:
     """The trigger of a schedule: its ``cron`` or its ``at``, with its ``after``.
     :class:`ValueError` for a spec with ``exclude_calendars`` that no loader resolved."""
     clock = _clock(spec)
-    if not spec.upstreams:
-        assert clock is not None  # the model requires a clock without 'after'
+    words = [chains.describe(spec.upstreams)] if spec.upstreams else []
+    if spec.on_queue is not None:
+        words.append(spec.on_queue.describe())
+    if not words:
+        assert clock is not None  # the model requires a clock without 'after' or 'on_queue'
         return clock
-    return AfterTrigger(clock, chains.describe(spec.upstreams))
+    return AfterTrigger(clock, ", ".join(words))
 
 
 def _clock(spec: ScheduleSpec) -> Trigger | None:

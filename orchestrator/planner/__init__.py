@@ -12,7 +12,9 @@ The steps of one call, in order. Each runs once, but for the settling loop
 =======================  ==============================================================
 step (module)            why it is where it is
 =======================  ==============================================================
-``log_notes``            First: what the queue reader noticed, before any step changes
+``enqueue``              First: the items of ``queue add --executor``, so every step
+(:mod:`.requests`)       reads the queue with them (``fire_on_queue`` fires on them).
+``log_notes``            What the queue reader noticed, before any other step changes
 (:mod:`.drain`)          a queue.
 ``hygiene``              Observations folded in first, so later steps see the tracks as
 (:mod:`.hygiene`)        the executor last did. Timeouts, deadlines, retries, parking.
@@ -29,10 +31,14 @@ step (module)            why it is where it is
 (:mod:`.drain`)          its own report before its lease is judged. Never repeated.
 ``fire_due_slots``       The clock's due slots, under catch-up, overlap, daily caps and
 (:mod:`.fire`)           pauses (:mod:`.pause`). ``cancel_previous`` ends tracks here.
+                         Not in a tick scoped to one run.
 ``start_runs``           An operator's triggers and backfills, after the clock's slots.
-(:mod:`.requests`)
+(:mod:`.requests`)       Not in a tick scoped to one run.
 ``fire_after``           Upstream runs that the first settling fanned in fire their
 (:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
+``fire_on_queue``        A queue whose backlog calls for a drain fires its schedule,
+(:mod:`.on_queue`)       after the first settling ended the drains that finished.
+                         Not in a tick scoped to one run.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
                          sends every pending track whose needs are terminal.
 ``dispatch_pending``     After settling, so a run buffered behind one that just ended
@@ -79,12 +85,15 @@ from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
 from .fan_in import Finished, consolidate, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
+from .on_queue import fire_on_queue
 from .requests import (
     BackfillRequest,
     CancelRequest,
+    EnqueueRequest,
     Request,
     TriggerRequest,
     cancel_runs,
+    enqueue,
     start_runs,
 )
 from .routing import watch_queues
@@ -96,6 +105,7 @@ __all__ = [
     "Caps",
     "Decision",
     "DispatchRecord",
+    "EnqueueRequest",
     "Finished",
     "Observations",
     "Request",
@@ -126,7 +136,8 @@ def plan(
 ) -> Decision:
     """Decide one tick. Pure: the same inputs always give the same decision.
     ``settling`` orders the settling loop's passes (a test runs every order).
-    ``upstreams``: the schedules some ``after`` names, for a tick scoped to one run.
+    ``upstreams``: for a tick scoped to one run, the schedules whose runs it leaves
+    open (a downstream needs a full tick); its ``schedules`` are the run's downstreams.
 
     A run whose record the state machine refuses to move is left alone, named in one
     line, and the tick decided again without it: one bad record never stops the rest.
@@ -158,6 +169,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
         ctx.decision.log.append(f"{what}: {line}")
     for run_id, why in sorted(left_alone.items()):
         ctx.decision.log.append(f"run {run_id} left alone: {why} (fix or cancel its record)")
+    enqueue(ctx, requests)
     drain.log_notes(ctx)
     hygiene(ctx)
     cancel_runs(ctx, requests)
@@ -165,8 +177,10 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     watch_queues(ctx)
     settle(ctx, settling)
     drain.release_stranded(ctx)
-    fire_due_slots(ctx)
-    start_runs(ctx, requests)
+    if ctx.only_run is None:  # a fan-in job's tick fires only what ``after`` its run
+        fire_due_slots(ctx)
+        start_runs(ctx, requests)
+        fire_on_queue(ctx)
     fire_after(ctx)
     settle(ctx, settling)
     dispatch_pending(ctx)

@@ -12,8 +12,9 @@
   upstream runs wait, up to ``within_minutes`` after their end, and the log says why.
 - Catch-up applies as for clock slots: ``all`` fires once per waiting set, oldest first;
   ``latest`` and ``none`` fire the newest and note the others. Overlap applies as for a slot.
-- A tick scoped to one run (a fan-in job's) sees no downstream: it leaves the fan-in
-  of an upstream's run to the next full tick (:func:`.fan_in.fan_in`).
+- A tick scoped to one run (a fan-in job's) is given the run's downstreams, so the
+  fan-in that ends the run fires them. When one needs a full tick, it is given none
+  and leaves the run open instead (:func:`orchestrator.tick.scope.downstreams`).
 - The step may run twice in a tick (before dispatch, and after the last settling, for a
   run that fanned in at dispatch): the ``seen`` list makes the second a no-op.
 """
@@ -51,12 +52,12 @@ def fire_after(ctx: Context) -> None:
 def _after_schedule(ctx: Context, schedule: Schedule, cursor: Cursor) -> None:
     before = cursor.after or AfterCursor()
     after = _expire(ctx, schedule, _collect(ctx, schedule, before))
-    blocked = _blocked(schedule, cursor)
-    if blocked and after != before:
+    stop = blocked(schedule, cursor)
+    if stop and after != before:
         waiting = sum(len(v) for v in after.waiting.values())
         ctx.decision.log.append(f"{schedule.id}: after: {waiting} upstream run(s) wait, "
-                                f"none consumed: {blocked}")
-    elif not blocked and _ready(schedule, after):
+                                f"none consumed: {stop}")
+    elif not stop and _ready(schedule, after):
         cursor, after = _fire_ready(ctx, schedule, cursor, after)
     if after != before:  # a quiet downstream keeps its cursor as it was
         ctx.state.cursors[schedule.id] = cursor.model_copy(update={"after": after})
@@ -118,7 +119,7 @@ def _expire(ctx: Context, schedule: Schedule, state: AfterCursor) -> AfterCursor
     return state.model_copy(update={"waiting": waiting})
 
 
-def _blocked(schedule: Schedule, cursor: Cursor) -> str:
+def blocked(schedule: Schedule, cursor: Cursor) -> str:
     """Why the schedule may not fire now (disabled, paused), or ``""``."""
     if not schedule.spec.enabled:
         return "the schedule is disabled"

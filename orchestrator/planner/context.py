@@ -17,6 +17,7 @@ from ..executors.base import DispatchRequest, DispatchResult, Handle, Observatio
 from ..state import machine
 from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase
+from ..state.queueops import Enqueued
 from ..state.records import Run, Track
 from ..support.times import iso
 
@@ -68,6 +69,8 @@ class Decision:
     """Dead-letter key (``<queue>/<item>``) -> reason, for each item this tick made dead."""
     answers: dict[str, str] = field(default_factory=dict)
     """What each operator's request did, by request (:func:`.requests.key_of`)."""
+    enqueued: dict[str, Enqueued] = field(default_factory=dict)
+    """Queue -> what an enqueue request added to it."""
 
     def note(self, run_id: str | None, line: str) -> None:
         self.log.append(f"{run_id}: {line}" if run_id else line)
@@ -110,8 +113,8 @@ class Context:
         self.left_alone = left_alone
         """Runs whose record the state machine refused to move: no step works on them."""
         self.upstreams = upstreams
-        """Schedules some ``after`` names: a scoped tick leaves their runs' fan-in to a
-        tick that sees the downstreams (:mod:`.after`)."""
+        """Schedules whose runs a scoped tick leaves open: a downstream of theirs needs
+        a full tick to count their end (:func:`orchestrator.tick.scope.downstreams`)."""
 
     def open_runs(self, schedule_id: str | None = None, *, active: bool = False) -> list[Run]:
         """Open runs by slot; ``active`` leaves out consolidating ones (their work is

@@ -70,8 +70,8 @@ def _waits(ctx: Context, run: Run, tracks: dict[str, Track]) -> bool:
 
 
 def _held(ctx: Context, run: Run) -> bool:
-    """Whether a scoped tick (a fan-in job's) must leave the run open: some schedule
-    fires after it, and only a tick that sees that schedule counts the run's end."""
+    """Whether a scoped tick (a fan-in job's) must leave the run open: a schedule fires
+    after it that only a full tick may decide."""
     return ctx.only_run is not None and run.schedule_id in ctx.upstreams
 
 

@@ -1,6 +1,6 @@
-"""An operator's requests, honoured inside a tick: ``trigger``, ``backfill`` and
-``runs cancel`` (:class:`TriggerRequest`, :class:`BackfillRequest`,
-:class:`CancelRequest`).
+"""An operator's requests, honoured inside a tick: ``trigger``, ``backfill``,
+``runs cancel`` and ``queue add --executor`` (:class:`TriggerRequest`,
+:class:`BackfillRequest`, :class:`CancelRequest`, :class:`EnqueueRequest`).
 
 A request is an input of :func:`orchestrator.planner.plan`, so the run it starts is
 dispatched, capped and routed by the tick's own code, and committed by the tick's
@@ -18,6 +18,8 @@ Invariants:
 - A backfill lives on the cursor (:class:`~orchestrator.state.records.Backfill`) and
   every tick starts its next slots, oldest first, while fewer than
   ``max_parallel_runs`` runs of the schedule are open.
+- An enqueue is applied first, so the drain its items call for (``on_queue``) fires,
+  and is sent, in the same commit.
 - Every request gets one line in :attr:`Decision.answers`, saying what it did.
 """
 
@@ -29,7 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..config.models import OverlapPolicy, Schedule
-from ..state import machine
+from ..state import machine, queueops
+from ..state.items import NewItem
 from ..state.layout import cursor_path, is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus
 from ..state.records import Act, Backfill, Cursor, Track
@@ -81,7 +84,16 @@ class CancelRequest:
     act: Act
 
 
-Request = TriggerRequest | BackfillRequest | CancelRequest
+@dataclass(frozen=True)
+class EnqueueRequest:
+    """Add ``items`` to ``queue`` (``orchestrator queue add --executor``)."""
+
+    queue: str
+    items: tuple[NewItem, ...]
+    by: str
+
+
+Request = TriggerRequest | BackfillRequest | CancelRequest | EnqueueRequest
 
 
 def key_of(request: Request) -> str:
@@ -90,7 +102,20 @@ def key_of(request: Request) -> str:
         return request.request_id
     if isinstance(request, BackfillRequest):
         return f"backfill {request.schedule_id}"
+    if isinstance(request, EnqueueRequest):
+        return f"enqueue {request.queue}"
     return f"cancel {request.run_id}"
+
+
+def enqueue(ctx: Context, requests: Iterable[Request]) -> None:
+    """First of all steps: the items are in the queue that every later step reads."""
+    for request in requests:
+        if isinstance(request, EnqueueRequest):
+            done = queueops.enqueue(ctx.state.queue(request.queue), request.items,
+                                    ctx.now, request.by)
+            ctx.decision.enqueued[request.queue] = done
+            _answer(ctx, request, f"{request.queue}: {len(done.added)} added, "
+                    f"{len(done.existing)} already there")
 
 
 def cancel_runs(ctx: Context, requests: Iterable[Request]) -> None:

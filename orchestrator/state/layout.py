@@ -12,7 +12,8 @@ its paths.
 - A run id is ``<schedule-id>--<slot>``, the slot in UTC as ``YYYYMMDDTHHMMZ``: that
   text sorts as the time does. A manual run's id adds ``-manual-<n>`` after the minute
   it was triggered in (:func:`manual_run_id`); a run fired by ``after`` adds
-  ``-after-<hash>`` of its upstream runs' ids after their slot (:func:`after_run_id`).
+  ``-after-<hash>`` of its upstream runs' ids after their slot (:func:`after_run_id`);
+  one fired by ``on_queue`` adds ``-queue-<n>`` after its minute (:func:`queue_run_id`).
   :func:`parse_run_id` is the one parser of run ids.
 - A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`);
   an item's dead letter is named ``<queue>/<item-id>`` (:func:`item_letter_key`).
@@ -30,7 +31,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..config.fieldtypes import AFTER_MARK, MANUAL_MARK, RUN_ID_RE, check_id, check_run_id
+from ..config.fieldtypes import (
+    AFTER_MARK,
+    MANUAL_MARK,
+    QUEUE_MARK,
+    RUN_ID_RE,
+    check_id,
+    check_run_id,
+)
 from ..errors import InvalidId
 
 ITEM_ID_RE = re.compile(r"[0-9a-f]{24}")
@@ -103,6 +111,13 @@ def after_run_id(schedule_id: str, slot: datetime, upstream: list[str]) -> str:
     each link of a chain, and a run id must parse back as one schedule id and a slot."""
     digest = hashlib.sha256(" ".join(upstream).encode()).hexdigest()[:10]
     return check_run_id(f"{run_id_for(schedule_id, slot)}{AFTER_MARK}{digest}")
+
+
+def queue_run_id(schedule_id: str, minute: datetime, enqueued: int) -> str:
+    """The id of the run of ``schedule_id`` that its queue fired in ``minute``, when the
+    queue had taken ``enqueued`` items in all: racing ticks that see the same queue in
+    the same minute name the same run."""
+    return check_run_id(f"{run_id_for(schedule_id, minute)}{QUEUE_MARK}{enqueued}")
 
 
 def is_manual(run_id: str) -> bool:

@@ -11,6 +11,9 @@ The files it reads and writes are :mod:`~.queueformat`'s. Invariants:
   it from every item and says so in one line (:attr:`QueueBook.note`).
 - Sizing a drain reads the first few backlog blocks (they sort in claim order) and no
   item beyond.
+- The summary's ``oldest_ready`` is a lower bound of the oldest ready item's enqueue
+  time, kept by :meth:`QueueBook.put` from the items it writes: ``on_queue`` reads it
+  and no item.
 - Every change of an item goes through :meth:`QueueBook.put`, which keeps counts,
   blocks, claims, dead letters and done chunks in step, in the same commit.
 - An item record that cannot be read is named in one line and left alone: it is never
@@ -62,6 +65,8 @@ class QueueBook:
     dead: dict[str, DeadEntry] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)
     updated_at: datetime | None = None
+    oldest_ready: datetime | None = None
+    """When the oldest ready item was enqueued, at the latest (:class:`QueueSummary`)."""
     note: str | None = None
     """Why the summary was rebuilt from the items, or ``None``."""
     problems: dict[str, str] = field(default_factory=dict)
@@ -87,13 +92,14 @@ class QueueBook:
                    counts=dict(summary.counts), blocks=dict(summary.blocks),
                    waits=dict(summary.waits), claims=dict(summary.claims),
                    dead=dict(summary.dead),
-                   done=dict(summary.done), updated_at=summary.updated_at)
+                   done=dict(summary.done), updated_at=summary.updated_at,
+                   oldest_ready=summary.oldest_ready)
 
     def copy(self) -> QueueBook:
         return QueueBook(
             self.name, self.files, self.next_seq, dict(self.counts), dict(self.blocks),
             dict(self.waits), dict(self.claims), dict(self.dead), dict(self.done),
-            self.updated_at, self.note,
+            self.updated_at, self.oldest_ready, self.note,
             dict(self.problems), dict(self._items),
             {r: dict(e) for r, e in self._entries.items()},
             {c: list(ids) for c, ids in self._chunks.items()}, set(self._dirty_items),
@@ -233,6 +239,9 @@ class QueueBook:
         self._forget(old)
         self._count(new.status, +1)
         self._enter(new, old, now)
+        if new.status is ItemStatus.READY:
+            held = self.oldest_ready
+            self.oldest_ready = new.created_at if held is None else min(held, new.created_at)
         self.next_seq = max(self.next_seq, new.seq + 1)
         self._items[new.id] = new
         self._dirty_items.add(new.id)
@@ -311,6 +320,8 @@ class QueueBook:
             self.counts[status.value] = left
         else:
             self.counts.pop(status.value, None)
+            if status is ItemStatus.READY:  # the bound is exact again: nothing is ready
+                self.oldest_ready = None
 
     def _block_add(self, item: Item) -> None:
         block = rank(item)
@@ -368,7 +379,7 @@ class QueueBook:
                             claims=dict(sorted(self.claims.items())),
                             dead=dict(sorted(self.dead.items())),
                             done=dict(sorted(self.done.items())), tree=tree,
-                            updated_at=self.updated_at)
+                            updated_at=self.updated_at, oldest_ready=self.oldest_ready)
 
     def dump(self) -> dict[str, bytes | None]:
         """The files of what changed (none when nothing did); the summary is stamped

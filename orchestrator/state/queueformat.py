@@ -79,6 +79,10 @@ class QueueSummary(Frozen):
     dead: dict[str, DeadEntry] = Field(default_factory=dict)
     done: dict[str, int] = Field(default_factory=dict)
     """Done chunk -> how many ids it holds."""
+    oldest_ready: UTCDateTime | None = None
+    """When the oldest ``ready`` item was enqueued (``None``: none is ready). It may be
+    earlier than the truth (an item that left does not move it), never later; it is
+    exact again once no item is ready."""
     tree: str | None = None
     """The id of ``state/queues/<queue>/``'s tree in the commit that wrote this."""
     updated_at: UTCDateTime | None = None

@@ -131,7 +131,7 @@ class Act(Frozen):
         return _drop_defaults(handler(self), {"definition": None})
 
 
-RunOrigin = Literal["cron", "manual", "backfill", "after"]
+RunOrigin = Literal["cron", "manual", "backfill", "after", "queue"]
 
 
 def _minute(moment: datetime) -> str:
@@ -282,12 +282,14 @@ class Cursor(Frozen):
     backfill: Backfill | None = None
     after: AfterCursor | None = None
     """The upstream runs of the schedule's ``after``."""
+    queue_fired_at: UTCDateTime | None = None
+    """When ``on_queue`` last fired a run: what that run's drain left waits anew from then."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler,
               info: SerializationInfo) -> dict[str, Any]:
         return _drop_defaults(handler(self), {"requests": {}, "backfill": None,
-                                              "after": None})
+                                              "after": None, "queue_fired_at": None})
 
 
 class DeadLetter(Frozen):

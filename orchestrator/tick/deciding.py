@@ -4,8 +4,9 @@
   :class:`~orchestrator.planner.Decision` out; nothing is read, nothing is written.
 - The compare-and-swap retry calls it again on each new tip (:meth:`.shell.Tick.mark`),
   with the same :class:`Seen`: the executor is asked once per tick.
-- A tick scoped to one run decides on a state holding that run only
-  (:func:`.scope.scoped`); :func:`split` says which state that is.
+- A tick scoped to one run decides on a state holding that run only, with the
+  cursors of its ``after`` downstreams (:func:`.scope.scoped`); :func:`split` says
+  which state that is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from . import scope as run_scope
 
 if TYPE_CHECKING:
+    from ..config.models import Schedule
     from ..planner import Decision, Observations
     from ..state.breaker import Breaker
     from ..state.model import State
@@ -42,12 +44,14 @@ def split(inputs: TickInputs, scope: str | None) -> tuple[State, Mapping[str, Ru
     state = inputs.loaded.state
     if scope is None:
         return state, {}
-    return run_scope.scoped(state, scope), state.runs
+    found, _ = _downstreams(inputs, scope)
+    return run_scope.scoped(state, scope, [s.id for s in found]), state.runs
 
 
-def _upstreams(inputs: TickInputs) -> frozenset[str]:
-    """The schedules some ``after`` names: a scoped tick leaves their runs open."""
-    return frozenset(a.schedule for s in inputs.schedules for a in s.spec.upstreams)
+def _downstreams(inputs: TickInputs, scope: str) -> tuple[tuple[Schedule, ...], frozenset[str]]:
+    """:func:`.scope.downstreams` of the run ``scope`` on ``inputs``."""
+    capped = inputs.settings.max_concurrent_tracks is not None
+    return run_scope.downstreams(inputs.schedules, inputs.loaded.state, scope, capped=capped)
 
 
 def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
@@ -59,11 +63,12 @@ def decide(inputs: TickInputs, seen: Seen, now: datetime, settings: TickSettings
 
     name, scope = settings.executor_name, settings.scope
     state, _ = split(inputs, scope)
-    decision = plan([] if scope else inputs.schedules, state, seen.observations, now,
+    schedules, held = (inputs.schedules, frozenset()) if scope is None else (
+        _downstreams(inputs, scope))
+    decision = plan(schedules, state, seen.observations, now,
                     executor=name, dispatch_grace=settings.dispatch_grace,
                     invalid=inputs.invalid, caps=inputs.caps, only_run=scope,
-                    requests=settings.requests,
-                    upstreams=_upstreams(inputs) if scope else ())
+                    requests=settings.requests, upstreams=held)
     if inputs.loaded.note:
         decision.log.insert(0, inputs.loaded.note)
     if seen.breaker is not None:

@@ -67,10 +67,12 @@ def _quiet_until(schedule: Schedule, cursor: Cursor, now: datetime
 
 def _looked_at_every_tick(schedule: Schedule, cursor: Cursor) -> bool:
     """Whether an enabled schedule needs every tick: its cursor not enabled yet, a
-    pause (said every tick), failures in a row enough for one, or an ``after`` (an
-    upstream run may end in any tick)."""
+    pause (said every tick), failures in a row enough for one, an ``after`` (an
+    upstream run may end in any tick) or an ``on_queue`` (a queue may fill)."""
     limit = schedule.spec.pause_after_failures
     if not cursor.enabled or cursor.paused is not None or schedule.spec.upstreams:
+        return True
+    if schedule.spec.on_queue is not None:
         return True
     return limit is not None and cursor.failures_in_a_row >= limit
 

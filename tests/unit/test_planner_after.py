@@ -16,6 +16,7 @@ from orchestrator.planner import Decision, Observations, consolidate
 from orchestrator.state.layout import after_run_id, parse_run_id, slot_text
 from orchestrator.state.model import State
 from orchestrator.state.phases import TrackPhase
+from orchestrator.tick import scope
 from tests.builders import schedule
 from tests.planning import tick
 
@@ -24,8 +25,8 @@ UP = schedule("up", cron="*/10 * * * *", overlap="allow")
 
 
 def down(**spec: Any) -> Schedule:
-    return schedule("down", cron=None, after={"schedule": "up", **spec.pop("after", {})},
-                    **spec)
+    return schedule("down", cron=spec.pop("cron", None),
+                    after={"schedule": "up", **spec.pop("after", {})}, **spec)
 
 
 def ended(decision: Decision, phase: TrackPhase = TrackPhase.COMPLETE) -> Observations:
@@ -146,10 +147,48 @@ def test_at_its_daily_cap_a_downstream_keeps_the_upstream_run_waiting() -> None:
     assert [e.run_id for e in cursor.after.waiting["up"]] == ["up--20261201T0720Z"]
 
 
+def test_a_tick_scoped_to_an_upstream_run_fires_its_downstream_and_no_slot_of_it() -> None:
+    """A fan-in job's tick is given the run's downstreams and their cursors: the
+    decision that ends the run fires the downstream and sends its tracks, and fires
+    no clock slot of it (one due at 07:11)."""
+    schedules = [UP, down(cron="11 7 * * *")]
+    fired = tick(schedules, committed(tick(schedules, State(), T0)), T0 + timedelta(minutes=10))
+    state = committed(fired)
+    run_id = "up--20261201T0710Z"
+    full = scope.scoped(state, run_id, ["down"])
+    assert scope.downstreams(schedules, state, run_id) == ((schedules[1],), frozenset())
+    decision = tick(schedules[1:], full, T0 + timedelta(minutes=11), ended(fired),
+                    only_run=run_id)
+    assert decision.render == [run_id]
+    [fired_after] = downs(decision.state)
+    assert decision.state.runs[fired_after].upstream == [run_id]
+    assert [r.run_id for r in decision.dispatch] == [fired_after]
+    assert decision.state.cursors["down"].after is not None
+
+
+def test_a_downstream_with_an_open_run_or_no_cursor_holds_the_upstream_run_open() -> None:
+    """Also under the repository's max_concurrent_tracks, which counts runs a tick
+    scoped to one run cannot see."""
+    schedules = [UP, down()]
+    state = committed(tick(schedules, committed(tick(schedules, State(), T0)),
+                           T0 + timedelta(minutes=10)))
+    run_id = "up--20261201T0710Z"
+    held = ((), frozenset({"up"}))
+    assert scope.downstreams(schedules, state, run_id, capped=True) == held
+    other = state.copy()
+    other.runs["down--x"] = state.runs[run_id].model_copy(update={
+        "run_id": "down--x", "schedule_id": "down"})
+    assert scope.downstreams(schedules, other, run_id) == held
+    del state.cursors["down"]
+    assert scope.downstreams(schedules, state, run_id) == held
+    assert scope.downstreams([UP], state, run_id) == ((), frozenset())
+
+
 def test_a_tick_scoped_to_an_upstream_run_leaves_its_fan_in_to_a_tick_that_sees_the_downstream(
         ) -> None:
-    """A fan-in job's tick decides one run and no schedule: it cannot count the run's
-    end, so the run stays open for the next full tick, which fires the downstream."""
+    """A fan-in job's tick told to hold the run (a downstream needs a full tick) cannot
+    count the run's end, so the run stays open for the next full tick, which fires
+    the downstream."""
     schedules = [UP, down()]
     fired = tick(schedules, committed(tick(schedules, State(), T0)), T0 + timedelta(minutes=10))
     state = committed(fired)
