@@ -40,6 +40,7 @@ MODULES: tuple[str, ...] = (
     "trigger",
     "backfill",
     "lateness",
+    "event",
 )
 
 

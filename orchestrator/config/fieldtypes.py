@@ -34,11 +34,15 @@ MANUAL_MARK = "-manual-"
 AFTER_MARK = "-after-"
 """What a run fired by ``after`` has after its minute: a hash of its upstream runs."""
 
+EVENT_MARK = "-event-"
+"""What a run fired by an event has after its minute: a hash of the event's id."""
+
 RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z"
-                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10})?")
+                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10}|-event-[0-9a-f]{10})?")
 """``<schedule-id>--<slot in UTC>``, the idempotency key of one firing; a manual run
 adds ``-manual-<n>`` (its minute's n-th), a run fired by ``after`` ``-after-<hash>``
-(of its upstream runs' ids), so each still sorts by its minute."""
+(of its upstream runs' ids), one fired by an event ``-event-<hash>`` (of its id), so
+each still sorts by its minute."""
 
 
 def check_id(value: str, what: str = "id") -> str:
@@ -58,7 +62,7 @@ def check_run_id(value: str) -> str:
     if not isinstance(value, str) or not RUN_ID_RE.fullmatch(value):
         raise InvalidId(
             f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>"
-            "[-manual-<n>|-after-<hash>], e.g. nightly--20261201T0700Z"
+            "[-manual-<n>|-after-<hash>|-event-<hash>], e.g. nightly--20261201T0700Z"
         )
     return value
 

@@ -247,12 +247,12 @@ def _utc(moment: datetime, name: str) -> datetime:
 
 @dataclass(frozen=True)
 class AfterTrigger:
-    """A schedule's clock (or none) with its ``after``: the clock's slots, and words that
-    name the upstreams. The runs ``after`` fires are the planner's to decide."""
+    """A schedule's clock (or none) with its ``after`` or ``on_event``: the clock's slots,
+    and words that name the other causes. The runs they fire are the planner's to decide."""
 
     inner: Trigger | None
     words: str
-    """``after ingest (completed)``."""
+    """``after ingest (completed)``, ``on an event``."""
 
     @property
     def repeats(self) -> bool:
@@ -278,14 +278,17 @@ def for_spec(spec: ScheduleSpec) -> Trigger:
     """The trigger of a schedule: its ``cron`` or its ``at``, with its ``after``.
     :class:`ValueError` for a spec with ``exclude_calendars`` that no loader resolved."""
     clock = _clock(spec)
-    if not spec.upstreams:
+    words = [chains.describe(spec.upstreams)] if spec.upstreams else []
+    words += ["on an event"] if spec.on_event is not None else []
+    if not words:
         assert clock is not None  # the model requires a clock without 'after'
         return clock
-    return AfterTrigger(clock, chains.describe(spec.upstreams))
+    return AfterTrigger(clock, ", ".join(words))
 
 
 def _clock(spec: ScheduleSpec) -> Trigger | None:
-    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` only."""
+    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` or
+    ``on_event`` only."""
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
     if spec.cron is None:

@@ -31,6 +31,8 @@ step (module)            why it is where it is
 (:mod:`.fire`)           pauses (:mod:`.pause`). ``cancel_previous`` ends tracks here.
 ``start_runs``           An operator's triggers and backfills, after the clock's slots.
 (:mod:`.requests`)
+``fire_events``          An outside system's events, once per event id, their inputs
+(:mod:`.events`)         checked, beside the operator's runs.
 ``fire_after``           Upstream runs that the first settling fanned in fire their
 (:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
@@ -76,12 +78,14 @@ from .after import fire_after
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
+from .events import fire_events
 from .fan_in import Finished, consolidate, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
 from .requests import (
     BackfillRequest,
     CancelRequest,
+    EventRequest,
     Request,
     TriggerRequest,
     cancel_runs,
@@ -96,6 +100,7 @@ __all__ = [
     "Caps",
     "Decision",
     "DispatchRecord",
+    "EventRequest",
     "Finished",
     "Observations",
     "Request",
@@ -167,6 +172,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     drain.release_stranded(ctx)
     fire_due_slots(ctx)
     start_runs(ctx, requests)
+    fire_events(ctx, requests)
     fire_after(ctx)
     settle(ctx, settling)
     dispatch_pending(ctx)

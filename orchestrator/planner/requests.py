@@ -1,6 +1,7 @@
 """An operator's requests, honoured inside a tick: ``trigger``, ``backfill`` and
 ``runs cancel`` (:class:`TriggerRequest`, :class:`BackfillRequest`,
-:class:`CancelRequest`).
+:class:`CancelRequest`); an outside system's ``event`` (:class:`EventRequest`) is
+honoured by :mod:`.events`.
 
 A request is an input of :func:`orchestrator.planner.plan`, so the run it starts is
 dispatched, capped and routed by the tick's own code, and committed by the tick's
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..config.events import Event
 from ..config.models import OverlapPolicy, Schedule
 from ..state import machine
 from ..state.layout import cursor_path, is_manual, manual_run_id, run_id_for
@@ -81,7 +83,15 @@ class CancelRequest:
     act: Act
 
 
-Request = TriggerRequest | BackfillRequest | CancelRequest
+@dataclass(frozen=True)
+class EventRequest:
+    """Fire ``event``'s schedule once per event id (``orchestrator event``)."""
+
+    event: Event
+    act: Act
+
+
+Request = TriggerRequest | BackfillRequest | CancelRequest | EventRequest
 
 
 def key_of(request: Request) -> str:
@@ -90,6 +100,8 @@ def key_of(request: Request) -> str:
         return request.request_id
     if isinstance(request, BackfillRequest):
         return f"backfill {request.schedule_id}"
+    if isinstance(request, EventRequest):
+        return f"event {request.event.schedule_id} {request.event.digest}"
     return f"cancel {request.run_id}"
 
 
@@ -170,7 +182,7 @@ def refusal(schedule: Schedule, cursor: Cursor | None) -> str | None:
     return None
 
 
-def _unplanned(ctx: Context, sid: str) -> str:
+def unplanned(ctx: Context, sid: str) -> str:
     """Why schedule ``sid`` is not among those the tick plans: its state record is
     quarantined (the file is fine), or it has no valid file."""
     path = cursor_path(sid)
@@ -185,7 +197,7 @@ def _trigger(ctx: Context, request: TriggerRequest) -> None:
     sid = request.schedule_id
     schedule = ctx.schedules.get(sid)
     if schedule is None:
-        _answer(ctx, request, f"{sid}: not triggered: {_unplanned(ctx, sid)}")
+        _answer(ctx, request, f"{sid}: not triggered: {unplanned(ctx, sid)}")
         return
     cursor = ctx.state.cursors.get(sid)
     done = cursor.requests.get(request.request_id) if cursor is not None else None
@@ -221,7 +233,7 @@ def _begin_backfill(ctx: Context, request: BackfillRequest) -> None:
     schedule = ctx.schedules.get(sid)
     cursor = ctx.state.cursors.get(sid)
     if schedule is None or cursor is None:
-        _answer(ctx, request, f"{sid}: no backfill: {_unplanned(ctx, sid)}")
+        _answer(ctx, request, f"{sid}: no backfill: {unplanned(ctx, sid)}")
         return
     if cursor.backfill is not None and cursor.backfill.act.request_id == request.request_id:
         # this request, planned again after a lost race
