@@ -166,3 +166,19 @@ def test_tick_yml_takes_the_event_type_and_passes_the_payload_only_through_env()
         "${{ toJSON(github.event.client_payload) }}")
     assert "client_payload" not in step["run"] and "${{" not in step["run"]
     assert subprocess.run(["bash", "-n"], input=step["run"], text=True).returncode == 0
+
+
+def test_validate_warns_when_tick_yml_would_not_answer_an_event(tmp_path: Path) -> None:
+    repo = clone(make_origin(tmp_path, {"smoke": smoke()}), tmp_path / "repo")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True, exist_ok=True)
+    text = (WORKFLOWS / "tick.yml").read_text()
+    (workflows / "tick.yml").write_text(text)
+    assert "orchestrator-event" not in cli(repo, "validate").stderr
+    old = text.replace("[orchestrator-tick, orchestrator-event]", "[orchestrator-tick]")
+    assert old != text
+    (workflows / "tick.yml").write_text(old)
+    warned = cli(repo, "validate")
+    assert (".github/workflows/tick.yml: no `repository_dispatch` trigger of type "
+            "orchestrator-event: an event sent to 'smoke' on GitHub starts nothing; see "
+            "docs/how-to/chains.md") in warned.stdout + warned.stderr
