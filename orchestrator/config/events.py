@@ -145,7 +145,8 @@ def check_inputs(on_event: OnEvent, given: Mapping[str, Any]) -> dict[str, str]:
     names the first input that is wrong."""
     unknown = sorted(set(given) - set(on_event.inputs))
     if unknown:
-        raise EventRefused(f"inputs.{unknown[0][:64]}: not an input of the schedule "
+        shown = unknown[0] if INPUT_NAME_RE.fullmatch(unknown[0]) else repr(unknown[0][:64])
+        raise EventRefused(f"inputs.{shown}: not an input of the schedule "
                            f"(it takes: {', '.join(sorted(on_event.inputs)) or 'none'})")
     checked: dict[str, str] = {}
     for name, spec in sorted(on_event.inputs.items()):

@@ -74,6 +74,9 @@ def test_inputs_are_checked_and_become_text() -> None:
     ({"version": "v1", "canary": 1}, "inputs.canary: expected a boolean (true or false)"),
     ({"version": "v1", "ratio": True}, "inputs.ratio: expected a number"),
     ({"version": "v1", "ratio": [1]}, "inputs.ratio: expected a number"),
+    ({"version": "v1", "a\nb" + "c" * 99: "eu"},
+     "inputs." + repr("a\nb" + "c" * 61) + ": not an input of the schedule (it takes: "
+     "canary, ratio, replicas, version)"),
     ({"version": "v1", "region": "eu"},
      "inputs.region: not an input of the schedule (it takes: canary, ratio, replicas, "
      "version)"),
