@@ -4,7 +4,7 @@ that declares ``on_event``, once per event id.
 The event is a request the tick honours (:mod:`orchestrator.planner.events`), in the
 tick's own compare-and-swap commit, so racing senders fire one run. ``--payload``
 (or ``ORCHESTRATOR_EVENT_PAYLOAD``) takes the event as JSON, as a ``repository_dispatch``
-carries it: tick.yml passes GitHub's ``client_payload`` so, through the environment.
+carries it: tick.yml passes GitHub's ``client_payload`` that way, in the environment.
 The payload is hostile input: size-capped, strict, one line naming what is wrong.
 """
 
