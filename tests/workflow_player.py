@@ -191,6 +191,7 @@ class Player:
         job = self.doc["jobs"]["tick"]
         ctx = self._context(dict(run.inputs), None, self.work / f"temp-tick-{ci_run}",
                             run.event)
+        ctx["github"]["event"] = run.payload  # a repository_dispatch's, else empty
         self.fake.set_job(ci_run, "tick", "in_progress")
         played = self._play(job, ctx, ci_run, self._checkout(f"tick-{ci_run}"), "tick")
         self._complete(ci_run, "tick", played)

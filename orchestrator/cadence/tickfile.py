@@ -199,6 +199,21 @@ def _external_check(text: str, lines: list[str], cadence: Cadence,
     return warnings
 
 
+EVENT_TYPE = "orchestrator-event"
+"""The ``repository_dispatch`` type of an outside event (``on_event``)."""
+
+
+def _event_check(text: str, schedules: list[Schedule]) -> list[str]:
+    """A warning when a schedule takes events but tick.yml would not answer them: GitHub
+    accepts the dispatch (204) and starts nothing."""
+    takers = sorted(s.id for s in schedules if s.spec.on_event is not None)
+    types = _DISPATCH.search(text)
+    if not takers or (types is not None and EVENT_TYPE in types.group(1)):
+        return []
+    return [f"{TICK}: no `repository_dispatch` trigger of type {EVENT_TYPE}: an event "
+            f"sent to {takers[0]!r} on GitHub starts nothing; see docs/how-to/chains.md"]
+
+
 def check(root: Path, schedules: list[Schedule], config: RepoConfig,
           start: datetime) -> tuple[list[str], list[str]]:
     """(problems, warnings) about tick.yml, watchdog.yml and, under an external clock,
@@ -214,7 +229,7 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
     lines = read_crons(text)
     problems += [f"{TICK}: timezone {zone!r} of a schedule entry is not an IANA "
                  "zone: GitHub refuses the workflow" for zone in bad_zones(text)]
-    warnings: list[str] = []
+    warnings = _event_check(text, schedules)
     if cadence.mode == "external":
         warnings += _external_check(text, lines, cadence, start)
     elif cadence.mode == "derived":

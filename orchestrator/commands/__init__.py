@@ -41,6 +41,7 @@ MODULES: tuple[str, ...] = (
     "backfill",
     "lateness",
     "clock",
+    "event",
 )
 
 

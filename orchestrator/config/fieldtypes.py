@@ -37,12 +37,17 @@ AFTER_MARK = "-after-"
 QUEUE_MARK = "-queue-"
 """What a run fired by ``on_queue`` has after its minute: the queue's enqueue count."""
 
+EVENT_MARK = "-event-"
+"""What a run fired by an event has after its minute: a hash of the event's id."""
+
 RUN_ID_RE = re.compile(ID_RE.pattern + r"--\d{8}T\d{4}Z"
-                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10}|-queue-[1-9]\d{0,11})?")
+                       r"(?:-manual-[1-9]\d{0,5}|-after-[0-9a-f]{10}|-queue-[1-9]\d{0,11}"
+                       r"|-event-[0-9a-f]{10})?")
 """``<schedule-id>--<slot in UTC>``, the idempotency key of one firing; a manual run
 adds ``-manual-<n>`` (its minute's n-th), a run fired by ``after`` ``-after-<hash>``
 (of its upstream runs' ids), one fired by ``on_queue`` ``-queue-<n>`` (the items its
-queue had taken), so each still sorts by its minute."""
+queue had taken), one fired by an event ``-event-<hash>`` (of its id), so each still
+sorts by its minute."""
 
 
 def check_id(value: str, what: str = "id") -> str:
@@ -62,7 +67,7 @@ def check_run_id(value: str) -> str:
     if not isinstance(value, str) or not RUN_ID_RE.fullmatch(value):
         raise InvalidId(
             f"invalid run id {value!r}: expected <schedule-id>--<YYYYMMDDTHHMMZ>"
-            "[-manual-<n>|-after-<hash>], e.g. nightly--20261201T0700Z"
+            "[-manual-<n>|-after-<hash>|-event-<hash>], e.g. nightly--20261201T0700Z"
         )
     return value
 

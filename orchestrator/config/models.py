@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from ..cron import DstPolicy, local_to_utc
 from .chains import AfterSpec, upstreams
+from .events import OnEvent
 from .fieldtypes import (
     AT_YEARS,
     MAX_RUN_BYTES,
@@ -218,6 +219,12 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
         "\"min_ready\": 100, \"max_wait_minutes\": 30}, whichever comes first. A track "
         "of the schedule must drain the queue. Not again while a run it fired is open.",
     )
+    on_event: OnEvent | None = Field(
+        None,
+        description="Fire once per event an outside system sends (`orchestrator event`, "
+        "or a repository_dispatch of type orchestrator-event), with the inputs declared "
+        "here; with or without `cron`.",
+    )
     timezone: ZoneName = Field("UTC", description="IANA time zone of `cron` and `at`.")
     start_at: datetime | None = Field(
         None,
@@ -318,9 +325,9 @@ class ScheduleSpec(Frozen, SchedulePolicies):  # the opt-in policies: orchestrat
     def _check_when(self) -> None:
         """Exactly one of ``cron`` and ``at``, and an ``at`` in the years allowed."""
         if self.cron is None and self.at is None and not self.upstreams \
-                and self.on_queue is None:
+                and self.on_queue is None and self.on_event is None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at' "
-                                      "(or 'after' or 'on_queue' alone)",
+                                      "(or 'after', 'on_queue' or 'on_event' alone)",
                                       {"field": "cron"})
         if self.cron is not None and self.at is not None:
             raise PydanticCustomError("cron_or_at", "give exactly one of 'cron' and 'at', "

@@ -247,13 +247,13 @@ def _utc(moment: datetime, name: str) -> datetime:
 
 @dataclass(frozen=True)
 class AfterTrigger:
-    """A schedule's clock (or none) with its ``after`` or ``on_queue``: the clock's slots,
-    and words that name the upstreams or the queue. The runs those fire are the
+    """A schedule's clock (or none) with its ``after``, ``on_queue`` or ``on_event``: the
+    clock's slots, and words that name the other causes. The runs they fire are the
     planner's to decide."""
 
     inner: Trigger | None
     words: str
-    """``after ingest (completed)``."""
+    """``after ingest (completed)``, ``on an event``."""
 
     @property
     def repeats(self) -> bool:
@@ -282,14 +282,16 @@ def for_spec(spec: ScheduleSpec) -> Trigger:
     words = [chains.describe(spec.upstreams)] if spec.upstreams else []
     if spec.on_queue is not None:
         words.append(spec.on_queue.describe())
+    words += ["on an event"] if spec.on_event is not None else []
     if not words:
-        assert clock is not None  # the model requires a clock without 'after' or 'on_queue'
+        assert clock is not None  # the model requires a clock without another cause
         return clock
     return AfterTrigger(clock, ", ".join(words))
 
 
 def _clock(spec: ScheduleSpec) -> Trigger | None:
-    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` only."""
+    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` or
+    ``on_event`` only."""
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
     if spec.cron is None:

@@ -34,6 +34,8 @@ step (module)            why it is where it is
                          Not in a tick scoped to one run.
 ``start_runs``           An operator's triggers and backfills, after the clock's slots.
 (:mod:`.requests`)       Not in a tick scoped to one run.
+``fire_events``          An outside system's events, once per event id, their inputs
+(:mod:`.events`)         checked, beside the operator's runs. Not in a scoped tick.
 ``fire_after``           Upstream runs that the first settling fanned in fire their
 (:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 ``fire_on_queue``        A queue whose backlog calls for a drain fires its schedule,
@@ -82,6 +84,7 @@ from .after import fire_after
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
+from .events import fire_events
 from .fan_in import Finished, consolidate, finish
 from .fire import fire_due_slots, jitter
 from .hygiene import backoff, hygiene
@@ -90,6 +93,7 @@ from .requests import (
     BackfillRequest,
     CancelRequest,
     EnqueueRequest,
+    EventRequest,
     Request,
     TriggerRequest,
     cancel_runs,
@@ -106,6 +110,7 @@ __all__ = [
     "Decision",
     "DispatchRecord",
     "EnqueueRequest",
+    "EventRequest",
     "Finished",
     "Observations",
     "Request",
@@ -180,6 +185,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     if ctx.only_run is None:  # a fan-in job's tick fires only what ``after`` its run
         fire_due_slots(ctx)
         start_runs(ctx, requests)
+        fire_events(ctx, requests)
         fire_on_queue(ctx)
     fire_after(ctx)
     settle(ctx, settling)

@@ -83,6 +83,7 @@ def run_environment(ctx: Context, run: Run) -> dict[str, str]:
         "ORCHESTRATOR_SLOT_LOCAL": run.slot.astimezone(zone).isoformat(),
         "ORCHESTRATOR_PREVIOUS_SLOT": _previous_slot(ctx, run),
         **_upstream_environment(run),
+        **({"ORCHESTRATOR_EVENT_ID": run.event_id} if run.event_id is not None else {}),
     }
 
 

@@ -1,6 +1,7 @@
 """An operator's requests, honoured inside a tick: ``trigger``, ``backfill``,
 ``runs cancel`` and ``queue add --executor`` (:class:`TriggerRequest`,
-:class:`BackfillRequest`, :class:`CancelRequest`, :class:`EnqueueRequest`).
+:class:`BackfillRequest`, :class:`CancelRequest`, :class:`EnqueueRequest`); an outside
+system's ``event`` (:class:`EventRequest`) is honoured by :mod:`.events`.
 
 A request is an input of :func:`orchestrator.planner.plan`, so the run it starts is
 dispatched, capped and routed by the tick's own code, and committed by the tick's
@@ -30,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..config.events import Event
 from ..config.models import OverlapPolicy, Schedule
 from ..state import machine, queueops
 from ..state.items import NewItem
@@ -93,7 +95,15 @@ class EnqueueRequest:
     by: str
 
 
-Request = TriggerRequest | BackfillRequest | CancelRequest | EnqueueRequest
+@dataclass(frozen=True)
+class EventRequest:
+    """Fire ``event``'s schedule once per event id (``orchestrator event``)."""
+
+    event: Event
+    act: Act
+
+
+Request = TriggerRequest | BackfillRequest | CancelRequest | EnqueueRequest | EventRequest
 
 
 def key_of(request: Request) -> str:
@@ -104,6 +114,8 @@ def key_of(request: Request) -> str:
         return f"backfill {request.schedule_id}"
     if isinstance(request, EnqueueRequest):
         return f"enqueue {request.queue}"
+    if isinstance(request, EventRequest):
+        return f"event {request.event.schedule_id} {request.event.digest}"
     return f"cancel {request.run_id}"
 
 
@@ -195,7 +207,7 @@ def refusal(schedule: Schedule, cursor: Cursor | None) -> str | None:
     return None
 
 
-def _unplanned(ctx: Context, sid: str) -> str:
+def unplanned(ctx: Context, sid: str) -> str:
     """Why schedule ``sid`` is not among those the tick plans: its state record is
     quarantined (the file is fine), or it has no valid file."""
     path = cursor_path(sid)
@@ -210,7 +222,7 @@ def _trigger(ctx: Context, request: TriggerRequest) -> None:
     sid = request.schedule_id
     schedule = ctx.schedules.get(sid)
     if schedule is None:
-        _answer(ctx, request, f"{sid}: not triggered: {_unplanned(ctx, sid)}")
+        _answer(ctx, request, f"{sid}: not triggered: {unplanned(ctx, sid)}")
         return
     cursor = ctx.state.cursors.get(sid)
     done = cursor.requests.get(request.request_id) if cursor is not None else None
@@ -246,7 +258,7 @@ def _begin_backfill(ctx: Context, request: BackfillRequest) -> None:
     schedule = ctx.schedules.get(sid)
     cursor = ctx.state.cursors.get(sid)
     if schedule is None or cursor is None:
-        _answer(ctx, request, f"{sid}: no backfill: {_unplanned(ctx, sid)}")
+        _answer(ctx, request, f"{sid}: no backfill: {unplanned(ctx, sid)}")
         return
     if cursor.backfill is not None and cursor.backfill.act.request_id == request.request_id:
         # this request, planned again after a lost race

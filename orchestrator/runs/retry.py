@@ -119,7 +119,7 @@ def _definition(run: Run, tracks: Mapping[str, Track], name: str,
         raise UserError(f"track {name!r} of schedule {run.schedule_id} now needs "
                         f"{missing[0]!r}, which run {run.run_id} does not have: retry "
                         "with --as-fired")
-    if run.origin == "manual":  # a manual run's inputs override every track's own
+    if run.origin in ("manual", "event"):  # their inputs override every track's own
         spec = spec.model_copy(update={"inputs": {**spec.inputs, **fired.inputs}})
     return spec
 

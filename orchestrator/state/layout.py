@@ -13,7 +13,8 @@ its paths.
   text sorts as the time does. A manual run's id adds ``-manual-<n>`` after the minute
   it was triggered in (:func:`manual_run_id`); a run fired by ``after`` adds
   ``-after-<hash>`` of its upstream runs' ids after their slot (:func:`after_run_id`);
-  one fired by ``on_queue`` adds ``-queue-<n>`` after its minute (:func:`queue_run_id`).
+  one fired by ``on_queue`` adds ``-queue-<n>`` after its minute (:func:`queue_run_id`),
+  one fired by an event ``-event-<hash>`` of its id after its minute (:func:`event_run_id`).
   :func:`parse_run_id` is the one parser of run ids.
 - A dead letter's key is ``<run-id>--<track>`` (:func:`dlq_key`, :func:`parse_dlq_key`);
   an item's dead letter is named ``<queue>/<item-id>`` (:func:`item_letter_key`).
@@ -33,6 +34,7 @@ from datetime import UTC, datetime
 
 from ..config.fieldtypes import (
     AFTER_MARK,
+    EVENT_MARK,
     MANUAL_MARK,
     QUEUE_MARK,
     RUN_ID_RE,
@@ -120,6 +122,17 @@ def queue_run_id(schedule_id: str, minute: datetime, enqueued: int) -> str:
     return check_run_id(f"{run_id_for(schedule_id, minute)}{QUEUE_MARK}{enqueued}")
 
 
+def event_run_id(schedule_id: str, minute: datetime, digest: str) -> str:
+    """The id of the run of ``schedule_id`` an event fired in ``minute``; ``digest`` is
+    the hash of the event's id (:func:`~orchestrator.config.events.event_digest`)."""
+    return check_run_id(f"{run_id_for(schedule_id, minute)}{EVENT_MARK}{digest}")
+
+
+def fired_by_event(run_id: str, schedule_id: str, digest: str) -> bool:
+    """Whether ``run_id`` is a run of ``schedule_id`` fired by the event of ``digest``."""
+    return run_id.startswith(f"{schedule_id}--") and run_id.endswith(f"{EVENT_MARK}{digest}")
+
+
 def is_manual(run_id: str) -> bool:
     """Whether ``run_id`` (valid) names a manual run."""
     return MANUAL_MARK in run_id.rpartition("--")[2]
@@ -130,7 +143,7 @@ def parse_run_id(run_id: str) -> tuple[str, datetime]:
     unless it is ``<schedule-id>--<YYYYMMDDTHHMMZ>[-manual-<n>]`` and the slot is a real
     minute (a manual run's slot is the minute it was triggered in)."""
     schedule_id, _, stamp = check_run_id(run_id).rpartition("--")
-    stamp = stamp[:_SLOT_CHARS]  # before -manual-<n> or -after-<hash>
+    stamp = stamp[:_SLOT_CHARS]  # before -manual-<n>, -after-<hash> or -event-<hash>
     try:
         slot = datetime.strptime(stamp, SLOT_FORMAT).replace(tzinfo=UTC)
     except ValueError:
@@ -157,7 +170,7 @@ def run_slot(name: str) -> datetime | None:
 def slot_text(run_id: str) -> str:
     """The slot of a run id as text, unparsed: it sorts as the slot does. Meaningful
     only for a valid run id (a sort key, cheap enough to take from every run id)."""
-    if MANUAL_MARK not in run_id and AFTER_MARK not in run_id:
+    if MANUAL_MARK not in run_id and AFTER_MARK not in run_id and EVENT_MARK not in run_id:
         return run_id[-_SLOT_CHARS:]
     return run_id.rpartition("--")[2][:_SLOT_CHARS]
 

@@ -131,7 +131,11 @@ class Act(Frozen):
         return _drop_defaults(handler(self), {"definition": None})
 
 
-RunOrigin = Literal["cron", "manual", "backfill", "after", "queue"]
+RunOrigin = Literal["cron", "manual", "backfill", "after", "queue", "event"]
+
+
+_REQUESTED = {"manual": "manual run", "event": "event"}
+"""How :meth:`Run.acts` names who asked for a run, by its origin (else backfilled)."""
 
 
 def _minute(moment: datetime) -> str:
@@ -176,7 +180,8 @@ class Run(Frozen):
     work_finished_at: UTCDateTime | None = None
     """When its last track's command ended, as the executor measured it."""
     origin: RunOrigin = "cron"
-    """``manual`` (``orchestrator trigger``), ``backfill`` or ``cron`` (a tick)."""
+    """``manual`` (``orchestrator trigger``), ``backfill``, ``after``, ``event``
+    (``orchestrator event``) or ``cron`` (a tick)."""
     requested: Act | None = None
     """Who triggered or backfilled the run, and why."""
     cancelled: Act | None = None
@@ -186,6 +191,8 @@ class Run(Frozen):
     upstream: list[str] = Field(default_factory=list)
     """The upstream runs whose ends fired it (``origin`` after), by the order of the
     schedule's ``after``."""
+    event_id: str | None = None
+    """The id of the outside event that fired it (``origin`` event)."""
 
     @property
     def standing_cancel(self) -> Act | None:
@@ -202,7 +209,7 @@ class Run(Frozen):
         ``runs show``, the brief and the index)."""
         lines = []
         if self.requested is not None:
-            what = "manual run" if self.origin == "manual" else "backfilled"
+            what = _REQUESTED.get(self.origin, "backfilled")
             lines.append(f"{what} {self.requested.describe()} at {_minute(self.requested.at)}")
         if self.cancelled is not None:
             lines.append(f"cancelled {self.cancelled.describe()} at "
@@ -217,7 +224,7 @@ class Run(Frozen):
               info: SerializationInfo) -> dict[str, Any]:
         return _drop_defaults(handler(self), {"origin": "cron", "requested": None,
                                               "cancelled": None, "retries": [],
-                                              "upstream": []})
+                                              "upstream": [], "event_id": None})
 
 
 class Backfill(Frozen):
@@ -284,12 +291,16 @@ class Cursor(Frozen):
     """The upstream runs of the schedule's ``after``."""
     queue_fired_at: UTCDateTime | None = None
     """When ``on_queue`` last fired a run: what that run's drain left waits anew from then."""
+    events: dict[str, str] = Field(default_factory=dict)
+    """Hash of an event id -> the run it fired (the newest few): with the runs that
+    exist, what tells an event already seen."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler,
               info: SerializationInfo) -> dict[str, Any]:
         return _drop_defaults(handler(self), {"requests": {}, "backfill": None,
-                                              "after": None, "queue_fired_at": None})
+                                              "after": None, "queue_fired_at": None,
+                                              "events": {}})
 
 
 class DeadLetter(Frozen):

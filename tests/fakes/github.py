@@ -12,12 +12,13 @@ GitHub's API description (:mod:`tests.fakes.openapi`):
   true, or always with API version 2026-03-10 (which no longer knows the field); else
   ``204``.
 - ``POST /repos/{o}/{r}/dispatches`` (a ``repository_dispatch``): ``event_type`` of 1
-  to 100 characters, ``client_payload`` an object of at most 10 properties (else
-  ``422``); answers ``204`` and starts a run (event ``repository_dispatch``, on the
-  default branch) of every workflow whose ``on.repository_dispatch`` takes that type
-  (no ``types``: every type), as GitHub's docs say ("Create a repository dispatch
-  event"; "Events that trigger workflows": the workflow file must be on the default
-  branch). A workflow without ``workflow_dispatch`` refuses the workflow dispatch (``422``).
+  to 100 characters, ``client_payload`` an object of at most 10 properties and under
+  64 KB of JSON (else ``422``); answers ``204`` and starts a run (event
+  ``repository_dispatch``, on the default branch, the payload kept for its jobs) of
+  every workflow whose ``on.repository_dispatch`` takes that type (no ``types``: every
+  type), as GitHub's docs say ("Create a repository dispatch event"; "Events that
+  trigger workflows": the workflow file must be on the default branch). A workflow
+  without ``workflow_dispatch`` refuses the workflow dispatch (``422``).
 - ``GET .../actions/workflows/{wf}/runs`` and ``GET .../actions/runs`` (filters
   ``event``, ``status``, ``created``, which cap the listing at 1,000 runs; paginated
   with ``Link`` headers, newest first);
@@ -183,8 +184,11 @@ _PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<area>actions|ch
 _REPOSITORY_DISPATCH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches")
 MAX_EVENT_TYPE = 100
 MAX_CLIENT_PAYLOAD = 10
+MAX_CLIENT_PAYLOAD_BYTES = 64 * 1024
 """``event_type`` is at most 100 characters; ``client_payload`` has at most 10
-top-level properties (the operation's request schema in GitHub's description)."""
+top-level properties (the operation's request schema in GitHub's description), and
+its JSON must be under 64 KB (the parameter's description, "Create a repository
+dispatch event")."""
 
 
 _iso = payloads.iso
@@ -453,6 +457,9 @@ class FakeRun:
     ``pending``, no jobs yet, until cancelled."""
     cancelled_by: str | None = None
     """Who pressed *Cancel workflow* (:meth:`FakeGitHub.cancel_by`)."""
+    payload: dict[str, Any] = field(default_factory=dict)
+    """A ``repository_dispatch``'s webhook payload as ``github.event`` holds it: its
+    ``event_type`` as ``action``, and its ``client_payload``."""
 
     @property
     def latest_jobs(self) -> list[FakeJob]:
@@ -1330,7 +1337,8 @@ class FakeGitHub:
                          "documentation_url": "https://docs.github.com/rest/repos/repos"
                                               "#create-a-repository-dispatch-event"}
         payload = body.get("client_payload", {})
-        if not isinstance(payload, dict) or len(payload) > MAX_CLIENT_PAYLOAD:
+        if not isinstance(payload, dict) or len(payload) > MAX_CLIENT_PAYLOAD \
+                or len(json.dumps(payload)) >= MAX_CLIENT_PAYLOAD_BYTES:
             return 422, {"message": "Invalid request.\n\n\"client_payload\" is not an "
                                     f"object of at most {MAX_CLIENT_PAYLOAD} properties.",
                          "documentation_url": "https://docs.github.com/rest/repos/repos"
@@ -1340,7 +1348,8 @@ class FakeGitHub:
             types = workflow.dispatch_types
             if types is None or (types and kind not in types):
                 continue
-            self._start_run(name, workflow, default, {}, event="repository_dispatch")
+            run = self._start_run(name, workflow, default, {}, event="repository_dispatch")
+            run.payload = {"action": kind, "client_payload": payload}
         return 204, None
 
     def _start_run(self, workflow_file: str, workflow: Workflow, ref: str,

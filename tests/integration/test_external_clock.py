@@ -246,13 +246,14 @@ def test_validate_warns_when_tick_yml_would_not_answer_the_clock(tmp_path: Path)
     root, text = _synced(tmp_path)
     assert _problems(root) == [] and _warnings(root) == []
     tick = root / ".github" / "workflows" / "tick.yml"
-    block = "  repository_dispatch:\n    types: [orchestrator-tick]\n"
+    block = "  repository_dispatch:\n    types: [orchestrator-tick, orchestrator-event]\n"
     assert block in text
     tick.write_text(text.replace(block, ""), encoding="utf-8")
     [warning] = _warnings(root)
     assert warning.startswith(".github/workflows/tick.yml: no `repository_dispatch` "
                               "trigger of type orchestrator-tick"), warning
-    tick.write_text(text.replace("[orchestrator-tick]", "[something-else]"), encoding="utf-8")
+    tick.write_text(text.replace("[orchestrator-tick, ", "[something-else, "),
+                    encoding="utf-8")
     assert [w.split(":")[1].strip() for w in _warnings(root)] == [
         "no `repository_dispatch` trigger of type orchestrator-tick"]
 
