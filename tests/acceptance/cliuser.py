@@ -4,17 +4,21 @@ subprocess in the user's checkout, plus the git commands such a user types.
 Every test in this folder drives the CLI through :meth:`User.run` or
 :meth:`User.start` with the command words first (``user.run("dlq", "list")``):
 ``test_command_coverage.py`` reads those calls to check every command is exercised.
+A process :meth:`User.start` started runs inside :func:`reaped`, and :func:`terminate`
+stops it as a service manager does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,24 @@ def _exited(folder: Path) -> bool:
     except (FileNotFoundError, ValueError):
         return False
     return status.get("state") not in ("queued", "running")
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """``proc`` for the block; killed and waited for if the block leaves it running
+    (an assert that failed), so no test leaves a process behind."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def terminate(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """Stop ``proc`` as a service manager does (SIGTERM), and its stderr once it ended."""
+    proc.send_signal(signal.SIGTERM)
+    return proc.communicate(timeout=timeout)[1]
 
 
 def wait(predicate: Callable[[], bool], message: str, timeout: float = 60) -> None:

@@ -8,7 +8,6 @@ date and at any time of day (midnight and daylight saving included)."""
 from __future__ import annotations
 
 import json
-import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from orchestrator.planner.fire import jitter
 from orchestrator.state.layout import run_id_for
 from orchestrator.support.times import iso
-from tests.acceptance.cliuser import User, wait
+from tests.acceptance.cliuser import User, reaped, terminate, wait
 from tests.fakes.github import FakeGitHub
 
 JITTER_SECONDS = 300
@@ -61,15 +60,9 @@ def test_serve_clock_only_dispatches_a_jittered_run_at_its_fire_at(
 
     # The default --interval (60 s): the loop wakes at second 0 of each minute, and at
     # the moments the clock asks for.
-    proc = user.start("serve", "--executor", "github", "--clock-only")
-    try:
+    with reaped(user.start("serve", "--executor", "github", "--clock-only")) as proc:
         called = dispatched(fake_github, until=fire_at + GUARD)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc)
     first = next(line for line in err.splitlines() if " wake-up 1:" in line)
     # serve must look before fire_at to see it ahead: a start slower than LEAD fails here
     assert first.split()[0] <= iso(fire_at), f"serve started after {iso(fire_at)}: {err}"

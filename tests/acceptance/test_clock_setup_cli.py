@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from orchestrator import __version__
-from tests.acceptance.cliuser import User, orchestrator, wait
+from tests.acceptance.cliuser import User, orchestrator, reaped, terminate, wait
 from tests.fakes.github import FakeGitHub
 
 FROM = "2026-12-01T00:00:00Z"
@@ -188,16 +188,12 @@ def test_the_units_exec_start_tells_systemd_it_is_ready_and_alive(
         shlex.split(service["ExecStart"]), cwd=service["WorkingDirectory"], text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**_without_tokens(os.environ), **env, "NOTIFY_SOCKET": path})
-    try:
+    with reaped(proc):
         assert sock.recv(64) == b"READY=1"
         assert sock.recv(64) == b"WATCHDOG=1"  # its first look at the state branch worked
         proc.send_signal(signal.SIGTERM)
         assert sock.recv(64) == b"STOPPING=1"
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 0, err
     assert "clock for tick.yml via workflow_dispatch" in err
 
@@ -257,7 +253,7 @@ def test_the_compose_services_command_dispatches_at_a_slot_and_its_health_check_
     proc = subprocess.Popen(argv, cwd=checkout, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE,
                             env={**_without_tokens(os.environ), **env})
-    try:
+    with reaped(proc):
         assert proc.stderr is not None
         assert "clock for tick.yml via workflow_dispatch" in proc.stderr.readline()
         assert "wake-up 1" in proc.stderr.readline()
@@ -270,12 +266,7 @@ def test_the_compose_services_command_dispatches_at_a_slot_and_its_health_check_
         old = time.time() - 600
         os.utime(alive, (old, old))
         assert subprocess.run(health, cwd=checkout, check=False).returncode == 1
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc)
     assert proc.returncode == 0, err
     assert "clock: dispatched tick.yml (workflow_dispatch) for once: one-shot at" in err
 

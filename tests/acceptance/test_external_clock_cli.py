@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from orchestrator.cadence.tickfile import read_crons
 from orchestrator.config.files import load_all
 from orchestrator.config.triggers import for_spec
-from tests.acceptance.cliuser import User, git, wait
+from tests.acceptance.cliuser import User, git, reaped, terminate, wait
 from tests.fakes.github import FakeGitHub
 
 FROM = "2026-01-01T00:00:00Z"
@@ -112,7 +111,7 @@ def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
 
     proc = user.start("serve", "--executor", "github", "--clock-only", "--clock-via", via,
                       "--interval", "1")
-    try:
+    with reaped(proc):
         assert proc.stderr is not None
         first = proc.stderr.readline()
         assert f"clock for tick.yml via {via}" in first and "clock, heartbeat" in first
@@ -128,12 +127,7 @@ def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
         wait(lambda: bool(fake_github.runs_of("tick.yml")), "no dispatch", timeout=60)
         called = datetime.now(UTC)
         time.sleep(2.5)  # the wake-ups after it call nothing more
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc)
     assert proc.returncode == 0, err
     [run] = fake_github.runs_of("tick.yml")
     assert run.event == via and run.ref == "main"

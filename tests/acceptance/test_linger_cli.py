@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.cliuser import User, git, new_repository, wait
+from tests.acceptance.cliuser import User, git, new_repository, reaped, terminate, wait
 
 
 def minutely(tmp_path: Path, *, wait_for_it: bool = True) -> User:
@@ -176,19 +176,13 @@ def test_serve_wakes_for_a_slot_between_its_intervals(tmp_path: Path) -> None:
                 found.add(datetime.strptime(slot, "%Y%m%dT%H%MZ").replace(tzinfo=UTC))
         return sorted(found)
 
-    proc = user.start("serve", "--interval", "600")
-    try:
+    with reaped(user.start("serve", "--interval", "600")) as proc:
         # The first wake-up fires its minute's slot (whenever a slow start put it), the
         # next slot is the one served between intervals. Its run is committed before its
         # track launches, so once the launch is logged the run is on the origin.
         wait(lambda: len(slots()) >= 2, "no second slot launched", timeout=150)
         next_slot = slots()[1]
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc, timeout=120)
     assert proc.returncode == 0, err
     late = lateness(user)
     assert next_slot in late, (sorted(late), err)

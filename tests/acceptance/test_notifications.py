@@ -6,7 +6,6 @@ telling a webhook that the clock went quiet. Receivers are real HTTP servers on
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.acceptance.cliuser import User, wait
+from tests.acceptance.cliuser import User, reaped, terminate, wait
 from tests.receiver import Receiver
 
 
@@ -67,15 +66,9 @@ def test_serve_posts_the_webhook_of_a_failed_run(
     user.run("schedules", "remove", "nightly")
     soon = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     user.run("schedules", "add", "once", "--at", soon, "--track", "t=false")
-    proc = user.start("serve", "--interval", "1")
-    try:
+    with reaped(user.start("serve", "--interval", "1")) as proc:
         wait(lambda: bool(hook.requests), "serve posted no webhook", timeout=90)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc)
     [event] = hook.events()
     assert event["kind"] == "run_failed" and event["schedule"] == "once"
     assert "delivered (200)" in err

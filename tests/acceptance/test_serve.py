@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.cliuser import User, git, wait
+from tests.acceptance.cliuser import User, git, reaped, terminate, wait
 
 HOOK = """#!/bin/sh
 cat > /dev/null
@@ -56,8 +56,7 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
 
     work = user.cwd / ".orchestrator" / "work"
     started = datetime.now(UTC)
-    proc = user.start("serve", "--interval", "1")
-    try:
+    with reaped(user.start("serve", "--interval", "1")) as proc:
         # A new schedule's first tick fires the slot of its minute; the next slot comes
         # at the next minute boundary, in the same serve. Wait for that second firing
         # (its launch is logged once its run is committed), then for a push to be in
@@ -67,12 +66,7 @@ def test_serve_fires_each_minute_once_and_sigterm_mid_tick_exits_0(tmp_path: Pat
              "serve did not fire two slots", timeout=200)
         wait(lambda: pushes.exists() and (pushes.read_text().splitlines() or [""])[-1]
              == "start", "no push after the second slot fired", timeout=50)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        err = terminate(proc, timeout=120)
     assert proc.returncode == 0, err
     assert "SIGTERM: stopping; waiting for tick to finish" in err, err
     # The push in flight at the signal completed: every push that started, ended.
@@ -116,8 +110,7 @@ def test_serve_survives_a_restart_without_firing_again(scaffolded: tuple[User, P
     work = user.cwd / ".orchestrator" / "work"
     started = datetime.now(UTC)
     for _ in range(2):
-        proc = user.start("serve", "--interval", "1")
-        try:
+        with reaped(user.start("serve", "--interval", "1")) as proc:
             # "serving ..." comes once the signal handlers are in place: a SIGINT
             # before that (a slow start on a loaded machine) would end it with 130.
             assert proc.stderr is not None and "serving" in proc.stderr.readline()
@@ -125,10 +118,6 @@ def test_serve_survives_a_restart_without_firing_again(scaffolded: tuple[User, P
             time.sleep(2)
             os.kill(proc.pid, signal.SIGINT)
             proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
         assert proc.returncode == 0
     finished = datetime.now(UTC)
     runs = {r["run_id"] for r in user.json("runs", "list", "--json")}
