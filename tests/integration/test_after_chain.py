@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.state.layout import brief_path
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
 from orchestrator.support.checkpoints import POINTS
@@ -81,9 +82,11 @@ def test_a_chain_of_three_fires_each_link_once_in_the_tick_that_ends_the_one_bef
     })
     tick_at(repo, work, 0)  # ingest fires and its track runs
     tick_at(repo, work, 1)  # records ingest's end, fires and sends transform
-    state, _ = state_of(repo)
+    state, snap = state_of(repo)
     assert state.runs[INGEST].status is RunStatus.COMPLETED
     [transform] = runs_of(state, "transform")
+    # the brief rendered in that commit links to the run its end fired
+    assert f'href="../{transform}/brief.html"' in snap.files[brief_path(INGEST)].decode()
     assert state.runs[transform].upstream == [INGEST]
     assert state.runs[transform].origin == "after"
     assert transform.startswith("transform--20261201T0700Z-after-")
@@ -95,9 +98,12 @@ def test_a_chain_of_three_fires_each_link_once_in_the_tick_that_ends_the_one_bef
     assert state.runs[report].upstream == [transform]
     for minute in (3, 4, 5):
         tick_at(repo, work, minute)
-    state, _ = state_of(repo)
+    state, snap = state_of(repo)
     assert runs_of(state, "transform") == [transform] and runs_of(state, "report") == [report]
     assert state.runs[report].status is RunStatus.COMPLETED
+    shown = snap.files[brief_path(transform)].decode()
+    assert f'href="../{INGEST}/brief.html"' in shown
+    assert f'href="../{report}/brief.html"' in shown
     assert (out / "transform").read_text() == f"{INGEST}|state/runs/{INGEST}"
     assert (out / "report").read_text() == f"{transform}|state/runs/{transform}"
 
