@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..config.chains import downstreams
 from ..config.models import Schedule, ScheduleSpec
 from ..runs import status
 from ..state import layout
@@ -260,10 +261,7 @@ def _chained(cards: list[Card], schedules: Sequence[Schedule]) -> list[Card]:
     """``cards`` with their ``after`` chains: the schedules each fires after, and those
     that fire after it, linked to their cards when these are drawn."""
     ups = {s.id: [a.schedule for a in s.spec.upstreams] for s in schedules}
-    downs: dict[str, list[str]] = {}
-    for sid, names in sorted(ups.items()):
-        for up in names:
-            downs.setdefault(up, []).append(sid)
+    downs = downstreams(ups)
     drawn = {c.id for c in cards if c.state != "invalid"}
 
     def links(ids: Sequence[str]) -> tuple[ChainLink, ...]:

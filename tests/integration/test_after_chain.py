@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.cli import main
 from orchestrator.state.layout import brief_path
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
@@ -187,6 +188,31 @@ def test_validate_refuses_a_loop_of_three_schedules_in_one_line(tmp_path: Path) 
     assert any("d.json: after: no schedule 'nowhere'" in line for line in lines)
     shown = cli(repo, "validate", "--format", "text").stdout
     assert "after a (completed)" in shown or "after c (completed)" in shown
+
+
+def test_the_pull_request_s_comment_lists_the_chains_and_names_queue_and_event_causes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    drain = [{"name": "work", "run": "true", "drain": {"queue": "jobs"}}]
+    folder = tmp_path / "repo" / "schedules"
+    folder.mkdir(parents=True)
+    for sid, data in {
+        "ingest": spec_data("0 7 * * *"), "transform": after("ingest"),
+        "report": after("transform"), "audit": after("transform", on_event={}),
+        "crawl": spec_data(None, on_queue={"queue": "jobs", "min_ready": 100}, tracks=drain),
+        "index": after("crawl"), "smoke": spec_data(None, on_event={}),
+        "nightly": spec_data("0 2 * * *"),
+    }.items():
+        (folder / f"{sid}.json").write_text(json.dumps(data))
+    assert main(["--repo", str(tmp_path / "repo"), "validate", "--format", "markdown",
+                 "--from", "2026-12-01T00:00:00Z"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("### Chains\n\n")[1].split("\n\n")[0].splitlines()
+    assert section == [
+        "- on queue jobs (100 ready) → `crawl` → `index`",
+        "- `ingest` → `transform` → `audit` (also on an event)",
+        "- `ingest` → `transform` → `report`",
+        "- on an event → `smoke`",
+    ]
 
 
 def test_on_github_the_tick_that_records_the_upstream_s_end_dispatches_the_downstream(
