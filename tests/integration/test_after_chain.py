@@ -190,8 +190,8 @@ def test_validate_refuses_a_loop_of_three_schedules_in_one_line(tmp_path: Path) 
     assert "after a (completed)" in shown or "after c (completed)" in shown
 
 
-def test_the_pull_request_s_comment_lists_the_chains_and_names_queue_and_event_causes(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def chained_folder(tmp_path: Path) -> Path:
+    """A repository whose schedules chain, fired by a clock, a queue and events."""
     drain = [{"name": "work", "run": "true", "drain": {"queue": "jobs"}}]
     folder = tmp_path / "repo" / "schedules"
     folder.mkdir(parents=True)
@@ -203,7 +203,23 @@ def test_the_pull_request_s_comment_lists_the_chains_and_names_queue_and_event_c
         "nightly": spec_data("0 2 * * *"),
     }.items():
         (folder / f"{sid}.json").write_text(json.dumps(data))
-    assert main(["--repo", str(tmp_path / "repo"), "validate", "--format", "markdown",
+    return folder.parent
+
+
+def test_schedules_show_names_upstreams_and_downstreams(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(chained_folder(tmp_path))
+    assert main(["--repo", repo, "schedules", "show", "transform"]) == 0
+    out = capsys.readouterr().out
+    assert "  upstream:  ingest (completed)\n  downstream: audit, report\n" in out
+    assert main(["--repo", repo, "schedules", "show", "ingest", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["upstreams"], shown["downstreams"]) == ([], ["transform"])
+
+
+def test_the_pull_request_s_comment_lists_the_chains_and_names_queue_and_event_causes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--repo", str(chained_folder(tmp_path)), "validate", "--format", "markdown",
                  "--from", "2026-12-01T00:00:00Z"]) == 0
     out = capsys.readouterr().out
     section = out.split("### Chains\n\n")[1].split("\n\n")[0].splitlines()
