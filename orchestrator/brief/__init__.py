@@ -11,8 +11,8 @@ Rendering is pure: time comes in as ``generated_at``/``now``; nothing here reads
 clock or the network.
 
 By role: :mod:`.context` reads a run's records; :mod:`.attempts`, :mod:`.timeline`,
-:mod:`.drains` and :mod:`.view` derive what is shown; :mod:`.dashboard` builds the
-index's dashboard (its queue section :mod:`.queueboard`, its cron lateness
+:mod:`.drains`, :mod:`.causes` and :mod:`.view` derive what is shown; :mod:`.dashboard`
+builds the index's dashboard (its queue section :mod:`.queueboard`, its cron lateness
 :mod:`.lateboard`); :mod:`.cuts` decides what the Markdown keeps under GitHub's limit;
 :mod:`.render` finds and renders templates (HTML and the index); :mod:`.markdown`
 renders the Markdown twin; :mod:`.text` formats and escapes.

@@ -19,6 +19,7 @@ from ..state.layout import DLQ, HEALTH, polls_path, run_dir, run_path, specs_pat
 from ..state.model import load
 from ..state.records import DeadLetter, Run, Track
 from ..support import safejson
+from .causes import downstream_of
 
 DEFAULT_STALE_AFTER = timedelta(minutes=90)
 """As ``orchestrator status``: an idle tick writes its heartbeat line only once an hour
@@ -53,6 +54,8 @@ class BriefContext:
     track's read from its work folder by whoever renders."""
     tails_left_out: int = 0
     """Tracks that show no tail because of :data:`.tails.MAX_TRACKS`."""
+    downstream: tuple[str, ...] = ()
+    """The runs this run fired (``after`` runs naming it upstream), by id."""
 
 
 
@@ -141,6 +144,7 @@ def context_from_files(
         compensations=undos,
         runners=tuple(describe(label, state.runners.get(label, RunnerHealth()))
                       for label in _labels(tracks, schedule)),
+        downstream=downstream_of(files, run),
     )
 
 

@@ -16,6 +16,8 @@ schedule with its next slots, its last runs, their success rate and duration tre
   inside: many of them never push the rest of the page off a phone's first screen.
 - The queue section reads the queues' summaries only (:mod:`.queueboard`).
 - The cron lateness section reads the lateness ledger alone (:mod:`.lateboard`).
+- A card names the schedules it fires after and those that fire after it, each
+  linked to its card (``#schedule-<id>``) when that card is drawn.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..config.chains import downstreams
 from ..config.models import Schedule, ScheduleSpec
 from ..runs import status
 from ..state import layout
@@ -66,6 +69,15 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ChainLink:
+    """A schedule chained to a card's by ``after``, and its card on the page."""
+
+    id: str
+    href: str | None
+    """``#schedule-<id>``, or ``None`` when its card is not drawn."""
+
+
+@dataclass(frozen=True)
 class Card:
     """One schedule as the dashboard draws it."""
 
@@ -87,6 +99,10 @@ class Card:
     spark: str
     """SVG polyline points of the finished runs' durations, oldest first, or empty."""
     attention: bool
+    upstreams: tuple[ChainLink, ...] = ()
+    """The schedules it fires after (its ``after``)."""
+    downstreams: tuple[ChainLink, ...] = ()
+    """The schedules that fire after it."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +165,7 @@ def build(schedules: Sequence[Schedule], invalid: Sequence[str], state: state_mo
     runs = history([c.id for c in shown if c.state != "invalid"])
     shown = [_shown(c, by_id.get(c.id) if c.state != "invalid" else None, state,
                     runs.get(c.id, ()), now) for c in shown]
+    shown = _chained(shown, schedules)
     return Dashboard(
         attention=tuple(items[:ATTENTION_SHOWN]),
         attention_more=max(0, len(items) - ATTENTION_SHOWN),
@@ -238,6 +255,20 @@ def _shown(card: Card, schedule: Schedule | None, state: state_model.State,
     return replace(card, strip=strip, success=_success(strip), trend=_trend(strip),
                    spark=_spark(strip),
                    next_slots=tuple(f"{s.astimezone(tz):%a %Y-%m-%d %H:%M %Z}" for s in slots))
+
+
+def _chained(cards: list[Card], schedules: Sequence[Schedule]) -> list[Card]:
+    """``cards`` with their ``after`` chains: the schedules each fires after, and those
+    that fire after it, linked to their cards when these are drawn."""
+    ups = {s.id: [a.schedule for a in s.spec.upstreams] for s in schedules}
+    downs = downstreams(ups)
+    drawn = {c.id for c in cards if c.state != "invalid"}
+
+    def links(ids: Sequence[str]) -> tuple[ChainLink, ...]:
+        return tuple(ChainLink(i, f"#schedule-{i}" if i in drawn else None) for i in ids)
+
+    return [replace(c, upstreams=links(ups.get(c.id, [])), downstreams=links(downs.get(c.id, [])))
+            if c.state != "invalid" else c for c in cards]
 
 
 def _state(row: Mapping[str, Any]) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Track
 from ..support.times import parse_utc
 from .attempts import Attempt, attempts_of, run_finished, run_started
+from .causes import Causes, causes
 from .context import BriefContext
 from .drains import DrainView, drain_views
 from .tails import in_work_folder
@@ -134,6 +135,8 @@ class BriefView:
     """The row of the schedule's ``consolidate`` step, if it has one (shown first)."""
     drains: list[DrainView] = field(default_factory=list)
     """One roll-up per drain track (its workers' rows are in ``rows``)."""
+    causes: Causes = field(default_factory=Causes)
+    """What fired the run and the runs it fired, with links to their briefs."""
     acts: list[str] = field(default_factory=list)
     tails_left_out: int = 0
     """Tracks that show no stdout tail (:data:`.tails.MAX_TRACKS`)."""
@@ -417,6 +420,7 @@ def build_view(ctx: BriefContext) -> BriefView:
         notes=_notes(cron, cron_words),
         consolidation=_consolidation(rows),
         drains=drains,
+        causes=causes(run, ctx.downstream, ctx.schedule),
         acts=run.acts(),
         tails_left_out=ctx.tails_left_out,
         run_id=run.run_id,

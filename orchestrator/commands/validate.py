@@ -15,7 +15,7 @@ import contextlib
 import gc
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,8 +24,9 @@ import click
 
 from ..config import preview
 from ..config.calendars import Calendars
-from ..config.chains import chain_problems
+from ..config.chains import chain_paths, chain_problems
 from ..config.files import LoadResult, load_all
+from ..config.models import ScheduleSpec
 from ..config.preview import Report
 from ..config.track_workflow import outdated_notes
 from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
@@ -36,6 +37,8 @@ from .schedules import INSTANT, fmt_local, fmt_utc
 if TYPE_CHECKING:
     from ..cadence.change import Change
 
+CHAINS_SHOWN = 50
+"""Chains the pull request's comment lists; ``schedules show`` names every link."""
 Compared = tuple[str, str, list["Change"]]
 """``--base``'s ref, the commit it names, and every schedule that differs from it."""
 
@@ -138,6 +141,7 @@ def render_markdown(report: Report, problems: int = 0) -> str:
         out += [f"| {_code(e.file)} | {_code(e.field)} | {_md(e.problem)} |"
                 for e in report.loaded.errors]
         out.append("")
+    out += _chains_markdown(report)
     for p in report.previews:
         spec = p.schedule.spec
         title = f"### {_code(p.schedule.id)}: {_md(p.words)}"
@@ -162,6 +166,53 @@ def render_markdown(report: Report, problems: int = 0) -> str:
         if p.warnings:
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _chains_markdown(report: Report) -> list[str]:
+    """The chains among the valid schedules, upstream first, each schedule with the
+    other causes that fire it (a queue, an event); empty when nothing chains."""
+    specs = {p.schedule.id: p.schedule.spec for p in report.previews}
+    paths, more = _chains(specs)
+    if not paths:
+        return []
+    out = ["### Chains", ""]
+    out += [f"- {' → '.join(_link(sid, specs, i == 0) for i, sid in enumerate(path))}"
+            for path in paths]
+    if more:
+        out.append("- more not listed here: `orchestrator schedules show ID` names each "
+                   "schedule's upstreams and downstreams")
+    return [*out, ""]
+
+
+def _chains(specs: Mapping[str, ScheduleSpec]) -> tuple[list[list[str]], bool]:
+    """The chains to list, then each schedule a queue or an event fires that is in none;
+    at most :data:`CHAINS_SHOWN`, and whether there are more."""
+    edges = {sid: [a.schedule for a in spec.upstreams] for sid, spec in specs.items()}
+    paths, more = chain_paths(edges, CHAINS_SHOWN)
+    paths += _fired_alone(specs, {sid for path in paths for sid in path})
+    return paths[:CHAINS_SHOWN], more or len(paths) > CHAINS_SHOWN
+
+
+def _fired_alone(specs: Mapping[str, ScheduleSpec], chained: set[str]) -> list[list[str]]:
+    """Each schedule a queue or an event fires that is in no chain, as a chain of one."""
+    return [[sid] for sid, spec in specs.items() if sid not in chained and _causes(spec)]
+
+
+def _causes(spec: ScheduleSpec) -> list[str]:
+    """The queue and event that fire a schedule besides its clock and its ``after``."""
+    found = [spec.on_queue.describe()] if spec.on_queue is not None else []
+    return found + (["on an event"] if spec.on_event is not None else [])
+
+
+def _link(sid: str, specs: Mapping[str, ScheduleSpec], first: bool) -> str:
+    """One schedule of a chain: its other causes before it when it starts the chain,
+    after it otherwise."""
+    causes = _causes(specs[sid]) if sid in specs else []
+    if not causes:
+        return _code(sid)
+    if first:
+        return f"{_md(' or '.join(causes))} → {_code(sid)}"
+    return f"{_code(sid)} (also {_md(' or '.join(causes))})"
 
 
 @click.command("validate")

@@ -6,12 +6,15 @@ look at every schedule at once.
 - A run qualifies when it ended in one of ``status`` within ``within_minutes``.
 - :func:`chain_problems` is the only check across files: an upstream that no schedule
   defines, and a loop of ``after`` edges, each in one line naming the schedules.
+- :func:`chain_paths` lists the chains, upstream first, for the pull request's
+  comment; it is bounded, and a loop ends a path rather than repeating it.
 - This module imports nothing of the package's models, so ``models`` builds on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -93,3 +96,35 @@ def _loops(edges: Mapping[str, Sequence[str]], node: str, path: list[str],
     path.pop()
     done.add(node)
     return loops
+
+
+def chain_paths(edges: Mapping[str, Sequence[str]], limit: int = 50
+                ) -> tuple[list[list[str]], bool]:
+    """The chains among the schedules (``edges``: schedule id -> its upstreams' ids),
+    upstream first: each from a schedule that fires after none of them to one that none
+    fires after. At most ``limit``, and whether there are more."""
+    downs = downstreams(edges)
+    roots = [s for s in sorted(downs) if s in edges and not any(u in edges for u in edges[s])]
+    found = list(itertools.islice(_walk(downs, roots), limit + 1))
+    return found[:limit], len(found) > limit
+
+
+def downstreams(edges: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Schedule id -> the schedules that fire after it, by id (``edges`` as above)."""
+    downs: dict[str, list[str]] = {}
+    for sid, ups in sorted(edges.items()):
+        for up in ups:
+            downs.setdefault(up, []).append(sid)
+    return downs
+
+
+def _walk(downs: Mapping[str, Sequence[str]], roots: Sequence[str]) -> Iterator[list[str]]:
+    """Every path from ``roots`` down to a schedule none fires after, depth first (with
+    a stack, not recursion: a chain may be longer than Python's recursion limit)."""
+    stack = [[r] for r in reversed(roots)]
+    while stack:
+        path = stack.pop()
+        nxt = [d for d in downs.get(path[-1], ()) if d not in path]
+        if not nxt:
+            yield path
+        stack.extend([*path, d] for d in reversed(nxt))

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from orchestrator.cli import main
+from orchestrator.state.layout import brief_path
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus
 from orchestrator.support.checkpoints import POINTS
@@ -81,9 +83,11 @@ def test_a_chain_of_three_fires_each_link_once_in_the_tick_that_ends_the_one_bef
     })
     tick_at(repo, work, 0)  # ingest fires and its track runs
     tick_at(repo, work, 1)  # records ingest's end, fires and sends transform
-    state, _ = state_of(repo)
+    state, snap = state_of(repo)
     assert state.runs[INGEST].status is RunStatus.COMPLETED
     [transform] = runs_of(state, "transform")
+    # the brief rendered in that commit links to the run its end fired
+    assert f'href="../{transform}/brief.html"' in snap.files[brief_path(INGEST)].decode()
     assert state.runs[transform].upstream == [INGEST]
     assert state.runs[transform].origin == "after"
     assert transform.startswith("transform--20261201T0700Z-after-")
@@ -95,9 +99,12 @@ def test_a_chain_of_three_fires_each_link_once_in_the_tick_that_ends_the_one_bef
     assert state.runs[report].upstream == [transform]
     for minute in (3, 4, 5):
         tick_at(repo, work, minute)
-    state, _ = state_of(repo)
+    state, snap = state_of(repo)
     assert runs_of(state, "transform") == [transform] and runs_of(state, "report") == [report]
     assert state.runs[report].status is RunStatus.COMPLETED
+    shown = snap.files[brief_path(transform)].decode()
+    assert f'href="../{INGEST}/brief.html"' in shown
+    assert f'href="../{report}/brief.html"' in shown
     assert (out / "transform").read_text() == f"{INGEST}|state/runs/{INGEST}"
     assert (out / "report").read_text() == f"{transform}|state/runs/{transform}"
 
@@ -181,6 +188,47 @@ def test_validate_refuses_a_loop_of_three_schedules_in_one_line(tmp_path: Path) 
     assert any("d.json: after: no schedule 'nowhere'" in line for line in lines)
     shown = cli(repo, "validate", "--format", "text").stdout
     assert "after a (completed)" in shown or "after c (completed)" in shown
+
+
+def chained_folder(tmp_path: Path) -> Path:
+    """A repository whose schedules chain, fired by a clock, a queue and events."""
+    drain = [{"name": "work", "run": "true", "drain": {"queue": "jobs"}}]
+    folder = tmp_path / "repo" / "schedules"
+    folder.mkdir(parents=True)
+    for sid, data in {
+        "ingest": spec_data("0 7 * * *"), "transform": after("ingest"),
+        "report": after("transform"), "audit": after("transform", on_event={}),
+        "crawl": spec_data(None, on_queue={"queue": "jobs", "min_ready": 100}, tracks=drain),
+        "index": after("crawl"), "smoke": spec_data(None, on_event={}),
+        "nightly": spec_data("0 2 * * *"),
+    }.items():
+        (folder / f"{sid}.json").write_text(json.dumps(data))
+    return folder.parent
+
+
+def test_schedules_show_names_upstreams_and_downstreams(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(chained_folder(tmp_path))
+    assert main(["--repo", repo, "schedules", "show", "transform"]) == 0
+    out = capsys.readouterr().out
+    assert "  upstream:  ingest (completed)\n  downstream: audit, report\n" in out
+    assert main(["--repo", repo, "schedules", "show", "ingest", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["upstreams"], shown["downstreams"]) == ([], ["transform"])
+
+
+def test_the_pull_request_s_comment_lists_the_chains_and_names_queue_and_event_causes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--repo", str(chained_folder(tmp_path)), "validate", "--format", "markdown",
+                 "--from", "2026-12-01T00:00:00Z"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("### Chains\n\n")[1].split("\n\n")[0].splitlines()
+    assert section == [
+        "- on queue jobs (100 ready) → `crawl` → `index`",
+        "- `ingest` → `transform` → `audit` (also on an event)",
+        "- `ingest` → `transform` → `report`",
+        "- on an event → `smoke`",
+    ]
 
 
 def test_on_github_the_tick_that_records_the_upstream_s_end_dispatches_the_downstream(

@@ -178,7 +178,8 @@ def test_scheduled_ticks_do_not_pile_up_behind_a_lingering_one() -> None:
 @pytest.mark.parametrize(("name", "job", "step"), [("tick.yml", "tick", "Tick"),
                                                    ("track.yml", "fan-in", "Fan in"),
                                                    ("watchdog.yml", "watchdog",
-                                                    "Check the heartbeat")])
+                                                    "Check the heartbeat"),
+                                                   ("enqueue.yml", "enqueue", "Enqueue")])
 def test_the_jobs_that_notify_may_write_issues_and_get_the_webhooks(
         name: str, job: str, step: str) -> None:
     """Notifications need ``issues: write`` where a tick or the watchdog runs, and the

@@ -26,7 +26,9 @@ def _origin(tmp_path: Path) -> Path:
 def test_every_input_reaches_the_script_through_env_only() -> None:
     doc = yaml.safe_load(ENQUEUE.read_text())
     for job in doc["jobs"].values():
-        assert job["permissions"] == {"contents": "write"}
+        # the enqueue is a tick: it asks for what tick.yml's tick does, no more
+        assert job["permissions"] == {"contents": "write", "actions": "write",
+                                      "checks": "read", "issues": "write"}
         for step in job["steps"]:
             assert "${{" not in step.get("run", ""), step
 
@@ -94,3 +96,27 @@ def test_queue_add_names_the_bad_line_and_adds_nothing_of_the_file(tmp_path: Pat
     cli(repo, "queue", "add", queues.QUEUE, "--payload", "1", check=True)
     book = queues.book_of(read_state(repo)[1])
     assert book.counts == {"ready": 1}
+
+
+def test_the_items_that_reach_on_queue_s_min_ready_fire_the_drain_in_their_own_run(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """No tick in between: the enqueue's own commit fires the drain and dispatches it."""
+    origin = make_origin(tmp_path, {"crawl": {
+        "on_queue": {"queue": queues.QUEUE, "min_ready": 3},
+        "tracks": [{"name": "pages", "run": "true", "drain": {"queue": queues.QUEUE}}]}})
+    player = Player(fake_github, origin, tmp_path / "play", workflow=ENQUEUE)
+
+    def enqueue(*keys: str) -> None:
+        items = [{"payload": k, "key": k} for k in keys]
+        played = player.play_event("enqueue", "repository_dispatch", {
+            "action": "enqueue", "client_payload": {"queue": queues.QUEUE, "items": items}})
+        assert played.conclusion == "success", [p.stderr for p in played.output]
+
+    enqueue("a", "b")
+    assert fake_github.dispatches == []
+    enqueue("c")
+    [sent] = fake_github.dispatches
+    state, _ = read_state(clone(origin, tmp_path / "check"))
+    [run] = state.runs.values()
+    assert (run.schedule_id, run.origin) == ("crawl", "queue")
+    assert sent.body["inputs"]["run_id"] == run.run_id

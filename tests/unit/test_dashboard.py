@@ -238,3 +238,27 @@ def test_a_branch_without_its_open_index_lists_only_the_newest_runs() -> None:
     assert html.count('<td class="run">') == INDEX_PAGE_RUNS + 1
     assert ("100 older not listed here (<code>orchestrator runs list</code> shows every run)"
             in html)
+
+
+def test_a_chain_is_drawn_between_the_cards_it_links() -> None:
+    """``ingest`` -> ``transform`` -> ``report`` and ``audit``; ``audit`` fires after a
+    schedule whose file is invalid, so that one is named and not linked."""
+    chain = [schedule("ingest", cron="0 2 * * *"),
+             schedule("transform", cron=None, after={"schedule": "ingest"}),
+             schedule("report", cron=None, after={"schedule": "transform"}),
+             schedule("audit", cron=None, after=[{"schedule": "transform"},
+                                                 {"schedule": "broken"}])]
+    b = dashboard.from_files({}, chain, ["schedules/broken.json: cron: bad"], NOW)
+    cards = {c.id: c for c in b.cards}
+    transform = cards["transform"]
+    assert [(u.id, u.href) for u in transform.upstreams] == [("ingest", "#schedule-ingest")]
+    assert [d.id for d in transform.downstreams] == ["audit", "report"]
+    assert [(u.id, u.href) for u in cards["audit"].upstreams] == [
+        ("transform", "#schedule-transform"), ("broken", None)]
+    assert cards["ingest"].upstreams == () and cards["schedules/broken.json"].downstreams == ()
+    html = brief.render_index([], generated_at=NOW, board=b)
+    assert 'id="schedule-transform"' in html
+    line = re.search(r'<p class="chain">(.*?)</p>', html.split('id="schedule-transform"')[1])
+    assert line is not None and line.group(1) == (
+        'Chain: <a href="#schedule-ingest">ingest</a> → <strong>transform</strong> → '
+        '<a href="#schedule-audit">audit</a>, <a href="#schedule-report">report</a>')

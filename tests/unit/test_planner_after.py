@@ -201,3 +201,17 @@ def test_a_tick_scoped_to_an_upstream_run_leaves_its_fan_in_to_a_tick_that_sees_
     state.tracks[run_id] = held.state.tracks[run_id]
     full = tick(schedules, state, later)
     assert full.render == [run_id] and len(downs(full.state)) == 1
+
+
+def test_overlap_skip_consumes_an_upstream_run_that_ends_while_the_downstream_runs(
+        ) -> None:
+    """The downstream's first run is still open when the second upstream run ends: with
+    ``skip`` that run is consumed and fires nothing; with ``buffer_one`` it fires."""
+    for overlap, fired in (("skip", 1), ("buffer_one", 2)):
+        schedules = [UP, down(overlap=overlap)]
+        decision, state = upstream_ends(schedules, [10, 20])
+        assert len(downs(decision.state)) == fired, overlap
+        cursor = state.cursors["down"]
+        assert cursor.after is not None and cursor.after.waiting == {}
+        assert ("down: 2026-12-01T07:21Z skipped: " in "\n".join(decision.log)) == (
+            overlap == "skip")
