@@ -31,12 +31,13 @@ PHASE_ORDER = {
     TrackPhase.FAILED: 0,
     TrackPhase.TAPPED_OUT: 1,
     TrackPhase.CANCELLED: 2,
-    TrackPhase.SKIPPED: 3,
-    TrackPhase.RUNNING: 4,
-    TrackPhase.WAITING: 5,
-    TrackPhase.DISPATCHED: 6,
-    TrackPhase.PENDING: 7,
-    TrackPhase.COMPLETE: 8,
+    TrackPhase.REJECTED: 3,
+    TrackPhase.SKIPPED: 4,
+    TrackPhase.RUNNING: 5,
+    TrackPhase.WAITING: 6,
+    TrackPhase.DISPATCHED: 7,
+    TrackPhase.PENDING: 8,
+    TrackPhase.COMPLETE: 9,
 }
 
 

@@ -14,7 +14,7 @@ from ..state.phases import RunStatus, TrackPhase
 from ..state.records import DeadLetter, Run, Track
 from ..support.text import one_line
 from ..support.times import iso
-from . import drain, poll, routing
+from . import approvals, drain, poll, routing
 from .context import Context, log_line
 
 
@@ -155,8 +155,10 @@ def dispatch_lost(ctx: Context, track: Track) -> bool:
 def _time_up(ctx: Context, run: Run, track: Track) -> str | None:
     """Why an open track's time is up, or ``None`` while it has time."""
     # The deadline counts from the run's start: a run still waiting (jitter, a
-    # buffered overlap, an open circuit breaker) has not started its clock.
-    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
+    # buffered overlap, an open circuit breaker) has not started its clock. It stands
+    # still while a track of the run waits for a person.
+    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline \
+            and not approvals.run_waits(ctx, run):
         return f"run deadline {iso(run.deadline)} passed"
     if timed_out(ctx, track):
         return f"timeout of {track.spec.timeout_minutes:g} minutes"
@@ -173,7 +175,10 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         return track
     if drain.is_drain(track) and track.phase is TrackPhase.DISPATCHED:
         return track  # its workers keep the time; it ends when they have
-    why = _time_up(ctx, run, track)
+    if approvals.waiting(track):  # a person's wait: neither the run's time nor the track's
+        approvals.expire(ctx, track)
+        return ctx.state.tracks[run.run_id][track.name]
+    why = _time_up(ctx, ctx.state.runs[run.run_id], track)
     if why is not None:
         ctx.tap_out(track, why)
         return ctx.state.tracks[run.run_id][track.name]
