@@ -32,7 +32,8 @@ from .context import Context
 
 Verdict = Literal["approve", "reject"]
 
-_DONE = {"approve": "approved", "reject": "rejected"}
+DONE: dict[str, str] = {"approve": "approved", "reject": "rejected"}
+"""A verdict in its answers: "approved", "not rejected: ..."."""
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,6 @@ class ApprovalRequest:
         return f"{self.verdict} {self.run_id}/{self.track}"
 
 
-def gate_of(track: Track) -> Gate | None:
-    """``track``'s gate for its current attempt: an older attempt's decision is spent."""
-    gate = track.gate
-    return gate if gate is not None and gate.attempt == track.attempt else None
-
-
 def held_here(ctx: Context, approval: Approval) -> bool:
     """Whether the tick holds the gate: always with ``by``; with ``environment`` only
     where the executor runs no leg in an environment."""
@@ -67,13 +62,13 @@ def held(ctx: Context, track: Track) -> bool:
     approval = track.spec.approval
     if approval is None or not held_here(ctx, approval):
         return False
-    gate = gate_of(track)
+    gate = track.current_gate
     return gate is None or gate.approved is None
 
 
 def waiting(track: Track) -> bool:
     """Whether ``track`` waits for a person now (held here, or its leg held by GitHub)."""
-    gate = gate_of(track)
+    gate = track.current_gate
     return (gate is not None and gate.since is not None and gate.decided is None
             and track.started_at is None
             and track.phase in (TrackPhase.PENDING, TrackPhase.DISPATCHED))
@@ -83,7 +78,7 @@ def let_through(ctx: Context, tracks: Mapping[str, Track], due: Iterable[str]) -
     """The tracks of ``due`` that may go; each held one starts its wait, if it has not."""
     going = []
     for name in due:
-        track, gate = tracks[name], gate_of(tracks[name])
+        track, gate = tracks[name], tracks[name].current_gate
         if not held(ctx, track):
             going.append(name)
         elif gate is None or gate.since is None:
@@ -95,7 +90,7 @@ def start_wait(ctx: Context, track: Track) -> None:
     """Record that ``track`` waits for a person from now on."""
     approval = track.spec.approval
     assert approval is not None
-    gate = gate_of(track) or Gate(attempt=track.attempt)
+    gate = track.current_gate or Gate(attempt=track.attempt)
     ctx.set_track(machine.revise(track, gate=machine.revise(gate, since=ctx.now)))
     ctx.decision.note(track.run_id, f"{track.name}: waiting for approval by "
                       f"{approval.describe()}")
@@ -103,7 +98,7 @@ def start_wait(ctx: Context, track: Track) -> None:
 
 def waited_out(ctx: Context, track: Track) -> str | None:
     """Why a waiting ``track`` is tapped out (no decision in time), or ``None``."""
-    gate, approval = gate_of(track), track.spec.approval
+    gate, approval = track.current_gate, track.spec.approval
     if gate is None or gate.since is None or approval is None:
         return None
     if ctx.now < gate.since + timedelta(minutes=approval.timeout_minutes):
@@ -115,7 +110,7 @@ def waited_out(ctx: Context, track: Track) -> str | None:
 def expire(ctx: Context, track: Track) -> None:
     """Tap ``track`` out once it waited past its ``timeout_minutes``; its run gets back
     the time it had left when the wait began."""
-    why, gate = waited_out(ctx, track), gate_of(track)
+    why, gate = waited_out(ctx, track), track.current_gate
     if why is not None and gate is not None and gate.since is not None:
         ctx.tap_out(track, why)
         _give_back(ctx, track.run_id, gate.since)
@@ -139,12 +134,12 @@ def decide(ctx: Context, requests: Iterable[object]) -> None:
 def _decide(ctx: Context, request: ApprovalRequest) -> str:
     where = f"{request.run_id}/{request.track}"
     track = ctx.state.tracks.get(request.run_id, {}).get(request.track)
-    gate = gate_of(track) if track is not None else None
+    gate = track.current_gate if track is not None else None
     if gate is not None and gate.decided is not None:
         return _decided_already(where, request, gate)
     why_not = _refusal(ctx, request, track)
     if why_not is not None or track is None:
-        return f"{where}: not {_DONE[request.verdict]}: {why_not}"
+        return f"{where}: not {DONE[request.verdict]}: {why_not}"
     gate = gate or Gate(attempt=track.attempt)
     if request.verdict == "reject":
         ctx.move(track, TrackPhase.REJECTED, f"rejected {request.act.describe()}",
@@ -152,7 +147,7 @@ def _decide(ctx: Context, request: ApprovalRequest) -> str:
                  gate=machine.revise(gate, rejected=request.act))
     else:
         _approve(ctx, track, gate, request.act)
-    return f"{where}: {_DONE[request.verdict]} {request.act.describe()}"
+    return f"{where}: {DONE[request.verdict]} {request.act.describe()}"
 
 
 def _decided_already(where: str, request: ApprovalRequest, gate: Gate) -> str:
@@ -161,9 +156,9 @@ def _decided_already(where: str, request: ApprovalRequest, gate: Gate) -> str:
     act = gate.approved or gate.rejected
     assert act is not None
     done = "approved" if gate.approved is not None else "rejected"
-    if done == _DONE[request.verdict]:
+    if done == DONE[request.verdict]:
         return f"{where}: already {done} {act.describe()}"
-    return f"{where}: not {_DONE[request.verdict]}: already {done} {act.describe()}"
+    return f"{where}: not {DONE[request.verdict]}: already {done} {act.describe()}"
 
 
 def _refusal(ctx: Context, request: ApprovalRequest, track: Track | None) -> str | None:

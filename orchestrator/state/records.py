@@ -118,6 +118,12 @@ class Track(Frozen):
     approvals`)."""
 
     @property
+    def current_gate(self) -> Gate | None:
+        """Its gate for the current attempt: an older attempt's decision is spent."""
+        gate = self.gate
+        return gate if gate is not None and gate.attempt == self.attempt else None
+
+    @property
     def key(self) -> str:
         undo = "--undo" if self.compensating else ""
         poll = f".{self.polls}" if self.polls else ""

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.config.channels import EventKind
 from orchestrator.config.files import describe_error
 from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.executors.base import Observation
+from orchestrator.notify.events import Links, Seen, derive
 from orchestrator.planner import ApprovalRequest, Decision
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase
@@ -154,3 +156,23 @@ def test_a_bad_approval_names_the_field(approval: dict[str, Any], words: str) ->
         ScheduleSpec.model_validate_json(json.dumps(data))
     where, problem = describe_error(err.value.errors()[0])
     assert where.startswith("tracks.0.approval") and words in problem
+
+
+def test_the_wait_is_told_once_as_approval_waiting() -> None:
+    s = gated()
+    d = tick(s, State(), T0)
+    [build] = d.dispatch
+    done = {build.key: Observation(key=build.key, phase=TrackPhase.COMPLETE,
+                                   started_at=T0, finished_at=T0)}
+    at = T0 + timedelta(minutes=2)
+    waits = tick(s, d.state, at, done)
+    seen = Seen(now=at, links=Links(), specs={"g": s.spec}, failing={})
+    [event] = derive(d.state, waits.state, seen)
+    assert event.kind is EventKind.APPROVAL_WAITING and event.at == at
+    assert event.id == f"approval_waiting:{RUN}:deploy:1"
+    assert event.summary == (f"{RUN}/deploy waits for approval by alice, bob: `orchestrator "
+                             f"approve {RUN} deploy --reason REASON` or `orchestrator reject "
+                             f"{RUN} deploy --reason REASON`")
+    assert event.details["by"] == "alice, bob" and event.details["since"] == "2026-12-01T07:02:00Z"
+    again = tick(s, waits.state, at + timedelta(minutes=1))
+    assert derive(waits.state, again.state, seen) == []
