@@ -66,14 +66,6 @@ def held(ctx: Context, track: Track) -> bool:
     return gate is None or gate.approved is None
 
 
-def waiting(track: Track) -> bool:
-    """Whether ``track`` waits for a person now (held here, or its leg held by GitHub)."""
-    gate = track.current_gate
-    return (gate is not None and gate.since is not None and gate.decided is None
-            and track.started_at is None
-            and track.phase in (TrackPhase.PENDING, TrackPhase.DISPATCHED))
-
-
 def let_through(ctx: Context, tracks: Mapping[str, Track], due: Iterable[str]) -> list[str]:
     """The tracks of ``due`` that may go; each held one starts its wait, if it has not."""
     going = []
@@ -118,7 +110,7 @@ def expire(ctx: Context, track: Track) -> None:
 
 def run_waits(ctx: Context, run: Run) -> bool:
     """Whether a track of ``run`` waits for a person: its deadline stands still."""
-    return any(waiting(t) for t in ctx.state.tracks.get(run.run_id, {}).values())
+    return any(t.awaits_approval for t in ctx.state.tracks.get(run.run_id, {}).values())
 
 
 def decide(ctx: Context, requests: Iterable[object]) -> None:

@@ -175,7 +175,7 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         return track
     if drain.is_drain(track) and track.phase is TrackPhase.DISPATCHED:
         return track  # its workers keep the time; it ends when they have
-    if approvals.waiting(track):  # a person's wait: neither the run's time nor the track's
+    if track.awaits_approval:  # a person's wait: neither the run's time nor the track's
         approvals.expire(ctx, track)
         return ctx.state.tracks[run.run_id][track.name]
     why = _time_up(ctx, ctx.state.runs[run.run_id], track)

@@ -124,6 +124,15 @@ class Track(Frozen):
         return gate if gate is not None and gate.attempt == self.attempt else None
 
     @property
+    def awaits_approval(self) -> bool:
+        """Whether it waits for a person now: its gate's wait began, nobody decided, and
+        it has not started (held by the tick, or its leg by GitHub's reviewers)."""
+        gate = self.current_gate
+        return (gate is not None and gate.since is not None and gate.decided is None
+                and self.started_at is None
+                and self.phase in (TrackPhase.PENDING, TrackPhase.DISPATCHED))
+
+    @property
     def key(self) -> str:
         undo = "--undo" if self.compensating else ""
         poll = f".{self.polls}" if self.polls else ""

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.brief import BriefContext, build_view, dashboard
 from orchestrator.config.channels import EventKind
 from orchestrator.config.files import describe_error
 from orchestrator.config.models import Schedule, ScheduleSpec
 from orchestrator.executors.base import Observation
 from orchestrator.notify.events import Links, Seen, derive
 from orchestrator.planner import ApprovalRequest, Decision
+from orchestrator.runs import status
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase
 from orchestrator.state.records import Act
@@ -176,3 +178,24 @@ def test_the_wait_is_told_once_as_approval_waiting() -> None:
     assert event.details["by"] == "alice, bob" and event.details["since"] == "2026-12-01T07:02:00Z"
     again = tick(s, waits.state, at + timedelta(minutes=1))
     assert derive(waits.state, again.state, seen) == []
+
+
+def test_status_the_dashboard_and_the_brief_list_what_waits() -> None:
+    d, at = built(gated())
+    report = status.from_state(d.state, at, [gated()], [], at, timedelta(minutes=90))
+    [item] = [i for i in report["attention"] if i["kind"] == "approval"]
+    assert item == {"kind": "approval", "subject": "g",
+                    "text": f"{RUN}/deploy waits for approval by alice, bob since "
+                            "2026-12-01T07:02:00Z",
+                    "command": f"orchestrator approve {RUN} deploy --reason ..."}
+    board = dashboard.build([gated()], [], d.state, at, lambda ids: {}, at)
+    assert [i["text"] for i in board.attention if i["kind"] == "approval"] == [
+        f"{RUN}/deploy waits for approval by alice, bob since 2026-12-01 07:02:00 UTC"]
+    tracks = [d.state.tracks[RUN][n] for n in ("build", "deploy", "smoke")]
+    view = build_view(BriefContext(run=d.state.runs[RUN], tracks=tracks, dead_letters=[],
+                                   polls=[], generated_at=at, last_tick=at))
+    assert view.headline.title == "Waiting for approval"
+    assert view.headline.detail == "deploy by alice, bob since 2026-12-01 07:02:00 UTC."
+    assert view.headline.command == f"orchestrator approve {RUN} deploy --reason ..."
+    assert {r.track.name: r.phase_label for r in view.rows}["deploy"] == (
+        "waiting for approval")
