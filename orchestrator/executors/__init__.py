@@ -176,7 +176,7 @@ REGISTRY: MutableMapping[str, ExecutorInfo] = {info.name: info for info in (
             "ORCHESTRATOR_DISPATCH_REF": "overrides GITHUB_REF_NAME",
         },
         capabilities=Capabilities(logs=_github_logs, admin=_github_admin, clock=True,
-                                  lingers=True),
+                                  lingers=True, environments=True),
     ),
 )}
 NAMES = tuple(REGISTRY)

@@ -25,6 +25,7 @@ from typing import Literal
 
 from .. import executors
 from ..config.approval import Approval
+from ..executors.base import Observation
 from ..state import machine
 from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Act, Gate, Run, Track
@@ -97,6 +98,56 @@ def waited_out(ctx: Context, track: Track) -> str | None:
         return None
     return (f"no approval by {approval.describe()} within "
             f"{approval.timeout_minutes:g} minutes")
+
+
+def observed(ctx: Context, track: Track, seen: Observation) -> Track:
+    """``track`` after what ``seen`` says of a leg its environment's reviewers hold: its
+    wait begins when it is first seen held; a start means they approved it, and a
+    failure without one that they rejected it ("If a job is rejected, the workflow
+    will fail": docs, "Reviewing deployments")."""
+    approval = track.spec.approval
+    if approval is None or held_here(ctx, approval):
+        return track
+    gate = track.current_gate
+    if seen.held:
+        if gate is None or gate.since is None:
+            start_wait(ctx, track)
+        return ctx.state.tracks[track.run_id][track.name]
+    if gate is None or not track.awaits_approval or seen.phase not in _DECIDED:
+        return track  # a cancel of its run is a cancel: the hygiene follows it
+    reviewers = Act(by=approval.describe(), at=ctx.now, reason="on GitHub")
+    if seen.phase is TrackPhase.FAILED:
+        return ctx.move(track, TrackPhase.REJECTED, f"rejected by {approval.describe()} "
+                        "on GitHub", finished_at=seen.finished_at or ctx.now,
+                        gate=machine.revise(gate, rejected=reviewers))
+    _approve(ctx, track, gate, reviewers)
+    return ctx.state.tracks[track.run_id][track.name]
+
+
+_DECIDED = frozenset({TrackPhase.RUNNING, TrackPhase.COMPLETE, TrackPhase.WAITING,
+                      TrackPhase.FAILED})
+"""What a held leg's news says of its reviewers: it ran (approved), or failed unstarted
+(rejected)."""
+
+
+def clock_start(track: Track) -> datetime | None:
+    """When ``track``'s own timeout began: its start, or its approval if that came later
+    (GitHub may date a held job's start before its reviewers let it go)."""
+    gate = track.current_gate
+    if track.started_at is None or gate is None or gate.approved is None:
+        return track.started_at
+    return max(track.started_at, gate.approved.at)
+
+
+def runner_wait_began(track: Track) -> datetime | None:
+    """When ``track``'s leg began to wait for a runner: its dispatch, or its approval if
+    later; ``None`` while a person holds it."""
+    gate = track.current_gate
+    if track.awaits_approval or track.dispatched_at is None:
+        return None
+    if gate is None or gate.approved is None:
+        return track.dispatched_at
+    return max(track.dispatched_at, gate.approved.at)
 
 
 def expire(ctx: Context, track: Track) -> None:

@@ -39,7 +39,10 @@ def observe(ctx: Context, track: Track) -> Track:
         return track
     track = _adopt_handle(ctx, track, key)
     seen = ctx.obs.seen.get(key)
-    if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
+    if seen is None:
+        return track
+    track = approvals.observed(ctx, track, seen)  # a leg its environment's reviewers hold
+    if seen.phase is None or track.phase is TrackPhase.REJECTED or drain.hold(ctx, track, seen):
         return track
     return _take_news(ctx, track, seen, seen.phase)
 
@@ -136,10 +139,12 @@ def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Tr
 
 def timed_out(ctx: Context, track: Track) -> bool:
     """Open and started longer ago than its timeout. It counts from the start, as the
-    backends do: time queued for a runner or a task slot is not the track's."""
-    if track.phase not in machine.TRACK_OPEN or track.started_at is None:
+    backends do: time queued for a runner or a task slot is not the track's, nor a
+    person's wait for its approval."""
+    begin = approvals.clock_start(track)
+    if track.phase not in machine.TRACK_OPEN or begin is None:
         return False
-    return ctx.now >= track.started_at + timedelta(minutes=track.spec.timeout_minutes)
+    return ctx.now >= begin + timedelta(minutes=track.spec.timeout_minutes)
 
 
 def dispatch_lost(ctx: Context, track: Track) -> bool:
