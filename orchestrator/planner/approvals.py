@@ -14,6 +14,10 @@ decides.
 - ``reject`` ends it ``rejected``: terminal, never retried nor parked. Its ``needs``
   dependants are skipped by the settling loop.
 - Who decides is checked against the ``by`` of the spec the track fired with.
+- On GitHub, a leg in its environment waits from the tick that first sees its job
+  ``waiting``. A start is its reviewers' approval; a failure before any start, their
+  rejection. GitHub's jobs do not tell a rejected job from an approved one that no
+  runner took, so the latter is taken for a rejection too.
 """
 
 from __future__ import annotations
