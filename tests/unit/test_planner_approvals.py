@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from orchestrator.brief import BriefContext, build_view, dashboard
+from orchestrator.cadence.wake import due_moments
 from orchestrator.config.channels import EventKind
 from orchestrator.config.files import describe_error
 from orchestrator.config.models import Schedule, ScheduleSpec
@@ -128,6 +129,13 @@ def test_past_its_wait_it_is_tapped_out_and_the_run_deadline_spares_it() -> None
                                   "smoke": "skipped"}
     assert "no approval by alice within 600 minutes" in (
         gone.state.tracks[RUN]["deploy"].state_history[-1].reason)
+
+
+def test_the_end_of_a_wait_is_a_due_moment() -> None:
+    s = gated({"by": ["alice"], "timeout_minutes": 600})
+    d, at = built(s)
+    reasons = {w.reason: w.at for w in due_moments([s], d.state, at)}
+    assert reasons[f"{RUN}: deploy approval timeout"] == at + timedelta(minutes=600)
 
 
 def test_an_approved_track_gets_back_the_time_its_run_had_left() -> None:
