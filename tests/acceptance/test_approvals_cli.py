@@ -25,14 +25,20 @@ def test_approve_lets_a_held_track_run_and_reject_ends_it(
     user.tick("2026-12-01T14:01:00Z")
     user.tick("2026-12-01T14:02:00Z")
     shown = user.run("runs", "show", FIRST).stdout
-    assert "ship" in shown and "pending" in shown
+    assert "  track ship: pending (attempt 1/1)" in shown
+    assert ("    waiting for approval by alice, team-ops since 2026-12-01T14:01:00Z: "
+            f"orchestrator approve {FIRST} ship --reason ...") in shown
+    assert f"{FIRST}/ship waits for approval by alice, team-ops" in user.run(
+        "status", "--now", "2026-12-01T14:02:30Z", expect=None).stdout
     out = user.run("approve", FIRST, "ship", "--by", "carol", "--reason", "reviewed",
                    "--now", "2026-12-01T14:03:00Z").stdout
     # a team in `by` cannot be checked here: anyone may decide, and is recorded
     assert out.splitlines()[-1] == f"{FIRST}/ship: approved by carol: reviewed"
     user.tick("2026-12-01T14:04:00Z")
     user.tick("2026-12-01T14:05:00Z")
-    assert f"{FIRST}  completed" in user.run("runs", "show", FIRST).stdout
+    shown = user.run("runs", "show", FIRST).stdout
+    assert f"{FIRST}  completed" in shown
+    assert "    approved by carol: reviewed at 2026-12-01T14:03:00Z" in shown
 
     user.run("trigger", "deploy", "--reason", "release 1.5", "--now", "2026-12-01T14:10:00Z")
     user.tick("2026-12-01T14:11:00Z")
