@@ -162,12 +162,31 @@ def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bo
                         f"{counts.complete} of {counts.total} tracks complete.", tick_note)
     if counts.open:
         return _open_headline(counts, rows, stale, tick_note)
+    return _ended_headline(counts, rows, stale, tick_note)
+
+
+def _ended_headline(counts: Counts, rows: list[TrackRow], stale: bool,
+                    tick_note: str) -> Headline:
+    """The headline of a run whose tracks all ended, none failed nor tapped out."""
     if counts.cancelled:
         return Headline("warn", f"{counts.cancelled} of {counts.total} tracks cancelled",
                         f"{counts.complete} complete.", tick_note)
+    rejected = [r.track for r in rows if r.track.phase is TrackPhase.REJECTED]
+    if rejected:
+        why = "; ".join(map(_rejection, rejected))
+        return Headline("warn", f"{len(rejected)} of {counts.total} tracks rejected",
+                        f"{why}. {counts.complete} complete, {counts.skipped} skipped.",
+                        tick_note)
     return Headline("warn" if stale else "ok",
                     f"All {counts.total} track{'s' if counts.total != 1 else ''} complete",
                     "", tick_note)
+
+
+def _rejection(track: Track) -> str:
+    """``deploy rejected by bob: freeze``: who refused the track's gate, and why."""
+    gate = track.current_gate
+    act = gate.rejected if gate is not None else None
+    return f"{track.name} rejected" + (f" {act.describe()}" if act is not None else "")
 
 
 def _open_headline(counts: Counts, rows: list[TrackRow], stale: bool,

@@ -101,6 +101,12 @@ def test_reject_ends_it_rejected_and_its_dependants_skipped() -> None:
     assert phases(no.state) == {"build": "complete", "deploy": "rejected", "smoke": "skipped"}
     assert no.state.runs[RUN].status is RunStatus.CONSOLIDATING
     assert no.state.dlq == {}  # never parked, never retried
+    tracks = [no.state.tracks[RUN][n] for n in ("build", "deploy", "smoke")]
+    view = build_view(BriefContext(run=no.state.runs[RUN], tracks=tracks, dead_letters=[],
+                                   polls=[], generated_at=at, last_tick=at))
+    assert (view.headline.title, view.headline.detail) == (
+        "1 of 3 tracks rejected",
+        "deploy rejected by bob: change 42. 1 complete, 1 skipped.")
     late = tick(gated(), no.state, at, requests=[request("approve", "alice", at)])
     assert late.answers[f"approve {RUN}/deploy"] == (
         f"{RUN}/deploy: not approved: already rejected by bob: change 42")
