@@ -213,3 +213,20 @@ def test_status_the_dashboard_and_the_brief_list_what_waits() -> None:
     assert view.headline.command == f"orchestrator approve {RUN} deploy --reason ..."
     assert {r.track.name: r.phase_label for r in view.rows}["deploy"] == (
         "waiting for approval")
+
+
+def test_an_environment_gate_is_github_s_there_and_held_for_anyone_elsewhere() -> None:
+    s = gated({"environment": "production"})
+    d, at = built(s)  # the local executor has no environments: the tick holds it
+    assert d.dispatch == [] and d.state.tracks[RUN]["deploy"].awaits_approval
+    yes = tick(s, d.state, at, requests=[request("approve", "mallory", at)])
+    assert [r.track for r in yes.dispatch] == ["deploy"]
+    on_github = tick(s, State(), T0, executor="github")
+    [build] = on_github.dispatch
+    done = {build.key: Observation(key=build.key, phase=TrackPhase.COMPLETE,
+                                   started_at=T0, finished_at=T0)}
+    sent = tick(s, on_github.state, at, done, executor="github",
+                requests=[request("approve", "alice", at)])
+    assert [r.track for r in sent.dispatch] == ["deploy"]  # its reviewers hold the leg
+    assert sent.answers[f"approve {RUN}/deploy"] == (
+        f"{RUN}/deploy: not approved: production's reviewers decide on GitHub")
