@@ -35,6 +35,7 @@ PHASE_LABELS = {
     TrackPhase.TAPPED_OUT: "tapped out",
     TrackPhase.CANCELLED: "cancelled",
     TrackPhase.SKIPPED: "skipped",
+    TrackPhase.REJECTED: "rejected",
     TrackPhase.WAITING: "waiting to poll",
 }
 """A phase in words, as every rendering of the brief names it."""

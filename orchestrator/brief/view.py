@@ -24,7 +24,15 @@ from .causes import Causes, causes
 from .context import BriefContext
 from .drains import DrainView, drain_views
 from .tails import in_work_folder
-from .text import PHASE_LABELS, as_text, describe_cron, fmt_duration, safe_url, zone
+from .text import (
+    PHASE_LABELS,
+    as_text,
+    describe_cron,
+    fmt_duration,
+    fmt_when,
+    safe_url,
+    zone,
+)
 from .timeline import Timeline, layout
 
 # Attention order: what a reader must act on first comes first in every listing.
@@ -32,12 +40,13 @@ PHASE_ORDER = {
     TrackPhase.FAILED: 0,
     TrackPhase.TAPPED_OUT: 1,
     TrackPhase.CANCELLED: 2,
-    TrackPhase.SKIPPED: 3,
-    TrackPhase.RUNNING: 4,
-    TrackPhase.WAITING: 5,
-    TrackPhase.DISPATCHED: 6,
-    TrackPhase.PENDING: 7,
-    TrackPhase.COMPLETE: 8,
+    TrackPhase.REJECTED: 3,
+    TrackPhase.SKIPPED: 4,
+    TrackPhase.RUNNING: 5,
+    TrackPhase.WAITING: 6,
+    TrackPhase.DISPATCHED: 7,
+    TrackPhase.PENDING: 8,
+    TrackPhase.COMPLETE: 9,
 }
 
 
@@ -155,19 +164,62 @@ def _headline(ctx: BriefContext, counts: Counts, rows: list[TrackRow], stale: bo
         return Headline("neutral", "Run cancelled", f"{act.describe()}; "
                         f"{counts.complete} of {counts.total} tracks complete.", tick_note)
     if counts.open:
-        if stale:
-            return Headline("warn", "The run is open but the scheduler looks stopped",
-                            tick_note,
-                            "Check the tick workflow's recent runs.")
-        return Headline("info", "Run in progress",
-                        f"{counts.complete} of {counts.total} tracks complete, "
-                        f"{counts.open} still open.")
+        return _open_headline(counts, rows, stale, tick_note)
+    return _ended_headline(counts, rows, stale, tick_note)
+
+
+def _ended_headline(counts: Counts, rows: list[TrackRow], stale: bool,
+                    tick_note: str) -> Headline:
+    """The headline of a run whose tracks all ended, none failed nor tapped out."""
     if counts.cancelled:
         return Headline("warn", f"{counts.cancelled} of {counts.total} tracks cancelled",
                         f"{counts.complete} complete.", tick_note)
+    rejected = [r.track for r in rows if r.track.phase is TrackPhase.REJECTED]
+    if rejected:
+        why = "; ".join(map(_rejection, rejected))
+        return Headline("warn", f"{len(rejected)} of {counts.total} tracks rejected",
+                        f"{why}. {counts.complete} complete, {counts.skipped} skipped.",
+                        tick_note)
     return Headline("warn" if stale else "ok",
                     f"All {counts.total} track{'s' if counts.total != 1 else ''} complete",
                     "", tick_note)
+
+
+def _rejection(track: Track) -> str:
+    """``deploy rejected by bob: freeze``: who refused the track's gate, and why."""
+    gate = track.current_gate
+    act = gate.rejected if gate is not None else None
+    return f"{track.name} rejected" + (f" {act.describe()}" if act is not None else "")
+
+
+def _open_headline(counts: Counts, rows: list[TrackRow], stale: bool,
+                   tick_note: str) -> Headline:
+    """The headline of a run still open: stopped, waiting for a person, or going on."""
+    if stale:
+        return Headline("warn", "The run is open but the scheduler looks stopped",
+                        tick_note,
+                        "Check the tick workflow's recent runs.")
+    gated = [r.track for r in rows if r.track.awaits_approval]
+    if gated:
+        return _approval_headline(gated)
+    return Headline("info", "Run in progress",
+                    f"{counts.complete} of {counts.total} tracks complete, "
+                    f"{counts.open} still open.")
+
+
+def _approval_headline(gated: list[Track]) -> Headline:
+    """The headline of a run whose tracks wait for a person: who, since when, and the
+    command for the first (a leg GitHub holds is reviewed on its run's page)."""
+    parts = []
+    for track in gated:
+        gate, approval = track.current_gate, track.spec.approval
+        assert gate is not None and approval is not None
+        parts.append(f"{track.name} by {approval.describe()} since {fmt_when(gate.since)}")
+    first = gated[0]
+    command = (f"orchestrator approve {first.run_id} {first.name} --reason ..."
+               if first.phase is TrackPhase.PENDING else "")
+    return Headline("warn", "Waiting for approval", "; ".join(parts) + ".",
+                    "Approve or reject it:" if command else "", command)
 
 
 def _tick_note(stale: bool, age: timedelta | None) -> str:
@@ -291,7 +343,8 @@ def _row(ctx: BriefContext, track: Track, attempts: list[Attempt]) -> TrackRow:
     url, link_label, command = _link(ctx.run.run_id, track)
     used = max(track.attempt, len(attempts))
     return TrackRow(
-        track=track, phase=track.phase.value, phase_label=PHASE_LABELS[track.phase],
+        track=track, phase=track.phase.value,
+        phase_label="waiting for approval" if track.awaits_approval else PHASE_LABELS[track.phase],
         attempts=attempts, attempts_label=f"{used}/{max(track.max_attempts, used)}",
         duration=_duration(ctx.generated_at, attempts[-1] if attempts else None),
         duration_title=_duration_title(attempts),

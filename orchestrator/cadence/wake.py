@@ -7,7 +7,7 @@ tick would decide something new without being told anything:
 - a schedule's next slot (or a one-shot's ``at``);
 - a track's ``not_before``: a retry's back-off end, a run's jitter (any open phase
   counts, so a phase that waits on ``not_before`` is covered as it is added);
-- a running track's timeout (from its start);
+- a running track's timeout (from its start), or a waiting approval's end;
 - a running run's deadline (the hard ceiling).
 
 Moments at or before ``now`` are not due *next*: the tick at ``now`` already saw
@@ -211,6 +211,17 @@ def _track(run_id: str, track: Track, now: datetime) -> Iterator[Wake]:
         end = track.started_at + timedelta(minutes=track.spec.timeout_minutes)
         if end > now:
             yield Wake(end, f"{run_id}: {track.name} timeout", False)
+    yield from _approval_end(run_id, track, now)
+
+
+def _approval_end(run_id: str, track: Track, now: datetime) -> Iterator[Wake]:
+    """When a track waiting for a person is tapped out, if nobody decides before."""
+    gate, approval = track.current_gate, track.spec.approval
+    if not track.awaits_approval or gate is None or gate.since is None or approval is None:
+        return
+    end = gate.since + timedelta(minutes=approval.timeout_minutes)
+    if end > now:
+        yield Wake(end, f"{run_id}: {track.name} approval timeout", False)
 
 
 def _policies(schedules: Sequence[Schedule], state: State, now: datetime,

@@ -42,6 +42,8 @@ MODULES: tuple[str, ...] = (
     "lateness",
     "clock",
     "event",
+    "approve",
+    "reject",
 )
 
 

@@ -49,6 +49,9 @@ class EventKind(StrEnum):
     KEEPALIVE_DUE = "keepalive_due"
     """No commit on the default branch for 45 days: GitHub disables the scheduled
     workflows of a public repository at 60."""
+    APPROVAL_WAITING = "approval_waiting"
+    """A track began to wait for a person (its ``approval`` gate): once per attempt, with
+    who may decide and the commands."""
     CRON_LATE = "cron_late"
     """GitHub's cron, as the ticks measured it, is later than schedules tolerate
     (``max_lateness_minutes``): once per episode, with the fix."""

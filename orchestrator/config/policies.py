@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from .approval import Approval
 from .channels import ScheduleNotify
 
 
@@ -96,6 +97,10 @@ class TrackPolicies(BaseModel):
         "under `on_failure: compensate`.")
     runs_on: RunsOn = Field(None, min_length=1, max_length=10,
                             description=RUNS_ON + " Overrides the schedule's `runs_on`.")
+    approval: Approval | None = Field(
+        None, description="Wait for a person before it is dispatched: {\"by\": [\"alice\", "
+        "\"team-ops\"]} (`orchestrator approve`), or {\"environment\": \"production\"} "
+        "(GitHub's reviewers); `timeout_minutes` bounds the wait (1440).")
 
 
 class SchedulePolicies(BaseModel):

@@ -75,6 +75,9 @@ class Capabilities:
     clock: bool = False
     """Whether an external clock (``serve --clock-only``, ``cron-sync --external``)
     can start the tick on this engine."""
+    environments: bool = False
+    """Whether a leg can run in a deployment environment whose reviewers hold it
+    (``approval.environment``); elsewhere such a track waits for ``approve``."""
     lingers: bool = False
     """Whether the tick runs on a billed runner that may wait for a near slot
     (``tick --linger``): the tick's summary then says which wait is worth it."""
@@ -173,7 +176,7 @@ REGISTRY: MutableMapping[str, ExecutorInfo] = {info.name: info for info in (
             "ORCHESTRATOR_DISPATCH_REF": "overrides GITHUB_REF_NAME",
         },
         capabilities=Capabilities(logs=_github_logs, admin=_github_admin, clock=True,
-                                  lingers=True),
+                                  lingers=True, environments=True),
     ),
 )}
 NAMES = tuple(REGISTRY)

@@ -132,6 +132,9 @@ class Observation:
     """Items the track asked to enqueue (its ``ORCHESTRATOR_ENQUEUE`` file)."""
     enqueue_error: str | None = None
     """Why its enqueue file was refused as a whole, if it was."""
+    held: bool = False
+    """With ``phase`` ``None``: the attempt waits for the reviewers of its deployment
+    environment (a GitHub job's status ``waiting``), not for a runner."""
     failed_to_start: bool = False
     """With ``phase`` ``FAILED``: the attempt never ran its command because its runner
     failed it (none took the job, or it died while setting up). Not the track's fault:

@@ -36,9 +36,9 @@ from ..config.models import ScheduleSpec
 from ..errors import InvalidId
 from ..state import layout, machine
 from ..state.model import State
-from ..state.phases import RunStatus
+from ..state.phases import RunStatus, TrackPhase
 from ..state.queue import QueueBook
-from ..state.records import Run
+from ..state.records import Run, Track
 from ..support.credentials import environment_redactor
 from ..support.text import one_line
 from ..support.times import iso
@@ -164,7 +164,7 @@ class Seen:
 def derive(before: State, after: State, seen: Seen) -> list[Event]:
     """The events of one decision, in order: dead letters, runs by slot (each failure
     or recovery), then queue items gone dead, pauses, runner labels, SLA misses,
-    quarantines."""
+    approvals waiting, quarantines."""
     failing = dict(seen.failing)
     events: list[Event] = []
     for letter_key in sorted(_new_letters(before, after)):
@@ -181,6 +181,7 @@ def derive(before: State, after: State, seen: Seen) -> list[Event]:
     events += _paused(before, after, seen)
     events += _runners(before, after, seen)
     events += sla_misses(after, seen)
+    events += _approvals(before, after, seen)
     events += _quarantined(after, seen)
     events += cron_late(seen)
     return events
@@ -388,6 +389,46 @@ def sla_misses(after: State, seen: Seen) -> list[Event]:
             details={"slot": iso(run.slot), "sla_minutes": f"{spec.sla_minutes:g}",
                      "due": iso(due)}))
     return events
+
+
+def _began_waiting(before: State, track: Track) -> bool:
+    """Whether ``track`` began to wait for a person in this decision (and still does)."""
+    gate = track.current_gate
+    if gate is None or gate.since is None or gate.decided is not None:
+        return False
+    old = before.tracks.get(track.run_id, {}).get(track.name)
+    was = old.current_gate if old is not None else None
+    return was is None or was.since is None or was.attempt != gate.attempt
+
+
+def _approvals(before: State, after: State, seen: Seen) -> list[Event]:
+    """One ``approval_waiting`` per track and attempt, from the tick that began its wait."""
+    return [_approval_waiting(track, seen)
+            for run_id in sorted(after.tracks)
+            for _, track in sorted(after.tracks[run_id].items())
+            if _began_waiting(before, track)]
+
+
+def _approval_waiting(track: Track, seen: Seen) -> Event:
+    approval, gate = track.spec.approval, track.current_gate
+    assert approval is not None and gate is not None and gate.since is not None
+    where = f"{track.run_id} {track.name}"
+    approve = f"orchestrator approve {where} --reason REASON"
+    reject = f"orchestrator reject {where} --reason REASON"
+    how = (f"`{approve}` or `{reject}`" if track.phase is TrackPhase.PENDING
+           else "a review on GitHub")  # a leg held by its environment's reviewers
+    schedule = _schedule_of(track.run_id)
+    return Event(
+        id=f"approval_waiting:{track.run_id}:{track.name}:{track.attempt}",
+        kind=EventKind.APPROVAL_WAITING, at=gate.since, schedule=schedule,
+        run_id=track.run_id, link=seen.links.run,
+        brief_url=seen.links.brief_url(track.run_id, schedule) if schedule else None,
+        summary=summary_line(f"{track.run_id}/{track.name} waits for approval by "
+                             f"{approval.describe()}: {how}"),
+        details={"track": track.name, "since": iso(gate.since),
+                 "by": summary_line(approval.describe()),
+                 "timeout_minutes": f"{approval.timeout_minutes:g}",
+                 "approve": approve, "reject": reject})
 
 
 def _quarantined(after: State, seen: Seen) -> list[Event]:

@@ -39,6 +39,7 @@ TITLES = {
     EventKind.REWIND_REFUSED: "State branch rewound",
     EventKind.SLA_MISSED: "SLA missed",
     EventKind.KEEPALIVE_DUE: "Scheduled workflows stop soon",
+    EventKind.APPROVAL_WAITING: "Approval waiting",
 }
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")

@@ -20,6 +20,8 @@ step (module)            why it is where it is
 (:mod:`.hygiene`)        the executor last did. Timeouts, deadlines, retries, parking.
 ``cancel_runs``          An operator's cancels, before ``on_failure``, so a cancelled
 (:mod:`.requests`)       run's saga starts at once.
+``decide``               An approval or a rejection, before the settling, so a rejected
+(:mod:`.approvals`)      track's dependants are skipped and an approved one dispatched.
 ``on_failure``           After the steps that end tracks for good: cancel the run, or
 (:mod:`.compensation`)   start its saga. A failure found later waits for the next tick.
                          A cancel that stands stops what this machine runs of the run.
@@ -45,6 +47,7 @@ step (module)            why it is where it is
                          sends every pending track whose needs are terminal.
 ``dispatch_pending``     After settling, so a run buffered behind one that just ended
 (:mod:`.dispatch`)       starts now. Caps apply (:mod:`.capacity`); drains are sized.
+                         A track whose gate is not approved starts its wait instead.
 **settle**               A drain whose queue was empty completes at dispatch: its
                          dependants are skipped and its run fans in within this tick.
 ``fire_after``           Again, for a run that fanned in at dispatch; a no-op for the
@@ -81,6 +84,7 @@ from ..errors import IllegalTransition
 from ..state.model import State
 from . import drain
 from .after import fire_after
+from .approvals import ApprovalRequest, decide
 from .compensation import on_failure
 from .context import Caps, Context, Decision, Observations
 from .dispatch import DispatchRecord, dispatch_pending, record_dispatch
@@ -104,6 +108,7 @@ from .routing import watch_queues
 from .settling import PASSES, Pass, settle
 
 __all__ = [
+    "ApprovalRequest",
     "BackfillRequest",
     "CancelRequest",
     "Caps",
@@ -178,6 +183,7 @@ def _steps(ctx: Context, requests: list[Request], settling: Sequence[Pass],
     drain.log_notes(ctx)
     hygiene(ctx)
     cancel_runs(ctx, requests)
+    decide(ctx, requests)
     on_failure(ctx)
     watch_queues(ctx)
     settle(ctx, settling)

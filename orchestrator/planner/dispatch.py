@@ -19,7 +19,7 @@ from ..state.model import State
 from ..state.phases import RunStatus, TrackPhase
 from ..state.records import Run, Track
 from ..support.times import iso
-from . import drain, graph
+from . import approvals, drain, graph
 from .capacity import admit
 from .context import Context, log_line
 from .routing import pick, routable
@@ -61,8 +61,8 @@ def _wanting(ctx: Context) -> list[tuple[str, str]]:
         if run.status is RunStatus.CONSOLIDATING or buffered(ctx, run):
             continue
         tracks = ctx.state.tracks.get(run.run_id, {})
-        wanting += [(run.run_id, name) for name in sorted(tracks)
-                    if _due_to_go(ctx, tracks, tracks[name])]
+        due = [name for name in sorted(tracks) if _due_to_go(ctx, tracks, tracks[name])]
+        wanting += [(run.run_id, name) for name in approvals.let_through(ctx, tracks, due)]
     return wanting
 
 

@@ -14,7 +14,7 @@ from ..state.phases import RunStatus, TrackPhase
 from ..state.records import DeadLetter, Run, Track
 from ..support.text import one_line
 from ..support.times import iso
-from . import drain, poll, routing
+from . import approvals, drain, poll, routing
 from .context import Context, log_line
 
 
@@ -39,7 +39,10 @@ def observe(ctx: Context, track: Track) -> Track:
         return track
     track = _adopt_handle(ctx, track, key)
     seen = ctx.obs.seen.get(key)
-    if seen is None or seen.phase is None or drain.hold(ctx, track, seen):
+    if seen is None:
+        return track
+    track = approvals.observed(ctx, track, seen)  # a leg its environment's reviewers hold
+    if seen.phase is None or track.phase is TrackPhase.REJECTED or drain.hold(ctx, track, seen):
         return track
     return _take_news(ctx, track, seen, seen.phase)
 
@@ -136,10 +139,12 @@ def _follow(ctx: Context, track: Track, seen: Observation, to: TrackPhase) -> Tr
 
 def timed_out(ctx: Context, track: Track) -> bool:
     """Open and started longer ago than its timeout. It counts from the start, as the
-    backends do: time queued for a runner or a task slot is not the track's."""
-    if track.phase not in machine.TRACK_OPEN or track.started_at is None:
+    backends do: time queued for a runner or a task slot is not the track's, nor a
+    person's wait for its approval."""
+    begin = approvals.clock_start(track)
+    if track.phase not in machine.TRACK_OPEN or begin is None:
         return False
-    return ctx.now >= track.started_at + timedelta(minutes=track.spec.timeout_minutes)
+    return ctx.now >= begin + timedelta(minutes=track.spec.timeout_minutes)
 
 
 def dispatch_lost(ctx: Context, track: Track) -> bool:
@@ -155,8 +160,10 @@ def dispatch_lost(ctx: Context, track: Track) -> bool:
 def _time_up(ctx: Context, run: Run, track: Track) -> str | None:
     """Why an open track's time is up, or ``None`` while it has time."""
     # The deadline counts from the run's start: a run still waiting (jitter, a
-    # buffered overlap, an open circuit breaker) has not started its clock.
-    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline:
+    # buffered overlap, an open circuit breaker) has not started its clock. It stands
+    # still while a track of the run waits for a person.
+    if run.status is not RunStatus.SCHEDULED and ctx.now >= run.deadline \
+            and not approvals.run_waits(ctx, run):
         return f"run deadline {iso(run.deadline)} passed"
     if timed_out(ctx, track):
         return f"timeout of {track.spec.timeout_minutes:g} minutes"
@@ -173,7 +180,10 @@ def timeouts(ctx: Context, run: Run, track: Track) -> Track:
         return track
     if drain.is_drain(track) and track.phase is TrackPhase.DISPATCHED:
         return track  # its workers keep the time; it ends when they have
-    why = _time_up(ctx, run, track)
+    if track.awaits_approval:  # a person's wait: neither the run's time nor the track's
+        approvals.expire(ctx, track)
+        return ctx.state.tracks[run.run_id][track.name]
+    why = _time_up(ctx, ctx.state.runs[run.run_id], track)
     if why is not None:
         ctx.tap_out(track, why)
         return ctx.state.tracks[run.run_id][track.name]

@@ -1,7 +1,8 @@
 """An operator's requests, honoured inside a tick: ``trigger``, ``backfill``,
 ``runs cancel`` and ``queue add --executor`` (:class:`TriggerRequest`,
 :class:`BackfillRequest`, :class:`CancelRequest`, :class:`EnqueueRequest`); an outside
-system's ``event`` (:class:`EventRequest`) is honoured by :mod:`.events`.
+system's ``event`` (:class:`EventRequest`) is honoured by :mod:`.events`, and
+``approve`` and ``reject`` (:class:`~.approvals.ApprovalRequest`) by :mod:`.approvals`.
 
 A request is an input of :func:`orchestrator.planner.plan`, so the run it starts is
 dispatched, capped and routed by the tick's own code, and committed by the tick's
@@ -39,6 +40,7 @@ from ..state.layout import cursor_path, is_manual, manual_run_id, run_id_for
 from ..state.phases import RunStatus
 from ..state.records import Act, Backfill, Cursor, Track
 from ..support.times import iso, iso_minute
+from .approvals import ApprovalRequest
 from .compensation import cancel_open, compensate
 from .context import Context
 from .fire import create_run, overlap_allows
@@ -103,7 +105,8 @@ class EventRequest:
     act: Act
 
 
-Request = TriggerRequest | BackfillRequest | CancelRequest | EnqueueRequest | EventRequest
+Request = (TriggerRequest | BackfillRequest | CancelRequest | EnqueueRequest | EventRequest
+           | ApprovalRequest)
 
 
 def key_of(request: Request) -> str:
@@ -116,6 +119,8 @@ def key_of(request: Request) -> str:
         return f"enqueue {request.queue}"
     if isinstance(request, EventRequest):
         return f"event {request.event.schedule_id} {request.event.digest}"
+    if isinstance(request, ApprovalRequest):
+        return request.key
     return f"cancel {request.run_id}"
 
 

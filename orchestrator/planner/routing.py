@@ -36,6 +36,7 @@ from ..state.health import RunnerHealth
 from ..state.phases import TrackPhase
 from ..state.records import Run, Track
 from ..support.times import iso
+from . import approvals
 from .context import Context, log_line
 
 _STARTED = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED})
@@ -99,11 +100,13 @@ def _started_on_label(ctx: Context, run: Run, track: Track, label: str) -> None:
 
 def _stuck_in_queue(ctx: Context, track: Track, queue_timeout: timedelta) -> bool:
     """Dispatched ``queue_timeout`` ago and not started. A worker is never moved on: its
-    claims name its key."""
+    claims name its key. A leg its environment's reviewers hold waits for a person, not
+    a runner, until they approve it."""
+    since = approvals.runner_wait_began(track)
     if (track.phase not in (TrackPhase.DISPATCHED, TrackPhase.RUNNING)
-            or track.dispatched_at is None or track.work is not None):
+            or since is None or track.work is not None):
         return False
-    return ctx.now >= track.dispatched_at + queue_timeout
+    return ctx.now >= since + queue_timeout
 
 
 def _leaving(track: Track) -> bool:

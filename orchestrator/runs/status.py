@@ -30,8 +30,9 @@ from ..state import model as state_model
 from ..state.health import describe
 from ..state.layout import cursor_path
 from ..state.machine import RUN_OPEN
+from ..state.phases import TrackPhase
 from ..state.queue import describe as describe_queue
-from ..state.records import Cursor, Run
+from ..state.records import Cursor, Run, Track
 from ..support.times import iso
 
 AHEAD_TOLERANCE = timedelta(minutes=5)
@@ -203,6 +204,7 @@ def from_state(state: state_model.State, last: datetime | None, schedules: list[
         "dead_letters": _dead_waiting(state, queues),
         "dead_items": sum(q["dead"] for q in queues),
         "dead_letter_keys": _dead_keys(state),
+        "approvals": approvals_waiting(state),
         "queues": queues,
         "breakers": {name: b.model_dump(mode="json") for name, b in sorted(state.health.items())},
         "runners": {label: h.model_dump(mode="json") for label, h in runners},
@@ -210,6 +212,24 @@ def from_state(state: state_model.State, last: datetime | None, schedules: list[
     }
     report["attention"] = attention(report)
     return report
+
+
+def approvals_waiting(state: state_model.State) -> list[dict[str, str]]:
+    """The tracks that wait for a person, oldest wait first: since when, who may decide,
+    and the command (none for a leg its environment's reviewers hold on GitHub)."""
+    rows = [_waiting_row(track) for tracks in state.tracks.values()
+            for track in tracks.values() if track.awaits_approval]
+    return sorted(rows, key=lambda r: (r["since"], r["run_id"], r["track"]))
+
+
+def _waiting_row(track: Track) -> dict[str, str]:
+    gate, approval = track.current_gate, track.spec.approval
+    assert gate is not None and gate.since is not None and approval is not None
+    run_id, name = track.run_id, track.name
+    command = (f"orchestrator approve {run_id} {name} --reason ..."
+               if track.phase is TrackPhase.PENDING else "")
+    return {"run_id": run_id, "schedule": run_id.partition("--")[0], "track": name,
+            "since": iso(gate.since), "by": approval.describe(), "command": command}
 
 
 DEAD_KEYS_LISTED = 20
@@ -230,7 +250,7 @@ def _dead_keys(state: state_model.State) -> list[str]:
 
 def attention(report: dict[str, Any]) -> list[dict[str, str]]:
     """What needs a person, most urgent first: a stale clock, invalid files, failed
-    last runs, dead letters waiting, paused schedules, unreadable records. Each item
+    last runs, dead letters and approvals waiting, paused schedules, unreadable records. Each item
     has a ``kind``, the ``subject`` it names, one line of ``text`` and the ``command``
     that handles it (empty when none does)."""
     items: list[dict[str, str]] = []
@@ -256,6 +276,9 @@ def attention(report: dict[str, Any]) -> list[dict[str, str]]:
     if more > 0:
         add("dead_letter", "more", f"{more} more dead letter(s) wait",
             "orchestrator dlq list")
+    for a in report["approvals"]:
+        add("approval", a["schedule"], f"{a['run_id']}/{a['track']} waits for approval by "
+            f"{a['by']} since {a['since']}", a["command"])
     for s in report["schedules"]:
         if s["paused"]:
             p = s["paused"]

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..state import model as state_model
+from ..state.phases import TrackPhase
 from ..state.records import Run, Track
 from ..support.times import iso
 
@@ -76,6 +77,23 @@ def run_text(run: Run, tracks: Mapping[str, Track]) -> list[str]:
         summary = (t.result or {}).get("summary", "")
         lines.append(f"  track {name}: {t.phase.value} (attempt {t.attempt}/{t.max_attempts})"
                      + (f"  {summary}" if summary else "") + (f"  {t.url}" if t.url else ""))
+        lines += _gate_lines(t)
         for line in t.error_log[-3:]:
             lines.append(f"    ! {line}")
     return lines
+
+
+def _gate_lines(track: Track) -> list[str]:
+    """Where the track's approval gate stands: who decided, or who it waits for."""
+    gate, approval = track.current_gate, track.spec.approval
+    if gate is None or approval is None:
+        return []
+    if gate.decided is not None:
+        verdict = "approved" if gate.approved is not None else "rejected"
+        return [f"    {verdict} {gate.decided.describe()} at {_when(gate.decided.at)}"]
+    if not track.awaits_approval or gate.since is None:
+        return []
+    how = (f": orchestrator approve {track.run_id} {track.name} --reason ..."
+           if track.phase is TrackPhase.PENDING else " on GitHub")
+    return [f"    waiting for approval by {approval.describe()} since "
+            f"{_when(gate.since)}{how}"]

@@ -24,8 +24,10 @@ asks for a human. A cancelled run whose compensation failed for good (parked as
 Once its requeue finishes the saga, the run ends ``cancelled`` again. Any other run
 ends ``failed``. Records written before ``cancelled`` existed keep their ``failed``.
 
-``complete``, ``cancelled``, ``skipped``, ``completed`` have no outgoing transitions
-(but a compensation cancelled behind a failed one, reopened by its requeue:
+``pending`` and ``dispatched`` (a leg GitHub's reviewers hold) go to ``rejected`` when
+a person refuses the track's approval gate.
+``complete``, ``cancelled``, ``skipped``, ``rejected``, ``completed`` have no outgoing
+transitions (but a compensation cancelled behind a failed one, reopened by its requeue:
 :func:`reopen_compensation`; and an operator's ``runs retry``: :func:`retry_track`,
 :func:`reopen_run`).
 ``waiting`` (a poll answered "not yet") uses no attempt: it goes back to
@@ -52,11 +54,12 @@ if TYPE_CHECKING:  # the tables are read without the records' models
 
 TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     TrackPhase.PENDING: frozenset({
-        TrackPhase.DISPATCHED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.SKIPPED}),
+        TrackPhase.DISPATCHED, TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.SKIPPED,
+        TrackPhase.REJECTED}),
     # A track may report `complete`/`failed`/`waiting` before the tick saw it running.
     TrackPhase.DISPATCHED: frozenset({
         TrackPhase.PENDING, TrackPhase.RUNNING, TrackPhase.COMPLETE, TrackPhase.FAILED,
-        TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.WAITING}),
+        TrackPhase.TAPPED_OUT, TrackPhase.CANCELLED, TrackPhase.WAITING, TrackPhase.REJECTED}),
     TrackPhase.RUNNING: frozenset({
         TrackPhase.PENDING, TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
         TrackPhase.CANCELLED, TrackPhase.WAITING}),
@@ -67,6 +70,7 @@ TRACK_TRANSITIONS: dict[TrackPhase, frozenset[TrackPhase]] = {
     TrackPhase.COMPLETE: frozenset(),
     TrackPhase.CANCELLED: frozenset(),
     TrackPhase.SKIPPED: frozenset(),
+    TrackPhase.REJECTED: frozenset(),
 }
 """Allowed track transitions. ``dispatched -> pending`` is a re-dispatch after the
 dispatch was lost; ``dispatched | running -> pending`` also a leg that no runner took
@@ -78,7 +82,7 @@ TRACK_OPEN = frozenset({TrackPhase.PENDING, TrackPhase.DISPATCHED, TrackPhase.RU
 """Phases in which a track still needs the tick's attention."""
 
 TRACK_TERMINAL = frozenset({TrackPhase.COMPLETE, TrackPhase.FAILED, TrackPhase.TAPPED_OUT,
-                            TrackPhase.CANCELLED, TrackPhase.SKIPPED})
+                            TrackPhase.CANCELLED, TrackPhase.SKIPPED, TrackPhase.REJECTED})
 """Phases that count as finished for the run's fan-in (``failed`` only once no retry
 is left: the planner turns a retryable failure back into ``pending`` in the same tick)."""
 

@@ -25,6 +25,9 @@ class TrackPhase(StrEnum):
     """Cancelled by an overlap policy or an operator. Terminal."""
     SKIPPED = "skipped"
     """Never dispatched: a needed track did not complete (``when: success``). Terminal."""
+    REJECTED = "rejected"
+    """A person refused its approval gate (``orchestrator reject``, or GitHub's reviewers
+    of its environment). Terminal; never retried nor dead-lettered."""
     WAITING = "waiting"
     """A poll answered "not yet": dispatched again after its poll interval, without
     using an attempt. Not terminal; the run's deadline taps it out."""

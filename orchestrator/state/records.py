@@ -54,6 +54,24 @@ class Work(Frozen):
     """Its claims' ``locked_until``: without an outcome from it, they hold until then."""
 
 
+class Gate(Frozen):
+    """Where a track's approval gate stands (its spec's ``approval``), for one attempt."""
+
+    attempt: int = Field(1, ge=1)
+    """The attempt it gates: each new attempt (a retry, a requeue) waits anew."""
+    since: UTCDateTime | None = None
+    """When it began to wait: the tick that found it otherwise due to go (on GitHub
+    with an environment, the tick that saw its leg held)."""
+    approved: Act | None = None
+    """Who let it start, when and why."""
+    rejected: Act | None = None
+    """Who stopped it (the track ends ``rejected``), when and why."""
+
+    @property
+    def decided(self) -> Act | None:
+        return self.approved or self.rejected
+
+
 class Track(Frozen):
     """``state/runs/<run_id>/tracks/<name>.json``: one track of one run."""
 
@@ -95,6 +113,24 @@ class Track(Frozen):
     """The machine the current dispatch was marked for (a local executor's work folder,
     by its ``machine-id``): only that one launches it or looks it up; the others leave
     it alone. ``None``: any machine (GitHub; a record from before claims)."""
+    gate: Gate | None = None
+    """Its approval gate, once it waits or a person decided (:mod:`orchestrator.planner.
+    approvals`)."""
+
+    @property
+    def current_gate(self) -> Gate | None:
+        """Its gate for the current attempt: an older attempt's decision is spent."""
+        gate = self.gate
+        return gate if gate is not None and gate.attempt == self.attempt else None
+
+    @property
+    def awaits_approval(self) -> bool:
+        """Whether it waits for a person now: its gate's wait began, nobody decided, and
+        it has not started (held by the tick, or its leg by GitHub's reviewers)."""
+        gate = self.current_gate
+        return (gate is not None and gate.since is not None and gate.decided is None
+                and self.started_at is None
+                and self.phase in (TrackPhase.PENDING, TrackPhase.DISPATCHED))
 
     @property
     def key(self) -> str:
@@ -105,7 +141,7 @@ class Track(Frozen):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler,
               info: SerializationInfo) -> dict[str, Any]:
-        return _drop_defaults(handler(self), {"leaving_since": None})
+        return _drop_defaults(handler(self), {"leaving_since": None, "gate": None})
 
 
 class Act(Frozen):

@@ -228,6 +228,9 @@ class Workflow:
     """Whether it has ``on: workflow_dispatch`` (the workflow dispatch endpoint)."""
     dispatch_types: tuple[str, ...] | None = None
     """Its ``on.repository_dispatch.types`` (``()``: every type), ``None`` without one."""
+    environment: str = ""
+    """The matrix job's ``environment`` (its name, or ``name`` of the mapping), as
+    written: an expression over the leg, filled by :meth:`environment_of`."""
 
     @classmethod
     def load(cls, path: Path) -> Workflow | None:
@@ -248,6 +251,7 @@ class Workflow:
         after = []
         skip_when = {}
         on_cancel = set()
+        environment: Any = ""
         for job_id, job in (doc.get("jobs") or {}).items():
             needs = (job or {}).get("needs") or ()
             if needs:
@@ -267,9 +271,14 @@ class Workflow:
                 found = _FROM_JSON.fullmatch(str(value).strip())
                 source = found.group(1) if found else None
             jobs.append((job_id, str(job.get("name") or job_id), axis, source))
+            if axis is not None:
+                environment = (job or {}).get("environment") or ""
+                if isinstance(environment, dict):
+                    environment = environment.get("name") or ""
         return cls(path.name, str(doc.get("name") or path.name), doc.get("run-name"), inputs,
                    jobs, after, skip_when, on_cancel=frozenset(on_cancel), defaults=defaults,
-                   manual="workflow_dispatch" in on, dispatch_types=types)
+                   manual="workflow_dispatch" in on, dispatch_types=types,
+                   environment=str(environment))
 
     def title(self, inputs: dict[str, str]) -> str:
         if not self.run_name:
@@ -289,14 +298,30 @@ class Workflow:
                 return None
             if not isinstance(legs, list) or not legs or len(legs) > MAX_MATRIX:
                 return None
-            for leg in legs:
-                def sub(m: re.Match[str], leg: Any = leg, axis: str = axis) -> str:
-                    if m.group(1) != axis:
-                        return m.group(0)
-                    value = leg.get(m.group(2)) if m.group(2) and isinstance(leg, dict) else leg
-                    return value if isinstance(value, str) else json.dumps(value)
-                out.append((_MATRIX_EXPR.sub(sub, template), leg))
+            out += [(_fill(template, axis, leg), leg) for leg in legs]
         return out
+
+    def environment_of(self, leg: dict[str, Any]) -> str:
+        """The environment of the matrix job's ``leg``: its expression filled in. An
+        absent property of the leg is an empty string, and so is a job with no
+        environment."""
+        axis = next((axis for _, _, axis, _ in self.jobs if axis is not None), None)
+        if not self.environment or axis is None:
+            return ""
+        return _fill(self.environment, axis, leg, absent="")
+
+
+def _fill(template: str, axis: str, leg: Any, absent: str | None = None) -> str:
+    """``template`` with each ``${{ matrix.<axis>.<key> }}`` replaced by ``leg``'s value
+    (JSON for a non-string; ``absent``, when given, for a key the leg lacks)."""
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) != axis:
+            return m.group(0)
+        value = leg.get(m.group(2)) if m.group(2) and isinstance(leg, dict) else leg
+        if value is None and absent is not None:
+            return absent
+        return value if isinstance(value, str) else json.dumps(value)
+    return _MATRIX_EXPR.sub(sub, template)
 
 
 def load_workflows(folder: Path = WORKFLOWS) -> dict[str, Workflow]:
@@ -332,6 +357,8 @@ class FakeJob:
     log: bytes | None = None
     """Its log as GitHub serves it (default: a few timestamped lines naming the job)."""
     log_expired: bool = False
+    environment: str = ""
+    """The environment its job references (``jobs.<id>.environment``); empty: none."""
 
     def log_text(self) -> bytes:
         if self.log is not None:
@@ -674,6 +701,11 @@ class FakeGitHub:
         self.runner = "ubuntu-latest"
         """The repository variable ``ORCHESTRATOR_RUNNER``: legs without ``runs_on`` run
         there (a self-hosted label's queued legs are cancelled after a day)."""
+        self.reviewed: dict[str, list[str]] = {}
+        """Environment name -> its required reviewers: a job referencing it waits, as
+        ``waiting``, until :meth:`review` (docs, "Reviewing deployments"). GitHub
+        compares environment names without case; the fake's tests use one spelling."""
+        self._environment_ids: dict[str, int] = {}
         self.workflow_states: dict[str, str] = {}
         """A workflow file's ``state`` when not ``active``: ``disabled_inactivity`` (the
         60-day rule of public repositories), ``disabled_manually``, ... (:meth:`disable`)."""
@@ -1452,12 +1484,57 @@ class FakeGitHub:
         return ref in self.branches or ref in self.tags
 
     def _make_jobs(self, run: FakeRun, legs: list[tuple[str, dict[str, Any]]]) -> None:
+        workflow = self.workflows.get(run.workflow)
         for name, leg in legs:
+            environment = workflow.environment_of(leg) if workflow is not None and leg else ""
             run.jobs.append(FakeJob(
                 id=next(self._job_ids), run_id=run.id, name=name, leg=leg,
                 created_at=self._clock(), run_attempt=run.run_attempt,
                 workflow_name=run.workflow_name, default_label=self.runner,
-                head_branch=run.ref.removeprefix("refs/heads/").removeprefix("refs/tags/")))
+                head_branch=run.ref.removeprefix("refs/heads/").removeprefix("refs/tags/"),
+                environment=environment,
+                # "Jobs that reference an environment configured with required reviewers
+                # will wait for an approval before starting" (docs, "Reviewing deployments")
+                status="waiting" if environment in self.reviewed else "queued"))
+
+    # ------------------------------------------------------------------ deployments
+
+    def _environment(self, name: str) -> dict[str, Any]:
+        env_id = self._environment_ids.setdefault(name, 161_088_000 + len(self._environment_ids))
+        api = f"{self.api_url}/repos/{self.repository}"
+        return {"id": env_id, "node_id": f"EN_kwDO{env_id}", "name": name,
+                "url": f"{api}/environments/{name}",
+                "html_url": f"{self.api_url}/html/{self.repository}/deployments/{name}"}
+
+    def pending_deployments(self, run_id: int) -> list[dict[str, Any]]:
+        """What ``GET .../actions/runs/{run_id}/pending_deployments`` answers: one entry
+        per environment a waiting job of the run references, with its reviewers."""
+        with self._lock:
+            names = sorted({j.environment for j in self.runs[run_id].latest_jobs
+                            if j.status == "waiting" and j.environment in self.reviewed})
+            return [{"environment": self._environment(name), "wait_timer": 0,
+                     "wait_timer_started_at": None, "current_user_can_approve": True,
+                     "reviewers": [{"type": "User", "reviewer": payloads.user(self.api_url, r)}
+                                   for r in self.reviewed[name]]} for name in names]
+
+    def review(self, run_id: int, environment: str, state: str) -> None:
+        """A reviewer's answer (``POST .../pending_deployments`` with ``state``): an
+        approved job "will proceed" (queued for a runner); a rejected one ends, and "If
+        a job is rejected, the workflow will fail" (docs, "Reviewing deployments"). A
+        rejected job never had a runner nor a step."""
+        assert state in ("approved", "rejected"), state
+        with self._lock:
+            run, now = self.runs[run_id], self._clock()
+            for job in run.latest_jobs:
+                if job.status != "waiting" or job.environment != environment:
+                    continue
+                if state == "approved":
+                    job.status = "queued"
+                else:
+                    job.status, job.conclusion, job.no_start = "completed", "failure", "no-runner"
+                    job.completed_at = now
+            run.updated_at = now
+            self._release(run)
 
     def _page(self, items: list[Any], record: Recorded) -> tuple[list[Any], str | None]:
         try:

@@ -334,7 +334,8 @@ time.sleep(60)
 
 
 @pytest.mark.parametrize(("action", "event"), [
-    ("tick", "schedule"), ("tick", "workflow_dispatch"), ("cancel", "workflow_dispatch")])
+    ("tick", "schedule"), ("tick", "workflow_dispatch"), ("cancel", "workflow_dispatch"),
+    ("approve", "workflow_dispatch"), ("reject", "workflow_dispatch")])
 def test_a_cancelled_tick_step_signals_the_orchestrator_not_only_its_shell(
         tmp_path: Path, action: str, event: str) -> None:
     """The runner cancels a step by signalling the step's own process (its shell) with
@@ -352,7 +353,8 @@ def test_a_cancelled_tick_step_signals_the_orchestrator_not_only_its_shell(
     stub.chmod(0o755)
     script = _step(_workflow("tick.yml")["jobs"]["tick"], "Tick")["run"]
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ACTION": action,
-           "EVENT": event, "DRY_RUN": "", "RUN": "nightly--20261203T0700Z", "REASON": "r"}
+           "EVENT": event, "DRY_RUN": "", "RUN": "nightly--20261203T0700Z", "REASON": "r",
+           "TRACK": "ship"}
     # the runner's `shell: bash`
     step = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
                             env=env, start_new_session=True)
@@ -361,7 +363,11 @@ def test_a_cancelled_tick_step_signals_the_orchestrator_not_only_its_shell(
         end = time.monotonic() + 30  # a guard against a hang, not a margin
         while not ready.exists() and time.monotonic() < end:
             time.sleep(0.02)
-        assert ready.read_text().split()[0] in {"tick", "runs"}
+        argv = ready.read_text().split()
+        assert argv[0] in {"tick", "runs", "approve", "reject"}
+        if action in ("approve", "reject"):  # the inputs reach it as arguments, never code
+            assert argv == [action, "--executor", "github", "--reason", "r", "--",
+                            "nightly--20261203T0700Z", "ship"]
         step.send_signal(signal.SIGINT)  # to the step's process alone, as the runner does
         assert step.wait(timeout=30) == 0
         assert seen.read_text() == "SIGINT"

@@ -47,6 +47,9 @@ def _leg(request: DispatchRequest) -> dict[str, Any]:
     }
     if request.runs_on:  # only when the schedule routes: track.yml's default otherwise
         leg["runs_on"] = request.runs_on
+    approval = request.spec.approval
+    if approval is not None and approval.environment:  # the job's `environment`
+        leg["environment"] = approval.environment
     if request.env:
         leg["env"] = dict(sorted(request.env.items()))
     if request.results is not None:  # a track with needs: what they ended in

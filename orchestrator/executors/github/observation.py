@@ -156,8 +156,10 @@ def job_observation(handle: Handle, ci_run: int, job: Mapping[str, Any]) -> Obse
     if status != "completed":
         # queued, waiting (an approval), pending, requested: no runner has taken the job
         # yet, so the track is still `dispatched`, as a local attempt waiting for a task
-        # slot is, and its timeout has not begun
-        return Observation(key=key, phase=None, url=url, details=details)
+        # slot is, and its timeout has not begun. A job awaiting its environment's
+        # reviewers "has a status of Waiting" (docs, "Reviewing deployments").
+        return Observation(key=key, phase=None, url=url, details=details,
+                           held=status == "waiting")
     if conclusion == "action_required":
         # Waiting for someone to approve the run: no verdict yet. Once approved, GitHub
         # runs it again (a new attempt, whose jobs replace these); left alone, the
