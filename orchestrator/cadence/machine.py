@@ -158,9 +158,12 @@ def compose_command(machine: Machine) -> list[str]:
 
 
 def health_command() -> list[str]:
-    """The container's health check: the health file is younger than the limit."""
-    probe = (f"import os, sys, time; sys.exit(time.time() - os.path.getmtime("
-             f"{HEALTH_FILE!r}) > {HEALTH_SECONDS})")
+    """The container's health check: the instant in the health file is younger than the
+    limit. The instant serve wrote, not the file's mtime: a volume's mtime comes from
+    another clock (a host, a network file system). No file, or no instant in it, fails."""
+    probe = (f"import sys, time, datetime as d; sys.exit(time.time() - d.datetime."
+             f"fromisoformat(open({HEALTH_FILE!r}).read().strip()).timestamp() "
+             f"> {HEALTH_SECONDS})")
     return ["CMD", "python", "-c", probe]
 
 

@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -263,8 +262,7 @@ def test_the_compose_services_command_dispatches_at_a_slot_and_its_health_check_
         health = service["healthcheck"]["test"][1:]
         assert subprocess.run(health, cwd=checkout, check=False).returncode == 0
         alive = Path(checkout) / ".orchestrator" / "clock-alive"
-        old = time.time() - 600
-        os.utime(alive, (old, old))
+        alive.write_text(f"{datetime.now(UTC) - timedelta(minutes=10):%Y-%m-%dT%H:%M:%SZ}\n")
         assert subprocess.run(health, cwd=checkout, check=False).returncode == 1
         err = terminate(proc)
     assert proc.returncode == 0, err
