@@ -28,7 +28,7 @@ from ..config.chains import chain_paths, chain_problems
 from ..config.files import LoadResult, load_all
 from ..config.models import ScheduleSpec
 from ..config.preview import Report
-from ..config.track_workflow import outdated_notes
+from ..config.track_workflow import gate_problems, outdated_notes
 from ..errors import EXIT_OK, EXIT_USER, OrchestratorError, ScheduleError
 from . import _timing
 from .context import Config, pass_config
@@ -248,7 +248,8 @@ def command(cfg: Config, n: int, fmt: str, start: datetime | None, strict: bool,
     timing = _timing.cadence_report(cfg.repo, report.loaded.schedules, report.start)
     outdated = outdated_notes(cfg.repo / ".github" / "workflows")
     broken = template_problems(cfg.repo) + _strict_problems(report, strict) + \
-        _empty_problems(cfg, report, allow_empty)
+        _empty_problems(cfg, report, allow_empty) + \
+        gate_problems(cfg.repo / ".github" / "workflows", _gates(report))
     for error in report.loaded.errors:
         click.echo(f"orchestrator: {error.message}", err=True)
     for problem in timing.problems + broken:
@@ -302,6 +303,13 @@ def _base_text(compared: Compared | None) -> str:
     from . import _change
 
     return _change.text(compared[2]) if compared else ""
+
+
+def _gates(report: Report) -> list[tuple[str, str]]:
+    """``(schedule/track, environment)`` of each track gated by a GitHub environment."""
+    return [(f"{s.id}/{t.name}", t.approval.environment)
+            for s in report.loaded.schedules for t in s.spec.tracks
+            if t.approval is not None and t.approval.environment is not None]
 
 
 def _strict_problems(report: Report, strict: bool) -> list[str]:

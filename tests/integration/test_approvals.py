@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config.track_workflow import SHIPPED
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.builders import spec_data
 from tests.drive import cli, finished, launches, start_cli, state_of, tick, wait_until
@@ -122,3 +123,23 @@ def test_the_wait_reaches_a_webhook_once(tmp_path: Path,
     assert [e["id"] for e in told] == [f"approval_waiting:{RUN}:ship:1"]
     assert told[0]["run_id"] == RUN and told[0]["details"]["by"] == "alice, bob"
     assert told[0]["details"]["approve"] == f"orchestrator approve {RUN} ship --reason REASON"
+
+
+def test_validate_fails_on_an_environment_gate_that_track_yml_would_not_hold(
+        tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"deploy": {"cron": "0 7 * * *", "tracks": [
+        {"name": "ship", "run": "true", "approval": {"environment": "production"}}]}})
+    repo = clone(origin, tmp_path / "repo")
+    cli(repo, "validate", check=True)  # no track.yml: nothing of it runs on GitHub
+    track = repo / ".github" / "workflows" / "track.yml"
+    track.parent.mkdir(parents=True)
+    shipped = SHIPPED.read_text(encoding="utf-8")
+    track.write_text(shipped, encoding="utf-8")  # the line ships commented out
+    refused = cli(repo, "validate")
+    assert refused.returncode == 1
+    assert ("the approval gate of deploy/ship (environment production) would hold "
+            "nothing") in refused.stderr
+    on = shipped.replace("    # environment: ${{", "    environment: ${{")
+    assert on != shipped
+    track.write_text(on, encoding="utf-8")
+    cli(repo, "validate", check=True)

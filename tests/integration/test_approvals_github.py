@@ -6,19 +6,36 @@ rejection ends it ``rejected``, never retried, and its dependants ``skipped``.""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.runs import status
 from orchestrator.state.phases import RunStatus, TrackPhase
 from tests.drive import github_tick, read_state
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import WORKFLOWS, FakeGitHub, load_workflows
 from tests.gitrepo import clone, make_origin
 
 T0 = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 RUN = "deploy--20261201T0700Z"
 GATE = {"environment": "production", "timeout_minutes": 600}
+
+
+@pytest.fixture(autouse=True)
+def environment_line(fake_github: FakeGitHub, tmp_path: Path) -> None:
+    """track.yml with its `environment:` line uncommented, as a repository with an
+    environment gate has it (validate fails on such a gate without the line)."""
+    folder = tmp_path / "workflows"
+    shutil.copytree(WORKFLOWS, folder)
+    track = folder / "track.yml"
+    text = track.read_text(encoding="utf-8")
+    on = text.replace("    # environment: ${{", "    environment: ${{")
+    assert on != text
+    track.write_text(on, encoding="utf-8")
+    fake_github.workflows = load_workflows(folder)
 
 
 def at(minutes: int) -> datetime:
