@@ -72,6 +72,12 @@ def test_repository_template_is_the_packaged_one(name: str) -> None:
     assert (REPO / "templates" / name).read_bytes() == (brief.DATA / name).read_bytes()
 
 
+@pytest.mark.parametrize("phase", list(TrackPhase))
+def test_every_track_phase_has_a_colour_in_the_brief(phase: TrackPhase) -> None:
+    style = (brief.DATA / "brief.html.j2").read_text(encoding="utf-8").split("</style>")[0]
+    assert f".p-{phase.value} " in style or f".p-{phase.value}," in style, phase
+
+
 def test_brief_is_self_contained() -> None:
     page = Page(brief.render_html(four_track_run()))
     assert not page.named("script")
