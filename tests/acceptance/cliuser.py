@@ -113,9 +113,16 @@ def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
 
 
 def terminate(proc: subprocess.Popen[str], timeout: float = 60) -> str:
-    """Stop ``proc`` as a service manager does (SIGTERM), and its stderr once it ended."""
+    """Stop ``proc`` as a service manager does (SIGTERM), and its stderr once it ended;
+    one still running ``timeout`` seconds later is killed, and its stderr shown."""
     proc.send_signal(signal.SIGTERM)
-    return proc.communicate(timeout=timeout)[1]
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        err = proc.communicate()[1]
+        raise AssertionError(f"still running {timeout:g} s after SIGTERM; it said:\n{err}"
+                             ) from None
 
 
 def wait(predicate: Callable[[], bool], message: str, timeout: float = 60) -> None:
