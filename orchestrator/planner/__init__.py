@@ -38,11 +38,11 @@ step (module)            why it is where it is
 (:mod:`.requests`)       Not in a tick scoped to one run.
 ``fire_events``          An outside system's events, once per event id, their inputs
 (:mod:`.events`)         checked, beside the operator's runs. Not in a scoped tick.
-``fire_after``           Upstream runs that the first settling fanned in fire their
-(:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 ``fire_on_queue``        A queue whose backlog calls for a drain fires its schedule,
 (:mod:`.on_queue`)       after the first settling ended the drains that finished.
                          Not in a tick scoped to one run.
+``fire_after``           Upstream runs that the first settling fanned in fire their
+(:mod:`.after`)          downstreams, before dispatch sends the new runs' tracks.
 **settle**               What ``cancel_previous`` ended; skips before dispatch, which
                          sends every pending track whose needs are terminal.
 ``dispatch_pending``     After settling, so a run buffered behind one that just ended
