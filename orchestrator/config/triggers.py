@@ -290,8 +290,8 @@ def for_spec(spec: ScheduleSpec) -> Trigger:
 
 
 def _clock(spec: ScheduleSpec) -> Trigger | None:
-    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired by ``after`` or
-    ``on_event`` only."""
+    """The ``cron`` or ``at`` trigger, or ``None`` for a schedule fired only by
+    ``after``, ``on_queue`` or ``on_event``."""
     if spec.at is not None:
         return AtTrigger(spec.at, spec.timezone)
     if spec.cron is None:
