@@ -103,12 +103,6 @@ def schedule_slots(schedule: Schedule, start: datetime, until: datetime) -> list
     return cron_slots(schedule.spec, start, until)
 
 
-def _after_grid(moment: datetime) -> datetime:
-    """The grid minute at or after ``moment`` (a tick there never arrives before it)."""
-    earlier = _on_grid(moment)
-    return earlier if earlier == moment else earlier + timedelta(minutes=GRID)
-
-
 def lead_ticks(slot: datetime, cadence: Cadence) -> list[datetime]:
     """The ticks before a slot worth lingering for (the first to arrive waits for it)."""
     return [_on_grid(slot - timedelta(minutes=lead)) for lead in cadence.lead_minutes]

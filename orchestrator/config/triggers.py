@@ -7,7 +7,6 @@ with :func:`for_spec`. Like the cron evaluator, a trigger never reads the clock.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
@@ -302,10 +301,3 @@ def _clock(spec: ScheduleSpec) -> Trigger | None:
         return plain
     return BoundedTrigger(plain, spec.bound_utc("start_at"), spec.bound_utc("end_at"),
                           spec.excluded_dates(), tuple(spec.exclude_calendars))
-
-
-def min_interval(trigger: Trigger, start: datetime, sample: int = 64) -> timedelta | None:
-    """The shortest gap between consecutive slots among the next ``sample`` slots."""
-    upcoming = [s.at for s in trigger.next(start, sample).found]
-    gaps = [b - a for a, b in itertools.pairwise(upcoming)]
-    return min(gaps) if gaps else None
