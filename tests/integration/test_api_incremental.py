@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from orchestrator.state.phases import RunStatus
 from orchestrator.store import GitStateStore
 from tests.builders import run_files, spec_data
 from tests.drive import STATE_BRANCH, cli, finished, launches, tick, wait_until
+from tests.integration.test_render_api import manifest, read_tree
 
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 HOURS = {"early": (1, 7, 13, 19), "noon": (3, 9, 15, 21), "late": (5, 11, 17, 23)}
@@ -54,17 +54,6 @@ def render_api(repo: Path, out: Path, now: datetime) -> str:
     return done.stdout
 
 
-def published(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
-
-
-def manifest(folder: Path) -> dict[str, Any]:
-    data = json.loads((folder / MANIFEST).read_bytes())
-    assert isinstance(data, dict)
-    return data
-
-
 def test_a_tick_that_finishes_one_run_rewrites_its_file_its_schedules_and_the_indexes(
         repo: Path, tmp_path: Path) -> None:
     work, site = tmp_path / "work", tmp_path / "site"
@@ -78,7 +67,7 @@ def test_a_tick_that_finishes_one_run_rewrites_its_file_its_schedules_and_the_in
     assert len(launches(work)) == 1
     assert json.loads(GitStateStore(repo, "origin", STATE_BRANCH).read()
                       .files[layout.run_path(RUN)])["status"] == "completed"
-    before = published(site)
+    before = read_tree(site)
     printed = render_api(repo, site, at(7, 5))
     assert "full render" not in printed
 
@@ -88,13 +77,13 @@ def test_a_tick_that_finishes_one_run_rewrites_its_file_its_schedules_and_the_in
         f"api/v1/runs/{RUN}.json", "api/v1/schedules/early.json", "badges/early.svg",
         "api/v1/index.json", "api/v1/queues.json", "api/v1/runs/page-4.json",
         "badges/repository.svg"}
-    after = published(site)
+    after = read_tree(site)
     assert {p for p in after if before.get(p) != after[p]} == set(done["written"])
 
     # byte for byte what a full render of the same branch at the same instant writes
     fresh = tmp_path / "fresh"
     assert "a full render: no manifest" in render_api(repo, fresh, at(7, 5))
-    assert published(fresh) == after
+    assert read_tree(fresh) == after
     assert manifest(fresh)["documents"] == done["documents"]
 
 
@@ -102,7 +91,7 @@ def test_a_manifest_that_cannot_be_trusted_means_a_full_render(repo: Path, tmp_p
                                                                ) -> None:
     site = tmp_path / "site"
     render_api(repo, site, at(6, 0))
-    rendered = published(site)
+    rendered = read_tree(site)
     run_file = site / "api/v1/runs/early--20261130T0700Z.json"
     run_file.write_bytes(b"edited by hand\n")
 
@@ -119,4 +108,4 @@ def test_a_manifest_that_cannot_be_trusted_means_a_full_render(repo: Path, tmp_p
         (site / MANIFEST).write_bytes(broken)
         printed = render_api(repo, site, at(6, 0))
         assert f"a full render: {why}" in printed and "1 files written" in printed
-        assert published(site) == rendered
+        assert read_tree(site) == rendered
