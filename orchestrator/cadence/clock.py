@@ -18,7 +18,10 @@ Invariants: the file holds only what the schedules say (no URL, no token), so ev
 checkout writes the same bytes. The file is read as hostile input: a bad byte costs a
 line naming it, and every entry that still reads counts. A due moment gets one call;
 a failed call is tried again at the next wake-ups for :data:`RETRY_FOR`, then left to
-the safety tick. The token travels only in the request's header, never in a message.
+the safety tick; a call GitHub accepted whose moment the state branch does not show
+settled :data:`CONFIRM_AFTER` later is made again (a dispatch that never ran, a tick
+that failed), at most :data:`CONFIRM_TRIES` times. The token travels only in the
+request's header, never in a message.
 """
 
 from __future__ import annotations
@@ -55,6 +58,16 @@ TOKEN_FILE_VARIABLE = "ORCHESTRATOR_CLOCK_TOKEN_FILE"
 """A file holding the token instead (systemd's credential, a compose secret): it wins."""
 RETRY_FOR = timedelta(minutes=10)
 """How long a failed call is tried again at the next wake-ups."""
+CONFIRM_AFTER = timedelta(minutes=5)
+"""A moment the state branch still shows unsettled this long after its call is called
+for again: GitHub accepted a dispatch that never ran, or the tick failed. Above a
+runner's start-up and a tick, so a tick that is merely slow is seldom called twice (a
+second tick would find the slot fired and do nothing)."""
+CONFIRM_TRIES = 3
+"""Calls made again for one moment at most: one the tick cannot act on (a full
+concurrency cap) costs three tick jobs, not one every five minutes."""
+CONFIRM_FOR = timedelta(hours=1)
+"""How far back the clock looks for unsettled moments, on its first look too."""
 _COMMENT = ("Written by `orchestrator cron-sync --external` from schedules/ (do not edit "
             "by hand; `orchestrator validate` fails when it misses a slot). An external "
             "clock dispatches tick.yml at each entry's times: a cron in its time zone, "
@@ -290,8 +303,16 @@ def clock_moments(schedules: Iterable[Schedule], state: State, after: datetime,
     waiting) and what a lingering tick waits for (a retry's back-off end, a poll, a
     run's jitter); not a timeout or a deadline, which the safety tick settles."""
     listed = list(schedules)
-    return sorted([*(m for m in due_moments(listed, state, after, cadence)
-                     if m.slot or m.worth_waiting), *jittered(listed, state, after)])
+    return sorted([*stated(listed, state, after, cadence), *jittered(listed, state, after)])
+
+
+def stated(schedules: Iterable[Schedule], state: State, after: datetime,
+           cadence: Cadence) -> list[Wake]:
+    """The moments of :func:`clock_moments` that the state branch knows of: a slot its
+    cursor has not settled, a pending track's ``not_before``. One that passed and is
+    still listed was not acted on: the tick its call started never ran, or failed."""
+    return [m for m in due_moments(list(schedules), state, after, cadence)
+            if m.slot or m.worth_waiting]
 
 
 def jittered(schedules: Iterable[Schedule], state: State, after: datetime) -> list[Wake]:
@@ -315,12 +336,27 @@ Call = Callable[[datetime], str]
 """Starts tick.yml once; returns a few words on what it did, raises on failure."""
 
 
-class Clock:
-    """The loop of ``serve --clock-only``: one call for each due moment that passed.
+@dataclass
+class _Called:
+    """A moment called for and not yet seen settled on the state branch."""
 
-    It remembers only the instant of its last look: a moment in ``(last, now]`` is due
-    now. A failed call leaves the look where it was, so the next wake-up tries again,
-    until :data:`RETRY_FOR` after the moment."""
+    wake: Wake
+    call: datetime
+    """The last call made for it."""
+    again: int = 0
+    """Calls made again for it so far."""
+
+
+class Clock:
+    """The loop of ``serve --clock-only``: one call for each due moment that passed, and
+    again for one the state branch does not show settled :data:`CONFIRM_AFTER` later.
+
+    It remembers the instant of its last look (a moment in ``(last, now]`` is due now)
+    and the moments it called for until they read settled. A failed call leaves the look
+    where it was, so the next wake-up tries again, until :data:`RETRY_FOR` after the
+    moment. A clock that starts (or restarts) takes the moments of the last
+    :data:`CONFIRM_FOR` still unsettled as called at their instant: a slot missed while
+    it was down is called for at once."""
 
     def __init__(self, read: Read, call: Call, started: datetime) -> None:
         self._read = read
@@ -329,25 +365,78 @@ class Clock:
         self.next_at: datetime | None = None
         """The next moment worth a call after the last look (the loop wakes for it)."""
         self.calls = 0
+        self._called: dict[tuple[datetime, str], _Called] | None = None
 
     def work(self, now: datetime) -> list[str]:
         schedules, state, cadence = self._read()
         due = [m for m in clock_moments(schedules, state, self.last, cadence) if m.at <= now]
         lines: list[str] = []
-        if due:
+        listed = stated(schedules, state, now - CONFIRM_FOR, cadence)
+        again = self._unconfirmed(listed, now, lines)
+        if due or again:
             try:
                 done = self._call(now)
             except OrchestratorError as exc:
-                if now - due[0].at < RETRY_FOR:
-                    upcoming = clock_moments(schedules, state, now, cadence)
-                    self.next_at = upcoming[0].at if upcoming else None
-                    return [f"call failed ({exc.message}); trying again at the next wake-up"]
-                lines.append(f"call failed ({exc.message}); gave up on {due[0].reason}: "
-                             "the safety tick catches up")
+                if due and now - due[0].at < RETRY_FOR:
+                    self._plan(schedules, state, cadence, now)
+                    return [*lines, f"call failed ({exc.message}); trying again at the "
+                            "next wake-up"]
+                if due:
+                    lines.append(f"call failed ({exc.message}); gave up on {due[0].reason}: "
+                                 "the safety tick catches up")
+                else:
+                    lines.append(f"call failed ({exc.message}); trying "
+                                 f"{again[0].wake.reason} again at the next wake-up")
             else:
                 self.calls += 1
-                lines.append(f"{done} for {due[0].reason}")
+                lines.append(f"{done} for " + (due[0].reason if due else
+                             f"{again[0].wake.reason} again: not fired "
+                             f"{_minutes(now - again[0].call)} after the last call"))
+                for called in again:
+                    called.call, called.again = now, called.again + 1
+                known = {(m.at, m.reason) for m in listed}
+                for wake in due:  # a jitter's end is confirmed by its pending track
+                    if (wake.at, wake.reason) in known:
+                        self._known()[(wake.at, wake.reason)] = _Called(wake, now)
         self.last = now
-        upcoming = clock_moments(schedules, state, now, cadence)
-        self.next_at = upcoming[0].at if upcoming else None
+        self._plan(schedules, state, cadence, now)
         return lines
+
+    def _known(self) -> dict[tuple[datetime, str], _Called]:
+        if self._called is None:
+            self._called = {}
+        return self._called
+
+    def _unconfirmed(self, listed: list[Wake], now: datetime,
+                     lines: list[str]) -> list[_Called]:
+        """The called moments still unsettled :data:`CONFIRM_AFTER` after their last
+        call; forgets the settled ones, and gives up (one line) after
+        :data:`CONFIRM_TRIES` calls again."""
+        unsettled = {(m.at, m.reason): m for m in listed if m.at <= self.last}
+        if self._called is None:  # the first look: what passed unsettled before it
+            self._called = {key: _Called(m, m.at) for key, m in unsettled.items()}
+        again: list[_Called] = []
+        for key, called in list(self._called.items()):
+            if key not in unsettled:
+                del self._called[key]  # settled (fired, skipped or missed), or too old
+            elif now - called.call >= CONFIRM_AFTER:
+                if called.again < CONFIRM_TRIES:
+                    again.append(called)
+                    continue
+                del self._called[key]
+                lines.append(f"{called.wake.reason}: still not fired "
+                             f"{_minutes(now - called.wake.at)} after it, after "
+                             f"{CONFIRM_TRIES + 1} calls; the backstop tick catches up "
+                             "(is tick.yml failing?)")
+        return again
+
+    def _plan(self, schedules: list[Schedule], state: State, cadence: Cadence,
+              now: datetime) -> None:
+        upcoming = clock_moments(schedules, state, now, cadence)
+        times = [m.at for m in upcoming[:1]]
+        times += [c.call + CONFIRM_AFTER for c in self._known().values()]
+        self.next_at = min(times) if times else None
+
+
+def _minutes(delta: timedelta) -> str:
+    return f"{max(0, int(delta.total_seconds() // 60))} min"

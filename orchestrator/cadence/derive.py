@@ -11,6 +11,10 @@ only in the gaps the slots' ticks leave, so no day pays for one it does not need
 Under an external clock (``"mode": "external"``) the clock starts a tick at each slot
 (:mod:`.clock`): ``tick.yml`` keeps the safety tick alone, placed a few minutes after
 each slot that would have lingered (there it also catches a call the clock missed).
+A clock that confirms its calls (``clock_confirms``: ``serve --clock-only`` calls again
+until the state branch shows the slot fired, and warns of stale ticks) leaves
+``tick.yml`` a weekly backstop tick and ``watchdog.yml`` a weekly check, half a week
+apart so that the backstop's own tick cannot hide a clock that stopped.
 
 GitHub evaluates ``schedule:`` in UTC, and a schedule's slots move in UTC with
 daylight saving: the ticks are computed from a year of real slots (so both sides
@@ -50,6 +54,12 @@ moves by an hour with daylight saving) before a safety tick fills it."""
 HEARTBEAT_EVERY = 60
 """Minutes: an idle tick commits a heartbeat line once this long has passed (tick's default)."""
 WATCHDOG_MINUTE = 41
+BACKSTOP_LINE = "17 0 * * 1"
+"""Under a clock that confirms its calls: tick.yml's one tick, Monday 00:17 UTC."""
+BACKSTOP_WATCHDOG = f"{WATCHDOG_MINUTE} 12 * * 4"
+"""And watchdog.yml's, Thursday 12:41 UTC: 84 hours after the backstop, longer than the
+staleness limit of any clock calling at least daily, so a clock that stopped on Monday
+is reported by Thursday even though the backstop ticked."""
 
 
 @dataclass(frozen=True)
@@ -336,14 +346,33 @@ def watchdog_for(gap: timedelta) -> tuple[str, int]:
     GitHub's delay; the watchdog then checks about once per threshold (every N hours,
     N dividing the day), so a stopped tick is reported within twice the threshold:
     checking twice an hour for a 90-minute limit would only spend minutes."""
-    minutes = int(gap.total_seconds() // 60)
-    staleness = max(HEARTBEAT_EVERY + minutes, 2 * minutes) + 15
+    staleness = staleness_for(gap)
     every = max([h for h in (1, 2, 3, 4, 6, 8, 12, 24) if h * 60 <= staleness], default=1)
     return safety_line(every).replace("17 ", f"{WATCHDOG_MINUTE} ", 1), staleness
 
 
+def staleness_for(gap: timedelta) -> int:
+    """Minutes after which the last tick is stale, for ticks at most ``gap`` apart: an
+    idle tick's hourly heartbeat or one dropped tick, plus GitHub's delay."""
+    minutes = int(gap.total_seconds() // 60)
+    return max(HEARTBEAT_EVERY + minutes, 2 * minutes) + 15
+
+
+def backstop(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -> Derived:
+    """Under a clock that confirms its calls: the weekly backstop tick, and a weekly
+    watchdog whose limit follows the clock's calls and the backstop together."""
+    span = timedelta(days=35)
+    ticks = [*clock_calls(schedules, start, start + span),
+             *scheduled([BACKSTOP_LINE], start, start + span)]
+    return Derived([BACKSTOP_LINE], BACKSTOP_WATCHDOG,
+                   staleness_for(_longest_gap(ticks, start, start + span)),
+                   int(window(config.cadence).total_seconds() // 60))
+
+
 def derive(schedules: Iterable[Schedule], config: RepoConfig, start: datetime) -> Derived:
     cadence = config.cadence
+    if cadence.mode == "external" and cadence.clock_confirms:
+        return backstop(list(schedules), config, start)
     if cadence.mode == "fixed":
         lines = list(cadence.fixed_cron)
     else:

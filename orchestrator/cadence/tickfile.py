@@ -19,9 +19,11 @@ from ..config.repository import Cadence, RepoConfig
 from ..support.times import iso_minute
 from . import clock
 from .derive import (
+    BACKSTOP_LINE,
     HORIZON,
     SLACK,
     ZONED,
+    backstop,
     derive,
     max_gap,
     uncovered,
@@ -39,6 +41,12 @@ def staleness_limit(root: Path, start: datetime) -> int | None:
     one): what cron-sync gives the watchdog, so ``status`` agrees with it."""
     tick = root / TICK
     lines = read_crons(tick.read_text(encoding="utf-8")) if tick.is_file() else []
+    watchdog = root / WATCHDOG
+    if lines == [BACKSTOP_LINE] and watchdog.is_file():
+        # a clock that confirms its calls: they set the limit, as cron-sync wrote it
+        limit = read_staleness(watchdog.read_text(encoding="utf-8"))
+        if limit is not None:
+            return limit
     return watchdog_for(max_gap(lines, start))[1] if lines else None
 
 
@@ -123,6 +131,12 @@ def with_crons(text: str, lines: list[str], comment: list[str]) -> str:
 
 def tick_comment(config: RepoConfig) -> list[str]:
     cadence = config.cadence
+    if cadence.mode == "external" and cadence.clock_confirms:
+        return ["External clock that confirms its calls (orchestrator.json: cadence.mode",
+                "\"external\", clock_confirms): `orchestrator serve --clock-only` dispatches this",
+                "workflow at each slot and again until the state branch shows the slot fired,",
+                "and warns when ticks stop. Written by `orchestrator cron-sync`, in UTC: a",
+                "weekly backstop tick, for a clock that stopped (watchdog.yml checks weekly)."]
     if cadence.mode == "external":
         return ["External clock (orchestrator.json: cadence.mode \"external\"): a clock "
                 "outside",
@@ -187,7 +201,12 @@ def _external_check(text: str, lines: list[str], cadence: Cadence,
     the clock's repository_dispatch would start nothing."""
     warnings = []
     limit = timedelta(hours=cadence.safety_every_hours) + SLACK
-    if max_gap(lines, start) > limit:
+    if cadence.clock_confirms:
+        if BACKSTOP_LINE not in lines:
+            warnings.append(f"{TICK}: no weekly backstop tick ({BACKSTOP_LINE}): a clock "
+                            "that stopped leaves its slots unfired; run `orchestrator "
+                            "cron-sync`")
+    elif max_gap(lines, start) > limit:
         warnings.append(f"{TICK}: no safety tick at least every {cadence.safety_every_hours} "
                         "hours: a call the clock misses, a retry or a lost fan-in waits "
                         "longer; run `orchestrator cron-sync`")
@@ -252,7 +271,8 @@ def check(root: Path, schedules: list[Schedule], config: RepoConfig,
                         "`orchestrator cron-sync`")
     watchdog = root / WATCHDOG
     if watchdog.is_file() and lines:
-        _, staleness = watchdog_for(max_gap(lines, start))
+        staleness = backstop(schedules, config, start).max_staleness_minutes \
+            if cadence.clock_confirms else watchdog_for(max_gap(lines, start))[1]
         limit = read_staleness(watchdog.read_text(encoding="utf-8"))
         if limit is not None and limit < staleness:
             warnings.append(f"{WATCHDOG}: its staleness limit ({limit} minutes) is shorter "

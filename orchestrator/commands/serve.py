@@ -21,7 +21,9 @@ With ``--executor github --clock-only`` the machine is an external clock instead
 the ``clock`` consumer replaces ``tick`` and, at each due moment (every slot, a
 retry's back-off end, a poll), dispatches tick.yml through GitHub's API
 (:class:`~orchestrator.cadence.clock.Clock`); the tick runs on GitHub, with GitHub's
-token and permissions, and this machine only reads the state branch.
+token and permissions, and this machine only reads the state branch. It reads there
+whether each call's tick fired its slot, and calls again 5 minutes later when it did
+not (``cadence.clock_confirms`` lets tick.yml keep only a weekly backstop then).
 
 Under systemd (``Type=notify``) it says ``READY=1`` once the loop starts and
 ``WATCHDOG=1`` after each wake-up whose tick (or clock) work succeeded; with

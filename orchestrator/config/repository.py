@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OrchestratorError, UserError
 from ..support import safejson
@@ -76,6 +76,14 @@ class Cadence(Frozen):
         "slots, false never to, whatever its interval (overrides "
         "linger_min_interval_hours).",
     )
+    clock_confirms: bool = Field(
+        False,
+        description="External mode: the clock is `orchestrator serve --clock-only`, which "
+        "reads the state branch after each call and calls again until the slot is fired "
+        "(a hosted scheduler cannot). tick.yml then keeps a weekly backstop tick instead "
+        "of catch-up and safety ticks, and watchdog.yml checks weekly: the clock watches "
+        "the ticks in between.",
+    )
     cancel_idle_pending: bool = Field(
         True,
         description="A lingering tick on GitHub cancels, as it ends, the scheduled tick.yml "
@@ -107,6 +115,12 @@ class Cadence(Frozen):
         if len(set(value)) != len(value):
             raise ValueError("leads must differ")
         return sorted(value, reverse=True)
+
+    @model_validator(mode="after")
+    def _confirms_only_externally(self) -> Cadence:
+        if self.clock_confirms and self.mode != "external":
+            raise ValueError("clock_confirms needs \"mode\": \"external\"")
+        return self
 
     @field_validator("safety_every_hours")
     @classmethod

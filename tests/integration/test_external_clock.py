@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cadence import clock
-from orchestrator.cadence.tickfile import check, read_crons, sync
+from orchestrator.cadence.tickfile import check, read_crons, staleness_limit, sync
 from orchestrator.config.files import load_all
-from orchestrator.config.repository import RepoConfig
+from orchestrator.config.models import Schedule
+from orchestrator.config.repository import Cadence, RepoConfig
 from orchestrator.github import GitHubClient, GitHubError, WorkflowAdmin
 from orchestrator.state import layout
-from orchestrator.support.times import iso
+from orchestrator.state.model import State
+from orchestrator.support.times import iso, iso_minute
 from tests.drive import read_state
 from tests.fakes.github import WORKFLOWS, FakeGitHub
 from tests.gitrepo import clone, make_origin
@@ -272,3 +274,61 @@ def test_validate_warns_when_tick_yml_lost_its_safety_tick(tmp_path: Path) -> No
     [warning] = _warnings(root)
     assert warning.startswith(".github/workflows/tick.yml: no safety tick at least every 6 "
                               "hours"), warning
+
+
+CONFIRMING = RepoConfig.model_validate({"cadence": {"mode": "external",
+                                                   "clock_confirms": True}})
+
+
+def test_a_clock_that_confirms_leaves_tick_yml_a_backstop_that_validate_and_status_agree_with(
+        tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    (root / ".github/workflows").mkdir()
+    for name in ("tick.yml", "watchdog.yml"):
+        (root / ".github/workflows" / name).write_text(
+            (WORKFLOWS / name).read_text(encoding="utf-8"), encoding="utf-8")
+    schedules = load_all(root / "schedules").schedules
+    for path, text in sync(root, schedules, CONFIRMING, START).items():
+        path.write_text(text, encoding="utf-8")
+    tick_yml = (root / ".github/workflows/tick.yml").read_text(encoding="utf-8")
+    assert read_crons(tick_yml) == ["17 0 * * 1"] and "weekly backstop tick" in tick_yml
+    assert check(root, schedules, CONFIRMING, START) == ([], [])
+    # `status` takes the limit cron-sync wrote for the watchdog, from the clock's calls
+    assert staleness_limit(root, START) == 2895
+    # a clock that does not confirm: the same repository wants its safety ticks back
+    problems, warnings = check(root, schedules, EXTERNAL, START)
+    assert problems == [] and any("no safety tick" in w for w in warnings)
+
+
+@pytest.mark.slow
+def test_a_call_github_accepted_whose_tick_never_ran_is_made_again(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    slot = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+    origin = make_origin(tmp_path, {"once": {
+        "at": iso(slot), "tracks": [{"name": "a", "run": "true"}]}})
+    checkout = clone(origin, tmp_path / "clock")
+    player = Player(fake_github, origin, tmp_path / "play", workflow=WORKFLOWS / "tick.yml")
+
+    def read() -> tuple[list[Schedule], State, Cadence]:
+        state, _ = read_state(clone(origin, tmp_path / f"look-{len(looks)}"))
+        looks.append(state)
+        return load_all(checkout / "schedules").schedules, state, CONFIRMING.cadence
+
+    looks: list[State] = []
+    loop = clock.Clock(read, lambda now: call(fake_github, "workflow_dispatch"),
+                       slot - timedelta(minutes=1))
+    now = datetime.now(UTC)
+    assert loop.work(now)[0].startswith("dispatched tick.yml")
+    [lost] = fake_github.runs_of("tick.yml")  # accepted; no runner ever plays it
+    assert loop.next_at == now + clock.CONFIRM_AFTER
+    assert loop.work(now + timedelta(minutes=4)) == []
+    again = loop.work(now + clock.CONFIRM_AFTER)
+    assert again == [f"dispatched tick.yml (workflow_dispatch) for once: one-shot at {iso_minute(slot)}"
+                     " again: not fired 5 min after the last call"], again
+    second = fake_github.runs_of("tick.yml")[1]
+    played = player.play_tick(second.id)
+    assert played.conclusion == "success", played.output
+    assert track_dispatches(fake_github) == [layout.run_id_for("once", slot)]
+    # the state branch now shows it fired: no call more
+    assert loop.work(now + 2 * clock.CONFIRM_AFTER) == []
+    assert len(fake_github.runs_of("tick.yml")) == 2 and lost.id != second.id

@@ -30,7 +30,7 @@ from orchestrator.planner.fire import jitter
 from orchestrator.state.layout import run_id_for
 from orchestrator.state.model import State
 from orchestrator.state.phases import RunStatus, TrackPhase
-from orchestrator.state.records import Run
+from orchestrator.state.records import Cursor, Run
 from tests.builders import track
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -194,13 +194,28 @@ def test_a_daily_slot_that_another_call_follows_closely_needs_no_tick_of_its_own
 
 
 class Recorder:
-    """The clock's reads and calls, on the instants the test hands it."""
+    """The clock's reads and calls, on the instants the test hands it. A call that
+    succeeds does what the tick it starts would do to the state, unless ``lose`` says
+    it never ran: every schedule's slots up to the call are settled, and every pending
+    track whose ``not_before`` passed is dispatched."""
 
-    def __init__(self, schedules: list[Schedule], state: State | None = None) -> None:
+    def __init__(self, schedules: list[Schedule], state: State | None = None,
+                 since: datetime | None = None) -> None:
         self.schedules = schedules
         self.state = state or State()
+        if since is not None:
+            self.settle(since)
         self.calls: list[datetime] = []
         self.fail = 0
+        self.lose = 0
+
+    def settle(self, now: datetime) -> None:
+        cursors = {s.id: Cursor(schedule_id=s.id, since=now) for s in self.schedules}
+        tracks = {run: {name: t.model_copy(update={"phase": TrackPhase.RUNNING})
+                        if t.phase is TrackPhase.PENDING and t.not_before is not None
+                        and t.not_before <= now else t for name, t in by_name.items()}
+                  for run, by_name in self.state.tracks.items()}
+        self.state = State(runs=self.state.runs, tracks=tracks, cursors=cursors)
 
     def read(self) -> tuple[list[Schedule], State, Cadence]:
         return self.schedules, self.state, EXTERNAL
@@ -210,12 +225,16 @@ class Recorder:
             self.fail -= 1
             raise ExecutorError("POST repos/o/r/dispatches: 503 unavailable")
         self.calls.append(now)
+        if self.lose:
+            self.lose -= 1
+        else:
+            self.settle(now)
         return "dispatched tick.yml (workflow_dispatch)"
 
 
 def test_the_loop_calls_once_per_moment_that_passed_and_wakes_for_the_next() -> None:
     hourly = sched("hourly", "7 * * * *")
-    rec = Recorder([hourly])
+    rec = Recorder([hourly], since=at("2026-01-01T10:00"))
     loop = clock.Clock(rec.read, rec.call, at("2026-01-01T10:00"))
     assert loop.work(at("2026-01-01T10:05")) == [] and loop.next_at == at("2026-01-01T10:07")
     lines = loop.work(at("2026-01-01T10:07:00.2"))
@@ -245,7 +264,7 @@ def test_the_loop_wakes_at_a_jittered_slots_fire_at_before_reading_its_run() -> 
 
 
 def test_a_failed_call_is_tried_again_then_left_to_the_safety_tick() -> None:
-    rec = Recorder([sched("hourly", "7 * * * *")])
+    rec = Recorder([sched("hourly", "7 * * * *")], since=at("2026-01-01T10:00"))
     loop = clock.Clock(rec.read, rec.call, at("2026-01-01T10:00"))
     rec.fail = 2
     assert "trying again" in loop.work(at("2026-01-01T10:07:01"))[0]
@@ -270,7 +289,7 @@ def test_the_loop_calls_at_a_retry_but_not_at_a_timeout() -> None:
                                     deadline=slot + timedelta(hours=3),
                                     status=RunStatus.RUNNING)},
                   tracks={run_id: {"a": retry}})
-    rec = Recorder([daily], state)
+    rec = Recorder([daily], state, since=slot)
     loop = clock.Clock(rec.read, rec.call, at("2026-01-01T07:01"))
     assert loop.next_at is None
     loop.work(at("2026-01-01T07:02"))
@@ -338,3 +357,69 @@ def test_a_lost_call_waits_for_the_safety_tick_inside_the_catch_up_window() -> N
                                    clock=ClockModel(failure_rate=0.0)),
                     at("2026-12-07T00:00"), days=30, delay=ON_TIME)
     assert both.tick_jobs == 60 and both.missed == 0
+
+
+# --------------------------------------------------------------------------- confirming
+
+
+def test_a_call_whose_tick_never_ran_is_made_again_until_the_slot_reads_fired() -> None:
+    rec = Recorder([sched("hourly", "7 * * * *")], since=at("2026-01-01T10:00"))
+    loop = clock.Clock(rec.read, rec.call, at("2026-01-01T10:00"))
+    rec.lose = 1  # GitHub answered 204, and no tick ran (or it failed)
+    assert loop.work(at("2026-01-01T10:07"))[0].startswith("dispatched")
+    assert loop.next_at == at("2026-01-01T10:12")  # the confirmation, before 11:07
+    assert loop.work(at("2026-01-01T10:11:59")) == []  # a tick may still be starting
+    again = loop.work(at("2026-01-01T10:12"))
+    assert again == ["dispatched tick.yml (workflow_dispatch) for hourly: slot "
+                     "2026-01-01T10:07Z again: not fired 5 min after the last call"]
+    # that tick ran: nothing more until the next slot
+    assert loop.work(at("2026-01-01T10:30")) == [] and loop.next_at == at("2026-01-01T11:07")
+    assert rec.calls == [at("2026-01-01T10:07"), at("2026-01-01T10:12")]
+
+
+def test_a_slot_that_never_reads_fired_gets_three_calls_more_and_one_line() -> None:
+    rec = Recorder([sched("daily", "0 7 * * *")], since=at("2026-01-01T06:00"))
+    loop = clock.Clock(rec.read, rec.call, at("2026-01-01T06:00"))
+    rec.lose = 99  # tick.yml fails every time
+    lines = [line for minute in range(0, 40) for line in loop.work(
+        at("2026-01-01T07:00") + timedelta(minutes=minute))]
+    assert rec.calls == [at(f"2026-01-01T07:{m:02}") for m in (0, 5, 10, 15)]
+    assert lines[-1] == ("daily: slot 2026-01-01T07:00Z: still not fired 20 min after it, "
+                         "after 4 calls; the backstop tick catches up (is tick.yml failing?)")
+    assert loop.next_at == at("2026-01-02T07:00")
+
+
+def test_a_clock_that_starts_calls_for_a_slot_it_missed_while_it_was_down() -> None:
+    daily = sched("daily", "0 7 * * *")
+    hourly = sched("hourly", "58 * * * *")
+    rec = Recorder([daily, hourly], since=at("2026-01-01T06:00"))
+    # restarted at 07:59: 07:00 passed unfired an hour ago, 07:58 a minute ago
+    loop = clock.Clock(rec.read, rec.call, at("2026-01-01T07:59"))
+    rec.lose = 1
+    first = loop.work(at("2026-01-01T07:59"))
+    assert first == ["dispatched tick.yml (workflow_dispatch) for daily: slot "
+                     "2026-01-01T07:00Z again: not fired 59 min after the last call"]
+    # that call was lost too; 07:58's own call may have been made before the restart:
+    # both are called for again once five minutes passed since 07:58
+    assert loop.next_at == at("2026-01-01T08:03")
+    assert "again" in loop.work(at("2026-01-01T08:03"))[0]
+    assert loop.work(at("2026-01-01T08:10")) == []
+    assert rec.calls == [at("2026-01-01T07:59"), at("2026-01-01T08:03")]
+
+
+def test_a_clock_that_confirms_leaves_tick_yml_a_weekly_backstop() -> None:
+    with pytest.raises(ValueError, match="clock_confirms needs"):
+        RepoConfig.model_validate({"cadence": {"clock_confirms": True}})
+    config = RepoConfig.model_validate({"cadence": {"mode": "external",
+                                                    "clock_confirms": True}})
+    derived = cadence.derive([sched("daily", "0 7 * * *")], config, START)
+    assert derived.tick_cron == [cadence.BACKSTOP_LINE] == ["17 0 * * 1"]
+    # weekly, half a week after the backstop; the limit follows the daily calls
+    assert (derived.watchdog_cron, derived.max_staleness_minutes) == ("41 12 * * 4", 2895)
+    [backstop] = cadence.scheduled([derived.tick_cron[0]], START, START + timedelta(days=7))
+    [watch] = cadence.scheduled([derived.watchdog_cron], backstop, backstop + timedelta(days=7))
+    assert watch - backstop == timedelta(hours=84, minutes=24)
+    assert watch - backstop > timedelta(minutes=derived.max_staleness_minutes)
+    # a clock that calls only on weekdays: the weekend's gap sets a longer limit
+    weekdays = cadence.derive([sched("daily", "0 7 * * 1-5")], config, START)
+    assert weekdays.max_staleness_minutes == 2 * (65 * 60 + 17) + 15
