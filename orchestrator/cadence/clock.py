@@ -373,34 +373,38 @@ class Clock:
         lines: list[str] = []
         listed = stated(schedules, state, now - CONFIRM_FOR, cadence)
         again = self._unconfirmed(listed, now, lines)
-        if due or again:
-            try:
-                done = self._call(now)
-            except OrchestratorError as exc:
-                if due and now - due[0].at < RETRY_FOR:
-                    self._plan(schedules, state, cadence, now)
-                    return [*lines, f"call failed ({exc.message}); trying again at the "
-                            "next wake-up"]
-                if due:
-                    lines.append(f"call failed ({exc.message}); gave up on {due[0].reason}: "
-                                 "the safety tick catches up")
-                else:
-                    lines.append(f"call failed ({exc.message}); trying "
-                                 f"{again[0].wake.reason} again at the next wake-up")
-            else:
-                self.calls += 1
-                lines.append(f"{done} for " + (due[0].reason if due else
-                             f"{again[0].wake.reason} again: not fired "
-                             f"{_minutes(now - again[0].call)} after the last call"))
-                for called in again:
-                    called.call, called.again = now, called.again + 1
-                known = {(m.at, m.reason) for m in listed}
-                for wake in due:  # a jitter's end is confirmed by its pending track
-                    if (wake.at, wake.reason) in known:
-                        self._known()[(wake.at, wake.reason)] = _Called(wake, now)
+        if (due or again) and not self._make(due, again, listed, now, lines):
+            self._plan(schedules, state, cadence, now)  # the look stays: tried again
+            return lines
         self.last = now
         self._plan(schedules, state, cadence, now)
         return lines
+
+    def _make(self, due: list[Wake], again: list[_Called], listed: list[Wake],
+              now: datetime, lines: list[str]) -> bool:
+        """One call for the ``due`` moments and those called ``again``; False when it
+        failed and the next wake-up tries the ``due`` ones again."""
+        try:
+            done = self._call(now)
+        except OrchestratorError as exc:
+            if due and now - due[0].at < RETRY_FOR:
+                lines.append(f"call failed ({exc.message}); trying again at the next wake-up")
+                return False
+            lines.append(f"call failed ({exc.message}); " + (
+                f"gave up on {due[0].reason}: the safety tick catches up" if due else
+                f"trying {again[0].wake.reason} again at the next wake-up"))
+            return True
+        self.calls += 1
+        lines.append(f"{done} for " + (due[0].reason if due else
+                     f"{again[0].wake.reason} again: not fired "
+                     f"{_minutes(now - again[0].call)} after the last call"))
+        for called in again:
+            called.call, called.again = now, called.again + 1
+        known = {(m.at, m.reason) for m in listed}
+        for wake in due:  # a jitter's end is confirmed by its pending track
+            if (wake.at, wake.reason) in known:
+                self._known()[(wake.at, wake.reason)] = _Called(wake, now)
+        return True
 
     def _known(self) -> dict[tuple[datetime, str], _Called]:
         if self._called is None:

@@ -55,7 +55,7 @@ from ..config.models import CatchupPolicy, Schedule
 from ..config.policies import FanIn
 from ..config.preview import GITHUB_MIN_INTERVAL
 from ..config.repository import Cadence
-from . import clock
+from .clockmodel import ClockModel, clock_arrivals
 from .derive import schedule_slots, scheduled
 from .pending import GRACE
 from .profiles import CronDelay, CronProfile, CronVisits, started
@@ -81,24 +81,6 @@ class Billing:
     fan_in_seconds: float = 50.0
     watchdog_seconds: float = 50.0
     heartbeat_every: timedelta = timedelta(minutes=60)
-
-
-@dataclass(frozen=True)
-class ClockModel:
-    """An external clock (a model): it calls GitHub's API at each of its times, to the
-    second, and the tick runs a runner's start-up later. GitHub publishes no start-up
-    figures; its "Larger runners reference" says runners for labels such as
-    ``ubuntu-latest`` are always "warm", so most of the start-up is the job's own
-    set-up (checkout, Python, install)."""
-
-    startup_seconds: tuple[float, float] = (20.0, 60.0)
-    """From the call to the tick running, uniform in this range. The job is billed for
-    all of it (the few seconds before a runner takes the job are not, in fact)."""
-    failure_rate: float = 0.01
-    """Calls that never start a tick (the clock's host down, a refused request)."""
-    on_runner: bool = True
-    """False: the tick runs on the clock's own machine (``serve --executor github``, not
-    ``--clock-only``), and costs no runner-minutes."""
 
 
 @dataclass(frozen=True)
@@ -316,6 +298,8 @@ class _Month:
         ``startup`` (seconds), a job the clock started: it ticks once, after it."""
         first = now = begin + timedelta(seconds=self.b.setup_seconds if startup is None
                                         else startup)
+        if startup is not None:  # the runner's wait before the set-up is not billed
+            begin = max(begin, first - timedelta(seconds=self.b.setup_seconds))
         linger = timedelta(minutes=self.setup.linger_minutes if startup is None else 0)
         ceiling = first + timedelta(minutes=self.setup.max_linger_minutes)
         fired = 0
@@ -370,7 +354,7 @@ def simulate(schedules: list[Schedule], setup: Setup, start: datetime, *, days: 
     month.cron_ticks = scheduled(setup.tick_cron, start, end + timedelta(days=2))
     arrivals = _cron_arrivals(month.cron_ticks, end, delay, rng)
     if setup.clock is not None:
-        arrivals += _clock_arrivals(schedules, setup.clock, start, end, rng)
+        arrivals += clock_arrivals(schedules, setup.clock, start, end, rng)
     _run_groups(month, sorted(arrivals, key=lambda a: (a[0], a[1])))
     # slots after the last tick are neither fired nor missed yet: leave them out
     fired = len(figures.lateness_seconds)
@@ -386,17 +370,6 @@ def _cron_arrivals(ticks: list[datetime], end: datetime, delay: CronProfile,
     """The cron ticks up to ``end`` that GitHub starts: (start, group 0, no start-up)."""
     return [(begin, 0, None) for _, begin in started(delay, [t for t in ticks if t <= end],
                                                      rng)]
-
-
-def _clock_arrivals(schedules: list[Schedule], model: ClockModel, start: datetime,
-                    end: datetime, rng: random.Random) -> list[tuple[datetime, int, float]]:
-    """The clock's calls that start a tick: (call, group 1, the runner's start-up)."""
-    low, high = model.startup_seconds
-    out = []
-    for at in clock.calls(schedules, start, end):
-        if rng.random() >= model.failure_rate:
-            out.append((at, 1, rng.uniform(low, high)))
-    return out
 
 
 def _run_groups(month: _Month, arrivals: list[tuple[datetime, int, float | None]]) -> None:

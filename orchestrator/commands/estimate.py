@@ -50,7 +50,8 @@ def repository_setup(root: Path, schedules: list[Schedule], start: datetime) -> 
         lines = derive(schedules, config, start).tick_cron
         linger, most = 0.0, 60.0
     watch = read_crons(watchdog.read_text(encoding="utf-8")) if watchdog.is_file() else []
-    outside = ClockModel() if config.cadence.mode == "external" else None
+    outside = ClockModel(confirms=config.cadence.clock_confirms) \
+        if config.cadence.mode == "external" else None
     return Setup(lines, linger, most, watch, config.cadence, outside)
 
 

@@ -303,7 +303,7 @@ def test_the_loop_calls_at_a_retry_but_not_at_a_timeout() -> None:
 ON_TIME = CronDelay(median_minutes=0.001, p95_minutes=0.002, drop_rate=0.0)
 
 
-def test_the_clocks_ticks_fire_at_once_for_a_billed_start_up_and_nothing_waits() -> None:
+def test_the_clocks_ticks_fire_at_once_billed_from_the_runner_and_nothing_waits() -> None:
     daily = sched("daily", "0 7 * * *", tracks=[{"name": f"t{i}", "run": "true"}
                                                  for i in range(4)])
     model = ClockModel(startup_seconds=(30.0, 30.0), failure_rate=0.0)
@@ -313,12 +313,18 @@ def test_the_clocks_ticks_fire_at_once_for_a_billed_start_up_and_nothing_waits()
     assert figures.runner_minutes == {"ticks": 30, "tracks": 120, "fan-in": 30}
     assert figures.tick_jobs == 30 and figures.missed == 0
     assert figures.lateness(0.5) == figures.lateness(0.95) == pytest.approx(40, abs=0.5)
+    # 55 s from the call: the runner's wait (15 s) is not billed, its set-up (40 s) is
     slow = simulate([daily], Setup([], cadence=EXTERNAL, clock=ClockModel(
         startup_seconds=(55.0, 55.0), failure_rate=0.0)), at("2026-12-07T00:00"), days=30,
         delay=ON_TIME)
-    assert slow.runner_minutes["ticks"] == 30 * billed(65)  # the start-up is billed
+    assert slow.runner_minutes["ticks"] == 30 * billed(40 + 10) == 30
+    assert slow.lateness(0.95) == pytest.approx(65, abs=0.5)
+    # a set-up of 55 s bills the job's second minute
+    heavy = simulate([daily], Setup([], cadence=EXTERNAL, clock=ClockModel(
+        startup_seconds=(55.0, 55.0), failure_rate=0.0)), at("2026-12-07T00:00"), days=30,
+        delay=ON_TIME, billing=Billing(setup_seconds=55))
     assert figures.tick_minutes_by == {"clock, 1 min": 30}
-    assert slow.tick_minutes_by == {"clock, 2 min or more": 60}
+    assert heavy.tick_minutes_by == {"clock, 2 min or more": 60}
     # a tick on the clock's own machine (serve, not --clock-only) bills nothing
     own = simulate([daily], Setup([], cadence=EXTERNAL, clock=ClockModel(
         startup_seconds=(0.0, 0.0), failure_rate=0.0, on_runner=False)),
@@ -423,3 +429,19 @@ def test_a_clock_that_confirms_leaves_tick_yml_a_weekly_backstop() -> None:
     # a clock that calls only on weekdays: the weekend's gap sets a longer limit
     weekdays = cadence.derive([sched("daily", "0 7 * * 1-5")], config, START)
     assert weekdays.max_staleness_minutes == 2 * (65 * 60 + 17) + 15
+
+
+def test_a_clock_that_confirms_makes_a_lost_call_again_five_minutes_later() -> None:
+    daily = sched("daily", "0 7 * * *")
+    # half the calls are lost: without a safety tick, a clock that only calls misses
+    # about half the slots; one that confirms calls again, and misses about 1 in 16
+    model = ClockModel(startup_seconds=(30.0, 30.0), failure_rate=0.5)
+    plain = simulate([daily], Setup([], cadence=EXTERNAL, clock=model),
+                     at("2026-12-07T00:00"), days=60, delay=ON_TIME, seed=3)
+    confirming = simulate([daily], Setup([], cadence=EXTERNAL, clock=ClockModel(
+        startup_seconds=(30.0, 30.0), failure_rate=0.5, confirms=True)),
+        at("2026-12-07T00:00"), days=60, delay=ON_TIME, seed=3)
+    assert plain.missed > 4 * confirming.missed and plain.missed > 5
+    late = sorted(set(round(x) for x in confirming.lateness_seconds))
+    # fired at the call, or 5, 10, 15 minutes later: 30 s start-up and a 10 s tick each
+    assert set(late) <= {40, 340, 640, 940} and {40, 340} <= set(late)
