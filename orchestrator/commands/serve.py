@@ -57,7 +57,7 @@ from ..errors import UserError
 from ..notify.events import Links
 from ..notify.watch import Watcher, rewind_event, stale_event
 from ..runs.compaction import archive_tag, compact
-from ..runs.status import DEFAULT_MAX_STALENESS
+from ..runs.status import DEFAULT_MAX_STALENESS, staleness_for
 from ..state import index as state_index
 from ..state.codec import heartbeat_at
 from ..state.model import State
@@ -228,7 +228,10 @@ def beating(work: Work, alive: Alive) -> Work:
     return run
 
 
-def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
+def heartbeat_work(cfg: Config, max_staleness: float | None) -> Work:
+    """The ``heartbeat`` consumer; ``max_staleness`` None: the repository's own limit
+    (``status``'s, from tick.yml and watchdog.yml), read at each check. A clock calls
+    only at slots, so a daily schedule's ticks are a day apart, not minutes."""
     watchers: list[Watcher] = []
 
     def work(now: datetime) -> list[str]:
@@ -242,7 +245,9 @@ def heartbeat_work(cfg: Config, max_staleness: float) -> Work:
         if store.rewound:
             return [f"warning: {store.rewound}",
                     *watcher.send(rewind_event(store.rewound, now, links), now, once=True)]
-        return _staleness(watcher, links, heartbeat_at(files), now, max_staleness)
+        limit = max_staleness if max_staleness is not None else \
+            staleness_for(cfg.repo, now).total_seconds() / 60
+        return _staleness(watcher, links, heartbeat_at(files), now, limit)
 
     return work
 
@@ -279,7 +284,7 @@ def compact_work(cfg: Config, keep_days: int, executor: str) -> Work:
 
 
 def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: float,
-               heartbeat_url: str | None, max_staleness: float,
+               heartbeat_url: str | None, max_staleness: float | None,
                compact_keep_days: int | None, clock_via: str | None = None,
                alive: Alive | None = None) -> Loop:
     """The loop and its consumers; ``clock_via`` (an event name): the ``clock`` consumer
@@ -293,7 +298,10 @@ def build_loop(cfg: Config, *, interval: float, executor: str, heartbeat_every: 
         loop.add("tick", beating(tick_work(cfg, executor, heartbeat_every, heartbeat_url,
                                            loop.wake_at, retention=compact_keep_days is None,
                                            wake_when=loop.wake_when), alive))
-    loop.add("heartbeat", heartbeat_work(cfg, max_staleness), every=HEARTBEAT_CHECK_EVERY,
+    # serve ticks itself every interval; a clock's ticks come at its calls only
+    limit = max_staleness if max_staleness is not None or clock_via is not None \
+        else DEFAULT_MAX_STALENESS
+    loop.add("heartbeat", heartbeat_work(cfg, limit), every=HEARTBEAT_CHECK_EVERY,
              initial_delay=HEARTBEAT_CHECK_EVERY)
     if compact_keep_days is not None:
         loop.add("compact", compact_work(cfg, compact_keep_days, executor),
@@ -328,8 +336,9 @@ def install_signals(loop: Loop) -> None:
               show_default=True,
               help="Minutes after which an idle tick still commits a heartbeat line.")
 @click.option("--max-staleness", type=click.FloatRange(min=1), metavar="MINUTES",
-              default=DEFAULT_MAX_STALENESS, show_default=True,
-              help="Warn when the last tick on the state branch is older than this.")
+              help=f"Warn when the last tick on the state branch is older than this "
+              f"(default: {DEFAULT_MAX_STALENESS}; with --clock-only, the limit of "
+              "watchdog.yml, which follows the clock's calls).")
 @click.option("--clock-only", is_flag=True,
               help="With --executor github: do not tick; at each due moment dispatch "
               "tick.yml through GitHub's API (this machine is the external clock).")
@@ -343,7 +352,7 @@ def install_signals(loop: Loop) -> None:
               "a health check reads its age.")
 @pass_config
 def command(cfg: Config, interval: float, executor: str, compact_keep_days: int | None,
-            heartbeat_url: str | None, heartbeat_every: float, max_staleness: float,
+            heartbeat_url: str | None, heartbeat_every: float, max_staleness: float | None,
             clock_only: bool, clock_via: str, health_file: Path | None) -> int:
     """Tick every --interval seconds until SIGINT or SIGTERM (then finish the running
     tick and exit 0); with --clock-only, dispatch tick.yml at each due moment instead.

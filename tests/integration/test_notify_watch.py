@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from orchestrator.commands.context import Config
+from orchestrator.commands.serve import heartbeat_work
 from orchestrator.config.channels import NotifySpec
 from orchestrator.notify.events import Links
 from orchestrator.notify.watch import Watcher, rewind_event
+from orchestrator.state.codec import heartbeat_at
+from orchestrator.support.times import iso
 from tests.builders import spec_data
-from tests.drive import cli
-from tests.fakes.github import FakeGitHub
+from tests.drive import STATE_BRANCH, cli
+from tests.fakes.github import WORKFLOWS, FakeGitHub
 from tests.gitrepo import clone, make_origin
 from tests.receiver import Receiver
 
@@ -69,3 +73,28 @@ def test_a_rewound_branch_is_told_to_the_webhooks(receiver: Callable[[str], Rece
     [sent] = hook.events()
     assert sent["kind"] == "rewind_refused"
     assert sent["details"]["accept"] == "orchestrator status --accept-rewind"
+
+
+def test_a_clock_warns_by_the_repositorys_limit_not_by_serves_own_minute_ticks(
+        tmp_path: Path) -> None:
+    """``serve --clock-only`` watches ticks that come at its calls: a daily schedule's are
+    a day apart. Its heartbeat check takes watchdog.yml's limit, as ``status`` does; a
+    fixed 90 minutes would tell the channels of a stale clock every day."""
+    repo = clone(make_origin(tmp_path, {"nightly": spec_data()}), tmp_path / "repo")
+    (repo / "orchestrator.json").write_text(json.dumps(
+        {"cadence": {"mode": "external", "clock_confirms": True}}))
+    (repo / ".github/workflows").mkdir(parents=True)
+    for name in ("tick.yml", "watchdog.yml"):
+        (repo / ".github/workflows" / name).write_text((WORKFLOWS / name).read_text())
+    cli(repo, "cron-sync", check=True)
+    assert "2895" in (repo / ".github/workflows/watchdog.yml").read_text()
+    cli(repo, "tick", env={"ORCHESTRATOR_WORK_DIR": str(tmp_path / "work")}, check=True)
+    cfg = Config(repo=repo, remote="origin", state_branch=STATE_BRANCH)
+    last = heartbeat_at(cfg.store().read().files)
+    assert last is not None
+    later = last + timedelta(hours=23, minutes=30)  # before the next daily call
+    assert heartbeat_work(cfg, None)(later) == []
+    assert "more than 90 minutes ago" in heartbeat_work(cfg, 90.0)(later)[0]
+    stale = heartbeat_work(cfg, None)(last + timedelta(minutes=2896))
+    assert stale == [f"warning: the last tick on the state branch is from {iso(last)}, "
+                     "more than 2895 minutes ago"]
