@@ -90,6 +90,11 @@ def _checked(cfg: Config, kind: str, repository: str | None, token_file: Path | 
         raise click.UsageError("--token-file is for systemd and compose: a hosted "
                                "scheduler keeps the token in its own secrets")
     _require_external(cfg)
+    if kind == "http" and load_repo_config(cfg.repo).cadence.clock_confirms:
+        raise UserError("clock setup: orchestrator.json says clock_confirms, and a hosted "
+                        "scheduler does not confirm its calls: a lost call would wait for "
+                        "the weekly backstop. Remove clock_confirms and run `orchestrator "
+                        "cron-sync`, or use --kind systemd or compose")
     repository = repository or repository_of(cfg)
     if repository == "OWNER/REPO":
         raise UserError("clock setup: name the repository with --repository OWNER/REPO "
@@ -151,6 +156,14 @@ def _machine_files(kind: str, spec: machine.Machine) -> dict[str, str]:
     return {machine.COMPOSE: machine.compose_file(spec), "compose.md": _compose_readme(spec)}
 
 
+_CONFIRMS = """\
+This clock confirms its calls: 5 minutes after a call it reads whether the slot fired,
+and calls again if not. Set `"clock_confirms": true` in orchestrator.json's `cadence`
+and run `orchestrator cron-sync`: tick.yml then keeps one backstop tick a week instead
+of its safety ticks, and watchdog.yml checks weekly. That is about a quarter of the
+clock's cost on GitHub for a daily schedule (docs/how-to/cadence.md)."""
+
+
 def _systemd_readme(spec: machine.Machine) -> str:
     return f"""\
 # The external clock as a systemd service
@@ -164,6 +177,8 @@ def _systemd_readme(spec: machine.Machine) -> str:
 
 It runs as `{spec.user}` in `{spec.repo}`, whose git remote it fetches with that user's
 credentials. Nothing else on the machine is writable to it.
+
+{_CONFIRMS}
 """
 
 
@@ -180,6 +195,8 @@ def _compose_readme(spec: machine.Machine) -> str:
 
 The container mounts `{spec.repo}` and fetches its git remote from inside. An https
 remote of a public repository works as is; a private one needs credentials git finds there.
+
+{_CONFIRMS}
 """
 
 

@@ -101,6 +101,7 @@ def external_report(cfg: Config, schedules: list[Schedule], start: datetime) -> 
                      clock.requests(repository, default_branch(cfg)).items()},
         "token_variable": clock.TOKEN_VARIABLE,
         "jittered": jittered,
+        "confirms": load_repo_config(cfg.repo).cadence.clock_confirms,
     }
 
 
@@ -134,8 +135,13 @@ def external_text(report: dict[str, Any]) -> list[str]:
         lines.append(f"  note: {jittered!r} has jitter_seconds: a clock that takes the cron "
                      "calls at the slot and the run waits for the next tick; the UTC times "
                      "of --json include the jitter")
-    lines.append("a retry's back-off end and a poll's next time are left to the safety ticks "
-                 "(`serve --clock-only` calls at them too)")
+    if report.get("confirms"):
+        lines.append("clock_confirms: tick.yml keeps a weekly backstop tick; the clock must "
+                     "be `orchestrator serve --clock-only`, which calls again for a slot "
+                     "that did not fire (a hosted scheduler cannot)")
+    else:
+        lines.append("a retry's back-off end and a poll's next time are left to the safety "
+                     "ticks (`serve --clock-only` calls at them too)")
     lines += _requests_text(report)
     lines.append("the workflow dispatch needs the narrower token (Actions cannot push "
                  "code, Contents can)")

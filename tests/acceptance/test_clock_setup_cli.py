@@ -86,6 +86,26 @@ def test_clock_setup_http_writes_the_request_github_accepts_and_each_services_sc
         assert fake_github.token not in (user.cwd / "clock" / name).read_text()
 
 
+def test_a_machines_clock_tells_how_to_declare_it_confirms_and_http_then_refuses(
+        scaffolded: tuple[User, Path], fake_github: FakeGitHub, tmp_path: Path) -> None:
+    user, _ = scaffolded
+    external(user)
+    tick_yml = user.cwd / ".github/workflows/tick.yml"
+    assert "17 0 * * 1" not in tick_yml.read_text()
+    out = setup(user, fake_github, "--kind", "compose", "--token-file",
+                str(tmp_path / "token")).stdout
+    assert '`"clock_confirms": true`' in out
+    (user.cwd / "orchestrator.json").write_text(json.dumps(
+        {"cadence": {"mode": "external", "clock_confirms": True}}))
+    user.run("cron-sync")
+    assert '- cron: "17 0 * * 1"' in tick_yml.read_text()
+    assert "weekly backstop tick" in user.run("cron-sync", "--external").stdout
+    user.run("validate")
+    refused = setup(user, fake_github, "--kind", "http", expect=1)
+    assert "a hosted scheduler does not confirm its calls" in refused.stderr
+    assert not (user.cwd / "clock" / "http.json").exists()
+
+
 def _send(user: User, fake: FakeGitHub) -> list[int]:
     """The request of ``http.json`` as a scheduler makes it, the token filled in."""
     request = json.loads((user.cwd / "clock" / "http.json").read_text())["request"]
@@ -234,6 +254,8 @@ def test_clock_setup_compose_writes_a_pinned_image_a_secret_and_a_health_check(
 def test_the_compose_services_command_dispatches_at_a_slot_and_its_health_check_runs(
         scaffolded: tuple[User, Path], fake_github: FakeGitHub, tmp_path: Path) -> None:
     user, _ = scaffolded
+    # the example's slot of the last hour, unfired, would be called for at the first look
+    user.run("schedules", "remove", "nightly")
     external(user)
     later = datetime.now(UTC) + timedelta(days=1)  # moved to a few seconds ahead below
     user.run("schedules", "add", "once", "--at", f"{later:%Y-%m-%dT%H:%M:%SZ}", "--track",

@@ -115,7 +115,8 @@ def test_serve_clock_only_dispatches_tick_yml_at_the_slot_and_ticks_nothing(
         assert proc.stderr is not None
         first = proc.stderr.readline()
         assert f"clock for tick.yml via {via}" in first and "clock, heartbeat" in first
-        # The clock calls only for moments after serve started, and reads the schedules
+        # The clock calls for moments after serve started (and for a slot of the last
+        # hour the state branch shows unfired: none here), and reads the schedules
         # at every look: the slot moves to a few seconds from now, once serve runs, so
         # however slow its start the slot comes after it. The file is replaced whole.
         slot = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
