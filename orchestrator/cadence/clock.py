@@ -17,8 +17,8 @@ runner's start-up, for one billed minute. This module owns:
 Invariants: the file holds only what the schedules say (no URL, no token), so every
 checkout writes the same bytes. The file is read as hostile input: a bad byte costs a
 line naming it, and every entry that still reads counts. A due moment gets one call;
-a failed call is tried again at the next wake-ups for :data:`RETRY_FOR`, then left to
-the safety tick; a call GitHub accepted whose moment the state branch does not show
+a failed call is tried again at the next wake-ups for :data:`RETRY_FOR`, then every
+:data:`CONFIRM_AFTER` as below; a call GitHub accepted whose moment the state branch does not show
 settled :data:`CONFIRM_AFTER` later is made again (a dispatch that never ran, a tick
 that failed), at most :data:`CONFIRM_TRIES` times. The token travels only in the
 request's header, never in a message.
@@ -390,14 +390,16 @@ class Clock:
             if due and now - due[0].at < RETRY_FOR:
                 lines.append(f"call failed ({exc.message}); trying again at the next wake-up")
                 return False
-            lines.append(f"call failed ({exc.message}); " + (
-                f"gave up on {due[0].reason}: the safety tick catches up" if due else
-                f"trying {again[0].wake.reason} again at the next wake-up"))
-            return True
-        self.calls += 1
-        lines.append(f"{done} for " + (due[0].reason if due else
-                     f"{again[0].wake.reason} again: not fired "
-                     f"{_minutes(now - again[0].call)} after the last call"))
+            # past RETRY_FOR, a failed call counts as a call: its moments are called
+            # for again every CONFIRM_AFTER, as a call whose tick never ran
+            lines.append(f"call failed ({exc.message}); trying "
+                         f"{(due[0].reason if due else again[0].wake.reason)} again in "
+                         f"{_minutes(CONFIRM_AFTER)}")
+        else:
+            self.calls += 1
+            lines.append(f"{done} for " + (due[0].reason if due else
+                         f"{again[0].wake.reason} again: not fired "
+                         f"{_minutes(now - again[0].call)} after the last call"))
         for called in again:
             called.call, called.again = now, called.again + 1
         known = {(m.at, m.reason) for m in listed}
@@ -430,8 +432,8 @@ class Clock:
                 del self._called[key]
                 lines.append(f"{called.wake.reason}: still not fired "
                              f"{_minutes(now - called.wake.at)} after it, after "
-                             f"{CONFIRM_TRIES + 1} calls; the backstop tick catches up "
-                             "(is tick.yml failing?)")
+                             f"{CONFIRM_TRIES + 1} calls; left to the next tick (is "
+                             "tick.yml failing, or a cap holding it?)")
         return again
 
     def _plan(self, schedules: list[Schedule], state: State, cadence: Cadence,

@@ -323,8 +323,8 @@ def test_a_call_github_accepted_whose_tick_never_ran_is_made_again(
     assert loop.next_at == now + clock.CONFIRM_AFTER
     assert loop.work(now + timedelta(minutes=4)) == []
     again = loop.work(now + clock.CONFIRM_AFTER)
-    assert again == [f"dispatched tick.yml (workflow_dispatch) for once: one-shot at {iso_minute(slot)}"
-                     " again: not fired 5 min after the last call"], again
+    assert again == ["dispatched tick.yml (workflow_dispatch) for once: one-shot at "
+                     f"{iso_minute(slot)} again: not fired 5 min after the last call"], again
     second = fake_github.runs_of("tick.yml")[1]
     played = player.play_tick(second.id)
     assert played.conclusion == "success", played.output
