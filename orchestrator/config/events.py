@@ -14,6 +14,7 @@ payload an outside system sends, read as hostile input.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Mapping
@@ -42,6 +43,10 @@ _NUMBER_RE = re.compile(r"-?(?:0|[1-9]\d{0,17})(?:\.\d{1,17})?(?:[eE][-+]?\d{1,3
 
 InputType = Literal["string", "integer", "number", "boolean"]
 
+# The parser ``re`` compiles with (Python 3.11+): a pattern's tree, to look for nesting.
+re_parser: Any = importlib.import_module("re._parser")
+re_constants: Any = importlib.import_module("re._constants")
+
 
 class EventRefused(ValueError):
     """An event that fires nothing: the message says which field is wrong."""
@@ -53,6 +58,113 @@ def _regex(value: str) -> str:
     except re.error as exc:
         raise ValueError(f"not a regular expression: {exc}") from None
     return value
+
+
+def pattern_warnings(inputs: Mapping[str, EventInput]) -> list[str]:
+    """``validate``'s warnings about the inputs' patterns: a repeat inside a repeat can
+    backtrack exponentially, and Python's ``re`` has no time limit, so a crafted value
+    would hold the tick job until its timeout. A warning, not a refusal: a separator
+    (``([a-z]+-)+``) makes the nesting harmless, and this check does not see that."""
+    return [f"on_event input {name!r}: its pattern repeats a repeat ({spec.pattern}); a "
+            "crafted value can make it backtrack for minutes. Make the inner part atomic "
+            "((?>...)) or possessive (a++), or write it without the nesting"
+            for name, spec in inputs.items()
+            if spec.pattern is not None
+            and _nested_repeat(list(re_parser.parse(spec.pattern)), inside=False)]
+
+
+_REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
+
+
+def _parts(op: Any, av: Any) -> list[Any]:
+    """The sub-patterns a parsed node holds that may backtrack (an atomic group or a
+    possessive repeat never backtracks into itself: none)."""
+    if op is re_constants.SUBPATTERN:
+        return [av[3]]
+    if op is re_constants.BRANCH:
+        return list(av[1])
+    if op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+        return [av[1]]
+    return []
+
+
+def _nested_repeat(items: list[Any], *, inside: bool) -> bool:
+    """Whether a parsed pattern repeats a part of variable length inside another
+    repeat: the nesting that backtracks exponentially (``(a+)+$``; ``(a|aa)*b`` is not
+    caught). A repeated part pinned by a character its inner repeats cannot match
+    (``(\\.\\d+)*``, ``([a-z]+-)+``) splits a value one way only: not counted."""
+    for op, av in items:
+        if op in _REPEATS:
+            low, high, sub = av
+            body = list(sub)
+            outer = high != low and high > 1
+            if (high != low and inside) or _nested_repeat(
+                    body, inside=inside or (outer and not _pinned(body))):
+                return True
+        elif any(_nested_repeat(list(part), inside=inside) for part in _parts(op, av)):
+            return True
+    return False
+
+
+def _repeats(items: list[Any]) -> list[list[Any]]:
+    """The bodies of the variable repeats anywhere in ``items``."""
+    found: list[list[Any]] = []
+    for op, av in items:
+        parts = [av[2]] if op in _REPEATS else _parts(op, av)
+        if op in _REPEATS and av[0] != av[1]:
+            found.append(list(av[2]))
+        for part in parts:
+            found += _repeats(list(part))
+    return found
+
+
+def _pinned(body: list[Any]) -> bool:
+    """Whether ``body`` holds a character (a literal, a set) that none of its variable
+    repeats can match: each repetition of it then ends (or starts) at one place only.
+    Judged on the first 768 code points."""
+    while len(body) == 1 and body[0][0] is re_constants.SUBPATTERN:
+        body = list(body[0][1][3])
+    inner = _repeats(body)
+    for op, av in body:
+        if op in (re_constants.LITERAL, re_constants.IN):
+            chars = [c for c in _SAMPLE if _item_may_match(op, av, c)]
+            if chars and not any(_may_match(r, c) for r in inner for c in chars):
+                return True
+    return False
+
+
+_SAMPLE = [chr(n) for n in range(768)]
+
+
+_CATEGORIES: dict[str, Any] = {
+    "CATEGORY_DIGIT": str.isdigit, "CATEGORY_NOT_DIGIT": lambda c: not c.isdigit(),
+    "CATEGORY_SPACE": str.isspace, "CATEGORY_NOT_SPACE": lambda c: not c.isspace(),
+    "CATEGORY_WORD": lambda c: c.isalnum() or c == "_",
+    "CATEGORY_NOT_WORD": lambda c: not (c.isalnum() or c == "_")}
+
+
+def _may_match(items: list[Any], char: str) -> bool:
+    """Whether some single-character part of ``items`` may match ``char``; anything it
+    cannot judge (a group, a lookaround) counts as a match."""
+    return any(_item_may_match(op, av, char) for op, av in items)
+
+
+def _item_may_match(op: Any, av: Any, char: str) -> bool:
+    if op is re_constants.LITERAL:
+        return chr(av) == char
+    if op is re_constants.NOT_LITERAL:
+        return chr(av) != char
+    if op is re_constants.CATEGORY:
+        test = _CATEGORIES.get(str(av))
+        return True if test is None else bool(test(char))
+    if op is re_constants.IN:
+        negated = bool(av) and av[0][0] is re_constants.NEGATE
+        ranges = av[1:] if negated else av
+        hit = any(chr(a[1][0]) <= char <= chr(a[1][1]) if a[0] is re_constants.RANGE
+                  else _item_may_match(a[0], a[1], char) for a in ranges)
+        return hit != negated or any(a[0] not in (re_constants.LITERAL, re_constants.RANGE,
+                                                  re_constants.CATEGORY) for a in ranges)
+    return True
 
 
 class EventInput(Frozen):

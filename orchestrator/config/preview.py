@@ -25,6 +25,7 @@ from ..cron import (
 )
 from ..support.times import iso
 from .chains import AfterSpec
+from .events import pattern_warnings
 from .files import LoadResult, load_all
 from .models import Schedule, ScheduleSpec
 from .policies import FanIn
@@ -251,6 +252,8 @@ def preview(schedule: Schedule, start: datetime, n: int,
         if found.stopped and found.slots:
             result.warnings.append(f"preview shows fewer runs than asked: {found.stopped}")
     result.warnings += _shared_timing_warnings(trigger, spec.catchup.value, start)
+    if spec.on_event is not None:
+        result.warnings += pattern_warnings(spec.on_event.inputs)
     # A lint may repeat a note of the preview (a one-shot's daylight-saving shift).
     result.warnings += [w for w in trigger.lints(start) if w not in result.warnings]
     return result

@@ -21,10 +21,12 @@ def _stamp(moment: datetime) -> str:
 def test_tick_and_validate_from_a_subfolder_work_as_from_the_root(
         scaffolded: tuple[User, Path]) -> None:
     user, _ = scaffolded
+    # the example fires too within an hour after its 02:15 New York slot: not this test's
+    user.run("schedules", "remove", "nightly")
     user.run("schedules", "add", "minutely", "--every", "minute", "--track", "t=true")
     inside = user.cwd / "schedules"
     user.run("cron-sync", cwd=inside)  # writes the root's .github/workflows/tick.yml
-    assert "2 schedules valid, 0 invalid" in user.run("validate", cwd=inside).stdout
+    assert "1 schedule valid, 0 invalid" in user.run("validate", cwd=inside).stdout
     ticked = json.loads(user.run("tick", "--json", cwd=inside).stdout)
     assert [key.split("--")[0] for key in ticked["dispatched"]] == ["minutely"], ticked
     assert "minutely" in user.run("runs", "list", cwd=inside).stdout

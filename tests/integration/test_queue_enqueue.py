@@ -19,7 +19,9 @@ ENQUEUE = WORKFLOWS / "enqueue.yml"
 
 
 def _origin(tmp_path: Path) -> Path:
-    return make_origin(tmp_path, {"crawl": {"cron": "0 7 * * *", "tracks": [
+    """A queue whose drain only an event fires: the enqueue runs inside a tick, and a
+    cron's slot of the last hour would fire it (and claim items) at some hours only."""
+    return make_origin(tmp_path, {"crawl": {"on_event": {}, "tracks": [
         {"name": "pages", "run": "true", "drain": {"queue": queues.QUEUE}}]}})
 
 

@@ -17,10 +17,12 @@ from orchestrator.config.events import (
     EventRefused,
     OnEvent,
     check_inputs,
+    pattern_warnings,
     read_payload,
 )
 from orchestrator.config.models import Schedule
 from orchestrator.config.policies import Pause
+from orchestrator.config.preview import preview
 from orchestrator.planner import EventRequest
 from orchestrator.planner.events import EVENTS_KEEP, refused
 from orchestrator.state.layout import event_run_id, parse_run_id, slot_text
@@ -256,3 +258,35 @@ def test_an_event_honours_overlap_skip_and_an_unknown_schedule() -> None:
     none = tick([], State(), NOW, requests=[event()])
     assert list(none.answers.values()) == [
         "deploy: event 'build-41': not fired: no such valid schedule"]
+
+
+NESTED = [r"(a+)+$", r"(a*)*b", r"(\w+\s?)*$", r"((a+))+", r"(a{1,5}){2,}", r"(?=(a+)+)",
+          r"(x|(a+))+", r"((a+)a)+", r"(\d+\d)+", r"(\s*\w+)+", r"(.+,)+", r"([\w.]+\.)+"]
+SAFE = [r"^[a-z0-9-]{1,40}$", r"(ab{2})+", r"v\d+(\.\d+)*", r"(?>a+)+", r"(a++)+", r"(x|y)+",
+        r"([a-z]+-)+[a-z]+$", r"(a+b)+", r"([^-]+-)+", r"([a-z]+[.])+", r"(\D+\d)+",
+        r"(\w+\.)+"]
+
+
+@pytest.mark.parametrize("pattern", NESTED)
+def test_a_pattern_that_repeats_a_repeat_is_a_warning_naming_the_input(pattern: str) -> None:
+    spec = schedule_spec(cron=None, on_event={"inputs": {"tag": {"pattern": pattern}}})
+    assert spec.on_event is not None
+    [warning] = pattern_warnings(spec.on_event.inputs)
+    assert warning.startswith(f"on_event input 'tag': its pattern repeats a repeat ({pattern})")
+    assert "(?>...)" in warning and "a++" in warning
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_a_repeat_pinned_by_a_character_its_inner_repeat_cannot_match_is_not(
+        pattern: str) -> None:
+    """A separator (``.`` in ``(\\.\\d+)*``) splits a value one way only; an atomic group
+    or a possessive repeat never backtracks."""
+    assert pattern_warnings(OnEvent.model_validate(
+        {"inputs": {"tag": {"pattern": pattern}}}).inputs) == []
+
+
+def test_validate_shows_the_warning_beside_the_schedule() -> None:
+    deploy = schedule("deploy", cron=None,
+                      on_event={"inputs": {"tag": {"pattern": r"(\w+\s?)*$"}}})
+    found = preview(deploy, NOW, 3)
+    assert any("its pattern repeats a repeat" in w for w in found.warnings)
