@@ -392,14 +392,13 @@ class Clock:
                 return False
             # past RETRY_FOR, a failed call counts as a call: its moments are called
             # for again every CONFIRM_AFTER, as a call whose tick never ran
-            lines.append(f"call failed ({exc.message}); trying "
-                         f"{(due[0].reason if due else again[0].wake.reason)} again in "
-                         f"{_minutes(CONFIRM_AFTER)}")
+            lines.append(f"call failed ({exc.message}); trying {_what(due, again)} again "
+                         f"in {_minutes(CONFIRM_AFTER)}")
         else:
             self.calls += 1
-            lines.append(f"{done} for " + (due[0].reason if due else
-                         f"{again[0].wake.reason} again: not fired "
-                         f"{_minutes(now - again[0].call)} after the last call"))
+            lines.append(f"{done} for {_what(due, again)}" + ("" if due else
+                         f" again: not fired {_minutes(now - again[0].call)} after the "
+                         "last call"))
         for called in again:
             called.call, called.again = now, called.again + 1
         known = {(m.at, m.reason) for m in listed}
@@ -442,6 +441,11 @@ class Clock:
         times = [m.at for m in upcoming[:1]]
         times += [c.call + CONFIRM_AFTER for c in self._known().values()]
         self.next_at = min(times) if times else None
+
+
+def _what(due: list[Wake], again: list[_Called]) -> str:
+    """The first moment a call is for, in words."""
+    return due[0].reason if due else again[0].wake.reason
 
 
 def _minutes(delta: timedelta) -> str:

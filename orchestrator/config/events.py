@@ -125,12 +125,14 @@ def _pinned(body: list[Any]) -> bool:
     while len(body) == 1 and body[0][0] is re_constants.SUBPATTERN:
         body = list(body[0][1][3])
     inner = _repeats(body)
-    for op, av in body:
-        if op in (re_constants.LITERAL, re_constants.IN):
-            chars = [c for c in _SAMPLE if _item_may_match(op, av, c)]
-            if chars and not any(_may_match(r, c) for r in inner for c in chars):
-                return True
-    return False
+    return any(chars and not any(_may_match(r, c) for r in inner for c in chars)
+               for chars in _pins(body))
+
+
+def _pins(body: list[Any]) -> list[list[str]]:
+    """The characters each literal or set of ``body`` matches, of :data:`_SAMPLE`."""
+    return [[c for c in _SAMPLE if _item_may_match(op, av, c)] for op, av in body
+            if op in (re_constants.LITERAL, re_constants.IN)]
 
 
 _SAMPLE = [chr(n) for n in range(768)]
@@ -150,21 +152,33 @@ def _may_match(items: list[Any], char: str) -> bool:
 
 
 def _item_may_match(op: Any, av: Any, char: str) -> bool:
-    if op is re_constants.LITERAL:
-        return chr(av) == char
-    if op is re_constants.NOT_LITERAL:
-        return chr(av) != char
-    if op is re_constants.CATEGORY:
-        test = _CATEGORIES.get(str(av))
-        return True if test is None else bool(test(char))
-    if op is re_constants.IN:
-        negated = bool(av) and av[0][0] is re_constants.NEGATE
-        ranges = av[1:] if negated else av
-        hit = any(chr(a[1][0]) <= char <= chr(a[1][1]) if a[0] is re_constants.RANGE
-                  else _item_may_match(a[0], a[1], char) for a in ranges)
-        return hit != negated or any(a[0] not in (re_constants.LITERAL, re_constants.RANGE,
-                                                  re_constants.CATEGORY) for a in ranges)
-    return True
+    test = _MATCHERS.get(op)
+    return True if test is None else bool(test(av, char))
+
+
+def _category(av: Any, char: str) -> bool:
+    test = _CATEGORIES.get(str(av))
+    return True if test is None else bool(test(char))
+
+
+def _in_set(av: Any, char: str) -> bool:
+    """A set (``[^a-z\\d]``): whether ``char`` may be in it; a part it cannot judge
+    counts as a match."""
+    negated = bool(av) and av[0][0] is re_constants.NEGATE
+    parts = av[1:] if negated else av
+    if any(op not in (re_constants.LITERAL, re_constants.RANGE, re_constants.CATEGORY)
+           for op, _ in parts):
+        return True
+    hit = any(chr(a[0]) <= char <= chr(a[1]) if op is re_constants.RANGE
+              else _item_may_match(op, a, char) for op, a in parts)
+    return hit != negated
+
+
+_MATCHERS: dict[Any, Any] = {
+    re_constants.LITERAL: lambda av, c: chr(av) == c,
+    re_constants.NOT_LITERAL: lambda av, c: chr(av) != c,
+    re_constants.CATEGORY: _category,
+    re_constants.IN: _in_set}
 
 
 class EventInput(Frozen):
