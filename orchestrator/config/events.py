@@ -63,8 +63,8 @@ def _regex(value: str) -> str:
 def pattern_warnings(inputs: Mapping[str, EventInput]) -> list[str]:
     """``validate``'s warnings about the inputs' patterns: a repeat inside a repeat can
     backtrack exponentially, and Python's ``re`` has no time limit, so a crafted value
-    would hold the tick job until its timeout. A warning, not a refusal: a separator
-    (``([a-z]+-)+``) makes the nesting harmless, and this check does not see that."""
+    would hold the tick job until its timeout. A warning, not a refusal: the check sees
+    a separator that makes the nesting harmless (``([a-z]+-)+``), not every such form."""
     return [f"on_event input {name!r}: its pattern repeats a repeat ({spec.pattern}); a "
             "crafted value can make it backtrack for minutes. Make the inner part atomic "
             "((?>...)) or possessive (a++), or write it without the nesting"
