@@ -905,7 +905,9 @@ class FakeGitHub:
             self._job(run_id, track).log_expired = True
 
     def job_by_id(self, job_id: int) -> FakeJob | None:
-        return next((j for r in self.runs.values() for j in r.jobs if j.id == job_id), None)
+        with self._lock:
+            return next((j for r in self.runs.values() for j in r.jobs if j.id == job_id),
+                        None)
 
     def _release(self, run: FakeRun) -> None:
         """Create the jobs that waited for the others, once those have all completed
@@ -1146,15 +1148,19 @@ class FakeGitHub:
         return [r for r in self.requests if r.endpoint == "dispatch"]
 
     def runs_of(self, workflow: str, event: str | None = None) -> list[FakeRun]:
-        """The runs of one workflow file (started by ``event``), oldest first."""
-        return sorted((r for r in self.runs.values() if r.workflow == workflow
+        """The runs of one workflow file (started by ``event``), oldest first. Under the
+        lock: a test polls this while the server's thread adds the run a dispatch made."""
+        with self._lock:
+            runs = list(self.runs.values())
+        return sorted((r for r in runs if r.workflow == workflow
                        and (event is None or r.event == event)), key=lambda r: r.id)
 
     def calls(self, endpoint: str | None = None) -> list[Recorded]:
         return [r for r in self.requests if endpoint is None or r.endpoint == endpoint]
 
     def run_titled(self, title: str) -> FakeRun:
-        [run] = [r for r in self.runs.values() if r.display_title == title]
+        with self._lock:
+            [run] = [r for r in self.runs.values() if r.display_title == title]
         return run
 
     # ------------------------------------------------------------------ HTTP
