@@ -278,17 +278,29 @@ def test_the_compose_services_command_dispatches_at_a_slot_and_its_health_check_
         assert proc.stderr is not None
         assert "clock for tick.yml via workflow_dispatch" in proc.stderr.readline()
         assert "wake-up 1" in proc.stderr.readline()
-        _move_once(user, datetime.now(UTC) + timedelta(seconds=2))
+        slot = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        _move_once(user, slot)
         # the next whole minute's wake-up reads the schedule and calls for its slot
         wait(lambda: bool(fake_github.runs_of("tick.yml")), "no dispatch", timeout=150)
+        alive = Path(checkout) / ".orchestrator" / "clock-alive"
+        # the wake-up that called writes its instant (at or after the slot) once done
+        wait(lambda: _alive_since(alive, slot), "no sign of life after the call", timeout=60)
         health = service["healthcheck"]["test"][1:]
         assert subprocess.run(health, cwd=checkout, check=False).returncode == 0
-        alive = Path(checkout) / ".orchestrator" / "clock-alive"
         alive.write_text(f"{datetime.now(UTC) - timedelta(minutes=10):%Y-%m-%dT%H:%M:%SZ}\n")
         assert subprocess.run(health, cwd=checkout, check=False).returncode == 1
         err = terminate(proc)
     assert proc.returncode == 0, err
     assert "clock: dispatched tick.yml (workflow_dispatch) for once: one-shot at" in err
+
+
+def _alive_since(alive: Path, moment: datetime) -> bool:
+    """Whether the health file holds an instant at or after ``moment``."""
+    try:
+        written = datetime.fromisoformat(alive.read_text().strip().replace("Z", "+00:00"))
+    except (OSError, ValueError):
+        return False
+    return written >= moment
 
 
 def _move_once(user: User, slot: datetime) -> None:
