@@ -15,7 +15,8 @@ import ipaddress
 import logging
 import os
 import subprocess
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -92,6 +93,20 @@ def auth_env(url: str, token: str | None, redact: Redactor) -> dict[str, str]:
     return env
 
 
+LOCK_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Seconds waited before each new try of a command whose lock a live git process may
+hold: about 6 s in all, far more than a fetch of the state branch takes."""
+
+
+def _waited(waits: Iterator[float]) -> bool:
+    """Sleep the next of ``waits``; False when none is left."""
+    wait = next(waits, None)
+    if wait is None:
+        return False
+    time.sleep(wait)
+    return True
+
+
 GIT_TIMEOUT = 300.0
 """Seconds one git command may take (a fetch of a large state branch over a slow link
 included); past that it counts as a transient failure."""
@@ -137,21 +152,32 @@ class Git:
             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
         proc = self._run(args, input, env)
         # A lock a killed git process left would fail this command, and every later
-        # one, until someone deletes it: clear a stale one and run once more.
-        if proc.returncode != 0 and self.lock_folders and self._cleared_locks(proc):
+        # one, until someone deletes it: clear a stale one and run once more. One a
+        # live git process may hold is waited for (a fetch of this checkout that is
+        # still running), then the error stands.
+        waits = iter(LOCK_WAITS)
+        for _ in range(2 * len(LOCK_WAITS)):
+            if proc.returncode == 0 or not self.lock_folders:
+                break
+            unlocked = self._unlocked(proc)
+            if unlocked is None or (not unlocked and not _waited(waits)):
+                break
             proc = self._run(args, input, env)
         if check and proc.returncode != 0:
             raise self._failure(args, proc)
         return proc
 
-    def _cleared_locks(self, proc: subprocess.CompletedProcess[bytes]) -> bool:
-        """Clear the stale locks that ``proc``'s error names, logging each; whether
-        any was."""
-        cleared = [line for path in locks.named(proc.stderr.decode(errors="replace"))
-                   if (line := locks.clear(path, self.lock_folders, self.repo))]
-        for line in cleared:
-            log.warning("%s", line)
-        return bool(cleared)
+    def _unlocked(self, proc: subprocess.CompletedProcess[bytes]) -> bool | None:
+        """Clear the stale locks that ``proc``'s error names, logging each. ``None`` when
+        it names none; else whether every one is gone now (cleared, or released by its
+        holder meanwhile)."""
+        named = locks.named(proc.stderr.decode(errors="replace"))
+        if not named:
+            return None
+        for path in named:
+            if line := locks.clear(path, self.lock_folders, self.repo):
+                log.warning("%s", line)
+        return not any(os.path.lexists(self.repo / path) for path in named)
 
     def _failure(self, args: tuple[str, ...], proc: subprocess.CompletedProcess[bytes]
                  ) -> OrchestratorError:

@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -135,6 +136,43 @@ def test_a_lock_a_live_git_process_may_hold_is_left_alone(tmp_path: Path) -> Non
     assert served.returncode == 0, served.stderr
     assert f"{LOCK_LINE} {lock}" in served.stderr
     assert served.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", ["holder ends", "holder releases it"])
+def test_a_lock_a_live_git_process_holds_is_waited_for(tmp_path: Path, release: str) -> None:
+    """A fetch of the same checkout still running (a tick killed without its git child,
+    a second process) holds shallow.lock for a moment: the tick waits for it instead of
+    failing. Once the holder ends, the lock it left is stale and cleared; one it
+    releases is simply gone."""
+    origin, repo = checkout(tmp_path)
+    work = tmp_path / "work"
+    assert cli_tick(repo, at(0), work=work).returncode == 0
+    another_writer(origin)
+    holder = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    time.sleep(1.5)  # its start, rounded to the clock's ticks, is before the lock
+    lock = repo / ".git" / "shallow.lock"
+    lock.write_text("held\n")
+
+    def let_go() -> None:
+        time.sleep(0.5)
+        if release == "holder ends":
+            holder.communicate(input=b"", timeout=30)
+        else:
+            lock.unlink()
+
+    releaser = threading.Thread(target=let_go)
+    releaser.start()
+    try:
+        served = cli_tick(repo, at(2), work=work)
+    finally:
+        releaser.join(30)
+        if holder.poll() is None:
+            holder.communicate(input=b"", timeout=30)
+    assert served.returncode == 0, served.stderr
+    assert (f"{LOCK_LINE} {lock}" in served.stderr) == (release == "holder ends")
+    assert not lock.exists()
 
 
 def test_a_ref_lock_a_killed_push_left_in_the_remote_folder_is_cleared(
