@@ -117,19 +117,28 @@ def _serialised(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def clear(path: str, folders: list[Path], cwd: Path) -> str | None:
-    """Remove the lock file ``path`` (as git named it, relative to ``cwd``) when it is
-    stale; the line that says so, or ``None`` when it was left alone."""
+def owned(path: str, folders: list[Path], cwd: Path) -> Path | None:
+    """The lock file ``path`` (as git named it, relative to ``cwd``) when it lies in one
+    of ``folders``, resolved; ``None`` for any other (a path on a remote server)."""
     lock = Path(os.path.abspath(cwd / path))
     try:
         where = Path(os.path.realpath(lock.parent))
     except OSError:
         return None
     owners = [Path(os.path.realpath(f)) for f in folders]
-    owner = next((f for f in owners if _inside(where, [f])), None)
-    if owner is None or not lock.name.endswith(".lock"):
+    if not lock.name.endswith(".lock") or not _inside(where, owners):
         return None
-    lock = where / lock.name
+    return where / lock.name
+
+
+def clear(path: str, folders: list[Path], cwd: Path) -> str | None:
+    """Remove the lock file ``path`` (as git named it, relative to ``cwd``) when it is
+    stale; the line that says so, or ``None`` when it was left alone."""
+    lock = owned(path, folders, cwd)
+    if lock is None:
+        return None
+    owners = [Path(os.path.realpath(f)) for f in folders]
+    owner = next(f for f in owners if _inside(lock.parent, [f]))
     with _serialised(owner):
         seen = _remove_if_stale(lock, owners)
     if seen is None:

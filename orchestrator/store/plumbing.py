@@ -168,12 +168,13 @@ class Git:
         return proc
 
     def _unlocked(self, proc: subprocess.CompletedProcess[bytes]) -> bool | None:
-        """Clear the stale locks that ``proc``'s error names, logging each. ``None`` when
-        it names none; else whether every one is gone now (cleared, or released by its
-        holder meanwhile)."""
-        named = locks.named(proc.stderr.decode(errors="replace"))
+        """Clear the stale locks that ``proc``'s error names in the lock folders, logging
+        each. ``None`` when it names none there; else whether every one is gone now
+        (cleared, or released by its holder meanwhile)."""
+        named = [path for path in locks.named(proc.stderr.decode(errors="replace"))
+                 if locks.owned(path, self.lock_folders, self.repo) is not None]
         if not named:
-            return None
+            return None  # none here: a server's own lock is the server's to wait for
         for path in named:
             if line := locks.clear(path, self.lock_folders, self.repo):
                 log.warning("%s", line)

@@ -48,3 +48,16 @@ def test_the_locks_git_says_it_found_taken() -> None:
             "error: Unable to create '/srv/other': Permission denied\n")
     assert locks.named(said) == ["/srv/origin.git/./refs/heads/x.lock",
                                  "/srv/checkout/.git/shallow.lock"]
+
+
+def test_only_a_lock_inside_the_store_s_folders_is_its_own() -> None:
+    """A server names its own lock in a push's error (``remote: ... Unable to create
+    '/data/repos/x.git/refs/heads/s.lock'``): that one is the server's to wait for, and
+    a command is never run again for it."""
+    checkout = Path("/nonexistent/work/repo")
+    folders = [checkout, checkout / ".git"]
+    assert locks.owned(".git/shallow.lock", folders, checkout) == \
+        checkout / ".git" / "shallow.lock"
+    assert locks.owned("/data/repos/x.git/refs/heads/s.lock", folders, checkout) is None
+    assert locks.owned(".git/config", folders, checkout) is None  # not a lock
+    assert locks.owned("../other/.git/index.lock", folders, checkout) is None
