@@ -171,14 +171,14 @@ class Git:
         """Clear the stale locks that ``proc``'s error names in the lock folders, logging
         each. ``None`` when it names none there; else whether every one is gone now
         (cleared, or released by its holder meanwhile)."""
-        named = [path for path in locks.named(proc.stderr.decode(errors="replace"))
-                 if locks.owned(path, self.lock_folders, self.repo) is not None]
+        named = [(path, lock) for path in locks.named(proc.stderr.decode(errors="replace"))
+                 if (lock := locks.owned(path, self.lock_folders, self.repo)) is not None]
         if not named:
             return None  # none here: a server's own lock is the server's to wait for
-        for path in named:
+        for path, _ in named:
             if line := locks.clear(path, self.lock_folders, self.repo):
                 log.warning("%s", line)
-        return not any(os.path.lexists(self.repo / path) for path in named)
+        return not any(os.path.lexists(lock) for _, lock in named)
 
     def _failure(self, args: tuple[str, ...], proc: subprocess.CompletedProcess[bytes]
                  ) -> OrchestratorError:

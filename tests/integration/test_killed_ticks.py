@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,25 +114,34 @@ def test_ticks_killed_during_their_fetch_leave_locks_the_next_tick_clears(
     assert left >= 1, "no kill landed while the fetch held its lock"
 
 
-@pytest.mark.slow
-def test_a_lock_a_live_git_process_may_hold_is_left_alone(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def held_lock(tmp_path: Path) -> Iterator[tuple[Path, Path, subprocess.Popen[bytes], Path]]:
+    """A checkout one tick behind its origin, and its shallow.lock taken while a git
+    process works in it (started before the lock, so it may hold it): (checkout, work
+    folder, that process, the lock). The process ends with the block, if not before."""
     origin, repo = checkout(tmp_path)
     work = tmp_path / "work"
     assert cli_tick(repo, at(0), work=work).returncode == 0
     another_writer(origin)
-    # a git process working in the checkout, started before the lock was taken
     holder = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"],
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
         time.sleep(1.5)  # its start, rounded to the clock's ticks, is before the lock
         lock = repo / ".git" / "shallow.lock"
         lock.write_text("held\n")
+        yield repo, work, holder, lock
+    finally:
+        if holder.poll() is None:
+            holder.communicate(input=b"", timeout=30)
+
+
+@pytest.mark.slow
+def test_a_lock_a_live_git_process_may_hold_is_left_alone(tmp_path: Path) -> None:
+    with held_lock(tmp_path) as (repo, work, _, lock):
         refused = cli_tick(repo, at(2), work=work)
         assert refused.returncode == 3
         assert "shallow.lock': File exists" in refused.stderr
         assert lock.exists() and LOCK_LINE not in refused.stderr
-    finally:
-        holder.communicate(input=b"", timeout=30)
     served = cli_tick(repo, at(2), work=work)
     assert served.returncode == 0, served.stderr
     assert f"{LOCK_LINE} {lock}" in served.stderr
@@ -145,31 +155,21 @@ def test_a_lock_a_live_git_process_holds_is_waited_for(tmp_path: Path, release: 
     a second process) holds shallow.lock for a moment: the tick waits for it instead of
     failing. Once the holder ends, the lock it left is stale and cleared; one it
     releases is simply gone."""
-    origin, repo = checkout(tmp_path)
-    work = tmp_path / "work"
-    assert cli_tick(repo, at(0), work=work).returncode == 0
-    another_writer(origin)
-    holder = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"],
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    time.sleep(1.5)  # its start, rounded to the clock's ticks, is before the lock
-    lock = repo / ".git" / "shallow.lock"
-    lock.write_text("held\n")
+    with held_lock(tmp_path) as (repo, work, holder, lock):
 
-    def let_go() -> None:
-        time.sleep(0.5)
-        if release == "holder ends":
-            holder.communicate(input=b"", timeout=30)
-        else:
-            lock.unlink()
+        def let_go() -> None:
+            time.sleep(0.5)
+            if release == "holder ends":
+                holder.communicate(input=b"", timeout=30)
+            else:
+                lock.unlink()
 
-    releaser = threading.Thread(target=let_go)
-    releaser.start()
-    try:
-        served = cli_tick(repo, at(2), work=work)
-    finally:
-        releaser.join(30)
-        if holder.poll() is None:
-            holder.communicate(input=b"", timeout=30)
+        releaser = threading.Thread(target=let_go)
+        releaser.start()
+        try:
+            served = cli_tick(repo, at(2), work=work)
+        finally:
+            releaser.join(30)
     assert served.returncode == 0, served.stderr
     assert (f"{LOCK_LINE} {lock}" in served.stderr) == (release == "holder ends")
     assert not lock.exists()
